@@ -1,0 +1,148 @@
+#define _GNU_SOURCE
+#include "sky_cpu.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#elif defined(__aarch64__)
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20) /* Linux arch/arm64 uapi hwcap.h */
+#endif
+#endif
+
+static int has_name(const char *tok, size_t n, const char *name)
+{
+	return strlen(name) == n && strncmp(tok, name, n) == 0;
+}
+
+static sky_cpu_features query(void)
+{
+	sky_cpu_features f = {0};
+#if defined(__x86_64__)
+	unsigned a, b, c, d;
+	if (__get_cpuid_count(1, 0, &a, &b, &c, &d)) {
+		int fma = (c >> 12) & 1, osxsave = (c >> 27) & 1;
+		unsigned long long xcr0 = 0;
+		if (osxsave) {
+			unsigned lo, hi;
+			__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+			xcr0 = ((unsigned long long)hi << 32) | lo;
+		}
+		int ymm_ok = (xcr0 & 0x6) == 0x6, zmm_ok = (xcr0 & 0xe6) == 0xe6;
+		if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+			f.avx2 = ymm_ok && fma && ((b >> 5) & 1);
+			f.avx512 = zmm_ok && ((b >> 16) & 1) && ((b >> 30) & 1) && ((b >> 31) & 1);
+			f.avx512vnni = f.avx512 && ((c >> 11) & 1);
+		}
+	}
+#elif defined(__aarch64__)
+	unsigned long hw = getauxval(AT_HWCAP);
+	f.neon = 1;
+	f.dotprod = (hw & HWCAP_ASIMDDP) != 0;
+#endif
+	const char *off = getenv("SKY_CPU_DISABLE");
+	while (off && *off) {
+		size_t n = strcspn(off, ",");
+		if (has_name(off, n, "avx2"))
+			f.avx2 = f.avx512 = f.avx512vnni = 0;
+		if (has_name(off, n, "avx512"))
+			f.avx512 = f.avx512vnni = 0;
+		if (has_name(off, n, "avx512vnni"))
+			f.avx512vnni = 0;
+		if (has_name(off, n, "neon"))
+			f.neon = f.dotprod = 0;
+		if (has_name(off, n, "dotprod"))
+			f.dotprod = 0;
+		off += n + (off[n] == ',');
+	}
+	return f;
+}
+
+sky_cpu_features sky_cpu_get_features(void)
+{
+	static int done;
+	static sky_cpu_features cached;
+	if (!done) {
+		cached = query();
+		done = 1;
+	}
+	return cached;
+}
+
+void sky_cpu_features_str(sky_cpu_features f, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s%s%s%s", f.avx2 ? "avx2," : "", f.avx512 ? "avx512," : "",
+		 f.avx512vnni ? "avx512vnni," : "", f.neon ? "neon," : "",
+		 f.dotprod ? "dotprod," : "");
+	size_t n = strlen(buf);
+	if (n > 0)
+		buf[n - 1] = '\0';
+}
+
+const char *sky_cpu_arch(void)
+{
+#if defined(__x86_64__)
+	return "x86_64";
+#elif defined(__aarch64__)
+	return "aarch64";
+#else
+	return "unknown";
+#endif
+}
+
+void sky_cpu_model(char *buf, size_t len)
+{
+	snprintf(buf, len, "unknown");
+	FILE *fp = fopen("/proc/cpuinfo", "r");
+	if (!fp)
+		return;
+	char line[512];
+	while (fgets(line, sizeof line, fp)) {
+		/* x86 says "model name", arm64 kernels say "CPU part" at best */
+		if (strncmp(line, "model name", 10) == 0 || strncmp(line, "Model", 5) == 0) {
+			char *colon = strchr(line, ':');
+			if (colon) {
+				colon++;
+				while (*colon == ' ' || *colon == '\t')
+					colon++;
+				colon[strcspn(colon, "\n")] = '\0';
+				snprintf(buf, len, "%s", colon);
+				break;
+			}
+		}
+	}
+	fclose(fp);
+}
+
+int sky_cpu_count(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (int)n : 1;
+}
+
+uint64_t sky_mem_available(void)
+{
+	FILE *fp = fopen("/proc/meminfo", "r");
+	if (!fp)
+		return 0;
+	char line[256];
+	uint64_t kb = 0;
+	while (fgets(line, sizeof line, fp)) {
+		if (sscanf(line, "MemAvailable: %llu kB", (unsigned long long *)&kb) == 1)
+			break;
+	}
+	fclose(fp);
+	return kb * 1024u;
+}
+
+void sky_host_name(char *buf, size_t len)
+{
+	if (gethostname(buf, len) != 0)
+		snprintf(buf, len, "unknown");
+	buf[len - 1] = '\0';
+}

@@ -1,0 +1,156 @@
+#define _GNU_SOURCE
+#include "sky_file.h"
+
+#include "sky_err.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int sky_file_map_open(sky_file_map *m, const char *path)
+{
+	m->data = NULL;
+	m->size = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? SKY_ENOTFOUND : SKY_EIO;
+	struct stat st;
+	int rc = SKY_EIO;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+		goto exit;
+	if (st.st_size > 0) {
+		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (p == MAP_FAILED)
+			goto exit;
+		m->data = p;
+		m->size = (size_t)st.st_size;
+	}
+	rc = 0;
+exit:
+	close(fd);
+	return rc;
+}
+
+void sky_file_map_close(sky_file_map *m)
+{
+	if (m && m->data)
+		munmap((void *)m->data, m->size);
+	if (m) {
+		m->data = NULL;
+		m->size = 0;
+	}
+}
+
+long sky_file_read(const char *path, void *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? SKY_ENOTFOUND : SKY_EIO;
+	size_t got = 0;
+	long rc;
+	for (;;) {
+		if (got == cap) {
+			char extra;
+			ssize_t n = read(fd, &extra, 1);
+			rc = n == 0 ? (long)got : n > 0 ? SKY_ERANGE : SKY_EIO;
+			break;
+		}
+		ssize_t n = read(fd, (char *)buf + got, cap - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = SKY_EIO;
+			break;
+		}
+		if (n == 0) {
+			rc = (long)got;
+			break;
+		}
+		got += (size_t)n;
+	}
+	close(fd);
+	return rc;
+}
+
+int sky_file_write(const char *path, const void *data, size_t len, unsigned mode)
+{
+	char tmp[PATH_MAX];
+	if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp)
+		return SKY_EIO;
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, (mode_t)mode);
+	if (fd < 0)
+		return SKY_EIO;
+	int rc = SKY_EIO;
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = write(fd, (const char *)data + done, len - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			goto exit;
+		done += (size_t)n;
+	}
+	/* open() honoured the umask; set the exact bits asked for */
+	if (fchmod(fd, (mode_t)mode) != 0 || fsync(fd) != 0)
+		goto exit;
+	rc = 0;
+exit:
+	if (close(fd) != 0)
+		rc = SKY_EIO;
+	if (rc == 0 && rename(tmp, path) != 0)
+		rc = SKY_EIO;
+	if (rc != 0)
+		unlink(tmp);
+	return rc;
+}
+
+int sky_file_exists(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0;
+}
+
+int sky_file_mode(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) != 0)
+		return SKY_ENOTFOUND;
+	return (int)(st.st_mode & 07777);
+}
+
+int sky_file_mkdirs(const char *dir, unsigned mode)
+{
+	char buf[PATH_MAX];
+	size_t n = strlen(dir);
+	if (n == 0 || n >= sizeof buf)
+		return SKY_EIO;
+	memcpy(buf, dir, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (buf[i] != '/' && buf[i] != '\0')
+			continue;
+		char c = buf[i];
+		buf[i] = '\0';
+		if (mkdir(buf, (mode_t)mode) != 0 && errno != EEXIST)
+			return SKY_EIO;
+		buf[i] = c;
+	}
+	return 0;
+}
+
+int sky_file_exe_dir(char *buf, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+	if (n <= 0 || (size_t)n >= len - 1)
+		return SKY_EIO;
+	buf[n] = '\0';
+	char *slash = strrchr(buf, '/');
+	if (!slash)
+		return SKY_EIO;
+	*slash = '\0';
+	return 0;
+}

@@ -1,0 +1,35 @@
+/* What the processor and the machine offer: feature flags for kernel
+ * dispatch, core count, memory the OS says is available, and names for
+ * benchmark records. */
+#ifndef SKY_CPU_H
+#define SKY_CPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct sky_cpu_features {
+	unsigned avx2 : 1;       /* x86: AVX2 + FMA */
+	unsigned avx512 : 1;     /* x86: AVX-512 F + BW + VL */
+	unsigned avx512vnni : 1; /* x86: AVX-512 VNNI (vpdpbusd) */
+	unsigned neon : 1;       /* aarch64: Advanced SIMD (always on aarch64) */
+	unsigned dotprod : 1;    /* aarch64: sdot/udot (Armv8.2 DotProd) */
+} sky_cpu_features;
+
+/* Features of the CPU this process runs on (queried once, then cached).
+ * SKY_CPU_DISABLE="avx512vnni,dotprod,..." masks features off, so tests and
+ * benchmarks can force a slower kernel variant. */
+sky_cpu_features sky_cpu_get_features(void);
+/* Comma-separated names of the set features ("avx2,avx512,avx512vnni"). */
+void sky_cpu_features_str(sky_cpu_features f, char *buf, size_t len);
+/* "x86_64" or "aarch64" (the build's architecture). */
+const char *sky_cpu_arch(void);
+/* CPU model name from the OS, or "unknown". */
+void sky_cpu_model(char *buf, size_t len);
+/* Online logical CPUs (>= 1). */
+int sky_cpu_count(void);
+/* MemAvailable from the OS in bytes, or 0 if unknown. */
+uint64_t sky_mem_available(void);
+/* Host name into buf (truncated, always terminated). */
+void sky_host_name(char *buf, size_t len);
+
+#endif

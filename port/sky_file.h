@@ -1,0 +1,38 @@
+/* Files: read-only mappings (weights are mapped, not copied), whole-file
+ * reads into caller memory, atomic writes with a chosen mode (keys are 0600),
+ * and the few directory facts the tools need. */
+#ifndef SKY_FILE_H
+#define SKY_FILE_H
+
+#include <stddef.h>
+
+typedef struct sky_file_map {
+	const unsigned char *data; /* NULL when unmapped */
+	size_t size;
+} sky_file_map;
+
+/* Maps path read-only. Returns 0; SKY_ENOTFOUND if it does not exist,
+ * SKY_EIO if it cannot be read. An empty file maps to data=NULL, size=0. */
+int sky_file_map_open(sky_file_map *m, const char *path);
+/* NULL-safe; may be called twice. */
+void sky_file_map_close(sky_file_map *m);
+
+/* Reads at most cap bytes of path into buf. Returns the byte count (>= 0),
+ * SKY_ENOTFOUND, SKY_EIO, or SKY_ERANGE if the file is larger than cap. */
+long sky_file_read(const char *path, void *buf, size_t cap);
+
+/* Writes data to path through a temporary file and rename(), so readers
+ * never see half a file; the file gets permission bits mode (e.g. 0600).
+ * Returns 0 or SKY_EIO. */
+int sky_file_write(const char *path, const void *data, size_t len, unsigned mode);
+
+/* Returns 1 if path exists, else 0. */
+int sky_file_exists(const char *path);
+/* Creates dir and its parents with the given mode. Returns 0 or SKY_EIO. */
+int sky_file_mkdirs(const char *dir, unsigned mode);
+/* Permission bits of path (e.g. 0600), or SKY_ENOTFOUND. */
+int sky_file_mode(const char *path);
+/* Directory holding the running executable, into buf. Returns 0 or SKY_EIO. */
+int sky_file_exe_dir(char *buf, size_t len);
+
+#endif

@@ -1,0 +1,27 @@
+/* Logging with levels, to stderr, one line per call:
+ *   2026-11-30T14:00:00.123Z skyd[1234] warn: message
+ * The level comes from sky_log_set_level() or the SKY_LOG environment
+ * variable (error, warn, info, debug); the default is info. */
+#ifndef SKY_LOG_H
+#define SKY_LOG_H
+
+typedef enum { SKY_LOG_ERROR, SKY_LOG_WARN, SKY_LOG_INFO, SKY_LOG_DEBUG } sky_log_level;
+
+void sky_log_set_level(sky_log_level level);
+/* Parses "error|warn|info|debug"; returns 0, or SKY_EINVAL for other text. */
+int sky_log_parse_level(const char *text, sky_log_level *out);
+/* Program name shown in each line (default "sky"). Keeps the pointer. */
+void sky_log_set_name(const char *name);
+int sky_log_enabled(sky_log_level level);
+void sky_log(sky_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define SKY_ERROR(...) sky_log(SKY_LOG_ERROR, __VA_ARGS__)
+#define SKY_WARN(...) sky_log(SKY_LOG_WARN, __VA_ARGS__)
+#define SKY_INFO(...) sky_log(SKY_LOG_INFO, __VA_ARGS__)
+#define SKY_DEBUG(...) \
+	do { \
+		if (sky_log_enabled(SKY_LOG_DEBUG)) \
+			sky_log(SKY_LOG_DEBUG, __VA_ARGS__); \
+	} while (0)
+
+#endif

@@ -1,0 +1,53 @@
+/* Model presets and the shape, FLOP and byte formulas per layer.
+ *
+ * Shared by the board runtime and the planner (one of the two runtime
+ * corners the planner may include), so both sides agree on what a layer
+ * costs. Shapes follow HuggingFace BERT: hidden H, heads, FFN width F. */
+#ifndef SKY_MODEL_H
+#define SKY_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct sky_model_cfg {
+	char name[16];  /* preset name: tiny, mini, base, large */
+	int hidden;     /* H */
+	int heads;      /* attention heads; H % heads == 0 */
+	int ffn;        /* F, intermediate width */
+	int layers;     /* encoder layers */
+	int seq;        /* S, tokens per sequence */
+	int batch;      /* B, sequences per micro-batch */
+	int vocab;      /* word embedding rows */
+	int max_pos;    /* position embedding rows; seq <= max_pos */
+	int type_vocab; /* token type embedding rows */
+	int classes;    /* classification head outputs */
+} sky_model_cfg;
+
+/* Fills *out with preset `name` (layers, seq and batch get the preset's
+ * defaults; change them after). Returns 0 or SKY_ENOTFOUND. */
+int sky_model_preset(const char *name, sky_model_cfg *out);
+/* Comma-separated preset names, for --help and errors. */
+const char *sky_model_preset_names(void);
+/* Checks every field is positive, H % heads == 0, seq <= max_pos and the
+ * sizes keep every tensor's element count below 2^31. Returns 0 or
+ * SKY_EINVAL (detail logged as an error naming the field). */
+int sky_model_validate(const sky_model_cfg *c);
+
+/* Tokens per micro-batch, B*S. */
+static inline int64_t sky_model_tokens(const sky_model_cfg *c) { return (int64_t)c->batch * c->seq; }
+
+/* Forward FLOPs of one encoder layer for one micro-batch, counting 2*M*N*K
+ * per GEMM, attention scores and context included:
+ *   B*S*(8*H^2 + 4*H*F) + 4*B*S^2*H.
+ * Backward is twice this. */
+double sky_model_layer_flops_fwd(const sky_model_cfg *c);
+/* Parameters of one encoder layer: 4H^2 + 2HF + 9H + F. */
+int64_t sky_model_layer_params(const sky_model_cfg *c);
+/* Parameters of the embedding block and of the classification head. */
+int64_t sky_model_embed_params(const sky_model_cfg *c);
+int64_t sky_model_head_params(const sky_model_cfg *c);
+/* Bytes crossing a cut between stages for one micro-batch: the H-wide fp32
+ * activation forward, and the same-sized gradient backward. */
+int64_t sky_model_cut_bytes(const sky_model_cfg *c);
+
+#endif

@@ -1,0 +1,79 @@
+/* One BERT encoder layer in fp32, forward and backward, exactly as
+ * HuggingFace's BertLayer (post-LN, exact erf GELU, LayerNorm eps 1e-12,
+ * additive attention mask; dropout is not applied):
+ *
+ *   q,k,v = x Wq^T + bq, x Wk^T + bk, x Wv^T + bv          (T, H), T = B*S
+ *   ctx   = softmax(q_h k_h^T / sqrt(H/heads) + mask) v_h   per batch and head
+ *   h1    = LayerNorm1(ctx Wo^T + bo + x)                   <- end of the attention block
+ *   y     = LayerNorm2(gelu(h1 W1^T + b1) W2^T + b2 + h1)   <- end of the feed-forward block
+ *
+ * A stage may end after either block (both pass an H-wide activation), so
+ * forward and backward take a mask of the blocks to run.
+ *
+ * The layer's parameters are one flat block of sky_model_layer_params(cfg)
+ * floats, in this order (Wq, Wk, Wv adjacent, so they are one fused (3H, H)
+ * QKV weight, and bq, bk, bv one (3H) bias):
+ *   Wq Wk Wv (H,H each) | bq bk bv (H each) | Wo (H,H) | bo | ln1 gamma, beta |
+ *   W1 (F,H) | b1 (F) | W2 (H,F) | b2 | ln2 gamma, beta
+ * sky_layer_tensors() names each part as HuggingFace does. Weights are
+ * row-major [out][in] like torch.nn.Linear. */
+#ifndef SKY_LAYER_H
+#define SKY_LAYER_H
+
+#include "sky_model.h"
+#include "sky_tensor.h"
+
+#include <stddef.h>
+
+enum { SKY_BLOCK_ATTN = 1, SKY_BLOCK_FFN = 2, SKY_BLOCK_ALL = 3 };
+
+#define SKY_LAYER_NTENSORS 16
+#define SKY_LN_EPS 1e-12f
+
+/* Pointers into a flat parameter (or gradient) block. */
+typedef struct sky_layer_view {
+	float *wqkv; /* (3H, H): Wq, Wk, Wv stacked */
+	float *bqkv; /* (3H) */
+	float *wo;   /* (H, H) attention.output.dense */
+	float *bo;   /* (H) */
+	float *ln1_g, *ln1_b; /* (H) attention.output.LayerNorm */
+	float *w1;   /* (F, H) intermediate.dense */
+	float *b1;   /* (F) */
+	float *w2;   /* (H, F) output.dense */
+	float *b2;   /* (H) */
+	float *ln2_g, *ln2_b; /* (H) output.LayerNorm */
+} sky_layer_view;
+
+/* Fills out[0..SKY_LAYER_NTENSORS) with the HuggingFace names, shapes and
+ * offsets of the layer's tensors (names relative to "encoder.layer.N.").
+ * Returns SKY_LAYER_NTENSORS. */
+int sky_layer_tensors(const sky_model_cfg *c, sky_tensor_info *out);
+/* Points v into flat (sky_model_layer_params(c) floats). */
+void sky_layer_bind(const sky_model_cfg *c, float *flat, sky_layer_view *v);
+/* Deterministic init as BERT does: weights N(0, 0.02), biases 0,
+ * LayerNorm gamma 1, beta 0. */
+void sky_layer_init(const sky_model_cfg *c, float *flat, unsigned long long seed);
+
+/* Floats of activations forward keeps for backward, per micro-batch, for
+ * the given blocks. */
+size_t sky_layer_saved_floats(const sky_model_cfg *c, int blocks);
+/* Floats of scratch forward or backward needs (reused between calls). */
+size_t sky_layer_scratch_floats(const sky_model_cfg *c);
+
+/* Forward for one micro-batch. x, y: (B*S, H); mask: (B*S) additive
+ * (0 for tokens, a large negative number for padding) or NULL. saved:
+ * sky_layer_saved_floats() floats that backward will read, or NULL for
+ * inference (then nothing is kept). y must not alias x. If blocks is
+ * SKY_BLOCK_FFN alone, x is h1 (the attention block's output). */
+void sky_layer_forward(const sky_model_cfg *c, const float *w, const float *x, const float *mask,
+		       float *y, float *saved, float *scratch, int blocks);
+
+/* Backward for one micro-batch after a forward with the same blocks and
+ * saved. dy: (B*S, H) gradient of the output; dx: (B*S, H) gradient of the
+ * input (written); dw: gradient block, ADDED to (so micro-batches
+ * accumulate). dx must not alias dy. */
+void sky_layer_backward(const sky_model_cfg *c, const float *w, const float *mask,
+			const float *saved, const float *dy, float *dx, float *dw, float *scratch,
+			int blocks);
+
+#endif

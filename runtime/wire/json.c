@@ -1,0 +1,160 @@
+#include "sky_json.h"
+
+#include "sky_thread.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Each block carries its size in a header so the pool can count live
+ * blocks; 16-byte alignment suits every cJSON field. */
+typedef struct {
+	size_t size;
+	size_t pad;
+} block_hdr;
+
+static _Alignas(64) unsigned char g_pool[SKY_JSON_POOL_BYTES];
+static size_t g_top, g_peak, g_live;
+static int g_once;
+static sky_mutex g_lock;
+
+static void *pool_malloc(size_t n)
+{
+	size_t need = sizeof(block_hdr) + ((n + 15) & ~(size_t)15);
+	void *p = NULL;
+	sky_mutex_lock(&g_lock);
+	if (need >= n && need <= sizeof g_pool - g_top) {
+		block_hdr *h = (block_hdr *)(g_pool + g_top);
+		h->size = need;
+		g_top += need;
+		g_live++;
+		if (g_top > g_peak)
+			g_peak = g_top;
+		p = h + 1;
+	}
+	sky_mutex_unlock(&g_lock);
+	return p;
+}
+
+static void pool_free(void *p)
+{
+	if (!p)
+		return;
+	sky_mutex_lock(&g_lock);
+	/* a bump pool reclaims only when every live document is gone */
+	if (g_live > 0 && --g_live == 0)
+		g_top = 0;
+	sky_mutex_unlock(&g_lock);
+}
+
+static void setup(void)
+{
+	sky_mutex_init(&g_lock);
+	cJSON_Hooks hooks = {pool_malloc, pool_free};
+	cJSON_InitHooks(&hooks);
+}
+
+static void ensure_hooks(void) { sky_once(&g_once, setup); }
+
+cJSON *sky_json_parse(const char *buf, size_t len, sky_diag *d)
+{
+	ensure_hooks();
+	const char *end = NULL;
+	cJSON *doc = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
+	if (!doc) {
+		/* cJSON frees what it built before failing, so the pool is as it was */
+		size_t at = end && end >= buf ? (size_t)(end - buf) : 0;
+		if (g_peak + 4096 >= sizeof g_pool)
+			sky_diag_set(d, SKY_ERANGE, "JSON document too large for the %u-byte pool",
+				     SKY_JSON_POOL_BYTES);
+		else
+			sky_diag_set(d, SKY_EFORMAT, "malformed JSON near byte %zu of %zu", at, len);
+		return NULL;
+	}
+	return doc;
+}
+
+cJSON *sky_json_new_object(void)
+{
+	ensure_hooks();
+	return cJSON_CreateObject();
+}
+
+void sky_json_free(cJSON *doc)
+{
+	if (doc)
+		cJSON_Delete(doc);
+}
+
+int sky_json_print(const cJSON *doc, char *buf, size_t cap)
+{
+	if (cap > (size_t)INT32_MAX)
+		cap = INT32_MAX;
+	if (!cJSON_PrintPreallocated((cJSON *)doc, buf, (int)cap, 0))
+		return SKY_ERANGE;
+	size_t n = strlen(buf);
+	return n + 5 <= cap ? (int)n : SKY_ERANGE; /* cJSON wants 5 spare bytes */
+}
+
+size_t sky_json_pool_used(void)
+{
+	ensure_hooks();
+	sky_mutex_lock(&g_lock);
+	size_t n = g_top;
+	sky_mutex_unlock(&g_lock);
+	return n;
+}
+size_t sky_json_pool_peak(void) { return g_peak; }
+
+static const cJSON *member(const cJSON *obj, const char *key, const char *what, sky_diag *d)
+{
+	const cJSON *v = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+	if (!v)
+		sky_diag_set(d, SKY_ENOTFOUND, "%s: missing field '%s'", what, key);
+	return v;
+}
+
+int sky_json_num(const cJSON *obj, const char *key, double min, double max, double *out,
+		 const char *what, sky_diag *d)
+{
+	const cJSON *v = member(obj, key, what, d);
+	if (!v)
+		return SKY_ENOTFOUND;
+	if (!cJSON_IsNumber(v))
+		return sky_diag_set(d, SKY_EFORMAT, "%s: field '%s' must be a number", what, key);
+	double x = v->valuedouble;
+	if (!isfinite(x) || x < min || x > max)
+		return sky_diag_set(d, SKY_ERANGE, "%s: field '%s' is %g, allowed %g to %g", what,
+				    key, x, min, max);
+	*out = x;
+	return 0;
+}
+
+int sky_json_i64(const cJSON *obj, const char *key, int64_t min, int64_t max, int64_t *out,
+		 const char *what, sky_diag *d)
+{
+	double x;
+	int rc = sky_json_num(obj, key, (double)min, (double)max, &x, what, d);
+	if (rc)
+		return rc;
+	if (x != floor(x))
+		return sky_diag_set(d, SKY_EFORMAT, "%s: field '%s' must be a whole number, got %g",
+				    what, key, x);
+	*out = (int64_t)x;
+	return 0;
+}
+
+int sky_json_str(const cJSON *obj, const char *key, char *buf, size_t cap, const char *what,
+		 sky_diag *d)
+{
+	const cJSON *v = member(obj, key, what, d);
+	if (!v)
+		return SKY_ENOTFOUND;
+	if (!cJSON_IsString(v) || !v->valuestring)
+		return sky_diag_set(d, SKY_EFORMAT, "%s: field '%s' must be a string", what, key);
+	size_t n = strlen(v->valuestring);
+	if (n >= cap)
+		return sky_diag_set(d, SKY_ERANGE, "%s: field '%s' is longer than %zu bytes", what,
+				    key, cap - 1);
+	memcpy(buf, v->valuestring, n + 1);
+	return 0;
+}

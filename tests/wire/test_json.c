@@ -1,0 +1,79 @@
+#include "sky_test.h"
+
+#include "sky_json.h"
+
+#include <math.h>
+#include <string.h>
+
+SKY_TEST(parse_read_free_returns_the_pool)
+{
+	const char *doc = "{\"id\":\"b1\",\"fwd_s\":0.25,\"mem\":1048576,\"bad\":-1}";
+	sky_diag d;
+	sky_diag_clear(&d);
+	unsigned long allocs = sky_test_allocs();
+	cJSON *j = sky_json_parse(doc, strlen(doc), &d);
+	SKY_EXPECT(j != NULL);
+	SKY_EXPECT(sky_json_pool_used() > 0);
+	SKY_EXPECT_EQ(sky_test_allocs(), allocs); /* cJSON never touched the heap */
+	char id[8];
+	double t;
+	int64_t mem;
+	SKY_EXPECT_EQ(sky_json_str(j, "id", id, sizeof id, "caps", &d), 0);
+	SKY_EXPECT(strcmp(id, "b1") == 0);
+	SKY_EXPECT_EQ(sky_json_num(j, "fwd_s", 0, 1e6, &t, "caps", &d), 0);
+	SKY_EXPECT_NEAR(t, 0.25, 0);
+	SKY_EXPECT_EQ(sky_json_i64(j, "mem", 1, 1ll << 50, &mem, "caps", &d), 0);
+	SKY_EXPECT_EQ(mem, 1048576);
+	SKY_EXPECT_EQ(sky_json_num(j, "bad", 0, 1, &t, "board b1", &d), SKY_ERANGE);
+	SKY_EXPECT(strstr(d.msg, "board b1") && strstr(d.msg, "'bad'"));
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_json_num(j, "missing", 0, 1, &t, "board b1", &d), SKY_ENOTFOUND);
+	SKY_EXPECT(strstr(d.msg, "missing") != NULL);
+	SKY_EXPECT_EQ(sky_json_str(j, "fwd_s", id, sizeof id, "caps", NULL), SKY_EFORMAT);
+	SKY_EXPECT_EQ(sky_json_str(j, "id", id, 2, "caps", NULL), SKY_ERANGE);
+	sky_json_free(j);
+	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
+}
+
+SKY_TEST(malformed_and_absurd_input_is_refused)
+{
+	const char *bad[] = {"{", "{\"a\":nan}", "{\"a\":1,}", "[1,2", "\"\\u12\"", ""};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		sky_diag d;
+		sky_diag_clear(&d);
+		SKY_EXPECT_MSG(sky_json_parse(bad[i], strlen(bad[i]), &d) == NULL, "accepted %s",
+			       bad[i]);
+		SKY_EXPECT(d.msg[0] != '\0');
+	}
+	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
+	/* a number that overflows to infinity parses but no getter accepts it */
+	cJSON *j = sky_json_parse("{\"x\":1e999}", 11, NULL);
+	double x;
+	SKY_EXPECT(j != NULL);
+	SKY_EXPECT_EQ(sky_json_num(j, "x", -1e300, 1e300, &x, "t", NULL), SKY_ERANGE);
+	sky_json_free(j);
+	/* length is respected: bytes after len are never read */
+	j = sky_json_parse("{\"a\":1}garbage", 7, NULL);
+	SKY_EXPECT(j != NULL);
+	sky_json_free(j);
+}
+
+SKY_TEST(deep_nesting_is_bounded)
+{
+	static char deep[20001];
+	memset(deep, '[', 10000);
+	memset(deep + 10000, ']', 10000);
+	SKY_EXPECT(sky_json_parse(deep, 20000, NULL) == NULL); /* cJSON's nesting limit */
+}
+
+SKY_TEST(print_without_allocating)
+{
+	cJSON *j = sky_json_new_object();
+	cJSON_AddNumberToObject(j, "n", 3);
+	cJSON_AddStringToObject(j, "s", "x");
+	char buf[64];
+	int n = sky_json_print(j, buf, sizeof buf);
+	SKY_EXPECT(n > 0 && strcmp(buf, "{\"n\":3,\"s\":\"x\"}") == 0);
+	SKY_EXPECT_EQ(sky_json_print(j, buf, 8), SKY_ERANGE);
+	sky_json_free(j);
+}

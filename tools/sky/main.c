@@ -1,0 +1,84 @@
+/* sky: the command line for boards and fleets. `sky help` lists commands. */
+#include "sky_cli.h"
+
+#include "sky_err.h"
+#include "sky_log.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const sky_cmd k_cmds[] = {
+	{"train", "train a model on one board on the synthetic task", sky_cmd_train},
+	{"layer", "run one encoder layer on given tensors (check a board)", sky_cmd_layer},
+	{"bench", "benchmark a layer, the planner or the probe (--json)", sky_cmd_bench},
+	{"version", "print the version and build facts", sky_cmd_version},
+};
+#define N_CMDS (sizeof k_cmds / sizeof k_cmds[0])
+
+static void usage(FILE *to)
+{
+	fprintf(to, "usage: sky <command> [options]   (sky <command> --help for its options)\n\n"
+		    "commands:\n");
+	for (size_t i = 0; i < N_CMDS; i++)
+		fprintf(to, "  %-10s %s\n", k_cmds[i].name, k_cmds[i].summary);
+	fprintf(to, "\nenvironment: SKY_LOG=error|warn|info|debug, SKY_PROFILE=board profile file,\n"
+		    "SKY_CPU_DISABLE=avx512vnni,dotprod,... to force slower kernels\n");
+}
+
+int sky_cli_int(const char *cmd, const char *opt, const char *text, long min, long max, long *out)
+{
+	char *end = NULL;
+	errno = 0;
+	long v = text ? strtol(text, &end, 10) : 0;
+	if (!text || end == text || *end != '\0' || errno != 0 || v < min || v > max) {
+		fprintf(stderr, "sky %s: %s expects an integer from %ld to %ld, got '%s'\n", cmd, opt,
+			min, max, text ? text : "");
+		return SKY_EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+int sky_cli_double(const char *cmd, const char *opt, const char *text, double min, double max,
+		   double *out)
+{
+	char *end = NULL;
+	errno = 0;
+	double v = text ? strtod(text, &end) : 0;
+	if (!text || end == text || *end != '\0' || errno != 0 || !isfinite(v) || v < min ||
+	    v > max) {
+		fprintf(stderr, "sky %s: %s expects a number from %g to %g, got '%s'\n", cmd, opt, min,
+			max, text ? text : "");
+		return SKY_EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+int sky_cmd_version(int argc, char **argv)
+{
+	printf("sky %s (board %s)\n", SKY_VERSION, SKY_BOARD);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	sky_log_set_name("sky");
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	if (strcmp(argv[1], "--version") == 0)
+		return sky_cmd_version(argc - 1, argv + 1);
+	for (size_t i = 0; i < N_CMDS; i++) {
+		if (strcmp(argv[1], k_cmds[i].name) == 0)
+			return k_cmds[i].run(argc - 1, argv + 1);
+	}
+	fprintf(stderr, "sky: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}

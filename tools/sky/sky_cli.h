@@ -1,0 +1,26 @@
+/* The `sky` command line: one file per command (cmd_<name>.c), each with a
+ * run function taking the arguments after the command name. Commands print
+ * results to stdout (JSON with --json, one object per result), diagnostics
+ * to stderr, and return a process exit code (0 only on success). */
+#ifndef SKY_CLI_H
+#define SKY_CLI_H
+
+typedef struct sky_cmd {
+	const char *name;
+	const char *summary;
+	int (*run)(int argc, char **argv); /* argv[0] is the command name */
+} sky_cmd;
+
+int sky_cmd_train(int argc, char **argv);
+int sky_cmd_layer(int argc, char **argv);
+int sky_cmd_bench(int argc, char **argv);
+int sky_cmd_version(int argc, char **argv);
+
+/* Parses a positive integer option value; on error prints
+ * "sky <cmd>: --<opt> expects ..." and returns SKY_EINVAL. */
+int sky_cli_int(const char *cmd, const char *opt, const char *text, long min, long max, long *out);
+/* Same for a finite double in [min, max]. */
+int sky_cli_double(const char *cmd, const char *opt, const char *text, double min, double max,
+		   double *out);
+
+#endif
