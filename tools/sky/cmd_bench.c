@@ -1,9 +1,34 @@
+/* sky bench <what>: one file per benchmark (bench_<what>.c). */
 #include "sky_cli.h"
 
 #include <stdio.h>
+#include <string.h>
+
+int sky_bench_layer(int argc, char **argv);
+int sky_bench_planner(int argc, char **argv);
+int sky_bench_probe(int argc, char **argv);
+
+static const sky_cmd k_benches[] = {
+	{"layer", "one encoder layer fwd and fwd+bwd vs OpenBLAS sgemm (--precision fp32|int8)",
+	 sky_bench_layer},
+	{"planner", "time to plan 1,024 boards x 1,000 layers, and the paper's 64 x 160",
+	 sky_bench_planner},
+	{"probe", "the board probe skyd runs (layer times, memory, link)", sky_bench_probe},
+};
 
 int sky_cmd_bench(int argc, char **argv)
 {
-	fprintf(stderr, "sky bench: not built yet (issue #2 in progress)\n");
-	return 1;
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		FILE *to = argc < 2 ? stderr : stdout;
+		fprintf(to, "usage: sky bench <what> [options] (sky bench <what> --help)\n\n");
+		for (size_t i = 0; i < sizeof k_benches / sizeof k_benches[0]; i++)
+			fprintf(to, "  %-8s %s\n", k_benches[i].name, k_benches[i].summary);
+		return argc < 2 ? 2 : 0;
+	}
+	for (size_t i = 0; i < sizeof k_benches / sizeof k_benches[0]; i++) {
+		if (strcmp(argv[1], k_benches[i].name) == 0)
+			return k_benches[i].run(argc - 1, argv + 1);
+	}
+	fprintf(stderr, "sky bench: unknown benchmark '%s' (layer, planner, probe)\n", argv[1]);
+	return 2;
 }
