@@ -7,10 +7,11 @@
 #   make demo               the main job on one machine
 #   make bench              benchmarks, JSON into build/bench/
 #   make fuzz               libFuzzer harnesses, each for FUZZ_SECONDS
-#   make install            into $(DESTDIR)$(PREFIX)/{bin,etc/sky}
+#   make install            into $(DESTDIR)$(PREFIX)/bin and $(DESTDIR)$(SYSCONFDIR)/sky
 #   make SANITIZE=address,undefined check
 
 BOARD ?= host
+.DEFAULT_GOAL := all
 BOARDS := $(sort $(notdir $(patsubst %/board.mk,%,$(wildcard boards/*/board.mk))))
 ifeq ($(filter $(BOARD),$(BOARDS)),)
 $(error unknown BOARD '$(BOARD)'; boards are: $(BOARDS))
@@ -35,6 +36,7 @@ CFLAGS ?= -O2 -g
 LDFLAGS ?=
 PREFIX ?= /usr/local
 DESTDIR ?=
+SYSCONFDIR ?= $(PREFIX)/etc
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 
 B := build/$(BOARD)
@@ -52,7 +54,7 @@ INC_PLAN := $(INC_SHARED) -Iplanner
 INC_ALL := $(INC_RT) -Iplanner -Itests
 
 BASE_CFLAGS := -std=gnu11 -Wall -Wextra -Wno-unused-parameter -fno-strict-aliasing \
-	-MMD -MP -DSKY_BOARD=\"$(BOARD)\" -DSKY_VERSION=\"$(VERSION)\" $(SAN_FLAGS)
+	-MMD -MP -DSKY_BOARD=\"$(BOARD)\" $(SAN_FLAGS)
 # Paho: the asynchronous client with TLS (OpenSSL underneath).
 LIBS := -lpaho-mqtt3as -lmbedtls -lmbedx509 -lmbedcrypto -lcjson -lopenblas -lpthread -lm
 
@@ -69,6 +71,22 @@ RT_SRC := $(wildcard runtime/*.c runtime/kernels/*.c runtime/kernels/$(KERNEL_AR
 PLAN_SRC := $(wildcard planner/*.c)
 
 obj = $(patsubst %.c,$(O)/%.o,$(1))
+
+# Objects depend on the flags they were built with: changing CC, CFLAGS or
+# SANITIZE rebuilds instead of silently mixing old and new objects.
+FLAGS_STAMP := $(B)/.flags
+VERSION_C := $(B)/gen/version.c
+FLAGS_NOW := $(CC) $(BASE_CFLAGS) $(BOARD_CFLAGS) $(CFLAGS) $(LDFLAGS)
+$(FLAGS_STAMP): FORCE
+	@mkdir -p $(@D)
+	@echo '$(FLAGS_NOW)' | cmp -s - $@ || echo '$(FLAGS_NOW)' > $@
+$(VERSION_C): FORCE
+	@mkdir -p $(@D)
+	@echo 'const char *sky_version(void) { return "$(VERSION)"; }' | cmp -s - $@ || \
+		echo 'const char *sky_version(void) { return "$(VERSION)"; }' > $@
+$(O)/version.o: $(VERSION_C) $(FLAGS_STAMP)
+	$(CC) $(BASE_CFLAGS) $(BOARD_CFLAGS) $(CFLAGS) -c $< -o $@
+FORCE:
 
 LIB_PORT := $(B)/lib/libsky_port.a
 LIB_SHARED := $(B)/lib/libsky_shared.a
@@ -90,7 +108,7 @@ $(O)/runtime/%.o: INC = $(INC_RT)
 $(O)/runtime/model/%.o $(O)/runtime/wire/%.o: INC = $(INC_SHARED)
 $(O)/planner/%.o: INC = $(INC_PLAN)
 $(O)/tools/%.o $(O)/tests/%.o: INC = $(INC_ALL)
-$(O)/%.o: %.c
+$(O)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(BOARD_CFLAGS) $(CFLAGS) $(INC) $(KFLAGS) -c $< -o $@
 
@@ -103,7 +121,7 @@ $(O)/runtime/kernels/x86/%_vnni.o: KFLAGS = -mavx2 -mfma -mavx512f -mavx512bw -m
 $(O)/runtime/kernels/arm/%_dotprod.o: BOARD_CFLAGS = -march=armv8.2-a+dotprod
 
 # ---- libraries and binaries ------------------------------------------------
-$(LIB_PORT): $(call obj,$(PORT_SRC))
+$(LIB_PORT): $(call obj,$(PORT_SRC)) $(O)/version.o
 $(LIB_SHARED): $(call obj,$(SHARED_SRC))
 $(LIB_RT): $(call obj,$(RT_SRC))
 $(LIB_PLAN): $(call obj,$(PLAN_SRC))
@@ -182,12 +200,12 @@ fuzz: deps
 	tools/fuzz.sh $(FUZZ_SECONDS)
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/etc/sky
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(SYSCONFDIR)/sky
 	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
-	install -m 0644 boards/$(BOARD)/profile.conf $(DESTDIR)$(PREFIX)/etc/sky/profile.conf
+	install -m 0644 boards/$(BOARD)/profile.conf $(DESTDIR)$(SYSCONFDIR)/sky/profile.conf
 
 clean:
 	rm -rf build
 
-.PHONY: all tests cross-tests check deps demo bench fuzz install clean
+.PHONY: FORCE all tests cross-tests check deps demo bench fuzz install clean
 -include $(shell find $(O) -name '*.d' 2>/dev/null)

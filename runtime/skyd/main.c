@@ -1,5 +1,7 @@
 /* skyd: the board daemon. Until the control plane lands (issue #5) it only
  * explains itself. */
+#include "sky_version.h"
+
 #include <stdio.h>
 #include <string.h>
 

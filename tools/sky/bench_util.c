@@ -5,6 +5,7 @@
 #include "sky_cpu.h"
 #include "sky_err.h"
 #include "sky_json.h"
+#include "sky_version.h"
 
 #include <cblas.h>
 #include <math.h>

@@ -3,6 +3,7 @@
 
 #include "sky_err.h"
 #include "sky_log.h"
+#include "sky_version.h"
 
 #include <errno.h>
 #include <math.h>
