@@ -1,0 +1,214 @@
+/* Every MQTT topic Sky uses, in one place, and the size bounds of what
+ * travels on them.
+ *
+ * Topics are versioned ("sky/v1/...") so a v2 fleet can share a broker.
+ * Variable segments (<id>, <job>, <nonce>) are built only through
+ * sky_topic_*() below, which refuse a segment that is empty, too long, or
+ * holds a character outside [A-Za-z0-9_.-]: a '/', '+' or '#' in an id would
+ * let a client step outside the pattern ACL (%u substitution), and control
+ * characters have no place in a topic. Board ids are the certificate CN, so
+ * the enrollment CA applies the same rule (sky_topic_segment_ok).
+ *
+ *   topic                                   who publishes -> who reads     QoS retained
+ *   sky/v1/board/<id>/caps                  board -> planner               1   yes  capability report JSON
+ *   sky/v1/board/<id>/status                board (and its LWT) -> planner 1   yes  status JSON {"state":"online"|"offline","session":N}
+ *   sky/v1/board/<id>/heartbeat             board -> planner               0   no   {"session":N,"seq":M}
+ *   sky/v1/board/<id>/plan-ack              board -> planner               1   no   plan acknowledgement / refusal JSON
+ *   sky/v1/board/<id>/echo                  board -> board (itself)        0   no   link probe payload (opaque bytes)
+ *   sky/v1/board/<id>/cmd                   planner -> board               1   no   command JSON (e.g. {"cmd":"probe"})
+ *   sky/v1/job/<job>/plan                   planner -> boards              1   yes  signed plan envelope (runtime/wire/sky_sign.h)
+ *   sky/v1/job/<job>/metrics                board -> planner               0   no   step times JSON
+ *   sky/v1/job/<job>/stage/<k>/fwd          stage k-1 board -> stage k     0   no   tensor frame (sky_frame.h)
+ *   sky/v1/job/<job>/stage/<k>/bwd          stage k+1 board -> stage k     0   no   tensor frame (sky_frame.h)
+ *   sky/v1/jobs/submit                      operator (sky job submit) -> planner 1 no job JSON
+ *   sky/v1/enroll/<nonce>/csr               claim identity -> planner      1   no   enrollment request JSON (token, id, CSR PEM)
+ *   sky/v1/enroll/<nonce>/cert              planner -> claim identity      1   no   enrollment reply JSON (cert, CA, planner cert PEMs, or error)
+ *
+ * ACL summary (for the generated mosquitto ACL; identities are cert CNs):
+ *   board <id>: write sky/v1/board/<id>/{caps,status,heartbeat,plan-ack,echo};
+ *               read  sky/v1/board/<id>/{echo,cmd}, sky/v1/job/+/plan;
+ *               read+write sky/v1/job/+/stage/#, write sky/v1/job/+/metrics.
+ *   claim identity (SKY_TOPIC_CLAIM_CN): write sky/v1/enroll/+/csr, read sky/v1/enroll/+/cert.
+ *   planner (SKY_TOPIC_PLANNER_CN): read sky/v1/board/#, sky/v1/enroll/+/csr, sky/v1/jobs/submit,
+ *               sky/v1/job/+/metrics; write sky/v1/job/+/plan, sky/v1/enroll/+/cert,
+ *               sky/v1/board/+/cmd, sky/v1/jobs/submit (sky job submit uses this identity).
+ *   everything else: denied.
+ * The board's LWT is set at CONNECT on its own status topic, so the ACL
+ * write rule for status covers it.
+ */
+#ifndef SKY_TOPICS_H
+#define SKY_TOPICS_H
+
+#include "sky_err.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- topic names --------------------------------------------------------- */
+
+#define SKY_TOPIC_ROOT "sky/v1"
+
+/* Leaves under sky/v1/board/<id>/ */
+#define SKY_TOPIC_CAPS "caps"
+#define SKY_TOPIC_STATUS "status"
+#define SKY_TOPIC_HEARTBEAT "heartbeat"
+#define SKY_TOPIC_PLAN_ACK "plan-ack"
+#define SKY_TOPIC_ECHO "echo"
+#define SKY_TOPIC_CMD "cmd"
+
+/* Leaves under sky/v1/job/<job>/ */
+#define SKY_TOPIC_PLAN "plan"
+#define SKY_TOPIC_METRICS "metrics"
+#define SKY_TOPIC_FWD "fwd"
+#define SKY_TOPIC_BWD "bwd"
+
+/* Leaves under sky/v1/enroll/<nonce>/ */
+#define SKY_TOPIC_CSR "csr"
+#define SKY_TOPIC_CERT "cert"
+
+#define SKY_TOPIC_JOB_SUBMIT SKY_TOPIC_ROOT "/jobs/submit"
+
+/* Subscription filters (wildcards are legal only in filters, MQTT 3.1.1 §4.7.1). */
+#define SKY_TOPIC_SUB_ALL_BOARDS SKY_TOPIC_ROOT "/board/+/+"
+#define SKY_TOPIC_SUB_ALL_PLANS SKY_TOPIC_ROOT "/job/+/plan"
+#define SKY_TOPIC_SUB_ALL_CSRS SKY_TOPIC_ROOT "/enroll/+/csr"
+
+/* Certificate common names of the two fixed identities. Board CNs are their
+ * ids, which must not collide with these (the CA refuses them). */
+#define SKY_TOPIC_PLANNER_CN "sky-planner"
+#define SKY_TOPIC_CLAIM_CN "sky-claim"
+
+/* ---- bounds -------------------------------------------------------------- */
+
+/* A topic name is a UTF-8 string: at most 65535 bytes (MQTT 3.1.1 §1.5.3),
+ * at least one character (§4.7.3). Ours are far shorter; this buffer size
+ * holds every topic built below. */
+#define SKY_MQTT_TOPIC_MAX 65535
+#define SKY_TOPIC_BUF 160
+
+/* Variable segments (board id, job id, enrollment nonce): 1..64 bytes of
+ * [A-Za-z0-9_.-] (our rule, stricter than MQTT's, see the top comment). */
+#define SKY_TOPIC_SEGMENT_MAX 64
+
+/* MQTT 3.1.1 §2.2.3: Remaining Length is at most 268,435,455 bytes, so no
+ * payload can exceed that; the broker's max_packet_size (generated config)
+ * and Paho's receive limit bring it down to SKY_MQTT_MAX_PACKET. */
+#define SKY_MQTT_SPEC_MAX_REMAINING 268435455u
+/* Largest packet the broker accepts: the largest tensor frame plus
+ * headroom for the fixed header, topic and properties. */
+#define SKY_MQTT_MAX_PACKET (SKY_FRAME_MAX_PAYLOAD_DEFAULT + 65536u)
+
+/* Payload limits per message kind, checked BEFORE parsing or allocating. */
+#define SKY_CAPS_MAX_BYTES (16u << 10)    /* capability report JSON */
+#define SKY_STATUS_MAX_BYTES 256u         /* status / heartbeat JSON */
+#define SKY_PLAN_MAX_BYTES (64u << 10)    /* signed plan envelope (plan JSON + signature) */
+#define SKY_PLAN_ACK_MAX_BYTES (4u << 10) /* plan-ack JSON */
+#define SKY_CMD_MAX_BYTES 1024u           /* planner -> board command */
+#define SKY_JOB_MAX_BYTES (4u << 10)      /* job submission JSON */
+#define SKY_ENROLL_REQ_MAX_BYTES (8u << 10)    /* token + id + CSR PEM (~0.5 KiB for P-256) */
+#define SKY_ENROLL_REPLY_MAX_BYTES (16u << 10) /* three certificate PEMs (~0.7 KiB each) */
+#define SKY_ECHO_MAX_BYTES (1u << 20)     /* link probe payload */
+#define SKY_METRICS_MAX_BYTES (16u << 10)
+/* Tensor frames: header + payload. A large preset at S=512, B=8 passes
+ * 8*512*1024*4 B = 16 MiB per cut; the default limit is twice that. Boards
+ * may configure a lower limit; a frame declaring more is refused before
+ * anything is allocated (sky_frame.h). */
+#define SKY_FRAME_MAX_PAYLOAD_DEFAULT (32u << 20)
+
+/* ---- builders -------------------------------------------------------------- */
+
+/* Returns 1 if s is a legal variable segment (see above), else 0. */
+static inline int sky_topic_segment_ok(const char *s)
+{
+	size_t n;
+	if (!s)
+		return 0;
+	for (n = 0; s[n]; n++) {
+		char c = s[n];
+		int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+			 c == '_' || c == '-' || c == '.';
+		if (!ok || n >= SKY_TOPIC_SEGMENT_MAX)
+			return 0;
+	}
+	/* "." and ".." are legal MQTT but read like paths; refuse them. */
+	return n > 0 && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
+}
+
+/* Writes "sky/v1/<kind>/<seg>/<leaf>" into buf. Returns 0, SKY_EINVAL if
+ * seg is not a legal segment, SKY_ERANGE if buf is too small. */
+static inline int sky_topic_build(char *buf, size_t cap, const char *kind, const char *seg,
+				  const char *leaf)
+{
+	int n;
+	if (!sky_topic_segment_ok(seg))
+		return SKY_EINVAL;
+	n = snprintf(buf, cap, SKY_TOPIC_ROOT "/%s/%s/%s", kind, seg, leaf);
+	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
+}
+
+/* sky/v1/board/<id>/<leaf>, leaf one of SKY_TOPIC_{CAPS,STATUS,...}. */
+static inline int sky_topic_board(char *buf, size_t cap, const char *id, const char *leaf)
+{
+	return sky_topic_build(buf, cap, "board", id, leaf);
+}
+
+/* sky/v1/job/<job>/<leaf>, leaf SKY_TOPIC_PLAN or SKY_TOPIC_METRICS. */
+static inline int sky_topic_job(char *buf, size_t cap, const char *job, const char *leaf)
+{
+	return sky_topic_build(buf, cap, "job", job, leaf);
+}
+
+/* sky/v1/enroll/<nonce>/<leaf>, leaf SKY_TOPIC_CSR or SKY_TOPIC_CERT. */
+static inline int sky_topic_enroll(char *buf, size_t cap, const char *nonce, const char *leaf)
+{
+	return sky_topic_build(buf, cap, "enroll", nonce, leaf);
+}
+
+/* sky/v1/job/<job>/stage/<k>/<fwd|bwd>; stage in [0, 65535]. */
+static inline int sky_topic_stage(char *buf, size_t cap, const char *job, int stage, int bwd)
+{
+	int n;
+	if (!sky_topic_segment_ok(job) || stage < 0 || stage > 65535)
+		return SKY_EINVAL;
+	n = snprintf(buf, cap, SKY_TOPIC_ROOT "/job/%s/stage/%d/%s", job, stage,
+		     bwd ? SKY_TOPIC_BWD : SKY_TOPIC_FWD);
+	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
+}
+
+/* Splits a received topic "sky/v1/<kind>/<seg>/<leaf>" (exactly five
+ * levels). Copies seg (segment-checked) and leaf into the buffers. Returns
+ * 0, or SKY_EINVAL if the topic has another form, kind differs, or seg is
+ * not a legal segment. Used by the planner to learn which board a message
+ * is about from the topic the broker's ACL vouched for. */
+static inline int sky_topic_parse(const char *topic, size_t topic_len, const char *kind,
+				  char *seg, size_t seg_cap, char *leaf, size_t leaf_cap)
+{
+	const char *p, *end, *s, *l;
+	size_t root = sizeof(SKY_TOPIC_ROOT) - 1, klen = strlen(kind);
+	if (!topic || topic_len > SKY_TOPIC_BUF || topic_len < root + klen + 4)
+		return SKY_EINVAL;
+	end = topic + topic_len;
+	if (memcmp(topic, SKY_TOPIC_ROOT "/", root + 1) != 0)
+		return SKY_EINVAL;
+	p = topic + root + 1;
+	if ((size_t)(end - p) <= klen || memcmp(p, kind, klen) != 0 || p[klen] != '/')
+		return SKY_EINVAL;
+	s = p + klen + 1;
+	l = memchr(s, '/', (size_t)(end - s));
+	if (!l || (size_t)(l - s) >= seg_cap || l == s)
+		return SKY_EINVAL;
+	memcpy(seg, s, (size_t)(l - s));
+	seg[l - s] = '\0';
+	l++;
+	if (l >= end || memchr(l, '/', (size_t)(end - l)) || (size_t)(end - l) >= leaf_cap)
+		return SKY_EINVAL;
+	memcpy(leaf, l, (size_t)(end - l));
+	leaf[end - l] = '\0';
+	/* an embedded NUL in the topic would make the copies lie */
+	if (strlen(leaf) != (size_t)(end - l) || !sky_topic_segment_ok(seg))
+		return SKY_EINVAL;
+	return 0;
+}
+
+#endif
