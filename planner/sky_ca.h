@@ -1,0 +1,147 @@
+/* The fleet's certificate authority and broker configuration (planner
+ * side): `sky pki init` makes a PKI directory, skyplan answers enrollment
+ * requests from it and signs plans with the planner key it holds.
+ *
+ * PKI directory layout (sky_ca_init_dir; keys are mode 0600, the rest 0644):
+ *
+ *   <pki>/ca.key, ca.crt            fleet CA, EC P-256, self-signed, 10 years
+ *   <pki>/broker.key, broker.crt    mosquitto's server certificate:
+ *                                   CN=localhost, SAN DNS:localhost and
+ *                                   IP:127.0.0.1, 10 years
+ *   <pki>/planner.key, planner.crt  CN "sky-planner": skyplan's (and `sky job
+ *                                   submit`'s) TLS client identity AND the
+ *                                   key that signs plans (sky_sign.h)
+ *   <pki>/claim/ca.crt              the claim bundle, copied to a new board:
+ *   <pki>/claim/claim.crt, claim.key  CN "sky-claim", which the ACL lets
+ *                                   only publish enrollment requests and
+ *                                   read enrollment replies
+ *   <pki>/mosquitto.conf, <pki>/acl the loopback broker (sky_ca_write_broker_conf)
+ *   <pki>/tokens/<sha256 hex>       one file per unused claim token (0600):
+ *                                   "<expiry unix seconds> <bound id or *>\n";
+ *                                   only the hash of a token is stored, and
+ *                                   using it deletes the file (one-time)
+ *   <pki>/issued/<id>               "<serial hex> <unix time>\n" of the last
+ *                                   certificate issued to board <id>
+ *
+ * Board certificates: CN = board id, validity 1 year from issue (backdated
+ * 5 minutes for clock skew), 128-bit random serial, basicConstraints
+ * CA:FALSE, keyUsage digitalSignature, signed by the CA with ECDSA-SHA256.
+ *
+ * Token rules: a token is a one-time secret of SKY_ENROLL_TOKEN_LEN hex
+ * characters, valid for its TTL; it may be bound to one board id at mint
+ * time. An unbound token cannot claim an id that already has a
+ * certificate (so a leaked token cannot impersonate an enrolled board);
+ * a token bound to that id can (re-enrollment after a lost key). */
+#ifndef SKY_CA_H
+#define SKY_CA_H
+
+#include "sky_enroll.h"
+#include "sky_err.h"
+#include "sky_sign.h"
+
+#include <mbedtls/pk.h>
+#include <mbedtls/x509_crt.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SKY_CA_KEY_FILE "ca.key"
+#define SKY_CA_CERT_FILE "ca.crt"
+#define SKY_CA_BROKER_KEY_FILE "broker.key"
+#define SKY_CA_BROKER_CERT_FILE "broker.crt"
+#define SKY_CA_PLANNER_KEY_FILE "planner.key"
+#define SKY_CA_PLANNER_CERT_FILE "planner.crt"
+#define SKY_CA_CLAIM_DIR "claim"
+#define SKY_CA_CLAIM_KEY_FILE "claim/claim.key"
+#define SKY_CA_CLAIM_CERT_FILE "claim/claim.crt"
+#define SKY_CA_CLAIM_CA_FILE "claim/ca.crt"
+#define SKY_CA_BROKER_CONF_FILE "mosquitto.conf"
+#define SKY_CA_ACL_FILE "acl"
+
+#define SKY_CA_BOARD_DAYS 365
+#define SKY_CA_DEFAULT_TOKEN_TTL 3600 /* seconds */
+#define SKY_CA_MAX_TOKEN_TTL (30 * 86400)
+
+/* Options of `sky pki init`. */
+typedef struct sky_ca_opts {
+	int port;                  /* broker listener port on 127.0.0.1, 1..65535 */
+	unsigned long max_packet;  /* broker max_packet_size in bytes (0: default
+	                              SKY_MQTT_MAX_PACKET from sky_topics.h) */
+	int force;                 /* 1: replace an existing CA (else refuse) */
+} sky_ca_opts;
+
+/* Creates dir (0700) and everything in the layout above. Refuses
+ * (SKY_ESTATE) if <dir>/ca.key exists and !o->force, so a running fleet's
+ * CA is never overwritten by accident. Returns 0 or SKY_EIO / SKY_ECRYPTO /
+ * SKY_EINVAL (bad port) with d set. */
+int sky_ca_init_dir(const char *dir, const sky_ca_opts *o, sky_diag *d);
+
+/* (Re)writes <dir>/mosquitto.conf and <dir>/acl for a broker listening on
+ * 127.0.0.1:port with mutual TLS (require_certificate, CN as username),
+ * no anonymous clients, TCP_NODELAY, max_packet_size, no persistence,
+ * running as root (so it can read the 0600 broker key in a private
+ * directory). The ACL grants exactly what sky_topics.h lists per identity;
+ * mosquitto denies everything an acl_file does not grant. Returns 0 or
+ * SKY_EIO / SKY_EINVAL. */
+int sky_ca_write_broker_conf(const char *dir, int port, unsigned long max_packet, sky_diag *d);
+
+/* Mints a one-time claim token valid for ttl_s seconds (1..SKY_CA_MAX_TOKEN_TTL),
+ * optionally bound to board id bind_id (NULL: any id). Writes the token
+ * (SKY_ENROLL_TOKEN_LEN hex characters + NUL) into out; stores only its
+ * SHA-256. Safe to call while skyplan runs (one file per token). Returns 0
+ * or SKY_EINVAL / SKY_EIO / SKY_ECRYPTO. */
+int sky_ca_token_new(const char *dir, long ttl_s, const char *bind_id, sky_sign_rng *rng,
+		     char out[SKY_ENROLL_TOKEN_LEN + 1], sky_diag *d);
+/* Checks token for board id at time now (Unix seconds) and, if consume is
+ * 1, uses it up (deletes its file; of two racing consumers exactly one
+ * wins). Returns 0, or SKY_EAUTH with d saying why: unknown or already
+ * used, expired, bound to another id, or (unbound) the id already holds a
+ * certificate. An expired token's file is deleted too. */
+int sky_ca_token_use(const char *dir, const char *token, const char *id, int64_t now, int consume,
+		     sky_diag *d);
+
+/* An opened CA: its key and certificate, the PEMs it sends to boards, an RNG. */
+typedef struct sky_ca {
+	char dir[512];
+	mbedtls_pk_context key;
+	mbedtls_x509_crt crt;
+	char ca_pem[SKY_ENROLL_PEM_MAX + 1];
+	char planner_pem[SKY_ENROLL_PEM_MAX + 1];
+	sky_sign_rng rng;
+	int ready;
+} sky_ca;
+
+/* Zeroes ca; cannot fail. */
+void sky_ca_init(sky_ca *ca);
+/* Loads ca.key, ca.crt and planner.crt from dir. Returns 0 or
+ * SKY_ENOTFOUND / SKY_ECRYPTO / SKY_EAUTH with d naming the file. */
+int sky_ca_open(sky_ca *ca, const char *dir, sky_diag *d);
+/* NULL-safe; may be called twice. */
+void sky_ca_free(sky_ca *ca);
+
+/* CSR intake, in this order: refuses csr_len > SKY_ENROLL_CSR_MAX before
+ * parsing (SKY_ERANGE); parses the PEM (SKY_EFORMAT); requires an EC P-256
+ * key (SKY_EAUTH), a valid self-signature (SKY_EAUTH), a CN that passes
+ * sky_enroll_check_id (SKY_EINVAL) and equals id (SKY_EAUTH). Then issues
+ * the certificate (see top comment) as PEM into out. Does not look at
+ * tokens. Returns the PEM length (> 0) or the codes above / SKY_ERANGE (out
+ * too small) / SKY_ECRYPTO, with d naming what was wrong. */
+int sky_ca_issue(sky_ca *ca, const char *csr_pem, size_t csr_len, const char *id, char *out,
+		 size_t cap, sky_diag *d);
+
+/* The whole enrollment step for skyplan: decodes the request msg (from
+ * sky/v1/enroll/<nonce>/csr), checks the token without consuming it,
+ * checks the CSR and issues, consumes the token, records issued/<id>, and
+ * writes the reply JSON for sky/v1/enroll/<nonce>/cert into reply (success
+ * or refusal; a refusal says why in "error", without secrets). Returns 0
+ * if a certificate was issued, else the negative reason; in both cases
+ * *reply_len is the reply's length (0 if even a refusal did not fit).
+ * id_out (SKY_ENROLL_ID_MAX + 1 bytes, may be NULL) receives the requested
+ * id when it was readable, for the log line. */
+int sky_ca_enroll(sky_ca *ca, const char *msg, size_t len, int64_t now, char *reply, size_t cap,
+		  size_t *reply_len, char *id_out, sky_diag *d);
+
+/* Loads the planner's signing identity (<dir>/planner.key and
+ * planner.crt) into s, for sky_sign_envelope. Returns as sky_signer_load. */
+int sky_ca_load_signer(sky_signer *s, const char *dir, sky_diag *d);
+
+#endif
