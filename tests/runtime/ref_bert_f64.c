@@ -1,0 +1,173 @@
+/* Plain-loop double-precision BERT forward (see ref_bert_f64.h). Written
+ * from the HuggingFace equations, deliberately without sharing code with
+ * runtime/: if both had the same mistake the gradient check would pass. */
+#include "ref_bert_f64.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double *dalloc(size_t n) { return calloc(n ? n : 1, sizeof(double)); }
+
+/* y (n, out) = x (n, in) W^T + b, W (out, in) row-major */
+static void linear(const double *x, int n, int in, const double *W, const double *b, int out,
+		   double *y)
+{
+	for (int t = 0; t < n; t++)
+		for (int o = 0; o < out; o++) {
+			double s = b[o];
+			for (int i = 0; i < in; i++)
+				s += x[(size_t)t * in + i] * W[(size_t)o * in + i];
+			y[(size_t)t * out + o] = s;
+		}
+}
+
+static void layernorm(double *x, int n, int h, const double *g, const double *b)
+{
+	for (int t = 0; t < n; t++) {
+		double *r = x + (size_t)t * h, mean = 0, var = 0;
+		for (int j = 0; j < h; j++)
+			mean += r[j];
+		mean /= h;
+		for (int j = 0; j < h; j++)
+			var += (r[j] - mean) * (r[j] - mean);
+		var /= h;
+		double inv = 1.0 / sqrt(var + 1e-12);
+		for (int j = 0; j < h; j++)
+			r[j] = (r[j] - mean) * inv * g[j] + b[j];
+	}
+}
+
+void ref64_layer_forward(const sky_model_cfg *c, const double *w, const double *x,
+			 const double *mask, double *y, int blocks)
+{
+	const int B = c->batch, S = c->seq, H = c->hidden, NH = c->heads, F = c->ffn;
+	const int T = B * S, D = H / NH;
+	const double *Wq = w, *Wk = Wq + H * H, *Wv = Wk + H * H;
+	const double *bq = Wv + H * H, *bk = bq + H, *bv = bk + H;
+	const double *Wo = bv + H, *bo = Wo + H * H, *g1 = bo + H, *be1 = g1 + H;
+	const double *W1 = be1 + H, *b1 = W1 + (size_t)F * H, *W2 = b1 + F, *b2 = W2 + (size_t)H * F;
+	const double *g2 = b2 + H, *be2 = g2 + H;
+	double *h1 = dalloc((size_t)T * H);
+
+	if (blocks & 1) {
+		double *q = dalloc((size_t)T * H), *k = dalloc((size_t)T * H), *v = dalloc((size_t)T * H);
+		double *ctx = dalloc((size_t)T * H), *sc = dalloc((size_t)S);
+		linear(x, T, H, Wq, bq, H, q);
+		linear(x, T, H, Wk, bk, H, k);
+		linear(x, T, H, Wv, bv, H, v);
+		for (int b = 0; b < B; b++)
+			for (int hd = 0; hd < NH; hd++)
+				for (int i = 0; i < S; i++) {
+					double mx = -INFINITY, sum = 0;
+					for (int j = 0; j < S; j++) {
+						double s = 0;
+						for (int e = 0; e < D; e++)
+							s += q[(size_t)(b * S + i) * H + hd * D + e] *
+							     k[(size_t)(b * S + j) * H + hd * D + e];
+						s = s / sqrt((double)D) + (mask ? mask[b * S + j] : 0.0);
+						sc[j] = s;
+						mx = s > mx ? s : mx;
+					}
+					for (int j = 0; j < S; j++) {
+						sc[j] = exp(sc[j] - mx);
+						sum += sc[j];
+					}
+					for (int e = 0; e < D; e++) {
+						double s = 0;
+						for (int j = 0; j < S; j++)
+							s += sc[j] / sum * v[(size_t)(b * S + j) * H + hd * D + e];
+						ctx[(size_t)(b * S + i) * H + hd * D + e] = s;
+					}
+				}
+		linear(ctx, T, H, Wo, bo, H, h1);
+		for (size_t i = 0; i < (size_t)T * H; i++)
+			h1[i] += x[i];
+		layernorm(h1, T, H, g1, be1);
+		free(q), free(k), free(v), free(ctx), free(sc);
+	} else {
+		memcpy(h1, x, (size_t)T * H * sizeof *x);
+	}
+	if (blocks & 2) {
+		double *u = dalloc((size_t)T * F);
+		linear(h1, T, H, W1, b1, F, u);
+		for (size_t i = 0; i < (size_t)T * F; i++)
+			u[i] = 0.5 * u[i] * (1.0 + erf(u[i] / sqrt(2.0)));
+		linear(u, T, F, W2, b2, H, y);
+		for (size_t i = 0; i < (size_t)T * H; i++)
+			y[i] += h1[i];
+		layernorm(y, T, H, g2, be2);
+		free(u);
+	} else {
+		memcpy(y, h1, (size_t)T * H * sizeof *y);
+	}
+	free(h1);
+}
+
+void ref64_embed_forward(const sky_model_cfg *c, const double *w, const int32_t *ids,
+			 const int32_t *types, double *y)
+{
+	const int S = c->seq, H = c->hidden, T = c->batch * S;
+	const double *word = w, *pos = word + (size_t)c->vocab * H;
+	const double *type = pos + (size_t)c->max_pos * H, *g = type + (size_t)c->type_vocab * H;
+	const double *b = g + H;
+	for (int t = 0; t < T; t++)
+		for (int j = 0; j < H; j++)
+			y[(size_t)t * H + j] = word[(size_t)ids[t] * H + j] +
+					       pos[(size_t)(t % S) * H + j] +
+					       type[(size_t)(types ? types[t] : 0) * H + j];
+	layernorm(y, T, H, g, b);
+}
+
+double ref64_head_forward(const sky_model_cfg *c, const double *w, const double *x,
+			  const int32_t *labels, double *logits)
+{
+	const int S = c->seq, H = c->hidden, C = c->classes, B = c->batch;
+	const double *Wp = w, *bp = Wp + (size_t)H * H, *Wc = bp + H, *bc = Wc + (size_t)C * H;
+	double *pooled = dalloc((size_t)H), *lg = dalloc((size_t)C), loss = 0;
+	for (int b = 0; b < B; b++) {
+		linear(x + (size_t)b * S * H, 1, H, Wp, bp, H, pooled);
+		for (int j = 0; j < H; j++)
+			pooled[j] = tanh(pooled[j]);
+		linear(pooled, 1, H, Wc, bc, C, lg);
+		double mx = lg[0], sum = 0;
+		for (int k = 1; k < C; k++)
+			mx = lg[k] > mx ? lg[k] : mx;
+		for (int k = 0; k < C; k++)
+			sum += exp(lg[k] - mx);
+		loss += -(lg[labels[b]] - mx - log(sum));
+		if (logits)
+			memcpy(logits + (size_t)b * C, lg, (size_t)C * sizeof *lg);
+	}
+	free(pooled), free(lg);
+	return loss / B;
+}
+
+void ref64_from_f32(double *d, const float *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		d[i] = s[i];
+}
+
+void ref64_to_f32(float *d, const double *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		d[i] = (float)s[i];
+}
+
+double ref64_norm2(const double *b, size_t n)
+{
+	double s = 0;
+	for (size_t i = 0; i < n; i++)
+		s += b[i] * b[i];
+	return sqrt(s);
+}
+
+double ref64_rel_err(const float *a, const double *b, size_t n, double floor)
+{
+	double d = 0;
+	for (size_t i = 0; i < n; i++)
+		d += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+	double nb = ref64_norm2(b, n);
+	return sqrt(d) / (nb > floor ? nb : floor);
+}

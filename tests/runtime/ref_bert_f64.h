@@ -1,0 +1,35 @@
+/* A double-precision reference of the BERT pieces, written as plain loops
+ * straight from the equations and independent of the fp32 runtime (no
+ * kernels, no BLAS). Tests differentiate it with central differences to get
+ * true gradients, and compare the fp32 forward against it.
+ *
+ * Parameter blocks use the same flat layouts as the runtime (sky_layer.h,
+ * sky_embed.h, sky_head.h), in double. */
+#ifndef REF_BERT_F64_H
+#define REF_BERT_F64_H
+
+#include "sky_model.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One encoder layer for blocks (1 attention, 2 FFN, 3 both); x, y (T, H);
+ * mask (T) additive or NULL. */
+void ref64_layer_forward(const sky_model_cfg *c, const double *w, const double *x,
+			 const double *mask, double *y, int blocks);
+/* Embeddings: y (T, H) = LN(word[ids] + pos[s] + type[types]); types may be NULL (0). */
+void ref64_embed_forward(const sky_model_cfg *c, const double *w, const int32_t *ids,
+			 const int32_t *types, double *y);
+/* Head: logits (B, classes) from the first token of each sequence of x (T, H);
+ * returns the mean cross-entropy against labels. logits may be NULL. */
+double ref64_head_forward(const sky_model_cfg *c, const double *w, const double *x,
+			  const int32_t *labels, double *logits);
+
+/* Helpers for tests: float <-> double copies, and norms of differences. */
+void ref64_from_f32(double *d, const float *s, size_t n);
+void ref64_to_f32(float *d, const double *s, size_t n);
+/* ||a - b||_2 / max(||b||_2, floor) with a in fp32 and b the reference. */
+double ref64_rel_err(const float *a, const double *b, size_t n, double floor);
+double ref64_norm2(const double *b, size_t n);
+
+#endif
