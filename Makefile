@@ -155,7 +155,7 @@ CROSS_TEST_BINS := $(call test_bins,$(CROSS_TEST_AREAS))
 
 .SECONDEXPANSION:
 $(B)/tests/%: tests/%.c $(call obj,$(TEST_COMMON)) \
-		$$(call obj,$$(filter-out $$(wildcard $$(dir tests/%)test_*.c),$$(wildcard $$(dir tests/%)*.c))) \
+		$$(call obj,$$(filter-out $$(wildcard $$(dir tests/$$*)test_*.c),$$(wildcard $$(dir tests/$$*)*.c))) \
 		$(ALL_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(BOARD_CFLAGS) $(CFLAGS) $(INC_ALL) $(LDFLAGS) $(WRAP) -o $@ $< \
