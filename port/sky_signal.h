@@ -1,0 +1,17 @@
+/* Clean shutdown on SIGTERM and SIGINT for the daemons (skyd, skyplan).
+ *
+ * The handler only sets a flag (the one thing a signal handler may safely
+ * do); the daemon's main loop polls sky_signal_stop_requested() and shuts
+ * down in order: publish what must be said, disconnect, free. SIGPIPE is
+ * ignored so a dropped socket is an error code, not a dead process. */
+#ifndef SKY_SIGNAL_H
+#define SKY_SIGNAL_H
+
+/* Installs the handlers. Returns 0 or SKY_EIO. */
+int sky_signal_install(void);
+/* The signal number that asked us to stop (SIGTERM 15, SIGINT 2), or 0. */
+int sky_signal_stop_requested(void);
+/* Sets the flag as a signal would (tests, and a daemon stopping itself). */
+void sky_signal_request_stop(int signo);
+
+#endif

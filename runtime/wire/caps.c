@@ -1,0 +1,252 @@
+#include "sky_caps.h"
+
+#include "sky_json.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Printable ASCII only: these strings end up in logs and `sky fleet status`,
+ * where an escape sequence from a hostile board must not land. */
+static int printable(const char *s)
+{
+	for (; *s; s++)
+		if (*s < 0x20 || *s > 0x7e)
+			return 0;
+	return 1;
+}
+
+static int check_time(double t, const char *field, sky_diag *d)
+{
+	if (!isfinite(t) || t <= 0 || t > SKY_CAPS_MAX_TIME_S)
+		return sky_diag_set(d, SKY_ERANGE, "caps: %s is %g s, allowed (0, %g]", field, t,
+				    SKY_CAPS_MAX_TIME_S);
+	return 0;
+}
+
+static int check_times(const sky_caps_times *t, const char *prec, sky_diag *d)
+{
+	char f[48];
+	int rc;
+	snprintf(f, sizeof f, "%s.fwd_attn_s", prec);
+	if ((rc = check_time(t->fwd_attn_s, f, d)))
+		return rc;
+	snprintf(f, sizeof f, "%s.fwd_ffn_s", prec);
+	if ((rc = check_time(t->fwd_ffn_s, f, d)))
+		return rc;
+	snprintf(f, sizeof f, "%s.bwd_attn_s", prec);
+	if ((rc = check_time(t->bwd_attn_s, f, d)))
+		return rc;
+	snprintf(f, sizeof f, "%s.bwd_ffn_s", prec);
+	return check_time(t->bwd_ffn_s, f, d);
+}
+
+static int check_int(long long v, long long lo, long long hi, const char *field, sky_diag *d)
+{
+	if (v < lo || v > hi)
+		return sky_diag_set(d, SKY_ERANGE, "caps: %s is %lld, allowed %lld to %lld", field, v,
+				    lo, hi);
+	return 0;
+}
+
+int sky_caps_validate(const sky_caps *c, sky_diag *d)
+{
+	int rc;
+	if (!sky_topic_segment_ok(c->id))
+		return sky_diag_set(d, SKY_EINVAL, "caps: id is not 1-%d of [A-Za-z0-9_.-]",
+				    SKY_TOPIC_SEGMENT_MAX);
+	if (!printable(c->version) || !printable(c->board) || !printable(c->shape.name) ||
+	    !c->shape.name[0])
+		return sky_diag_set(d, SKY_EINVAL,
+				    "caps %s: version, board and model.name must be printable", c->id);
+	if ((rc = check_int(c->session, 0, (1ll << 53), "session", d)) ||
+	    (rc = check_int(c->threads, 1, SKY_CAPS_MAX_THREADS, "threads", d)) ||
+	    (rc = check_int(c->keepalive_s, 1, 3600, "keepalive_s", d)) ||
+	    (rc = check_int(c->shape.hidden, 1, SKY_CAPS_MAX_DIM, "model.hidden", d)) ||
+	    (rc = check_int(c->shape.heads, 1, c->shape.hidden, "model.heads", d)) ||
+	    (rc = check_int(c->shape.ffn, 1, SKY_CAPS_MAX_DIM, "model.ffn", d)) ||
+	    (rc = check_int(c->shape.seq, 1, SKY_CAPS_MAX_DIM, "model.seq", d)) ||
+	    (rc = check_int(c->shape.batch, 1, SKY_CAPS_MAX_BATCH, "model.batch", d)) ||
+	    (rc = check_int(c->mem_bytes, 0, SKY_CAPS_MAX_MEM_BYTES, "mem_bytes", d)) ||
+	    (rc = check_int(c->probed_at, 0, (1ll << 40), "probed_at", d)))
+		return rc;
+	if (c->shape.hidden % c->shape.heads != 0)
+		return sky_diag_set(d, SKY_ERANGE, "caps: model.hidden %d is not a multiple of heads %d",
+				    c->shape.hidden, c->shape.heads);
+	if ((rc = check_times(&c->fp32, "fp32", d)))
+		return rc;
+	if (c->has_int8 && (rc = check_times(&c->int8, "int8", d)))
+		return rc;
+	if (!isfinite(c->link_bw) || c->link_bw < 0 || c->link_bw > SKY_CAPS_MAX_BW)
+		return sky_diag_set(d, SKY_ERANGE, "caps: link.bw_Bps is %g, allowed 0 to %g",
+				    c->link_bw, SKY_CAPS_MAX_BW);
+	if (!isfinite(c->link_lat_s) || c->link_lat_s < 0 || c->link_lat_s > SKY_CAPS_MAX_LAT_S)
+		return sky_diag_set(d, SKY_ERANGE, "caps: link.lat_s is %g, allowed 0 to %g",
+				    c->link_lat_s, SKY_CAPS_MAX_LAT_S);
+	if (!isfinite(c->probe_s) || c->probe_s < 0 || c->probe_s > SKY_CAPS_MAX_TIME_S)
+		return sky_diag_set(d, SKY_ERANGE, "caps: probe_s is %g, allowed 0 to %g", c->probe_s,
+				    SKY_CAPS_MAX_TIME_S);
+	return 0;
+}
+
+int sky_caps_shape_eq(const sky_caps_shape *a, const sky_caps_shape *b)
+{
+	return strcmp(a->name, b->name) == 0 && a->hidden == b->hidden && a->heads == b->heads &&
+	       a->ffn == b->ffn && a->seq == b->seq && a->batch == b->batch;
+}
+
+static cJSON *times_obj(const sky_caps_times *t)
+{
+	cJSON *o = cJSON_CreateObject();
+	if (!o)
+		return NULL;
+	cJSON_AddNumberToObject(o, "fwd_attn_s", t->fwd_attn_s);
+	cJSON_AddNumberToObject(o, "fwd_ffn_s", t->fwd_ffn_s);
+	cJSON_AddNumberToObject(o, "bwd_attn_s", t->bwd_attn_s);
+	cJSON_AddNumberToObject(o, "bwd_ffn_s", t->bwd_ffn_s);
+	return o;
+}
+
+int sky_caps_encode(const sky_caps *c, char *buf, size_t cap, sky_diag *d)
+{
+	int rc = sky_caps_validate(c, d);
+	if (rc)
+		return rc;
+	cJSON *doc = sky_json_new_object();
+	if (!doc)
+		return sky_diag_set(d, SKY_ENOMEM, "caps: JSON pool full");
+	cJSON_AddNumberToObject(doc, "v", SKY_CAPS_VERSION);
+	cJSON_AddStringToObject(doc, "id", c->id);
+	cJSON_AddNumberToObject(doc, "session", (double)c->session);
+	cJSON_AddStringToObject(doc, "version", c->version);
+	cJSON_AddStringToObject(doc, "board", c->board);
+	cJSON_AddNumberToObject(doc, "threads", c->threads);
+	cJSON_AddNumberToObject(doc, "keepalive_s", c->keepalive_s);
+	cJSON *m = cJSON_AddObjectToObject(doc, "model");
+	if (m) {
+		cJSON_AddStringToObject(m, "name", c->shape.name);
+		cJSON_AddNumberToObject(m, "hidden", c->shape.hidden);
+		cJSON_AddNumberToObject(m, "heads", c->shape.heads);
+		cJSON_AddNumberToObject(m, "ffn", c->shape.ffn);
+		cJSON_AddNumberToObject(m, "seq", c->shape.seq);
+		cJSON_AddNumberToObject(m, "batch", c->shape.batch);
+	}
+	cJSON_AddItemToObject(doc, "fp32", times_obj(&c->fp32));
+	if (c->has_int8)
+		cJSON_AddItemToObject(doc, "int8", times_obj(&c->int8));
+	cJSON_AddNumberToObject(doc, "mem_bytes", (double)c->mem_bytes);
+	cJSON *l = cJSON_AddObjectToObject(doc, "link");
+	if (l) {
+		cJSON_AddNumberToObject(l, "bw_Bps", c->link_bw);
+		cJSON_AddNumberToObject(l, "lat_s", c->link_lat_s);
+	}
+	cJSON_AddNumberToObject(doc, "probe_s", c->probe_s);
+	cJSON_AddNumberToObject(doc, "probed_at", (double)c->probed_at);
+	rc = sky_json_print(doc, buf, cap);
+	sky_json_free(doc);
+	if (rc < 0)
+		return sky_diag_set(d, rc, "caps %s: JSON does not fit %zu bytes (or pool full)", c->id,
+				    cap);
+	return rc;
+}
+
+static int get_int(const cJSON *o, const char *key, long long lo, long long hi, int *out,
+		   const char *what, sky_diag *d)
+{
+	int64_t v;
+	int rc = sky_json_i64(o, key, lo, hi, &v, what, d);
+	if (!rc)
+		*out = (int)v;
+	return rc;
+}
+
+static int get_times(const cJSON *doc, const char *key, sky_caps_times *t, sky_diag *d)
+{
+	const cJSON *o = cJSON_GetObjectItemCaseSensitive(doc, key);
+	char what[32];
+	int rc;
+	if (!cJSON_IsObject(o))
+		return sky_diag_set(d, SKY_EFORMAT, "caps: '%s' must be an object", key);
+	snprintf(what, sizeof what, "caps.%s", key);
+	/* the range (0, max] is checked by validate, so a negative time reads
+	 * as "fp32.fwd_attn_s is -1" rather than a generic range message */
+	if ((rc = sky_json_num(o, "fwd_attn_s", -INFINITY, INFINITY, &t->fwd_attn_s, what, d)) ||
+	    (rc = sky_json_num(o, "fwd_ffn_s", -INFINITY, INFINITY, &t->fwd_ffn_s, what, d)) ||
+	    (rc = sky_json_num(o, "bwd_attn_s", -INFINITY, INFINITY, &t->bwd_attn_s, what, d)) ||
+	    (rc = sky_json_num(o, "bwd_ffn_s", -INFINITY, INFINITY, &t->bwd_ffn_s, what, d)))
+		return rc;
+	return 0;
+}
+
+int sky_caps_decode(const char *buf, size_t len, sky_caps *c, sky_diag *d)
+{
+	int rc;
+	int64_t v;
+	double x;
+	memset(c, 0, sizeof *c);
+	if (!buf || len > SKY_CAPS_MAX_BYTES)
+		return sky_diag_set(d, SKY_ERANGE, "caps: %zu bytes, limit %u (refused unparsed)", len,
+				    SKY_CAPS_MAX_BYTES);
+	cJSON *doc = sky_json_parse(buf, len, d);
+	if (!doc)
+		return SKY_EFORMAT;
+	if (!cJSON_IsObject(doc)) {
+		rc = sky_diag_set(d, SKY_EFORMAT, "caps: not a JSON object");
+		goto exit;
+	}
+	if ((rc = sky_json_i64(doc, "v", SKY_CAPS_VERSION, SKY_CAPS_VERSION, &v, "caps", d)) ||
+	    (rc = sky_json_str(doc, "id", c->id, sizeof c->id, "caps", d)) ||
+	    (rc = sky_json_i64(doc, "session", 0, (1ll << 53), &c->session, "caps", d)) ||
+	    (rc = sky_json_str(doc, "version", c->version, sizeof c->version, "caps", d)) ||
+	    (rc = sky_json_str(doc, "board", c->board, sizeof c->board, "caps", d)) ||
+	    (rc = get_int(doc, "threads", 1, SKY_CAPS_MAX_THREADS, &c->threads, "caps", d)) ||
+	    (rc = get_int(doc, "keepalive_s", 1, 3600, &c->keepalive_s, "caps", d)))
+		goto exit;
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(doc, "model");
+	if (!cJSON_IsObject(m)) {
+		rc = sky_diag_set(d, SKY_EFORMAT, "caps %s: 'model' must be an object", c->id);
+		goto exit;
+	}
+	if ((rc = sky_json_str(m, "name", c->shape.name, sizeof c->shape.name, "caps.model", d)) ||
+	    (rc = get_int(m, "hidden", 1, SKY_CAPS_MAX_DIM, &c->shape.hidden, "caps.model", d)) ||
+	    (rc = get_int(m, "heads", 1, SKY_CAPS_MAX_DIM, &c->shape.heads, "caps.model", d)) ||
+	    (rc = get_int(m, "ffn", 1, SKY_CAPS_MAX_DIM, &c->shape.ffn, "caps.model", d)) ||
+	    (rc = get_int(m, "seq", 1, SKY_CAPS_MAX_DIM, &c->shape.seq, "caps.model", d)) ||
+	    (rc = get_int(m, "batch", 1, SKY_CAPS_MAX_BATCH, &c->shape.batch, "caps.model", d)))
+		goto exit;
+	if ((rc = get_times(doc, "fp32", &c->fp32, d)))
+		goto exit;
+	if (cJSON_GetObjectItemCaseSensitive(doc, "int8")) {
+		c->has_int8 = 1;
+		if ((rc = get_times(doc, "int8", &c->int8, d)))
+			goto exit;
+	}
+	/* mem_bytes is read as a double first so 1e30 is named as out of range
+	 * rather than failing an integer conversion */
+	if ((rc = sky_json_num(doc, "mem_bytes", -INFINITY, INFINITY, &x, "caps", d)))
+		goto exit;
+	if (x < 0 || x > (double)SKY_CAPS_MAX_MEM_BYTES || x != floor(x)) {
+		rc = sky_diag_set(d, SKY_ERANGE, "caps %s: mem_bytes is %g, allowed 0 to %lld", c->id,
+				  x, (long long)SKY_CAPS_MAX_MEM_BYTES);
+		goto exit;
+	}
+	c->mem_bytes = (int64_t)x;
+	const cJSON *l = cJSON_GetObjectItemCaseSensitive(doc, "link");
+	if (l) {
+		if (!cJSON_IsObject(l)) {
+			rc = sky_diag_set(d, SKY_EFORMAT, "caps %s: 'link' must be an object", c->id);
+			goto exit;
+		}
+		if ((rc = sky_json_num(l, "bw_Bps", -INFINITY, INFINITY, &c->link_bw, "caps.link", d)) ||
+		    (rc = sky_json_num(l, "lat_s", -INFINITY, INFINITY, &c->link_lat_s, "caps.link", d)))
+			goto exit;
+	}
+	if ((rc = sky_json_num(doc, "probe_s", -INFINITY, INFINITY, &c->probe_s, "caps", d)) ||
+	    (rc = sky_json_i64(doc, "probed_at", 0, (1ll << 40), &c->probed_at, "caps", d)))
+		goto exit;
+	rc = sky_caps_validate(c, d);
+exit:
+	sky_json_free(doc);
+	if (rc)
+		memset(c, 0, sizeof *c);
+	return rc;
+}

@@ -1,0 +1,169 @@
+#include "sky_frame.h"
+
+#include <string.h>
+
+size_t sky_frame_dtype_size(int dtype)
+{
+	switch (dtype) {
+	case SKY_FRAME_F32:
+	case SKY_FRAME_S32:
+		return 4;
+	case SKY_FRAME_S8:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static void put16(unsigned char *p, unsigned v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+}
+static void put32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+static void put64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+static unsigned get16(const unsigned char *p) { return p[0] | (unsigned)p[1] << 8; }
+static uint32_t get32(const unsigned char *p)
+{
+	return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static uint64_t get64(const unsigned char *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* Product of the shape times the element size, or 0 with *ovf set if it
+ * does not fit 64 bits (a hostile shape must not wrap around to a small,
+ * "acceptable" size). */
+static uint64_t shape_bytes(const sky_frame_hdr *h, int *ovf)
+{
+	uint64_t n = sky_frame_dtype_size(h->dtype);
+	*ovf = 0;
+	for (int i = 0; i < h->ndim; i++) {
+		if (h->shape[i] != 0 && n > UINT64_MAX / h->shape[i]) {
+			*ovf = 1;
+			return 0;
+		}
+		n *= h->shape[i];
+	}
+	return n;
+}
+
+static int check(const sky_frame_hdr *h, sky_diag *d)
+{
+	if (h->direction != SKY_FRAME_FWD && h->direction != SKY_FRAME_BWD)
+		return sky_diag_set(d, SKY_EFORMAT, "frame: direction %d (0 fwd, 1 bwd)",
+				    h->direction);
+	if (!sky_frame_dtype_size(h->dtype))
+		return sky_diag_set(d, SKY_EFORMAT, "frame: unknown dtype %d", h->dtype);
+	if (h->ndim < 1 || h->ndim > SKY_FRAME_MAX_DIMS)
+		return sky_diag_set(d, SKY_EFORMAT, "frame: ndim %d, allowed 1 to %d", h->ndim,
+				    SKY_FRAME_MAX_DIMS);
+	for (int i = 0; i < SKY_FRAME_MAX_DIMS; i++) {
+		if (i < h->ndim ? h->shape[i] == 0 : h->shape[i] != 0)
+			return sky_diag_set(d, SKY_EFORMAT,
+					    "frame: shape[%d] is %u (dims below ndim %d must be >0, "
+					    "the rest 0)",
+					    i, h->shape[i], h->ndim);
+	}
+	if (h->stage < 0 || h->stage > 65535)
+		return sky_diag_set(d, SKY_EFORMAT, "frame: stage %d out of range", h->stage);
+	if (!sky_topic_segment_ok(h->job))
+		return sky_diag_set(d, SKY_EFORMAT, "frame: job id is not a legal id");
+	return 0;
+}
+
+int sky_frame_encode(sky_frame_hdr *h, unsigned char *out, size_t cap, sky_diag *d)
+{
+	int rc = check(h, d), ovf;
+	if (rc)
+		return rc == SKY_EFORMAT ? SKY_EINVAL : rc;
+	if (cap < SKY_FRAME_HEADER_BYTES)
+		return sky_diag_set(d, SKY_ERANGE, "frame: %zu-byte buffer, header needs %d", cap,
+				    SKY_FRAME_HEADER_BYTES);
+	h->payload_bytes = shape_bytes(h, &ovf);
+	if (ovf)
+		return sky_diag_set(d, SKY_EINVAL, "frame: shape overflows 64 bits");
+	memset(out, 0, SKY_FRAME_HEADER_BYTES);
+	memcpy(out, SKY_FRAME_MAGIC, 4);
+	out[4] = SKY_FRAME_VERSION;
+	out[5] = (unsigned char)h->direction;
+	out[6] = (unsigned char)h->dtype;
+	out[7] = (unsigned char)h->ndim;
+	put16(out + 8, (unsigned)h->stage);
+	put16(out + 10, 0);
+	put32(out + 12, h->micro_batch);
+	for (int i = 0; i < SKY_FRAME_MAX_DIMS; i++)
+		put32(out + 16 + 4 * i, h->shape[i]);
+	put64(out + 32, h->payload_bytes);
+	memcpy(out + 40, h->job, strlen(h->job)); /* <= 64 by check() */
+	return SKY_FRAME_HEADER_BYTES;
+}
+
+int sky_frame_decode(const unsigned char *buf, size_t len, uint64_t max_payload, sky_frame_hdr *h,
+		     sky_diag *d)
+{
+	int rc, ovf;
+	memset(h, 0, sizeof *h);
+	if (!buf || len < SKY_FRAME_HEADER_BYTES)
+		return sky_diag_set(d, SKY_EFORMAT, "frame: %zu bytes, header needs %d", len,
+				    SKY_FRAME_HEADER_BYTES);
+	if (memcmp(buf, SKY_FRAME_MAGIC, 4) != 0)
+		return sky_diag_set(d, SKY_EFORMAT, "frame: bad magic");
+	if (buf[4] != SKY_FRAME_VERSION)
+		return sky_diag_set(d, SKY_EFORMAT, "frame: version %u, expected %d", buf[4],
+				    SKY_FRAME_VERSION);
+	if (get16(buf + 10) != 0)
+		return sky_diag_set(d, SKY_EFORMAT, "frame: flags 0x%x, expected 0", get16(buf + 10));
+	for (int i = 104; i < SKY_FRAME_HEADER_BYTES; i++)
+		if (buf[i])
+			return sky_diag_set(d, SKY_EFORMAT, "frame: reserved byte %d is not zero", i);
+	h->direction = buf[5];
+	h->dtype = buf[6];
+	h->ndim = buf[7];
+	h->stage = (int)get16(buf + 8);
+	h->micro_batch = get32(buf + 12);
+	for (int i = 0; i < SKY_FRAME_MAX_DIMS; i++)
+		h->shape[i] = get32(buf + 16 + 4 * i);
+	h->payload_bytes = get64(buf + 32);
+	/* job: up to 64 bytes, then only NUL padding */
+	size_t n = 0;
+	while (n < SKY_TOPIC_SEGMENT_MAX && buf[40 + n])
+		n++;
+	for (size_t i = n; i < SKY_TOPIC_SEGMENT_MAX; i++)
+		if (buf[40 + i])
+			return sky_diag_set(d, SKY_EFORMAT, "frame: job field has bytes after its NUL");
+	memcpy(h->job, buf + 40, n);
+	h->job[n] = '\0';
+	/* the size check comes first: it is what a receiver sizes memory from */
+	if (h->payload_bytes > max_payload)
+		return sky_diag_set(d, SKY_ERANGE,
+				    "frame: declares %llu payload bytes, limit %llu (refused before "
+				    "allocating)",
+				    (unsigned long long)h->payload_bytes,
+				    (unsigned long long)max_payload);
+	if ((rc = check(h, d)))
+		return rc;
+	uint64_t want = shape_bytes(h, &ovf);
+	if (ovf || want != h->payload_bytes)
+		return sky_diag_set(d, SKY_ERANGE,
+				    "frame: declares %llu payload bytes but shape x dtype is %s%llu",
+				    (unsigned long long)h->payload_bytes, ovf ? "over 2^64, " : "",
+				    (unsigned long long)want);
+	if (len > SKY_FRAME_HEADER_BYTES && len - SKY_FRAME_HEADER_BYTES != h->payload_bytes)
+		return sky_diag_set(d, SKY_ERANGE,
+				    "frame: message carries %zu payload bytes, header declares %llu",
+				    len - SKY_FRAME_HEADER_BYTES, (unsigned long long)h->payload_bytes);
+	return 0;
+}

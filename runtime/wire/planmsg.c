@@ -1,0 +1,185 @@
+#include "sky_planmsg.h"
+
+#include "sky_json.h"
+
+#include <string.h>
+
+int sky_planmsg_find(const sky_planmsg *p, const char *board)
+{
+	for (int i = 0; i < p->n_stages; i++)
+		if (strcmp(p->stages[i].board, board) == 0)
+			return i;
+	return -1;
+}
+
+int sky_planmsg_validate(const sky_planmsg *p, sky_diag *d)
+{
+	if (!sky_topic_segment_ok(p->job))
+		return sky_diag_set(d, SKY_EINVAL, "plan: job id is not 1-%d of [A-Za-z0-9_.-]",
+				    SKY_TOPIC_SEGMENT_MAX);
+	if (p->epoch < 1 || p->epoch > (1ll << 53))
+		return sky_diag_set(d, SKY_ERANGE, "plan %s: epoch %lld out of range", p->job,
+				    (long long)p->epoch);
+	if (p->layers < 1 || p->layers > SKY_PLANMSG_MAX_LAYERS)
+		return sky_diag_set(d, SKY_ERANGE, "plan %s: model.layers %d, allowed 1 to %d", p->job,
+				    p->layers, SKY_PLANMSG_MAX_LAYERS);
+	if (p->micro_batches < 1 || p->micro_batches > SKY_PLANMSG_MAX_MICRO)
+		return sky_diag_set(d, SKY_ERANGE, "plan %s: micro_batches %d, allowed 1 to %d",
+				    p->job, p->micro_batches, SKY_PLANMSG_MAX_MICRO);
+	const sky_caps_shape *s = &p->shape;
+	if (!s->name[0] || s->hidden < 1 || s->hidden > SKY_CAPS_MAX_DIM || s->heads < 1 ||
+	    s->hidden % s->heads != 0 || s->ffn < 1 || s->ffn > SKY_CAPS_MAX_DIM || s->seq < 1 ||
+	    s->seq > SKY_CAPS_MAX_DIM || s->batch < 1 || s->batch > SKY_CAPS_MAX_BATCH)
+		return sky_diag_set(d, SKY_ERANGE, "plan %s: model shape out of range", p->job);
+	if (p->n_stages < 1 || p->n_stages > SKY_PLANMSG_MAX_STAGES)
+		return sky_diag_set(d, SKY_ERANGE, "plan %s: %d stages, allowed 1 to %d", p->job,
+				    p->n_stages, SKY_PLANMSG_MAX_STAGES);
+	int next = 0;
+	for (int i = 0; i < p->n_stages; i++) {
+		const sky_plan_stage *st = &p->stages[i];
+		if (!sky_topic_segment_ok(st->board))
+			return sky_diag_set(d, SKY_EINVAL, "plan %s: stage %d board id is invalid",
+					    p->job, i);
+		if (st->first != next || st->last < st->first || st->last >= 2 * p->layers)
+			return sky_diag_set(d, SKY_ERANGE,
+					    "plan %s: stage %d covers half-layers %d-%d, expected to "
+					    "start at %d and end below %d",
+					    p->job, i, st->first, st->last, next, 2 * p->layers);
+		if (st->arena_bytes < 0 || st->arena_bytes > SKY_CAPS_MAX_MEM_BYTES)
+			return sky_diag_set(d, SKY_ERANGE, "plan %s: stage %d arena_bytes %lld", p->job,
+					    i, (long long)st->arena_bytes);
+		for (int j = 0; j < i; j++)
+			if (strcmp(p->stages[j].board, st->board) == 0)
+				return sky_diag_set(d, SKY_EINVAL,
+						    "plan %s: board %s has stages %d and %d", p->job,
+						    st->board, j, i);
+		next = st->last + 1;
+	}
+	if (next != 2 * p->layers)
+		return sky_diag_set(d, SKY_ERANGE, "plan %s: stages end at half-layer %d, model has %d",
+				    p->job, next - 1, 2 * p->layers);
+	return 0;
+}
+
+int sky_planmsg_encode(const sky_planmsg *p, char *buf, size_t cap, sky_diag *d)
+{
+	int rc = sky_planmsg_validate(p, d);
+	if (rc)
+		return rc;
+	cJSON *doc = sky_json_new_object();
+	if (!doc)
+		return sky_diag_set(d, SKY_ENOMEM, "plan: JSON pool full");
+	cJSON_AddNumberToObject(doc, "v", SKY_PLANMSG_VERSION);
+	cJSON_AddStringToObject(doc, "job", p->job);
+	cJSON_AddNumberToObject(doc, "epoch", (double)p->epoch);
+	cJSON_AddStringToObject(doc, "algo", p->algo);
+	cJSON_AddNumberToObject(doc, "micro_batches", p->micro_batches);
+	cJSON *m = cJSON_AddObjectToObject(doc, "model");
+	if (m) {
+		cJSON_AddStringToObject(m, "name", p->shape.name);
+		cJSON_AddNumberToObject(m, "hidden", p->shape.hidden);
+		cJSON_AddNumberToObject(m, "heads", p->shape.heads);
+		cJSON_AddNumberToObject(m, "ffn", p->shape.ffn);
+		cJSON_AddNumberToObject(m, "layers", p->layers);
+		cJSON_AddNumberToObject(m, "seq", p->shape.seq);
+		cJSON_AddNumberToObject(m, "batch", p->shape.batch);
+	}
+	cJSON *arr = cJSON_AddArrayToObject(doc, "stages");
+	for (int i = 0; arr && i < p->n_stages; i++) {
+		cJSON *st = cJSON_CreateObject();
+		if (!st)
+			break;
+		cJSON_AddStringToObject(st, "board", p->stages[i].board);
+		cJSON_AddNumberToObject(st, "first", p->stages[i].first);
+		cJSON_AddNumberToObject(st, "last", p->stages[i].last);
+		cJSON_AddNumberToObject(st, "arena_bytes", (double)p->stages[i].arena_bytes);
+		cJSON_AddItemToArray(arr, st);
+	}
+	rc = sky_json_print(doc, buf, cap);
+	sky_json_free(doc);
+	if (rc < 0)
+		return sky_diag_set(d, rc, "plan %s: JSON does not fit %zu bytes", p->job, cap);
+	return rc;
+}
+
+static int get_int(const cJSON *o, const char *key, long long lo, long long hi, int *out,
+		   const char *what, sky_diag *d)
+{
+	int64_t v;
+	int rc = sky_json_i64(o, key, lo, hi, &v, what, d);
+	if (!rc)
+		*out = (int)v;
+	return rc;
+}
+
+int sky_planmsg_decode(const char *buf, size_t len, sky_planmsg *p, sky_diag *d)
+{
+	int rc;
+	int64_t v;
+	memset(p, 0, sizeof *p);
+	if (!buf || len > SKY_PLAN_MAX_BYTES)
+		return sky_diag_set(d, SKY_ERANGE, "plan: %zu bytes, limit %u (refused unparsed)", len,
+				    SKY_PLAN_MAX_BYTES);
+	cJSON *doc = sky_json_parse(buf, len, d);
+	if (!doc)
+		return SKY_EFORMAT;
+	if (!cJSON_IsObject(doc)) {
+		rc = sky_diag_set(d, SKY_EFORMAT, "plan: not a JSON object");
+		goto exit;
+	}
+	if ((rc = sky_json_i64(doc, "v", SKY_PLANMSG_VERSION, SKY_PLANMSG_VERSION, &v, "plan", d)) ||
+	    (rc = sky_json_str(doc, "job", p->job, sizeof p->job, "plan", d)) ||
+	    (rc = sky_json_i64(doc, "epoch", 1, (1ll << 53), &p->epoch, "plan", d)) ||
+	    (rc = sky_json_str(doc, "algo", p->algo, sizeof p->algo, "plan", d)) ||
+	    (rc = get_int(doc, "micro_batches", 1, SKY_PLANMSG_MAX_MICRO, &p->micro_batches, "plan",
+			  d)))
+		goto exit;
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(doc, "model");
+	if (!cJSON_IsObject(m)) {
+		rc = sky_diag_set(d, SKY_EFORMAT, "plan %s: 'model' must be an object", p->job);
+		goto exit;
+	}
+	if ((rc = sky_json_str(m, "name", p->shape.name, sizeof p->shape.name, "plan.model", d)) ||
+	    (rc = get_int(m, "hidden", 1, SKY_CAPS_MAX_DIM, &p->shape.hidden, "plan.model", d)) ||
+	    (rc = get_int(m, "heads", 1, SKY_CAPS_MAX_DIM, &p->shape.heads, "plan.model", d)) ||
+	    (rc = get_int(m, "ffn", 1, SKY_CAPS_MAX_DIM, &p->shape.ffn, "plan.model", d)) ||
+	    (rc = get_int(m, "layers", 1, SKY_PLANMSG_MAX_LAYERS, &p->layers, "plan.model", d)) ||
+	    (rc = get_int(m, "seq", 1, SKY_CAPS_MAX_DIM, &p->shape.seq, "plan.model", d)) ||
+	    (rc = get_int(m, "batch", 1, SKY_CAPS_MAX_BATCH, &p->shape.batch, "plan.model", d)))
+		goto exit;
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(doc, "stages");
+	if (!cJSON_IsArray(arr)) {
+		rc = sky_diag_set(d, SKY_EFORMAT, "plan %s: 'stages' must be an array", p->job);
+		goto exit;
+	}
+	int n = cJSON_GetArraySize(arr);
+	if (n < 1 || n > SKY_PLANMSG_MAX_STAGES) {
+		rc = sky_diag_set(d, SKY_ERANGE, "plan %s: %d stages, allowed 1 to %d", p->job, n,
+				  SKY_PLANMSG_MAX_STAGES);
+		goto exit;
+	}
+	const cJSON *st;
+	int i = 0;
+	cJSON_ArrayForEach(st, arr)
+	{
+		char what[40];
+		sky_plan_stage *s = &p->stages[i];
+		snprintf(what, sizeof what, "plan.stages[%d]", i);
+		if (!cJSON_IsObject(st)) {
+			rc = sky_diag_set(d, SKY_EFORMAT, "%s: must be an object", what);
+			goto exit;
+		}
+		if ((rc = sky_json_str(st, "board", s->board, sizeof s->board, what, d)) ||
+		    (rc = get_int(st, "first", 0, 2 * SKY_PLANMSG_MAX_LAYERS, &s->first, what, d)) ||
+		    (rc = get_int(st, "last", 0, 2 * SKY_PLANMSG_MAX_LAYERS, &s->last, what, d)) ||
+		    (rc = sky_json_i64(st, "arena_bytes", 0, SKY_CAPS_MAX_MEM_BYTES, &s->arena_bytes,
+				       what, d)))
+			goto exit;
+		i++;
+	}
+	p->n_stages = i;
+	rc = sky_planmsg_validate(p, d);
+exit:
+	sky_json_free(doc);
+	return rc;
+}

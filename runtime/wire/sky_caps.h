@@ -1,0 +1,99 @@
+/* Capability report: what one board measured it can do for one model shape.
+ *
+ * Published retained on sky/v1/board/<id>/caps (sky_topics.h) as compact
+ * JSON, so `mosquitto_sub -t 'sky/v1/board/+/caps' -v` is readable:
+ *
+ *   {"v":1,"id":"b01","session":4,"version":"1a2b3c","board":"host","threads":1,
+ *    "keepalive_s":2,
+ *    "model":{"name":"mini","hidden":256,"heads":4,"ffn":1024,"seq":128,"batch":8},
+ *    "fp32":{"fwd_attn_s":0.0021,"fwd_ffn_s":0.0030,"bwd_attn_s":0.0045,"bwd_ffn_s":0.0061},
+ *    "mem_bytes":2147483648,"link":{"bw_Bps":1.2e8,"lat_s":0.0004},
+ *    "probe_s":2.1,"probed_at":1764511200}
+ *
+ * Times are for ONE encoder layer and ONE micro-batch (model.batch
+ * sequences of model.seq tokens), split into the attention and feed-forward
+ * blocks because a plan cuts at half-layers. "int8" has the same shape and
+ * is present once an int8 kernel exists. "link" is absent (or zero) when the
+ * probe ran without a broker. The report is one board's word about itself;
+ * the decoder therefore treats it as hostile: every field is checked against
+ * a range and the first bad one is named in the diagnostic. */
+#ifndef SKY_CAPS_H
+#define SKY_CAPS_H
+
+#include "sky_err.h"
+#include "sky_topics.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SKY_CAPS_VERSION 1
+
+/* Ranges a decoder accepts. A block's time is positive and at most an hour
+ * (a board that needs longer for one micro-batch of one half-layer is of no
+ * use to a pipeline); memory at most 1 PiB (so 10^30 is refused); link
+ * bandwidth at most 10^12 B/s (a terabyte per second is beyond any board's
+ * NIC); latency at most a minute. */
+#define SKY_CAPS_MAX_TIME_S 3600.0
+#define SKY_CAPS_MAX_MEM_BYTES (1ll << 50)
+#define SKY_CAPS_MAX_BW 1e12
+#define SKY_CAPS_MAX_LAT_S 60.0
+#define SKY_CAPS_MAX_DIM 65536    /* hidden, ffn, seq */
+#define SKY_CAPS_MAX_BATCH 4096
+#define SKY_CAPS_MAX_THREADS 1024
+#define SKY_CAPS_STR_MAX 64       /* version, board, model name */
+
+/* The model shape a probe ran at (the fields that change a layer's time). */
+typedef struct sky_caps_shape {
+	char name[16];
+	int hidden, heads, ffn, seq, batch;
+} sky_caps_shape;
+
+/* Seconds for one encoder layer's blocks, one micro-batch. */
+typedef struct sky_caps_times {
+	double fwd_attn_s, fwd_ffn_s, bwd_attn_s, bwd_ffn_s;
+} sky_caps_times;
+
+typedef struct sky_caps {
+	char id[SKY_TOPIC_SEGMENT_MAX + 1];
+	int64_t session;   /* grows with every connect (sky_agent.h) */
+	char version[SKY_CAPS_STR_MAX + 1]; /* build (git describe) */
+	char board[SKY_CAPS_STR_MAX + 1];   /* board profile name */
+	int threads;
+	int keepalive_s;   /* MQTT keepalive the board uses; the planner's liveness bound */
+	sky_caps_shape shape;
+	sky_caps_times fp32;
+	int has_int8;
+	sky_caps_times int8;
+	int64_t mem_bytes; /* memory budget for a job's arena */
+	double link_bw;    /* bytes/s through the broker, 0 = unknown */
+	double link_lat_s; /* round trip through the broker, 0 = unknown */
+	double probe_s;    /* how long the probe took */
+	int64_t probed_at; /* Unix seconds */
+} sky_caps;
+
+/* Forward plus backward of a whole layer, seconds. */
+static inline double sky_caps_layer_s(const sky_caps_times *t)
+{
+	return t->fwd_attn_s + t->fwd_ffn_s + t->bwd_attn_s + t->bwd_ffn_s;
+}
+
+/* Writes c as JSON (NUL-terminated) into buf. Returns the length, or
+ * SKY_ERANGE (buf too small), SKY_EINVAL (c itself fails validation: the
+ * encoder refuses to send what a decoder would refuse), SKY_ENOMEM (JSON
+ * pool). */
+int sky_caps_encode(const sky_caps *c, char *buf, size_t cap, sky_diag *d);
+
+/* Parses and validates len bytes of JSON into *c. Refuses (before parsing)
+ * more than SKY_CAPS_MAX_BYTES. Returns 0, or SKY_EFORMAT (not JSON, missing
+ * or mistyped field), SKY_ERANGE (a number out of range: negative, NaN,
+ * absurd) with d naming the field. */
+int sky_caps_decode(const char *buf, size_t len, sky_caps *c, sky_diag *d);
+
+/* Checks every field of c against the ranges above. Returns 0 or
+ * SKY_ERANGE / SKY_EINVAL with d naming the field. */
+int sky_caps_validate(const sky_caps *c, sky_diag *d);
+
+/* 1 if two shapes are the same probe key (name and every dimension). */
+int sky_caps_shape_eq(const sky_caps_shape *a, const sky_caps_shape *b);
+
+#endif

@@ -1,0 +1,62 @@
+/* Plan message: which board runs which contiguous run of half-layers of a
+ * job. This is the PAYLOAD of the signed envelope (sky_sign.h) published
+ * retained on sky/v1/job/<job>/plan:
+ *
+ *   {"v":1,"job":"j1","epoch":7,"algo":"optimal","micro_batches":4,
+ *    "model":{"name":"mini","hidden":256,"heads":4,"ffn":1024,"layers":4,"seq":128,"batch":8},
+ *    "stages":[{"board":"b01","first":0,"last":3,"arena_bytes":1234567},
+ *              {"board":"b02","first":4,"last":7,"arena_bytes":1234567}]}
+ *
+ * A model of L encoder layers has 2L half-layers: half-layer 2i is layer i's
+ * attention block, 2i+1 its feed-forward block (sky_layer.h). Stages are in
+ * pipeline order, contiguous and cover [0, 2L-1] exactly; the first stage
+ * also holds the embeddings, the last the classification head. arena_bytes
+ * is what the planner's memory model expects the stage to need; the board
+ * measures its own figure and reports both in its plan-ack. The epoch is a
+ * planner-wide counter that only grows: a board runs a plan only if its
+ * epoch is newer than the last one it ran (replay protection). */
+#ifndef SKY_PLANMSG_H
+#define SKY_PLANMSG_H
+
+#include "sky_caps.h"
+#include "sky_err.h"
+#include "sky_topics.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SKY_PLANMSG_VERSION 1
+#define SKY_PLANMSG_MAX_STAGES 1024
+#define SKY_PLANMSG_MAX_LAYERS 4096
+#define SKY_PLANMSG_MAX_MICRO 1024
+
+typedef struct sky_plan_stage {
+	char board[SKY_TOPIC_SEGMENT_MAX + 1];
+	int first, last;     /* half-layer range, inclusive */
+	int64_t arena_bytes; /* planner's expectation */
+} sky_plan_stage;
+
+typedef struct sky_planmsg {
+	char job[SKY_TOPIC_SEGMENT_MAX + 1];
+	int64_t epoch;      /* >= 1 */
+	char algo[16];      /* even, sky, optimal, ... (informational) */
+	int micro_batches;  /* in flight per stage (activations kept for backward) */
+	sky_caps_shape shape;
+	int layers;         /* encoder layers L */
+	int n_stages;
+	sky_plan_stage stages[SKY_PLANMSG_MAX_STAGES];
+} sky_planmsg;
+
+/* Writes p as JSON into buf. Returns the length or SKY_ERANGE / SKY_EINVAL
+ * (p fails validation) / SKY_ENOMEM. */
+int sky_planmsg_encode(const sky_planmsg *p, char *buf, size_t cap, sky_diag *d);
+/* Parses and validates a plan payload (after the signature check). Refuses
+ * more than SKY_PLAN_MAX_BYTES unparsed. Returns 0 or SKY_EFORMAT /
+ * SKY_ERANGE with d naming the field or stage. */
+int sky_planmsg_decode(const char *buf, size_t len, sky_planmsg *p, sky_diag *d);
+/* Checks ranges, board ids (unique), and that stages tile [0, 2L-1]. */
+int sky_planmsg_validate(const sky_planmsg *p, sky_diag *d);
+/* Index of board's stage, or -1. */
+int sky_planmsg_find(const sky_planmsg *p, const char *board);
+
+#endif

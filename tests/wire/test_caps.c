@@ -1,0 +1,132 @@
+#include "sky_test.h"
+
+#include "sky_caps.h"
+#include "sky_json.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static void sample(sky_caps *c)
+{
+	memset(c, 0, sizeof *c);
+	strcpy(c->id, "b01");
+	c->session = 7;
+	strcpy(c->version, "1a2b3c-dirty");
+	strcpy(c->board, "host");
+	c->threads = 2;
+	c->keepalive_s = 2;
+	strcpy(c->shape.name, "mini");
+	c->shape.hidden = 256;
+	c->shape.heads = 4;
+	c->shape.ffn = 1024;
+	c->shape.seq = 128;
+	c->shape.batch = 8;
+	c->fp32 = (sky_caps_times){0.0021, 0.0030, 0.0045, 0.0061};
+	c->mem_bytes = 2147483648ll;
+	c->link_bw = 1.2e8;
+	c->link_lat_s = 0.0004;
+	c->probe_s = 2.1;
+	c->probed_at = 1764511200;
+}
+
+SKY_TEST(encode_decode_round_trip)
+{
+	sky_caps c, back;
+	char buf[SKY_CAPS_MAX_BYTES];
+	sky_diag d;
+	sky_diag_clear(&d);
+	sample(&c);
+	c.has_int8 = 1;
+	c.int8 = (sky_caps_times){0.001, 0.0012, 0.002, 0.0025};
+	int n = sky_caps_encode(&c, buf, sizeof buf, &d);
+	SKY_EXPECT_MSG(n > 0, "%s", d.msg);
+	SKY_EXPECT(strstr(buf, "\"id\":\"b01\"") != NULL); /* readable with mosquitto_sub */
+	SKY_EXPECT_EQ(sky_caps_decode(buf, (size_t)n, &back, &d), 0);
+	SKY_EXPECT(strcmp(back.id, "b01") == 0 && back.session == 7);
+	SKY_EXPECT(sky_caps_shape_eq(&back.shape, &c.shape));
+	SKY_EXPECT_NEAR(back.fp32.bwd_ffn_s, 0.0061, 1e-15);
+	SKY_EXPECT(back.has_int8);
+	SKY_EXPECT_NEAR(back.int8.fwd_attn_s, 0.001, 1e-15);
+	SKY_EXPECT_EQ(back.mem_bytes, 2147483648ll);
+	SKY_EXPECT_NEAR(back.link_lat_s, 0.0004, 1e-15);
+	SKY_EXPECT_EQ(back.probed_at, 1764511200);
+	SKY_EXPECT_EQ(sky_json_pool_used(), 0); /* nothing left in the pool */
+}
+
+/* Replaces the first occurrence of from with to in a valid report and
+ * decodes it; returns the code and the diagnostic. */
+static int decode_edited(const char *from, const char *to, sky_diag *d)
+{
+	sky_caps c;
+	char buf[SKY_CAPS_MAX_BYTES], out[SKY_CAPS_MAX_BYTES];
+	sample(&c);
+	int n = sky_caps_encode(&c, buf, sizeof buf, NULL);
+	char *at = strstr(buf, from);
+	if (n <= 0 || !at)
+		return 1000; /* the test itself is wrong */
+	snprintf(out, sizeof out, "%.*s%s%s", (int)(at - buf), buf, to, at + strlen(from));
+	sky_diag_clear(d);
+	return sky_caps_decode(out, strlen(out), &c, d);
+}
+
+SKY_TEST(absurd_values_are_refused_and_named)
+{
+	sky_diag d;
+	SKY_EXPECT_EQ(decode_edited("\"fwd_attn_s\":0.0021", "\"fwd_attn_s\":-1", &d), SKY_ERANGE);
+	SKY_EXPECT_MSG(strstr(d.msg, "fp32.fwd_attn_s") != NULL, "%s", d.msg);
+	SKY_EXPECT_EQ(decode_edited("\"bwd_ffn_s\":0.0061", "\"bwd_ffn_s\":0", &d), SKY_ERANGE);
+	SKY_EXPECT(strstr(d.msg, "bwd_ffn_s") != NULL);
+	/* JSON has no NaN; a board sending one sends invalid JSON */
+	SKY_EXPECT_EQ(decode_edited("\"fwd_ffn_s\":0.003", "\"fwd_ffn_s\":NaN", &d), SKY_EFORMAT);
+	SKY_EXPECT_EQ(decode_edited("\"fwd_ffn_s\":0.003", "\"fwd_ffn_s\":1e999", &d), SKY_ERANGE);
+	SKY_EXPECT_EQ(decode_edited("\"mem_bytes\":2147483648", "\"mem_bytes\":1e30", &d),
+		      SKY_ERANGE);
+	SKY_EXPECT_MSG(strstr(d.msg, "mem_bytes") != NULL, "%s", d.msg);
+	SKY_EXPECT_EQ(decode_edited("\"mem_bytes\":2147483648", "\"mem_bytes\":-5", &d),
+		      SKY_ERANGE);
+	SKY_EXPECT_EQ(decode_edited("\"lat_s\":0.0004", "\"lat_s\":-0.1", &d), SKY_ERANGE);
+	SKY_EXPECT(strstr(d.msg, "lat_s") != NULL);
+	SKY_EXPECT_EQ(decode_edited("\"heads\":4", "\"heads\":3", &d), SKY_ERANGE);
+	SKY_EXPECT_EQ(decode_edited("\"threads\":2", "\"threads\":\"2\"", &d), SKY_EFORMAT);
+	SKY_EXPECT(strstr(d.msg, "threads") != NULL);
+	SKY_EXPECT_EQ(decode_edited("\"id\":\"b01\"", "\"id\":\"b/#\"", &d), SKY_EINVAL);
+	SKY_EXPECT_EQ(decode_edited("\"board\":\"host\"", "\"board\":\"\\u001b[2J\"", &d),
+		      SKY_EINVAL);
+	SKY_EXPECT_EQ(decode_edited("\"v\":1", "\"v\":2", &d), SKY_ERANGE);
+	SKY_EXPECT_EQ(decode_edited("\"session\":7,", "", &d), SKY_ENOTFOUND);
+	SKY_EXPECT(strstr(d.msg, "session") != NULL);
+	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
+}
+
+SKY_TEST(malformed_and_oversize_input_is_refused)
+{
+	sky_caps c;
+	sky_diag d;
+	static char big[SKY_CAPS_MAX_BYTES + 2];
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_caps_decode("{\"v\":1,", 7, &c, &d), SKY_EFORMAT);
+	SKY_EXPECT_EQ(sky_caps_decode("[]", 2, &c, &d), SKY_EFORMAT);
+	SKY_EXPECT_EQ(sky_caps_decode("", 0, &c, &d), SKY_EFORMAT);
+	memset(big, ' ', sizeof big);
+	unsigned long allocs = sky_test_allocs();
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_caps_decode(big, sizeof big, &c, &d), SKY_ERANGE);
+	SKY_EXPECT(strstr(d.msg, "unparsed") != NULL);
+	SKY_EXPECT_EQ(sky_test_allocs(), allocs);
+	SKY_EXPECT_EQ(sky_json_pool_peak() < SKY_CAPS_MAX_BYTES * 8, 1);
+}
+
+SKY_TEST(encoder_refuses_what_a_decoder_would)
+{
+	sky_caps c;
+	char buf[4096];
+	sky_diag d;
+	sample(&c);
+	c.fp32.fwd_attn_s = NAN;
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_caps_encode(&c, buf, sizeof buf, &d), SKY_ERANGE);
+	sample(&c);
+	SKY_EXPECT_EQ(sky_caps_encode(&c, buf, 64, &d), SKY_ERANGE); /* too small */
+	SKY_EXPECT(sky_caps_layer_s(&c.fp32) > 0.0156 && sky_caps_layer_s(&c.fp32) < 0.0158);
+}

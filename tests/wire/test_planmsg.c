@@ -1,0 +1,117 @@
+#include "sky_test.h"
+
+#include "sky_json.h"
+#include "sky_planmsg.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static sky_planmsg g_p, g_back; /* ~100 KiB each: not on the stack */
+
+static void sample(sky_planmsg *p, int n_stages, int layers)
+{
+	memset(p, 0, sizeof *p);
+	strcpy(p->job, "j1");
+	p->epoch = 7;
+	strcpy(p->algo, "optimal");
+	p->micro_batches = 4;
+	strcpy(p->shape.name, "tiny");
+	p->shape.hidden = 64;
+	p->shape.heads = 2;
+	p->shape.ffn = 128;
+	p->shape.seq = 16;
+	p->shape.batch = 2;
+	p->layers = layers;
+	p->n_stages = n_stages;
+	int units = 2 * layers;
+	for (int i = 0; i < n_stages; i++) {
+		snprintf(p->stages[i].board, sizeof p->stages[i].board, "b%02d", i);
+		p->stages[i].first = units * i / n_stages;
+		p->stages[i].last = units * (i + 1) / n_stages - 1;
+		p->stages[i].arena_bytes = 1000000 + i;
+	}
+}
+
+SKY_TEST(round_trip_and_find)
+{
+	char buf[SKY_PLAN_MAX_BYTES];
+	sky_diag d;
+	sky_diag_clear(&d);
+	sample(&g_p, 16, 16);
+	int n = sky_planmsg_encode(&g_p, buf, sizeof buf, &d);
+	SKY_EXPECT_MSG(n > 0, "%s", d.msg);
+	SKY_EXPECT_EQ(sky_planmsg_decode(buf, (size_t)n, &g_back, &d), 0);
+	SKY_EXPECT_EQ(g_back.n_stages, 16);
+	SKY_EXPECT_EQ(g_back.epoch, 7);
+	SKY_EXPECT_EQ(g_back.layers, 16);
+	SKY_EXPECT_EQ(sky_planmsg_find(&g_back, "b05"), 5);
+	SKY_EXPECT_EQ(sky_planmsg_find(&g_back, "b99"), -1);
+	SKY_EXPECT_EQ(g_back.stages[15].last, 31);
+	SKY_EXPECT_EQ(g_back.stages[3].arena_bytes, 1000003);
+	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
+}
+
+static int decode_edited(const char *from, const char *to, sky_diag *d)
+{
+	static char buf[SKY_PLAN_MAX_BYTES], out[SKY_PLAN_MAX_BYTES];
+	sample(&g_p, 4, 4);
+	int n = sky_planmsg_encode(&g_p, buf, sizeof buf, NULL);
+	char *at = strstr(buf, from);
+	if (n <= 0 || !at)
+		return 1000;
+	snprintf(out, sizeof out, "%.*s%s%s", (int)(at - buf), buf, to, at + strlen(from));
+	sky_diag_clear(d);
+	return sky_planmsg_decode(out, strlen(out), &g_back, d);
+}
+
+SKY_TEST(gaps_overlaps_and_bad_fields_are_refused)
+{
+	sky_diag d;
+	/* stage 1 of 4 over 8 units is [2,3] */
+	SKY_EXPECT_EQ(decode_edited("\"first\":2", "\"first\":3", &d), SKY_ERANGE); /* gap */
+	SKY_EXPECT_MSG(strstr(d.msg, "stage 1") != NULL, "%s", d.msg);
+	SKY_EXPECT_EQ(decode_edited("\"first\":2", "\"first\":1", &d), SKY_ERANGE); /* overlap */
+	SKY_EXPECT_EQ(decode_edited("\"last\":7", "\"last\":8", &d), SKY_ERANGE);   /* past end */
+	SKY_EXPECT_EQ(decode_edited("\"last\":7", "\"last\":6", &d), SKY_ERANGE);   /* short */
+	SKY_EXPECT_EQ(decode_edited("\"board\":\"b01\"", "\"board\":\"b00\"", &d), SKY_EINVAL);
+	SKY_EXPECT(strstr(d.msg, "b00") != NULL);
+	SKY_EXPECT_EQ(decode_edited("\"board\":\"b01\"", "\"board\":\"b+\"", &d), SKY_EINVAL);
+	SKY_EXPECT_EQ(decode_edited("\"epoch\":7", "\"epoch\":0", &d), SKY_ERANGE);
+	SKY_EXPECT_EQ(decode_edited("\"epoch\":7", "\"epoch\":7.5", &d), SKY_EFORMAT);
+	SKY_EXPECT_EQ(decode_edited("\"arena_bytes\":1000000", "\"arena_bytes\":1e30", &d),
+		      SKY_ERANGE);
+	SKY_EXPECT_EQ(decode_edited("\"stages\":[", "\"stages\":{\"x\":[", &d), SKY_EFORMAT);
+	SKY_EXPECT_EQ(decode_edited("\"stages\":[", "\"stagez\":[", &d), SKY_EFORMAT);
+	SKY_EXPECT_EQ(decode_edited("\"job\":\"j1\"", "\"job\":\"\"", &d), SKY_EINVAL);
+	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
+}
+
+SKY_TEST(truncated_and_oversize_are_refused)
+{
+	static char buf[SKY_PLAN_MAX_BYTES + 1];
+	sky_diag d;
+	sample(&g_p, 4, 4);
+	int n = sky_planmsg_encode(&g_p, buf, sizeof buf, NULL);
+	SKY_EXPECT(n > 0);
+	for (int cut = 0; cut < n; cut += 7) {
+		sky_diag_clear(&d);
+		SKY_EXPECT(sky_planmsg_decode(buf, (size_t)cut, &g_back, &d) != 0);
+	}
+	memset(buf, ' ', sizeof buf);
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_planmsg_decode(buf, sizeof buf, &g_back, &d), SKY_ERANGE);
+	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
+}
+
+SKY_TEST(encoder_validates)
+{
+	char buf[4096];
+	sky_diag d;
+	sample(&g_p, 2, 2);
+	g_p.stages[1].first = 3;
+	sky_diag_clear(&d);
+	SKY_EXPECT(sky_planmsg_encode(&g_p, buf, sizeof buf, &d) < 0);
+	sample(&g_p, 2, 2);
+	SKY_EXPECT_EQ(sky_planmsg_encode(&g_p, buf, 32, &d), SKY_ERANGE);
+}
