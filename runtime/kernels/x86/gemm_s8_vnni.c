@@ -1,0 +1,140 @@
+/* int8 GEMM on AVX-512 VNNI: vpdpbusd adds four u8 x s8 products into each
+ * int32 lane. The packed weights are the unsigned side (stored as W + 128)
+ * and each activation row's four bytes are broadcast as the signed side, so
+ *   sum (W + 128) a = sum W a + 128 * rowsum(a)
+ * and the row sum (computed once per block of rows) is subtracted before
+ * the epilogue. Every sum is exact in int32, so the result equals _ref.
+ *
+ * Tiles of 8 rows x 32 channels (16 zmm accumulators, 2 weight loads and 8
+ * broadcasts per 16 vpdpbusd); rows are walked in blocks of MC so the
+ * activation block stays in L2 while every weight panel streams past it
+ * once. The epilogue (bias, Q31 requantisation, saturation) runs on the
+ * accumulators in registers. */
+#include "sky_kernels_s8.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+#define MR 8
+#define MC 128
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* 16 channels n0.. of row m: v + bias, then store or requantise. */
+INLINE void epilogue16(__m512i v, const sky_k_gemm_out *o, long m, int n0, int cnt)
+{
+	__mmask16 km = cnt >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << cnt) - 1);
+	if (o->bias)
+		v = _mm512_add_epi32(v, _mm512_maskz_loadu_epi32(km, o->bias + n0));
+	if (o->type == SKY_K_OUT_S32) {
+		_mm512_mask_storeu_epi32((int32_t *)o->c + m * o->ldc + n0, km, v);
+		return;
+	}
+	__m512i mult = _mm512_maskz_loadu_epi32(km, o->mult + n0);
+	__m512i sh = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(km, o->rshift + n0));
+	sh = _mm512_mask_blend_epi32(km, _mm512_set1_epi32(1), sh); /* lanes off: any valid shift */
+	__m512i one = _mm512_set1_epi64(1);
+	__m512i sh_e = _mm512_and_si512(sh, _mm512_set1_epi64(0xffffffff));
+	__m512i sh_o = _mm512_srli_epi64(sh, 32);
+	__m512i pe = _mm512_mul_epi32(v, mult); /* low int32 of each int64 lane, signed */
+	__m512i po = _mm512_mul_epi32(_mm512_srli_epi64(v, 32), _mm512_srli_epi64(mult, 32));
+	pe = _mm512_srav_epi64(_mm512_add_epi64(pe, _mm512_sllv_epi64(one, _mm512_sub_epi64(sh_e, one))),
+			       sh_e);
+	po = _mm512_srav_epi64(_mm512_add_epi64(po, _mm512_sllv_epi64(one, _mm512_sub_epi64(sh_o, one))),
+			       sh_o);
+	int lo = o->type == SKY_K_OUT_S8 ? -128 : -32768, hi = o->type == SKY_K_OUT_S8 ? 127 : 32767;
+	__m512i vlo = _mm512_set1_epi64(lo), vhi = _mm512_set1_epi64(hi);
+	pe = _mm512_min_epi64(_mm512_max_epi64(pe, vlo), vhi);
+	po = _mm512_min_epi64(_mm512_max_epi64(po, vlo), vhi);
+	__m512i r = _mm512_mask_blend_epi32((__mmask16)0xAAAA, pe, _mm512_slli_epi64(po, 32));
+	if (o->type == SKY_K_OUT_S8)
+		_mm_mask_storeu_epi8((int8_t *)o->c + m * o->ldc + n0, km, _mm512_cvtepi32_epi8(r));
+	else
+		_mm256_mask_storeu_epi16((int16_t *)o->c + m * o->ldc + n0, km,
+					 _mm512_cvtepi32_epi16(r));
+}
+
+/* Rows m0..m0+MRc-1, channel blocks nb0..nb0+NBc-1 (16 each). */
+INLINE void tile(const int MRc, const int NBc, int K, const int8_t *a, long lda, const uint8_t *b,
+		 size_t bstride, const int32_t *rsum, const sky_k_gemm_out *o, long m0, int n0,
+		 int nvalid)
+{
+	__m512i acc[MR][2];
+	for (int r = 0; r < MRc; r++)
+		for (int j = 0; j < NBc; j++)
+			acc[r][j] = _mm512_setzero_si512();
+	int k4n = K / 4;
+	for (int k4 = 0; k4 < k4n; k4++) {
+		__m512i bv[2];
+		for (int j = 0; j < NBc; j++)
+			bv[j] = _mm512_loadu_si512((const void *)(b + j * bstride + (size_t)k4 * 64));
+		for (int r = 0; r < MRc; r++) {
+			int32_t av;
+			memcpy(&av, a + r * lda + 4 * k4, 4);
+			__m512i ab = _mm512_set1_epi32(av);
+			for (int j = 0; j < NBc; j++)
+				acc[r][j] = _mm512_dpbusd_epi32(acc[r][j], bv[j], ab);
+		}
+	}
+	if (K & 3) { /* last group: the row ends inside it, pad with zeros */
+		__m512i bv[2];
+		for (int j = 0; j < NBc; j++)
+			bv[j] = _mm512_loadu_si512((const void *)(b + j * bstride + (size_t)k4n * 64));
+		for (int r = 0; r < MRc; r++) {
+			uint8_t tmp[4] = {0, 0, 0, 0};
+			memcpy(tmp, a + r * lda + 4 * k4n, (size_t)(K & 3));
+			int32_t av;
+			memcpy(&av, tmp, 4);
+			__m512i ab = _mm512_set1_epi32(av);
+			for (int j = 0; j < NBc; j++)
+				acc[r][j] = _mm512_dpbusd_epi32(acc[r][j], bv[j], ab);
+		}
+	}
+	for (int r = 0; r < MRc; r++) {
+		__m512i corr = _mm512_set1_epi32(rsum[r] * 128);
+		for (int j = 0; j < NBc; j++) {
+			int cnt = nvalid - 16 * j;
+			if (cnt > 0)
+				epilogue16(_mm512_sub_epi32(acc[r][j], corr), o, m0 + r, n0 + 16 * j,
+					   cnt);
+		}
+	}
+}
+
+void sky_k_gemm_s8_vnni(int M, const int8_t *a, long lda, const sky_k_s8_packed *w,
+			const sky_k_gemm_out *o)
+{
+	int32_t rsum[MC];
+	int K = w->k, N = w->n;
+	size_t bstride = (size_t)w->kp * 16;
+	for (int m0 = 0; m0 < M; m0 += MC) {
+		int mc = M - m0 < MC ? M - m0 : MC;
+		for (int r = 0; r < mc; r++) {
+			const int8_t *ar = a + (long)(m0 + r) * lda;
+			int32_t s = 0;
+			for (int k = 0; k < K; k++)
+				s += ar[k];
+			rsum[r] = s;
+		}
+		for (int n0 = 0; n0 < N; n0 += 32) {
+			const uint8_t *b = w->data + (size_t)(n0 / 16) * bstride;
+			int nvalid = N - n0 < 32 ? N - n0 : 32;
+			int r = 0;
+			if (nvalid > 16) {
+				for (; r + MR <= mc; r += MR)
+					tile(MR, 2, K, a + (long)(m0 + r) * lda, lda, b, bstride,
+					     rsum + r, o, m0 + r, n0, nvalid);
+				for (; r < mc; r++)
+					tile(1, 2, K, a + (long)(m0 + r) * lda, lda, b, bstride,
+					     rsum + r, o, m0 + r, n0, nvalid);
+			} else {
+				for (; r + MR <= mc; r += MR)
+					tile(MR, 1, K, a + (long)(m0 + r) * lda, lda, b, bstride,
+					     rsum + r, o, m0 + r, n0, nvalid);
+				for (; r < mc; r++)
+					tile(1, 1, K, a + (long)(m0 + r) * lda, lda, b, bstride,
+					     rsum + r, o, m0 + r, n0, nvalid);
+			}
+		}
+	}
+}
