@@ -398,10 +398,11 @@ static void fmt_shape(char *buf, size_t cap, int ndim, const int64_t *shape)
 		snprintf(buf + at, cap - at, ")");
 }
 
-/* The type and shape checks without the alignment check. */
-static int check(const sky_st_file *f, const char *name, sky_st_dtype dtype, int ndim,
+int sky_st_check(const sky_st_file *f, const char *name, sky_st_dtype dtype, int ndim,
 		 const int64_t *shape, const sky_st_tensor **out, sky_diag *d)
 {
+	if (ndim < 0 || ndim > SKY_ST_MAX_DIMS || (unsigned)dtype >= SKY_ST_NDTYPES)
+		return sky_diag_set(d, SKY_EINVAL, "tensor %.100s: bad expected dtype or rank", name);
 	const sky_st_tensor *t = sky_st_find(f, name);
 	char want[96];
 	fmt_shape(want, sizeof want, ndim, shape);
@@ -425,10 +426,8 @@ static int check(const sky_st_file *f, const char *name, sky_st_dtype dtype, int
 int sky_st_get(const sky_st_file *f, const char *name, sky_st_dtype dtype, int ndim,
 	       const int64_t *shape, const sky_st_tensor **out, sky_diag *d)
 {
-	if (ndim < 0 || ndim > SKY_ST_MAX_DIMS || (unsigned)dtype >= SKY_ST_NDTYPES)
-		return sky_diag_set(d, SKY_EINVAL, "tensor %.100s: bad expected dtype or rank", name);
 	const sky_st_tensor *t;
-	int rc = check(f, name, dtype, ndim, shape, &t, d);
+	int rc = sky_st_check(f, name, dtype, ndim, shape, &t, d);
 	if (rc)
 		return rc;
 	size_t align = sky_st_dtype_size(dtype);
@@ -470,7 +469,7 @@ int sky_st_copy_f32(const sky_st_file *f, const char *name, int ndim, const int 
 	const sky_st_tensor *t;
 	int rc = shape64(ndim, shape, s, name, d);
 	if (!rc)
-		rc = check(f, name, SKY_ST_F32, ndim, s, &t, d);
+		rc = sky_st_check(f, name, SKY_ST_F32, ndim, s, &t, d);
 	if (!rc && t->nbytes)
 		memcpy(dst, t->data, t->nbytes);
 	return rc;

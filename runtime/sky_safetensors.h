@@ -128,6 +128,9 @@ const char *sky_st_meta_get(const sky_st_file *f, const char *key);
  * Also fails if the data is not aligned to the dtype's size. */
 int sky_st_get(const sky_st_file *f, const char *name, sky_st_dtype dtype, int ndim,
 	       const int64_t *shape, const sky_st_tensor **out, sky_diag *d);
+/* sky_st_get without the alignment check, for data that will be copied. */
+int sky_st_check(const sky_st_file *f, const char *name, sky_st_dtype dtype, int ndim,
+		 const int64_t *shape, const sky_st_tensor **out, sky_diag *d);
 /* sky_st_get for F32, returning a view of the floats. */
 int sky_st_get_f32(const sky_st_file *f, const char *name, int ndim, const int *shape,
 		   const float **out, sky_diag *d);
