@@ -45,6 +45,9 @@ int sky_planmsg_validate(const sky_planmsg *p, sky_diag *d)
 					    "plan %s: stage %d covers half-layers %d-%d, expected to "
 					    "start at %d and end below %d",
 					    p->job, i, st->first, st->last, next, 2 * p->layers);
+		if (st->in_flight < 1 || st->in_flight > p->micro_batches)
+			return sky_diag_set(d, SKY_ERANGE, "plan %s: stage %d in_flight %d, allowed 1 to %d",
+					    p->job, i, st->in_flight, p->micro_batches);
 		if (st->arena_bytes < 0 || st->arena_bytes > SKY_CAPS_MAX_MEM_BYTES)
 			return sky_diag_set(d, SKY_ERANGE, "plan %s: stage %d arena_bytes %lld", p->job,
 					    i, (long long)st->arena_bytes);
@@ -92,6 +95,7 @@ int sky_planmsg_encode(const sky_planmsg *p, char *buf, size_t cap, sky_diag *d)
 		cJSON_AddStringToObject(st, "board", p->stages[i].board);
 		cJSON_AddNumberToObject(st, "first", p->stages[i].first);
 		cJSON_AddNumberToObject(st, "last", p->stages[i].last);
+		cJSON_AddNumberToObject(st, "in_flight", p->stages[i].in_flight);
 		cJSON_AddNumberToObject(st, "arena_bytes", (double)p->stages[i].arena_bytes);
 		cJSON_AddItemToArray(arr, st);
 	}
@@ -172,6 +176,7 @@ int sky_planmsg_decode(const char *buf, size_t len, sky_planmsg *p, sky_diag *d)
 		if ((rc = sky_json_str(st, "board", s->board, sizeof s->board, what, d)) ||
 		    (rc = get_int(st, "first", 0, 2 * SKY_PLANMSG_MAX_LAYERS, &s->first, what, d)) ||
 		    (rc = get_int(st, "last", 0, 2 * SKY_PLANMSG_MAX_LAYERS, &s->last, what, d)) ||
+		    (rc = get_int(st, "in_flight", 1, SKY_PLANMSG_MAX_MICRO, &s->in_flight, what, d)) ||
 		    (rc = sky_json_i64(st, "arena_bytes", 0, SKY_CAPS_MAX_MEM_BYTES, &s->arena_bytes,
 				       what, d)))
 			goto exit;

@@ -4,14 +4,16 @@
  *
  *   {"v":1,"job":"j1","epoch":7,"algo":"optimal","micro_batches":4,
  *    "model":{"name":"mini","hidden":256,"heads":4,"ffn":1024,"layers":4,"seq":128,"batch":8},
- *    "stages":[{"board":"b01","first":0,"last":3,"arena_bytes":1234567},
- *              {"board":"b02","first":4,"last":7,"arena_bytes":1234567}]}
+ *    "stages":[{"board":"b01","first":0,"last":3,"in_flight":2,"arena_bytes":1234567},
+ *              {"board":"b02","first":4,"last":7,"in_flight":1,"arena_bytes":1234567}]}
  *
  * A model of L encoder layers has 2L half-layers: half-layer 2i is layer i's
  * attention block, 2i+1 its feed-forward block (sky_layer.h). Stages are in
  * pipeline order, contiguous and cover [0, 2L-1] exactly; the first stage
  * also holds the embeddings, the last the classification head. arena_bytes
- * is what the planner's memory model expects the stage to need; the board
+ * is what the planner's memory model expects the stage to need, and
+ * in_flight how many micro-batches' activations it keeps at once (m under
+ * GPipe, fewer under 1F1B); the board
  * measures its own figure and reports both in its plan-ack. The epoch is a
  * planner-wide counter that only grows: a board runs a plan only if its
  * epoch is newer than the last one it ran (replay protection). */
@@ -33,6 +35,7 @@
 typedef struct sky_plan_stage {
 	char board[SKY_TOPIC_SEGMENT_MAX + 1];
 	int first, last;     /* half-layer range, inclusive */
+	int in_flight;       /* micro-batches whose activations it holds at once */
 	int64_t arena_bytes; /* planner's expectation */
 } sky_plan_stage;
 
@@ -40,7 +43,7 @@ typedef struct sky_planmsg {
 	char job[SKY_TOPIC_SEGMENT_MAX + 1];
 	int64_t epoch;      /* >= 1 */
 	char algo[16];      /* even, sky, optimal, ... (informational) */
-	int micro_batches;  /* in flight per stage (activations kept for backward) */
+	int micro_batches;  /* per training step */
 	sky_caps_shape shape;
 	int layers;         /* encoder layers L */
 	int n_stages;

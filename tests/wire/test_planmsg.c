@@ -30,6 +30,7 @@ static void sample(sky_planmsg *p, int n_stages, int layers)
 		p->stages[i].first = units * i / n_stages;
 		p->stages[i].last = units * (i + 1) / n_stages - 1;
 		p->stages[i].arena_bytes = 1000000 + i;
+		p->stages[i].in_flight = 1 + i % 4;
 	}
 }
 
@@ -114,4 +115,12 @@ SKY_TEST(encoder_validates)
 	SKY_EXPECT(sky_planmsg_encode(&g_p, buf, sizeof buf, &d) < 0);
 	sample(&g_p, 2, 2);
 	SKY_EXPECT_EQ(sky_planmsg_encode(&g_p, buf, 32, &d), SKY_ERANGE);
+}
+
+SKY_TEST(in_flight_must_be_within_the_micro_batches)
+{
+	sky_diag d;
+	SKY_EXPECT_EQ(decode_edited("\"in_flight\":1", "\"in_flight\":0", &d), SKY_ERANGE);
+	SKY_EXPECT_EQ(decode_edited("\"in_flight\":1", "\"in_flight\":5", &d), SKY_ERANGE);
+	SKY_EXPECT_MSG(strstr(d.msg, "in_flight") != NULL, "%s", d.msg);
 }

@@ -1,0 +1,306 @@
+#include "sky_probe.h"
+
+#include "sky_arena.h"
+#include "sky_clock.h"
+#include "sky_file.h"
+#include "sky_json.h"
+#include "sky_layer.h"
+#include "sky_log.h"
+#include "sky_rng.h"
+#include "sky_version.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_RUNS 64
+
+void sky_probe_opts_default(sky_probe_opts *o, const sky_model_cfg *model)
+{
+	memset(o, 0, sizeof *o);
+	o->model = *model;
+	o->warmup = 1;
+	o->runs = 7;
+	o->max_s = SKY_PROBE_DEFAULT_MAX_S;
+	o->seed = 1;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double median(const double *v, int n)
+{
+	double s[MAX_RUNS];
+	memcpy(s, v, (size_t)n * sizeof *v);
+	qsort(s, (size_t)n, sizeof *s, cmp_double);
+	return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+}
+
+/* The buffers one layer's forward and backward need, block by block. */
+typedef struct probe_bufs {
+	float *w, *dw;           /* layer parameters and gradients */
+	float *x, *h1, *y;       /* input, attention-block output, layer output: (T, H) */
+	float *dy, *dh1, *dx;    /* their gradients */
+	float *saved_a, *saved_f; /* activations each block keeps for backward */
+	float *scratch;
+} probe_bufs;
+
+static void carve(sky_arena *a, const sky_model_cfg *c, probe_bufs *b)
+{
+	size_t th = (size_t)sky_model_tokens(c) * (size_t)c->hidden;
+	size_t np = (size_t)sky_model_layer_params(c);
+	b->w = sky_arena_floats(a, np, SKY_LIFE_PERSIST);
+	b->dw = sky_arena_floats(a, np, SKY_LIFE_PERSIST);
+	b->x = sky_arena_floats(a, th, SKY_LIFE_ACT);
+	b->h1 = sky_arena_floats(a, th, SKY_LIFE_ACT);
+	b->y = sky_arena_floats(a, th, SKY_LIFE_ACT);
+	b->dy = sky_arena_floats(a, th, SKY_LIFE_ACT);
+	b->dh1 = sky_arena_floats(a, th, SKY_LIFE_ACT);
+	b->dx = sky_arena_floats(a, th, SKY_LIFE_ACT);
+	b->saved_a = sky_arena_floats(a, sky_layer_saved_floats(c, SKY_BLOCK_ATTN), SKY_LIFE_ACT);
+	b->saved_f = sky_arena_floats(a, sky_layer_saved_floats(c, SKY_BLOCK_FFN), SKY_LIFE_ACT);
+	b->scratch = sky_arena_floats(a, sky_layer_scratch_floats(c), SKY_LIFE_SCRATCH);
+}
+
+/* Times one phase, stretched to the profile's emulated speed. */
+#define TIMED(out, call) \
+	do { \
+		double t0_ = sky_clock_s(); \
+		call; \
+		double el_ = sky_clock_s() - t0_; \
+		if (prof) \
+			el_ += sky_profile_stretch(prof, el_); \
+		out = el_; \
+	} while (0)
+
+int sky_probe_run(const sky_probe_opts *o, sky_profile *prof, sky_probe_result *r, sky_diag *d)
+{
+	const sky_model_cfg *c = &o->model;
+	int rc = 0;
+	void *mem = NULL;
+	double t_start = sky_clock_s();
+	memset(r, 0, sizeof *r);
+	if (sky_model_validate(c) != 0)
+		return sky_diag_set(d, SKY_EINVAL, "probe: model %s has invalid shapes", c->name);
+	int runs = o->runs < 1 ? 1 : o->runs > MAX_RUNS ? MAX_RUNS : o->runs;
+
+	/* measure, allocate once, seal */
+	sky_arena a;
+	probe_bufs b;
+	sky_arena_init(&a, NULL, 0);
+	carve(&a, c, &b);
+	size_t need = sky_arena_required(&a);
+	mem = malloc(need);
+	if (!mem) {
+		rc = sky_diag_set(d, SKY_ENOMEM, "probe: cannot allocate %zu bytes for model %s", need,
+				  c->name);
+		goto exit;
+	}
+	sky_arena_init(&a, mem, need);
+	carve(&a, c, &b);
+	if ((rc = sky_arena_seal(&a)) != 0) {
+		sky_diag_set(d, rc, "probe: arena carving failed");
+		goto exit;
+	}
+	r->arena_bytes = need;
+
+	sky_layer_init(c, b.w, o->seed);
+	sky_rng rng;
+	sky_rng_seed(&rng, o->seed + 1);
+	size_t th = (size_t)sky_model_tokens(c) * (size_t)c->hidden;
+	for (size_t i = 0; i < th; i++) {
+		b.x[i] = sky_rng_normal(&rng);
+		b.dy[i] = 0.01f * sky_rng_normal(&rng);
+	}
+
+	double fa[MAX_RUNS], ff[MAX_RUNS], bf[MAX_RUNS], ba[MAX_RUNS], layer[MAX_RUNS];
+	int n = 0;
+	for (int it = 0; it < o->warmup + runs; it++) {
+		double t_fa, t_ff, t_bf, t_ba;
+		TIMED(t_fa, sky_layer_forward(c, b.w, b.x, NULL, b.h1, b.saved_a, b.scratch,
+					      SKY_BLOCK_ATTN));
+		TIMED(t_ff, sky_layer_forward(c, b.w, b.h1, NULL, b.y, b.saved_f, b.scratch,
+					      SKY_BLOCK_FFN));
+		TIMED(t_bf, sky_layer_backward(c, b.w, NULL, b.saved_f, b.dy, b.dh1, b.dw, b.scratch,
+					       SKY_BLOCK_FFN));
+		TIMED(t_ba, sky_layer_backward(c, b.w, NULL, b.saved_a, b.dh1, b.dx, b.dw, b.scratch,
+					       SKY_BLOCK_ATTN));
+		if (it >= o->warmup) {
+			fa[n] = t_fa;
+			ff[n] = t_ff;
+			bf[n] = t_bf;
+			ba[n] = t_ba;
+			layer[n] = t_fa + t_ff + t_bf + t_ba;
+			n++;
+		}
+		/* the bound: no new run once max_s is spent (the first measured
+		 * run always happens) */
+		if (n >= 1 && sky_clock_s() - t_start >= o->max_s)
+			break;
+	}
+	r->runs = n;
+	r->fp32.fwd_attn_s = median(fa, n);
+	r->fp32.fwd_ffn_s = median(ff, n);
+	r->fp32.bwd_ffn_s = median(bf, n);
+	r->fp32.bwd_attn_s = median(ba, n);
+	double mean = 0, var = 0;
+	for (int i = 0; i < n; i++)
+		mean += layer[i] / n;
+	for (int i = 0; i < n; i++)
+		var += (layer[i] - mean) * (layer[i] - mean) / n;
+	r->layer_cv = mean > 0 ? sqrt(var) / mean : 0;
+	if (prof) {
+		r->mem_budget = sky_profile_mem_budget(prof);
+	} else {
+		sky_profile p;
+		sky_profile_defaults(&p);
+		r->mem_budget = sky_profile_mem_budget(&p);
+	}
+	/* a kernel that produced NaN would make every later figure a lie */
+	if (!isfinite(b.dx[0]) || !isfinite(b.y[th - 1]))
+		rc = sky_diag_set(d, SKY_EINVAL, "probe: layer output is not finite");
+exit:
+	free(mem);
+	r->probe_s = sky_clock_s() - t_start;
+	return rc;
+}
+
+/* ---- cache ------------------------------------------------------------------ */
+
+static void cache_key(const char *id, const sky_profile *prof, const sky_model_cfg *m, char *buf,
+		      size_t cap)
+{
+	snprintf(buf, cap, "%s|%s|%s|%d|%.6g|%s|%d|%d|%d|%d|%d", id, SKY_VERSION,
+		 prof ? prof->name : "default", prof ? prof->threads : 1, prof ? prof->speed : 1.0,
+		 m->name, m->hidden, m->heads, m->ffn, m->seq, m->batch);
+}
+
+static int cache_read(const char *path, const char *key, sky_caps *c)
+{
+	char buf[4096], k[512];
+	long n = sky_file_read(path, buf, sizeof buf);
+	if (n <= 0)
+		return SKY_ENOTFOUND;
+	int rc = SKY_EFORMAT;
+	cJSON *doc = sky_json_parse(buf, (size_t)n, NULL);
+	if (!doc)
+		return rc;
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(doc, "fp32");
+	if (sky_json_str(doc, "key", k, sizeof k, "probe cache", NULL) == 0 && strcmp(k, key) == 0 &&
+	    t && sky_json_num(t, "fwd_attn_s", 1e-12, SKY_CAPS_MAX_TIME_S, &c->fp32.fwd_attn_s, "", NULL) == 0 &&
+	    sky_json_num(t, "fwd_ffn_s", 1e-12, SKY_CAPS_MAX_TIME_S, &c->fp32.fwd_ffn_s, "", NULL) == 0 &&
+	    sky_json_num(t, "bwd_attn_s", 1e-12, SKY_CAPS_MAX_TIME_S, &c->fp32.bwd_attn_s, "", NULL) == 0 &&
+	    sky_json_num(t, "bwd_ffn_s", 1e-12, SKY_CAPS_MAX_TIME_S, &c->fp32.bwd_ffn_s, "", NULL) == 0 &&
+	    sky_json_num(doc, "probe_s", 0, SKY_CAPS_MAX_TIME_S, &c->probe_s, "", NULL) == 0 &&
+	    sky_json_i64(doc, "probed_at", 0, 1ll << 40, &c->probed_at, "", NULL) == 0)
+		rc = 0;
+	sky_json_free(doc);
+	return rc;
+}
+
+static void cache_write(const char *path, const char *key, const sky_caps *c)
+{
+	char buf[4096];
+	int n = snprintf(buf, sizeof buf,
+			 "{\"key\":\"%s\",\"fp32\":{\"fwd_attn_s\":%.17g,\"fwd_ffn_s\":%.17g,"
+			 "\"bwd_attn_s\":%.17g,\"bwd_ffn_s\":%.17g},\"probe_s\":%.6g,\"probed_at\":%lld}\n",
+			 key, c->fp32.fwd_attn_s, c->fp32.fwd_ffn_s, c->fp32.bwd_attn_s,
+			 c->fp32.bwd_ffn_s, c->probe_s, (long long)c->probed_at);
+	if (n > 0 && (size_t)n < sizeof buf && sky_file_write(path, buf, (size_t)n, 0644) == 0)
+		return;
+	SKY_WARN("probe: cannot write the cache %s (next start probes again)", path);
+}
+
+int sky_probe_cached(const char *state_dir, const char *id, const sky_probe_opts *o,
+		     sky_profile *prof, sky_caps *c, int *hit, sky_diag *d)
+{
+	char path[1024], key[512];
+	*hit = 0;
+	cache_key(id, prof, &o->model, key, sizeof key);
+	snprintf(path, sizeof path, "%s/%s", state_dir, SKY_PROBE_CACHE_FILE);
+	memset(&c->shape, 0, sizeof c->shape);
+	snprintf(c->shape.name, sizeof c->shape.name, "%s", o->model.name);
+	c->shape.hidden = o->model.hidden;
+	c->shape.heads = o->model.heads;
+	c->shape.ffn = o->model.ffn;
+	c->shape.seq = o->model.seq;
+	c->shape.batch = o->model.batch;
+	snprintf(c->version, sizeof c->version, "%s", SKY_VERSION);
+	snprintf(c->board, sizeof c->board, "%s", prof ? prof->name : "default");
+	c->threads = prof ? prof->threads : 1;
+	if (cache_read(path, key, c) == 0) {
+		*hit = 1;
+		c->mem_bytes = (int64_t)(prof ? sky_profile_mem_budget(prof) : 0);
+		if (!prof) {
+			sky_profile p;
+			sky_profile_defaults(&p);
+			c->mem_bytes = (int64_t)sky_profile_mem_budget(&p);
+		}
+		SKY_INFO("probe: cached figures for %s (%s)", o->model.name, path);
+		return 0;
+	}
+	sky_probe_result r;
+	int rc = sky_probe_run(o, prof, &r, d);
+	if (rc)
+		return rc;
+	c->fp32 = r.fp32;
+	c->probe_s = r.probe_s;
+	c->probed_at = sky_clock_unix();
+	c->mem_bytes = (int64_t)r.mem_budget;
+	SKY_INFO("probe: %s layer fwd %.3f ms bwd %.3f ms (median of %d, cv %.3f) in %.2f s",
+		 o->model.name, 1e3 * (r.fp32.fwd_attn_s + r.fp32.fwd_ffn_s),
+		 1e3 * (r.fp32.bwd_attn_s + r.fp32.bwd_ffn_s), r.runs, r.layer_cv, r.probe_s);
+	cache_write(path, key, c);
+	return 0;
+}
+
+/* ---- stage arena ------------------------------------------------------------ */
+
+static void carve_stage(sky_arena *a, const sky_model_cfg *c, int first, int last, int n_units,
+			int in_flight)
+{
+	int64_t h = c->hidden, f = c->ffn;
+	int64_t params = 0;
+	size_t saved = 0;
+	for (int u = first; u <= last; u++) {
+		int attn = u % 2 == 0;
+		/* attention: Wqkv, bqkv, Wo, bo, LN1; feed-forward: W1, b1, W2, b2, LN2 */
+		params += attn ? 4 * h * h + 6 * h : 2 * h * f + f + 3 * h;
+		saved += sky_layer_saved_floats(c, attn ? SKY_BLOCK_ATTN : SKY_BLOCK_FFN);
+	}
+	if (first == 0)
+		params += sky_model_embed_params(c);
+	if (last == n_units - 1)
+		params += sky_model_head_params(c);
+	/* weights, gradients, Adam's first and second moments */
+	for (int k = 0; k < 4; k++)
+		sky_arena_floats(a, (size_t)params, SKY_LIFE_PERSIST);
+	for (int m = 0; m < in_flight; m++)
+		sky_arena_floats(a, saved, SKY_LIFE_ACT);
+	size_t th = (size_t)sky_model_tokens(c) * (size_t)c->hidden;
+	for (int k = 0; k < 4; k++) /* activation in/out, gradient in/out */
+		sky_arena_floats(a, th, SKY_LIFE_ACT);
+	sky_arena_floats(a, sky_layer_scratch_floats(c), SKY_LIFE_SCRATCH);
+}
+
+int64_t sky_probe_stage_bytes(const sky_model_cfg *c, int first, int last, int n_units,
+			      int in_flight, void *buf, uint64_t cap)
+{
+	if (first < 0 || last < first || last >= n_units || in_flight < 1)
+		return SKY_EINVAL;
+	sky_arena a;
+	sky_arena_init(&a, NULL, 0);
+	carve_stage(&a, c, first, last, n_units, in_flight);
+	size_t need = sky_arena_required(&a);
+	if (buf && cap >= need) {
+		sky_arena_init(&a, buf, (size_t)cap);
+		carve_stage(&a, c, first, last, n_units, in_flight);
+		if (sky_arena_seal(&a) != 0)
+			return SKY_ENOMEM;
+	}
+	return (int64_t)need;
+}

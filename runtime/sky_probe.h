@@ -1,0 +1,81 @@
+/* The board probe: what this board can do for one job's model and shapes.
+ *
+ * It times one encoder layer (sky_layer.h) at the job's shapes, block by
+ * block (attention forward, feed-forward forward, feed-forward backward,
+ * attention backward: the half-layers a plan cuts at), on random weights
+ * and inputs. Warm-up runs are not counted; each figure is the median of
+ * the measured runs. The whole probe is bounded: it stops starting runs
+ * once max_s is spent (default 3 s), so it takes at most max_s plus one
+ * warm-up and one measured run (a few seconds on `mini`; the first run
+ * always happens, so a board too slow for the bound still reports).
+ * Compute goes through sky_profile_stretch, so a board emulating a slower
+ * board (profile speed < 1) measures the time its steps will really take.
+ *
+ * Memory comes from one arena: measure, allocate once, seal; the timed
+ * loop allocates nothing. The memory budget is sky_profile_mem_budget (the
+ * smaller of the profile's cap and what the OS says is available). The
+ * link (bandwidth and latency through the broker) needs the connection and
+ * is measured by the agent (sky_agent.h).
+ *
+ * Results are cached in <state>/probe-cache.json keyed by board id, build,
+ * profile (name, threads, speed) and model shape; any change invalidates
+ * the cache and the next start probes again. */
+#ifndef SKY_PROBE_H
+#define SKY_PROBE_H
+
+#include "sky_caps.h"
+#include "sky_err.h"
+#include "sky_model.h"
+#include "sky_profile.h"
+
+#include <stdint.h>
+
+#define SKY_PROBE_DEFAULT_MAX_S 3.0
+#define SKY_PROBE_CACHE_FILE "probe-cache.json"
+
+typedef struct sky_probe_opts {
+	sky_model_cfg model; /* hidden, heads, ffn, seq, batch are what count */
+	int warmup;          /* unmeasured runs first (default 1) */
+	int runs;            /* measured runs, at most (default 7) */
+	double max_s;        /* stop starting runs after this (default 3 s) */
+	uint64_t seed;
+} sky_probe_opts;
+
+typedef struct sky_probe_result {
+	sky_caps_times fp32;  /* medians, seconds per micro-batch */
+	int runs;             /* measured runs done */
+	double layer_cv;      /* coefficient of variation of whole-layer times over the runs */
+	double probe_s;       /* wall time of the probe, warm-up included */
+	uint64_t arena_bytes; /* what the probe's arena held */
+	uint64_t mem_budget;  /* sky_profile_mem_budget */
+} sky_probe_result;
+
+/* warmup 1, runs 7, max_s 3, seed 1, model as given. */
+void sky_probe_opts_default(sky_probe_opts *o, const sky_model_cfg *model);
+
+/* Runs the probe. prof may be NULL (defaults). Returns 0, SKY_EINVAL (bad
+ * model), or SKY_ENOMEM (the arena cannot be had) with d set. */
+int sky_probe_run(const sky_probe_opts *o, sky_profile *prof, sky_probe_result *r, sky_diag *d);
+
+/* The cached probe for (id, prof, o->model) from <state_dir>, or a fresh
+ * probe that is then written there. Fills c's shape, fp32, probe_s,
+ * probed_at, threads, board and version (SKY_VERSION), mem_bytes (always
+ * re-read: available memory changes); leaves link and session alone.
+ * *hit is 1 when the cache answered. Returns 0 or the sky_probe_run errors
+ * (a cache that cannot be written is only logged). */
+int sky_probe_cached(const char *state_dir, const char *id, const sky_probe_opts *o,
+		     sky_profile *prof, sky_caps *c, int *hit, sky_diag *d);
+
+/* Bytes of the arena a stage holding half-layers [first, last] of model c
+ * needs, measured by carving it into a measuring arena: parameters,
+ * gradients and Adam's two moments for its units (and the embeddings on the
+ * first stage, the classifier on the last), activations kept for backward
+ * times in_flight micro-batches, one layer's scratch, and four cut buffers
+ * (activation in and out, gradient in and out). If buf is not NULL and
+ * cap is at least that, carves the same layout into buf and seals it (the
+ * agent uses this to reserve the memory). Returns the byte count (> 0) or
+ * SKY_EINVAL for a bad range. */
+int64_t sky_probe_stage_bytes(const sky_model_cfg *c, int first, int last, int n_units,
+			      int in_flight, void *buf, uint64_t cap);
+
+#endif

@@ -1,0 +1,267 @@
+#include "sky_mqtt.h"
+
+#include "sky_clock.h"
+#include "sky_log.h"
+#include "sky_thread.h"
+
+#include <MQTTAsync.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A pending request (connect or subscribe) waits on one of these. The slot
+ * lives in the handle, so a callback that fires after its waiter gave up
+ * still writes to valid memory. */
+typedef struct op_slot {
+	int busy;
+	volatile int done; /* 0 pending, 1 success, -1 failure */
+	int code;
+	char msg[96];
+} op_slot;
+
+#define N_SLOTS 16
+
+struct sky_mqtt {
+	MQTTAsync client;
+	sky_mqtt_opts o;
+	volatile int connected;
+	sky_mutex lock;
+	op_slot slots[N_SLOTS];
+	char uri[300];
+};
+
+static op_slot *slot_take(sky_mqtt *m)
+{
+	op_slot *s = NULL;
+	sky_mutex_lock(&m->lock);
+	for (int i = 0; i < N_SLOTS && !s; i++)
+		if (!m->slots[i].busy) {
+			s = &m->slots[i];
+			memset(s, 0, sizeof *s);
+			s->busy = 1;
+		}
+	sky_mutex_unlock(&m->lock);
+	return s;
+}
+
+/* Waits for a slot to finish; returns its state (1, -1, or 0 on timeout).
+ * A timed-out slot stays busy until the handle is freed (a callback may
+ * still come for it). */
+static int slot_wait(sky_mqtt *m, op_slot *s, int timeout_ms)
+{
+	uint64_t end = sky_clock_ns() + (uint64_t)timeout_ms * 1000000u;
+	while (!s->done && sky_clock_ns() < end)
+		sky_sleep_ms(2);
+	int r = s->done;
+	if (r) {
+		sky_mutex_lock(&m->lock);
+		s->busy = 0;
+		sky_mutex_unlock(&m->lock);
+	}
+	return r;
+}
+
+static void on_ok(void *ctx, MQTTAsync_successData *resp)
+{
+	op_slot *s = ctx;
+	/* MQTT 3.1.1 §3.9.3: a SUBACK return code 0x80 is a refusal */
+	s->code = resp ? resp->alt.qos : 0;
+	s->done = s->code == 0x80 ? -1 : 1;
+}
+
+static void on_fail(void *ctx, MQTTAsync_failureData *resp)
+{
+	op_slot *s = ctx;
+	s->code = resp ? resp->code : -1;
+	snprintf(s->msg, sizeof s->msg, "%s",
+		 resp && resp->message ? resp->message : MQTTAsync_strerror(s->code));
+	s->done = -1;
+}
+
+static void on_conn_ok(void *ctx, MQTTAsync_successData *resp)
+{
+	op_slot *s = ctx;
+	s->done = 1;
+}
+
+static void cb_lost(void *ctx, char *cause)
+{
+	sky_mqtt *m = ctx;
+	m->connected = 0;
+	if (m->o.on_lost)
+		m->o.on_lost(m->o.ctx, cause ? cause : "connection lost");
+}
+
+static int cb_msg(void *ctx, char *topic, int topic_len, MQTTAsync_message *msg)
+{
+	sky_mqtt *m = ctx;
+	/* Paho passes topic_len 0 when the topic has no embedded NUL */
+	size_t tl = topic_len > 0 ? (size_t)topic_len : strlen(topic);
+	if (m->o.on_msg)
+		m->o.on_msg(m->o.ctx, topic, tl, msg->payload, msg->payloadlen > 0 ? (size_t)msg->payloadlen : 0,
+			    msg->retained);
+	MQTTAsync_freeMessage(&msg);
+	MQTTAsync_free(topic);
+	return 1;
+}
+
+int sky_mqtt_connect(sky_mqtt **out, const sky_mqtt_opts *o, sky_diag *d)
+{
+	int rc;
+	*out = NULL;
+	if (!o->broker || !strchr(o->broker, ':') || strlen(o->broker) > 256 || !o->client_id)
+		return sky_diag_set(d, SKY_EINVAL, "broker must be HOST:PORT, got '%s'",
+				    o->broker ? o->broker : "");
+	sky_mqtt *m = calloc(1, sizeof *m);
+	if (!m)
+		return sky_diag_set(d, SKY_ENOMEM, "no memory for an MQTT handle");
+	m->o = *o;
+	sky_mutex_init(&m->lock);
+	snprintf(m->uri, sizeof m->uri, "ssl://%s", o->broker);
+	if ((rc = MQTTAsync_create(&m->client, m->uri, o->client_id, MQTTCLIENT_PERSISTENCE_NONE,
+				   NULL)) != MQTTASYNC_SUCCESS) {
+		rc = sky_diag_set(d, SKY_EINVAL, "MQTT client for %s: %s", m->uri,
+				  MQTTAsync_strerror(rc));
+		goto fail;
+	}
+	MQTTAsync_setCallbacks(m->client, m, cb_lost, cb_msg, NULL);
+
+	MQTTAsync_SSLOptions ssl = MQTTAsync_SSLOptions_initializer;
+	ssl.trustStore = o->ca_file;
+	ssl.keyStore = o->cert_file;
+	ssl.privateKey = o->key_file;
+	ssl.enableServerCertAuth = 1;
+	ssl.verify = 1; /* check the broker's name against its certificate too */
+	ssl.sslVersion = MQTT_SSL_VERSION_TLS_1_2;
+	MQTTAsync_willOptions will = MQTTAsync_willOptions_initializer;
+	MQTTAsync_connectOptions co = MQTTAsync_connectOptions_initializer;
+	co.keepAliveInterval = o->keepalive_s > 0 ? o->keepalive_s : 30;
+	co.cleansession = 1;
+	co.connectTimeout = o->connect_timeout_s > 0 ? o->connect_timeout_s : 10;
+	co.ssl = &ssl;
+	co.MQTTVersion = MQTTVERSION_3_1_1;
+	if (o->will_topic) {
+		will.topicName = o->will_topic;
+		will.message = NULL; /* binary payload below */
+		will.payload.data = o->will_payload;
+		will.payload.len = (int)o->will_len;
+		will.retained = o->will_retained;
+		will.qos = o->will_qos;
+		co.will = &will;
+	}
+	op_slot *s = slot_take(m);
+	co.onSuccess = on_conn_ok;
+	co.onFailure = on_fail;
+	co.context = s;
+	if ((rc = MQTTAsync_connect(m->client, &co)) != MQTTASYNC_SUCCESS) {
+		rc = sky_diag_set(d, SKY_ENET, "connect to %s: %s", o->broker, MQTTAsync_strerror(rc));
+		goto fail;
+	}
+	int r = slot_wait(m, s, co.connectTimeout * 1000 + 2000);
+	if (r != 1) {
+		rc = sky_diag_set(d, SKY_ENET, "connect to %s as %s: %s", o->broker, o->client_id,
+				  r == 0 ? "timed out" : s->msg[0] ? s->msg : "refused");
+		goto fail;
+	}
+	m->connected = 1;
+	*out = m;
+	return 0;
+fail:
+	if (m->client)
+		MQTTAsync_destroy(&m->client);
+	sky_mutex_free(&m->lock);
+	free(m);
+	return rc;
+}
+
+int sky_mqtt_subscribe(sky_mqtt *m, const char *filter, int qos, int timeout_ms, sky_diag *d)
+{
+	if (!m || !m->connected)
+		return sky_diag_set(d, SKY_ENET, "subscribe %s: not connected", filter);
+	op_slot *s = slot_take(m);
+	if (!s)
+		return sky_diag_set(d, SKY_ENET, "subscribe %s: too many requests pending", filter);
+	MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
+	ro.onSuccess = on_ok;
+	ro.onFailure = on_fail;
+	ro.context = s;
+	int rc = MQTTAsync_subscribe(m->client, filter, qos, &ro);
+	if (rc != MQTTASYNC_SUCCESS) {
+		s->done = -1; /* no callback will come */
+		slot_wait(m, s, 0);
+		return sky_diag_set(d, SKY_ENET, "subscribe %s: %s", filter, MQTTAsync_strerror(rc));
+	}
+	int r = slot_wait(m, s, timeout_ms);
+	if (r == 0)
+		return sky_diag_set(d, SKY_ETIMEOUT, "subscribe %s: no SUBACK in %d ms", filter,
+				    timeout_ms);
+	if (r < 0)
+		return sky_diag_set(d, s->code == 0x80 ? SKY_EAUTH : SKY_ENET,
+				    "subscribe %s: refused by the broker (%s)", filter,
+				    s->code == 0x80 ? "ACL" : s->msg);
+	return 0;
+}
+
+int sky_mqtt_publish(sky_mqtt *m, const char *topic, const void *data, size_t len, int qos,
+		     int retained, sky_diag *d)
+{
+	if (len > 268435455u - 65536u) /* MQTT 3.1.1 §2.2.3 less the header */
+		return sky_diag_set(d, SKY_ERANGE, "publish %s: %zu bytes is over MQTT's limit", topic,
+				    len);
+	if (!m || !m->connected)
+		return sky_diag_set(d, SKY_ENET, "publish %s: not connected", topic);
+	MQTTAsync_message msg = MQTTAsync_message_initializer;
+	msg.payload = (void *)data;
+	msg.payloadlen = (int)len;
+	msg.qos = qos;
+	msg.retained = retained;
+	int rc = MQTTAsync_sendMessage(m->client, topic, &msg, NULL);
+	if (rc != MQTTASYNC_SUCCESS)
+		return sky_diag_set(d, SKY_ENET, "publish %s: %s", topic, MQTTAsync_strerror(rc));
+	return 0;
+}
+
+int sky_mqtt_flush(sky_mqtt *m, int timeout_ms)
+{
+	if (!m)
+		return 0;
+	uint64_t end = sky_clock_ns() + (uint64_t)timeout_ms * 1000000u;
+	for (;;) {
+		MQTTAsync_token *tokens = NULL;
+		int n = 0;
+		if (MQTTAsync_getPendingTokens(m->client, &tokens) == MQTTASYNC_SUCCESS && tokens) {
+			while (tokens[n] != -1)
+				n++;
+			MQTTAsync_free(tokens);
+		}
+		if (n == 0)
+			return 0;
+		if (sky_clock_ns() >= end || !m->connected)
+			return SKY_ETIMEOUT;
+		sky_sleep_ms(2);
+	}
+}
+
+int sky_mqtt_connected(sky_mqtt *m) { return m && m->connected; }
+
+void sky_mqtt_close(sky_mqtt *m, int timeout_ms)
+{
+	if (!m)
+		return;
+	if (m->connected) {
+		MQTTAsync_disconnectOptions dc = MQTTAsync_disconnectOptions_initializer;
+		dc.timeout = timeout_ms;
+		op_slot *s = slot_take(m);
+		if (s) {
+			dc.onSuccess = on_conn_ok;
+			dc.onFailure = on_fail;
+			dc.context = s;
+		}
+		if (MQTTAsync_disconnect(m->client, &dc) == MQTTASYNC_SUCCESS && s)
+			slot_wait(m, s, timeout_ms + 500);
+		m->connected = 0;
+	}
+	MQTTAsync_destroy(&m->client);
+	sky_mutex_free(&m->lock);
+	free(m);
+}

@@ -1,0 +1,66 @@
+/* A small blocking-where-it-matters layer over Paho's asynchronous MQTT
+ * client (MQTTAsync, TLS with client certificates), shared by skyd, skyplan
+ * and the `sky` CLI.
+ *
+ * Connect and subscribe wait for the broker's answer (bounded), so callers
+ * know at once when the broker refused their certificate or their ACL
+ * denied a subscription; publish only queues (Paho sends in its own
+ * thread), so a stage never waits for a hop; flush waits for what is
+ * queued. Messages arrive on Paho's thread through on_msg; the callee must
+ * not block long and must copy what it keeps (the payload is freed after
+ * the call). After on_lost the handle is dead: close it and connect anew
+ * (the caller does that, because a board's will changes with its session
+ * number on every connect). */
+#ifndef SKY_MQTT_H
+#define SKY_MQTT_H
+
+#include "sky_err.h"
+
+#include <stddef.h>
+
+typedef struct sky_mqtt sky_mqtt;
+
+/* topic is NUL-terminated (topic_len excludes the NUL; an embedded NUL
+ * makes strlen(topic) differ from topic_len, which callers must refuse). */
+typedef void (*sky_mqtt_msg_fn)(void *ctx, const char *topic, size_t topic_len,
+				const unsigned char *payload, size_t len, int retained);
+typedef void (*sky_mqtt_lost_fn)(void *ctx, const char *cause);
+
+typedef struct sky_mqtt_opts {
+	const char *broker;      /* "host:port" (TLS) */
+	const char *client_id;   /* unique per connection on the broker */
+	const char *ca_file;     /* PEM trust anchor for the broker's certificate */
+	const char *cert_file;   /* our PEM certificate */
+	const char *key_file;    /* our PEM key (0600) */
+	int keepalive_s;         /* MQTT keepalive; the broker publishes the will after 1.5x */
+	int connect_timeout_s;   /* bound on connect (default 10) */
+	const char *will_topic;  /* NULL: no will */
+	const void *will_payload;
+	size_t will_len;
+	int will_retained, will_qos;
+	sky_mqtt_msg_fn on_msg;
+	sky_mqtt_lost_fn on_lost;
+	void *ctx;
+} sky_mqtt_opts;
+
+/* Connects over TLS with o's certificate (clean session, MQTT 3.1.1) and
+ * waits for CONNACK. Returns 0 and *out, or SKY_ENET (refused, TLS failure,
+ * timeout) / SKY_EINVAL (bad broker address) with d saying which. */
+int sky_mqtt_connect(sky_mqtt **out, const sky_mqtt_opts *o, sky_diag *d);
+/* Subscribes and waits up to timeout_ms for SUBACK. Returns 0, SKY_EAUTH if
+ * the broker refused (return code 0x80, e.g. its ACL), SKY_ETIMEOUT or
+ * SKY_ENET. */
+int sky_mqtt_subscribe(sky_mqtt *m, const char *filter, int qos, int timeout_ms, sky_diag *d);
+/* Queues a message. Returns 0, SKY_ERANGE (over 256 MiB, MQTT 3.1.1 §2.2.3)
+ * or SKY_ENET (not connected, queue full). */
+int sky_mqtt_publish(sky_mqtt *m, const char *topic, const void *data, size_t len, int qos,
+		     int retained, sky_diag *d);
+/* Waits up to timeout_ms until every queued message has been handed to
+ * the broker (QoS 0: written; QoS 1: PUBACK). Returns 0 or SKY_ETIMEOUT. */
+int sky_mqtt_flush(sky_mqtt *m, int timeout_ms);
+/* 1 while connected. */
+int sky_mqtt_connected(sky_mqtt *m);
+/* Disconnects cleanly (so the broker does NOT publish the will), waiting
+ * up to timeout_ms, and frees everything. NULL-safe. */
+void sky_mqtt_close(sky_mqtt *m, int timeout_ms);
+#endif
