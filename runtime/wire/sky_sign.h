@@ -103,6 +103,15 @@ int sky_sign_load_key(mbedtls_pk_context *pk, const char *path, sky_diag *d);
  * SKY_ENOTFOUND (no CN) or SKY_ERANGE (too long). */
 int sky_sign_cert_cn(const mbedtls_x509_crt *crt, char *buf, size_t cap);
 
+/* ---- keys (both sides) ------------------------------------------------------ */
+
+/* Makes pk (initialised by mbedtls_pk_init, not set up) a new EC P-256 key
+ * pair. Returns 0 or SKY_ECRYPTO. */
+int sky_sign_gen_key(mbedtls_pk_context *pk, sky_sign_rng *rng, sky_diag *d);
+/* Writes pk's private key as PEM to path with mode 0600 (atomically; the
+ * buffer is wiped after). Returns 0 or SKY_EIO / SKY_ECRYPTO. */
+int sky_sign_write_key(mbedtls_pk_context *pk, const char *path, sky_diag *d);
+
 /* ---- signing (planner) ----------------------------------------------------- */
 
 /* A loaded signing identity: the private key, the CN of its certificate

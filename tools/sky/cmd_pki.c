@@ -1,0 +1,310 @@
+/* sky pki: the fleet's PKI directory (CA, broker, planner and claim
+ * certificates, mosquitto config and ACL), one-time claim tokens, and
+ * signing/verifying plan envelopes by hand. */
+#include "sky_cli.h"
+
+#include "sky_ca.h"
+#include "sky_clock.h"
+#include "sky_err.h"
+#include "sky_file.h"
+#include "sky_identity.h"
+#include "sky_sign.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_PORT 8883
+
+static void usage(FILE *to)
+{
+	fprintf(to,
+		"usage: sky pki init --dir D [--port N] [--max-packet BYTES] [--force]\n"
+		"       sky pki token --dir D [--ttl SECONDS] [--id BOARD]\n"
+		"       sky pki issue --dir D --id BOARD --state S [--token T]\n"
+		"       sky pki sign --key K --cert C [FILE]     (payload from FILE or stdin)\n"
+		"       sky pki verify --cert C [FILE]           (envelope from FILE or stdin)\n"
+		"\n"
+		"init   makes in D: ca.key/ca.crt (fleet CA, EC P-256), broker.key/broker.crt\n"
+		"       (CN localhost, SAN localhost + 127.0.0.1), planner.key/planner.crt (CN\n"
+		"       sky-planner: TLS identity and plan signing key), the claim bundle\n"
+		"       claim/{ca.crt,claim.crt,claim.key} (CN sky-claim) to copy to new boards,\n"
+		"       mosquitto.conf (listener 127.0.0.1:N, default %d; max_packet_size BYTES)\n"
+		"       and acl. Keys are mode 0600. Refuses to replace an existing CA unless\n"
+		"       --force.\n"
+		"token  prints a new one-time claim token (valid --ttl seconds, default %d),\n"
+		"       optionally bound to one board id (needed to re-enroll an enrolled id).\n"
+		"issue  enrolls board BOARD offline: makes its key and CSR in state dir S (as\n"
+		"       skyd --enroll does), runs the CA's checks on them with token T (default:\n"
+		"       a fresh token bound to BOARD) and installs the certificates in S.\n"
+		"sign   prints a signed envelope (runtime/wire/sky_sign.h) of the payload.\n"
+		"verify checks an envelope against certificate C and prints its payload.\n",
+		DEFAULT_PORT, SKY_CA_DEFAULT_TOKEN_TTL);
+}
+
+/* Reads all of path ("-" or NULL: stdin) into buf; returns length or -1. */
+static long read_input(const char *path, char *buf, size_t cap)
+{
+	if (path && strcmp(path, "-") != 0) {
+		long n = sky_file_read(path, buf, cap);
+		if (n < 0)
+			fprintf(stderr, "sky pki: %s: %s\n", path, sky_strerror((int)n));
+		return n < 0 ? -1 : n;
+	}
+	size_t n = fread(buf, 1, cap, stdin);
+	if (n == cap && fgetc(stdin) != EOF) {
+		fprintf(stderr, "sky pki: input larger than %zu bytes\n", cap);
+		return -1;
+	}
+	return (long)n;
+}
+
+static int cmd_init(int argc, char **argv)
+{
+	const char *dir = NULL;
+	sky_ca_opts o = {.port = DEFAULT_PORT};
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		long x;
+		if (strcmp(a, "--dir") == 0 && v) {
+			dir = v;
+			i++;
+		} else if (strcmp(a, "--port") == 0) {
+			if (sky_cli_int("pki init", "--port", v, 1, 65535, &x) != 0)
+				return 2;
+			o.port = (int)x;
+			i++;
+		} else if (strcmp(a, "--max-packet") == 0) {
+			if (sky_cli_int("pki init", "--max-packet", v, 1024, 268435455L, &x) != 0)
+				return 2;
+			o.max_packet = (unsigned long)x;
+			i++;
+		} else if (strcmp(a, "--force") == 0) {
+			o.force = 1;
+		} else {
+			fprintf(stderr, "sky pki init: unknown or incomplete option '%s'\n", a);
+			return 2;
+		}
+	}
+	if (!dir) {
+		fprintf(stderr, "sky pki init: --dir is required\n");
+		return 2;
+	}
+	sky_diag d;
+	sky_diag_clear(&d);
+	int rc = sky_ca_init_dir(dir, &o, &d);
+	if (rc) {
+		fprintf(stderr, "sky pki init: %s\n", d.msg[0] ? d.msg : sky_strerror(rc));
+		return 1;
+	}
+	printf("fleet PKI in %s (broker 127.0.0.1:%d); claim bundle: %s/%s/\n", dir, o.port, dir,
+	       SKY_CA_CLAIM_DIR);
+	return 0;
+}
+
+static int cmd_token(int argc, char **argv)
+{
+	const char *dir = NULL, *id = NULL;
+	long ttl = SKY_CA_DEFAULT_TOKEN_TTL;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (strcmp(a, "--dir") == 0 && v) {
+			dir = v;
+			i++;
+		} else if (strcmp(a, "--id") == 0 && v) {
+			id = v;
+			i++;
+		} else if (strcmp(a, "--ttl") == 0) {
+			if (sky_cli_int("pki token", "--ttl", v, 1, SKY_CA_MAX_TOKEN_TTL, &ttl) != 0)
+				return 2;
+			i++;
+		} else {
+			fprintf(stderr, "sky pki token: unknown or incomplete option '%s'\n", a);
+			return 2;
+		}
+	}
+	if (!dir) {
+		fprintf(stderr, "sky pki token: --dir is required\n");
+		return 2;
+	}
+	sky_diag d;
+	sky_diag_clear(&d);
+	sky_sign_rng rng;
+	char tok[SKY_ENROLL_TOKEN_LEN + 1];
+	int rc = sky_sign_rng_init(&rng, "sky-token", &d);
+	if (!rc)
+		rc = sky_ca_token_new(dir, ttl, id, &rng, tok, &d);
+	sky_sign_rng_free(&rng);
+	if (rc) {
+		fprintf(stderr, "sky pki token: %s\n", d.msg[0] ? d.msg : sky_strerror(rc));
+		return 1;
+	}
+	printf("%s\n", tok);
+	return 0;
+}
+
+static int cmd_issue(int argc, char **argv)
+{
+	const char *dir = NULL, *id = NULL, *state = NULL, *token = NULL;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!v) {
+			fprintf(stderr, "sky pki issue: unknown or incomplete option '%s'\n", a);
+			return 2;
+		}
+		if (strcmp(a, "--dir") == 0)
+			dir = v;
+		else if (strcmp(a, "--id") == 0)
+			id = v;
+		else if (strcmp(a, "--state") == 0)
+			state = v;
+		else if (strcmp(a, "--token") == 0)
+			token = v;
+		else {
+			fprintf(stderr, "sky pki issue: unknown option '%s'\n", a);
+			return 2;
+		}
+		i++;
+	}
+	if (!dir || !id || !state) {
+		fprintf(stderr, "sky pki issue: --dir, --id and --state are required\n");
+		return 2;
+	}
+	char tok[SKY_ENROLL_TOKEN_LEN + 1], capath[1024];
+	size_t cap = SKY_ENROLL_REPLY_MAX + 1, rlen = 0;
+	char *req = malloc(cap), *reply = malloc(cap);
+	sky_sign_rng rng;
+	memset(&rng, 0, sizeof rng);
+	sky_ca ca;
+	sky_ca_init(&ca);
+	sky_diag d;
+	sky_diag_clear(&d);
+	int rc = req && reply ? sky_sign_rng_init(&rng, "sky-pki-issue", &d) : SKY_ENOMEM;
+	if (rc)
+		goto exit;
+	if (!token) {
+		rc = sky_ca_token_new(dir, 600, id, &rng, tok, &d);
+		if (rc)
+			goto exit;
+		token = tok;
+	}
+	snprintf(capath, sizeof capath, "%s/%s", dir, SKY_CA_CLAIM_CA_FILE);
+	/* the board's side, then the CA's, then the board's again */
+	if ((rc = sky_identity_trust_ca(state, capath, &d)) != 0)
+		goto exit;
+	int qlen = sky_identity_enroll_request(state, id, token, &rng, req, cap, &d);
+	if (qlen < 0) {
+		rc = qlen;
+		goto exit;
+	}
+	if ((rc = sky_ca_open(&ca, dir, &d)) != 0)
+		goto exit;
+	if ((rc = sky_ca_enroll(&ca, req, (size_t)qlen, sky_clock_unix(), reply, cap, &rlen, NULL,
+				&d)) != 0)
+		goto exit;
+	rc = sky_identity_enroll_accept(state, id, reply, rlen, &d);
+exit:
+	if (rc)
+		fprintf(stderr, "sky pki issue: refused: %s\n", d.msg[0] ? d.msg : sky_strerror(rc));
+	else
+		printf("issued %s into %s\n", id, state);
+	sky_ca_free(&ca);
+	sky_sign_rng_free(&rng);
+	free(req);
+	free(reply);
+	return rc ? 1 : 0;
+}
+
+static int cmd_sign(int argc, char **argv, int verify)
+{
+	const char *key = NULL, *cert = NULL, *in = NULL;
+	const char *name = verify ? "pki verify" : "pki sign";
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!verify && strcmp(a, "--key") == 0 && v) {
+			key = v;
+			i++;
+		} else if (strcmp(a, "--cert") == 0 && v) {
+			cert = v;
+			i++;
+		} else if (a[0] != '-' || strcmp(a, "-") == 0) {
+			in = a;
+		} else {
+			fprintf(stderr, "sky %s: unknown or incomplete option '%s'\n", name, a);
+			return 2;
+		}
+	}
+	if (!cert || (!verify && !key)) {
+		fprintf(stderr, "sky %s: %s required\n", name,
+			verify ? "--cert is" : "--key and --cert are");
+		return 2;
+	}
+	size_t cap = SKY_SIGN_MAX_ENVELOPE + 1;
+	char *buf = malloc(cap), *out = malloc(cap);
+	sky_diag d;
+	sky_diag_clear(&d);
+	int rc = 1;
+	long n = buf && out ? read_input(in, buf, cap - 1) : -1;
+	if (n < 0)
+		goto exit;
+	if (verify) {
+		mbedtls_x509_crt crt;
+		mbedtls_x509_crt_init(&crt);
+		size_t plen = 0;
+		int r = sky_sign_load_cert(&crt, cert, &d);
+		if (!r)
+			r = sky_verify_envelope(&crt, buf, (size_t)n, out, cap, &plen, &d);
+		mbedtls_x509_crt_free(&crt);
+		if (r) {
+			fprintf(stderr, "sky pki verify: rejected: %s\n", d.msg[0] ? d.msg : sky_strerror(r));
+			goto exit;
+		}
+		fwrite(out, 1, plen, stdout);
+		putchar('\n');
+	} else {
+		sky_signer s;
+		sky_signer_init(&s);
+		int r = sky_signer_load(&s, key, cert, &d);
+		if (!r)
+			r = sky_sign_envelope(&s, buf, (size_t)n, out, cap, &d);
+		sky_signer_free(&s);
+		if (r < 0) {
+			fprintf(stderr, "sky pki sign: %s\n", d.msg[0] ? d.msg : sky_strerror(r));
+			goto exit;
+		}
+		fwrite(out, 1, (size_t)r, stdout);
+		putchar('\n');
+	}
+	rc = 0;
+exit:
+	free(buf);
+	free(out);
+	return rc;
+}
+
+int sky_cmd_pki(int argc, char **argv)
+{
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	for (int i = 2; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage(stdout);
+			return 0;
+		}
+	}
+	if (strcmp(argv[1], "init") == 0)
+		return cmd_init(argc - 1, argv + 1);
+	if (strcmp(argv[1], "token") == 0)
+		return cmd_token(argc - 1, argv + 1);
+	if (strcmp(argv[1], "issue") == 0)
+		return cmd_issue(argc - 1, argv + 1);
+	if (strcmp(argv[1], "sign") == 0)
+		return cmd_sign(argc - 1, argv + 1, 0);
+	if (strcmp(argv[1], "verify") == 0)
+		return cmd_sign(argc - 1, argv + 1, 1);
+	fprintf(stderr, "sky pki: unknown subcommand '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}
