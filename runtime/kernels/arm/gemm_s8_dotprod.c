@@ -13,8 +13,10 @@
 
 #define STEP(L) \
 	do { \
+		_Pragma("GCC unroll 8") \
 		for (int g = 0; g < 4; g++) { \
 			int8x16_t wv = vld1q_s8((const int8_t *)b + (size_t)(k4 + (L)) * 64 + g * 16); \
+			_Pragma("GCC unroll 8") \
 			for (int r = 0; r < MRc; r++) \
 				acc[r][g] = vdotq_laneq_s32(acc[r][g], wv, av[r], (L)); \
 		} \
@@ -24,12 +26,15 @@ INLINE void tile(const int MRc, int K, const int8_t *a, long lda, const uint8_t 
 		 const sky_k_gemm_out *o, long m0, int n0, int nvalid)
 {
 	int32x4_t acc[4][4];
+	_Pragma("GCC unroll 8")
 	for (int r = 0; r < MRc; r++)
+		_Pragma("GCC unroll 8")
 		for (int g = 0; g < 4; g++)
 			acc[r][g] = vdupq_n_s32(0);
 	int k4 = 0;
 	for (; 4 * k4 + 16 <= K; k4 += 4) {
 		int8x16_t av[4];
+		_Pragma("GCC unroll 8")
 		for (int r = 0; r < MRc; r++)
 			av[r] = vld1q_s8(a + r * lda + 4 * k4);
 		STEP(0);
@@ -40,6 +45,7 @@ INLINE void tile(const int MRc, int K, const int8_t *a, long lda, const uint8_t 
 	int k4n = (K + 3) / 4;
 	if (k4 < k4n) { /* fewer than 16 bytes left in the row: zero-padded copy */
 		int8x16_t av[4];
+		_Pragma("GCC unroll 8")
 		for (int r = 0; r < MRc; r++) {
 			int8_t tmp[16] = {0};
 			memcpy(tmp, a + r * lda + 4 * k4, (size_t)(K - 4 * k4));
@@ -54,8 +60,10 @@ INLINE void tile(const int MRc, int K, const int8_t *a, long lda, const uint8_t 
 		if (left > 3)
 			STEP(3);
 	}
+	_Pragma("GCC unroll 8")
 	for (int r = 0; r < MRc; r++) {
 		int32_t s[16];
+		_Pragma("GCC unroll 8")
 		for (int g = 0; g < 4; g++)
 			vst1q_s32(s + 4 * g, acc[r][g]);
 		sky_k_s8_epilogue_row(s, n0, nvalid, o, (int)(m0 + r));

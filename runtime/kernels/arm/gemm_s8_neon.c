@@ -15,14 +15,18 @@ INLINE void tile(const int MRc, int K, const int8_t *a, long lda, const uint8_t 
 		 const sky_k_gemm_out *o, long m0, int n0, int nvalid)
 {
 	int32x4_t lo[2][4], hi[2][4];
+	_Pragma("GCC unroll 8")
 	for (int r = 0; r < MRc; r++)
+		_Pragma("GCC unroll 8")
 		for (int g = 0; g < 4; g++)
 			lo[r][g] = hi[r][g] = vdupq_n_s32(0);
 	int k4n = (K + 3) / 4, kfull = K / 4;
 	for (int k4 = 0; k4 < k4n; k4++) {
 		int8x16_t wv[4];
+		_Pragma("GCC unroll 8")
 		for (int g = 0; g < 4; g++)
 			wv[g] = vld1q_s8((const int8_t *)b + (size_t)k4 * 64 + g * 16);
+		_Pragma("GCC unroll 8")
 		for (int r = 0; r < MRc; r++) {
 			int32_t av = 0;
 			if (k4 < kfull)
@@ -30,6 +34,7 @@ INLINE void tile(const int MRc, int K, const int8_t *a, long lda, const uint8_t 
 			else
 				memcpy(&av, a + r * lda + 4 * k4, (size_t)(K & 3));
 			int8x16_t a16 = vreinterpretq_s8_s32(vdupq_n_s32(av));
+			_Pragma("GCC unroll 8")
 			for (int g = 0; g < 4; g++) {
 				lo[r][g] = vpadalq_s16(lo[r][g], vmull_s8(vget_low_s8(a16),
 									 vget_low_s8(wv[g])));
@@ -37,8 +42,10 @@ INLINE void tile(const int MRc, int K, const int8_t *a, long lda, const uint8_t 
 			}
 		}
 	}
+	_Pragma("GCC unroll 8")
 	for (int r = 0; r < MRc; r++) {
 		int32_t s[16];
+		_Pragma("GCC unroll 8")
 		for (int g = 0; g < 4; g++)
 			vst1q_s32(s + 4 * g, vpaddq_s32(lo[r][g], hi[r][g]));
 		sky_k_s8_epilogue_row(s, n0, nvalid, o, (int)(m0 + r));

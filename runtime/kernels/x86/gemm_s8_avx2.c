@@ -27,7 +27,9 @@ INLINE void tile(const int MRc, int K, const int8_t *a, long lda, const uint8_t 
 		 const sky_k_gemm_out *o, long m0, int n0, int nvalid)
 {
 	__m256i acc[2][4];
+	_Pragma("GCC unroll 8")
 	for (int r = 0; r < MRc; r++)
+		_Pragma("GCC unroll 8")
 		for (int g = 0; g < 4; g++)
 			acc[r][g] = _mm256_setzero_si256();
 	int k4n = (K + 3) / 4;
@@ -35,17 +37,22 @@ INLINE void tile(const int MRc, int K, const int8_t *a, long lda, const uint8_t 
 		/* constant 4 in the loop body except for a ragged last group */
 		int valid = k4 < K / 4 ? 4 : K & 3;
 		__m256i bw[4];
+		_Pragma("GCC unroll 8")
 		for (int g = 0; g < 4; g++)
 			bw[g] = _mm256_cvtepi8_epi16(
 				_mm_loadu_si128((const __m128i *)(b + (size_t)k4 * 64 + g * 16)));
+		_Pragma("GCC unroll 8")
 		for (int r = 0; r < MRc; r++) {
 			__m256i ab = bcast4(a + r * lda + 4 * k4, valid);
+			_Pragma("GCC unroll 8")
 			for (int g = 0; g < 4; g++)
 				acc[r][g] = _mm256_add_epi32(acc[r][g], _mm256_madd_epi16(ab, bw[g]));
 		}
 	}
+	_Pragma("GCC unroll 8")
 	for (int r = 0; r < MRc; r++) {
 		int32_t t[32], s[16];
+		_Pragma("GCC unroll 8")
 		for (int g = 0; g < 4; g++)
 			_mm256_storeu_si256((__m256i *)(t + 8 * g), acc[r][g]);
 		for (int c = 0; c < 16; c++)

@@ -60,38 +60,48 @@ INLINE void tile(const int MRc, const int NBc, int K, const int8_t *a, long lda,
 		 int nvalid)
 {
 	__m512i acc[MR][2];
+	_Pragma("GCC unroll 8")
 	for (int r = 0; r < MRc; r++)
+		_Pragma("GCC unroll 8")
 		for (int j = 0; j < NBc; j++)
 			acc[r][j] = _mm512_setzero_si512();
 	int k4n = K / 4;
 	for (int k4 = 0; k4 < k4n; k4++) {
 		__m512i bv[2];
+		_Pragma("GCC unroll 8")
 		for (int j = 0; j < NBc; j++)
 			bv[j] = _mm512_loadu_si512((const void *)(b + j * bstride + (size_t)k4 * 64));
+		_Pragma("GCC unroll 8")
 		for (int r = 0; r < MRc; r++) {
 			int32_t av;
 			memcpy(&av, a + r * lda + 4 * k4, 4);
 			__m512i ab = _mm512_set1_epi32(av);
+			_Pragma("GCC unroll 8")
 			for (int j = 0; j < NBc; j++)
 				acc[r][j] = _mm512_dpbusd_epi32(acc[r][j], bv[j], ab);
 		}
 	}
 	if (K & 3) { /* last group: the row ends inside it, pad with zeros */
 		__m512i bv[2];
+		_Pragma("GCC unroll 8")
 		for (int j = 0; j < NBc; j++)
 			bv[j] = _mm512_loadu_si512((const void *)(b + j * bstride + (size_t)k4n * 64));
+		_Pragma("GCC unroll 8")
 		for (int r = 0; r < MRc; r++) {
 			uint8_t tmp[4] = {0, 0, 0, 0};
 			memcpy(tmp, a + r * lda + 4 * k4n, (size_t)(K & 3));
 			int32_t av;
 			memcpy(&av, tmp, 4);
 			__m512i ab = _mm512_set1_epi32(av);
+			_Pragma("GCC unroll 8")
 			for (int j = 0; j < NBc; j++)
 				acc[r][j] = _mm512_dpbusd_epi32(acc[r][j], bv[j], ab);
 		}
 	}
+	_Pragma("GCC unroll 8")
 	for (int r = 0; r < MRc; r++) {
 		__m512i corr = _mm512_set1_epi32(rsum[r] * 128);
+		_Pragma("GCC unroll 8")
 		for (int j = 0; j < NBc; j++) {
 			int cnt = nvalid - 16 * j;
 			if (cnt > 0)
