@@ -28,7 +28,7 @@ typedef struct saved_layout {
 	size_t rstd1; /* (T) */
 	/* feed-forward block */
 	size_t h1;    /* (T, H) its input */
-	size_t u;     /* (T, F) pre-activation h1 W1^T + b1 */
+	size_t gp;    /* (T, F) gelu'(u), u = h1 W1^T + b1: all backward needs of u */
 	size_t g;     /* (T, F) gelu(u) */
 	size_t xhat2; /* (T, H) */
 	size_t rstd2; /* (T) */
@@ -51,7 +51,7 @@ static saved_layout layout_saved(const sky_model_cfg *c, int blocks)
 	}
 	if (blocks & SKY_BLOCK_FFN) {
 		L.h1 = off, off += pad16(t * h);
-		L.u = off, off += pad16(t * f);
+		L.gp = off, off += pad16(t * f);
 		L.g = off, off += pad16(t * f);
 		L.xhat2 = off, off += pad16(t * h);
 		L.rstd2 = off, off += pad16(t);
@@ -211,14 +211,19 @@ static void ffn_forward(const sky_model_cfg *c, const sky_layer_view *w, const f
 			const scratch_layout *XL)
 {
 	const int T = (int)sky_model_tokens(c), H = c->hidden, F = c->ffn;
-	float *u = sv ? sv + SL->u : scratch + XL->d;
-	float *g = sv ? sv + SL->g : u; /* inference: GELU in place */
+	/* u in scratch; training keeps gelu(u) and gelu'(u), inference just
+	 * gelu(u), in place */
+	float *u = scratch + XL->d;
+	float *g = sv ? sv + SL->g : u;
 
 	if (sv && h1 != sv + SL->h1)
 		memcpy(sv + SL->h1, h1, (size_t)T * H * sizeof *h1);
 	sky_k_bias_fill_f32(u, w->b1, NULL, T, F);
 	sky_k_gemm_f32(0, 1, T, F, H, 1.0f, h1, H, w->w1, H, 1.0f, u, F);
-	sky_k_gelu_f32(u, g, (size_t)T * F);
+	if (sv)
+		sky_k_gelu_fwd_grad_f32(u, g, sv + SL->gp, (size_t)T * F);
+	else
+		sky_k_gelu_f32(u, g, (size_t)T * F);
 	sky_k_bias_fill_f32(y, w->b2, h1, T, H);
 	sky_k_gemm_f32(0, 1, T, H, F, 1.0f, g, F, w->w2, F, 1.0f, y, H);
 	sky_k_layernorm_f32(y, T, H, w->ln2_g, w->ln2_b, SKY_LN_EPS, y,
@@ -250,17 +255,16 @@ static void ffn_backward(const sky_model_cfg *c, const sky_layer_view *w, sky_la
 			 float *scratch, const scratch_layout *XL)
 {
 	const int T = (int)sky_model_tokens(c), H = c->hidden, F = c->ffn;
-	const float *h1 = sv + SL->h1, *u = sv + SL->u, *g = sv + SL->g;
+	const float *h1 = sv + SL->h1, *gp = sv + SL->gp, *g = sv + SL->g;
 	float *dg = scratch + XL->d;
 
-	/* da = LN2 backward, kept in dh1: it is also the residual's share of dh1 */
+	/* da = LN2 backward, kept in dh1: it is also the residual's share of
+	 * dh1; its column sum is db2 */
 	sky_k_layernorm_bwd_f32(dy, sv + SL->xhat2, sv + SL->rstd2, w->ln2_g, T, H, dh1, dw->ln2_g,
-				dw->ln2_b);
-	sky_k_colsum_f32(dh1, T, H, dw->b2);
+				dw->ln2_b, dw->b2);
 	sky_k_gemm_f32(1, 0, H, F, T, 1.0f, dh1, H, g, F, 1.0f, dw->w2, F);
 	sky_k_gemm_f32(0, 0, T, F, H, 1.0f, dh1, H, w->w2, F, 0.0f, dg, F);
-	sky_k_gelu_bwd_f32(u, dg, (size_t)T * F);
-	sky_k_colsum_f32(dg, T, F, dw->b1);
+	sky_k_mul_colsum_f32(dg, gp, T, F, dw->b1);
 	sky_k_gemm_f32(1, 0, F, H, T, 1.0f, dg, F, h1, H, 1.0f, dw->w1, H);
 	/* dh1 = dgelu W1 + da */
 	sky_k_gemm_f32(0, 0, T, H, F, 1.0f, dg, F, w->w1, H, 1.0f, dh1, H);
@@ -279,8 +283,7 @@ static void attn_backward(const sky_model_cfg *c, const sky_layer_view *w, sky_l
 
 	/* da kept in dx: the residual's share of dx, the rest is added last */
 	sky_k_layernorm_bwd_f32(dh1, sv + SL->xhat1, sv + SL->rstd1, w->ln1_g, T, H, dx, dw->ln1_g,
-				dw->ln1_b);
-	sky_k_colsum_f32(dx, T, H, dw->bo);
+				dw->ln1_b, dw->bo);
 	sky_k_gemm_f32(1, 0, H, H, T, 1.0f, dx, H, ctx, H, 1.0f, dw->wo, H);
 	sky_k_gemm_f32(0, 0, T, H, H, 1.0f, dx, H, w->wo, H, 0.0f, dctx, H);
 

@@ -3,11 +3,98 @@
  * the inner loop, so -O2 -march=native vectorises them; they are a small
  * part of a layer's time next to the GEMMs, but only if they stay simple
  * (an erff() call per element would cost more than 10% of a base layer). */
+/* GCC 12's -O2 vectorises only loops that need no scalar epilogue ("very
+ * cheap" cost model), which rules out almost every loop here; and with
+ * -ftrapping-math it will not turn the clamps and selects of exp and erf
+ * into vector blends on aarch64. Neither option changes a result: there is
+ * no -ffast-math (sums are not reordered), each element is computed by the
+ * same operations, and Sky never reads floating-point exception flags. */
+#pragma GCC optimize("vect-cost-model=dynamic", "no-trapping-math")
+
 #include "sky_kernels_f32.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+
+/* Sums and maxima over a row in 8 independent lanes (a GCC vector type,
+ * one AVX register or two NEON registers), added up at the end: a single
+ * running float sum cannot be vectorised without reordering it, which the
+ * compiler may not do on its own. The order is fixed, so results are the
+ * same on every run. */
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+
+static inline v8f load8(const float *p)
+{
+	v8f v;
+	memcpy(&v, p, sizeof v); /* unaligned load */
+	return v;
+}
+
+static inline float hsum8(v8f v)
+{
+	return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
+}
+
+static inline float row_sum(const float *x, int n)
+{
+	v8f acc = {0};
+	int j = 0;
+	for (; j + 8 <= n; j += 8)
+		acc += load8(x + j);
+	float s = hsum8(acc);
+	for (; j < n; j++)
+		s += x[j];
+	return s;
+}
+
+static inline float row_max(const float *x, int n)
+{
+	float m = x[0];
+	int j = 0;
+	if (n >= 8) {
+		v8f acc = load8(x);
+		for (j = 8; j + 8 <= n; j += 8) {
+			v8f v = load8(x + j);
+			v8i gt = v > acc; /* lanes all ones where v is larger */
+			acc = (v8f)(((v8i)v & gt) | ((v8i)acc & ~gt));
+		}
+		for (int k = 0; k < 8; k++)
+			m = acc[k] > m ? acc[k] : m;
+	}
+	for (; j < n; j++)
+		m = x[j] > m ? x[j] : m;
+	return m;
+}
+
+/* sum of (x - c)^2 */
+static inline float row_sqdev(const float *x, float c, int n)
+{
+	v8f acc = {0};
+	int j = 0;
+	for (; j + 8 <= n; j += 8) {
+		v8f d = load8(x + j) - c;
+		acc += d * d;
+	}
+	float s = hsum8(acc);
+	for (; j < n; j++)
+		s += (x[j] - c) * (x[j] - c);
+	return s;
+}
+
+/* sum of a * b */
+static inline float row_dot(const float *a, const float *b, int n)
+{
+	v8f acc = {0};
+	int j = 0;
+	for (; j + 8 <= n; j += 8)
+		acc += load8(a + j) * load8(b + j);
+	float s = hsum8(acc);
+	for (; j < n; j++)
+		s += a[j] * b[j];
+	return s;
+}
 
 void sky_k_bias_fill_f32(float *out, const float *bias, const float *res, int rows, int cols)
 {
@@ -45,16 +132,9 @@ void sky_k_layernorm_f32(const float *x, int rows, int cols, const float *g, con
 	for (int r = 0; r < rows; r++) {
 		const float *xr = x + (size_t)r * cols;
 		float *yr = y + (size_t)r * cols;
-		float sum = 0.0f;
-		for (int j = 0; j < cols; j++)
-			sum += xr[j];
-		const float mean = sum * inv_n;
+		const float mean = row_sum(xr, cols) * inv_n;
 		/* two passes: the variance of x - mean does not cancel as E[x^2]-mean^2 can */
-		float sq = 0.0f;
-		for (int j = 0; j < cols; j++) {
-			float d = xr[j] - mean;
-			sq += d * d;
-		}
+		const float sq = row_sqdev(xr, mean, cols);
 		const float rs = 1.0f / sqrtf(sq * inv_n + eps);
 		if (rstd)
 			rstd[r] = rs;
@@ -73,37 +153,44 @@ void sky_k_layernorm_f32(const float *x, int rows, int cols, const float *g, con
 }
 
 void sky_k_layernorm_bwd_f32(const float *dy, const float *xhat, const float *rstd, const float *g,
-			     int rows, int cols, float *dx, float *dg, float *db)
+			     int rows, int cols, float *dx, float *dg, float *db, float *dsum)
 {
 	const float inv_n = 1.0f / (float)cols;
 	for (int r = 0; r < rows; r++) {
 		const float *dyr = dy + (size_t)r * cols;
 		const float *hr = xhat + (size_t)r * cols;
 		float *dxr = dx + (size_t)r * cols;
-		float s1 = 0.0f, s2 = 0.0f;
+		/* dx holds dy * g for a moment (dx may be dy: each element is read first) */
 		for (int j = 0; j < cols; j++) {
-			float d = dyr[j] * g[j];
-			s1 += d;
-			s2 += d * hr[j];
-			dg[j] += dyr[j] * hr[j];
-			db[j] += dyr[j];
+			float d = dyr[j];
+			dg[j] += d * hr[j];
+			db[j] += d;
+			dxr[j] = d * g[j];
 		}
-		const float m1 = s1 * inv_n, m2 = s2 * inv_n, rs = rstd[r];
+		const float m1 = row_sum(dxr, cols) * inv_n, m2 = row_dot(dxr, hr, cols) * inv_n;
+		const float rs = rstd[r];
 		for (int j = 0; j < cols; j++)
-			dxr[j] = rs * (dyr[j] * g[j] - m1 - hr[j] * m2);
+			dxr[j] = rs * (dxr[j] - m1 - hr[j] * m2);
+		if (dsum)
+			for (int j = 0; j < cols; j++)
+				dsum[j] += dxr[j];
 	}
 }
 
 /* e^x for x in about [-87, 88]: 2^n * e^r with n = round(x / ln 2) and a
  * degree-6 Taylor polynomial on |r| <= ln2/2 (truncation error r^7/7! <
  * 1.3e-7 relative). Below -87 it returns 0 (underflow), which softmax
- * wants for masked positions. Branch-free so loops calling it vectorise. */
+ * wants for masked positions. n is rounded by adding 1.5 * 2^23, which
+ * leaves it in the low mantissa bits, and 2^n is built from those bits: no
+ * float-to-int conversion and no branch, so loops calling this vectorise. */
 static inline float exp_fast(float x)
 {
-	const float lo = -87.0f, hi = 88.0f;
-	float xc = x < lo ? lo : (x > hi ? hi : x);
-	float n = floorf(xc * 1.44269504088896341f + 0.5f);
-	float r = xc - n * 0.693145751953125f; /* ln2 split in two for exact n*ln2_hi */
+	const float lo = -87.0f, hi = 88.0f, magic = 12582912.0f; /* 1.5 * 2^23 */
+	float xc = x < lo ? lo : x;
+	xc = xc > hi ? hi : xc;
+	float t = xc * 1.44269504088896341f + magic;
+	float n = t - magic;
+	float r = xc - n * 0.693145751953125f; /* ln2 split in two: n * ln2_hi is exact */
 	r = r - n * 1.428606765330187045e-6f;
 	float p = 1.0f / 720.0f;
 	p = p * r + 1.0f / 120.0f;
@@ -112,11 +199,13 @@ static inline float exp_fast(float x)
 	p = p * r + 0.5f;
 	p = p * r + 1.0f;
 	p = p * r + 1.0f;
-	int32_t bits = ((int32_t)n + 127) << 23;
+	int32_t tb, bits;
+	memcpy(&tb, &t, sizeof tb);
+	bits = (tb - 0x4B400000 + 127) * (1 << 23); /* (n + 127) << 23: 2^n, n in [-126, 127] */
+	bits &= -(int32_t)(x >= lo);                /* underflow to 0 */
 	float scale;
 	memcpy(&scale, &bits, sizeof scale);
-	float e = p * scale;
-	return x < lo ? 0.0f : e;
+	return p * scale;
 }
 
 void sky_k_exp_f32(const float *x, float *y, size_t n)
@@ -155,6 +244,29 @@ void sky_k_gelu_f32(const float *x, float *y, size_t n)
 	}
 }
 
+void sky_k_gelu_fwd_grad_f32(const float *x, float *y, float *d, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		float cdf, pdf;
+		gelu_parts(x[i], &cdf, &pdf);
+		y[i] = x[i] * cdf;
+		d[i] = cdf + x[i] * pdf;
+	}
+}
+
+void sky_k_mul_colsum_f32(float *dy, const float *d, int rows, int cols, float *acc)
+{
+	for (int r = 0; r < rows; r++) {
+		float *dr = dy + (size_t)r * cols;
+		const float *gr = d + (size_t)r * cols;
+		for (int j = 0; j < cols; j++) {
+			float v = dr[j] * gr[j];
+			dr[j] = v;
+			acc[j] += v;
+		}
+	}
+}
+
 void sky_k_gelu_bwd_f32(const float *x, float *dy, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -187,16 +299,10 @@ void sky_k_softmax_f32(float *s, int rows, int cols, const float *mask)
 			for (int j = 0; j < cols; j++)
 				sr[j] += mask[j];
 		}
-		float mx = sr[0];
-		for (int j = 1; j < cols; j++)
-			mx = sr[j] > mx ? sr[j] : mx;
-		/* exp in its own loop: a float sum in the same loop would stop
-		 * vectorisation (the compiler may not reorder the additions) */
+		const float mx = row_max(sr, cols);
 		for (int j = 0; j < cols; j++)
 			sr[j] = exp_fast(sr[j] - mx);
-		float sum = 0.0f;
-		for (int j = 0; j < cols; j++)
-			sum += sr[j];
+		const float sum = row_sum(sr, cols);
 		const float inv = 1.0f / sum; /* sum >= 1: the maximum contributes e^0 */
 		for (int j = 0; j < cols; j++)
 			sr[j] *= inv;
@@ -208,9 +314,7 @@ void sky_k_softmax_bwd_f32(const float *p, float *ds, int rows, int cols, float 
 	for (int r = 0; r < rows; r++) {
 		const float *pr = p + (size_t)r * cols;
 		float *dr = ds + (size_t)r * cols;
-		float dot = 0.0f;
-		for (int j = 0; j < cols; j++)
-			dot += dr[j] * pr[j];
+		const float dot = row_dot(dr, pr, cols);
 		for (int j = 0; j < cols; j++)
 			dr[j] = pr[j] * (dr[j] - dot) * scale;
 	}

@@ -36,15 +36,22 @@ void sky_k_layernorm_f32(const float *x, int rows, int cols, const float *g, con
 			 float eps, float *y, float *xhat, float *rstd);
 /* Backward of the above: dx = rstd * (dxh - mean(dxh) - xhat * mean(dxh * xhat))
  * with dxh = dy * g (dx written; dx may equal dy); dg += sum_r dy * xhat,
- * db += sum_r dy. */
+ * db += sum_r dy; and, when dsum is not NULL, dsum += sum_r dx: the bias
+ * gradient of the linear layer before the LayerNorm, fused in. */
 void sky_k_layernorm_bwd_f32(const float *dy, const float *xhat, const float *rstd, const float *g,
-			     int rows, int cols, float *dx, float *dg, float *db);
+			     int rows, int cols, float *dx, float *dg, float *db, float *dsum);
 
 /* Exact GELU, x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)), element-wise; y may
  * equal x. The fast version uses a vectorisable erf (max abs error about
  * 2e-7, below float resolution at 1); _ref uses libm erff. */
 void sky_k_gelu_f32(const float *x, float *y, size_t n);
 void sky_k_gelu_f32_ref(const float *x, float *y, size_t n);
+/* y = gelu(x) and d = gelu'(x) in one pass (they share erf's exponential),
+ * so training keeps d for backward instead of x. */
+void sky_k_gelu_fwd_grad_f32(const float *x, float *y, float *d, size_t n);
+/* dy[r][j] *= d[r][j] and acc[j] += the product (the bias gradient of the
+ * linear layer before the GELU), rows x cols. */
+void sky_k_mul_colsum_f32(float *dy, const float *d, int rows, int cols, float *acc);
 /* dy[i] *= gelu'(x[i]) = Phi(x) + x phi(x). */
 void sky_k_gelu_bwd_f32(const float *x, float *dy, size_t n);
 void sky_k_gelu_bwd_f32_ref(const float *x, float *dy, size_t n);
