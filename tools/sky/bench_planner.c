@@ -1,7 +1,141 @@
+/* sky bench planner: how long `optimal` takes to plan (the whole call:
+ * validation, the exact split for the fleet's order and two seed orders,
+ * local search over board orders with the default budget, evaluation).
+ *
+ * Two fleets: 1,024 seeded random boards x 1,000 BERT-base layers with
+ * memory limits that bind (1 to 4 GiB against about 1 GiB per layer with
+ * 16 micro-batches in flight under 1F1B), and the paper's 63 workers x 160
+ * BERT-large layers. One core, no threads. */
+#include "bench_util.h"
+#include "sky_cli.h"
+
+#include "sky_json.h"
+#include "sky_plan.h"
+#include "sky_rng.h"
+
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct plan_ctx_b {
+	const sky_fleet *f;
+	const sky_job *j;
+	sky_plan *p;
+} plan_ctx_b;
+
+static int run_plan(void *arg)
+{
+	plan_ctx_b *c = arg;
+	return sky_plan_partition(c->f, c->j, SKY_ALGO_OPTIMAL, c->p, NULL);
+}
+
+static void big_fleet(sky_fleet *f, const sky_job *j, int n)
+{
+	sky_rng r;
+	sky_rng_seed(&r, 2026);
+	/* a base layer at micro-batch 8 x 128 on a fast board: ~60 ms fwd */
+	double fwd = sky_model_layer_flops_fwd(&j->model) / 100e9;
+	f->n = n;
+	for (int i = 0; i < n; i++) {
+		sky_board *b = &f->board[i];
+		memset(b, 0, sizeof *b);
+		snprintf(b->id, sizeof b->id, "board-%04d", i);
+		double slow = 1 + 7 * sky_rng_uniform(&r);
+		b->fwd_s = fwd * slow;
+		b->bwd_s = 2 * fwd * slow;
+		b->mem_bytes = (int64_t)(1 + sky_rng_below(&r, 4)) << 30;
+		b->bw_Bps = 12.5e6 * (1 + sky_rng_below(&r, 80)); /* 100 Mbit/s to 8 Gbit/s */
+		b->lat_s = 0.0002 + 0.005 * sky_rng_uniform(&r);
+	}
+}
 
 int sky_bench_planner(int argc, char **argv)
 {
-	fprintf(stderr, "sky bench planner: not built yet\n");
-	return 1;
+	sky_bench_opts o;
+	sky_bench_opts_default(&o);
+	for (int i = 1; i < argc;) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			printf("usage: sky bench planner [options]\n"
+			       "time `optimal` on 1,024 boards x 1,000 layers (memory-bound) and on the "
+			       "paper's 63 x 160\n%s",
+			       sky_bench_common_help());
+			return 0;
+		}
+		int rc = sky_bench_common_opt("bench planner", argc, argv, &i, &o);
+		if (rc < 0)
+			return 2;
+		if (rc == 0) {
+			fprintf(stderr, "sky bench planner: unknown option '%s'\n", argv[i]);
+			return 2;
+		}
+	}
+	int rc = 1;
+	sky_fleet *f = malloc(sizeof *f), *pf = malloc(sizeof *pf);
+	sky_plan *p = malloc(sizeof *p), *pp = malloc(sizeof *pp);
+	cJSON *obj = NULL;
+	if (!f || !pf || !p || !pp)
+		goto exit;
+	sky_job j, pj;
+	sky_job_init(&j, "base");
+	j.model.layers = 1000;
+	j.micro_batches = 16;
+	big_fleet(f, &j, 1024);
+	sky_paper_job(&pj);
+	sky_paper_fleet(&pj, pf);
+
+	sky_diag d;
+	sky_diag_clear(&d);
+	plan_ctx_b big = {f, &j, p}, paper = {pf, &pj, pp};
+	sky_bench_stats st_big, st_paper;
+	if (sky_bench_measure(&o, run_plan, &big, &st_big) ||
+	    sky_bench_measure(&o, run_plan, &paper, &st_paper)) {
+		sky_plan_partition(f, &j, SKY_ALGO_OPTIMAL, p, &d);
+		fprintf(stderr, "sky bench planner: planning failed: %s\n", d.msg);
+		goto exit;
+	}
+	static sky_plan even;
+	int even_ok = sky_plan_partition(pf, &pj, SKY_ALGO_EVEN, &even, NULL) == 0;
+	if (!o.json) {
+		printf("optimal, 1024 boards x 1000 layers: median %.1f ms (min %.1f, %d runs); "
+		       "bottleneck %.4f s, lower bound %.4f s, %d boards used\n",
+		       st_big.median * 1e3, st_big.min * 1e3, st_big.count, p->bottleneck_s,
+		       p->lower_bound_s, p->n_stages);
+		printf("optimal, paper 63 x 160: median %.2f ms (min %.2f); bottleneck %.4f s, "
+		       "%.2fx below even, %.3f of the lower bound\n",
+		       st_paper.median * 1e3, st_paper.min * 1e3, pp->bottleneck_s,
+		       even_ok ? even.bottleneck_s / pp->bottleneck_s : 0,
+		       pp->bottleneck_s / pp->lower_bound_s);
+		rc = 0;
+		goto exit;
+	}
+	obj = sky_json_new_object();
+	if (!obj)
+		goto exit;
+	cJSON_AddStringToObject(obj, "bench", "planner");
+	cJSON_AddStringToObject(obj, "algo", "optimal");
+	cJSON_AddNumberToObject(obj, "boards", f->n);
+	cJSON_AddNumberToObject(obj, "layers", j.model.layers);
+	cJSON_AddNumberToObject(obj, "micro_batches", j.micro_batches);
+	sky_bench_add_stats(obj, "plan_ms", &st_big);
+	cJSON_AddNumberToObject(obj, "boards_used", p->n_stages);
+	cJSON_AddNumberToObject(obj, "bottleneck_s", p->bottleneck_s);
+	cJSON_AddNumberToObject(obj, "lower_bound_s", p->lower_bound_s);
+	sky_bench_add_stats(obj, "paper_plan_ms", &st_paper);
+	cJSON_AddNumberToObject(obj, "paper_boards", pf->n);
+	cJSON_AddNumberToObject(obj, "paper_layers", pj.model.layers);
+	cJSON_AddNumberToObject(obj, "paper_bottleneck_s", pp->bottleneck_s);
+	if (even_ok)
+		cJSON_AddNumberToObject(obj, "paper_even_over_optimal",
+					even.bottleneck_s / pp->bottleneck_s);
+	cJSON_AddNumberToObject(obj, "paper_optimal_over_lower_bound",
+				pp->bottleneck_s / pp->lower_bound_s);
+	sky_bench_add_env(obj, "planner", 1);
+	rc = sky_bench_print(obj) ? 1 : 0;
+exit:
+	sky_json_free(obj);
+	free(f);
+	free(pf);
+	free(p);
+	free(pp);
+	return rc;
 }

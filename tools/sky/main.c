@@ -15,6 +15,8 @@ static const sky_cmd k_cmds[] = {
 	{"train", "train a model on one board on the synthetic task", sky_cmd_train},
 	{"layer", "run one encoder layer on given tensors (check a board)", sky_cmd_layer},
 	{"bench", "benchmark a layer, the planner or the probe (--json)", sky_cmd_bench},
+	{"plan", "split a model over a fleet: even, sky or optimal (--json)", sky_cmd_plan},
+	{"sim", "simulate a training step of each algorithm's plan; --paper (--json)", sky_cmd_sim},
 	{"pki", "fleet CA, broker config and ACL, claim tokens, plan signatures", sky_cmd_pki},
 	{"version", "print the version and build facts", sky_cmd_version},
 };

@@ -1,0 +1,205 @@
+/* The job, the cost model and plan evaluation (formulas in sky_plan.h). */
+#include "plan_internal.h"
+
+#include "sky_cost.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+int sky_job_init(sky_job *j, const char *model)
+{
+	memset(j, 0, sizeof *j);
+	if (sky_model_preset(model ? model : "base", &j->model))
+		return SKY_ENOTFOUND;
+	j->micro_batches = 8;
+	j->optim = SKY_OPTIM_ADAM;
+	j->sched = SKY_SCHED_1F1B;
+	j->prec = SKY_PREC_FP32;
+	j->keep_order = 0;
+	j->order_evals = 24;
+	return 0;
+}
+
+int sky_job_validate(const sky_job *j, sky_diag *d)
+{
+	if (sky_model_validate(&j->model))
+		return sky_diag_set(d, SKY_EINVAL, "job: model '%s' has invalid shapes",
+				    j->model.name);
+	if (j->model.layers > SKY_PLAN_MAX_LAYERS)
+		return sky_diag_set(d, SKY_EINVAL, "job: layers is %d, at most %d",
+				    j->model.layers, SKY_PLAN_MAX_LAYERS);
+	if (j->micro_batches < 1 || j->micro_batches > SKY_PLAN_MAX_MICRO)
+		return sky_diag_set(d, SKY_EINVAL, "job: micro_batches is %d, allowed 1 to %d",
+				    j->micro_batches, SKY_PLAN_MAX_MICRO);
+	if ((unsigned)j->optim > SKY_OPTIM_ADAM || (unsigned)j->sched > SKY_SCHED_1F1B ||
+	    (unsigned)j->prec > SKY_PREC_INT8)
+		return sky_diag_set(d, SKY_EINVAL, "job: unknown optimizer, schedule or precision");
+	if (j->order_evals < 0)
+		return sky_diag_set(d, SKY_EINVAL, "job: order_evals must be >= 0");
+	return 0;
+}
+
+static const char *const k_algo[SKY_ALGO_COUNT] = {"even", "sky", "optimal"};
+static const char *const k_sched[2] = {"gpipe", "1f1b"};
+
+const char *sky_algo_name(sky_algo a) { return (unsigned)a < SKY_ALGO_COUNT ? k_algo[a] : "?"; }
+const char *sky_sched_name(sky_sched s) { return (unsigned)s < 2 ? k_sched[s] : "?"; }
+
+int sky_algo_parse(const char *name, sky_algo *out)
+{
+	for (int i = 0; i < SKY_ALGO_COUNT; i++)
+		if (name && strcmp(name, k_algo[i]) == 0)
+			return *out = (sky_algo)i, 0;
+	return SKY_EINVAL;
+}
+
+int sky_sched_parse(const char *name, sky_sched *out)
+{
+	for (int i = 0; i < 2; i++)
+		if (name && strcmp(name, k_sched[i]) == 0)
+			return *out = (sky_sched)i, 0;
+	return SKY_EINVAL;
+}
+
+void plan_ctx_init(plan_ctx *c, const sky_job *j)
+{
+	const sky_model_cfg *m = &j->model;
+	memset(c, 0, sizeof *c);
+	c->layers = m->layers;
+	c->units = 2 * m->layers;
+	c->m = j->micro_batches;
+	c->sched = j->sched;
+	c->bpp = sky_cost_train_bytes_per_param(j->optim);
+	for (int h = 0; h < 2; h++) {
+		c->param_bytes[h] = sky_cost_half_params(m, h) * c->bpp;
+		c->saved_bytes[h] = sky_cost_half_saved_floats(m, h) * (int64_t)sizeof(float);
+	}
+	c->cut_bytes = (double)sky_model_cut_bytes(m);
+	c->fixed_bytes = sky_cost_layer_scratch_floats(m) * (int64_t)sizeof(float) +
+			 4 * sky_model_cut_bytes(m);
+	c->embed_param_bytes = sky_model_embed_params(m) * c->bpp;
+	c->embed_saved_bytes = sky_cost_embed_saved_floats(m) * (int64_t)sizeof(float);
+	c->head_param_bytes = sky_model_head_params(m) * c->bpp;
+	c->head_saved_bytes = sky_cost_head_saved_floats(m) * (int64_t)sizeof(float);
+	double fa = sky_cost_half_flops_fwd(m, SKY_HALF_ATTN);
+	c->flops_attn_share = fa / (fa + sky_cost_half_flops_fwd(m, SKY_HALF_FFN));
+}
+
+void plan_board_cost(const plan_ctx *c, const sky_job *j, const sky_board *b, board_cost *out)
+{
+	int int8 = j->prec == SKY_PREC_INT8;
+	out->fwd = int8 ? b->fwd_int8_s : b->fwd_s;
+	out->bwd = int8 ? b->bwd_int8_s : b->bwd_s;
+	out->share = b->attn_share > 0 ? b->attn_share : c->flops_attn_share;
+	out->link = b->lat_s + c->cut_bytes / b->bw_Bps;
+	out->mem = b->mem_bytes;
+}
+
+double sky_plan_lower_bound(const sky_fleet *f, const sky_job *j)
+{
+	double speed = 0;
+	for (int i = 0; i < f->n; i++) {
+		const sky_board *b = &f->board[i];
+		double t = j->prec == SKY_PREC_INT8 ? b->fwd_int8_s + b->bwd_int8_s
+						    : b->fwd_s + b->bwd_s;
+		if (t > 0)
+			speed += 1.0 / t;
+	}
+	return speed > 0 ? j->model.layers / speed : INFINITY;
+}
+
+int sky_plan_evaluate(const sky_fleet *f, const sky_job *j, sky_plan *p, sky_diag *d)
+{
+	plan_ctx c;
+	plan_ctx_init(&c, j);
+	p->bottleneck_s = 0;
+	p->bottleneck_stage = -1;
+	p->lower_bound_s = sky_plan_lower_bound(f, j);
+	int n = p->n_stages;
+	if (n < 1 || n > f->n)
+		return sky_diag_set(d, SKY_EINVAL, "plan: %d stages for a fleet of %d boards", n,
+				    f->n);
+	unsigned char used[SKY_PLAN_MAX_BOARDS];
+	memset(used, 0, (size_t)f->n);
+	int next = 0, rc = 0;
+	for (int k = 0; k < n; k++) {
+		sky_stage *s = &p->stage[k];
+		if (s->board < 0 || s->board >= f->n)
+			return sky_diag_set(d, SKY_EINVAL, "plan: stage %d has board index %d", k,
+					    s->board);
+		if (used[s->board]++)
+			return sky_diag_set(d, SKY_EINVAL, "plan: board %s holds two stages",
+					    f->board[s->board].id);
+		if (s->first_unit != next || s->last_unit < s->first_unit ||
+		    s->last_unit >= c.units)
+			return sky_diag_set(d, SKY_EINVAL,
+					    "plan: stage %d covers units %d..%d, expected to start at "
+					    "%d (of %d)",
+					    k, s->first_unit, s->last_unit, next, c.units);
+		next = s->last_unit + 1;
+		board_cost bc;
+		plan_board_cost(&c, j, &f->board[s->board], &bc);
+		int a = s->first_unit, b = s->last_unit + 1, first = k == 0, last = k == n - 1;
+		if (!(bc.fwd > 0 && bc.bwd > 0))
+			return sky_diag_set(d, SKY_EINVAL, "board %s: no %s times measured",
+					    f->board[s->board].id,
+					    j->prec == SKY_PREC_INT8 ? "int8" : "fp32");
+		double w = units_weight(&bc, a, b);
+		s->fwd_s = bc.fwd * w;
+		s->bwd_s = bc.bwd * w;
+		s->link_s = bc.link;
+		s->send_s = (first ? 0 : bc.link) + (last ? 0 : bc.link);
+		s->time_s = stage_time(&bc, a, b, first, last);
+		s->in_flight = plan_in_flight(&c, n - k);
+		s->mem_bytes = stage_mem(&c, a, b, first, last, s->in_flight);
+		if (s->time_s > p->bottleneck_s || p->bottleneck_stage < 0) {
+			p->bottleneck_s = s->time_s;
+			p->bottleneck_stage = k;
+		}
+		if (s->mem_bytes > bc.mem && !rc)
+			rc = sky_diag_set(d, SKY_ENOMEM,
+					  "board %s (stage %d, units %d..%d): needs %lld bytes "
+					  "(%.2f GiB), has %lld (short by %.2f GiB)",
+					  f->board[s->board].id, k, a, b - 1, (long long)s->mem_bytes,
+					  s->mem_bytes / GIB, (long long)bc.mem,
+					  (s->mem_bytes - bc.mem) / GIB);
+	}
+	if (next != c.units)
+		return sky_diag_set(d, SKY_EINVAL, "plan: covers %d of %d units", next, c.units);
+	return rc;
+}
+
+int plan_shortfall(const sky_fleet *f, const sky_job *j, sky_diag *d, const char *algo)
+{
+	plan_ctx c;
+	plan_ctx_init(&c, j);
+	/* the least any split could need: every unit's weights and its
+	 * activations at the fewest micro-batches in flight (1 under 1F1B, on
+	 * the last stage), the embedding and head once, one stage's fixed part */
+	int k = c.sched == SKY_SCHED_GPIPE ? c.m : 1;
+	int64_t need = stage_mem(&c, 0, c.units, 1, 1, k);
+	double have = 0, biggest = 0;
+	for (int i = 0; i < f->n; i++) {
+		have += (double)f->board[i].mem_bytes;
+		if (f->board[i].mem_bytes > biggest)
+			biggest = (double)f->board[i].mem_bytes;
+	}
+	if ((double)need > have)
+		return sky_diag_set(d, SKY_ENOMEM,
+				    "%s: the job does not fit: it needs at least %.2f GiB (weights, "
+				    "gradients, %s state, activations), the fleet's %d boards have "
+				    "%.2f GiB in all (short by %.2f GiB)",
+				    algo, need / GIB, sky_cost_optim_name(j->optim), f->n, have / GIB,
+				    (need - have) / GIB);
+	int64_t unit_min = stage_mem(&c, 0, 1, 1, 0, c.m);
+	return sky_diag_set(d, SKY_ENOMEM,
+			    "%s: no contiguous split fits: the job needs at least %.2f GiB of the "
+			    "fleet's %.2f GiB, but stages also need their own activations in flight "
+			    "and %.2f MiB fixed each (first stage with one block: %.2f GiB; largest "
+			    "board %.2f GiB)",
+			    algo, need / GIB, have / GIB, c.fixed_bytes / 1048576.0, unit_min / GIB,
+			    biggest / GIB);
+}

@@ -1,0 +1,240 @@
+/* Fleet files: parsing, validation, writing (format in sky_plan.h). */
+#include "sky_plan.h"
+
+#include "sky_file.h"
+#include "sky_json.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void sky_fleet_init(sky_fleet *f) { f->n = 0; }
+
+/* "board <id>" when the id is usable, else "board #<index>" */
+static void board_name(const sky_board *b, int i, char *buf, size_t cap)
+{
+	if (b->id[0])
+		snprintf(buf, cap, "board %s", b->id);
+	else
+		snprintf(buf, cap, "board #%d", i);
+}
+
+static int bad(sky_diag *d, const sky_board *b, int i, const char *field, const char *why,
+	       double v)
+{
+	char name[SKY_BOARD_ID_MAX + 16];
+	board_name(b, i, name, sizeof name);
+	return sky_diag_set(d, SKY_EINVAL, "%s: field '%s' %s (got %g)", name, field, why, v);
+}
+
+int sky_fleet_validate(const sky_fleet *f, sky_diag *d)
+{
+	if (f->n < 1 || f->n > SKY_PLAN_MAX_BOARDS)
+		return sky_diag_set(d, SKY_EINVAL, "fleet: %d boards, allowed 1 to %d", f->n,
+				    SKY_PLAN_MAX_BOARDS);
+	for (int i = 0; i < f->n; i++) {
+		const sky_board *b = &f->board[i];
+		size_t len = strnlen(b->id, sizeof b->id);
+		if (len == 0 || len == sizeof b->id)
+			return sky_diag_set(d, SKY_EINVAL, "board #%d: field 'id' is empty or too long",
+					    i);
+		for (size_t k = 0; k < len; k++) {
+			unsigned char ch = (unsigned char)b->id[k];
+			if (ch <= ' ' || ch >= 127 || ch == '"' || ch == '\\' || ch == '/' ||
+			    ch == '+' || ch == '#')
+				return sky_diag_set(d, SKY_EINVAL,
+						    "board #%d: field 'id' has character 0x%02x (ids "
+						    "are printable, no space, quote, slash, + or #: "
+						    "they become MQTT topic levels)",
+						    i, ch);
+		}
+		for (int k = 0; k < i; k++)
+			if (strcmp(f->board[k].id, b->id) == 0)
+				return sky_diag_set(d, SKY_EINVAL,
+						    "board %s: field 'id' is a duplicate (boards #%d "
+						    "and #%d)",
+						    b->id, k, i);
+		if (!(isfinite(b->fwd_s) && b->fwd_s > 0))
+			return bad(d, b, i, "fwd_s", "must be a positive number of seconds", b->fwd_s);
+		if (!(isfinite(b->bwd_s) && b->bwd_s > 0))
+			return bad(d, b, i, "bwd_s", "must be a positive number of seconds", b->bwd_s);
+		if (!(isfinite(b->fwd_int8_s) && b->fwd_int8_s >= 0))
+			return bad(d, b, i, "fwd_int8_s", "must be 0 (unknown) or positive",
+				   b->fwd_int8_s);
+		if (!(isfinite(b->bwd_int8_s) && b->bwd_int8_s >= 0))
+			return bad(d, b, i, "bwd_int8_s", "must be 0 (unknown) or positive",
+				   b->bwd_int8_s);
+		if ((b->fwd_int8_s > 0) != (b->bwd_int8_s > 0))
+			return bad(d, b, i, b->fwd_int8_s > 0 ? "bwd_int8_s" : "fwd_int8_s",
+				   "must be given with its forward/backward twin", 0);
+		if (!(isfinite(b->attn_share) && b->attn_share >= 0 && b->attn_share < 1))
+			return bad(d, b, i, "attn_share", "must be 0 (from FLOPs) or in (0, 1)",
+				   b->attn_share);
+		if (b->mem_bytes <= 0)
+			return bad(d, b, i, "mem_bytes", "must be positive", (double)b->mem_bytes);
+		if (!(isfinite(b->bw_Bps) && b->bw_Bps > 0))
+			return bad(d, b, i, "bw_Bps", "must be a positive number of bytes/s",
+				   b->bw_Bps);
+		if (!(isfinite(b->lat_s) && b->lat_s >= 0))
+			return bad(d, b, i, "lat_s", "must be a finite number >= 0", b->lat_s);
+	}
+	return 0;
+}
+
+/* optional number: absent leaves *out alone */
+static int opt_num(const cJSON *o, const char *key, double min, double max, double *out,
+		   const char *what, sky_diag *d)
+{
+	if (!cJSON_GetObjectItemCaseSensitive(o, key))
+		return 0;
+	return sky_json_num(o, key, min, max, out, what, d);
+}
+
+static int parse_board(const cJSON *o, int i, sky_board *b, sky_diag *d)
+{
+	char what[SKY_BOARD_ID_MAX + 16];
+	memset(b, 0, sizeof *b);
+	snprintf(what, sizeof what, "board #%d", i);
+	if (!cJSON_IsObject(o))
+		return sky_diag_set(d, SKY_EFORMAT, "%s: must be an object", what);
+	int rc = sky_json_str(o, "id", b->id, sizeof b->id, what, d);
+	if (rc)
+		return rc;
+	if (b->id[0])
+		snprintf(what, sizeof what, "board %s", b->id);
+	/* ranges here are only what a double can carry sanely; the meaning
+	 * (positive, finite) is checked once, in sky_fleet_validate */
+	const double big = 1e300;
+	if ((rc = sky_json_num(o, "fwd_s", -big, big, &b->fwd_s, what, d)) ||
+	    (rc = sky_json_num(o, "bwd_s", -big, big, &b->bwd_s, what, d)) ||
+	    (rc = opt_num(o, "fwd_int8_s", -big, big, &b->fwd_int8_s, what, d)) ||
+	    (rc = opt_num(o, "bwd_int8_s", -big, big, &b->bwd_int8_s, what, d)) ||
+	    (rc = opt_num(o, "attn_share", -big, big, &b->attn_share, what, d)) ||
+	    (rc = sky_json_i64(o, "mem_bytes", -(1ll << 53), 1ll << 53, &b->mem_bytes, what, d)) ||
+	    (rc = sky_json_num(o, "bw_Bps", -big, big, &b->bw_Bps, what, d)) ||
+	    (rc = sky_json_num(o, "lat_s", -big, big, &b->lat_s, what, d)))
+		return rc;
+	return 0;
+}
+
+int sky_fleet_parse(const char *buf, size_t len, sky_fleet *f, sky_diag *d)
+{
+	f->n = 0;
+	if (len > SKY_FLEET_MAX_BYTES)
+		return sky_diag_set(d, SKY_ERANGE, "fleet: %zu bytes, at most %u", len,
+				    SKY_FLEET_MAX_BYTES);
+	cJSON *doc = sky_json_parse(buf, len, d);
+	if (!doc)
+		return SKY_EFORMAT;
+	int rc = 0;
+	const cJSON *boards = cJSON_GetObjectItemCaseSensitive(doc, "boards");
+	if (!cJSON_IsObject(doc) || !cJSON_IsArray(boards)) {
+		rc = sky_diag_set(d, SKY_EFORMAT, "fleet: expected {\"boards\": [...]}");
+		goto exit;
+	}
+	int n = cJSON_GetArraySize(boards);
+	if (n < 1 || n > SKY_PLAN_MAX_BOARDS) {
+		rc = sky_diag_set(d, SKY_ERANGE, "fleet: %d boards, allowed 1 to %d", n,
+				  SKY_PLAN_MAX_BOARDS);
+		goto exit;
+	}
+	int i = 0;
+	const cJSON *o;
+	cJSON_ArrayForEach(o, boards)
+	{
+		if ((rc = parse_board(o, i, &f->board[i], d)))
+			goto exit;
+		i++;
+	}
+	f->n = n;
+	rc = sky_fleet_validate(f, d);
+exit:
+	if (rc)
+		f->n = 0;
+	sky_json_free(doc);
+	return rc;
+}
+
+int sky_fleet_load(const char *path, sky_fleet *f, sky_diag *d)
+{
+	f->n = 0;
+	char *buf = malloc(SKY_FLEET_MAX_BYTES + 1);
+	if (!buf)
+		return sky_diag_set(d, SKY_ENOMEM, "fleet %s: no memory to read it", path);
+	long n = sky_file_read(path, buf, SKY_FLEET_MAX_BYTES + 1);
+	int rc;
+	if (n == SKY_ENOTFOUND)
+		rc = sky_diag_set(d, SKY_ENOTFOUND, "fleet %s: no such file", path);
+	else if (n < 0)
+		rc = sky_diag_set(d, SKY_EIO, "fleet %s: cannot read it", path);
+	else if ((size_t)n > SKY_FLEET_MAX_BYTES)
+		rc = sky_diag_set(d, SKY_ERANGE, "fleet %s: larger than %u bytes", path,
+				  SKY_FLEET_MAX_BYTES);
+	else
+		rc = sky_fleet_parse(buf, (size_t)n, f, d);
+	free(buf);
+	return rc;
+}
+
+/* appends printf output at *at; returns 0 or SKY_ERANGE when it would not fit */
+static int put(char *buf, size_t cap, size_t *at, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int put(char *buf, size_t cap, size_t *at, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf + *at, cap - *at, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= cap - *at)
+		return SKY_ERANGE;
+	*at += (size_t)n;
+	return 0;
+}
+
+int sky_fleet_write(const sky_fleet *f, const char *what, char *buf, size_t cap)
+{
+	/* written by hand, not through cJSON: ids are validated (no quote or
+	 * backslash) and numbers printed with %.17g round-trip exactly; a 1,024-
+	 * board fleet would not fit the JSON pool's print buffer otherwise */
+	size_t at = 0;
+	if (cap == 0)
+		return SKY_ERANGE;
+	if (put(buf, cap, &at, "{"))
+		return SKY_ERANGE;
+	if (what) {
+		if (put(buf, cap, &at, "\"what\":\""))
+			return SKY_ERANGE;
+		for (const char *s = what; *s; s++) {
+			unsigned char ch = (unsigned char)*s;
+			int rc = ch == '"' || ch == '\\' ? put(buf, cap, &at, "\\%c", ch)
+				 : ch < ' '		 ? put(buf, cap, &at, "\\u%04x", ch)
+							 : put(buf, cap, &at, "%c", ch);
+			if (rc)
+				return SKY_ERANGE;
+		}
+		if (put(buf, cap, &at, "\","))
+			return SKY_ERANGE;
+	}
+	if (put(buf, cap, &at, "\"boards\":[\n"))
+		return SKY_ERANGE;
+	for (int i = 0; i < f->n; i++) {
+		const sky_board *b = &f->board[i];
+		if (put(buf, cap, &at, "{\"id\":\"%s\",\"fwd_s\":%.17g,\"bwd_s\":%.17g", b->id,
+			b->fwd_s, b->bwd_s))
+			return SKY_ERANGE;
+		if (b->fwd_int8_s > 0 &&
+		    put(buf, cap, &at, ",\"fwd_int8_s\":%.17g,\"bwd_int8_s\":%.17g", b->fwd_int8_s,
+			b->bwd_int8_s))
+			return SKY_ERANGE;
+		if (b->attn_share > 0 && put(buf, cap, &at, ",\"attn_share\":%.17g", b->attn_share))
+			return SKY_ERANGE;
+		if (put(buf, cap, &at, ",\"mem_bytes\":%lld,\"bw_Bps\":%.17g,\"lat_s\":%.17g}%s\n",
+			(long long)b->mem_bytes, b->bw_Bps, b->lat_s, i + 1 < f->n ? "," : ""))
+			return SKY_ERANGE;
+	}
+	if (put(buf, cap, &at, "]}\n"))
+		return SKY_ERANGE;
+	return (int)at;
+}

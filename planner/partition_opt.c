@@ -1,0 +1,378 @@
+/* optimal: the exact minimum-bottleneck contiguous split for a board order,
+ * and a board-order heuristic with local search around it.
+ *
+ * For a fixed order the question "can every stage take at most T?" is
+ * answered by a dynamic programme from the back of the pipeline to the
+ * front (sky_plan.h has the cost model). Going backwards, a stage knows how
+ * many stages follow it, which is what its 1F1B activation memory depends
+ * on (min(m, stages to the end)), and whether it is the last one (no
+ * forward send). State r = stages placed so far (clipped at R: m under 1F1B,
+ * 1 under GPipe, where memory does not depend on it); best[r] = the smallest
+ * s such that units [s, U) can be covered by the boards seen so far using r
+ * stages. A smaller s and a smaller r are both better (fewer units left;
+ * fewer activations in flight for what comes next), so per r the smallest
+ * s is all that needs keeping. Board j either sits out (the state carries
+ * over) or takes [a, s) with the smallest feasible a: first [0, s) as the
+ * first stage (no backward send, holds the embedding), else by binary
+ * search over a in [1, s), since a middle stage that fits keeps fitting when
+ * it loses units. O(n * R * log U) per decision.
+ *
+ * The bottleneck is then found by bisection on T. A failed decision at T
+ * also yields the smallest stage time it rejected for time alone: no T below
+ * it can change a single answer, so the optimum is at least that (this
+ * makes lo jump to real stage times). A successful one gives a plan whose
+ * real bottleneck becomes hi. It stops when hi <= lo (exact) or within a
+ * relative 1e-12. */
+#include "plan_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct rec {
+	int32_t a, s, from;
+	int32_t taken;
+} rec;
+
+typedef struct opt_ws {
+	plan_ctx c;
+	const sky_fleet *f;
+	const sky_job *j;
+	int n_fleet;
+	int n;            /* boards in the current order */
+	int *order;       /* n_fleet: fleet indices */
+	board_cost *bc;   /* n_fleet, in order */
+	board_cost *bc_fleet; /* n_fleet, by fleet index */
+	int R;
+	int *best, *nbest; /* R + 1 */
+	rec *rec;          /* n_fleet * (R + 1) */
+	double flip;       /* smallest stage time rejected for time alone */
+	int64_t decisions;
+} opt_ws;
+
+static inline int feasible(opt_ws *w, const board_cost *bc, int a, int b, int first, int last,
+			   int k, double T)
+{
+	if (stage_mem(&w->c, a, b, first, last, k) > bc->mem)
+		return 0;
+	double t = stage_time(bc, a, b, first, last);
+	if (t <= T)
+		return 1;
+	if (t < w->flip)
+		w->flip = t;
+	return 0;
+}
+
+/* Returns the order position where the units were all covered (its state in
+ * *r_end), or -1 when T is infeasible. Records choices for the trace. */
+static int decide(opt_ws *w, double T, int *r_end)
+{
+	const int U = w->c.units, R = w->R;
+	int *best = w->best, *nbest = w->nbest;
+	w->flip = INFINITY;
+	w->decisions++;
+	for (int r = 0; r <= R; r++)
+		best[r] = U + 1;
+	best[0] = U;
+	for (int j = w->n - 1; j >= 0; j--) {
+		const board_cost *bc = &w->bc[j];
+		rec *rj = &w->rec[(size_t)j * (size_t)(R + 1)];
+		memcpy(nbest, best, sizeof(int) * (size_t)(R + 1));
+		for (int r = 0; r <= R; r++)
+			rj[r].taken = 0;
+		for (int r = 0; r <= R; r++) {
+			int s = best[r];
+			if (s > U)
+				continue;
+			int last = r == 0, k = plan_in_flight(&w->c, r + 1), r2 = r < R ? r + 1 : R;
+			int a = -1;
+			if (feasible(w, bc, 0, s, 1, last, k, T)) {
+				a = 0;
+			} else if (s >= 2 && feasible(w, bc, s - 1, s, 0, last, k, T)) {
+				int lo = 1, hi = s - 1;
+				while (lo < hi) {
+					int mid = lo + (hi - lo) / 2;
+					if (feasible(w, bc, mid, s, 0, last, k, T))
+						hi = mid;
+					else
+						lo = mid + 1;
+				}
+				a = hi;
+			}
+			if (a >= 0 && a < nbest[r2]) {
+				nbest[r2] = a;
+				rj[r2] = (rec){a, s, r, 1};
+			}
+		}
+		w->best = nbest;
+		w->nbest = best;
+		best = w->best;
+		nbest = w->nbest;
+		for (int r = 0; r <= R; r++) {
+			if (best[r] == 0) {
+				*r_end = r;
+				return j;
+			}
+		}
+	}
+	return -1;
+}
+
+/* Follows the records from (j, r) to the end of the pipeline into out's
+ * stages (fleet indices); returns the plan's real bottleneck. */
+static double trace(opt_ws *w, int j, int r, sky_plan *out)
+{
+	int n = 0;
+	double bott = 0;
+	while (r != 0 && j < w->n) {
+		const rec *x = &w->rec[(size_t)j * (size_t)(w->R + 1) + (size_t)r];
+		if (x->taken) {
+			out->stage[n].board = w->order[j];
+			out->stage[n].first_unit = x->a;
+			out->stage[n].last_unit = x->s - 1;
+			n++;
+			r = x->from;
+		}
+		j++;
+	}
+	out->n_stages = n;
+	for (int k = 0; k < n; k++) {
+		const sky_stage *s = &out->stage[k];
+		double t = stage_time(&w->bc_fleet[s->board], s->first_unit, s->last_unit + 1, k == 0,
+				      k == n - 1);
+		if (t > bott)
+			bott = t;
+	}
+	return bott;
+}
+
+static void set_order(opt_ws *w, const int *order, int n)
+{
+	w->n = n;
+	if (w->order != order)
+		memcpy(w->order, order, sizeof(int) * (size_t)n);
+	for (int i = 0; i < n; i++)
+		w->bc[i] = w->bc_fleet[w->order[i]];
+}
+
+/* Exact bottleneck for w's current order, given that a plan with bottleneck
+ * below `must_beat` is wanted (INFINITY: any). Returns the bottleneck and
+ * fills out, or INFINITY (out untouched) when none beats must_beat. */
+static double solve_order(opt_ws *w, double must_beat, sky_plan *out)
+{
+	int r, j;
+	double hi;
+	if (isinf(must_beat)) {
+		j = decide(w, INFINITY, &r);
+		if (j < 0)
+			return INFINITY;
+	} else {
+		/* relative margin so float noise does not count as a win */
+		j = decide(w, must_beat * (1 - 1e-9), &r);
+		if (j < 0)
+			return INFINITY;
+	}
+	hi = trace(w, j, r, out);
+	double lo = 0;
+	while (hi > lo && hi - lo > 1e-12 * hi) {
+		double mid = lo > 0 ? 0.5 * (lo + hi) : 0.5 * hi;
+		j = decide(w, mid, &r);
+		if (j >= 0) {
+			hi = trace(w, j, r, out);
+		} else {
+			lo = w->flip > mid ? w->flip : mid;
+			if (lo >= hi)
+				break;
+			/* try the flip point itself: often it is the optimum */
+			if (w->flip < hi) {
+				j = decide(w, w->flip, &r);
+				if (j >= 0)
+					hi = trace(w, j, r, out);
+				else
+					lo = w->flip > lo ? w->flip : lo;
+			}
+		}
+	}
+	return hi;
+}
+
+static int ws_init(opt_ws *w, const sky_fleet *f, const sky_job *j)
+{
+	memset(w, 0, sizeof *w);
+	plan_ctx_init(&w->c, j);
+	w->f = f;
+	w->j = j;
+	w->n_fleet = f->n;
+	int n = f->n;
+	w->R = j->sched == SKY_SCHED_GPIPE ? 1 : (j->micro_batches < n ? j->micro_batches : n);
+	size_t R1 = (size_t)w->R + 1;
+	w->order = malloc(sizeof(int) * (size_t)n);
+	w->bc = malloc(sizeof(board_cost) * (size_t)n);
+	w->bc_fleet = malloc(sizeof(board_cost) * (size_t)n);
+	w->best = malloc(sizeof(int) * R1);
+	w->nbest = malloc(sizeof(int) * R1);
+	w->rec = malloc(sizeof(rec) * R1 * (size_t)n);
+	if (!w->order || !w->bc || !w->bc_fleet || !w->best || !w->nbest || !w->rec)
+		return SKY_ENOMEM;
+	for (int i = 0; i < n; i++)
+		plan_board_cost(&w->c, j, &f->board[i], &w->bc_fleet[i]);
+	return 0;
+}
+
+static void ws_free(opt_ws *w)
+{
+	free(w->order);
+	free(w->bc);
+	free(w->bc_fleet);
+	free(w->best);
+	free(w->nbest);
+	free(w->rec);
+	memset(w, 0, sizeof *w);
+}
+
+int sky_plan_optimal_order(const sky_fleet *f, const sky_job *j, const int *order, int n_order,
+			   sky_plan *out, sky_diag *d)
+{
+	opt_ws w;
+	int rc = sky_fleet_validate(f, d);
+	if (!rc)
+		rc = sky_job_validate(j, d);
+	if (rc)
+		return rc;
+	if (n_order < 1 || n_order > f->n)
+		return sky_diag_set(d, SKY_EINVAL, "optimal: order of %d boards for a fleet of %d",
+				    n_order, f->n);
+	unsigned char seen[SKY_PLAN_MAX_BOARDS];
+	memset(seen, 0, (size_t)f->n);
+	for (int i = 0; i < n_order; i++)
+		if (order[i] < 0 || order[i] >= f->n || seen[order[i]]++)
+			return sky_diag_set(d, SKY_EINVAL, "optimal: bad or repeated board index %d",
+					    order[i]);
+	if ((rc = ws_init(&w, f, j))) {
+		rc = sky_diag_set(d, SKY_ENOMEM, "optimal: no memory for the work arrays");
+		goto exit;
+	}
+	set_order(&w, order, n_order);
+	if (isinf(solve_order(&w, INFINITY, out))) {
+		rc = plan_shortfall(f, j, d, "optimal");
+		goto exit;
+	}
+	out->algo = SKY_ALGO_OPTIMAL;
+	rc = sky_plan_evaluate(f, j, out, d);
+exit:
+	ws_free(&w);
+	return rc;
+}
+
+/* qsort keys for the seed orders */
+static const board_cost *g_sort_bc;
+static int by_mem_desc(const void *x, const void *y)
+{
+	int a = *(const int *)x, b = *(const int *)y;
+	int64_t ma = g_sort_bc[a].mem, mb = g_sort_bc[b].mem;
+	if (ma != mb)
+		return ma > mb ? -1 : 1;
+	return (a > b) - (a < b);
+}
+static int by_speed_desc(const void *x, const void *y)
+{
+	int a = *(const int *)x, b = *(const int *)y;
+	double ta = g_sort_bc[a].fwd + g_sort_bc[a].bwd, tb = g_sort_bc[b].fwd + g_sort_bc[b].bwd;
+	if (ta != tb)
+		return ta < tb ? -1 : 1;
+	return (a > b) - (a < b);
+}
+
+int plan_optimal(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_diag *d)
+{
+	opt_ws w;
+	int rc = 0, n = f->n;
+	int *cand = NULL, *best_order = NULL;
+	sky_plan *tmp = NULL;
+	if ((rc = ws_init(&w, f, j))) {
+		rc = sky_diag_set(d, SKY_ENOMEM, "optimal: no memory for the work arrays");
+		goto exit;
+	}
+	cand = malloc(sizeof(int) * (size_t)n);
+	best_order = malloc(sizeof(int) * (size_t)n);
+	tmp = malloc(sizeof *tmp);
+	if (!cand || !best_order || !tmp) {
+		rc = sky_diag_set(d, SKY_ENOMEM, "optimal: no memory for the work arrays");
+		goto exit;
+	}
+	/* the fleet's own order first: whatever reordering finds can only be
+	 * better than the exact optimum for it, which beats even and sky */
+	for (int i = 0; i < n; i++)
+		best_order[i] = i;
+	set_order(&w, best_order, n);
+	double best = solve_order(&w, INFINITY, out);
+	if (isinf(best) && j->keep_order) {
+		rc = plan_shortfall(f, j, d, "optimal");
+		goto exit;
+	}
+	if (j->keep_order)
+		goto exit;
+	/* seeds: memory-rich boards first (1F1B keeps more activations early
+	 * in the pipeline, the first stage holds the embedding), fastest first */
+	g_sort_bc = w.bc_fleet;
+	for (int seed = 0; seed < 2; seed++) {
+		for (int i = 0; i < n; i++)
+			cand[i] = i;
+		qsort(cand, (size_t)n, sizeof(int), seed == 0 ? by_mem_desc : by_speed_desc);
+		set_order(&w, cand, n);
+		double t = solve_order(&w, best, tmp);
+		if (t < best) {
+			best = t;
+			memcpy(best_order, cand, sizeof(int) * (size_t)n);
+			memcpy(out, tmp, sizeof *out);
+		}
+	}
+	if (isinf(best)) {
+		rc = plan_shortfall(f, j, d, "optimal");
+		goto exit;
+	}
+	/* local search around the bottleneck stage's board: swap it with its
+	 * neighbours in the order, or move it to either end (the end stages send
+	 * one message per micro-batch, not two); keep the first move that wins */
+	int budget = j->order_evals;
+	while (budget > 0) {
+		sky_plan_evaluate(f, j, out, NULL);
+		int bboard = out->stage[out->bottleneck_stage].board, q = 0;
+		while (best_order[q] != bboard)
+			q++;
+		int improved = 0;
+		for (int move = 0; move < 4 && budget > 0 && !improved; move++) {
+			memcpy(cand, best_order, sizeof(int) * (size_t)n);
+			if (move == 0 && q > 0) {
+				cand[q] = cand[q - 1], cand[q - 1] = bboard;
+			} else if (move == 1 && q + 1 < n) {
+				cand[q] = cand[q + 1], cand[q + 1] = bboard;
+			} else if (move == 2 && q > 0) {
+				memmove(cand + 1, cand, sizeof(int) * (size_t)q);
+				cand[0] = bboard;
+			} else if (move == 3 && q + 1 < n) {
+				memmove(cand + q, cand + q + 1, sizeof(int) * (size_t)(n - q - 1));
+				cand[n - 1] = bboard;
+			} else {
+				continue;
+			}
+			budget--;
+			set_order(&w, cand, n);
+			double t = solve_order(&w, best, tmp);
+			if (t < best) {
+				best = t;
+				memcpy(best_order, cand, sizeof(int) * (size_t)n);
+				memcpy(out, tmp, sizeof *out);
+				improved = 1;
+			}
+		}
+		if (!improved)
+			break;
+	}
+exit:
+	free(cand);
+	free(best_order);
+	free(tmp);
+	ws_free(&w);
+	return rc;
+}

@@ -1,0 +1,226 @@
+/* The planner: which board runs which layers.
+ *
+ * A fleet (boards with measured layer times, memory and links) and a job
+ * (model, shapes, micro-batches, optimizer, schedule) go in; a plan comes
+ * out: an ordered list of pipeline stages, each a board and a contiguous run
+ * of half-layer units, with its predicted time per micro-batch and the bytes
+ * it needs. Three algorithms sit behind one call (sky_plan_partition):
+ *
+ *   even     equal layer counts in the fleet's order (the paper's baseline)
+ *   sky      the paper's dynamic allocation, as its code does it
+ *   optimal  the exact minimum-bottleneck split for a board order, plus a
+ *            board-order heuristic with local search
+ *
+ * and a simulator (sky_sim_run) predicts one training step of a plan under
+ * GPipe or 1F1B.
+ *
+ * Units. A model of L encoder layers has U = 2L units: unit 2i is layer i's
+ * attention block, unit 2i+1 its feed-forward block (see sky_cost.h).
+ *
+ * Cost model (per micro-batch; sky_plan_evaluate is the one place it lives):
+ *   compute  = (fwd_s + bwd_s) * (attention units * share + ffn units * (1 - share))
+ *              where share is the board's attn_share, or the attention
+ *              block's share of a layer's FLOPs when the fleet leaves it 0
+ *   send     = lat_s + cut_bytes / bw_Bps for each message the stage sends on
+ *              its own link: the activation forward (all but the last stage)
+ *              and the gradient backward (all but the first)
+ *   time     = compute + sends; the plan's bottleneck is the largest time
+ *   memory   = params * (weight + grad + optimizer bytes)
+ *              + in_flight * saved activation bytes of its units
+ *              + one layer's scratch + 4 cut buffers (act in/out, grad in/out)
+ *              + the embedding on the first stage, the head on the last
+ *   in_flight = m under GPipe; min(m, stages from this one to the end) under 1F1B
+ * Receiving a message is assumed to overlap compute (full-duplex links); the
+ * simulator still delays a message by the receiver's lat + bytes/bw. The
+ * embedding lookup and the classifier head are counted in memory but not in
+ * time (far below 0.1% of a layer's FLOPs for BERT).
+ *
+ * Memory: the fleet and plan structs are fixed-capacity (large: allocate
+ * them statically or on the heap); `optimal` and the simulator allocate
+ * their working memory once per call and free it before returning. */
+#ifndef SKY_PLAN_H
+#define SKY_PLAN_H
+
+#include "sky_cost.h"
+#include "sky_err.h"
+#include "sky_model.h"
+
+#include <stdint.h>
+
+#define SKY_PLAN_MAX_BOARDS 4096
+#define SKY_PLAN_MAX_LAYERS 4096
+#define SKY_PLAN_MAX_UNITS (2 * SKY_PLAN_MAX_LAYERS)
+#define SKY_PLAN_MAX_MICRO 4096
+#define SKY_BOARD_ID_MAX 64
+#define SKY_FLEET_MAX_BYTES (16u << 20) /* a fleet file larger than this is refused */
+
+/* One board as the planner sees it. Times are for one encoder layer and one
+ * micro-batch at the job's shapes (what the board's probe measured). */
+typedef struct sky_board {
+	char id[SKY_BOARD_ID_MAX]; /* unique in the fleet */
+	double fwd_s, bwd_s;       /* fp32 forward and backward of one layer, > 0 */
+	double fwd_int8_s, bwd_int8_s; /* the same with int8 kernels; 0 = not measured */
+	double attn_share;         /* share of a layer's time in its attention block,
+				      in (0,1); 0 = take it from the FLOP counts */
+	int64_t mem_bytes;         /* memory Sky may use on the board, > 0 */
+	double bw_Bps;             /* link bandwidth to the broker, bytes/s, > 0 */
+	double lat_s;              /* link latency to the broker, >= 0 */
+} sky_board;
+
+typedef struct sky_fleet {
+	int n;
+	sky_board board[SKY_PLAN_MAX_BOARDS];
+} sky_fleet;
+
+typedef enum { SKY_SCHED_GPIPE = 0, SKY_SCHED_1F1B = 1 } sky_sched;
+typedef enum { SKY_PREC_FP32 = 0, SKY_PREC_INT8 = 1 } sky_prec;
+typedef enum { SKY_ALGO_EVEN = 0, SKY_ALGO_SKY = 1, SKY_ALGO_OPTIMAL = 2 } sky_algo;
+#define SKY_ALGO_COUNT 3
+
+typedef struct sky_job {
+	sky_model_cfg model; /* preset with layers, seq and batch (the micro-batch size) set */
+	int micro_batches;   /* m, micro-batches per training step */
+	sky_optim optim;
+	sky_sched sched;
+	sky_prec prec;       /* which measured times the stages use */
+	/* knobs of `optimal` */
+	int keep_order;      /* 1: plan for the fleet's order only (no reordering) */
+	int order_evals;     /* local-search budget: board orders tried after the seeds */
+} sky_job;
+
+/* One pipeline stage. Times are per micro-batch. */
+typedef struct sky_stage {
+	int board;            /* index into the fleet */
+	int first_unit;       /* first half-layer unit (2*layer + 0 attention, 1 ffn) */
+	int last_unit;        /* last unit, inclusive */
+	double fwd_s, bwd_s;  /* compute forward and backward */
+	double link_s;        /* one message on this board's link: lat + cut_bytes / bw */
+	double send_s;        /* messages this stage sends per micro-batch * link_s */
+	double time_s;        /* fwd_s + bwd_s + send_s */
+	int in_flight;        /* micro-batches whose activations it keeps at once */
+	int64_t mem_bytes;    /* what it needs */
+} sky_stage;
+
+typedef struct sky_plan {
+	sky_algo algo;
+	int n_stages;
+	sky_stage stage[SKY_PLAN_MAX_BOARDS];
+	double bottleneck_s;  /* largest stage time */
+	int bottleneck_stage;
+	double lower_bound_s; /* L / sum over all boards of 1/(fwd_s + bwd_s): no split beats it */
+} sky_plan;
+
+/* ---- fleet (fleet.c) ------------------------------------------------------ */
+
+/* Empties f. */
+void sky_fleet_init(sky_fleet *f);
+/* Checks every board: id non-empty, printable and unique; times finite and
+ * positive (int8 ones 0 or positive, both or neither); attn_share 0 or in
+ * (0,1); mem_bytes > 0; bw_Bps > 0 and finite; lat_s finite and >= 0.
+ * Returns 0 or SKY_EINVAL with d naming the board and the field. */
+int sky_fleet_validate(const sky_fleet *f, sky_diag *d);
+/* Parses a fleet document (len bytes, no terminator needed) into f and
+ * validates it. Format (every key documented in README):
+ *   {"boards": [{"id": "rpi4-a", "fwd_s": 0.8, "bwd_s": 1.6,
+ *                "fwd_int8_s": 0.3, "bwd_int8_s": 0.9,      (optional)
+ *                "attn_share": 0.36,                          (optional)
+ *                "mem_bytes": 4294967296, "bw_Bps": 1.25e8, "lat_s": 0.002}, ...],
+ *    "what": "free text" (optional)}
+ * Returns 0, or SKY_EFORMAT / SKY_ERANGE / SKY_ENOTFOUND / SKY_EINVAL with d
+ * naming the board (by id, or by index when the id is bad) and the field. */
+int sky_fleet_parse(const char *buf, size_t len, sky_fleet *f, sky_diag *d);
+/* Reads and parses a fleet file. SKY_ENOTFOUND / SKY_EIO for the file. */
+int sky_fleet_load(const char *path, sky_fleet *f, sky_diag *d);
+/* Writes f as a fleet document into buf. Returns the length or SKY_ERANGE. */
+int sky_fleet_write(const sky_fleet *f, const char *what, char *buf, size_t cap);
+
+/* ---- job and cost (cost.c) ------------------------------------------------ */
+
+/* A job for preset `model` (NULL: "base") with its default shapes, 8
+ * micro-batches, Adam, 1F1B, fp32, reordering on with the default budget.
+ * Returns 0 or SKY_ENOTFOUND for an unknown preset. */
+int sky_job_init(sky_job *j, const char *model);
+/* Checks the job's fields (model shapes, 1 <= m <= SKY_PLAN_MAX_MICRO,
+ * layers <= SKY_PLAN_MAX_LAYERS). Returns 0 or SKY_EINVAL naming the field. */
+int sky_job_validate(const sky_job *j, sky_diag *d);
+const char *sky_sched_name(sky_sched s);
+const char *sky_algo_name(sky_algo a);
+/* "even", "sky", "optimal" -> *out; "gpipe", "1f1b" -> *out. 0 or SKY_EINVAL. */
+int sky_algo_parse(const char *name, sky_algo *out);
+int sky_sched_parse(const char *name, sky_sched *out);
+
+/* Fills every derived field of p (stage times, memory, in-flight counts,
+ * bottleneck, lower bound) from the stages' boards and units. Checks that
+ * every unit is assigned exactly once, in order, contiguously, that no board
+ * is used twice, and that every stage fits its board's memory. Returns 0;
+ * SKY_EINVAL (coverage, order, board index) or SKY_ENOMEM (a stage does not
+ * fit: d names the board, what it needs and has) with the fields still
+ * filled for what could be computed. */
+int sky_plan_evaluate(const sky_fleet *f, const sky_job *j, sky_plan *p, sky_diag *d);
+/* The lower bound alone: L / sum_j 1/(fwd_j + bwd_j) over the whole fleet
+ * (exact for boards sharing one attn_share; it ignores links and memory). */
+double sky_plan_lower_bound(const sky_fleet *f, const sky_job *j);
+
+/* ---- partition (partition.c, partition_*.c) -------------------------------- */
+
+/* Splits the job's layers over the fleet with algorithm `algo` into *out
+ * (then evaluated as sky_plan_evaluate does). Returns 0, SKY_EINVAL for a
+ * bad fleet or job, or SKY_ENOMEM when the algorithm finds no split that
+ * fits: d names the shortfall (for `optimal` that means no split fits at
+ * all: the job needs more memory than the fleet has). */
+int sky_plan_partition(const sky_fleet *f, const sky_job *j, sky_algo algo, sky_plan *out,
+		       sky_diag *d);
+
+/* `optimal` for one given board order, without reordering: order[0..n_order)
+ * are fleet indices (a board may be left out of the plan). Exact: the
+ * smallest bottleneck over every contiguous split of the units into stages
+ * on any subsequence of the order, within every board's memory, to a
+ * relative 1e-12. Returns 0 or SKY_ENOMEM if no split fits. */
+int sky_plan_optimal_order(const sky_fleet *f, const sky_job *j, const int *order, int n_order,
+			   sky_plan *out, sky_diag *d);
+
+/* ---- simulator (sim.c) ----------------------------------------------------- */
+
+typedef struct sky_sim_result {
+	double step_s;         /* from the first forward to the last backward */
+	double bubble;         /* 1 - sum(busy) / (stages * step_s) */
+	int n_stages;
+	double busy_s[SKY_PLAN_MAX_BOARDS]; /* per stage: compute + sends */
+} sky_sim_result;
+
+/* Simulates one training step of an evaluated plan: m micro-batches under
+ * the job's schedule (GPipe: all forwards, then backwards in reverse order;
+ * 1F1B: min(stages - k - 1, m) warm-up forwards on stage k, then one forward
+ * one backward, then the rest of the backwards). An operation starts when
+ * its stage is free and its input has arrived: a message leaves when the
+ * sender's compute and send are done and arrives after the receiver's link
+ * time. Returns 0, SKY_EINVAL for an empty plan, SKY_ENOMEM if working
+ * memory cannot be had. */
+int sky_sim_run(const sky_plan *p, const sky_job *j, sky_sim_result *out, sky_diag *d);
+
+/* ---- the paper's fleet (paper.c) ------------------------------------------- */
+
+/* The Sky Computing paper's experiment (arXiv 2202.11836; its code,
+ * hpcaitech/SkyComputing, experiment/config.py): 63 worker boards, worker i
+ * slowed by a factor slowdown_plus_one[i] in {2..7}. */
+#define SKY_PAPER_WORKERS 63
+extern const double sky_paper_slowdown_plus_one[SKY_PAPER_WORKERS];
+/* What the planner assumes for the experiment (all stated in README). */
+#define SKY_PAPER_SGEMM_FLOPS 170e9   /* measured fp32 sgemm rate, one core, this machine */
+#define SKY_PAPER_BATCH 32
+#define SKY_PAPER_SEQ 128
+#define SKY_PAPER_LAYERS 160
+#define SKY_PAPER_MICRO_BATCHES 32    /* micro-batches of one sequence */
+#define SKY_PAPER_MEM_BYTES (4ll << 30) /* every worker: a 4 GiB board */
+#define SKY_PAPER_BW_BPS 125e6        /* 1 Gbit/s to the broker */
+#define SKY_PAPER_LAT_S 0.0005
+
+/* The paper's job: BERT-large, 160 layers, batch 32 as 32 micro-batches of
+ * one sequence of 128 tokens, Adam, 1F1B. */
+int sky_paper_job(sky_job *j);
+/* The paper's fleet for that job: worker i's layer time is the base time
+ * (3 x forward FLOPs / SKY_PAPER_SGEMM_FLOPS, backward twice forward) times
+ * slowdown_plus_one[i]. */
+void sky_paper_fleet(const sky_job *j, sky_fleet *f);
+
+#endif

@@ -1,0 +1,29 @@
+/* Helpers shared by the planner tests: seeded random fleets and an
+ * exhaustive search to check `optimal` against. */
+#ifndef SKY_PLANNER_UTIL_H
+#define SKY_PLANNER_UTIL_H
+
+#include "sky_plan.h"
+#include "sky_rng.h"
+
+enum {
+	FLEET_PLAIN = 0,
+	FLEET_SLOW_FIRST = 1, /* the slowest boards come first */
+	FLEET_MEM_BOUND = 2,  /* budgets near what a few units need */
+	FLEET_SLOW_LINKS = 4, /* links whose send time rivals compute */
+};
+
+/* n boards with random times (speed spread up to 8x), budgets and links
+ * for job j, shaped by flags (FLEET_*). */
+void test_random_fleet(sky_rng *r, int n, const sky_job *j, int flags, sky_fleet *f);
+/* A tiny-preset job with `layers` layers, m micro-batches, a schedule. */
+void test_job(sky_job *j, int layers, int m, sky_sched s);
+/* Smallest bottleneck over every subsequence of order[0..n) and every
+ * contiguous split of the units over it that fits memory (evaluated with
+ * sky_plan_evaluate). INFINITY when nothing fits. Small n and layers only. */
+double test_exhaustive(const sky_fleet *f, const sky_job *j, const int *order, int n);
+/* Checks coverage, contiguity, one stage per board and memory directly
+ * (independently of sky_plan_evaluate). Returns 1 when all hold. */
+int test_plan_sane(const sky_fleet *f, const sky_job *j, const sky_plan *p);
+
+#endif

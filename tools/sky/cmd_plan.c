@@ -1,0 +1,292 @@
+/* sky plan: split a model over a fleet and print the plan. */
+#include "cmd_plan.h"
+
+#include "sky_cli.h"
+#include "sky_file.h"
+#include "sky_json.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char k_paper_what[] =
+	"The Sky Computing paper's 63 workers (arXiv 2202.11836). Slowdowns: "
+	"hpcaitech/SkyComputing experiment/config.py, 1 + numpy default_rng(35).integers(1, 7) "
+	"for workers 1..63. Times: BERT-large layer, micro-batch 1 x 128 tokens, forward "
+	"3.29 GFLOP at 170 GFLOP/s (fp32 sgemm, one core, measured 2026-11-30) times the "
+	"slowdown, backward twice forward. 4 GiB per board, 1 Gbit/s and 0.5 ms to the broker.";
+
+static void usage(const char *cmd, FILE *to, const char *extra)
+{
+	fprintf(to,
+		"usage: sky %s (--fleet F.json | --paper) [options]\n\n"
+		"  --fleet F.json        boards: measured layer times, memory, link (format in README)\n"
+		"  --paper               the Sky Computing paper's 63 workers and job (BERT-large,\n"
+		"                        160 layers, batch 32 as 32 micro-batches, seq 128, Adam, 1F1B)\n"
+		"  --model NAME          preset (%s; default base, large with --paper)\n"
+		"  --layers N            encoder layers (default: the preset's)\n"
+		"  --seq N               tokens per sequence (default: the preset's)\n"
+		"  --micro-batch N       sequences per micro-batch (default: the preset's batch)\n"
+		"  --micro-batches M     micro-batches per step (default 8)\n"
+		"  --optimizer O         sgd, momentum or adam (default adam)\n"
+		"  --schedule S          gpipe or 1f1b (default 1f1b)\n"
+		"  --precision P         fp32 or int8: which measured times to use (default fp32)\n"
+		"  --keep-order          optimal: keep the fleet's board order\n"
+		"  --order-evals N       optimal: board orders local search may try (default 24)\n"
+		"  --write-fleet F.json  also save the fleet planned for (e.g. the paper's) as a file\n"
+		"%s"
+		"  --json                machine-readable output\n",
+		cmd, sky_model_preset_names(), extra);
+}
+
+int plan_cli_parse(const char *cmd, int argc, char **argv, plan_cli *c, const char *help_extra,
+		   const char *default_algos)
+{
+	memset(c, 0, sizeof *c);
+	c->algos = default_algos;
+	const char *model = NULL, *optim = NULL, *sched = NULL, *prec = NULL;
+	long layers = 0, seq = 0, mb = 0, m = 0, evals = -1;
+	int keep = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			usage(cmd, stdout, help_extra);
+			return 1;
+		} else if (strcmp(a, "--json") == 0) {
+			c->json = 1;
+		} else if (strcmp(a, "--paper") == 0) {
+			c->paper = 1;
+		} else if (strcmp(a, "--keep-order") == 0) {
+			keep = 1;
+		} else if (!v && strncmp(a, "--", 2) == 0) {
+			fprintf(stderr, "sky %s: %s needs a value\n", cmd, a);
+			return 2;
+		} else if (strcmp(a, "--fleet") == 0) {
+			c->fleet_path = argv[++i];
+		} else if (strcmp(a, "--write-fleet") == 0) {
+			c->write_fleet = argv[++i];
+		} else if (strcmp(a, "--model") == 0) {
+			model = argv[++i];
+		} else if (strcmp(a, "--algo") == 0) {
+			c->algos = argv[++i];
+		} else if (strcmp(a, "--optimizer") == 0) {
+			optim = argv[++i];
+		} else if (strcmp(a, "--schedule") == 0) {
+			sched = argv[++i];
+		} else if (strcmp(a, "--precision") == 0) {
+			prec = argv[++i];
+		} else if (strcmp(a, "--layers") == 0) {
+			if (sky_cli_int(cmd, a, argv[++i], 1, SKY_PLAN_MAX_LAYERS, &layers))
+				return 2;
+		} else if (strcmp(a, "--seq") == 0) {
+			if (sky_cli_int(cmd, a, argv[++i], 1, 1 << 16, &seq))
+				return 2;
+		} else if (strcmp(a, "--micro-batch") == 0) {
+			if (sky_cli_int(cmd, a, argv[++i], 1, 1 << 16, &mb))
+				return 2;
+		} else if (strcmp(a, "--micro-batches") == 0) {
+			if (sky_cli_int(cmd, a, argv[++i], 1, SKY_PLAN_MAX_MICRO, &m))
+				return 2;
+		} else if (strcmp(a, "--order-evals") == 0) {
+			if (sky_cli_int(cmd, a, argv[++i], 0, 1000000, &evals))
+				return 2;
+		} else {
+			fprintf(stderr, "sky %s: unknown option '%s' (sky %s --help)\n", cmd, a, cmd);
+			return 2;
+		}
+	}
+	if (!c->paper == !c->fleet_path) {
+		fprintf(stderr, "sky %s: give exactly one of --fleet F.json and --paper\n", cmd);
+		usage(cmd, stderr, help_extra);
+		return 2;
+	}
+	sky_job *j = &c->job;
+	if (c->paper && !model) {
+		sky_paper_job(j);
+	} else if (sky_job_init(j, model ? model : "base")) {
+		fprintf(stderr, "sky %s: unknown model '%s' (%s)\n", cmd, model,
+			sky_model_preset_names());
+		return 2;
+	}
+	if (layers)
+		j->model.layers = (int)layers;
+	if (seq)
+		j->model.seq = (int)seq;
+	if (mb)
+		j->model.batch = (int)mb;
+	if (m)
+		j->micro_batches = (int)m;
+	if (evals >= 0)
+		j->order_evals = (int)evals;
+	j->keep_order = keep;
+	if (optim && sky_cost_optim_parse(optim, &j->optim)) {
+		fprintf(stderr, "sky %s: --optimizer expects sgd, momentum or adam, got '%s'\n", cmd,
+			optim);
+		return 2;
+	}
+	if (sched && sky_sched_parse(sched, &j->sched)) {
+		fprintf(stderr, "sky %s: --schedule expects gpipe or 1f1b, got '%s'\n", cmd, sched);
+		return 2;
+	}
+	if (prec) {
+		if (strcmp(prec, "fp32") == 0)
+			j->prec = SKY_PREC_FP32;
+		else if (strcmp(prec, "int8") == 0)
+			j->prec = SKY_PREC_INT8;
+		else {
+			fprintf(stderr, "sky %s: --precision expects fp32 or int8, got '%s'\n", cmd,
+				prec);
+			return 2;
+		}
+	}
+	sky_diag d;
+	sky_diag_clear(&d);
+	if (sky_job_validate(j, &d)) {
+		fprintf(stderr, "sky %s: %s\n", cmd, d.msg);
+		return 2;
+	}
+	c->fleet = malloc(sizeof *c->fleet);
+	if (!c->fleet) {
+		fprintf(stderr, "sky %s: out of memory\n", cmd);
+		return 2;
+	}
+	if (c->paper) {
+		sky_paper_fleet(j, c->fleet);
+	} else if (sky_fleet_load(c->fleet_path, c->fleet, &d)) {
+		fprintf(stderr, "sky %s: %s\n", cmd, d.msg);
+		return 2;
+	}
+	if (c->write_fleet) {
+		size_t cap = 4096 + (size_t)c->fleet->n * 512;
+		char *buf = malloc(cap);
+		int len = buf ? sky_fleet_write(c->fleet,
+						c->paper ? k_paper_what : NULL,
+						buf, cap)
+			      : SKY_ENOMEM;
+		int wrc = len >= 0 ? sky_file_write(c->write_fleet, buf, (size_t)len, 0644) : len;
+		free(buf);
+		if (wrc) {
+			fprintf(stderr, "sky %s: cannot write %s (%s)\n", cmd, c->write_fleet,
+				sky_strerror(wrc));
+			return 2;
+		}
+	}
+	return 0;
+}
+
+void plan_cli_free(plan_cli *c)
+{
+	free(c->fleet);
+	c->fleet = NULL;
+}
+
+static const char *block(int unit) { return unit % 2 ? "ffn" : "attn"; }
+
+int plan_print(const plan_cli *c, const sky_plan *p)
+{
+	const sky_fleet *f = c->fleet;
+	const sky_job *j = &c->job;
+	if (!c->json) {
+		printf("%s plan: %s, %d layers (%d half-layer units), seq %d, micro-batch %d x %d, "
+		       "%s, %s\n",
+		       sky_algo_name(p->algo), j->model.name, j->model.layers, 2 * j->model.layers,
+		       j->model.seq, j->model.batch, j->micro_batches, sky_sched_name(j->sched),
+		       sky_cost_optim_name(j->optim));
+		printf("%5s  %-16s %-20s %10s %10s %8s %10s\n", "stage", "board", "layers", "time_s",
+		       "send_s", "in_fl", "mem_MiB");
+		for (int k = 0; k < p->n_stages; k++) {
+			const sky_stage *s = &p->stage[k];
+			char range[48];
+			snprintf(range, sizeof range, "%d.%s-%d.%s", s->first_unit / 2,
+				 block(s->first_unit), s->last_unit / 2, block(s->last_unit));
+			printf("%5d  %-16s %-20s %10.4f %10.4f %8d %10.1f%s\n", k,
+			       f->board[s->board].id, range, s->time_s, s->send_s, s->in_flight,
+			       s->mem_bytes / 1048576.0, k == p->bottleneck_stage ? "  <- bottleneck" : "");
+		}
+		printf("bottleneck %.6f s/micro-batch, lower bound %.6f s (ratio %.3f), %d of %d "
+		       "boards used\n",
+		       p->bottleneck_s, p->lower_bound_s, p->bottleneck_s / p->lower_bound_s,
+		       p->n_stages, f->n);
+		return 0;
+	}
+	cJSON *o = sky_json_new_object();
+	if (!o)
+		return 1;
+	cJSON_AddStringToObject(o, "algo", sky_algo_name(p->algo));
+	cJSON_AddStringToObject(o, "model", j->model.name);
+	cJSON_AddNumberToObject(o, "layers", j->model.layers);
+	cJSON_AddNumberToObject(o, "units", 2 * j->model.layers);
+	cJSON_AddNumberToObject(o, "seq", j->model.seq);
+	cJSON_AddNumberToObject(o, "micro_batch", j->model.batch);
+	cJSON_AddNumberToObject(o, "micro_batches", j->micro_batches);
+	cJSON_AddStringToObject(o, "schedule", sky_sched_name(j->sched));
+	cJSON_AddStringToObject(o, "optimizer", sky_cost_optim_name(j->optim));
+	cJSON_AddNumberToObject(o, "boards", f->n);
+	cJSON_AddNumberToObject(o, "boards_used", p->n_stages);
+	cJSON *st = cJSON_AddArrayToObject(o, "stages");
+	for (int k = 0; st && k < p->n_stages; k++) {
+		const sky_stage *s = &p->stage[k];
+		cJSON *x = cJSON_CreateObject();
+		if (!x)
+			break;
+		cJSON_AddStringToObject(x, "board", f->board[s->board].id);
+		cJSON_AddNumberToObject(x, "first_layer", s->first_unit / 2);
+		cJSON_AddStringToObject(x, "first_block", block(s->first_unit));
+		cJSON_AddNumberToObject(x, "last_layer", s->last_unit / 2);
+		cJSON_AddStringToObject(x, "last_block", block(s->last_unit));
+		cJSON_AddNumberToObject(x, "fwd_s", s->fwd_s);
+		cJSON_AddNumberToObject(x, "bwd_s", s->bwd_s);
+		cJSON_AddNumberToObject(x, "send_s", s->send_s);
+		cJSON_AddNumberToObject(x, "time_s", s->time_s);
+		cJSON_AddNumberToObject(x, "in_flight", s->in_flight);
+		cJSON_AddNumberToObject(x, "mem_bytes", (double)s->mem_bytes);
+		cJSON_AddNumberToObject(x, "mem_budget_bytes", (double)f->board[s->board].mem_bytes);
+		cJSON_AddItemToArray(st, x);
+	}
+	cJSON_AddNumberToObject(o, "bottleneck_s", p->bottleneck_s);
+	cJSON_AddNumberToObject(o, "bottleneck_stage", p->bottleneck_stage);
+	cJSON_AddNumberToObject(o, "lower_bound_s", p->lower_bound_s);
+	size_t cap = 1024 + (size_t)p->n_stages * 512;
+	char *buf = malloc(cap);
+	int n = buf ? sky_json_print(o, buf, cap) : SKY_ENOMEM;
+	if (n >= 0)
+		printf("%s\n", buf);
+	free(buf);
+	sky_json_free(o);
+	return n >= 0 ? 0 : 1;
+}
+
+int sky_cmd_plan(int argc, char **argv)
+{
+	plan_cli c;
+	int rc = plan_cli_parse("plan", argc, argv, &c,
+				"  --algo A              even, sky or optimal (default optimal)\n",
+				"optimal");
+	if (rc) {
+		plan_cli_free(&c);
+		return rc == 1 ? 0 : rc;
+	}
+	sky_algo algo;
+	sky_plan *p = malloc(sizeof *p);
+	if (sky_algo_parse(c.algos, &algo)) {
+		fprintf(stderr, "sky plan: --algo expects even, sky or optimal, got '%s'\n", c.algos);
+		rc = 2;
+		goto exit;
+	}
+	if (!p) {
+		rc = 1;
+		goto exit;
+	}
+	sky_diag d;
+	sky_diag_clear(&d);
+	if (sky_plan_partition(c.fleet, &c.job, algo, p, &d)) {
+		fprintf(stderr, "sky plan: %s\n", d.msg);
+		rc = 1;
+		goto exit;
+	}
+	rc = plan_print(&c, p);
+exit:
+	free(p);
+	plan_cli_free(&c);
+	return rc;
+}

@@ -1,0 +1,159 @@
+/* sky sim: plan with several algorithms and simulate one training step of
+ * each; --paper runs the Sky Computing paper's experiment. */
+#include "cmd_plan.h"
+
+#include "sky_cli.h"
+#include "sky_json.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct sim_row {
+	sky_algo algo;
+	int rc;
+	char err[256];
+	double step_s, bottleneck_s, lower_bound_s, bubble;
+	int stages;
+} sim_row;
+
+int sky_cmd_sim(int argc, char **argv)
+{
+	plan_cli c;
+	int rc = plan_cli_parse("sim", argc, argv, &c,
+				"  --algo A,B,...        algorithms to compare (default even,sky,optimal)\n",
+				"even,sky,optimal");
+	sim_row rows[SKY_ALGO_COUNT * 2];
+	int n = 0, failed = 0;
+	sky_plan *p = NULL;
+	sky_sim_result *r = NULL;
+	if (rc) {
+		plan_cli_free(&c);
+		return rc == 1 ? 0 : rc;
+	}
+	/* the algorithm list */
+	char list[128];
+	snprintf(list, sizeof list, "%s", c.algos);
+	for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (n == (int)(sizeof rows / sizeof rows[0]) || sky_algo_parse(tok, &rows[n].algo)) {
+			fprintf(stderr, "sky sim: --algo expects a list of even, sky, optimal; got '%s'\n",
+				c.algos);
+			rc = 2;
+			goto exit;
+		}
+		n++;
+	}
+	if (n == 0) {
+		fprintf(stderr, "sky sim: --algo is empty\n");
+		rc = 2;
+		goto exit;
+	}
+	p = malloc(sizeof *p);
+	r = malloc(sizeof *r);
+	if (!p || !r) {
+		rc = 1;
+		goto exit;
+	}
+	double even_step = 0;
+	for (int i = 0; i < n; i++) {
+		sim_row *w = &rows[i];
+		sky_diag d;
+		sky_diag_clear(&d);
+		w->rc = sky_plan_partition(c.fleet, &c.job, w->algo, p, &d);
+		if (!w->rc)
+			w->rc = sky_sim_run(p, &c.job, r, &d);
+		if (w->rc) {
+			snprintf(w->err, sizeof w->err, "%s", d.msg);
+			failed = 1;
+			continue;
+		}
+		w->step_s = r->step_s;
+		w->bubble = r->bubble;
+		w->bottleneck_s = p->bottleneck_s;
+		w->lower_bound_s = p->lower_bound_s;
+		w->stages = p->n_stages;
+		if (w->algo == SKY_ALGO_EVEN)
+			even_step = w->step_s;
+	}
+	/* even is the reference for speedups; plan it if it was not asked for */
+	if (even_step == 0) {
+		sky_diag d;
+		if (!sky_plan_partition(c.fleet, &c.job, SKY_ALGO_EVEN, p, &d) &&
+		    !sky_sim_run(p, &c.job, r, &d))
+			even_step = r->step_s;
+	}
+	if (!c.json) {
+		const sky_job *j = &c.job;
+		printf("one training step: %s, %d layers, seq %d, %d micro-batches of %d, %s, %s, %d "
+		       "boards\n",
+		       j->model.name, j->model.layers, j->model.seq, j->micro_batches, j->model.batch,
+		       sky_sched_name(j->sched), sky_cost_optim_name(j->optim), c.fleet->n);
+		printf("%-8s %10s %12s %12s %9s %8s %7s %6s\n", "algo", "step_s", "bottleneck_s",
+		       "lower_bnd_s", "vs_bound", "speedup", "bubble", "stages");
+	}
+	for (int i = 0; i < n; i++) {
+		sim_row *w = &rows[i];
+		if (w->rc) {
+			const char *name = sky_algo_name(w->algo);
+			/* messages from the shortfall check already start with the name */
+			int named = strncmp(w->err, name, strlen(name)) == 0;
+			fprintf(stderr, "sky sim: %s%s%s\n", named ? "" : name, named ? "" : ": ",
+				w->err);
+			cJSON *e = c.json ? sky_json_new_object() : NULL;
+			if (e) {
+				char buf[1024];
+				cJSON_AddStringToObject(e, "algo", name);
+				cJSON_AddStringToObject(e, "error", w->err);
+				if (sky_json_print(e, buf, sizeof buf) >= 0)
+					printf("%s\n", buf);
+				sky_json_free(e);
+			}
+			continue;
+		}
+		double speedup = even_step > 0 ? even_step / w->step_s : 0;
+		if (!c.json) {
+			printf("%-8s %10.3f %12.5f %12.5f %9.3f %8.3f %7.3f %6d\n",
+			       sky_algo_name(w->algo), w->step_s, w->bottleneck_s, w->lower_bound_s,
+			       w->bottleneck_s / w->lower_bound_s, speedup, w->bubble, w->stages);
+			continue;
+		}
+		cJSON *o = sky_json_new_object();
+		if (!o) {
+			rc = 1;
+			goto exit;
+		}
+		cJSON_AddStringToObject(o, "algo", sky_algo_name(w->algo));
+		cJSON_AddNumberToObject(o, "step_s", w->step_s);
+		cJSON_AddNumberToObject(o, "bottleneck_s", w->bottleneck_s);
+		cJSON_AddNumberToObject(o, "lower_bound_s", w->lower_bound_s);
+		cJSON_AddNumberToObject(o, "bottleneck_vs_lower_bound",
+					w->bottleneck_s / w->lower_bound_s);
+		if (even_step > 0)
+			cJSON_AddNumberToObject(o, "speedup_vs_even", speedup);
+		else
+			cJSON_AddNullToObject(o, "speedup_vs_even");
+		cJSON_AddNumberToObject(o, "bubble", w->bubble);
+		cJSON_AddNumberToObject(o, "stages", w->stages);
+		cJSON_AddNumberToObject(o, "boards", c.fleet->n);
+		cJSON_AddStringToObject(o, "model", c.job.model.name);
+		cJSON_AddNumberToObject(o, "layers", c.job.model.layers);
+		cJSON_AddNumberToObject(o, "micro_batches", c.job.micro_batches);
+		cJSON_AddNumberToObject(o, "micro_batch", c.job.model.batch);
+		cJSON_AddStringToObject(o, "schedule", sky_sched_name(c.job.sched));
+		char buf[2048];
+		int len = sky_json_print(o, buf, sizeof buf);
+		sky_json_free(o);
+		if (len < 0) {
+			rc = 1;
+			goto exit;
+		}
+		printf("%s\n", buf);
+	}
+	rc = failed;
+exit:
+	free(p);
+	free(r);
+	plan_cli_free(&c);
+	return rc;
+}
