@@ -40,6 +40,7 @@ typedef struct layer_job {
 	sky_st_file weights, input, grad; /* grad is open only with --grad */
 	int has_grad;
 	const sky_st_tensor *mask; /* attention_mask, or NULL */
+	double load_s;         /* opening and checking the files, copying into the arena */
 	double fwd_s, bwd_s;   /* filled by the precision's run function */
 	size_t arena_bytes;
 } layer_job;
@@ -70,7 +71,9 @@ static void help(FILE *to)
 		"                   (B, S, H) and grad.<weight name as in W> for every weight\n"
 		"  --precision P    fp32 (default)\n"
 		"  --profile FILE   board profile (threads); default $SKY_PROFILE or the installed one\n"
-		"  --json           print one JSON object with the timings instead of a line of text\n"
+		"  --json           print one JSON object instead of a line of text: model, precision,\n"
+		"                   batch, seq, hidden, backward, load_ms (open, check, copy into the\n"
+		"                   arena), fwd_ms, bwd_ms (one run each), arena_bytes, threads, out\n"
 		"  --compare R G    check every tensor of G against R (same names, F32, same shapes);\n"
 		"                   a tensor of n elements passes if\n"
 		"                   ||G - R|| <= tol * ||R|| + atol * sqrt(n)  (L2 norms;\n"
@@ -239,12 +242,14 @@ static int run_fp32(layer_job *j, sky_diag *d)
 
 	sky_tensor_info tab[SKY_LAYER_NTENSORS];
 	sky_layer_tensors(c, tab);
+	double t0 = sky_clock_s();
 	if ((rc = sky_st_load_block(&j->weights, j->prefix, tab, SKY_LAYER_NTENSORS, b.w, d)) ||
 	    (rc = job_input(j, b.x, d)) || (rc = job_mask(j, b.mask, d)) ||
 	    (j->has_grad && (rc = job_dy(j, b.dy, d))))
 		goto exit;
+	j->load_s += sky_clock_s() - t0;
 
-	double t0 = sky_clock_s();
+	t0 = sky_clock_s();
 	sky_layer_forward(c, b.w, b.x, b.mask, b.y, b.saved, b.scratch, SKY_BLOCK_ALL);
 	j->fwd_s = sky_clock_s() - t0;
 	if (j->has_grad) {
@@ -654,7 +659,9 @@ int sky_cmd_layer(int argc, char **argv)
 	int rc = sky_profile_load(&prof, profile, &d);
 	if (rc == 0) {
 		sky_profile_apply_threads(&prof);
+		double t0 = sky_clock_s();
 		rc = job_open(&j, model, &d);
+		j.load_s = sky_clock_s() - t0;
 	}
 	if (rc == 0)
 		rc = run(&j, &d);
@@ -670,6 +677,7 @@ int sky_cmd_layer(int argc, char **argv)
 			cJSON_AddNumberToObject(o, "seq", j.cfg.seq);
 			cJSON_AddNumberToObject(o, "hidden", j.cfg.hidden);
 			cJSON_AddBoolToObject(o, "backward", j.has_grad);
+			cJSON_AddNumberToObject(o, "load_ms", j.load_s * 1e3);
 			cJSON_AddNumberToObject(o, "fwd_ms", j.fwd_s * 1e3);
 			cJSON_AddNumberToObject(o, "bwd_ms", j.bwd_s * 1e3);
 			cJSON_AddNumberToObject(o, "arena_bytes", (double)j.arena_bytes);
@@ -683,9 +691,9 @@ int sky_cmd_layer(int argc, char **argv)
 		char bwd[64] = "";
 		if (j.has_grad)
 			snprintf(bwd, sizeof bwd, ", backward %.3f ms", j.bwd_s * 1e3);
-		printf("sky layer: %s %s batch %d seq %d: forward %.3f ms%s, arena %zu bytes, "
-		       "wrote %s\n",
-		       j.precision, j.cfg.name, j.cfg.batch, j.cfg.seq, j.fwd_s * 1e3, bwd,
+		printf("sky layer: %s %s batch %d seq %d: load %.3f ms, forward %.3f ms%s, arena %zu "
+		       "bytes, wrote %s\n",
+		       j.precision, j.cfg.name, j.cfg.batch, j.cfg.seq, j.load_s * 1e3, j.fwd_s * 1e3, bwd,
 		       j.arena_bytes, j.out_path);
 	}
 	job_close(&j);
