@@ -155,6 +155,8 @@ int sky_profile_load_file(sky_profile *p, const char *path, sky_diag *d)
 	if (rc)
 		return rc;
 	snprintf(p->source, sizeof p->source, "%s", path);
+	SKY_DEBUG("profile: %s from %s (threads %d, mem_cap_mb %llu, speed %g)", p->name, path,
+		  p->threads, (unsigned long long)p->mem_cap_mb, p->speed);
 	return 0;
 }
 

@@ -42,7 +42,8 @@ void sky_profile_defaults(sky_profile *p);
  * naming the line; *p is unchanged on error. */
 int sky_profile_parse(sky_profile *p, const char *text, size_t len, const char *what, sky_diag *d);
 /* Defaults, then the file at path. Returns 0, SKY_ENOTFOUND, SKY_EIO, or the
- * sky_profile_parse errors. */
+ * sky_profile_parse errors. Reads through a static buffer: call it (and
+ * sky_profile_load) from one thread, once at start. */
 int sky_profile_load_file(sky_profile *p, const char *path, sky_diag *d);
 /* Finds and loads the profile, first match wins:
  *   1. path (from --profile), when not NULL;
