@@ -80,7 +80,8 @@ static void help(FILE *to)
 		"                   --tol default 1e-4, --atol default 1e-6); exit 1 if any fails\n"
 		"  --make-example D write D/weights.safetensors, D/input.safetensors (with padding in\n"
 		"                   the mask), D/grad.safetensors and the in-process results\n"
-		"                   D/expected.safetensors (fwd+bwd) and D/expected_fwd.safetensors\n",
+		"                   D/expected.safetensors (fwd+bwd) and D/expected_fwd.safetensors;\n"
+		"                   --model (default tiny), --batch, --seq (default 2, 8), --seed (1)\n",
 		sky_model_preset_names());
 }
 
