@@ -58,6 +58,24 @@ else
 	bad layer_tool_matches_pytorch "$(cat "$T/run.txt" "$T/cmp.txt" | tail -5)"
 fi
 
+# 1b. the same check for an aarch64 board under qemu, when make check has
+#     cross-built it (a board checked against the reference, as in the field)
+A=build/generic-aarch64/bin/sky
+if [ -x "$A" ] && command -v qemu-aarch64 >/dev/null 2>&1; then
+	if OPENBLAS_NUM_THREADS=1 timeout 300 qemu-aarch64 -L /usr/aarch64-linux-gnu -cpu cortex-a72 \
+		"$A" layer --model tiny --prefix encoder.layer.0. --weights "$G/weights.safetensors" \
+		--input "$G/input.safetensors" --grad "$G/grad.safetensors" \
+		--out "$T/arm_out.safetensors" >"$T/run.txt" 2>&1 &&
+		"$SKY" layer --compare "$G/torch_expected.safetensors" "$T/arm_out.safetensors" \
+			--tol 1e-5 >"$T/cmp.txt" 2>&1; then
+		pass layer_tool_aarch64_matches_pytorch
+	else
+		bad layer_tool_aarch64_matches_pytorch "$(cat "$T/run.txt" "$T/cmp.txt" | tail -5)"
+	fi
+else
+	echo "SKIP layer_tool_aarch64_matches_pytorch: no $A or qemu-aarch64"
+fi
+
 # 2. against the layer in process, other shapes, no prefix
 "$SKY" layer --make-example "$T/ex" --batch 3 --seq 5 --seed 7 >/dev/null 2>&1 ||
 	bad layer_tool_make_example "sky layer --make-example failed"
