@@ -19,7 +19,7 @@ int sky_job_init(sky_job *j, const char *model)
 	j->sched = SKY_SCHED_1F1B;
 	j->prec = SKY_PREC_FP32;
 	j->keep_order = 0;
-	j->order_evals = 24;
+	j->order_evals = 64;
 	return 0;
 }
 

@@ -264,23 +264,18 @@ exit:
 	return rc;
 }
 
-/* qsort keys for the seed orders */
-static const board_cost *g_sort_bc;
-static int by_mem_desc(const void *x, const void *y)
+/* seed orders sort (key, index) pairs: no global comparator state */
+typedef struct keyed {
+	double key;
+	int idx;
+} keyed;
+
+static int by_key(const void *x, const void *y)
 {
-	int a = *(const int *)x, b = *(const int *)y;
-	int64_t ma = g_sort_bc[a].mem, mb = g_sort_bc[b].mem;
-	if (ma != mb)
-		return ma > mb ? -1 : 1;
-	return (a > b) - (a < b);
-}
-static int by_speed_desc(const void *x, const void *y)
-{
-	int a = *(const int *)x, b = *(const int *)y;
-	double ta = g_sort_bc[a].fwd + g_sort_bc[a].bwd, tb = g_sort_bc[b].fwd + g_sort_bc[b].bwd;
-	if (ta != tb)
-		return ta < tb ? -1 : 1;
-	return (a > b) - (a < b);
+	const keyed *a = x, *b = y;
+	if (a->key != b->key)
+		return a->key < b->key ? -1 : 1;
+	return (a->idx > b->idx) - (a->idx < b->idx);
 }
 
 int plan_optimal(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_diag *d)
@@ -288,6 +283,7 @@ int plan_optimal(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_diag *
 	opt_ws w;
 	int rc = 0, n = f->n;
 	int *cand = NULL, *best_order = NULL;
+	keyed *keys = NULL;
 	sky_plan *tmp = NULL;
 	if ((rc = ws_init(&w, f, j))) {
 		rc = sky_diag_set(d, SKY_ENOMEM, "optimal: no memory for the work arrays");
@@ -296,7 +292,8 @@ int plan_optimal(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_diag *
 	cand = malloc(sizeof(int) * (size_t)n);
 	best_order = malloc(sizeof(int) * (size_t)n);
 	tmp = malloc(sizeof *tmp);
-	if (!cand || !best_order || !tmp) {
+	keys = malloc(sizeof *keys * (size_t)n);
+	if (!cand || !best_order || !tmp || !keys) {
 		rc = sky_diag_set(d, SKY_ENOMEM, "optimal: no memory for the work arrays");
 		goto exit;
 	}
@@ -314,11 +311,15 @@ int plan_optimal(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_diag *
 		goto exit;
 	/* seeds: memory-rich boards first (1F1B keeps more activations early
 	 * in the pipeline, the first stage holds the embedding), fastest first */
-	g_sort_bc = w.bc_fleet;
 	for (int seed = 0; seed < 2; seed++) {
+		for (int i = 0; i < n; i++) {
+			const board_cost *b = &w.bc_fleet[i];
+			keys[i].key = seed == 0 ? -(double)b->mem : b->fwd + b->bwd;
+			keys[i].idx = i;
+		}
+		qsort(keys, (size_t)n, sizeof *keys, by_key);
 		for (int i = 0; i < n; i++)
-			cand[i] = i;
-		qsort(cand, (size_t)n, sizeof(int), seed == 0 ? by_mem_desc : by_speed_desc);
+			cand[i] = keys[i].idx;
 		set_order(&w, cand, n);
 		double t = solve_order(&w, best, tmp);
 		if (t < best) {
@@ -331,9 +332,11 @@ int plan_optimal(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_diag *
 		rc = plan_shortfall(f, j, d, "optimal");
 		goto exit;
 	}
-	/* local search around the bottleneck stage's board: swap it with its
-	 * neighbours in the order, or move it to either end (the end stages send
-	 * one message per micro-batch, not two); keep the first move that wins */
+	/* local search around the bottleneck stage's board: move it to either
+	 * end (the end stages send one message per micro-batch, not two), then
+	 * swap it with the boards nearest it in the order, then farther ones;
+	 * keep the first move that wins and start again from the new
+	 * bottleneck, until no move wins or the budget is spent */
 	int budget = j->order_evals;
 	while (budget > 0) {
 		sky_plan_evaluate(f, j, out, NULL);
@@ -341,20 +344,25 @@ int plan_optimal(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_diag *
 		while (best_order[q] != bboard)
 			q++;
 		int improved = 0;
-		for (int move = 0; move < 4 && budget > 0 && !improved; move++) {
+		for (int move = 0; move < 2 * n + 2 && budget > 0 && !improved; move++) {
 			memcpy(cand, best_order, sizeof(int) * (size_t)n);
-			if (move == 0 && q > 0) {
-				cand[q] = cand[q - 1], cand[q - 1] = bboard;
-			} else if (move == 1 && q + 1 < n) {
-				cand[q] = cand[q + 1], cand[q + 1] = bboard;
-			} else if (move == 2 && q > 0) {
+			if (move == 0) {
+				if (q == 0)
+					continue;
 				memmove(cand + 1, cand, sizeof(int) * (size_t)q);
 				cand[0] = bboard;
-			} else if (move == 3 && q + 1 < n) {
+			} else if (move == 1) {
+				if (q == n - 1)
+					continue;
 				memmove(cand + q, cand + q + 1, sizeof(int) * (size_t)(n - q - 1));
 				cand[n - 1] = bboard;
 			} else {
-				continue;
+				/* swap with q - dist (even moves) or q + dist (odd) */
+				int dist = move / 2, other = move % 2 ? q + dist : q - dist;
+				if (other < 0 || other >= n)
+					continue;
+				cand[q] = cand[other];
+				cand[other] = bboard;
 			}
 			budget--;
 			set_order(&w, cand, n);
@@ -370,6 +378,7 @@ int plan_optimal(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_diag *
 			break;
 	}
 exit:
+	free(keys);
 	free(cand);
 	free(best_order);
 	free(tmp);

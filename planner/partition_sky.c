@@ -36,6 +36,7 @@
 #include "plan_internal.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct sky_state {
@@ -126,40 +127,53 @@ static void balance_pass(sky_state *s)
 	}
 }
 
+static int plan_sky_run(sky_state *sp, const sky_fleet *f, const sky_job *j, sky_plan *out,
+			sky_diag *d);
+
 int plan_sky(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_diag *d)
 {
-	static sky_state s; /* ~50 KB; the planner is single-threaded per process */
+	sky_state *sp = malloc(sizeof *sp); /* ~50 KB, once per call */
+	if (!sp)
+		return sky_diag_set(d, SKY_ENOMEM, "sky: no memory for its state");
+	int rc = plan_sky_run(sp, f, j, out, d);
+	free(sp);
+	return rc;
+}
+
+static int plan_sky_run(sky_state *s, const sky_fleet *f, const sky_job *j, sky_plan *out,
+			sky_diag *d)
+{
 	plan_ctx c;
 	plan_ctx_init(&c, j);
 	int L = j->model.layers;
-	s.c = &c;
-	s.f = f;
-	s.j = j;
-	s.n = f->n < L ? f->n : L;
-	s.layer_flops = 3.0 * sky_model_layer_flops_fwd(&j->model);
+	s->c = &c;
+	s->f = f;
+	s->j = j;
+	s->n = f->n < L ? f->n : L;
+	s->layer_flops = 3.0 * sky_model_layer_flops_fwd(&j->model);
 	double tmin = INFINITY;
-	for (int k = 0; k < s.n; k++) {
+	for (int k = 0; k < s->n; k++) {
 		board_cost bc;
 		plan_board_cost(&c, j, &f->board[k], &bc);
-		s.wt[k] = bc.fwd + bc.bwd;
-		if (s.wt[k] < tmin)
-			tmin = s.wt[k];
+		s->wt[k] = bc.fwd + bc.bwd;
+		if (s->wt[k] < tmin)
+			tmin = s->wt[k];
 	}
-	for (int k = 0; k < s.n; k++)
-		s.wt[k] /= tmin;
+	for (int k = 0; k < s->n; k++)
+		s->wt[k] /= tmin;
 	/* the even split */
-	int base = L / s.n, extra = L % s.n;
-	s.p[0] = 0;
-	for (int k = 0; k < s.n; k++)
-		s.p[k + 1] = s.p[k] + base + (k < extra);
-	if (!memory_pass(&s))
+	int base = L / s->n, extra = L % s->n;
+	s->p[0] = 0;
+	for (int k = 0; k < s->n; k++)
+		s->p[k + 1] = s->p[k] + base + (k < extra);
+	if (!memory_pass(s))
 		return plan_shortfall(f, j, d, "sky (memory pass failed)");
-	balance_pass(&s);
-	for (int k = 0; k < s.n; k++) {
+	balance_pass(s);
+	for (int k = 0; k < s->n; k++) {
 		out->stage[k].board = k;
-		out->stage[k].first_unit = 2 * s.p[k];
-		out->stage[k].last_unit = 2 * s.p[k + 1] - 1;
+		out->stage[k].first_unit = 2 * s->p[k];
+		out->stage[k].last_unit = 2 * s->p[k + 1] - 1;
 	}
-	out->n_stages = s.n;
+	out->n_stages = s->n;
 	return 0;
 }

@@ -32,7 +32,7 @@ static void usage(const char *cmd, FILE *to, const char *extra)
 		"  --schedule S          gpipe or 1f1b (default 1f1b)\n"
 		"  --precision P         fp32 or int8: which measured times to use (default fp32)\n"
 		"  --keep-order          optimal: keep the fleet's board order\n"
-		"  --order-evals N       optimal: board orders local search may try (default 24)\n"
+		"  --order-evals N       optimal: board orders local search may try (default 64)\n"
 		"  --write-fleet F.json  also save the fleet planned for (e.g. the paper's) as a file\n"
 		"%s"
 		"  --json                machine-readable output\n",

@@ -15,6 +15,7 @@ typedef struct sim_row {
 	char err[256];
 	double step_s, bottleneck_s, lower_bound_s, bubble;
 	int stages;
+	double *busy_s; /* per stage, heap */
 } sim_row;
 
 int sky_cmd_sim(int argc, char **argv)
@@ -24,6 +25,7 @@ int sky_cmd_sim(int argc, char **argv)
 				"  --algo A,B,...        algorithms to compare (default even,sky,optimal)\n",
 				"even,sky,optimal");
 	sim_row rows[SKY_ALGO_COUNT * 2];
+	memset(rows, 0, sizeof rows);
 	int n = 0, failed = 0;
 	sky_plan *p = NULL;
 	sky_sim_result *r = NULL;
@@ -73,6 +75,9 @@ int sky_cmd_sim(int argc, char **argv)
 		w->bottleneck_s = p->bottleneck_s;
 		w->lower_bound_s = p->lower_bound_s;
 		w->stages = p->n_stages;
+		w->busy_s = malloc(sizeof(double) * (size_t)p->n_stages);
+		if (w->busy_s)
+			memcpy(w->busy_s, r->busy_s, sizeof(double) * (size_t)p->n_stages);
 		if (w->algo == SKY_ALGO_EVEN)
 			even_step = w->step_s;
 	}
@@ -141,17 +146,25 @@ int sky_cmd_sim(int argc, char **argv)
 		cJSON_AddNumberToObject(o, "micro_batches", c.job.micro_batches);
 		cJSON_AddNumberToObject(o, "micro_batch", c.job.model.batch);
 		cJSON_AddStringToObject(o, "schedule", sky_sched_name(c.job.sched));
-		char buf[2048];
-		int len = sky_json_print(o, buf, sizeof buf);
+		if (w->busy_s)
+			cJSON_AddItemToObject(o, "busy_s",
+					      cJSON_CreateDoubleArray(w->busy_s, w->stages));
+		size_t cap = 4096 + (size_t)w->stages * 32;
+		char *buf = malloc(cap);
+		int len = buf ? sky_json_print(o, buf, cap) : SKY_ENOMEM;
 		sky_json_free(o);
+		if (len >= 0)
+			printf("%s\n", buf);
+		free(buf);
 		if (len < 0) {
 			rc = 1;
 			goto exit;
 		}
-		printf("%s\n", buf);
 	}
 	rc = failed;
 exit:
+	for (int i = 0; i < n; i++)
+		free(rows[i].busy_s);
 	free(p);
 	free(r);
 	plan_cli_free(&c);
