@@ -339,7 +339,7 @@ int sky_layer_s8_setup(sky_layer_s8 *L, sky_diag *d)
 	int f = (int)floor(log2(32767.0 * sqrt(2.0) / am[SKY_Q_U]));
 	if (f > 14)
 		f = 14;
-	if (f < 1)
+	if (f < 7)
 		return sky_diag_set(d, SKY_ERANGE,
 				    "int8 layer: FFN pre-activation range %g is too wide for GELU's Q format",
 				    am[SKY_Q_U]);

@@ -3,6 +3,8 @@
  * floating point) and the run-time choice of SIMD variants. */
 #include "sky_kernels_s8.h"
 
+#include "sky_cpu.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -93,7 +95,7 @@ void sky_k_softmax_s8_ref(const int32_t *s, int rows, int cols, long lds, const 
 
 int sky_k_gelu_s8_params(int f, double s_out, sky_k_gelu_params *p)
 {
-	if (f < 1 || f > 14 || !(s_out > 0) || !isfinite(s_out))
+	if (f < 7 || f > 14 || !(s_out > 0) || !isfinite(s_out))
 		return -1;
 	p->f = f;
 	p->b = (int32_t)lround(1.769 * (double)(1 << f));
@@ -104,9 +106,9 @@ int sky_k_gelu_s8_params(int f, double s_out, sky_k_gelu_params *p)
 static inline int8_t gelu1(int32_t x, const sky_k_gelu_params *p)
 {
 	int32_t ax = x < 0 ? -x : x;
-	int32_t t = (ax < p->b ? ax : p->b) - p->b;
-	int64_t e = ((int64_t)p->a15 * (t * t) + ((int64_t)1 << (2 * p->f - 1))) >> (2 * p->f);
-	int32_t E = (1 << 15) + (int32_t)e;
+	int32_t t = (ax < p->b ? ax : p->b) - p->b;          /* Q f, in [-B, 0] */
+	int32_t t2 = (t * t) >> (2 * p->f - 14);              /* Q14, < 51300 */
+	int32_t E = (1 << 15) + ((p->a15 * t2 + (1 << 13)) >> 14); /* |erf|, Q15 */
 	int32_t P = x * ((1 << 15) + (x > 0 ? E : x < 0 ? -E : 0));
 	return (int8_t)clamp64(sky_k_requant1(P, p->mult, p->rshift), -128, 127);
 }
@@ -189,10 +191,22 @@ void sky_k_dequantize_s8_f32(const int8_t *q, size_t n, float s, float *x)
 void sky_k_softmax_s8(const int32_t *s, int rows, int cols, long lds, const uint8_t *mask,
 		      const sky_k_softmax_params *p, uint8_t *y, long ldy)
 {
+#if defined(__x86_64__)
+	if (sky_cpu_get_features().avx512) {
+		sky_k_softmax_s8_avx512(s, rows, cols, lds, mask, p, y, ldy);
+		return;
+	}
+#endif
 	sky_k_softmax_s8_ref(s, rows, cols, lds, mask, p, y, ldy);
 }
 
 void sky_k_gelu_s16_s8(const int16_t *x, size_t n, const sky_k_gelu_params *p, int8_t *y)
 {
+#if defined(__x86_64__)
+	if (sky_cpu_get_features().avx512) {
+		sky_k_gelu_s16_s8_avx512(x, n, p, y);
+		return;
+	}
+#endif
 	sky_k_gelu_s16_s8_ref(x, n, p, y);
 }

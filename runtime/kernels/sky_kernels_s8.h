@@ -144,11 +144,12 @@ void sky_k_softmax_s8_ref(const int32_t *s, int rows, int cols, long lds, const 
 /* GELU on int16 input x = round(u * 2^f), u = v / sqrt2 (v the
  * pre-activation), int8 output. I-BERT's erf approximation
  *   erf(u) ~ sgn(u) [1 + a (min(|u|, -b) + b)^2],  a = -0.2888, b = -1.769
- * in Q15:  t = min(|x|, B) - B,  E = 2^15 + ((A15 * t^2 + 2^(2f-1)) >> 2f)
- * (B = round(1.769 * 2^f), A15 = round(a * 2^15)), then
- *   P = x * (2^15 + sgn(x) E)          (int32: |P| < 2^31)
- * is gelu(v) = v/2 (1 + erf(u)) in units of sqrt2 * 2^(-f-16), and
- * y = clamp(requant(P, mult, rshift), -128, 127). */
+ * in int32 only:  t = min(|x|, B) - B  (Q f),  t2 = t^2 >> (2f - 14)  (Q14),
+ *   E = 2^15 + ((A15 * t2 + 2^13) >> 14)  (|erf|, Q15),
+ *   P = x * (2^15 + sgn(x) E)             (|P| < 2^31)
+ * (B = round(1.769 * 2^f), A15 = round(a * 2^15)); P is gelu(v) = v/2 (1 +
+ * erf(u)) in units of sqrt2 * 2^(-f-16), and y = clamp(requant(P, mult,
+ * rshift), -128, 127). f in [7, 14]. */
 typedef struct sky_k_gelu_params {
 	int f;          /* input Q format: x = round(v / sqrt2 * 2^f) */
 	int32_t b;      /* round(1.769 * 2^f) */
@@ -156,7 +157,7 @@ typedef struct sky_k_gelu_params {
 	int32_t mult;   /* P -> output scale */
 	int8_t rshift;
 } sky_k_gelu_params;
-/* s_out: scale of the int8 output. Returns 0 or -1 (bad f or s_out). */
+/* s_out: scale of the int8 output. Returns 0 or -1 (f outside [7, 14], bad s_out). */
 int sky_k_gelu_s8_params(int f, double s_out, sky_k_gelu_params *p);
 void sky_k_gelu_s16_s8(const int16_t *x, size_t n, const sky_k_gelu_params *p, int8_t *y);
 void sky_k_gelu_s16_s8_ref(const int16_t *x, size_t n, const sky_k_gelu_params *p, int8_t *y);

@@ -189,6 +189,25 @@ SKY_TEST(softmax_close_to_fp64_and_variants_agree)
 	SKY_EXPECT(maxerr < 0.012);
 	sky_k_softmax_s8(s, rows, cols, cols, mask, &p, y2, cols);
 	SKY_EXPECT(memcmp(y, y2, (size_t)rows * cols) == 0);
+	/* random shapes, masks and extreme scores (differences beyond int32) */
+	for (int it = 0; it < 30; it++) {
+		int rr = 1 + (int)sky_rng_below(&rng, 4), cc = 1 + (int)sky_rng_below(&rng, 77);
+		uint8_t mk[77];
+		for (int j = 0; j < cc; j++)
+			mk[j] = sky_rng_below(&rng, 4) == 0;
+		for (int i = 0; i < rr * cc; i++) {
+			uint32_t kind = sky_rng_below(&rng, 8);
+			s[i] = kind == 0   ? INT32_MIN
+			       : kind == 1 ? INT32_MAX
+			       : (int32_t)(sky_rng_normal(&rng) * 3000);
+		}
+		sky_k_softmax_params pp;
+		sky_k_softmax_s8_params(ldexp(1.0, -(int)sky_rng_below(&rng, 16)), &pp);
+		sky_k_softmax_s8_ref(s, rr, cc, cc, it & 1 ? mk : NULL, &pp, y, cc);
+		sky_k_softmax_s8(s, rr, cc, cc, it & 1 ? mk : NULL, &pp, y2, cc);
+		SKY_EXPECT_MSG(memcmp(y, y2, (size_t)rr * cc) == 0, "softmax variant differs, %d x %d",
+			       rr, cc);
+	}
 	/* a fully masked row gives zeros, not a division by zero */
 	memset(mask, 1, sizeof mask);
 	sky_k_softmax_s8_ref(s, 1, cols, cols, mask, &p, y, cols);
@@ -219,6 +238,13 @@ SKY_TEST(gelu_close_to_fp64_and_variants_agree)
 	SKY_EXPECT(maxerr < 0.03 + s_out);
 	sky_k_gelu_s16_s8(x, N, &p, y2);
 	SKY_EXPECT(memcmp(y, y2, N) == 0);
+	for (int ff = 7; ff <= 14; ff++) { /* every Q format, odd lengths (tails) */
+		SKY_EXPECT_EQ(sky_k_gelu_s8_params(ff, s_out * (ff - 6), &p), 0);
+		size_t n = (size_t)(N - 5 * ff);
+		sky_k_gelu_s16_s8_ref(x + ff, n, &p, y);
+		sky_k_gelu_s16_s8(x + ff, n, &p, y2);
+		SKY_EXPECT_MSG(memcmp(y, y2, n) == 0, "gelu variant differs at f = %d", ff);
+	}
 	SKY_EXPECT(sky_k_gelu_s8_params(0, s_out, &p) < 0);
 	SKY_EXPECT(sky_k_gelu_s8_params(f, 0.0, &p) < 0);
 	free(x), free(y), free(y2);

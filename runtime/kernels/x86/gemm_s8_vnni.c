@@ -5,8 +5,8 @@
  * and the row sum (computed once per block of rows) is subtracted before
  * the epilogue. Every sum is exact in int32, so the result equals _ref.
  *
- * Tiles of 8 rows x 32 channels (16 zmm accumulators, 2 weight loads and 8
- * broadcasts per 16 vpdpbusd); rows are walked in blocks of MC so the
+ * Tiles of 8 rows x 48 channels (24 zmm accumulators, 3 weight loads and 8
+ * broadcasts per 24 vpdpbusd); rows are walked in blocks of MC so the
  * activation block stays in L2 while every weight panel streams past it
  * once. The epilogue (bias, Q31 requantisation, saturation) runs on the
  * accumulators in registers. */
@@ -15,8 +15,15 @@
 #include <immintrin.h>
 #include <string.h>
 
-#define MR 8
-#define MC 128
+#ifndef MR
+#define MR 8   /* rows per tile */
+#endif
+#ifndef NB
+#define NB 3   /* 16-channel blocks per tile */
+#endif
+#ifndef MC
+#define MC 128 /* rows per block kept in L2 */
+#endif
 
 #define INLINE static inline __attribute__((always_inline))
 
@@ -59,7 +66,7 @@ INLINE void tile(const int MRc, const int NBc, int K, const int8_t *a, long lda,
 		 size_t bstride, const int32_t *rsum, const sky_k_gemm_out *o, long m0, int n0,
 		 int nvalid)
 {
-	__m512i acc[MR][2];
+	__m512i acc[MR][NB];
 	_Pragma("GCC unroll 8")
 	for (int r = 0; r < MRc; r++)
 		_Pragma("GCC unroll 8")
@@ -67,7 +74,7 @@ INLINE void tile(const int MRc, const int NBc, int K, const int8_t *a, long lda,
 			acc[r][j] = _mm512_setzero_si512();
 	int k4n = K / 4;
 	for (int k4 = 0; k4 < k4n; k4++) {
-		__m512i bv[2];
+		__m512i bv[NB];
 		_Pragma("GCC unroll 8")
 		for (int j = 0; j < NBc; j++)
 			bv[j] = _mm512_loadu_si512((const void *)(b + j * bstride + (size_t)k4 * 64));
@@ -82,7 +89,7 @@ INLINE void tile(const int MRc, const int NBc, int K, const int8_t *a, long lda,
 		}
 	}
 	if (K & 3) { /* last group: the row ends inside it, pad with zeros */
-		__m512i bv[2];
+		__m512i bv[NB];
 		_Pragma("GCC unroll 8")
 		for (int j = 0; j < NBc; j++)
 			bv[j] = _mm512_loadu_si512((const void *)(b + j * bstride + (size_t)k4n * 64));
@@ -126,25 +133,29 @@ void sky_k_gemm_s8_vnni(int M, const int8_t *a, long lda, const sky_k_s8_packed 
 				s += ar[k];
 			rsum[r] = s;
 		}
-		for (int n0 = 0; n0 < N; n0 += 32) {
+		/* each weight panel (16 * NB channels) stays in L1/L2 while the
+		 * block's rows pass it */
+		for (int n0 = 0; n0 < N; n0 += 16 * NB) {
 			const uint8_t *b = w->data + (size_t)(n0 / 16) * bstride;
-			int nvalid = N - n0 < 32 ? N - n0 : 32;
-			int r = 0;
-			if (nvalid > 16) {
-				for (; r + MR <= mc; r += MR)
-					tile(MR, 2, K, a + (long)(m0 + r) * lda, lda, b, bstride,
-					     rsum + r, o, m0 + r, n0, nvalid);
-				for (; r < mc; r++)
-					tile(1, 2, K, a + (long)(m0 + r) * lda, lda, b, bstride,
-					     rsum + r, o, m0 + r, n0, nvalid);
-			} else {
-				for (; r + MR <= mc; r += MR)
-					tile(MR, 1, K, a + (long)(m0 + r) * lda, lda, b, bstride,
-					     rsum + r, o, m0 + r, n0, nvalid);
-				for (; r < mc; r++)
-					tile(1, 1, K, a + (long)(m0 + r) * lda, lda, b, bstride,
-					     rsum + r, o, m0 + r, n0, nvalid);
-			}
+			int nvalid = N - n0 < 16 * NB ? N - n0 : 16 * NB;
+			int nb = (nvalid + 15) / 16, r = 0;
+#define ROWS(NBc) \
+	do { \
+		for (; r + MR <= mc; r += MR) \
+			tile(MR, NBc, K, a + (long)(m0 + r) * lda, lda, b, bstride, rsum + r, o, m0 + r, \
+			     n0, nvalid); \
+		for (; r < mc; r++) \
+			tile(1, NBc, K, a + (long)(m0 + r) * lda, lda, b, bstride, rsum + r, o, m0 + r, \
+			     n0, nvalid); \
+	} while (0)
+			if (nb == NB)
+				ROWS(NB);
+#if NB > 2
+			else if (nb == 2)
+				ROWS(2);
+#endif
+			else
+				ROWS(1);
 		}
 	}
 }

@@ -1,0 +1,142 @@
+/* Integer softmax and GELU on AVX-512 (16 int32 lanes), the same formulas
+ * as nonlin_s8.c's _ref step for step, so the bits are the same: int32
+ * products where the ref has int32, vpmuldq (signed 32 x 32 -> 64) where it
+ * has int64, arithmetic shifts as the ref's >> on signed values. */
+#include "sky_kernels_s8.h"
+
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+#define EXP_B14 22168
+#define EXP_A14 5874
+#define EXP_C28 92341796
+#define LN2_Q14 11357
+#define EXP_ZMAX 18
+
+/* requant(v, mult, rs) per lane with the same rs everywhere: int64 lanes
+ * computed in even/odd halves, clamped to [lo, hi], back to int32. */
+static inline __m512i requant16(__m512i v, __m512i mult, int rs, int64_t lo, int64_t hi)
+{
+	__m512i rnd = _mm512_set1_epi64((int64_t)1 << (rs - 1));
+	__m128i c = _mm_cvtsi32_si128(rs);
+	__m512i pe = _mm512_sra_epi64(_mm512_add_epi64(_mm512_mul_epi32(v, mult), rnd), c);
+	__m512i po = _mm512_sra_epi64(
+		_mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(v, 32), mult), rnd), c);
+	__m512i vlo = _mm512_set1_epi64(lo), vhi = _mm512_set1_epi64(hi);
+	pe = _mm512_min_epi64(_mm512_max_epi64(pe, vlo), vhi);
+	po = _mm512_min_epi64(_mm512_max_epi64(po, vlo), vhi);
+	return _mm512_mask_blend_epi32((__mmask16)0xAAAA, pe, _mm512_slli_epi64(po, 32));
+}
+
+void sky_k_gelu_s16_s8_avx512(const int16_t *x, size_t n, const sky_k_gelu_params *p, int8_t *y)
+{
+	const __m512i b = _mm512_set1_epi32(p->b), a15 = _mm512_set1_epi32(p->a15);
+	const __m512i one15 = _mm512_set1_epi32(1 << 15), r13 = _mm512_set1_epi32(1 << 13);
+	const __m512i mult = _mm512_set1_epi32(p->mult), zero = _mm512_setzero_si512();
+	const __m128i sh = _mm_cvtsi32_si128(2 * p->f - 14);
+	size_t i = 0;
+	for (; i < n; i += 16) {
+		size_t cnt = n - i < 16 ? n - i : 16;
+		__mmask16 km = (__mmask16)(cnt == 16 ? 0xFFFF : (1u << cnt) - 1);
+		__m512i xv = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(km, x + i));
+		__m512i t = _mm512_sub_epi32(_mm512_min_epi32(_mm512_abs_epi32(xv), b), b);
+		__m512i t2 = _mm512_sra_epi32(_mm512_mullo_epi32(t, t), sh);
+		__m512i E = _mm512_add_epi32(
+			one15, _mm512_srai_epi32(_mm512_add_epi32(_mm512_mullo_epi32(a15, t2), r13), 14));
+		/* sgn(x) E: E, -E or 0 */
+		__m512i sE = _mm512_mask_sub_epi32(E, _mm512_cmplt_epi32_mask(xv, zero), zero, E);
+		sE = _mm512_mask_mov_epi32(sE, _mm512_cmpeq_epi32_mask(xv, zero), zero);
+		__m512i P = _mm512_mullo_epi32(xv, _mm512_add_epi32(one15, sE));
+		__m512i r = requant16(P, mult, p->rshift, -128, 127);
+		_mm_mask_storeu_epi8(y + i, km, _mm512_cvtepi32_epi8(r));
+	}
+}
+
+/* e (Q15) from the Q16 log2 exponent w <= 0, lanes as exp_q15() */
+static inline __m512i exp16(__m512i w)
+{
+	__m512i nw = _mm512_sub_epi32(_mm512_setzero_si512(), w);
+	__m512i z = _mm512_srai_epi32(nw, 16);
+	__m512i r14 = _mm512_srai_epi32(_mm512_and_si512(nw, _mm512_set1_epi32(0xffff)), 2);
+	__m512i p14 = _mm512_sub_epi32(
+		_mm512_setzero_si512(),
+		_mm512_srai_epi32(_mm512_add_epi32(_mm512_mullo_epi32(r14, _mm512_set1_epi32(LN2_Q14)),
+						   _mm512_set1_epi32(1 << 13)),
+				  14));
+	__m512i t = _mm512_add_epi32(p14, _mm512_set1_epi32(EXP_B14));
+	__m512i l28 = _mm512_add_epi32(
+		_mm512_mullo_epi32(_mm512_set1_epi32(EXP_A14),
+				   _mm512_srai_epi32(_mm512_mullo_epi32(t, t), 14)),
+		_mm512_set1_epi32(EXP_C28));
+	__mmask16 big = _mm512_cmpge_epi32_mask(z, _mm512_set1_epi32(EXP_ZMAX));
+	__m512i e = _mm512_srav_epi32(l28, _mm512_add_epi32(z, _mm512_set1_epi32(13)));
+	return _mm512_mask_mov_epi32(e, big, _mm512_setzero_si512());
+}
+
+#define SOFTMAX_MAX_COLS 4096
+
+void sky_k_softmax_s8_avx512(const int32_t *s, int rows, int cols, long lds, const uint8_t *mask,
+			     const sky_k_softmax_params *p, uint8_t *y, long ldy)
+{
+	if (cols > SOFTMAX_MAX_COLS) { /* the row of exponents lives on the stack */
+		sky_k_softmax_s8_ref(s, rows, cols, lds, mask, p, y, ldy);
+		return;
+	}
+	int32_t e[SOFTMAX_MAX_COLS];
+	const __m512i mw = _mm512_set1_epi32(p->mw);
+	for (int i = 0; i < rows; i++) {
+		const int32_t *row = s + i * lds;
+		uint8_t *out = y + i * ldy;
+		__m512i vmx = _mm512_set1_epi32(INT32_MIN);
+		int any = 0;
+		for (int j = 0; j < cols; j += 16) {
+			int cnt = cols - j < 16 ? cols - j : 16;
+			__mmask16 km = (__mmask16)(cnt == 16 ? 0xFFFF : (1u << cnt) - 1);
+			if (mask)
+				km &= _mm_cmpeq_epi8_mask(_mm_maskz_loadu_epi8(km, mask + j),
+							  _mm_setzero_si128());
+			any |= km != 0;
+			vmx = _mm512_mask_max_epi32(vmx, km, vmx, _mm512_maskz_loadu_epi32(km, row + j));
+		}
+		if (!any) {
+			memset(out, 0, (size_t)cols);
+			continue;
+		}
+		int32_t mx = _mm512_reduce_max_epi32(vmx);
+		int64_t thr64 = (int64_t)mx - p->dmax;
+		__m512i thr = _mm512_set1_epi32(thr64 < INT32_MIN ? INT32_MIN : (int32_t)thr64);
+		__m512i vm = _mm512_set1_epi32(mx), ndmax = _mm512_set1_epi32(-p->dmax);
+		__m512i vsum = _mm512_setzero_si512();
+		for (int j = 0; j < cols; j += 16) {
+			int cnt = cols - j < 16 ? cols - j : 16;
+			__mmask16 km = (__mmask16)(cnt == 16 ? 0xFFFF : (1u << cnt) - 1);
+			__mmask16 keep = km;
+			if (mask)
+				keep &= _mm_cmpeq_epi8_mask(_mm_maskz_loadu_epi8(km, mask + j),
+							    _mm_setzero_si128());
+			__m512i a = _mm512_maskz_loadu_epi32(km, row + j);
+			/* d = max(a - mx, -dmax) without int32 overflow */
+			__m512i d = _mm512_mask_mov_epi32(_mm512_sub_epi32(a, vm),
+							  _mm512_cmplt_epi32_mask(a, thr), ndmax);
+			__m512i w = requant16(d, mw, p->rsw, INT64_MIN / 2, INT64_MAX / 2);
+			__m512i ev = _mm512_maskz_mov_epi32(keep, exp16(w));
+			vsum = _mm512_add_epi32(vsum, ev);
+			_mm512_mask_storeu_epi32(e + j, km, ev);
+		}
+		uint64_t sum = (uint64_t)(uint32_t)_mm512_reduce_add_epi32(vsum);
+		uint64_t inv = ((uint64_t)1 << 46) / sum;
+		__m512i vinv = _mm512_set1_epi64((int64_t)inv), rnd = _mm512_set1_epi64((int64_t)1 << 37);
+		for (int j = 0; j < cols; j += 16) {
+			int cnt = cols - j < 16 ? cols - j : 16;
+			__mmask16 km = (__mmask16)(cnt == 16 ? 0xFFFF : (1u << cnt) - 1);
+			__m512i ev = _mm512_maskz_loadu_epi32(km, e + j);
+			__m512i qe = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epu32(ev, vinv), rnd), 38);
+			__m512i qo = _mm512_srli_epi64(
+				_mm512_add_epi64(_mm512_mul_epu32(_mm512_srli_epi64(ev, 32), vinv), rnd), 38);
+			__m512i q = _mm512_mask_blend_epi32((__mmask16)0xAAAA, qe, _mm512_slli_epi64(qo, 32));
+			q = _mm512_min_epi32(q, _mm512_set1_epi32(255));
+			_mm_mask_storeu_epi8(out + j, km, _mm512_cvtepi32_epi8(q));
+		}
+	}
+}
