@@ -1,18 +1,96 @@
-/* skyplan: the planner service beside the broker. Until the control plane
- * lands (issue #5) it only explains itself. */
+/* skyplan: the planner service beside the broker (planner/sky_service.h). */
+#include "sky_err.h"
+#include "sky_log.h"
+#include "sky_service.h"
+#include "sky_signal.h"
 #include "sky_version.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+static void usage(FILE *to)
+{
+	fprintf(to,
+		"usage: skyplan --pki DIR --broker HOST:PORT [--state DIR] [--job FILE]\n"
+		"               [--keepalive S] [--log-level L]\n"
+		"\n"
+		"skyplan is Sky's planner service (%s). It connects to the broker as the planner\n"
+		"(DIR/planner.crt), answers enrollment requests with the fleet CA in DIR, keeps the\n"
+		"fleet registry (capabilities, liveness by session number), plans submitted jobs\n"
+		"and publishes each plan signed and retained on sky/v1/job/<job>/plan.\n"
+		"\n"
+		"  --pki DIR          the fleet PKI from `sky pki init`\n"
+		"  --broker HOST:PORT the fleet's MQTT broker (TLS)\n"
+		"  --state DIR        where fleet.json (read by `sky fleet status`) and the plan\n"
+		"                     epoch live (default DIR/state)\n"
+		"  --job FILE         submit this job at start (same JSON as `sky job submit`)\n"
+		"  --keepalive S      the planner's MQTT keepalive (default 10)\n"
+		"  --log-level L      error, warn, info (default), debug\n",
+		SKY_VERSION);
+}
 
 int main(int argc, char **argv)
 {
-	int help = argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
-	fprintf(help ? stdout : stderr,
-		"usage: skyplan [options]\n"
-		"skyplan is Sky's planner service: it keeps the fleet registry and publishes signed\n"
-		"plans over MQTT. The service is not built yet, so skyplan does nothing else in this\n"
-		"version (%s); `sky plan` and `sky sim` run the planner locally.\n",
-		SKY_VERSION);
-	return help ? 0 : 1;
+	sky_service_opts o;
+	memset(&o, 0, sizeof o);
+	o.keepalive_s = 10;
+	sky_log_set_name("skyplan");
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			return 0;
+		}
+		if (!v) {
+			fprintf(stderr, "skyplan: %s needs a value (see --help)\n", a);
+			return 2;
+		}
+		if (!strcmp(a, "--pki")) {
+			o.pki_dir = v;
+		} else if (!strcmp(a, "--broker")) {
+			o.broker = v;
+		} else if (!strcmp(a, "--state")) {
+			o.state_dir = v;
+		} else if (!strcmp(a, "--job")) {
+			o.job_file = v;
+		} else if (!strcmp(a, "--keepalive")) {
+			char *end = NULL;
+			errno = 0;
+			long n = strtol(v, &end, 10);
+			if (end == v || *end || errno || n < 1 || n > 3600) {
+				fprintf(stderr, "skyplan: --keepalive expects 1 to 3600\n");
+				return 2;
+			}
+			o.keepalive_s = (int)n;
+		} else if (!strcmp(a, "--log-level")) {
+			sky_log_level l;
+			if (sky_log_parse_level(v, &l) != 0) {
+				fprintf(stderr, "skyplan: --log-level expects error, warn, info or debug\n");
+				return 2;
+			}
+			sky_log_set_level(l);
+		} else {
+			fprintf(stderr, "skyplan: unknown option '%s' (see --help)\n", a);
+			return 2;
+		}
+		i++;
+	}
+	if (!o.pki_dir || !o.broker) {
+		fprintf(stderr, "skyplan: --pki and --broker are required (see --help)\n");
+		return 2;
+	}
+	if (sky_signal_install() != 0) {
+		fprintf(stderr, "skyplan: cannot install signal handlers\n");
+		return 1;
+	}
+	sky_diag d;
+	sky_diag_clear(&d);
+	int rc = sky_service_run(&o, &d);
+	if (rc) {
+		SKY_ERROR("%s", d.msg[0] ? d.msg : sky_strerror(rc));
+		return 1;
+	}
+	return 0;
 }

@@ -1,18 +1,164 @@
-/* skyd: the board daemon. Until the control plane lands (issue #5) it only
- * explains itself. */
+/* skyd: the board daemon. Enrolls the board once, probes it, reports its
+ * capabilities to the planner over MQTT (TLS with its own certificate),
+ * keeps its liveness, and takes the signed plans meant for it
+ * (runtime/sky_agent.h). */
+#include "sky_agent.h"
+#include "sky_err.h"
+#include "sky_log.h"
+#include "sky_model.h"
+#include "sky_signal.h"
 #include "sky_version.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+static void usage(FILE *to)
+{
+	fprintf(to,
+		"usage: skyd --state DIR --broker HOST:PORT [options]\n"
+		"       skyd --enroll --claim TOKEN --id ID --pki-ca CLAIM/ca.crt --state DIR --broker HOST:PORT\n"
+		"\n"
+		"skyd is Sky's board daemon (%s). It probes the board at the job's shapes, publishes\n"
+		"its capability report on sky/v1/board/<id>/caps, keeps a last will and heartbeats,\n"
+		"and accepts only plans signed by the planner certificate it got at enrollment.\n"
+		"\n"
+		"  --state DIR        board state: keys, certificates, session, epoch, probe cache\n"
+		"  --broker HOST:PORT the fleet's MQTT broker (TLS)\n"
+		"  --id ID            board id (default: the CN of DIR/board.crt; required to enroll)\n"
+		"  --profile FILE     board profile (default: $SKY_PROFILE, then etc/sky/profile.conf)\n"
+		"  --model NAME       model to probe at start (%s; default tiny)\n"
+		"  --layers L, --seq S, --batch B   its shapes (defaults: the preset's)\n"
+		"  --keepalive S      MQTT keepalive in seconds (default 10); the planner marks the\n"
+		"                     board offline 1.5 x S after it last heard from it\n"
+		"  --probe-seconds S  bound on the probe (default 3)\n"
+		"  --no-link-probe    skip the echo through the broker\n"
+		"  --log-level L      error, warn, info (default), debug\n"
+		"enrollment (once; skipped when DIR already holds an identity):\n"
+		"  --enroll           enroll first, then run\n"
+		"  --enroll-only      enroll and exit\n"
+		"  --claim TOKEN      one-time token from `sky pki token`\n"
+		"  --pki-ca FILE      the claim bundle's ca.crt; claim.crt and claim.key must be beside\n"
+		"                     it (copy <pki>/claim/ from `sky pki init` onto the board)\n",
+		SKY_VERSION, sky_model_preset_names());
+}
+
+static int parse_int(const char *opt, const char *v, long lo, long hi, long *out)
+{
+	char *end = NULL;
+	errno = 0;
+	long x = v ? strtol(v, &end, 10) : 0;
+	if (!v || end == v || *end || errno || x < lo || x > hi) {
+		fprintf(stderr, "skyd: %s expects an integer from %ld to %ld\n", opt, lo, hi);
+		return -1;
+	}
+	*out = x;
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
-	int help = argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
-	fprintf(help ? stdout : stderr,
-		"usage: skyd [options]\n"
-		"skyd is Sky's board daemon: it probes the board, reports to the planner over MQTT\n"
-		"and runs the stages of its plan. The control plane is not built yet, so skyd does\n"
-		"nothing else in this version (%s).\n",
-		SKY_VERSION);
-	return help ? 0 : 1;
+	sky_agent_opts o;
+	int enroll = 0, enroll_only = 0;
+	long layers = 0, seq = 0, batch = 0, n;
+	const char *model = "tiny";
+	sky_log_set_name("skyd");
+	sky_agent_opts_default(&o);
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		int used = 1;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(a, "--enroll")) {
+			enroll = 1, used = 0;
+		} else if (!strcmp(a, "--enroll-only")) {
+			enroll = enroll_only = 1, used = 0;
+		} else if (!strcmp(a, "--no-link-probe")) {
+			o.no_link_probe = 1, used = 0;
+		} else if (!v) {
+			fprintf(stderr, "skyd: %s needs a value (see --help)\n", a);
+			return 2;
+		} else if (!strcmp(a, "--state")) {
+			o.state_dir = v;
+		} else if (!strcmp(a, "--broker")) {
+			o.broker = v;
+		} else if (!strcmp(a, "--id")) {
+			o.id = v;
+		} else if (!strcmp(a, "--profile")) {
+			o.profile_path = v;
+		} else if (!strcmp(a, "--model")) {
+			model = v;
+		} else if (!strcmp(a, "--claim")) {
+			o.claim_token = v;
+		} else if (!strcmp(a, "--pki-ca")) {
+			o.claim_ca = v;
+		} else if (!strcmp(a, "--layers")) {
+			if (parse_int(a, v, 1, 4096, &layers))
+				return 2;
+		} else if (!strcmp(a, "--seq")) {
+			if (parse_int(a, v, 1, 65536, &seq))
+				return 2;
+		} else if (!strcmp(a, "--batch")) {
+			if (parse_int(a, v, 1, 4096, &batch))
+				return 2;
+		} else if (!strcmp(a, "--keepalive")) {
+			if (parse_int(a, v, 1, 3600, &n))
+				return 2;
+			o.keepalive_s = (int)n;
+		} else if (!strcmp(a, "--probe-seconds")) {
+			if (parse_int(a, v, 0, 3600, &n))
+				return 2;
+			o.probe_max_s = (double)n;
+		} else if (!strcmp(a, "--log-level")) {
+			sky_log_level l;
+			if (sky_log_parse_level(v, &l) != 0) {
+				fprintf(stderr, "skyd: --log-level expects error, warn, info or debug\n");
+				return 2;
+			}
+			sky_log_set_level(l);
+		} else {
+			fprintf(stderr, "skyd: unknown option '%s' (see --help)\n", a);
+			return 2;
+		}
+		i += used;
+	}
+	if (!o.state_dir || !o.broker) {
+		fprintf(stderr, "skyd: --state and --broker are required (see --help)\n");
+		return 2;
+	}
+	if (sky_model_preset(model, &o.model) != 0) {
+		fprintf(stderr, "skyd: unknown model '%s' (%s)\n", model, sky_model_preset_names());
+		return 2;
+	}
+	if (layers)
+		o.model.layers = (int)layers;
+	if (seq)
+		o.model.seq = (int)seq;
+	if (batch)
+		o.model.batch = (int)batch;
+	if (sky_model_validate(&o.model) != 0)
+		return 2;
+	if (sky_signal_install() != 0) {
+		fprintf(stderr, "skyd: cannot install signal handlers\n");
+		return 1;
+	}
+	sky_diag d;
+	sky_diag_clear(&d);
+	if (enroll) {
+		int rc = sky_agent_enroll(&o, &d);
+		if (rc) {
+			SKY_ERROR("enrollment failed: %s", d.msg[0] ? d.msg : sky_strerror(rc));
+			return 1;
+		}
+		if (enroll_only)
+			return 0;
+	}
+	int rc = sky_agent_run(&o, &d);
+	if (rc) {
+		SKY_ERROR("%s", d.msg[0] ? d.msg : sky_strerror(rc));
+		return 1;
+	}
+	return 0;
 }

@@ -250,3 +250,48 @@ exit:
 		memset(c, 0, sizeof *c);
 	return rc;
 }
+
+int sky_status_encode(const sky_status *s, char *buf, size_t cap)
+{
+	int n;
+	if (s->online)
+		n = snprintf(buf, cap, "{\"state\":\"online\",\"session\":%lld,\"keepalive_s\":%d%s",
+			     (long long)s->session, s->keepalive_s, s->seq ? "," : "}");
+	else
+		n = snprintf(buf, cap, "{\"state\":\"offline\",\"session\":%lld}",
+			     (long long)s->session);
+	if (n > 0 && s->online && s->seq && (size_t)n < cap)
+		n += snprintf(buf + n, cap - (size_t)n, "\"seq\":%lld}", (long long)s->seq);
+	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : n;
+}
+
+int sky_status_decode(const char *buf, size_t len, sky_status *s, sky_diag *d)
+{
+	char state[16];
+	int64_t v;
+	int rc;
+	memset(s, 0, sizeof *s);
+	if (!buf || len > SKY_STATUS_MAX_BYTES)
+		return sky_diag_set(d, SKY_ERANGE, "status: %zu bytes, limit %u", len,
+				    SKY_STATUS_MAX_BYTES);
+	cJSON *doc = sky_json_parse(buf, len, d);
+	if (!doc)
+		return SKY_EFORMAT;
+	if ((rc = sky_json_str(doc, "state", state, sizeof state, "status", d)) ||
+	    (rc = sky_json_i64(doc, "session", 0, (1ll << 53), &s->session, "status", d)))
+		goto exit;
+	if (strcmp(state, "online") == 0) {
+		s->online = 1;
+		if ((rc = sky_json_i64(doc, "keepalive_s", 1, 3600, &v, "status", d)))
+			goto exit;
+		s->keepalive_s = (int)v;
+	} else if (strcmp(state, "offline") != 0) {
+		rc = sky_diag_set(d, SKY_EFORMAT, "status: state must be online or offline");
+		goto exit;
+	}
+	if (cJSON_GetObjectItemCaseSensitive(doc, "seq"))
+		rc = sky_json_i64(doc, "seq", 0, (1ll << 53), &s->seq, "status", d);
+exit:
+	sky_json_free(doc);
+	return rc;
+}

@@ -188,3 +188,65 @@ exit:
 	sky_json_free(doc);
 	return rc;
 }
+
+int sky_planack_encode(const sky_planack *a, char *buf, size_t cap, sky_diag *d)
+{
+	if (!sky_topic_segment_ok(a->board) || !sky_topic_segment_ok(a->job))
+		return sky_diag_set(d, SKY_EINVAL, "plan-ack: bad board or job id");
+	cJSON *doc = sky_json_new_object();
+	if (!doc)
+		return sky_diag_set(d, SKY_ENOMEM, "plan-ack: JSON pool full");
+	cJSON_AddNumberToObject(doc, "v", 1);
+	cJSON_AddStringToObject(doc, "board", a->board);
+	cJSON_AddStringToObject(doc, "job", a->job);
+	cJSON_AddNumberToObject(doc, "epoch", (double)a->epoch);
+	cJSON_AddNumberToObject(doc, "session", (double)a->session);
+	cJSON_AddNumberToObject(doc, "stage", a->stage);
+	cJSON_AddBoolToObject(doc, "ok", a->ok != 0);
+	cJSON_AddNumberToObject(doc, "arena_bytes", (double)a->arena_bytes);
+	cJSON_AddNumberToObject(doc, "expected_bytes", (double)a->expected_bytes);
+	cJSON_AddNumberToObject(doc, "budget_bytes", (double)a->budget_bytes);
+	cJSON_AddStringToObject(doc, "reason", a->reason);
+	int rc = sky_json_print(doc, buf, cap);
+	sky_json_free(doc);
+	return rc < 0 ? sky_diag_set(d, rc, "plan-ack: does not fit %zu bytes", cap) : rc;
+}
+
+int sky_planack_decode(const char *buf, size_t len, sky_planack *a, sky_diag *d)
+{
+	int rc;
+	int64_t v;
+	memset(a, 0, sizeof *a);
+	if (!buf || len > SKY_PLAN_ACK_MAX_BYTES)
+		return sky_diag_set(d, SKY_ERANGE, "plan-ack: %zu bytes, limit %u", len,
+				    SKY_PLAN_ACK_MAX_BYTES);
+	cJSON *doc = sky_json_parse(buf, len, d);
+	if (!doc)
+		return SKY_EFORMAT;
+	const cJSON *ok = cJSON_GetObjectItemCaseSensitive(doc, "ok");
+	if ((rc = sky_json_i64(doc, "v", 1, 1, &v, "plan-ack", d)) ||
+	    (rc = sky_json_str(doc, "board", a->board, sizeof a->board, "plan-ack", d)) ||
+	    (rc = sky_json_str(doc, "job", a->job, sizeof a->job, "plan-ack", d)) ||
+	    (rc = sky_json_i64(doc, "epoch", 1, (1ll << 53), &a->epoch, "plan-ack", d)) ||
+	    (rc = sky_json_i64(doc, "session", 0, (1ll << 53), &a->session, "plan-ack", d)) ||
+	    (rc = sky_json_i64(doc, "stage", 0, SKY_PLANMSG_MAX_STAGES, &v, "plan-ack", d)) ||
+	    (rc = sky_json_i64(doc, "arena_bytes", 0, SKY_CAPS_MAX_MEM_BYTES, &a->arena_bytes,
+			       "plan-ack", d)) ||
+	    (rc = sky_json_i64(doc, "expected_bytes", 0, SKY_CAPS_MAX_MEM_BYTES, &a->expected_bytes,
+			       "plan-ack", d)) ||
+	    (rc = sky_json_i64(doc, "budget_bytes", 0, SKY_CAPS_MAX_MEM_BYTES, &a->budget_bytes,
+			       "plan-ack", d)) ||
+	    (rc = sky_json_str(doc, "reason", a->reason, sizeof a->reason, "plan-ack", d)))
+		goto exit;
+	a->stage = (int)v;
+	if (!cJSON_IsBool(ok)) {
+		rc = sky_diag_set(d, SKY_EFORMAT, "plan-ack: 'ok' must be true or false");
+		goto exit;
+	}
+	a->ok = cJSON_IsTrue(ok);
+	if (!sky_topic_segment_ok(a->board) || !sky_topic_segment_ok(a->job))
+		rc = sky_diag_set(d, SKY_EINVAL, "plan-ack: bad board or job id");
+exit:
+	sky_json_free(doc);
+	return rc;
+}

@@ -96,4 +96,25 @@ int sky_caps_validate(const sky_caps *c, sky_diag *d);
 /* 1 if two shapes are the same probe key (name and every dimension). */
 int sky_caps_shape_eq(const sky_caps_shape *a, const sky_caps_shape *b);
 
+/* ---- liveness ---------------------------------------------------------------
+ * Status (retained, and the board's last will) and heartbeats carry the
+ * session number, so the planner can tell a late will from an old session
+ * (ignored) from the will of the current one (the board is gone):
+ *   sky/v1/board/<id>/status     {"state":"online","session":5,"keepalive_s":2}
+ *                                {"state":"offline","session":5}
+ *   sky/v1/board/<id>/heartbeat  {"state":"online","session":5,"keepalive_s":2,"seq":17}
+ */
+typedef struct sky_status {
+	int online;        /* 1 online, 0 offline */
+	int64_t session;
+	int keepalive_s;   /* 0 when absent (offline) */
+	int64_t seq;       /* heartbeat counter, 0 in status messages */
+} sky_status;
+
+/* Writes s as JSON. Returns the length or SKY_ERANGE. */
+int sky_status_encode(const sky_status *s, char *buf, size_t cap);
+/* Parses a status or heartbeat (at most SKY_STATUS_MAX_BYTES). Returns 0 or
+ * SKY_ERANGE / SKY_EFORMAT with d naming the field. */
+int sky_status_decode(const char *buf, size_t len, sky_status *s, sky_diag *d);
+
 #endif

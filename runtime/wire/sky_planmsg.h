@@ -62,4 +62,25 @@ int sky_planmsg_validate(const sky_planmsg *p, sky_diag *d);
 /* Index of board's stage, or -1. */
 int sky_planmsg_find(const sky_planmsg *p, const char *board);
 
+/* ---- plan acknowledgement (board -> planner, sky/v1/board/<id>/plan-ack) ----
+ *   {"v":1,"board":"b01","job":"j1","epoch":7,"session":4,"stage":0,"ok":true,
+ *    "arena_bytes":1200000,"expected_bytes":1234567,"budget_bytes":2147483648,"reason":""}
+ * ok false: the board refuses (reason says why, e.g. the stage does not fit:
+ * arena_bytes is then what it would need, budget_bytes what it has). */
+typedef struct sky_planack {
+	char board[SKY_TOPIC_SEGMENT_MAX + 1];
+	char job[SKY_TOPIC_SEGMENT_MAX + 1];
+	int64_t epoch, session;
+	int stage;
+	int ok;
+	int64_t arena_bytes, expected_bytes, budget_bytes;
+	char reason[160];
+} sky_planack;
+
+/* Returns the length or SKY_ERANGE / SKY_EINVAL / SKY_ENOMEM. */
+int sky_planack_encode(const sky_planack *a, char *buf, size_t cap, sky_diag *d);
+/* Parses (at most SKY_PLAN_ACK_MAX_BYTES). Returns 0 or SKY_EFORMAT /
+ * SKY_ERANGE / SKY_EINVAL naming the field. */
+int sky_planack_decode(const char *buf, size_t len, sky_planack *a, sky_diag *d);
+
 #endif

@@ -18,6 +18,8 @@ static const sky_cmd k_cmds[] = {
 	{"plan", "split a model over a fleet: even, sky or optimal (--json)", sky_cmd_plan},
 	{"sim", "simulate a training step of each algorithm's plan; --paper (--json)", sky_cmd_sim},
 	{"pki", "fleet CA, broker config and ACL, claim tokens, plan signatures", sky_cmd_pki},
+	{"job", "submit a job to skyplan over MQTT and follow its plan (--wait)", sky_cmd_job},
+	{"fleet", "fleet status as skyplan sees it: boards, liveness, assignments", sky_cmd_fleet},
 	{"version", "print the version and build facts", sky_cmd_version},
 };
 #define N_CMDS (sizeof k_cmds / sizeof k_cmds[0])

@@ -17,6 +17,8 @@ int sky_cmd_bench(int argc, char **argv);
 int sky_cmd_plan(int argc, char **argv);
 int sky_cmd_sim(int argc, char **argv);
 int sky_cmd_pki(int argc, char **argv);
+int sky_cmd_job(int argc, char **argv);
+int sky_cmd_fleet(int argc, char **argv);
 int sky_cmd_version(int argc, char **argv);
 
 /* Parses a positive integer option value; on error prints

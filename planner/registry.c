@@ -1,0 +1,315 @@
+#include "sky_registry.h"
+
+#include "sky_clock.h"
+#include "sky_json.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void sky_registry_init(sky_registry *r) { memset(r, 0, sizeof *r); }
+
+const char *sky_reg_state_name(sky_reg_state s)
+{
+	return s == SKY_REG_ONLINE ? "online" : s == SKY_REG_OFFLINE ? "offline" : "enrolled";
+}
+
+sky_reg_board *sky_registry_find(sky_registry *r, const char *id)
+{
+	for (int i = 0; i < r->n; i++)
+		if (strcmp(r->b[i].id, id) == 0)
+			return &r->b[i];
+	return NULL;
+}
+
+sky_reg_board *sky_registry_add(sky_registry *r, const char *id)
+{
+	sky_reg_board *b = sky_registry_find(r, id);
+	if (b)
+		return b;
+	if (!sky_topic_segment_ok(id) || r->n >= SKY_REG_MAX_BOARDS)
+		return NULL;
+	b = &r->b[r->n++];
+	memset(b, 0, sizeof *b);
+	snprintf(b->id, sizeof b->id, "%s", id);
+	b->state = SKY_REG_ENROLLED;
+	b->stage = -1;
+	r->changed = 1;
+	return b;
+}
+
+static void heard(sky_reg_board *b, double now, int64_t unix_s)
+{
+	b->last_heard = now;
+	b->last_seen = unix_s;
+}
+
+static int on_status(sky_registry *r, sky_reg_board *b, const char *p, size_t len, int heartbeat,
+		     double now, int64_t unix_s, sky_diag *d)
+{
+	sky_status s;
+	int rc = sky_status_decode(p, len, &s, d);
+	if (rc) {
+		r->c.status_rejected++;
+		return rc;
+	}
+	if (s.session < b->session) {
+		/* a will (or anything) from an older connection: the board has
+		 * reconnected since, so this says nothing about it now */
+		r->c.stale_ignored++;
+		sky_diag_set(d, 1, "board %s: %s from session %lld ignored, current session %lld",
+			     b->id, s.online ? "online message" : "offline (late will)",
+			     (long long)s.session, (long long)b->session);
+		return 1;
+	}
+	if (heartbeat && !s.online) {
+		r->c.status_rejected++;
+		return sky_diag_set(d, SKY_EFORMAT, "board %s: a heartbeat must say online", b->id);
+	}
+	b->session = s.session;
+	if (s.online) {
+		if (b->state != SKY_REG_ONLINE)
+			r->changed = 1;
+		b->state = SKY_REG_ONLINE;
+		b->why[0] = '\0';
+		b->keepalive_s = s.keepalive_s;
+	} else {
+		if (b->state != SKY_REG_OFFLINE)
+			r->changed = 1;
+		b->state = SKY_REG_OFFLINE;
+		snprintf(b->why, sizeof b->why, "offline message");
+	}
+	heard(b, now, unix_s);
+	return 0;
+}
+
+static int on_caps(sky_registry *r, sky_reg_board *b, const char *p, size_t len, double now,
+		   int64_t unix_s, sky_diag *d)
+{
+	sky_caps c;
+	int rc = sky_caps_decode(p, len, &c, d);
+	if (rc == 0 && strcmp(c.id, b->id) != 0)
+		rc = sky_diag_set(d, SKY_EAUTH, "caps on board %s's topic claim to be from %s", b->id,
+				  c.id);
+	if (rc) {
+		r->c.caps_rejected++;
+		return rc;
+	}
+	if (c.session < b->session) {
+		r->c.stale_ignored++;
+		sky_diag_set(d, 1, "board %s: caps from session %lld ignored, current session %lld",
+			     b->id, (long long)c.session, (long long)b->session);
+		return 1;
+	}
+	b->session = c.session;
+	b->caps = c;
+	b->has_caps = 1;
+	b->keepalive_s = c.keepalive_s;
+	if (b->state == SKY_REG_ONLINE)
+		heard(b, now, unix_s);
+	r->c.caps_ok++;
+	r->changed = 1;
+	return 0;
+}
+
+static int on_ack(sky_registry *r, sky_reg_board *b, const char *p, size_t len, double now,
+		  int64_t unix_s, sky_diag *d)
+{
+	sky_planack a;
+	int rc = sky_planack_decode(p, len, &a, d);
+	if (rc == 0 && strcmp(a.board, b->id) != 0)
+		rc = sky_diag_set(d, SKY_EAUTH, "plan-ack on board %s's topic names %s", b->id,
+				  a.board);
+	if (rc) {
+		r->c.acks_rejected++;
+		return rc;
+	}
+	if (a.session < b->session || (b->job[0] && a.epoch < b->epoch)) {
+		r->c.stale_ignored++;
+		sky_diag_set(d, 1, "board %s: ack for epoch %lld (session %lld) is stale", b->id,
+			     (long long)a.epoch, (long long)a.session);
+		return 1;
+	}
+	b->session = a.session;
+	snprintf(b->job, sizeof b->job, "%s", a.job);
+	b->epoch = a.epoch;
+	b->stage = a.stage;
+	b->ack = a.ok ? 1 : -1;
+	b->ack_bytes = a.arena_bytes;
+	b->ack_budget = a.budget_bytes;
+	if (!b->expected_bytes)
+		b->expected_bytes = a.expected_bytes;
+	snprintf(b->ack_reason, sizeof b->ack_reason, "%s", a.reason);
+	if (a.ok)
+		r->c.acks_ok++;
+	else
+		r->c.acks_refused++;
+	if (b->state == SKY_REG_ONLINE)
+		heard(b, now, unix_s);
+	r->changed = 1;
+	return 0;
+}
+
+int sky_registry_on_board_msg(sky_registry *r, const char *id, const char *leaf,
+			      const char *payload, size_t len, double now, int64_t unix_s,
+			      sky_diag *d)
+{
+	size_t limit = strcmp(leaf, SKY_TOPIC_CAPS) == 0       ? SKY_CAPS_MAX_BYTES
+		       : strcmp(leaf, SKY_TOPIC_PLAN_ACK) == 0 ? SKY_PLAN_ACK_MAX_BYTES
+							       : SKY_STATUS_MAX_BYTES;
+	int is_caps = strcmp(leaf, SKY_TOPIC_CAPS) == 0;
+	int is_status = strcmp(leaf, SKY_TOPIC_STATUS) == 0;
+	int is_hb = strcmp(leaf, SKY_TOPIC_HEARTBEAT) == 0;
+	int is_ack = strcmp(leaf, SKY_TOPIC_PLAN_ACK) == 0;
+	if (!is_caps && !is_status && !is_hb && !is_ack)
+		return 0;
+	if (len == 0 && (is_caps || is_status))
+		return 0; /* an empty retained message clears the topic: nothing to learn */
+	if (len > limit) {
+		r->c.oversize++;
+		if (is_caps)
+			r->c.caps_rejected++;
+		return sky_diag_set(d, SKY_ERANGE, "board %s: %s of %zu bytes over the %zu limit "
+						   "(refused unparsed)",
+				    id, leaf, len, limit);
+	}
+	sky_reg_board *b = sky_registry_add(r, id);
+	if (!b)
+		return sky_diag_set(d, SKY_ENOMEM, "registry full (%d boards) or bad id",
+				    SKY_REG_MAX_BOARDS);
+	if (is_caps)
+		return on_caps(r, b, payload, len, now, unix_s, d);
+	if (is_ack)
+		return on_ack(r, b, payload, len, now, unix_s, d);
+	return on_status(r, b, payload, len, is_hb, now, unix_s, d);
+}
+
+int sky_registry_tick(sky_registry *r, double now)
+{
+	int marked = 0;
+	for (int i = 0; i < r->n; i++) {
+		sky_reg_board *b = &r->b[i];
+		int ka = b->keepalive_s > 0 ? b->keepalive_s : 60;
+		if (b->state == SKY_REG_ONLINE && now - b->last_heard > 1.5 * ka) {
+			b->state = SKY_REG_OFFLINE;
+			snprintf(b->why, sizeof b->why, "timeout");
+			r->c.timeouts++;
+			r->changed = 1;
+			marked++;
+		}
+	}
+	return marked;
+}
+
+void sky_registry_assign(sky_registry *r, const sky_planmsg *p)
+{
+	for (int i = 0; i < r->n; i++) {
+		sky_reg_board *b = &r->b[i];
+		if (strcmp(b->job, p->job) == 0 && sky_planmsg_find(p, b->id) < 0) {
+			b->job[0] = '\0';
+			b->stage = -1;
+			b->ack = 0;
+		}
+	}
+	for (int s = 0; s < p->n_stages; s++) {
+		sky_reg_board *b = sky_registry_add(r, p->stages[s].board);
+		if (!b)
+			continue;
+		snprintf(b->job, sizeof b->job, "%s", p->job);
+		b->epoch = p->epoch;
+		b->stage = s;
+		b->first = p->stages[s].first;
+		b->last = p->stages[s].last;
+		b->expected_bytes = p->stages[s].arena_bytes;
+		b->ack = 0;
+		b->ack_bytes = 0;
+		b->ack_reason[0] = '\0';
+	}
+	r->changed = 1;
+}
+
+int sky_registry_to_json(const sky_registry *r, int64_t unix_s, char *buf, size_t cap)
+{
+	char ts[32];
+	cJSON *doc = sky_json_new_object();
+	if (!doc)
+		return SKY_ENOMEM;
+	cJSON_AddNumberToObject(doc, "v", 1);
+	sky_clock_format_utc(unix_s, ts, sizeof ts);
+	cJSON_AddStringToObject(doc, "updated_at", ts);
+	cJSON_AddNumberToObject(doc, "updated_unix", (double)unix_s);
+	cJSON *c = cJSON_AddObjectToObject(doc, "counters");
+	if (c) {
+		cJSON_AddNumberToObject(c, "caps_ok", r->c.caps_ok);
+		cJSON_AddNumberToObject(c, "caps_rejected", r->c.caps_rejected);
+		cJSON_AddNumberToObject(c, "status_rejected", r->c.status_rejected);
+		cJSON_AddNumberToObject(c, "stale_ignored", r->c.stale_ignored);
+		cJSON_AddNumberToObject(c, "oversize", r->c.oversize);
+		cJSON_AddNumberToObject(c, "acks_ok", r->c.acks_ok);
+		cJSON_AddNumberToObject(c, "acks_refused", r->c.acks_refused);
+		cJSON_AddNumberToObject(c, "acks_rejected", r->c.acks_rejected);
+		cJSON_AddNumberToObject(c, "timeouts", r->c.timeouts);
+		cJSON_AddNumberToObject(c, "enrolled", r->c.enrolled);
+		cJSON_AddNumberToObject(c, "enroll_refused", r->c.enroll_refused);
+		cJSON_AddNumberToObject(c, "plans_published", r->c.plans_published);
+	}
+	cJSON *arr = cJSON_AddArrayToObject(doc, "boards");
+	for (int i = 0; arr && i < r->n; i++) {
+		const sky_reg_board *b = &r->b[i];
+		cJSON *o = cJSON_CreateObject();
+		if (!o)
+			break;
+		cJSON_AddItemToArray(arr, o);
+		cJSON_AddStringToObject(o, "id", b->id);
+		cJSON_AddStringToObject(o, "state", sky_reg_state_name(b->state));
+		cJSON_AddStringToObject(o, "why", b->why);
+		if (b->last_seen) {
+			sky_clock_format_utc(b->last_seen, ts, sizeof ts);
+			cJSON_AddStringToObject(o, "last_seen", ts);
+		} else {
+			cJSON_AddNullToObject(o, "last_seen");
+		}
+		cJSON_AddNumberToObject(o, "session", (double)b->session);
+		cJSON_AddNumberToObject(o, "keepalive_s", b->keepalive_s);
+		cJSON_AddStringToObject(o, "version", b->has_caps ? b->caps.version : "");
+		if (b->has_caps) {
+			const sky_caps *k = &b->caps;
+			cJSON *cc = cJSON_AddObjectToObject(o, "caps");
+			if (cc) {
+				cJSON_AddStringToObject(cc, "board", k->board);
+				cJSON_AddStringToObject(cc, "model", k->shape.name);
+				cJSON_AddNumberToObject(cc, "seq", k->shape.seq);
+				cJSON_AddNumberToObject(cc, "batch", k->shape.batch);
+				cJSON_AddNumberToObject(cc, "threads", k->threads);
+				cJSON_AddNumberToObject(cc, "fwd_s", k->fp32.fwd_attn_s + k->fp32.fwd_ffn_s);
+				cJSON_AddNumberToObject(cc, "bwd_s", k->fp32.bwd_attn_s + k->fp32.bwd_ffn_s);
+				cJSON_AddNumberToObject(cc, "mem_bytes", (double)k->mem_bytes);
+				cJSON_AddNumberToObject(cc, "bw_Bps", k->link_bw);
+				cJSON_AddNumberToObject(cc, "lat_s", k->link_lat_s);
+				cJSON_AddNumberToObject(cc, "probe_s", k->probe_s);
+			}
+		} else {
+			cJSON_AddNullToObject(o, "caps");
+		}
+		if (b->job[0]) {
+			cJSON *a = cJSON_AddObjectToObject(o, "assignment");
+			if (a) {
+				cJSON_AddStringToObject(a, "job", b->job);
+				cJSON_AddNumberToObject(a, "epoch", (double)b->epoch);
+				cJSON_AddNumberToObject(a, "stage", b->stage);
+				cJSON_AddNumberToObject(a, "first", b->first);
+				cJSON_AddNumberToObject(a, "last", b->last);
+				cJSON_AddStringToObject(a, "ack", b->ack > 0 ? "accepted"
+								  : b->ack < 0 ? "refused"
+									       : "pending");
+				cJSON_AddNumberToObject(a, "arena_bytes", (double)b->ack_bytes);
+				cJSON_AddNumberToObject(a, "expected_bytes", (double)b->expected_bytes);
+				cJSON_AddStringToObject(a, "reason", b->ack_reason);
+			}
+		} else {
+			cJSON_AddNullToObject(o, "assignment");
+		}
+	}
+	int n = sky_json_print(doc, buf, cap);
+	sky_json_free(doc);
+	return n;
+}

@@ -1,0 +1,540 @@
+#include "sky_service.h"
+
+#include "sky_ca.h"
+#include "sky_caps.h"
+#include "sky_clock.h"
+#include "sky_file.h"
+#include "sky_json.h"
+#include "sky_log.h"
+#include "sky_model.h"
+#include "sky_mqtt.h"
+#include "sky_plan.h"
+#include "sky_planmsg.h"
+#include "sky_registry.h"
+#include "sky_sign.h"
+#include "sky_signal.h"
+#include "sky_thread.h"
+#include "sky_topics.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- job documents ---------------------------------------------------------- */
+
+static int opt_int(const cJSON *doc, const char *key, int lo, int hi, int *out, sky_diag *d)
+{
+	int64_t v;
+	if (!cJSON_GetObjectItemCaseSensitive(doc, key))
+		return 0;
+	int rc = sky_json_i64(doc, key, lo, hi, &v, "job", d);
+	if (!rc)
+		*out = (int)v;
+	return rc;
+}
+
+static int opt_str(const cJSON *doc, const char *key, char *buf, size_t cap, sky_diag *d)
+{
+	if (!cJSON_GetObjectItemCaseSensitive(doc, key))
+		return 0;
+	return sky_json_str(doc, key, buf, cap, "job", d);
+}
+
+int sky_job_req_parse(const char *buf, size_t len, sky_job_req *j, sky_diag *d)
+{
+	int rc;
+	memset(j, 0, sizeof *j);
+	j->micro_batches = 4;
+	snprintf(j->algo, sizeof j->algo, "optimal");
+	snprintf(j->sched, sizeof j->sched, "1f1b");
+	j->wait_s = 30;
+	if (!buf || len > SKY_JOB_MAX_BYTES)
+		return sky_diag_set(d, SKY_ERANGE, "job: %zu bytes, limit %u", len, SKY_JOB_MAX_BYTES);
+	cJSON *doc = sky_json_parse(buf, len, d);
+	if (!doc)
+		return SKY_EFORMAT;
+	sky_model_cfg m;
+	sky_algo algo;
+	sky_sched sched;
+	if ((rc = sky_json_str(doc, "job", j->job, sizeof j->job, "job", d)) ||
+	    (rc = sky_json_str(doc, "model", j->model, sizeof j->model, "job", d)) ||
+	    (rc = opt_int(doc, "layers", 1, SKY_PLANMSG_MAX_LAYERS, &j->layers, d)) ||
+	    (rc = opt_int(doc, "seq", 1, SKY_CAPS_MAX_DIM, &j->seq, d)) ||
+	    (rc = opt_int(doc, "batch", 1, SKY_CAPS_MAX_BATCH, &j->batch, d)) ||
+	    (rc = opt_int(doc, "micro_batches", 1, SKY_PLANMSG_MAX_MICRO, &j->micro_batches, d)) ||
+	    (rc = opt_int(doc, "min_boards", 0, SKY_REG_MAX_BOARDS, &j->min_boards, d)) ||
+	    (rc = opt_str(doc, "algo", j->algo, sizeof j->algo, d)) ||
+	    (rc = opt_str(doc, "sched", j->sched, sizeof j->sched, d)))
+		goto exit;
+	if (cJSON_GetObjectItemCaseSensitive(doc, "wait_s") &&
+	    (rc = sky_json_num(doc, "wait_s", 0, 3600, &j->wait_s, "job", d)))
+		goto exit;
+	if (!sky_topic_segment_ok(j->job))
+		rc = sky_diag_set(d, SKY_EINVAL, "job: id '%s' is not 1-64 of [A-Za-z0-9_.-]", j->job);
+	else if (sky_model_preset(j->model, &m) != 0)
+		rc = sky_diag_set(d, SKY_EINVAL, "job %s: unknown model '%s' (%s)", j->job, j->model,
+				  sky_model_preset_names());
+	else if (sky_algo_parse(j->algo, &algo) != 0)
+		rc = sky_diag_set(d, SKY_EINVAL, "job %s: unknown algo '%s' (even, sky, optimal)",
+				  j->job, j->algo);
+	else if (sky_sched_parse(j->sched, &sched) != 0)
+		rc = sky_diag_set(d, SKY_EINVAL, "job %s: unknown sched '%s' (gpipe, 1f1b)", j->job,
+				  j->sched);
+exit:
+	sky_json_free(doc);
+	return rc;
+}
+
+int sky_job_req_encode(const sky_job_req *j, char *buf, size_t cap)
+{
+	char shapes[96] = "";
+	int k = 0;
+	/* 0 means "the preset's": leave such fields out */
+	if (j->layers)
+		k += snprintf(shapes + k, sizeof shapes - (size_t)k, ",\"layers\":%d", j->layers);
+	if (j->seq)
+		k += snprintf(shapes + k, sizeof shapes - (size_t)k, ",\"seq\":%d", j->seq);
+	if (j->batch)
+		snprintf(shapes + k, sizeof shapes - (size_t)k, ",\"batch\":%d", j->batch);
+	int n = snprintf(buf, cap,
+			 "{\"job\":\"%s\",\"model\":\"%s\"%s,\"micro_batches\":%d,\"algo\":\"%s\","
+			 "\"sched\":\"%s\",\"min_boards\":%d,\"wait_s\":%g}",
+			 j->job, j->model, shapes, j->micro_batches, j->algo, j->sched, j->min_boards,
+			 j->wait_s);
+	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : n;
+}
+
+/* ---- the service ------------------------------------------------------------ */
+
+#define MAX_PENDING 16
+
+typedef struct pending_job {
+	sky_job_req req;
+	sky_model_cfg model; /* with the job's layers, seq, batch */
+	double since;        /* when it arrived (monotonic) */
+	unsigned char asked[SKY_REG_MAX_BOARDS]; /* probe requested of registry board i */
+} pending_job;
+
+typedef struct svc {
+	const sky_service_opts *o;
+	char state_dir[512];
+	sky_ca ca;
+	sky_signer signer;
+	sky_mutex lock; /* registry and queue: Paho's thread vs the main loop */
+	sky_registry reg;
+	sky_mqtt *m;
+	volatile int lost;
+	pending_job pending[MAX_PENDING];
+	int n_pending;
+	int64_t epoch;
+	/* working memory for planning (large structs, kept out of the stack) */
+	sky_fleet fleet;
+	int fleet_reg[SKY_PLAN_MAX_BOARDS]; /* fleet index -> registry index */
+	sky_plan plan;
+	sky_planmsg msg;
+	char payload[SKY_SIGN_MAX_PAYLOAD];
+	char envelope[SKY_SIGN_MAX_ENVELOPE];
+	char status_buf[4u << 20];
+	char enroll_reply[SKY_ENROLL_REPLY_MAX];
+} svc;
+
+static svc g_svc; /* one service per process; far too big for a stack */
+
+/* <state>/<name> into buf. Returns 0 or SKY_ERANGE. */
+static int state_file(const svc *s, const char *name, char *buf, size_t cap)
+{
+	int n = snprintf(buf, cap, "%s/%s", s->state_dir, name);
+	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
+}
+
+static void queue_job(svc *s, const char *buf, size_t len, const char *from)
+{
+	sky_diag d;
+	sky_diag_clear(&d);
+	pending_job pj;
+	memset(&pj, 0, sizeof pj);
+	if (sky_job_req_parse(buf, len, &pj.req, &d) != 0) {
+		SKY_WARN("job from %s refused: %s", from, d.msg);
+		return;
+	}
+	sky_model_preset(pj.req.model, &pj.model);
+	if (pj.req.layers)
+		pj.model.layers = pj.req.layers;
+	if (pj.req.seq)
+		pj.model.seq = pj.req.seq;
+	if (pj.req.batch)
+		pj.model.batch = pj.req.batch;
+	if (pj.model.seq > pj.model.max_pos || sky_model_validate(&pj.model) != 0) {
+		SKY_WARN("job %s refused: model %s has invalid shapes", pj.req.job, pj.req.model);
+		return;
+	}
+	pj.since = sky_clock_s();
+	sky_mutex_lock(&s->lock);
+	if (s->n_pending < MAX_PENDING) {
+		s->pending[s->n_pending++] = pj;
+		SKY_INFO("job %s queued (%s, %d layers, seq %d, batch %d, %s, min_boards %d)",
+			 pj.req.job, pj.req.model, pj.model.layers, pj.model.seq, pj.model.batch,
+			 pj.req.algo, pj.req.min_boards);
+	} else {
+		SKY_WARN("job %s refused: %d jobs already waiting", pj.req.job, MAX_PENDING);
+	}
+	sky_mutex_unlock(&s->lock);
+}
+
+static void handle_enroll(svc *s, const char *nonce, const char *p, size_t len)
+{
+	char topic[SKY_TOPIC_BUF], id[SKY_ENROLL_ID_MAX + 1] = "";
+	size_t reply_len = 0;
+	sky_diag d;
+	sky_diag_clear(&d);
+	if (len > SKY_ENROLL_REQ_MAX) {
+		s->reg.c.oversize++;
+		s->reg.c.enroll_refused++;
+		SKY_WARN("enrollment on nonce %s: %zu bytes over the limit, refused unparsed", nonce,
+			 len);
+		return;
+	}
+	int rc = sky_ca_enroll(&s->ca, p, len, sky_clock_unix(), s->enroll_reply,
+			       sizeof s->enroll_reply, &reply_len, id, &d);
+	if (rc == 0) {
+		s->reg.c.enrolled++;
+		sky_registry_add(&s->reg, id);
+		SKY_INFO("enrolled board %s (nonce %s)", id, nonce);
+	} else {
+		s->reg.c.enroll_refused++;
+		SKY_WARN("enrollment refused for '%s' (nonce %s): %s", id, nonce, d.msg);
+	}
+	s->reg.changed = 1;
+	if (reply_len > 0 && sky_topic_enroll(topic, sizeof topic, nonce, SKY_TOPIC_CERT) == 0)
+		sky_mqtt_publish(s->m, topic, s->enroll_reply, reply_len, 1, 0, NULL);
+}
+
+static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char *p, size_t len,
+		   int retained)
+{
+	svc *s = ctx;
+	char seg[SKY_TOPIC_SEGMENT_MAX + 1], leaf[16];
+	sky_diag d;
+	sky_diag_clear(&d);
+	if (strlen(topic) != tl)
+		return;
+	if (strcmp(topic, SKY_TOPIC_JOB_SUBMIT) == 0) {
+		queue_job(s, (const char *)p, len, topic);
+		return;
+	}
+	sky_mutex_lock(&s->lock);
+	if (sky_topic_parse(topic, tl, "board", seg, sizeof seg, leaf, sizeof leaf) == 0) {
+		int rc = sky_registry_on_board_msg(&s->reg, seg, leaf, (const char *)p, len,
+						   sky_clock_s(), sky_clock_unix(), &d);
+		if (rc < 0)
+			SKY_WARN("rejected %s from %s: %s", leaf, seg, d.msg);
+		else if (rc == 1)
+			SKY_INFO("%s", d.msg);
+		else if (strcmp(leaf, SKY_TOPIC_PLAN_ACK) == 0) {
+			sky_reg_board *b = sky_registry_find(&s->reg, seg);
+			if (b && b->ack > 0)
+				SKY_INFO("board %s holds job %s epoch %lld stage %d: %lld bytes reserved",
+					 seg, b->job, (long long)b->epoch, b->stage,
+					 (long long)b->ack_bytes);
+			else if (b)
+				SKY_WARN("board %s refused job %s epoch %lld: %s", seg, b->job,
+					 (long long)b->epoch, b->ack_reason);
+		}
+	} else if (sky_topic_parse(topic, tl, "enroll", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
+		   strcmp(leaf, SKY_TOPIC_CSR) == 0) {
+		handle_enroll(s, seg, (const char *)p, len);
+	}
+	sky_mutex_unlock(&s->lock);
+}
+
+static void on_lost(void *ctx, const char *cause)
+{
+	svc *s = ctx;
+	s->lost = 1;
+	SKY_WARN("connection to the broker lost: %s", cause);
+}
+
+static int connect_svc(svc *s, sky_diag *d)
+{
+	char ca[600], crt[600], key[600], client[64];
+	int rc;
+	snprintf(ca, sizeof ca, "%s/%s", s->o->pki_dir, SKY_CA_CERT_FILE);
+	snprintf(crt, sizeof crt, "%s/%s", s->o->pki_dir, SKY_CA_PLANNER_CERT_FILE);
+	snprintf(key, sizeof key, "%s/%s", s->o->pki_dir, SKY_CA_PLANNER_KEY_FILE);
+	snprintf(client, sizeof client, "skyplan");
+	sky_mqtt_opts mo = {.broker = s->o->broker, .client_id = client, .ca_file = ca,
+			    .cert_file = crt, .key_file = key,
+			    .keepalive_s = s->o->keepalive_s > 0 ? s->o->keepalive_s : 10,
+			    .on_msg = on_msg, .on_lost = on_lost, .ctx = s};
+	sky_mqtt *m = NULL;
+	s->lost = 0;
+	if ((rc = sky_mqtt_connect(&m, &mo, d)) != 0)
+		return rc;
+	sky_mutex_lock(&s->lock);
+	s->m = m;
+	sky_mutex_unlock(&s->lock);
+	const char *subs[] = {SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_STATUS,
+			      SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_HEARTBEAT,
+			      SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_CAPS,
+			      SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_PLAN_ACK, SKY_TOPIC_SUB_ALL_CSRS,
+			      SKY_TOPIC_JOB_SUBMIT};
+	for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
+		if ((rc = sky_mqtt_subscribe(m, subs[i], 1, 5000, d)) != 0)
+			return rc;
+	SKY_INFO("connected to %s as %s", s->o->broker, SKY_TOPIC_PLANNER_CN);
+	return 0;
+}
+
+static void drop(svc *s)
+{
+	sky_mutex_lock(&s->lock);
+	sky_mqtt *m = s->m;
+	s->m = NULL;
+	sky_mutex_unlock(&s->lock);
+	sky_mqtt_close(m, 1000);
+}
+
+static void save_state(svc *s)
+{
+	char path[640];
+	sky_mutex_lock(&s->lock);
+	int n = sky_registry_to_json(&s->reg, sky_clock_unix(), s->status_buf, sizeof s->status_buf);
+	s->reg.changed = 0;
+	sky_mutex_unlock(&s->lock);
+	if (state_file(s, "fleet.json", path, sizeof path) != 0 || n < 0 || sky_file_write(path, s->status_buf, (size_t)n, 0644) != 0)
+		SKY_WARN("cannot write %s", path);
+}
+
+static void ask_probe(svc *s, const char *id, const pending_job *pj)
+{
+	char topic[SKY_TOPIC_BUF], buf[SKY_CMD_MAX_BYTES];
+	int n = snprintf(buf, sizeof buf, "{\"cmd\":\"probe\",\"model\":\"%s\",\"seq\":%d,\"batch\":%d}",
+			 pj->model.name, pj->model.seq, pj->model.batch);
+	if (sky_topic_board(topic, sizeof topic, id, SKY_TOPIC_CMD) == 0)
+		sky_mqtt_publish(s->m, topic, buf, (size_t)n, 1, 0, NULL);
+	SKY_INFO("asked board %s to probe %s (seq %d, batch %d) for job %s", id, pj->model.name,
+		 pj->model.seq, pj->model.batch, pj->req.job);
+}
+
+/* Plans pending job pj if enough boards are ready. Returns 1 when the job
+ * is done with (published or failed), 0 to keep waiting. Called with the
+ * lock held. */
+static int try_plan(svc *s, pending_job *pj)
+{
+	sky_registry *r = &s->reg;
+	sky_caps_shape want;
+	sky_diag d;
+	sky_diag_clear(&d);
+	memset(&want, 0, sizeof want);
+	snprintf(want.name, sizeof want.name, "%s", pj->model.name);
+	want.hidden = pj->model.hidden;
+	want.heads = pj->model.heads;
+	want.ffn = pj->model.ffn;
+	want.seq = pj->model.seq;
+	want.batch = pj->model.batch;
+	int online = 0;
+	sky_fleet_init(&s->fleet);
+	for (int i = 0; i < r->n; i++) {
+		sky_reg_board *b = &r->b[i];
+		if (b->state != SKY_REG_ONLINE)
+			continue;
+		online++;
+		if (!b->has_caps || !sky_caps_shape_eq(&b->caps.shape, &want)) {
+			if (!pj->asked[i]) {
+				pj->asked[i] = 1;
+				ask_probe(s, b->id, pj);
+			}
+			continue;
+		}
+		if (strlen(b->id) >= SKY_BOARD_ID_MAX || s->fleet.n >= SKY_PLAN_MAX_BOARDS)
+			continue;
+		sky_board *fb = &s->fleet.board[s->fleet.n];
+		memset(fb, 0, sizeof *fb);
+		snprintf(fb->id, sizeof fb->id, "%s", b->id);
+		const sky_caps_times *t = &b->caps.fp32;
+		fb->fwd_s = t->fwd_attn_s + t->fwd_ffn_s;
+		fb->bwd_s = t->bwd_attn_s + t->bwd_ffn_s;
+		fb->attn_share = (t->fwd_attn_s + t->bwd_attn_s) / (fb->fwd_s + fb->bwd_s);
+		if (!(fb->attn_share > 0 && fb->attn_share < 1))
+			fb->attn_share = 0;
+		/* a board that could not measure memory or its link gets stated
+		 * defaults rather than none: 1 TiB, 1 GB/s, 0 s (README) */
+		fb->mem_bytes = b->caps.mem_bytes > 0 ? b->caps.mem_bytes : (1ll << 40);
+		fb->bw_Bps = b->caps.link_bw > 0 ? b->caps.link_bw : 1e9;
+		fb->lat_s = b->caps.link_lat_s;
+		s->fleet_reg[s->fleet.n++] = i;
+	}
+	int need = pj->req.min_boards > 0 ? pj->req.min_boards : online;
+	int timed_out = sky_clock_s() - pj->since >= pj->req.wait_s;
+	if ((s->fleet.n < need || s->fleet.n == 0) && !timed_out)
+		return 0;
+	if (s->fleet.n == 0) {
+		SKY_WARN("job %s dropped: no online board reported %s at seq %d batch %d within %g s",
+			 pj->req.job, want.name, want.seq, want.batch, pj->req.wait_s);
+		return 1;
+	}
+	if (s->fleet.n < need)
+		SKY_WARN("job %s: planning with %d boards, %d wanted (waited %g s)", pj->req.job,
+			 s->fleet.n, need, pj->req.wait_s);
+
+	sky_job job;
+	sky_algo algo = SKY_ALGO_OPTIMAL;
+	sky_job_init(&job, pj->model.name);
+	job.model = pj->model;
+	job.micro_batches = pj->req.micro_batches;
+	sky_algo_parse(pj->req.algo, &algo);
+	sky_sched_parse(pj->req.sched, &job.sched);
+	int rc = sky_plan_partition(&s->fleet, &job, algo, &s->plan, &d);
+	if (rc) {
+		SKY_WARN("job %s: no plan: %s", pj->req.job, d.msg);
+		return 1;
+	}
+	sky_planmsg *p = &s->msg;
+	memset(p, 0, sizeof *p);
+	snprintf(p->job, sizeof p->job, "%s", pj->req.job);
+	snprintf(p->algo, sizeof p->algo, "%s", sky_algo_name(algo));
+	p->micro_batches = job.micro_batches;
+	p->shape = want;
+	p->layers = job.model.layers;
+	p->n_stages = s->plan.n_stages;
+	for (int k = 0; k < s->plan.n_stages; k++) {
+		const sky_stage *st = &s->plan.stage[k];
+		snprintf(p->stages[k].board, sizeof p->stages[k].board, "%s",
+			 s->fleet.board[st->board].id);
+		p->stages[k].first = st->first_unit;
+		p->stages[k].last = st->last_unit;
+		p->stages[k].in_flight = st->in_flight < 1 ? 1 : st->in_flight;
+		p->stages[k].arena_bytes = st->mem_bytes;
+	}
+	/* the epoch only grows, across restarts too: persist it before use */
+	char path[640], num[32];
+	p->epoch = s->epoch + 1;
+	int nn = snprintf(num, sizeof num, "%lld\n", (long long)p->epoch);
+	if (state_file(s, "epoch", path, sizeof path) != 0 ||
+	    sky_file_write(path, num, (size_t)nn, 0644) != 0) {
+		SKY_ERROR("job %s: cannot persist the epoch in %s; not publishing", p->job, path);
+		return 1;
+	}
+	s->epoch = p->epoch;
+	int plen = sky_planmsg_encode(p, s->payload, sizeof s->payload, &d);
+	int elen = plen > 0 ? sky_sign_envelope(&s->signer, s->payload, (size_t)plen, s->envelope,
+						sizeof s->envelope, &d)
+			    : plen;
+	char topic[SKY_TOPIC_BUF];
+	if (elen <= 0 || sky_topic_job(topic, sizeof topic, p->job, SKY_TOPIC_PLAN) != 0) {
+		SKY_ERROR("job %s: plan not published: %s", p->job, d.msg);
+		return 1;
+	}
+	/* retained, so a board that (re)connects later still gets it */
+	if (sky_mqtt_publish(s->m, topic, s->envelope, (size_t)elen, 1, 1, &d) != 0) {
+		SKY_ERROR("job %s: %s", p->job, d.msg);
+		return 1;
+	}
+	sky_registry_assign(&s->reg, p);
+	s->reg.c.plans_published++;
+	SKY_INFO("job %s epoch %lld published: %d stages over %d boards (%s), bottleneck %.3f ms "
+		 "per micro-batch",
+		 p->job, (long long)p->epoch, p->n_stages, s->fleet.n, p->algo,
+		 1e3 * s->plan.bottleneck_s);
+	return 1;
+}
+
+int sky_service_run(const sky_service_opts *o, sky_diag *d)
+{
+	svc *s = &g_svc;
+	int rc;
+	memset(s, 0, sizeof *s);
+	s->o = o;
+	sky_mutex_init(&s->lock);
+	sky_ca_init(&s->ca);
+	sky_signer_init(&s->signer);
+	sky_registry_init(&s->reg);
+	if (o->state_dir)
+		snprintf(s->state_dir, sizeof s->state_dir, "%s", o->state_dir);
+	else
+		snprintf(s->state_dir, sizeof s->state_dir, "%s/state", o->pki_dir);
+	if ((rc = sky_file_mkdirs(s->state_dir, 0700)) != 0) {
+		rc = sky_diag_set(d, rc, "cannot create %s", s->state_dir);
+		goto exit;
+	}
+	if ((rc = sky_ca_open(&s->ca, o->pki_dir, d)) != 0 ||
+	    (rc = sky_ca_load_signer(&s->signer, o->pki_dir, d)) != 0)
+		goto exit;
+	{
+		char path[640], num[32];
+		long n = state_file(s, "epoch", path, sizeof path) == 0
+				 ? sky_file_read(path, num, sizeof num - 1)
+				 : -1;
+		if (n > 0) {
+			num[n] = '\0';
+			s->epoch = strtoll(num, NULL, 10);
+			if (s->epoch < 0)
+				s->epoch = 0;
+		}
+	}
+	if ((rc = connect_svc(s, d)) != 0)
+		goto exit;
+	if (o->job_file) {
+		static char buf[SKY_JOB_MAX_BYTES + 1];
+		long n = sky_file_read(o->job_file, buf, sizeof buf - 1);
+		if (n < 0) {
+			rc = sky_diag_set(d, (int)n, "job file %s: %s", o->job_file, sky_strerror((int)n));
+			goto exit;
+		}
+		queue_job(s, buf, (size_t)n, o->job_file);
+	}
+	SKY_INFO("serving: state in %s, epoch %lld", s->state_dir, (long long)s->epoch);
+	double last_save = 0;
+	int backoff_ms = 1000;
+	while (!sky_signal_stop_requested()) {
+		if (!s->m || s->lost) {
+			drop(s);
+			sky_diag cd;
+			sky_diag_clear(&cd);
+			if (connect_svc(s, &cd) != 0) {
+				SKY_WARN("%s; retrying in %d ms", cd.msg, backoff_ms);
+				drop(s);
+				for (int t = 0; t < backoff_ms / 50 && !sky_signal_stop_requested(); t++)
+					sky_sleep_ms(50);
+				backoff_ms = backoff_ms * 2 > 5000 ? 5000 : backoff_ms * 2;
+				continue;
+			}
+			backoff_ms = 1000;
+		}
+		double now = sky_clock_s();
+		sky_mutex_lock(&s->lock);
+		static unsigned char was_online[SKY_REG_MAX_BOARDS];
+		for (int i = 0; i < s->reg.n; i++)
+			was_online[i] = s->reg.b[i].state == SKY_REG_ONLINE;
+		if (sky_registry_tick(&s->reg, now) > 0)
+			for (int i = 0; i < s->reg.n; i++)
+				if (was_online[i] && s->reg.b[i].state == SKY_REG_OFFLINE)
+					SKY_WARN("board %s offline: nothing heard for %.2f s (keepalive "
+						 "%d s, deadline 1.5x)",
+						 s->reg.b[i].id, now - s->reg.b[i].last_heard,
+						 s->reg.b[i].keepalive_s);
+		for (int k = 0; k < s->n_pending;) {
+			if (try_plan(s, &s->pending[k])) {
+				s->pending[k] = s->pending[--s->n_pending];
+			} else {
+				k++;
+			}
+		}
+		int changed = s->reg.changed;
+		sky_mutex_unlock(&s->lock);
+		if ((changed && now - last_save >= 0.2) || now - last_save >= 2.0) {
+			save_state(s);
+			last_save = now;
+		}
+		sky_sleep_ms(100);
+	}
+	SKY_INFO("stopping on signal %d", sky_signal_stop_requested());
+	save_state(s);
+	rc = 0;
+exit:
+	drop(s);
+	sky_signer_free(&s->signer);
+	sky_ca_free(&s->ca);
+	sky_mutex_free(&s->lock);
+	return rc;
+}

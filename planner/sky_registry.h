@@ -1,0 +1,104 @@
+/* The fleet registry: what the planner knows about each board, built only
+ * from what boards said on their own topics (the broker's ACL vouches that
+ * sky/v1/board/<id>/... came from <id>).
+ *
+ * Liveness follows session numbers (as Sparkplug B's bdSeq does): every
+ * board connection has a number larger than the last; status, heartbeats,
+ * capability reports and plan-acks carry it. A message from a session
+ * older than the newest seen is stale: a late will from an old connection
+ * never marks a live board dead. A board is offline when its current
+ * session's will arrives (killed, or cut off and timed out by the broker),
+ * when it says so on a clean shutdown, or when nothing has come from it for
+ * 1.5 x its keepalive (the planner's own deadline, so the bound holds even
+ * if the broker is slow to fire the will): with heartbeats every keepalive/4
+ * and ticks every 100 ms, a cut-off board is marked offline within
+ * 1.5 x keepalive + 0.1 s of its last message.
+ *
+ * Malformed or absurd reports are refused with a log line naming the
+ * field, counted, and change nothing. The registry is plain data with the
+ * clock passed in, so tests drive it without a broker. */
+#ifndef SKY_REGISTRY_H
+#define SKY_REGISTRY_H
+
+#include "sky_caps.h"
+#include "sky_err.h"
+#include "sky_planmsg.h"
+#include "sky_topics.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SKY_REG_MAX_BOARDS 1024
+
+typedef enum { SKY_REG_ENROLLED = 0, SKY_REG_ONLINE = 1, SKY_REG_OFFLINE = 2 } sky_reg_state;
+
+typedef struct sky_reg_board {
+	char id[SKY_TOPIC_SEGMENT_MAX + 1];
+	sky_reg_state state;
+	char why[24];          /* why offline: will, shutdown, timeout */
+	int64_t session;       /* newest seen */
+	int keepalive_s;
+	double last_heard;     /* monotonic seconds of the last message */
+	int64_t last_seen;     /* Unix seconds of the last message (for people) */
+	int has_caps;
+	sky_caps caps;
+	/* current assignment */
+	char job[SKY_TOPIC_SEGMENT_MAX + 1]; /* empty: none */
+	int64_t epoch;
+	int stage, first, last;
+	int64_t expected_bytes;
+	int ack;               /* 0 pending, 1 accepted, -1 refused */
+	int64_t ack_bytes, ack_budget;
+	char ack_reason[160];
+} sky_reg_board;
+
+typedef struct sky_reg_counters {
+	long caps_ok, caps_rejected;   /* reports accepted / refused (malformed, absurd, id mismatch) */
+	long status_rejected;          /* unreadable status or heartbeat */
+	long stale_ignored;            /* messages from an older session (late wills included) */
+	long oversize;                 /* refused unparsed for size */
+	long acks_ok, acks_refused, acks_rejected; /* board accepted / board refused / unreadable */
+	long timeouts;                 /* boards marked offline by the heartbeat deadline */
+	long enrolled, enroll_refused;
+	long plans_published;
+} sky_reg_counters;
+
+typedef struct sky_registry {
+	int n;
+	sky_reg_board b[SKY_REG_MAX_BOARDS];
+	sky_reg_counters c;
+	int changed; /* set by every change; the service clears it after saving */
+} sky_registry;
+
+void sky_registry_init(sky_registry *r);
+/* The board with this id, or NULL. */
+sky_reg_board *sky_registry_find(sky_registry *r, const char *id);
+/* Finds or adds (state enrolled). NULL if id is invalid or the registry is full. */
+sky_reg_board *sky_registry_add(sky_registry *r, const char *id);
+
+/* A message on sky/v1/board/<id>/<leaf>: leaf caps, status, heartbeat or
+ * plan-ack (others are ignored, return 0). now: monotonic seconds; unix:
+ * wall clock. Returns 0 if taken, 1 if ignored as stale, or a negative
+ * error (counted, logged by the caller from d). */
+int sky_registry_on_board_msg(sky_registry *r, const char *id, const char *leaf,
+			      const char *payload, size_t len, double now, int64_t unix_s,
+			      sky_diag *d);
+
+/* Marks boards whose last message is older than 1.5 x keepalive offline
+ * ("timeout"). Returns how many it marked. */
+int sky_registry_tick(sky_registry *r, double now);
+
+/* Records the assignment of every stage of plan p (ack pending) and clears
+ * the assignment of boards that held a stage of the same job before. */
+void sky_registry_assign(sky_registry *r, const sky_planmsg *p);
+
+/* Writes the registry as the fleet status document (`sky fleet status`):
+ *   {"v":1,"updated_at":"<UTC>","updated_unix":N,"counters":{...},
+ *    "boards":[{"id","state","why","last_seen","session","version","board",
+ *               "caps":{...}|null,"assignment":{...}|null}, ...]}
+ * Returns the length or SKY_ERANGE / SKY_ENOMEM. */
+int sky_registry_to_json(const sky_registry *r, int64_t unix_s, char *buf, size_t cap);
+
+const char *sky_reg_state_name(sky_reg_state s);
+
+#endif

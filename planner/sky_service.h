@@ -1,0 +1,60 @@
+/* skyplan, the planner service: the fleet registry, enrollment and signed
+ * plans over MQTT.
+ *
+ * It connects as the planner identity (<pki>/planner.crt, CN sky-planner)
+ * and subscribes to every board's topics, to enrollment requests and to job
+ * submissions (sky_topics.h). It
+ *   - answers enrollment requests with the CA (planner/sky_ca.h);
+ *   - keeps the registry (planner/sky_registry.h), ticking liveness every
+ *     100 ms, and saves it to <state>/fleet.json (atomically, at most every
+ *     200 ms while it changes, and every 2 s) for `sky fleet status`;
+ *   - takes jobs from sky/v1/jobs/submit or a job file:
+ *       {"job":"j1","model":"tiny","layers":4,"seq":16,"batch":8,
+ *        "micro_batches":4,"algo":"optimal","sched":"1f1b",
+ *        "min_boards":16,"wait_s":30}
+ *     (all but job and model optional). A job waits until min_boards online
+ *     boards (default: every online board) report capabilities at its
+ *     shapes; boards that reported other shapes are asked to probe again
+ *     (sky/v1/board/<id>/cmd). After wait_s it plans with whatever matches.
+ *     Then it plans with the planner library (sky_plan.h), takes the next
+ *     epoch (persisted in <state>/epoch, so it only grows), signs the plan
+ *     (sky_sign.h) and publishes it retained on sky/v1/job/<job>/plan;
+ *   - collects plan-acks into the registry. */
+#ifndef SKY_SERVICE_H
+#define SKY_SERVICE_H
+
+#include "sky_err.h"
+
+#include <stddef.h>
+
+typedef struct sky_service_opts {
+	const char *pki_dir;   /* from `sky pki init` */
+	const char *broker;    /* HOST:PORT */
+	const char *state_dir; /* default <pki>/state */
+	const char *job_file;  /* optional: submit this job at start */
+	int keepalive_s;       /* the planner's own MQTT keepalive (default 10) */
+} sky_service_opts;
+
+/* Runs until a stop signal (sky_signal.h). Returns 0 after a clean stop, or
+ * an error if the PKI or the broker cannot be used at start. */
+int sky_service_run(const sky_service_opts *o, sky_diag *d);
+
+/* A submitted job, as parsed from its JSON (bounded by SKY_JOB_MAX_BYTES). */
+typedef struct sky_job_req {
+	char job[65];
+	char model[16];
+	int layers, seq, batch; /* 0: the preset's */
+	int micro_batches;      /* default 4 */
+	char algo[16];          /* even, sky, optimal (default) */
+	char sched[8];          /* gpipe, 1f1b (default) */
+	int min_boards;         /* 0: every online board */
+	double wait_s;          /* default 30 */
+} sky_job_req;
+
+/* Parses and checks a job document. Returns 0 or SKY_EFORMAT / SKY_ERANGE /
+ * SKY_EINVAL naming the field. */
+int sky_job_req_parse(const char *buf, size_t len, sky_job_req *j, sky_diag *d);
+/* Writes j as JSON. Returns the length or SKY_ERANGE. */
+int sky_job_req_encode(const sky_job_req *j, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,708 @@
+#include "sky_agent.h"
+
+#include "sky_caps.h"
+#include "sky_clock.h"
+#include "sky_enroll.h"
+#include "sky_file.h"
+#include "sky_identity.h"
+#include "sky_json.h"
+#include "sky_log.h"
+#include "sky_mqtt.h"
+#include "sky_planmsg.h"
+#include "sky_probe.h"
+#include "sky_profile.h"
+#include "sky_sign.h"
+#include "sky_signal.h"
+#include "sky_thread.h"
+#include "sky_topics.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ECHO_PINGS 10
+#define ECHO_BULK_MSGS 8
+#define ECHO_BULK_BYTES (128u << 10)
+
+void sky_agent_opts_default(sky_agent_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	sky_model_preset("tiny", &o->model);
+	o->keepalive_s = 10;
+	o->probe_max_s = SKY_PROBE_DEFAULT_MAX_S;
+	o->enroll_timeout_s = 30;
+}
+
+static int state_path(const char *dir, const char *file, char *buf, size_t cap)
+{
+	int n = snprintf(buf, cap, "%s/%s", dir, file);
+	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
+}
+
+/* Reads a decimal counter from <dir>/<file>; 0 if absent or unreadable. */
+static int64_t read_counter(const char *dir, const char *file)
+{
+	char path[1024], buf[32];
+	if (state_path(dir, file, path, sizeof path))
+		return 0;
+	long n = sky_file_read(path, buf, sizeof buf - 1);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	long long v = strtoll(buf, NULL, 10);
+	return v > 0 ? v : 0;
+}
+
+static int write_counter(const char *dir, const char *file, int64_t v)
+{
+	char path[1024], buf[32];
+	if (state_path(dir, file, path, sizeof path))
+		return SKY_ERANGE;
+	int n = snprintf(buf, sizeof buf, "%lld\n", (long long)v);
+	return sky_file_write(path, buf, (size_t)n, 0644);
+}
+
+/* ---- enrollment ---------------------------------------------------------- */
+
+typedef struct enroll_wait {
+	char topic[SKY_TOPIC_BUF];
+	char reply[SKY_ENROLL_REPLY_MAX];
+	volatile size_t len;
+	volatile int got;
+	sky_mutex lock;
+} enroll_wait;
+
+static void enroll_msg(void *ctx, const char *topic, size_t tl, const unsigned char *p, size_t len,
+		       int retained)
+{
+	enroll_wait *w = ctx;
+	sky_mutex_lock(&w->lock);
+	if (!w->got && strcmp(topic, w->topic) == 0) {
+		if (len > sizeof w->reply) {
+			SKY_WARN("enroll: reply of %zu bytes over the %zu limit, ignored", len,
+				 sizeof w->reply);
+		} else {
+			memcpy(w->reply, p, len);
+			w->len = len;
+			w->got = 1;
+		}
+	}
+	sky_mutex_unlock(&w->lock);
+}
+
+static void dir_of(const char *path, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "%s", path);
+	char *slash = strrchr(buf, '/');
+	if (slash)
+		*slash = '\0';
+	else
+		snprintf(buf, cap, ".");
+}
+
+int sky_agent_enroll(const sky_agent_opts *o, sky_diag *d)
+{
+	int rc;
+	sky_mqtt *m = NULL;
+	sky_sign_rng rng;
+	static enroll_wait w;
+	static char req[SKY_ENROLL_REQ_MAX];
+	char claim_dir[512], cert[600], key[600], nonce[33], topic[SKY_TOPIC_BUF];
+	unsigned char raw[16];
+
+	memset(&rng, 0, sizeof rng);
+	if (sky_identity_enrolled(o->state_dir)) {
+		SKY_INFO("enroll: %s already holds an identity; not enrolling again", o->state_dir);
+		return 0;
+	}
+	if (!o->id || (rc = sky_enroll_check_id(o->id, d)) != 0)
+		return o->id ? rc : sky_diag_set(d, SKY_EINVAL, "enroll: --id is required");
+	if (!o->claim_token || !o->claim_ca)
+		return sky_diag_set(d, SKY_EINVAL, "enroll: --claim TOKEN and --pki-ca CA.crt are required");
+	dir_of(o->claim_ca, claim_dir, sizeof claim_dir);
+	snprintf(cert, sizeof cert, "%s/claim.crt", claim_dir);
+	snprintf(key, sizeof key, "%s/claim.key", claim_dir);
+	if ((rc = sky_file_mkdirs(o->state_dir, 0700)) != 0)
+		return sky_diag_set(d, rc, "enroll: cannot create %s", o->state_dir);
+	if ((rc = sky_identity_trust_ca(o->state_dir, o->claim_ca, d)) != 0)
+		return rc;
+	if ((rc = sky_sign_rng_init(&rng, "skyd-enroll", d)) != 0)
+		goto exit;
+	rc = sky_identity_enroll_request(o->state_dir, o->id, o->claim_token, &rng, req, sizeof req, d);
+	if (rc < 0)
+		goto exit;
+	size_t req_len = (size_t)rc;
+	/* the nonce keeps concurrent enrollments apart on the claim topics */
+	if (sky_sign_rng_func(&rng, raw, sizeof raw) != 0) {
+		rc = sky_diag_set(d, SKY_ECRYPTO, "enroll: no randomness for the nonce");
+		goto exit;
+	}
+	for (size_t i = 0; i < sizeof raw; i++)
+		snprintf(nonce + 2 * i, 3, "%02x", raw[i]);
+	memset(&w, 0, sizeof w);
+	sky_mutex_init(&w.lock);
+	sky_topic_enroll(w.topic, sizeof w.topic, nonce, SKY_TOPIC_CERT);
+	sky_topic_enroll(topic, sizeof topic, nonce, SKY_TOPIC_CSR);
+
+	char client[64];
+	snprintf(client, sizeof client, "claim-%s", nonce);
+	sky_mqtt_opts mo = {.broker = o->broker, .client_id = client, .ca_file = o->claim_ca,
+			    .cert_file = cert, .key_file = key, .keepalive_s = 30,
+			    .on_msg = enroll_msg, .ctx = &w};
+	if ((rc = sky_mqtt_connect(&m, &mo, d)) != 0)
+		goto exit;
+	if ((rc = sky_mqtt_subscribe(m, w.topic, 1, 5000, d)) != 0)
+		goto exit;
+	if ((rc = sky_mqtt_publish(m, topic, req, req_len, 1, 0, d)) != 0)
+		goto exit;
+	SKY_INFO("enroll: sent a CSR for %s on %s", o->id, topic);
+	double end = sky_clock_s() + (o->enroll_timeout_s > 0 ? o->enroll_timeout_s : 30);
+	while (!w.got && sky_clock_s() < end && !sky_signal_stop_requested() && sky_mqtt_connected(m))
+		sky_sleep_ms(10);
+	if (!w.got) {
+		rc = sky_diag_set(d, SKY_ETIMEOUT, "enroll: no answer from the planner on %s", w.topic);
+		goto exit;
+	}
+	if ((rc = sky_identity_enroll_accept(o->state_dir, o->id, w.reply, w.len, d)) != 0)
+		goto exit;
+	SKY_INFO("enroll: %s enrolled; certificate in %s", o->id, o->state_dir);
+exit:
+	sky_mqtt_close(m, 1000);
+	sky_sign_rng_free(&rng);
+	return rc;
+}
+
+/* ---- the running agent ------------------------------------------------------- */
+
+typedef struct agent {
+	const sky_agent_opts *o;
+	sky_identity idn;
+	sky_profile prof;
+	sky_mutex lock;    /* guards everything below (Paho's thread vs the main loop) */
+	sky_mqtt *m;
+	volatile int lost;
+	int64_t session;
+	sky_caps caps;
+	sky_model_cfg probe_model;
+	volatile int probe_requested;
+	/* the plan we hold */
+	int64_t epoch;     /* of the last plan run (0: none) */
+	sky_planmsg plan;
+	int stage;
+	char *plan_env;    /* its envelope, kept to recognise a verbatim re-delivery */
+	size_t plan_env_len;
+	void *arena;
+	int64_t arena_bytes;
+	char ack[SKY_PLAN_ACK_MAX_BYTES];
+	int ack_len;
+	long plans_rejected;
+	/* link probe */
+	volatile uint64_t echo_seq_seen;
+	volatile int echo_bulk_seen;
+	double echo_last_s;
+	/* scratch for plan handling (too big for Paho's stack) */
+	char payload[SKY_SIGN_MAX_PAYLOAD + 1];
+	sky_planmsg incoming;
+} agent;
+
+int64_t sky_agent_stage_bytes(const sky_planmsg *p, int stage)
+{
+	sky_model_cfg c;
+	if (sky_model_preset(p->shape.name, &c) != 0)
+		return SKY_ENOTFOUND;
+	c.hidden = p->shape.hidden;
+	c.heads = p->shape.heads;
+	c.ffn = p->shape.ffn;
+	c.layers = p->layers;
+	c.seq = p->shape.seq;
+	c.batch = p->shape.batch;
+	if (c.seq > c.max_pos)
+		c.max_pos = c.seq;
+	if (sky_model_validate(&c) != 0 || stage < 0 || stage >= p->n_stages)
+		return SKY_EINVAL;
+	const sky_plan_stage *st = &p->stages[stage];
+	return sky_probe_stage_bytes(&c, st->first, st->last, 2 * p->layers, st->in_flight, NULL, 0);
+}
+
+static void publish_ack(agent *a)
+{
+	char topic[SKY_TOPIC_BUF];
+	if (a->ack_len <= 0 || !a->m)
+		return;
+	sky_topic_board(topic, sizeof topic, a->idn.id, SKY_TOPIC_PLAN_ACK);
+	sky_mqtt_publish(a->m, topic, a->ack, (size_t)a->ack_len, 1, 0, NULL);
+}
+
+static void make_ack(agent *a, const sky_planmsg *p, int stage, int ok, int64_t bytes,
+		     const char *reason)
+{
+	sky_planack k;
+	memset(&k, 0, sizeof k);
+	snprintf(k.board, sizeof k.board, "%s", a->idn.id);
+	snprintf(k.job, sizeof k.job, "%s", p->job);
+	k.epoch = p->epoch;
+	k.session = a->session;
+	k.stage = stage;
+	k.ok = ok;
+	k.arena_bytes = bytes;
+	k.expected_bytes = p->stages[stage].arena_bytes;
+	k.budget_bytes = a->caps.mem_bytes;
+	snprintf(k.reason, sizeof k.reason, "%s", reason ? reason : "");
+	int n = sky_planack_encode(&k, a->ack, sizeof a->ack, NULL);
+	a->ack_len = n > 0 ? n : 0;
+}
+
+/* Verifies and, if acceptable, takes a plan. from_disk: at start, from
+ * <state>/plan.env (no ack, no persistence). Called with a->lock held. */
+static int take_plan(agent *a, const char *topic, const char *msg, size_t len, int from_disk)
+{
+	sky_diag d;
+	size_t plen = 0;
+	int rc;
+	sky_diag_clear(&d);
+	if (len > SKY_PLAN_MAX_BYTES) {
+		SKY_WARN("plan rejected on %s: %zu bytes over the %u-byte limit (refused unparsed); "
+			 "keeping epoch %lld",
+			 topic, len, SKY_PLAN_MAX_BYTES, (long long)a->epoch);
+		a->plans_rejected++;
+		return SKY_ERANGE;
+	}
+	rc = sky_verify_envelope(&a->idn.planner, msg, len, a->payload, sizeof a->payload, &plen, &d);
+	if (rc == 0)
+		rc = sky_planmsg_decode(a->payload, plen, &a->incoming, &d);
+	if (rc) {
+		SKY_WARN("plan rejected on %s: %s (%s); keeping epoch %lld", topic,
+			 rc == SKY_EAUTH ? "bad or missing signature" : "malformed", d.msg,
+			 (long long)a->epoch);
+		a->plans_rejected++;
+		return rc;
+	}
+	sky_planmsg *p = &a->incoming;
+	char want[SKY_TOPIC_BUF];
+	if (!from_disk && (sky_topic_job(want, sizeof want, p->job, SKY_TOPIC_PLAN) != 0 ||
+			   strcmp(want, topic) != 0)) {
+		SKY_WARN("plan rejected on %s: it is signed for job %s (topic mismatch); keeping "
+			 "epoch %lld",
+			 topic, p->job, (long long)a->epoch);
+		a->plans_rejected++;
+		return SKY_EAUTH;
+	}
+	int stage = sky_planmsg_find(p, a->idn.id);
+	if (stage < 0) {
+		SKY_DEBUG("plan %s epoch %lld has no stage for %s", p->job, (long long)p->epoch,
+			  a->idn.id);
+		return 0;
+	}
+	if (p->epoch <= a->epoch) {
+		if (p->epoch == a->epoch && a->plan_env && len == a->plan_env_len &&
+		    memcmp(msg, a->plan_env, len) == 0) {
+			/* the same plan again (retained, after a reconnect): say we hold it */
+			if (!from_disk)
+				publish_ack(a);
+			return 0;
+		}
+		SKY_WARN("plan rejected on %s: epoch %lld is not newer than %lld, the last plan run "
+			 "(replayed or stale); keeping it",
+			 topic, (long long)p->epoch, (long long)a->epoch);
+		a->plans_rejected++;
+		return SKY_EAUTH;
+	}
+	int64_t need = sky_agent_stage_bytes(p, stage);
+	if (need < 0) {
+		SKY_WARN("plan %s epoch %lld refused: model %s is unknown to this build", p->job,
+			 (long long)p->epoch, p->shape.name);
+		make_ack(a, p, stage, 0, 0, "unknown model preset");
+		publish_ack(a);
+		return (int)need;
+	}
+	if (a->caps.mem_bytes > 0 && need > a->caps.mem_bytes) {
+		char why[160];
+		snprintf(why, sizeof why, "stage needs %lld bytes, the board's budget is %lld",
+			 (long long)need, (long long)a->caps.mem_bytes);
+		SKY_WARN("plan %s epoch %lld refused: %s; keeping epoch %lld", p->job,
+			 (long long)p->epoch, why, (long long)a->epoch);
+		make_ack(a, p, stage, 0, need, why);
+		publish_ack(a);
+		return SKY_ENOMEM;
+	}
+	/* measure done; allocate once, carve, seal */
+	void *mem = malloc((size_t)need);
+	if (!mem || sky_agent_stage_bytes(p, stage) != need) {
+		free(mem);
+		make_ack(a, p, stage, 0, need, "allocation failed");
+		publish_ack(a);
+		return SKY_ENOMEM;
+	}
+	{
+		sky_model_cfg c;
+		sky_model_preset(p->shape.name, &c);
+		c.hidden = p->shape.hidden, c.heads = p->shape.heads, c.ffn = p->shape.ffn;
+		c.layers = p->layers, c.seq = p->shape.seq, c.batch = p->shape.batch;
+		if (c.seq > c.max_pos)
+			c.max_pos = c.seq;
+		sky_probe_stage_bytes(&c, p->stages[stage].first, p->stages[stage].last,
+				      2 * p->layers, p->stages[stage].in_flight, mem, (uint64_t)need);
+	}
+	char *env = malloc(len);
+	if (!env) {
+		free(mem);
+		return SKY_ENOMEM;
+	}
+	memcpy(env, msg, len);
+	free(a->arena);
+	free(a->plan_env);
+	a->arena = mem;
+	a->arena_bytes = need;
+	a->plan_env = env;
+	a->plan_env_len = len;
+	a->plan = *p;
+	a->stage = stage;
+	a->epoch = p->epoch;
+	make_ack(a, p, stage, 1, need, NULL);
+	SKY_INFO("plan %s epoch %lld accepted: stage %d of %d, half-layers %d-%d, arena %lld bytes "
+		 "reserved (planner expected %lld)",
+		 p->job, (long long)p->epoch, stage, p->n_stages, p->stages[stage].first,
+		 p->stages[stage].last, (long long)need, (long long)p->stages[stage].arena_bytes);
+	if (!from_disk) {
+		char path[1024];
+		write_counter(a->o->state_dir, "epoch", a->epoch);
+		if (state_path(a->o->state_dir, "plan.env", path, sizeof path) == 0)
+			sky_file_write(path, msg, len, 0644);
+		publish_ack(a);
+	}
+	return 0;
+}
+
+static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char *p, size_t len,
+		   int retained)
+{
+	agent *a = ctx;
+	char seg[SKY_TOPIC_SEGMENT_MAX + 1], leaf[16];
+	if (strlen(topic) != tl)
+		return; /* an embedded NUL: not one of ours */
+	if (sky_topic_parse(topic, tl, "job", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
+	    strcmp(leaf, SKY_TOPIC_PLAN) == 0) {
+		sky_mutex_lock(&a->lock);
+		take_plan(a, topic, (const char *)p, len, 0);
+		sky_mutex_unlock(&a->lock);
+		return;
+	}
+	if (sky_topic_parse(topic, tl, "board", seg, sizeof seg, leaf, sizeof leaf) != 0 ||
+	    strcmp(seg, a->idn.id) != 0)
+		return;
+	if (strcmp(leaf, SKY_TOPIC_ECHO) == 0 && len >= 8) {
+		uint64_t seq = 0;
+		for (int i = 0; i < 8; i++)
+			seq = seq << 8 | p[i];
+		if (len >= ECHO_BULK_BYTES)
+			a->echo_bulk_seen++;
+		else
+			a->echo_seq_seen = seq;
+		return;
+	}
+	if (strcmp(leaf, SKY_TOPIC_CMD) == 0) {
+		sky_diag d;
+		sky_diag_clear(&d);
+		if (len > SKY_CMD_MAX_BYTES)
+			return;
+		cJSON *doc = sky_json_parse((const char *)p, len, &d);
+		char cmd[16] = "", model[16] = "";
+		int64_t seq = 0, batch = 0;
+		if (doc && sky_json_str(doc, "cmd", cmd, sizeof cmd, "cmd", &d) == 0 &&
+		    strcmp(cmd, "probe") == 0) {
+			sky_mutex_lock(&a->lock);
+			if (sky_json_str(doc, "model", model, sizeof model, "cmd", NULL) == 0 &&
+			    sky_model_preset(model, &a->probe_model) == 0) {
+				if (sky_json_i64(doc, "seq", 1, SKY_CAPS_MAX_DIM, &seq, "cmd", NULL) == 0)
+					a->probe_model.seq = (int)seq;
+				if (sky_json_i64(doc, "batch", 1, SKY_CAPS_MAX_BATCH, &batch, "cmd", NULL) == 0)
+					a->probe_model.batch = (int)batch;
+			}
+			a->probe_requested = 1;
+			sky_mutex_unlock(&a->lock);
+			SKY_INFO("probe requested by the planner (model %s)", a->probe_model.name);
+		} else {
+			SKY_WARN("command ignored: %s", d.msg[0] ? d.msg : "unknown command");
+		}
+		sky_json_free(doc);
+	}
+}
+
+static void on_lost(void *ctx, const char *cause)
+{
+	agent *a = ctx;
+	a->lost = 1;
+	SKY_WARN("connection to the broker lost: %s", cause);
+}
+
+/* Latency: ECHO_PINGS small messages one at a time, median round trip.
+ * Bandwidth: ECHO_BULK_MSGS messages of 128 KiB back to back; each crosses
+ * the board's link twice (up to the broker and back), so bw = 2 x bytes /
+ * time until the last one is back. Bounded: 2 s per ping, 10 s for bulk. */
+static void link_probe(agent *a)
+{
+	char topic[SKY_TOPIC_BUF];
+	static unsigned char buf[ECHO_BULK_BYTES];
+	double rtt[ECHO_PINGS];
+	int n = 0;
+	sky_topic_board(topic, sizeof topic, a->idn.id, SKY_TOPIC_ECHO);
+	for (int i = 0; i < ECHO_PINGS; i++) {
+		uint64_t seq = ((uint64_t)a->session << 32) | (uint64_t)(i + 1);
+		for (int k = 0; k < 8; k++)
+			buf[k] = (unsigned char)(seq >> (56 - 8 * k));
+		double t0 = sky_clock_s();
+		if (sky_mqtt_publish(a->m, topic, buf, 64, 0, 0, NULL) != 0)
+			return;
+		/* spin for the first 2 ms (loopback answers in ~1 ms), then sleep,
+		 * so sixteen boards probing at once do not starve each other */
+		while (a->echo_seq_seen != seq && sky_clock_s() - t0 < 2.0 && !a->lost)
+			if (sky_clock_s() - t0 > 0.002)
+				sky_sleep_ms(1);
+		if (a->echo_seq_seen == seq)
+			rtt[n++] = sky_clock_s() - t0;
+	}
+	if (n == 0) {
+		SKY_WARN("link probe: no echo came back from the broker");
+		return;
+	}
+	for (int i = 1; i < n; i++) /* insertion sort: n <= 10 */
+		for (int j = i; j > 0 && rtt[j] < rtt[j - 1]; j--) {
+			double t = rtt[j];
+			rtt[j] = rtt[j - 1];
+			rtt[j - 1] = t;
+		}
+	double lat = n % 2 ? rtt[n / 2] : 0.5 * (rtt[n / 2 - 1] + rtt[n / 2]);
+	a->echo_bulk_seen = 0;
+	memset(buf, 0xa5, 8);
+	double t0 = sky_clock_s();
+	for (int i = 0; i < ECHO_BULK_MSGS; i++)
+		sky_mqtt_publish(a->m, topic, buf, sizeof buf, 0, 0, NULL);
+	while (a->echo_bulk_seen < ECHO_BULK_MSGS && sky_clock_s() - t0 < 10.0 && !a->lost)
+		sky_sleep_ms(1);
+	double el = sky_clock_s() - t0;
+	double bw = a->echo_bulk_seen > 0 ? 2.0 * a->echo_bulk_seen * (double)sizeof buf / el : 0;
+	sky_mutex_lock(&a->lock);
+	a->caps.link_lat_s = lat;
+	a->caps.link_bw = bw;
+	sky_mutex_unlock(&a->lock);
+	SKY_INFO("link probe: round trip %.3f ms (median of %d), %.1f MB/s through the broker",
+		 1e3 * lat, n, bw / 1e6);
+}
+
+static int publish_caps(agent *a)
+{
+	char buf[SKY_CAPS_MAX_BYTES], topic[SKY_TOPIC_BUF];
+	sky_diag d;
+	sky_diag_clear(&d);
+	sky_mutex_lock(&a->lock);
+	a->caps.session = a->session;
+	int n = sky_caps_encode(&a->caps, buf, sizeof buf, &d);
+	sky_mutex_unlock(&a->lock);
+	if (n < 0) {
+		SKY_ERROR("capability report not sent: %s", d.msg);
+		return n;
+	}
+	sky_topic_board(topic, sizeof topic, a->idn.id, SKY_TOPIC_CAPS);
+	/* retained, so a planner that starts later still sees it */
+	return sky_mqtt_publish(a->m, topic, buf, (size_t)n, 1, 1, &d);
+}
+
+static int do_probe(agent *a, sky_diag *d)
+{
+	sky_probe_opts po;
+	int hit;
+	sky_probe_opts_default(&po, &a->probe_model);
+	po.max_s = a->o->probe_max_s;
+	sky_caps c;
+	sky_mutex_lock(&a->lock);
+	c = a->caps;
+	sky_mutex_unlock(&a->lock);
+	int rc = sky_probe_cached(a->o->state_dir, a->idn.id, &po, &a->prof, &c, &hit, d);
+	if (rc)
+		return rc;
+	sky_mutex_lock(&a->lock);
+	a->caps = c;
+	sky_mutex_unlock(&a->lock);
+	return 0;
+}
+
+static int connect_once(agent *a, sky_diag *d)
+{
+	char will[SKY_STATUS_MAX_BYTES], status_topic[SKY_TOPIC_BUF], topic[SKY_TOPIC_BUF];
+	char online[SKY_STATUS_MAX_BYTES], ca[600], crt[600], key[600];
+	sky_status st = {0};
+	int rc;
+	/* a new session number for every connect, persisted first so a crash
+	 * right after cannot make the next connect reuse it */
+	int64_t session = read_counter(a->o->state_dir, "session") + 1;
+	if ((rc = write_counter(a->o->state_dir, "session", session)) != 0)
+		return sky_diag_set(d, rc, "cannot persist the session number in %s",
+				    a->o->state_dir);
+	a->session = session;
+	st.session = session;
+	int wn = sky_status_encode(&st, will, sizeof will);
+	st.online = 1;
+	st.keepalive_s = a->o->keepalive_s;
+	int on = sky_status_encode(&st, online, sizeof online);
+	sky_topic_board(status_topic, sizeof status_topic, a->idn.id, SKY_TOPIC_STATUS);
+	sky_identity_path(a->o->state_dir, SKY_IDENTITY_CA_FILE, ca, sizeof ca);
+	sky_identity_path(a->o->state_dir, SKY_IDENTITY_CERT_FILE, crt, sizeof crt);
+	sky_identity_path(a->o->state_dir, SKY_IDENTITY_KEY_FILE, key, sizeof key);
+	sky_mqtt_opts mo = {.broker = a->o->broker, .client_id = a->idn.id, .ca_file = ca,
+			    .cert_file = crt, .key_file = key, .keepalive_s = a->o->keepalive_s,
+			    .will_topic = status_topic, .will_payload = will, .will_len = (size_t)wn,
+			    .will_retained = 1, .will_qos = 1, .on_msg = on_msg, .on_lost = on_lost,
+			    .ctx = a};
+	sky_mqtt *m = NULL;
+	a->lost = 0;
+	if ((rc = sky_mqtt_connect(&m, &mo, d)) != 0)
+		return rc;
+	sky_mutex_lock(&a->lock);
+	a->m = m;
+	sky_mutex_unlock(&a->lock);
+	sky_mqtt_publish(m, status_topic, online, (size_t)on, 1, 1, NULL);
+	sky_topic_board(topic, sizeof topic, a->idn.id, SKY_TOPIC_ECHO);
+	if ((rc = sky_mqtt_subscribe(m, topic, 0, 5000, d)) != 0)
+		return rc;
+	sky_topic_board(topic, sizeof topic, a->idn.id, SKY_TOPIC_CMD);
+	if ((rc = sky_mqtt_subscribe(m, topic, 1, 5000, d)) != 0)
+		return rc;
+	SKY_INFO("connected to %s as %s, session %lld", a->o->broker, a->idn.id,
+		 (long long)session);
+	if (!a->o->no_link_probe)
+		link_probe(a);
+	if ((rc = publish_caps(a)) != 0)
+		return sky_diag_set(d, rc, "capability report could not be queued");
+	/* plans last: the retained ones arrive now, and the caps are already out */
+	if ((rc = sky_mqtt_subscribe(m, SKY_TOPIC_SUB_ALL_PLANS, 1, 5000, d)) != 0)
+		return rc;
+	sky_mutex_lock(&a->lock);
+	publish_ack(a); /* the planner may have restarted: say what we hold */
+	sky_mutex_unlock(&a->lock);
+	return 0;
+}
+
+static void disconnect(agent *a, int clean)
+{
+	sky_mqtt *m;
+	sky_mutex_lock(&a->lock);
+	m = a->m;
+	a->m = NULL;
+	sky_mutex_unlock(&a->lock);
+	if (!m)
+		return;
+	if (clean && sky_mqtt_connected(m)) {
+		char buf[SKY_STATUS_MAX_BYTES], topic[SKY_TOPIC_BUF];
+		sky_status st = {.online = 0, .session = a->session};
+		int n = sky_status_encode(&st, buf, sizeof buf);
+		sky_topic_board(topic, sizeof topic, a->idn.id, SKY_TOPIC_STATUS);
+		sky_mqtt_publish(m, topic, buf, (size_t)n, 1, 1, NULL);
+		sky_mqtt_flush(m, 2000);
+	}
+	sky_mqtt_close(m, 1000);
+}
+
+static void load_saved_plan(agent *a)
+{
+	char path[1024];
+	static char buf[SKY_PLAN_MAX_BYTES];
+	a->epoch = read_counter(a->o->state_dir, "epoch");
+	if (state_path(a->o->state_dir, "plan.env", path, sizeof path) != 0)
+		return;
+	long n = sky_file_read(path, buf, sizeof buf);
+	if (n <= 0)
+		return;
+	int64_t epoch = a->epoch;
+	a->epoch = epoch - 1; /* take_plan wants newer; the saved one is exactly `epoch` */
+	sky_mutex_lock(&a->lock);
+	int rc = take_plan(a, path, buf, (size_t)n, 1);
+	sky_mutex_unlock(&a->lock);
+	if (rc != 0 || a->epoch != epoch) {
+		SKY_WARN("saved plan %s not usable; waiting for a new one", path);
+		a->epoch = epoch;
+	}
+}
+
+int sky_agent_run(const sky_agent_opts *o, sky_diag *d)
+{
+	static agent a; /* big (two plans); one agent per process */
+	int rc;
+	memset(&a, 0, sizeof a);
+	a.o = o;
+	sky_mutex_init(&a.lock);
+	sky_identity_init(&a.idn);
+	if ((rc = sky_identity_load(&a.idn, o->state_dir, d)) != 0)
+		goto exit;
+	if (o->id && strcmp(o->id, a.idn.id) != 0) {
+		rc = sky_diag_set(d, SKY_EAUTH, "--id %s but the certificate in %s is for %s", o->id,
+				  o->state_dir, a.idn.id);
+		goto exit;
+	}
+	if ((rc = sky_profile_load(&a.prof, o->profile_path, d)) != 0)
+		goto exit;
+	sky_profile_apply_threads(&a.prof);
+	snprintf(a.caps.id, sizeof a.caps.id, "%s", a.idn.id);
+	a.caps.keepalive_s = o->keepalive_s;
+	a.probe_model = o->model;
+	if ((rc = do_probe(&a, d)) != 0)
+		goto exit;
+	load_saved_plan(&a);
+
+	int backoff_ms = 1000;
+	double next_hb = 0;
+	int64_t hb_seq = 0;
+	while (!sky_signal_stop_requested()) {
+		if (!a.m || a.lost) {
+			if (a.m) {
+				disconnect(&a, 0);
+				sky_sleep_ms(200);
+			}
+			sky_diag cd;
+			sky_diag_clear(&cd);
+			if (connect_once(&a, &cd) != 0) {
+				SKY_WARN("%s; retrying in %d ms", cd.msg, backoff_ms);
+				disconnect(&a, 0);
+				for (int t = 0; t < backoff_ms / 50 && !sky_signal_stop_requested(); t++)
+					sky_sleep_ms(50);
+				backoff_ms = backoff_ms * 2 > 5000 ? 5000 : backoff_ms * 2;
+				continue;
+			}
+			backoff_ms = 1000;
+			next_hb = 0;
+		}
+		if (a.probe_requested) {
+			a.probe_requested = 0;
+			sky_diag pd;
+			sky_diag_clear(&pd);
+			if (do_probe(&a, &pd) == 0) {
+				if (!o->no_link_probe)
+					link_probe(&a);
+				publish_caps(&a);
+			} else {
+				SKY_ERROR("requested probe failed: %s", pd.msg);
+			}
+		}
+		double now = sky_clock_s();
+		if (now >= next_hb) {
+			char buf[SKY_STATUS_MAX_BYTES], topic[SKY_TOPIC_BUF];
+			sky_status st = {.online = 1, .session = a.session, .keepalive_s = o->keepalive_s,
+					 .seq = ++hb_seq};
+			int n = sky_status_encode(&st, buf, sizeof buf);
+			sky_topic_board(topic, sizeof topic, a.idn.id, SKY_TOPIC_HEARTBEAT);
+			sky_mqtt_publish(a.m, topic, buf, (size_t)n, 0, 0, NULL);
+			/* four heartbeats per keepalive: the planner's deadline is 1.5 x keepalive */
+			next_hb = now + o->keepalive_s / 4.0;
+		}
+		sky_sleep_ms(20);
+	}
+	SKY_INFO("stopping on signal %d: status offline, disconnecting", sky_signal_stop_requested());
+	disconnect(&a, 1);
+	rc = 0;
+exit:
+	disconnect(&a, 0);
+	free(a.arena);
+	free(a.plan_env);
+	sky_identity_free(&a.idn);
+	sky_mutex_free(&a.lock);
+	return rc;
+}

@@ -1,0 +1,326 @@
+/* sky job submit: hands a job to skyplan over MQTT (sky/v1/jobs/submit),
+ * connected with the planner identity from the PKI directory, and with
+ * --wait follows it until every stage's board has acknowledged the plan. */
+#include "sky_caps.h"
+#include "sky_cli.h"
+#include "sky_clock.h"
+#include "sky_err.h"
+#include "sky_file.h"
+#include "sky_json.h"
+#include "sky_log.h"
+#include "sky_mqtt.h"
+#include "sky_planmsg.h"
+#include "sky_rng.h"
+#include "sky_service.h"
+#include "sky_sign.h"
+#include "sky_thread.h"
+#include "sky_topics.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_ACKS 1024
+
+typedef struct follow {
+	sky_mutex lock;
+	mbedtls_x509_crt planner;
+	char plan_topic[SKY_TOPIC_BUF];
+	int have_plan;
+	sky_planmsg plan;
+	double plan_at;
+	char payload[SKY_SIGN_MAX_PAYLOAD + 1];
+	int n_acks;
+	sky_planack acks[MAX_ACKS];
+	double ack_at[MAX_ACKS];
+} follow;
+
+static follow g_f;
+
+static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char *p, size_t len,
+		   int retained)
+{
+	follow *f = ctx;
+	sky_diag d;
+	sky_diag_clear(&d);
+	if (strlen(topic) != tl)
+		return;
+	sky_mutex_lock(&f->lock);
+	if (strcmp(topic, f->plan_topic) == 0) {
+		size_t plen = 0;
+		/* a retained delivery is the plan from before this submission */
+		if (!retained &&
+		    sky_verify_envelope(&f->planner, (const char *)p, len, f->payload,
+					sizeof f->payload, &plen, &d) == 0 &&
+		    sky_planmsg_decode(f->payload, plen, &f->plan, &d) == 0) {
+			f->have_plan = 1;
+			f->plan_at = sky_clock_s();
+		} else if (!retained) {
+			fprintf(stderr, "sky job: plan on %s does not verify: %s\n", topic, d.msg);
+		}
+	} else if (f->n_acks < MAX_ACKS) {
+		sky_planack a;
+		if (sky_planack_decode((const char *)p, len, &a, NULL) == 0) {
+			f->ack_at[f->n_acks] = sky_clock_s();
+			f->acks[f->n_acks++] = a;
+		}
+	}
+	sky_mutex_unlock(&f->lock);
+}
+
+/* The newest ack from board for (job, epoch), or NULL. */
+static const sky_planack *find_ack(const follow *f, const char *board, const char *job,
+				   int64_t epoch, double *at)
+{
+	for (int i = f->n_acks - 1; i >= 0; i--)
+		if (!strcmp(f->acks[i].board, board) && !strcmp(f->acks[i].job, job) &&
+		    f->acks[i].epoch == epoch) {
+			*at = f->ack_at[i];
+			return &f->acks[i];
+		}
+	return NULL;
+}
+
+static void usage(FILE *to)
+{
+	fprintf(to,
+		"usage: sky job submit --pki DIR --broker HOST:PORT (--model NAME | --file JOB.json)\n"
+		"                      [--job ID] [--layers L] [--seq S] [--batch B]\n"
+		"                      [--micro-batches M] [--algo even|sky|optimal] [--sched gpipe|1f1b]\n"
+		"                      [--min-boards N] [--wait-boards-s S] [--wait SECONDS] [--json]\n"
+		"Publishes the job on %s as the planner identity (DIR/planner.crt); skyplan\n"
+		"plans it once min-boards online boards (default all) have reported at its shapes\n"
+		"(at most --wait-boards-s later, default 30) and publishes the signed plan.\n"
+		"With --wait, follows the plan and each stage's plan-ack for up to SECONDS and\n"
+		"exits 0 only if every stage's board accepted it.\n",
+		SKY_TOPIC_JOB_SUBMIT);
+}
+
+static int cmd_submit(int argc, char **argv)
+{
+	sky_job_req j;
+	const char *pki = NULL, *broker = NULL, *file = NULL;
+	double wait_s = 0;
+	int json = 0;
+	long v;
+	memset(&j, 0, sizeof j);
+	j.micro_batches = 4;
+	snprintf(j.algo, sizeof j.algo, "optimal");
+	snprintf(j.sched, sizeof j.sched, "1f1b");
+	j.wait_s = 30;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			return 0;
+		}
+		if (!strcmp(a, "--json")) {
+			json = 1;
+			continue;
+		}
+		if (!val) {
+			fprintf(stderr, "sky job submit: %s needs a value\n", a);
+			return 2;
+		}
+		i++;
+		if (!strcmp(a, "--pki"))
+			pki = val;
+		else if (!strcmp(a, "--broker"))
+			broker = val;
+		else if (!strcmp(a, "--file"))
+			file = val;
+		else if (!strcmp(a, "--job"))
+			snprintf(j.job, sizeof j.job, "%s", val);
+		else if (!strcmp(a, "--model"))
+			snprintf(j.model, sizeof j.model, "%s", val);
+		else if (!strcmp(a, "--algo"))
+			snprintf(j.algo, sizeof j.algo, "%s", val);
+		else if (!strcmp(a, "--sched"))
+			snprintf(j.sched, sizeof j.sched, "%s", val);
+		else if (!strcmp(a, "--layers")) {
+			if (sky_cli_int("job submit", a, val, 1, SKY_PLANMSG_MAX_LAYERS, &v))
+				return 2;
+			j.layers = (int)v;
+		} else if (!strcmp(a, "--seq")) {
+			if (sky_cli_int("job submit", a, val, 1, SKY_CAPS_MAX_DIM, &v))
+				return 2;
+			j.seq = (int)v;
+		} else if (!strcmp(a, "--batch")) {
+			if (sky_cli_int("job submit", a, val, 1, SKY_CAPS_MAX_BATCH, &v))
+				return 2;
+			j.batch = (int)v;
+		} else if (!strcmp(a, "--micro-batches")) {
+			if (sky_cli_int("job submit", a, val, 1, SKY_PLANMSG_MAX_MICRO, &v))
+				return 2;
+			j.micro_batches = (int)v;
+		} else if (!strcmp(a, "--min-boards")) {
+			if (sky_cli_int("job submit", a, val, 0, 1024, &v))
+				return 2;
+			j.min_boards = (int)v;
+		} else if (!strcmp(a, "--wait-boards-s")) {
+			if (sky_cli_double("job submit", a, val, 0, 3600, &j.wait_s))
+				return 2;
+		} else if (!strcmp(a, "--wait")) {
+			if (sky_cli_double("job submit", a, val, 0, 3600, &wait_s))
+				return 2;
+		} else {
+			fprintf(stderr, "sky job submit: unknown option '%s' (see --help)\n", a);
+			return 2;
+		}
+	}
+	if (!pki || !broker || (!file && !j.model[0])) {
+		fprintf(stderr, "sky job submit: --pki, --broker and --model (or --file) are required\n");
+		return 2;
+	}
+	static char doc[SKY_JOB_MAX_BYTES + 1];
+	sky_diag d;
+	sky_diag_clear(&d);
+	int n;
+	if (file) {
+		long got = sky_file_read(file, doc, sizeof doc - 1);
+		if (got < 0) {
+			fprintf(stderr, "sky job submit: cannot read %s (%s)\n", file, sky_strerror((int)got));
+			return 1;
+		}
+		n = (int)got;
+	} else {
+		if (!j.job[0])
+			snprintf(j.job, sizeof j.job, "job-%lld", (long long)sky_clock_unix());
+		n = sky_job_req_encode(&j, doc, sizeof doc);
+	}
+	/* check locally what skyplan will check, so a typo fails here */
+	if (n < 0 || sky_job_req_parse(doc, (size_t)n, &j, &d) != 0) {
+		fprintf(stderr, "sky job submit: %s\n", d.msg[0] ? d.msg : "job does not fit");
+		return 2;
+	}
+
+	char ca[600], crt[600], key[600], client[48];
+	snprintf(ca, sizeof ca, "%s/ca.crt", pki);
+	snprintf(crt, sizeof crt, "%s/planner.crt", pki);
+	snprintf(key, sizeof key, "%s/planner.key", pki);
+	sky_rng rng;
+	sky_rng_seed(&rng, sky_clock_ns());
+	snprintf(client, sizeof client, "sky-job-%08llx", (unsigned long long)(sky_rng_u64(&rng) >> 32));
+	follow *f = &g_f;
+	memset(f, 0, sizeof *f);
+	sky_mutex_init(&f->lock);
+	mbedtls_x509_crt_init(&f->planner);
+	sky_topic_job(f->plan_topic, sizeof f->plan_topic, j.job, SKY_TOPIC_PLAN);
+	if (wait_s > 0 && sky_sign_load_cert(&f->planner, crt, &d) != 0) {
+		fprintf(stderr, "sky job submit: %s\n", d.msg);
+		return 1;
+	}
+	sky_mqtt_opts mo = {.broker = broker, .client_id = client, .ca_file = ca, .cert_file = crt,
+			    .key_file = key, .keepalive_s = 30, .on_msg = on_msg, .ctx = f};
+	sky_mqtt *m = NULL;
+	int rc = 1;
+	double t0 = sky_clock_s();
+	if (sky_mqtt_connect(&m, &mo, &d) != 0)
+		goto fail;
+	if (wait_s > 0 && (sky_mqtt_subscribe(m, f->plan_topic, 1, 5000, &d) != 0 ||
+			   sky_mqtt_subscribe(m, SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_PLAN_ACK, 1,
+					      5000, &d) != 0))
+		goto fail;
+	if (sky_mqtt_publish(m, SKY_TOPIC_JOB_SUBMIT, doc, (size_t)n, 1, 0, &d) != 0)
+		goto fail;
+	if (sky_mqtt_flush(m, 5000) != 0) {
+		sky_diag_set(&d, SKY_ETIMEOUT, "the broker did not take the job within 5 s");
+		goto fail;
+	}
+	t0 = sky_clock_s();
+	if (wait_s <= 0) {
+		if (json)
+			printf("{\"job\":\"%s\",\"submitted\":true}\n", j.job);
+		else
+			printf("job %s submitted\n", j.job);
+		sky_mqtt_close(m, 1000);
+		return 0;
+	}
+	int done = 0, accepted = 0, refused = 0;
+	double last_at = 0;
+	while (sky_clock_s() - t0 < wait_s) {
+		sky_mutex_lock(&f->lock);
+		if (f->have_plan) {
+			done = accepted = refused = 0;
+			last_at = 0;
+			for (int s = 0; s < f->plan.n_stages; s++) {
+				double at;
+				const sky_planack *a =
+					find_ack(f, f->plan.stages[s].board, f->plan.job, f->plan.epoch, &at);
+				if (a) {
+					done++;
+					accepted += a->ok;
+					refused += !a->ok;
+					if (at > last_at)
+						last_at = at;
+				}
+			}
+		}
+		int all = f->have_plan && done == f->plan.n_stages;
+		sky_mutex_unlock(&f->lock);
+		if (all)
+			break;
+		sky_sleep_ms(20);
+	}
+	sky_mutex_lock(&f->lock);
+	if (!f->have_plan) {
+		sky_mutex_unlock(&f->lock);
+		sky_diag_set(&d, SKY_ETIMEOUT, "no plan for job %s within %g s (is skyplan running?)",
+			     j.job, wait_s);
+		goto fail;
+	}
+	const sky_planmsg *p = &f->plan;
+	if (json) {
+		printf("{\"job\":\"%s\",\"epoch\":%lld,\"stages\":%d,\"accepted\":%d,\"refused\":%d,"
+		       "\"missing\":%d,\"plan_s\":%.3f,\"all_acked_s\":%.3f,\"boards\":[",
+		       p->job, (long long)p->epoch, p->n_stages, accepted, refused, p->n_stages - done,
+		       f->plan_at - t0, done == p->n_stages ? last_at - t0 : -1.0);
+		for (int s = 0; s < p->n_stages; s++) {
+			double at;
+			const sky_planack *a = find_ack(f, p->stages[s].board, p->job, p->epoch, &at);
+			printf("%s{\"board\":\"%s\",\"first\":%d,\"last\":%d,\"ack\":\"%s\","
+			       "\"arena_bytes\":%lld}",
+			       s ? "," : "", p->stages[s].board, p->stages[s].first, p->stages[s].last,
+			       !a ? "missing" : a->ok ? "accepted" : "refused",
+			       a ? (long long)a->arena_bytes : 0ll);
+		}
+		printf("]}\n");
+	} else {
+		printf("job %s epoch %lld: %d stages, plan %.3f s after submit\n", p->job,
+		       (long long)p->epoch, p->n_stages, f->plan_at - t0);
+		for (int s = 0; s < p->n_stages; s++) {
+			double at;
+			const sky_planack *a = find_ack(f, p->stages[s].board, p->job, p->epoch, &at);
+			printf("  stage %2d  %-16s half-layers %3d-%-3d  %s", s, p->stages[s].board,
+			       p->stages[s].first, p->stages[s].last,
+			       !a ? "no ack" : a->ok ? "accepted" : "REFUSED");
+			if (a)
+				printf(" %lld bytes%s%s", (long long)a->arena_bytes, a->ok ? "" : ": ",
+				       a->ok ? "" : a->reason);
+			printf("\n");
+		}
+		printf("%d accepted, %d refused, %d missing\n", accepted, refused, p->n_stages - done);
+	}
+	rc = (accepted == p->n_stages) ? 0 : 1;
+	sky_mutex_unlock(&f->lock);
+	sky_mqtt_close(m, 1000);
+	mbedtls_x509_crt_free(&f->planner);
+	return rc;
+fail:
+	fprintf(stderr, "sky job submit: %s\n", d.msg);
+	sky_mqtt_close(m, 1000);
+	mbedtls_x509_crt_free(&f->planner);
+	return 1;
+}
+
+int sky_cmd_job(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	if (!strcmp(argv[1], "submit"))
+		return cmd_submit(argc - 1, argv + 1);
+	fprintf(stderr, "sky job: unknown subcommand '%s' (submit)\n", argv[1]);
+	return 2;
+}
