@@ -33,16 +33,19 @@ int sky_paper_job(sky_job *j)
 
 void sky_paper_fleet(const sky_job *j, sky_fleet *f)
 {
-	/* an unslowed worker: forward at the measured sgemm rate, backward
-	 * twice the forward's FLOPs */
-	double fwd = sky_model_layer_flops_fwd(&j->model) / SKY_PAPER_SGEMM_FLOPS;
+	/* an unslowed worker runs the measured BERT-large layer; other shapes
+	 * (a --model or --seq given with --paper) scale by their FLOPs */
+	sky_job pj;
+	sky_paper_job(&pj);
+	double scale = sky_model_layer_flops_fwd(&j->model) / sky_model_layer_flops_fwd(&pj.model);
+	double fwd = SKY_PAPER_LAYER_FWD_S * scale, bwd = SKY_PAPER_LAYER_BWD_S * scale;
 	memset(f, 0, sizeof *f);
 	f->n = SKY_PAPER_WORKERS;
 	for (int i = 0; i < SKY_PAPER_WORKERS; i++) {
 		sky_board *b = &f->board[i];
 		snprintf(b->id, sizeof b->id, "worker-%02d", i + 1);
 		b->fwd_s = fwd * sky_paper_slowdown_plus_one[i];
-		b->bwd_s = 2 * fwd * sky_paper_slowdown_plus_one[i];
+		b->bwd_s = bwd * sky_paper_slowdown_plus_one[i];
 		b->mem_bytes = SKY_PAPER_MEM_BYTES;
 		b->bw_Bps = SKY_PAPER_BW_BPS;
 		b->lat_s = SKY_PAPER_LAT_S;

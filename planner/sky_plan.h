@@ -206,7 +206,12 @@ int sky_sim_run(const sky_plan *p, const sky_job *j, sky_sim_result *out, sky_di
 #define SKY_PAPER_WORKERS 63
 extern const double sky_paper_slowdown_plus_one[SKY_PAPER_WORKERS];
 /* What the planner assumes for the experiment (all stated in README). */
-#define SKY_PAPER_SGEMM_FLOPS 170e9   /* measured fp32 sgemm rate, one core, this machine */
+/* BERT-large layer, micro-batch 1 x 128 tokens, fp32, one thread, measured
+ * on the development machine (best of 3 x 15 runs of `sky bench layer
+ * --model large --batch 1 --seq 128`, 2026-11-30): forward 29.3 ms,
+ * forward + backward 83.1 ms. An unslowed worker runs at this speed. */
+#define SKY_PAPER_LAYER_FWD_S 0.0293
+#define SKY_PAPER_LAYER_BWD_S 0.0538
 #define SKY_PAPER_BATCH 32
 #define SKY_PAPER_SEQ 128
 #define SKY_PAPER_LAYERS 160
@@ -218,9 +223,9 @@ extern const double sky_paper_slowdown_plus_one[SKY_PAPER_WORKERS];
 /* The paper's job: BERT-large, 160 layers, batch 32 as 32 micro-batches of
  * one sequence of 128 tokens, Adam, 1F1B. */
 int sky_paper_job(sky_job *j);
-/* The paper's fleet for that job: worker i's layer time is the base time
- * (3 x forward FLOPs / SKY_PAPER_SGEMM_FLOPS, backward twice forward) times
- * slowdown_plus_one[i]. */
+/* The paper's fleet for that job: worker i's layer times are the measured
+ * ones above times slowdown_plus_one[i] (for other shapes than the paper's
+ * they are scaled by the FLOP ratio). */
 void sky_paper_fleet(const sky_job *j, sky_fleet *f);
 
 #endif

@@ -110,3 +110,71 @@ int test_plan_sane(const sky_fleet *f, const sky_job *j, const sky_plan *p)
 			return 0;
 	return next == U;
 }
+
+/* the cost model as sky_plan.h states it, written out again */
+static double t_stage(const sky_board *b, const sky_job *j, int a, int e, int first, int last)
+{
+	int na = 0, nf = 0;
+	for (int u = a; u < e; u++)
+		u % 2 ? nf++ : na++;
+	double fa = sky_cost_half_flops_fwd(&j->model, 0), ff = sky_cost_half_flops_fwd(&j->model, 1);
+	double share = b->attn_share > 0 ? b->attn_share : fa / (fa + ff);
+	double link = b->lat_s + (double)sky_model_cut_bytes(&j->model) / b->bw_Bps;
+	return (b->fwd_s + b->bwd_s) * (na * share + nf * (1 - share)) + (first ? 0 : link) +
+	       (last ? 0 : link);
+}
+
+static int64_t m_stage(const sky_job *j, int a, int e, int first, int last, int k)
+{
+	const sky_model_cfg *c = &j->model;
+	int64_t na = 0, nf = 0, bpp = sky_cost_train_bytes_per_param(j->optim);
+	for (int u = a; u < e; u++)
+		u % 2 ? nf++ : na++;
+	int64_t m = bpp * (na * sky_cost_half_params(c, 0) + nf * sky_cost_half_params(c, 1)) +
+		    k * 4 * (na * sky_cost_half_saved_floats(c, 0) + nf * sky_cost_half_saved_floats(c, 1)) +
+		    4 * sky_cost_layer_scratch_floats(c) + 4 * sky_model_cut_bytes(c);
+	if (first)
+		m += bpp * sky_model_embed_params(c) + k * 4 * sky_cost_embed_saved_floats(c);
+	if (last)
+		m += bpp * sky_model_head_params(c) + k * 4 * sky_cost_head_saved_floats(c);
+	return m;
+}
+
+double test_dp_optimum(const sky_fleet *f, const sky_job *j, const int *order, int n)
+{
+	enum { NMAX = 16, UMAX = 64 };
+	/* V[i][s][r]: least bottleneck covering units [0, s) with the first i
+	 * boards of the order, when r stages follow */
+	static double V[NMAX + 1][UMAX + 1][NMAX + 1];
+	int U = 2 * j->model.layers;
+	if (n > NMAX || U > UMAX)
+		return NAN;
+	for (int s = 0; s <= U; s++)
+		for (int r = 0; r <= n; r++)
+			V[0][s][r] = s == 0 && r > 0 ? 0 : INFINITY;
+	for (int i = 1; i <= n; i++) {
+		const sky_board *b = &f->board[order[i - 1]];
+		for (int s = 0; s <= U; s++) {
+			for (int r = 0; r <= n; r++) {
+				double v = V[i - 1][s][r]; /* board i-1 sits out */
+				if (s == 0) {
+					V[i][s][r] = r > 0 ? 0 : INFINITY;
+					continue;
+				}
+				int k = j->sched == SKY_SCHED_GPIPE ? j->micro_batches
+					: r + 1 < j->micro_batches ? r + 1 : j->micro_batches;
+				for (int a = 0; a < s && r + 1 <= n; a++) {
+					if (m_stage(j, a, s, a == 0, r == 0, k) > b->mem_bytes)
+						continue;
+					double t = t_stage(b, j, a, s, a == 0, r == 0);
+					double rest = V[i - 1][a][r + 1];
+					double w = t > rest ? t : rest;
+					if (w < v)
+						v = w;
+				}
+				V[i][s][r] = v;
+			}
+		}
+	}
+	return V[n][U][0];
+}

@@ -26,4 +26,12 @@ double test_exhaustive(const sky_fleet *f, const sky_job *j, const int *order, i
  * (independently of sky_plan_evaluate). Returns 1 when all hold. */
 int test_plan_sane(const sky_fleet *f, const sky_job *j, const sky_plan *p);
 
+
+
+/* An independent exact method for medium sizes: dynamic programming over
+ * (boards used from the front, units covered, stages after) with the cost
+ * model re-derived here from sky_cost.h and the board fields, trying every
+ * start for every stage (no bisection, no monotonicity assumed). Returns
+ * the smallest bottleneck, INFINITY when nothing fits. n <= 16, layers <= 32. */
+double test_dp_optimum(const sky_fleet *f, const sky_job *j, const int *order, int n);
 #endif

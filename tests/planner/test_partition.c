@@ -274,3 +274,43 @@ SKY_TEST(plan_evaluate_refuses_broken_plans)
 	g_p.stage[1] = (sky_stage){.board = 1, .first_unit = 3, .last_unit = 4}; /* short */
 	SKY_EXPECT_EQ(sky_plan_evaluate(&g_f, &j, &g_p, NULL), SKY_EINVAL);
 }
+
+/* medium instances (up to 12 boards, 16 layers) against an independent
+ * dynamic programme that tries every split point of every stage */
+SKY_TEST(optimal_equals_an_independent_dp_on_medium_instances)
+{
+	sky_rng r;
+	sky_rng_seed(&r, 99);
+	int order[16], checked = 0, infeasible = 0;
+	for (int it = 0; it < 1500; it++) {
+		sky_job j;
+		int layers = 1 + (int)sky_rng_below(&r, 16), n = 1 + (int)sky_rng_below(&r, 12);
+		test_job(&j, layers, 1 + (int)sky_rng_below(&r, 16),
+			 sky_rng_below(&r, 2) ? SKY_SCHED_1F1B : SKY_SCHED_GPIPE);
+		j.optim = (sky_optim)sky_rng_below(&r, 3);
+		test_random_fleet(&r, n, &j, (int)sky_rng_below(&r, 8), &g_f);
+		for (int i = 0; i < n; i++)
+			order[i] = i;
+		for (int i = n - 1; i > 0; i--) {
+			int k = (int)sky_rng_below(&r, (uint32_t)i + 1), t = order[i];
+			order[i] = order[k], order[k] = t;
+		}
+		double dp = test_dp_optimum(&g_f, &j, order, n);
+		sky_diag d;
+		sky_diag_clear(&d);
+		int rc = sky_plan_optimal_order(&g_f, &j, order, n, &g_p, &d);
+		if (isinf(dp)) {
+			infeasible++;
+			SKY_EXPECT_MSG(rc == SKY_ENOMEM, "it %d: dp finds nothing, optimal rc %d", it, rc);
+			continue;
+		}
+		SKY_EXPECT_MSG(rc == 0, "it %d: optimal failed (%s), dp %g", it, d.msg, dp);
+		if (rc)
+			continue;
+		checked++;
+		SKY_EXPECT_MSG(rel_eq(g_p.bottleneck_s, dp), "it %d: optimal %.12g vs dp %.12g", it,
+			       g_p.bottleneck_s, dp);
+	}
+	SKY_EXPECT(checked > 1000);
+	SKY_EXPECT(infeasible > 20);
+}
