@@ -110,19 +110,38 @@ void sky_k_pack_s8(int v, const int8_t *w, int n, int k, long stride_n, long str
 	out->variant = v;
 	out->offset = v == SKY_K_S8_VNNI ? 128 : 0;
 	out->data = mem;
+	/* + 128 modulo 256 is a flip of the top bit */
 	uint8_t off = (uint8_t)out->offset;
+	uint32_t off4 = off ? 0x80808080u : 0;
 	size_t kp = (size_t)out->kp;
 	for (int nb = 0; nb < out->np / 16; nb++) {
 		uint8_t *blk = out->data + (size_t)nb * kp * 16;
+		const int8_t *wb = w + (long)nb * 16 * stride_n;
+		int nfull = nb * 16 + 16 <= n;
 		for (int k4 = 0; k4 < out->kp / 4; k4++) {
-			for (int c = 0; c < 16; c++) {
-				int nn = nb * 16 + c;
-				for (int q = 0; q < 4; q++) {
-					int kk = k4 * 4 + q;
-					int8_t val = nn < n && kk < k
-							     ? w[(long)nn * stride_n + (long)kk * stride_k]
-							     : 0;
-					blk[(size_t)k4 * 64 + c * 4 + q] = (uint8_t)((uint8_t)val + off);
+			uint8_t *dst = blk + (size_t)k4 * 64;
+			int kk0 = k4 * 4;
+			if (nfull && kk0 + 4 <= k && stride_k == 1) { /* rows: 4 bytes at a time */
+				for (int c = 0; c < 16; c++) {
+					uint32_t v;
+					memcpy(&v, wb + c * stride_n + kk0, 4);
+					v ^= off4;
+					memcpy(dst + c * 4, &v, 4);
+				}
+			} else if (nfull && kk0 + 4 <= k) {
+				for (int c = 0; c < 16; c++)
+					for (int q = 0; q < 4; q++)
+						dst[c * 4 + q] = (uint8_t)(wb[c * stride_n + (long)(kk0 + q) * stride_k] ^ off);
+			} else { /* an edge block: padding with (biased) zeros */
+				for (int c = 0; c < 16; c++) {
+					int nn = nb * 16 + c;
+					for (int q = 0; q < 4; q++) {
+						int kk = kk0 + q;
+						int8_t val = nn < n && kk < k
+								     ? w[(long)nn * stride_n + (long)kk * stride_k]
+								     : 0;
+						dst[c * 4 + q] = (uint8_t)((uint8_t)val ^ off);
+					}
 				}
 			}
 		}

@@ -119,8 +119,8 @@ void sky_k_gelu_s16_s8_ref(const int16_t *x, size_t n, const sky_k_gelu_params *
 		y[i] = gelu1(x[i], p);
 }
 
-void sky_k_add_s16_s8(const int16_t *a, const int8_t *b, size_t n, int32_t ma, int ra, int32_t mb,
-		      int rb, int32_t *r)
+void sky_k_add_s16_s8_ref(const int16_t *a, const int8_t *b, size_t n, int32_t ma, int ra,
+			  int32_t mb, int rb, int32_t *r)
 {
 	for (size_t i = 0; i < n; i++)
 		r[i] = (int32_t)(sky_k_requant1(a[i], ma, ra) + sky_k_requant1(b[i], mb, rb));
@@ -144,27 +144,46 @@ uint32_t sky_k_isqrt64(uint64_t v)
 	return (uint32_t)res;
 }
 
-void sky_k_layernorm_s8(const int32_t *r, int rows, int cols, const int32_t *g, const int64_t *b,
-			int8_t *y)
+void sky_k_layernorm_row_consts(int64_t sum, uint64_t ss, int cols, int32_t *mean, int32_t *mult,
+				int *rshift)
+{
+	*mean = (int32_t)floor_div(sum + cols / 2, cols);
+	/* ss was taken around the rounded mean: sum (r - mean)^2 */
+	uint64_t sd = sky_k_isqrt64(ss / (uint64_t)cols);
+	if (sd < 1)
+		sd = 1;
+	int len = 0; /* bit length of sd: sd in [2^(len-1), 2^len) */
+	while ((sd >> len) != 0)
+		len++;
+	*mult = (int32_t)(((uint64_t)1 << (29 + len)) / sd); /* (2^29, 2^30] */
+	*rshift = 13 + len;                                  /* d * mult >> rshift = d 2^16 / sd */
+}
+
+int64_t sky_k_layernorm_row_sum(const int32_t *x, int cols)
+{
+	int64_t sum = 0;
+	for (int j = 0; j < cols; j++)
+		sum += x[j];
+	return sum;
+}
+
+void sky_k_layernorm_s8_ref(const int32_t *r, int rows, int cols, const int32_t *g,
+			    const int64_t *b, int8_t *y)
 {
 	for (int i = 0; i < rows; i++) {
 		const int32_t *x = r + (long)i * cols;
 		int8_t *out = y + (long)i * cols;
-		int64_t sum = 0;
-		for (int j = 0; j < cols; j++)
-			sum += x[j];
-		int64_t mean = floor_div(sum + cols / 2, cols);
+		int64_t sum = sky_k_layernorm_row_sum(x, cols);
+		int32_t mean = (int32_t)floor_div(sum + cols / 2, cols), mult;
+		int rs;
 		uint64_t ss = 0;
 		for (int j = 0; j < cols; j++) {
-			int64_t d = x[j] - mean;
+			int64_t d = (int64_t)x[j] - mean;
 			ss += (uint64_t)(d * d);
 		}
-		uint64_t sd = sky_k_isqrt64(ss / (uint64_t)cols);
-		if (sd < 1)
-			sd = 1;
-		int64_t inv = (int64_t)(((uint64_t)1 << 40) / sd);
+		sky_k_layernorm_row_consts(sum, ss, cols, &mean, &mult, &rs);
 		for (int j = 0; j < cols; j++) {
-			int64_t xh = ((x[j] - mean) * inv + ((int64_t)1 << 23)) >> 24; /* Q16 */
+			int64_t xh = sky_k_requant1(x[j] - mean, mult, rs); /* Q16 */
 			int64_t v = (xh * g[j] + b[j] + ((int64_t)1 << 30)) >> 31;
 			out[j] = (int8_t)clamp64(v, -128, 127);
 		}
@@ -198,6 +217,30 @@ void sky_k_softmax_s8(const int32_t *s, int rows, int cols, long lds, const uint
 	}
 #endif
 	sky_k_softmax_s8_ref(s, rows, cols, lds, mask, p, y, ldy);
+}
+
+void sky_k_layernorm_s8(const int32_t *r, int rows, int cols, const int32_t *g, const int64_t *b,
+			int8_t *y)
+{
+#if defined(__x86_64__)
+	if (sky_cpu_get_features().avx512) {
+		sky_k_layernorm_s8_avx512(r, rows, cols, g, b, y);
+		return;
+	}
+#endif
+	sky_k_layernorm_s8_ref(r, rows, cols, g, b, y);
+}
+
+void sky_k_add_s16_s8(const int16_t *a, const int8_t *b, size_t n, int32_t ma, int ra, int32_t mb,
+		      int rb, int32_t *r)
+{
+#if defined(__x86_64__)
+	if (sky_cpu_get_features().avx512) {
+		sky_k_add_s16_s8_avx512(a, b, n, ma, ra, mb, rb, r);
+		return;
+	}
+#endif
+	sky_k_add_s16_s8_ref(a, b, n, ma, ra, mb, rb, r);
 }
 
 void sky_k_gelu_s16_s8(const int16_t *x, size_t n, const sky_k_gelu_params *p, int8_t *y)

@@ -167,16 +167,28 @@ void sky_k_gelu_s16_s8_ref(const int16_t *x, size_t n, const sky_k_gelu_params *
  * The scales are the caller's; LayerNorm after it is scale-free. */
 void sky_k_add_s16_s8(const int16_t *a, const int8_t *b, size_t n, int32_t ma, int ra, int32_t mb,
 		      int rb, int32_t *r);
+void sky_k_add_s16_s8_ref(const int16_t *a, const int8_t *b, size_t n, int32_t ma, int ra,
+			  int32_t mb, int rb, int32_t *r);
 
-/* Integer LayerNorm of each row of r (rows x cols int32, |r| < 2^24) to
- * int8: mean = round(sum / cols); d = r - mean; var = floor(sum d^2 / cols);
- * sd = isqrt(var) (exact integer square root, floor), clamped to >= 1;
- * inv = floor(2^40 / sd); xhat_q16 = (d * inv + 2^23) >> 24 (Q16);
- * y = clamp((xhat_q16 * g[j] + b[j] + 2^30) >> 31, -128, 127) with
- * g = round(gamma / s_out * 2^15) and b = round(beta / s_out * 2^31).
- * Epsilon (1e-12) is far below one unit of var and is dropped. */
+/* Integer LayerNorm of each row of r (rows x cols int32, |r| < 2^24,
+ * cols < 8192) to int8:
+ *   mean = floor((sum + cols/2) / cols);  d = r - mean;
+ *   sd = max(1, isqrt(floor(sum d^2 / cols)))  (exact integer square root);
+ *   with L the bit length of sd, mult = floor(2^(29+L) / sd) (a Q31-style
+ *   multiplier in (2^29, 2^30]) and xhat = requant(d, mult, 13 + L), which
+ *   is d / sd in Q16;
+ *   y = clamp((xhat * g[j] + b[j] + 2^30) >> 31, -128, 127)
+ * with g = round(gamma / s_out * 2^15) and b = round(beta / s_out * 2^31).
+ * Epsilon (1e-12) is far below one unit of the variance and is dropped. */
 void sky_k_layernorm_s8(const int32_t *r, int rows, int cols, const int32_t *g, const int64_t *b,
 			int8_t *y);
+void sky_k_layernorm_s8_ref(const int32_t *r, int rows, int cols, const int32_t *g,
+			    const int64_t *b, int8_t *y);
+/* The per-row constants above from sum r and sum (r - mean)^2 (shared by
+ * the variants so they cannot drift apart). */
+void sky_k_layernorm_row_consts(int64_t sum, uint64_t ss, int cols, int32_t *mean, int32_t *mult,
+				int *rshift);
+int64_t sky_k_layernorm_row_sum(const int32_t *x, int cols);
 /* floor(sqrt(v)) for v >= 0, exactly. */
 uint32_t sky_k_isqrt64(uint64_t v);
 
@@ -194,6 +206,10 @@ void sky_k_gemm_s8_vnni(int M, const int8_t *a, long lda, const sky_k_s8_packed 
 void sky_k_softmax_s8_avx512(const int32_t *s, int rows, int cols, long lds, const uint8_t *mask,
 			     const sky_k_softmax_params *p, uint8_t *y, long ldy);
 void sky_k_gelu_s16_s8_avx512(const int16_t *x, size_t n, const sky_k_gelu_params *p, int8_t *y);
+void sky_k_layernorm_s8_avx512(const int32_t *r, int rows, int cols, const int32_t *g,
+			       const int64_t *b, int8_t *y);
+void sky_k_add_s16_s8_avx512(const int16_t *a, const int8_t *b, size_t n, int32_t ma, int ra,
+			     int32_t mb, int rb, int32_t *r);
 #elif defined(__aarch64__)
 void sky_k_gemm_s8_neon(int M, const int8_t *a, long lda, const sky_k_s8_packed *w,
 			const sky_k_gemm_out *out);

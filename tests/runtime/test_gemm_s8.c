@@ -286,5 +286,32 @@ SKY_TEST(layernorm_close_to_fp64)
 	}
 	fprintf(stderr, "layernorm: max abs error vs fp64 %.4f (output unit %.4f)\n", maxerr, s_out);
 	SKY_EXPECT(maxerr <= 0.51 * s_out + 1e-3);
+	/* the dispatched variant against _ref, odd widths, wide and narrow rows */
+	int8_t *y2 = malloc((size_t)rows * cols);
+	for (int it = 0; it < 20; it++) {
+		int cc = 1 + (int)sky_rng_below(&rng, cols), rr = 1 + (int)sky_rng_below(&rng, rows);
+		int sh = (int)sky_rng_below(&rng, 24);
+		for (int i = 0; i < rr * cc; i++)
+			r[i] = (int32_t)(sky_rng_normal(&rng) * (1 << sh)) + (it & 1 ? 1000 : -1000);
+		sky_k_layernorm_s8_ref(r, rr, cc, g, b, y);
+		sky_k_layernorm_s8(r, rr, cc, g, b, y2);
+		SKY_EXPECT_MSG(memcmp(y, y2, (size_t)rr * cc) == 0, "layernorm variant differs, %d x %d",
+			       rr, cc);
+	}
+	/* residual add: variant against _ref */
+	int16_t a16[77];
+	int8_t b8[77];
+	int32_t s1[77], s2[77];
+	for (int i = 0; i < 77; i++)
+		a16[i] = (int16_t)(sky_rng_below(&rng, 65536) - 32768), b8[i] = (int8_t)(i * 7 - 200);
+	int32_t ma, mb;
+	int8_t ra, rb;
+	sky_k_quant_multiplier(37.5, &ma, &ra);
+	sky_k_quant_multiplier(1234.5, &mb, &rb);
+	sky_k_add_s16_s8_ref(a16, b8, 77, ma, ra, mb, rb, s1);
+	sky_k_add_s16_s8(a16, b8, 77, ma, ra, mb, rb, s2);
+	SKY_EXPECT(memcmp(s1, s2, sizeof s1) == 0);
+	SKY_EXPECT_EQ(s1[0], (int32_t)(sky_k_requant1(a16[0], ma, ra) + sky_k_requant1(b8[0], mb, rb)));
+	free(y2);
 	free(r), free(g), free(b), free(y), free(gam), free(bet);
 }

@@ -140,3 +140,71 @@ void sky_k_softmax_s8_avx512(const int32_t *s, int rows, int cols, long lds, con
 		}
 	}
 }
+
+/* ---- LayerNorm and residual add: 8 int64 lanes at a time ---------------- */
+
+static inline __mmask8 mask8(int cnt) { return (__mmask8)(cnt >= 8 ? 0xFF : (1u << cnt) - 1); }
+
+/* requant of sign-extended int32 values held in int64 lanes */
+static inline __m512i requant8(__m512i v64, __m512i mult64, __m128i rs, __m512i rnd)
+{
+	return _mm512_sra_epi64(_mm512_add_epi64(_mm512_mul_epi32(v64, mult64), rnd), rs);
+}
+
+void sky_k_layernorm_s8_avx512(const int32_t *r, int rows, int cols, const int32_t *g,
+			       const int64_t *b, int8_t *y)
+{
+	const __m512i r30 = _mm512_set1_epi64((int64_t)1 << 30);
+	const __m512i lo = _mm512_set1_epi64(-128), hi = _mm512_set1_epi64(127);
+	for (int i = 0; i < rows; i++) {
+		const int32_t *x = r + (long)i * cols;
+		int8_t *out = y + (long)i * cols;
+		__m512i vs = _mm512_setzero_si512();
+		for (int j = 0; j < cols; j += 8) {
+			__mmask8 km = mask8(cols - j);
+			vs = _mm512_add_epi64(vs, _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(km, x + j)));
+		}
+		int64_t sum = _mm512_reduce_add_epi64(vs);
+		int32_t mean, mult;
+		int rs;
+		sky_k_layernorm_row_consts(sum, 0, cols, &mean, &mult, &rs); /* mean only */
+		__m512i vmean = _mm512_set1_epi64(mean), vss = _mm512_setzero_si512();
+		for (int j = 0; j < cols; j += 8) {
+			__mmask8 km = mask8(cols - j);
+			__m512i d = _mm512_maskz_sub_epi64(
+				km, _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(km, x + j)), vmean);
+			vss = _mm512_add_epi64(vss, _mm512_mul_epi32(d, d));
+		}
+		uint64_t ss = (uint64_t)_mm512_reduce_add_epi64(vss);
+		sky_k_layernorm_row_consts(sum, ss, cols, &mean, &mult, &rs);
+		__m512i vm = _mm512_set1_epi64(mult), rnd = _mm512_set1_epi64((int64_t)1 << (rs - 1));
+		__m128i crs = _mm_cvtsi32_si128(rs);
+		for (int j = 0; j < cols; j += 8) {
+			__mmask8 km = mask8(cols - j);
+			__m512i d = _mm512_sub_epi64(
+				_mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(km, x + j)), vmean);
+			__m512i xh = requant8(d, vm, crs, rnd); /* Q16, fits int32 */
+			__m512i gv = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(km, g + j));
+			__m512i v = _mm512_add_epi64(_mm512_mul_epi32(xh, gv),
+						     _mm512_add_epi64(_mm512_maskz_loadu_epi64(km, b + j), r30));
+			v = _mm512_min_epi64(_mm512_max_epi64(_mm512_srai_epi64(v, 31), lo), hi);
+			_mm512_mask_cvtepi64_storeu_epi8(out + j, km, v);
+		}
+	}
+}
+
+void sky_k_add_s16_s8_avx512(const int16_t *a, const int8_t *b, size_t n, int32_t ma, int ra,
+			     int32_t mb, int rb, int32_t *r)
+{
+	const __m512i vma = _mm512_set1_epi64(ma), vmb = _mm512_set1_epi64(mb);
+	const __m512i rnda = _mm512_set1_epi64((int64_t)1 << (ra - 1));
+	const __m512i rndb = _mm512_set1_epi64((int64_t)1 << (rb - 1));
+	const __m128i cra = _mm_cvtsi32_si128(ra), crb = _mm_cvtsi32_si128(rb);
+	for (size_t i = 0; i < n; i += 8) {
+		__mmask8 km = mask8((int)(n - i < 8 ? n - i : 8));
+		__m512i av = _mm512_cvtepi16_epi64(_mm_maskz_loadu_epi16(km, a + i));
+		__m512i bv = _mm512_cvtepi8_epi64(_mm_maskz_loadu_epi8(km, b + i));
+		__m512i s = _mm512_add_epi64(requant8(av, vma, cra, rnda), requant8(bv, vmb, crb, rndb));
+		_mm256_mask_storeu_epi32(r + i, km, _mm512_cvtepi64_epi32(s));
+	}
+}
