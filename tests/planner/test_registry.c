@@ -1,0 +1,189 @@
+#include "sky_test.h"
+
+#include "sky_caps.h"
+#include "sky_json.h"
+#include "sky_planmsg.h"
+#include "sky_registry.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static sky_registry g_r;
+static sky_planmsg g_p;
+
+static int msg(const char *id, const char *leaf, const char *payload, double now)
+{
+	sky_diag d;
+	sky_diag_clear(&d);
+	return sky_registry_on_board_msg(&g_r, id, leaf, payload, strlen(payload), now,
+					 1764511200 + (int64_t)now, &d);
+}
+
+static void status(const char *id, int online, int session, double now)
+{
+	char buf[128];
+	sky_status s = {.online = online, .session = session, .keepalive_s = 2};
+	sky_status_encode(&s, buf, sizeof buf);
+	msg(id, SKY_TOPIC_STATUS, buf, now);
+}
+
+static int caps(const char *id, const char *claimed_id, int session, double fwd, double now)
+{
+	sky_caps c;
+	char buf[SKY_CAPS_MAX_BYTES];
+	memset(&c, 0, sizeof c);
+	snprintf(c.id, sizeof c.id, "%s", claimed_id);
+	c.session = session;
+	strcpy(c.version, "v");
+	strcpy(c.board, "host");
+	c.threads = 1;
+	c.keepalive_s = 2;
+	strcpy(c.shape.name, "tiny");
+	c.shape.hidden = 32, c.shape.heads = 2, c.shape.ffn = 64, c.shape.seq = 16, c.shape.batch = 8;
+	c.fp32 = (sky_caps_times){fwd, fwd, 2 * fwd, 2 * fwd};
+	c.mem_bytes = 1 << 30;
+	c.probed_at = 1;
+	if (sky_caps_encode(&c, buf, sizeof buf, NULL) < 0)
+		return 1000;
+	return msg(id, SKY_TOPIC_CAPS, buf, now);
+}
+
+SKY_TEST(online_caps_and_heartbeat_timeout)
+{
+	sky_registry_init(&g_r);
+	status("b1", 1, 1, 0.0);
+	SKY_EXPECT_EQ(caps("b1", "b1", 1, 0.01, 0.1), 0);
+	sky_reg_board *b = sky_registry_find(&g_r, "b1");
+	SKY_EXPECT(b && b->state == SKY_REG_ONLINE && b->has_caps && b->keepalive_s == 2);
+	SKY_EXPECT_EQ(msg("b1", SKY_TOPIC_HEARTBEAT,
+			  "{\"state\":\"online\",\"session\":1,\"keepalive_s\":2,\"seq\":1}", 1.0), 0);
+	/* deadline 1.5 x 2 s after the last message at t=1.0 */
+	SKY_EXPECT_EQ(sky_registry_tick(&g_r, 3.9), 0);
+	SKY_EXPECT(b->state == SKY_REG_ONLINE);
+	SKY_EXPECT_EQ(sky_registry_tick(&g_r, 4.1), 1);
+	SKY_EXPECT(b->state == SKY_REG_OFFLINE && !strcmp(b->why, "timeout"));
+	SKY_EXPECT_EQ(g_r.c.timeouts, 1);
+	/* it comes back with a new session */
+	status("b1", 1, 2, 5.0);
+	SKY_EXPECT(b->state == SKY_REG_ONLINE && b->session == 2);
+}
+
+SKY_TEST(a_late_will_from_an_old_session_never_kills_a_live_board)
+{
+	sky_registry_init(&g_r);
+	status("b1", 1, 4, 0.0);
+	status("b1", 1, 5, 1.0); /* reconnected */
+	SKY_EXPECT_EQ(msg("b1", SKY_TOPIC_STATUS, "{\"state\":\"offline\",\"session\":4}", 1.5), 1);
+	sky_reg_board *b = sky_registry_find(&g_r, "b1");
+	SKY_EXPECT(b->state == SKY_REG_ONLINE);
+	SKY_EXPECT_EQ(g_r.c.stale_ignored, 1);
+	/* the will of the current session does */
+	SKY_EXPECT_EQ(msg("b1", SKY_TOPIC_STATUS, "{\"state\":\"offline\",\"session\":5}", 2.0), 0);
+	SKY_EXPECT(b->state == SKY_REG_OFFLINE);
+	/* old caps cannot overwrite newer ones either */
+	SKY_EXPECT_EQ(caps("b1", "b1", 3, 0.5, 2.5), 1);
+	SKY_EXPECT(!b->has_caps);
+}
+
+SKY_TEST(malformed_and_absurd_caps_are_counted_and_change_nothing)
+{
+	sky_registry_init(&g_r);
+	status("b1", 1, 1, 0.0);
+	SKY_EXPECT_EQ(caps("b1", "b1", 1, 0.01, 0.1), 0);
+	long before = g_r.c.caps_rejected;
+	SKY_EXPECT(msg("b1", SKY_TOPIC_CAPS, "{not json", 0.2) < 0);
+	/* negative time (the encoder refuses to write one, so edit a good report) */
+	{
+		sky_caps c;
+		char buf[SKY_CAPS_MAX_BYTES], bad[SKY_CAPS_MAX_BYTES];
+		memset(&c, 0, sizeof c);
+		strcpy(c.id, "b1");
+		c.session = 1, c.threads = 1, c.keepalive_s = 2, c.mem_bytes = 1, c.probed_at = 1;
+		strcpy(c.shape.name, "tiny");
+		c.shape.hidden = 32, c.shape.heads = 2, c.shape.ffn = 64, c.shape.seq = 16;
+		c.shape.batch = 8;
+		c.fp32 = (sky_caps_times){0.25, 0.25, 0.25, 0.25};
+		SKY_EXPECT(sky_caps_encode(&c, buf, sizeof buf, NULL) > 0);
+		char *at = strstr(buf, "\"fwd_ffn_s\":0.25");
+		SKY_EXPECT(at != NULL);
+		snprintf(bad, sizeof bad, "%.*s\"fwd_ffn_s\":-0.25%s", (int)(at - buf), buf,
+			 at + strlen("\"fwd_ffn_s\":0.25"));
+		SKY_EXPECT_EQ(msg("b1", SKY_TOPIC_CAPS, bad, 0.3), SKY_ERANGE);
+	}
+	SKY_EXPECT(caps("b1", "b2", 1, 0.01, 0.4) < 0);      /* someone else's id */
+	char big[SKY_CAPS_MAX_BYTES + 10];
+	memset(big, ' ', sizeof big - 1);
+	big[sizeof big - 1] = 0;
+	SKY_EXPECT_EQ(msg("b1", SKY_TOPIC_CAPS, big, 0.5), SKY_ERANGE);
+	SKY_EXPECT_EQ(g_r.c.caps_rejected - before, 4);
+	SKY_EXPECT_EQ(g_r.c.oversize, 1);
+	sky_reg_board *b = sky_registry_find(&g_r, "b1");
+	SKY_EXPECT_NEAR(b->caps.fp32.fwd_attn_s, 0.01, 0); /* the good report stands */
+	SKY_EXPECT(msg("b1", SKY_TOPIC_STATUS, "{\"state\":\"maybe\",\"session\":1}", 0.6) < 0);
+	SKY_EXPECT_EQ(g_r.c.status_rejected, 1);
+	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
+}
+
+SKY_TEST(assignment_and_acks)
+{
+	sky_registry_init(&g_r);
+	status("b1", 1, 1, 0.0);
+	status("b2", 1, 1, 0.0);
+	memset(&g_p, 0, sizeof g_p);
+	strcpy(g_p.job, "j1");
+	g_p.epoch = 3;
+	strcpy(g_p.algo, "even");
+	g_p.micro_batches = 2;
+	strcpy(g_p.shape.name, "tiny");
+	g_p.shape.hidden = 32, g_p.shape.heads = 2, g_p.shape.ffn = 64, g_p.shape.seq = 16;
+	g_p.shape.batch = 8;
+	g_p.layers = 2;
+	g_p.n_stages = 2;
+	g_p.stages[0] = (sky_plan_stage){"b1", 0, 1, 2, 1000};
+	g_p.stages[1] = (sky_plan_stage){"b2", 2, 3, 1, 900};
+	sky_registry_assign(&g_r, &g_p);
+	sky_reg_board *b1 = sky_registry_find(&g_r, "b1"), *b2 = sky_registry_find(&g_r, "b2");
+	SKY_EXPECT(b1->stage == 0 && b2->stage == 1 && b1->ack == 0);
+	char buf[1024];
+	sky_planack a = {.board = "b1", .job = "j1", .epoch = 3, .session = 1, .stage = 0, .ok = 1,
+			 .arena_bytes = 990, .expected_bytes = 1000, .budget_bytes = 1 << 20};
+	SKY_EXPECT(sky_planack_encode(&a, buf, sizeof buf, NULL) > 0);
+	SKY_EXPECT_EQ(msg("b1", SKY_TOPIC_PLAN_ACK, buf, 1.0), 0);
+	SKY_EXPECT(b1->ack == 1 && b1->ack_bytes == 990);
+	a = (sky_planack){.board = "b2", .job = "j1", .epoch = 3, .session = 1, .stage = 1, .ok = 0,
+			  .arena_bytes = 5000, .budget_bytes = 100, .reason = "does not fit"};
+	sky_planack_encode(&a, buf, sizeof buf, NULL);
+	SKY_EXPECT_EQ(msg("b2", SKY_TOPIC_PLAN_ACK, buf, 1.0), 0);
+	SKY_EXPECT(b2->ack == -1 && !strcmp(b2->ack_reason, "does not fit"));
+	/* an ack posted on another board's topic is refused */
+	SKY_EXPECT(msg("b1", SKY_TOPIC_PLAN_ACK, buf, 1.1) < 0);
+	/* a new plan without b2 clears its assignment */
+	g_p.epoch = 4;
+	g_p.n_stages = 1;
+	g_p.stages[0] = (sky_plan_stage){"b1", 0, 3, 2, 2000};
+	sky_registry_assign(&g_r, &g_p);
+	SKY_EXPECT(b2->job[0] == 0 && b1->epoch == 4 && b1->ack == 0);
+
+	static char out[1 << 16];
+	int n = sky_registry_to_json(&g_r, 1764511200, out, sizeof out);
+	SKY_EXPECT(n > 0);
+	SKY_EXPECT(strstr(out, "\"id\":\"b1\"") && strstr(out, "\"state\":\"online\""));
+	SKY_EXPECT(strstr(out, "\"updated_at\":\"2025-11-30T14:00:00Z\"") != NULL);
+	SKY_EXPECT(strstr(out, "\"ack\":\"pending\"") != NULL);
+	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
+}
+
+SKY_TEST(status_codec_round_trip)
+{
+	char buf[128];
+	sky_status s = {.online = 1, .session = 9, .keepalive_s = 3, .seq = 12}, back;
+	SKY_EXPECT(sky_status_encode(&s, buf, sizeof buf) > 0);
+	SKY_EXPECT_EQ(sky_status_decode(buf, strlen(buf), &back, NULL), 0);
+	SKY_EXPECT(back.online && back.session == 9 && back.keepalive_s == 3 && back.seq == 12);
+	s = (sky_status){.online = 0, .session = 9};
+	sky_status_encode(&s, buf, sizeof buf);
+	SKY_EXPECT(strcmp(buf, "{\"state\":\"offline\",\"session\":9}") == 0);
+	SKY_EXPECT_EQ(sky_status_decode(buf, strlen(buf), &back, NULL), 0);
+	SKY_EXPECT(!back.online);
+	SKY_EXPECT(sky_status_decode("{\"state\":\"online\",\"session\":-1}", 32, &back, NULL) != 0);
+}
