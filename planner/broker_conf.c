@@ -67,6 +67,14 @@ int sky_ca_write_broker_conf(const char *dir, int port, unsigned long max_packet
 	char abs[PATH_MAX];
 	if (!realpath(dir, abs))
 		return sky_diag_set(d, SKY_ENOTFOUND, "%s: no such directory", dir);
+	/* one path per config line, split on spaces by mosquitto: a space or a
+	 * line break in the path would cut it or inject configuration */
+	for (const char *c = abs; *c; c++)
+		if ((unsigned char)*c <= ' ' || *c == 0x7f)
+			return sky_diag_set(d, SKY_EINVAL,
+					    "%s: a PKI directory path for mosquitto may not hold "
+					    "spaces or control characters",
+					    abs);
 	char path[PATH_MAX + 32], conf[8192];
 	int n = snprintf(
 		conf, sizeof conf,

@@ -80,8 +80,10 @@ int sky_ca_init_dir(const char *dir, const sky_ca_opts *o, sky_diag *d);
  * no anonymous clients, TCP_NODELAY, max_packet_size, no persistence,
  * running as root (so it can read the 0600 broker key in a private
  * directory). The ACL grants exactly what sky_topics.h lists per identity;
- * mosquitto denies everything an acl_file does not grant. Returns 0 or
- * SKY_EIO / SKY_EINVAL. */
+ * mosquitto denies everything an acl_file does not grant. Paths in the
+ * config are absolute. Returns 0, or SKY_EIO, or SKY_EINVAL (bad port or
+ * size, or a directory path with spaces or control characters, which
+ * mosquitto's config syntax cannot carry). */
 int sky_ca_write_broker_conf(const char *dir, int port, unsigned long max_packet, sky_diag *d);
 
 /* Mints a one-time claim token valid for ttl_s seconds (1..SKY_CA_MAX_TOKEN_TTL),

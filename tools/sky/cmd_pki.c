@@ -3,13 +3,17 @@
  * signing/verifying plan envelopes by hand. */
 #include "sky_cli.h"
 
+#include "bench_util.h"
+
 #include "sky_ca.h"
 #include "sky_clock.h"
 #include "sky_err.h"
 #include "sky_file.h"
 #include "sky_identity.h"
+#include "sky_json.h"
 #include "sky_sign.h"
 
+#include <mbedtls/version.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +28,7 @@ static void usage(FILE *to)
 		"       sky pki issue --dir D --id BOARD --state S [--token T]\n"
 		"       sky pki sign --key K --cert C [FILE]     (payload from FILE or stdin)\n"
 		"       sky pki verify --cert C [FILE]           (envelope from FILE or stdin)\n"
+		"       sky pki bench --dir D [--json] [common bench options]\n"
 		"\n"
 		"init   makes in D: ca.key/ca.crt (fleet CA, EC P-256), broker.key/broker.crt\n"
 		"       (CN localhost, SAN localhost + 127.0.0.1), planner.key/planner.crt (CN\n"
@@ -38,8 +43,11 @@ static void usage(FILE *to)
 		"       skyd --enroll does), runs the CA's checks on them with token T (default:\n"
 		"       a fresh token bound to BOARD) and installs the certificates in S.\n"
 		"sign   prints a signed envelope (runtime/wire/sky_sign.h) of the payload.\n"
-		"verify checks an envelope against certificate C and prints its payload.\n",
-		DEFAULT_PORT, SKY_CA_DEFAULT_TOKEN_TTL);
+		"verify checks an envelope against certificate C and prints its payload.\n"
+		"bench  times plan signing and verification (2 KiB plan), P-256 key\n"
+		"       generation and certificate issuance from a CSR, using (or making) the\n"
+		"       PKI in D; one result per line (JSON with --json). Options: %s\n",
+		DEFAULT_PORT, SKY_CA_DEFAULT_TOKEN_TTL, sky_bench_common_help());
 }
 
 /* Reads all of path ("-" or NULL: stdin) into buf; returns length or -1. */
@@ -282,6 +290,172 @@ exit:
 	return rc;
 }
 
+/* ---- bench -------------------------------------------------------------------- */
+
+typedef struct pki_bench {
+	sky_signer signer;
+	sky_ca ca;
+	mbedtls_x509_crt planner;
+	char payload[2048];
+	size_t payload_len;
+	char *env, *out;
+	int env_len;
+	char csr[SKY_ENROLL_CSR_MAX];
+	int csr_len;
+	char cert[4096];
+} pki_bench;
+
+static int b_sign(void *ctx)
+{
+	pki_bench *b = ctx;
+	int n = sky_sign_envelope(&b->signer, b->payload, b->payload_len, b->env,
+				  SKY_SIGN_MAX_ENVELOPE + 1, NULL);
+	if (n <= 0)
+		return SKY_ECRYPTO;
+	b->env_len = n;
+	return 0;
+}
+
+static int b_verify(void *ctx)
+{
+	pki_bench *b = ctx;
+	size_t plen = 0;
+	int rc = sky_verify_envelope(&b->planner, b->env, (size_t)b->env_len, b->out,
+				     SKY_SIGN_MAX_PAYLOAD + 1, &plen, NULL);
+	return rc ? rc : (plen == b->payload_len ? 0 : SKY_EAUTH);
+}
+
+static int b_keygen(void *ctx)
+{
+	pki_bench *b = ctx;
+	mbedtls_pk_context pk;
+	mbedtls_pk_init(&pk);
+	int rc = sky_sign_gen_key(&pk, &b->ca.rng, NULL);
+	mbedtls_pk_free(&pk);
+	return rc;
+}
+
+static int b_issue(void *ctx)
+{
+	pki_bench *b = ctx;
+	int n = sky_ca_issue(&b->ca, b->csr, (size_t)b->csr_len, "bench-01", b->cert, sizeof b->cert,
+			     NULL);
+	return n > 0 ? 0 : n;
+}
+
+static int report(const char *name, const char *what, const sky_bench_opts *o,
+		  const sky_bench_stats *st)
+{
+	if (!o->json) {
+		printf("%-12s %-44s median %.3f ms  p90 %.3f ms  (%d runs)\n", name, what,
+		       st->median * 1e3, st->p90 * 1e3, st->count);
+		return 0;
+	}
+	cJSON *obj = sky_json_new_object();
+	if (!obj)
+		return SKY_ENOMEM;
+	cJSON_AddStringToObject(obj, "bench", name);
+	cJSON_AddStringToObject(obj, "what", what);
+	sky_bench_add_stats(obj, "time_ms", st);
+	sky_bench_add_env(obj, "mbedtls " MBEDTLS_VERSION_STRING " ecdsa-p256", 1);
+	int rc = sky_bench_print(obj);
+	sky_json_free(obj);
+	return rc;
+}
+
+static int cmd_bench(int argc, char **argv)
+{
+	const char *dir = NULL;
+	sky_bench_opts o;
+	sky_bench_opts_default(&o);
+	o.runs = 50;
+	for (int i = 1; i < argc; i++) {
+		int c = sky_bench_common_opt("pki bench", argc, argv, &i, &o);
+		if (c < 0)
+			return 2;
+		if (c > 0)
+			continue;
+		if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
+			dir = argv[++i];
+		} else {
+			fprintf(stderr, "sky pki bench: unknown or incomplete option '%s'\n", argv[i]);
+			return 2;
+		}
+	}
+	if (!dir) {
+		fprintf(stderr, "sky pki bench: --dir is required (a scratch PKI is made there)\n");
+		return 2;
+	}
+	static pki_bench b;
+	sky_signer_init(&b.signer);
+	sky_ca_init(&b.ca);
+	mbedtls_x509_crt_init(&b.planner);
+	sky_diag d;
+	sky_diag_clear(&d);
+	int rc = 0;
+	char path[1024];
+	b.env = malloc(SKY_SIGN_MAX_ENVELOPE + 1);
+	b.out = malloc(SKY_SIGN_MAX_PAYLOAD + 1);
+	snprintf(path, sizeof path, "%s/%s", dir, SKY_CA_KEY_FILE);
+	if (!b.env || !b.out) {
+		rc = sky_diag_set(&d, SKY_ENOMEM, "out of memory");
+		goto exit;
+	}
+	if (!sky_file_exists(path)) {
+		sky_ca_opts po = {.port = DEFAULT_PORT};
+		if ((rc = sky_ca_init_dir(dir, &po, &d)) != 0)
+			goto exit;
+	}
+	snprintf(path, sizeof path, "%s/%s", dir, SKY_CA_PLANNER_CERT_FILE);
+	if ((rc = sky_ca_open(&b.ca, dir, &d)) != 0 ||
+	    (rc = sky_ca_load_signer(&b.signer, dir, &d)) != 0 ||
+	    (rc = sky_sign_load_cert(&b.planner, path, &d)) != 0)
+		goto exit;
+	/* a plan-sized payload: 16 stages of JSON */
+	size_t n = 0;
+	n += (size_t)snprintf(b.payload + n, sizeof b.payload - n,
+			      "{\"job\":\"bench\",\"epoch\":1,\"stages\":[");
+	for (int s = 0; s < 16; s++)
+		n += (size_t)snprintf(b.payload + n, sizeof b.payload - n,
+				      "%s{\"board\":\"board-%02d\",\"first\":%d,\"last\":%d,"
+				      "\"arena_bytes\":123456789,\"in_flight\":4}",
+				      s ? "," : "", s, 2 * s, 2 * s + 1);
+	n += (size_t)snprintf(b.payload + n, sizeof b.payload - n, "]}");
+	b.payload_len = n;
+	mbedtls_pk_context pk;
+	mbedtls_pk_init(&pk);
+	rc = sky_sign_gen_key(&pk, &b.ca.rng, &d);
+	if (!rc)
+		rc = b.csr_len = sky_identity_make_csr(&pk, "bench-01", &b.ca.rng, b.csr, sizeof b.csr, &d);
+	mbedtls_pk_free(&pk);
+	if (rc < 0)
+		goto exit;
+	sky_bench_stats st;
+	char what[96];
+	snprintf(what, sizeof what, "sign a %zu-byte plan (ES256)", b.payload_len);
+	if ((rc = sky_bench_measure(&o, b_sign, &b, &st)) != 0 || (rc = report("pki_sign", what, &o, &st)))
+		goto exit;
+	snprintf(what, sizeof what, "verify a %d-byte envelope on a board", b.env_len);
+	if ((rc = sky_bench_measure(&o, b_verify, &b, &st)) != 0 ||
+	    (rc = report("pki_verify", what, &o, &st)))
+		goto exit;
+	if ((rc = sky_bench_measure(&o, b_keygen, &b, &st)) != 0 ||
+	    (rc = report("pki_keygen", "generate an EC P-256 key pair", &o, &st)))
+		goto exit;
+	if ((rc = sky_bench_measure(&o, b_issue, &b, &st)) != 0 ||
+	    (rc = report("pki_issue", "CSR intake and certificate issue (CA side)", &o, &st)))
+		goto exit;
+exit:
+	if (rc)
+		fprintf(stderr, "sky pki bench: %s\n", d.msg[0] ? d.msg : sky_strerror(rc));
+	mbedtls_x509_crt_free(&b.planner);
+	sky_signer_free(&b.signer);
+	sky_ca_free(&b.ca);
+	free(b.env);
+	free(b.out);
+	return rc ? 1 : 0;
+}
+
 int sky_cmd_pki(int argc, char **argv)
 {
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
@@ -302,6 +476,8 @@ int sky_cmd_pki(int argc, char **argv)
 		return cmd_issue(argc - 1, argv + 1);
 	if (strcmp(argv[1], "sign") == 0)
 		return cmd_sign(argc - 1, argv + 1, 0);
+	if (strcmp(argv[1], "bench") == 0)
+		return cmd_bench(argc - 1, argv + 1);
 	if (strcmp(argv[1], "verify") == 0)
 		return cmd_sign(argc - 1, argv + 1, 1);
 	fprintf(stderr, "sky pki: unknown subcommand '%s'\n", argv[1]);
