@@ -100,7 +100,11 @@ sky_broker_start() {
 			${SKY_BROKER_MAX_PACKET:+--max-packet "$SKY_BROKER_MAX_PACKET"} >/dev/null ||
 			return 1
 		if _sky_broker_launch; then
-			[ -z "$(trap -p EXIT 2>/dev/null || trap)" ] && trap sky_broker_stop EXIT
+			# `trap` in a command substitution runs in a subshell, which
+			# dash starts without traps: list them through a file instead
+			trap >"$SKY_BROKER_DIR/.traps"
+			grep -q 'EXIT$' "$SKY_BROKER_DIR/.traps" || trap sky_broker_stop EXIT
+			rm -f "$SKY_BROKER_DIR/.traps"
 			return 0
 		fi
 		_try=$((_try + 1))
