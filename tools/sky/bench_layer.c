@@ -264,7 +264,7 @@ static void usage(FILE *to)
 		"  sgemm alone on the same GEMM shapes; efficiency = layer GFLOP/s / sgemm GFLOP/s\n"
 		"  --model NAME      %s (default base)\n"
 		"  --batch B         sequences per micro-batch (default 8)\n"
-		"  --seq S           tokens per sequence (default 128)\n"
+		"  --seq S           tokens per sequence (default 128, or the preset's if fewer positions)\n"
 		"  --precision P     ",
 		sky_model_preset_names());
 	for (size_t i = 0; i < N_PRECISIONS; i++)
@@ -278,6 +278,7 @@ int sky_bench_layer(int argc, char **argv)
 	layer_bench_args a;
 	const char *model = "base";
 	long batch = 8, seq = 128;
+	int seq_given = 0;
 	a.precision = "fp32";
 	sky_bench_opts_default(&a.o);
 	for (int i = 1; i < argc;) {
@@ -300,6 +301,7 @@ int sky_bench_layer(int argc, char **argv)
 		} else if (strcmp(opt, "--seq") == 0) {
 			if (sky_cli_int(cmd, opt, val, 1, 65536, &seq))
 				return 2;
+			seq_given = 1;
 		} else {
 			fprintf(stderr, "sky %s: unknown option or missing value '%s'\n", cmd, opt);
 			usage(stderr);
@@ -312,6 +314,9 @@ int sky_bench_layer(int argc, char **argv)
 			sky_model_preset_names());
 		return 2;
 	}
+	/* 128 tokens unless the model has fewer positions (tiny) */
+	if (!seq_given && seq > a.cfg.max_pos)
+		seq = a.cfg.seq;
 	a.cfg.batch = (int)batch;
 	a.cfg.seq = (int)seq;
 	if (sky_model_validate(&a.cfg) != 0) {

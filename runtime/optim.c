@@ -1,0 +1,87 @@
+/* SGD with momentum and AdamW on flat vectors (see sky_optim.h). Each is
+ * one pass over memory; the arithmetic matches torch's formulas so results
+ * can be compared with it. */
+#include "sky_optim.h"
+
+#include "sky_err.h"
+
+#include <math.h>
+#include <string.h>
+
+void sky_optim_default(sky_optim_cfg *o, sky_optim_kind kind)
+{
+	memset(o, 0, sizeof *o);
+	o->kind = kind;
+	o->lr = kind == SKY_OPTIM_SGD ? 0.1f : 1e-3f;
+	o->momentum = 0.9f;
+	o->beta1 = 0.9f;
+	o->beta2 = 0.999f;
+	o->eps = 1e-8f;
+	o->weight_decay = 0.0f;
+}
+
+int sky_optim_parse(const char *name, sky_optim_kind *kind)
+{
+	if (name && strcmp(name, "sgd") == 0)
+		*kind = SKY_OPTIM_SGD;
+	else if (name && strcmp(name, "adamw") == 0)
+		*kind = SKY_OPTIM_ADAMW;
+	else
+		return SKY_EINVAL;
+	return 0;
+}
+
+const char *sky_optim_name(sky_optim_kind kind) { return kind == SKY_OPTIM_SGD ? "sgd" : "adamw"; }
+
+int sky_optim_state_vectors(sky_optim_kind kind) { return kind == SKY_OPTIM_SGD ? 1 : 2; }
+
+void sky_optim_sgd_step(const sky_optim_cfg *o, float *w, const float *g, float *v, size_t n)
+{
+	const float lr = o->lr, mu = o->momentum, wd = o->weight_decay;
+	for (size_t i = 0; i < n; i++) {
+		float gi = g[i] + wd * w[i];
+		v[i] = mu * v[i] + gi;
+		w[i] -= lr * v[i];
+	}
+}
+
+void sky_optim_adamw_step(const sky_optim_cfg *o, float *w, const float *g, float *m, float *v,
+			  size_t n, long t)
+{
+	const float b1 = o->beta1, b2 = o->beta2, lr = o->lr, eps = o->eps;
+	/* bias corrections in double: 1 - 0.999^t loses digits in float */
+	const float c1 = (float)(1.0 - pow(b1, (double)t));
+	const float c2 = (float)sqrt(1.0 - pow(b2, (double)t));
+	const float decay = 1.0f - lr * o->weight_decay;
+	const float step = lr / c1;
+	for (size_t i = 0; i < n; i++) {
+		float gi = g[i];
+		m[i] = b1 * m[i] + (1.0f - b1) * gi;
+		v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
+		w[i] = w[i] * decay - step * m[i] / (sqrtf(v[i]) / c2 + eps);
+	}
+}
+
+void sky_optim_step(const sky_optim_cfg *o, float *w, const float *g, float *state, size_t n,
+		    long t)
+{
+	if (o->kind == SKY_OPTIM_SGD)
+		sky_optim_sgd_step(o, w, g, state, n);
+	else
+		sky_optim_adamw_step(o, w, g, state, state + n, n, t);
+}
+
+float sky_optim_clip(float *g, size_t n, float max_norm)
+{
+	double s = 0;
+	for (size_t i = 0; i < n; i++)
+		s += (double)g[i] * g[i];
+	float norm = (float)sqrt(s);
+	if (max_norm > 0 && norm > max_norm) {
+		/* torch adds 1e-6 to the norm before dividing */
+		float k = max_norm / (norm + 1e-6f);
+		for (size_t i = 0; i < n; i++)
+			g[i] *= k;
+	}
+	return norm;
+}
