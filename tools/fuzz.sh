@@ -9,7 +9,8 @@
 # runtime/ with its kernels, runtime/model/, runtime/wire/, planner/; no
 # mains) built with clang -fsanitize=fuzzer-no-link,address into
 # build/fuzz/; the archive lets each harness pull in only the objects it
-# uses. Objects are rebuilt when their source or any header is newer.
+# uses. make rebuilds an object when its source or a header it includes
+# changes.
 # Crash inputs land in build/fuzz/artifacts/<name>/. Exits non-zero if any
 # harness fails to build or finds a crash, leak or timeout. The committed
 # corpora are never modified (new inputs go to build/fuzz/corpus/).
@@ -38,50 +39,44 @@ x86_64) kdir=runtime/kernels/x86 ;;
 aarch64) kdir=runtime/kernels/arm ;;
 *) kdir="" ;;
 esac
-CFLAGS="-std=gnu11 -g -O1 -fno-omit-frame-pointer -fno-strict-aliasing -w \
- -DSKY_BOARD=\"fuzz\" -Iport -Iruntime/model -Iruntime/wire -Iruntime -Iruntime/kernels -Iplanner -Itests"
+CFLAGS="-std=gnu11 -g -O1 -fno-omit-frame-pointer -fno-strict-aliasing -w -Iport -Iruntime/model -Iruntime/wire -Iruntime -Iruntime/kernels -Iplanner -Itests"
 SAN="-fsanitize=fuzzer-no-link,address"
 LIBS="-lpaho-mqtt3as -lmbedtls -lmbedx509 -lmbedcrypto -lcjson -lopenblas -lpthread -lm"
 
 ver=$(git describe --always --dirty 2>/dev/null || echo unknown)
-echo "const char *sky_version(void) { return \"$ver-fuzz\"; }" >"$OUT/gen/version.c"
+echo "const char *sky_version(void) { return \"$ver-fuzz\"; }" >"$OUT/gen/version.c.new"
+cmp -s "$OUT/gen/version.c.new" "$OUT/gen/version.c" 2>/dev/null || mv "$OUT/gen/version.c.new" "$OUT/gen/version.c"
+rm -f "$OUT/gen/version.c.new"
 
-# Per-file instruction sets, as in the Makefile.
-kflags() {
-	case "$1" in
-	*/x86/*_avx2.c) echo "-mavx2 -mfma" ;;
-	*/x86/*_avx512.c) echo "-mavx2 -mfma -mavx512f -mavx512bw -mavx512vl" ;;
-	*/x86/*_vnni.c) echo "-mavx2 -mfma -mavx512f -mavx512bw -mavx512vl -mavx512vnni" ;;
-	*/arm/*_dotprod.c) echo "-march=armv8.2-a+dotprod" ;;
-	*) echo "" ;;
-	esac
-}
-
-srcs=$(ls port/*.c runtime/*.c runtime/kernels/*.c runtime/model/*.c runtime/wire/*.c \
-	planner/*.c ${kdir:+$kdir/*.c} "$OUT/gen/version.c" 2>/dev/null)
-newest_h=$(find port runtime planner -name '*.h' -newer "$OUT/lib.stamp" 2>/dev/null | head -1)
-[ -f "$OUT/lib.stamp" ] || newest_h=all
-
+# The objects are built by make (two jobs, header dependencies from -MMD);
+# per-file instruction sets follow the Makefile's file-name rules.
 echo "fuzz: compiling Sky's sources with $CC ($SAN) into $OBJ"
 build_failed=0
-objs=""
-for s in $srcs; do
-	o="$OBJ/$(echo "$s" | tr '/' '_' | sed 's/\.c$/.o/')"
-	objs="$objs $o"
-	if [ -n "$newest_h" ] || [ ! -f "$o" ] || [ "$s" -nt "$o" ]; then
-		# shellcheck disable=SC2086 # flag lists
-		if ! $CC $CFLAGS $SAN $(kflags "$s") -c "$s" -o "$o" 2>"$o.log"; then
-			echo "fuzz: cannot compile $s:" >&2
-			sed 's/^/   /' "$o.log" >&2
-			rm -f "$o"
-			build_failed=1
-		fi
-	fi
-done
+make --no-print-directory -k -j"${FUZZ_JOBS:-2}" -f - CC="$CC" CFLAGS_F="$CFLAGS" SAN="$SAN" \
+	OBJ="$OBJ" KDIR="$kdir" OUT="$OUT" <<'MK' >"$OUT/build.log" 2>&1 || build_failed=1
+SRCS := $(wildcard port/*.c runtime/*.c runtime/kernels/*.c runtime/model/*.c runtime/wire/*.c \
+	planner/*.c) $(if $(KDIR),$(wildcard $(KDIR)/*.c)) $(OUT)/gen/version.c
+OBJS := $(patsubst %.c,$(OBJ)/%.o,$(SRCS))
+all: $(OBJS)
+$(OBJ)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_F) -DSKY_BOARD='"fuzz"' $(SAN) $(KF) -MMD -MP -c $< -o $@
+$(OBJ)/runtime/kernels/x86/%_avx2.o: KF = -mavx2 -mfma
+$(OBJ)/runtime/kernels/x86/%_avx512.o: KF = -mavx2 -mfma -mavx512f -mavx512bw -mavx512vl
+$(OBJ)/runtime/kernels/x86/%_vnni.o: KF = -mavx2 -mfma -mavx512f -mavx512bw -mavx512vl -mavx512vnni
+$(OBJ)/runtime/kernels/arm/%_dotprod.o: KF = -march=armv8.2-a+dotprod
+-include $(OBJS:.o=.d)
+MK
+if [ $build_failed -ne 0 ]; then
+	echo "fuzz: some sources did not compile with $CC:" >&2
+	grep -E 'error' "$OUT/build.log" | head -20 | sed 's/^/   /' >&2
+fi
+# Objects of sources that no longer exist must not linger in the archive.
+srcs=$(ls port/*.c runtime/*.c runtime/kernels/*.c runtime/model/*.c runtime/wire/*.c \
+	planner/*.c ${kdir:+$kdir/*.c} "$OUT/gen/version.c" 2>/dev/null)
 rm -f "$OUT/libsky_fuzz.a"
-# shellcheck disable=SC2086
-ar rcs "$OUT/libsky_fuzz.a" $(for o in $objs; do [ -f "$o" ] && echo "$o"; done)
-[ $build_failed -eq 0 ] && touch "$OUT/lib.stamp"
+# shellcheck disable=SC2046
+ar rcs "$OUT/libsky_fuzz.a" $(for s in $srcs; do o="$OBJ/${s%.c}.o"; [ -f "$o" ] && echo "$o"; done)
 
 passed=0
 failed=0
@@ -95,7 +90,7 @@ for h in tests/fuzz/fuzz_*.c; do
 	fi
 	bin="$OUT/bin/fuzz_$name"
 	# shellcheck disable=SC2086
-	if ! $CC $CFLAGS -fsanitize=fuzzer,address "$h" "$OUT/libsky_fuzz.a" $LIBS -o "$bin" \
+	if ! $CC $CFLAGS -DSKY_BOARD='"fuzz"' -fsanitize=fuzzer,address "$h" "$OUT/libsky_fuzz.a" $LIBS -o "$bin" \
 		2>"$OUT/bin/fuzz_$name.log"; then
 		echo "FAIL fuzz_$name: does not build:"
 		sed 's/^/   /' "$OUT/bin/fuzz_$name.log" | head -30
@@ -127,7 +122,7 @@ for h in tests/fuzz/fuzz_*.c; do
 	fi
 done
 if [ $build_failed -ne 0 ]; then
-	echo "fuzz: some sources did not compile (see above); harnesses that needed them fail to link"
+	echo "fuzz: some sources did not compile (see $OUT/build.log); harnesses that need them fail"
 fi
 echo "fuzz: $passed passed, $failed failed${report:+ ($report )}"
 [ $failed -eq 0 ]
