@@ -138,6 +138,15 @@ SKY_TEST(broker_config_and_acl)
 	SKY_EXPECT_EQ(sky_ca_write_broker_conf(pki(), 70000, 0, NULL), SKY_EINVAL);
 	SKY_EXPECT_EQ(sky_ca_write_broker_conf(pki(), 18999, 10, NULL), SKY_EINVAL);
 	SKY_EXPECT_EQ(sky_ca_write_broker_conf(pki(), 18999, 65536, NULL), 0);
+	/* mosquitto splits config lines on spaces: such a path is refused, not mangled */
+	char spaced[700];
+	snprintf(spaced, sizeof spaced, "%s/with space", sky_test_tmp_dir());
+	SKY_EXPECT_EQ(sky_file_mkdirs(spaced, 0700), 0);
+	sky_diag d;
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_ca_write_broker_conf(spaced, 18999, 0, &d), SKY_EINVAL);
+	SKY_EXPECT(strstr(d.msg, "spaces") != NULL);
+	SKY_EXPECT_EQ(sky_ca_write_broker_conf("/nonexistent-pki-dir", 18999, 0, NULL), SKY_ENOTFOUND);
 }
 
 SKY_TEST(tokens_are_one_time_expiring_and_bound)
