@@ -159,7 +159,16 @@ size_t sky_layer_s8_weight_bytes(const sky_model_cfg *c)
 	       sky_k_pack_s8_bytes(F, H) + sky_k_pack_s8_bytes(H, F);
 }
 
-void sky_layer_s8_carve(sky_layer_s8 *L, const sky_model_cfg *c, int variant, sky_arena *a)
+void sky_layer_s8_share_scratch(sky_layer_s8 *L, const sky_layer_s8 *from)
+{
+	L->x8 = from->x8, L->qkv8 = from->qkv8, L->ctx8 = from->ctx8, L->h1_8 = from->h1_8;
+	L->g8 = from->g8, L->pbuf = from->pbuf, L->a16 = from->a16, L->u16 = from->u16;
+	L->r32 = from->r32, L->scores = from->scores, L->cbias = from->cbias;
+	L->maskbits = from->maskbits, L->kh = from->kh, L->vh = from->vh;
+}
+
+static void carve_impl(sky_layer_s8 *L, const sky_model_cfg *c, int variant, sky_arena *a,
+		       int with_scratch)
 {
 	memset(L, 0, sizeof *L);
 	L->cfg = *c;
@@ -194,7 +203,29 @@ void sky_layer_s8_carve(sky_layer_s8 *L, const sky_model_cfg *c, int variant, sk
 	L->ln2_g = sky_arena_alloc(a, 4 * H, P);
 	L->ln1_b = sky_arena_alloc(a, 8 * H, P);
 	L->ln2_b = sky_arena_alloc(a, 8 * H, P);
-	/* scratch: every activation of one forward, int8/16/32 */
+	(void)T, (void)S, (void)X;
+	if (with_scratch)
+		sky_layer_s8_carve_scratch(L, a);
+}
+
+void sky_layer_s8_carve(sky_layer_s8 *L, const sky_model_cfg *c, int variant, sky_arena *a)
+{
+	carve_impl(L, c, variant, a, 1);
+}
+
+void sky_layer_s8_carve_persist(sky_layer_s8 *L, const sky_model_cfg *c, int variant, sky_arena *a)
+{
+	carve_impl(L, c, variant, a, 0);
+}
+
+void sky_layer_s8_carve_scratch(sky_layer_s8 *L, sky_arena *a)
+{
+	const sky_model_cfg *c = &L->cfg;
+	size_t H = (size_t)c->hidden, F = (size_t)c->ffn, T = (size_t)sky_model_tokens(c);
+	size_t S = (size_t)c->seq, D = H / (size_t)c->heads;
+	const sky_life X = SKY_LIFE_SCRATCH;
+	int variant = L->variant;
+	/* every activation of one forward, int8/16/32 */
 	L->x8 = sky_arena_alloc(a, T * H, X);
 	L->qkv8 = sky_arena_alloc(a, T * 3 * H, X);
 	L->ctx8 = sky_arena_alloc(a, T * H, X);

@@ -104,6 +104,12 @@ typedef struct sky_layer_s8 {
  * scratch) and records cfg and the kernel variant. Run it on a measuring
  * arena first to size the real one; check sky_arena_status() after. */
 void sky_layer_s8_carve(sky_layer_s8 *L, const sky_model_cfg *c, int variant, sky_arena *a);
+/* The same in parts, so layers run one after another can share one
+ * scratch: weights only; the scratch only (after either); or the scratch
+ * pointers of another layer of the same cfg. */
+void sky_layer_s8_carve_persist(sky_layer_s8 *L, const sky_model_cfg *c, int variant, sky_arena *a);
+void sky_layer_s8_carve_scratch(sky_layer_s8 *L, sky_arena *a);
+void sky_layer_s8_share_scratch(sky_layer_s8 *L, const sky_layer_s8 *from);
 /* Bytes of temporary memory from_f32 and load need (the largest matrix). */
 size_t sky_layer_s8_tmp_bytes(const sky_model_cfg *c);
 /* Bytes of the packed int8 weights (the quarter of fp32's bytes). */

@@ -1,0 +1,204 @@
+/* sky eval: held-out accuracy of a saved BERT classifier on the synthetic
+ * task, with fp32 or int8 encoder layers (as the weights file holds them). */
+#include "sky_cli.h"
+
+#include "sky_clock.h"
+#include "sky_err.h"
+#include "sky_kernels_s8.h"
+#include "sky_model.h"
+#include "sky_quant_model.h"
+#include "sky_safetensors.h"
+#include "sky_task.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int sky_quant_cli_cfg(const char *cmd, const sky_st_file *f, const char *model, long seq,
+		      long batch, sky_model_cfg *c);
+
+typedef struct e_args {
+	const char *weights, *model, *precision;
+	long batches, seq, batch, seed;
+	int json;
+} e_args;
+
+static void usage(FILE *to)
+{
+	fprintf(to,
+		"usage: sky eval --weights W.safetensors [options]\n"
+		"  held-out accuracy of a BERT classifier (sky train --save, or sky quantize's\n"
+		"  output) on the synthetic task\n"
+		"  --precision P  fp32|int8: what the file's encoder layers must be (default: as\n"
+		"                 the file holds them; an fp32 file becomes int8 by sky quantize)\n"
+		"  --batches N    held-out micro-batches (default 64, as sky train --eval)\n"
+		"  --model NAME   %s (default: the file's \"model\" metadata)\n"
+		"  --seq S        tokens per sequence (default: the preset's)\n"
+		"  --batch B      sequences per micro-batch (default: the preset's)\n"
+		"  --seed N       the task's seed, as given to sky train (default 1)\n"
+		"  --json         one JSON object on stdout\n",
+		sky_model_preset_names());
+}
+
+static int parse(int argc, char **argv, e_args *a)
+{
+	const char *cmd = "eval";
+	memset(a, 0, sizeof *a);
+	a->batches = 64;
+	a->seed = 1;
+	for (int i = 1; i < argc; i++) {
+		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
+			usage(stdout);
+			return 1;
+		} else if (strcmp(o, "--json") == 0) {
+			a->json = 1;
+			continue;
+		}
+		if (!v) {
+			fprintf(stderr, "sky eval: %s needs a value\n", o);
+			return -1;
+		}
+		int rc = 0;
+		if (strcmp(o, "--weights") == 0)
+			a->weights = v;
+		else if (strcmp(o, "--model") == 0)
+			a->model = v;
+		else if (strcmp(o, "--precision") == 0)
+			a->precision = v;
+		else if (strcmp(o, "--batches") == 0)
+			rc = sky_cli_int(cmd, o, v, 1, 1000000, &a->batches);
+		else if (strcmp(o, "--seq") == 0)
+			rc = sky_cli_int(cmd, o, v, 1, 65536, &a->seq);
+		else if (strcmp(o, "--batch") == 0)
+			rc = sky_cli_int(cmd, o, v, 1, 4096, &a->batch);
+		else if (strcmp(o, "--seed") == 0)
+			rc = sky_cli_int(cmd, o, v, 0, 0x7fffffffL, &a->seed);
+		else {
+			fprintf(stderr, "sky eval: unknown option '%s'\n", o);
+			usage(stderr);
+			return -1;
+		}
+		if (rc)
+			return -1;
+		i++;
+	}
+	if (!a->weights) {
+		fprintf(stderr, "sky eval: --weights is required\n");
+		usage(stderr);
+		return -1;
+	}
+	if (a->precision && strcmp(a->precision, "fp32") != 0 && strcmp(a->precision, "int8") != 0) {
+		fprintf(stderr, "sky eval: --precision expects fp32 or int8, got '%s'\n", a->precision);
+		return -1;
+	}
+	return 0;
+}
+
+int sky_cmd_eval(int argc, char **argv)
+{
+	e_args a;
+	int prc = parse(argc, argv, &a);
+	if (prc)
+		return prc > 0 ? 0 : 2;
+	int rc, exitc = 1;
+	sky_diag d;
+	sky_diag_clear(&d);
+	sky_st_file f;
+	sky_st_init(&f);
+	sky_qmodel m;
+	memset(&m, 0, sizeof m);
+	sky_model_cfg cfg;
+	int32_t *ids = NULL, *types = NULL, *attn = NULL, *labels = NULL;
+	float *logits = NULL;
+
+	if ((rc = sky_st_open(&f, a.weights, &d)) != 0) {
+		fprintf(stderr, "sky eval: %s: %s%s%s\n", a.weights, sky_strerror(rc),
+			d.msg[0] ? ": " : "", d.msg);
+		goto exit;
+	}
+	if (sky_quant_cli_cfg("eval", &f, a.model, a.seq, a.batch, &cfg))
+		goto exit;
+	int prec, layers;
+	if ((rc = sky_qmodel_probe(&f, &prec, &layers, &d)) != 0) {
+		fprintf(stderr, "sky eval: %s: %s\n", a.weights, d.msg);
+		goto exit;
+	}
+	const char *pname = prec == SKY_PREC_INT8 ? "int8" : "fp32";
+	if (a.precision && strcmp(a.precision, pname) != 0) {
+		fprintf(stderr, "sky eval: %s holds %s encoder layers, not %s%s\n", a.weights, pname,
+			a.precision,
+			prec == SKY_PREC_FP32 ? " (make an int8 file with sky quantize)" : "");
+		goto exit;
+	}
+	if ((rc = sky_qmodel_open(&m, &f, &cfg, &d)) != 0) {
+		fprintf(stderr, "sky eval: %s: %s: %s\n", a.weights, sky_strerror(rc), d.msg);
+		goto exit;
+	}
+	const sky_model_cfg *c = &m.cfg;
+	size_t T = (size_t)sky_model_tokens(c);
+	ids = malloc(T * 4), types = malloc(T * 4), attn = malloc(T * 4);
+	labels = malloc((size_t)c->batch * 4);
+	logits = malloc((size_t)c->batch * c->classes * sizeof(float));
+	if (!ids || !types || !attn || !labels || !logits) {
+		fprintf(stderr, "sky eval: out of memory\n");
+		goto exit;
+	}
+	long right = 0, total = 0;
+	double t_fwd = 0;
+	for (long i = 0; i < a.batches; i++) {
+		if ((rc = sky_task_batch(c, (uint64_t)a.seed, SKY_TASK_HELDOUT, (uint64_t)i, ids, types,
+					 attn, labels)))
+			goto exit;
+		double t0 = sky_clock_s();
+		if ((rc = sky_qmodel_forward(&m, ids, attn, logits, NULL))) {
+			fprintf(stderr, "sky eval: batch %ld: %s\n", i, sky_strerror(rc));
+			goto exit;
+		}
+		t_fwd += sky_clock_s() - t0;
+		for (int b = 0; b < c->batch; b++) {
+			const float *lg = logits + (size_t)b * c->classes;
+			int best = 0;
+			for (int k = 1; k < c->classes; k++)
+				if (lg[k] > lg[best])
+					best = k;
+			right += best == labels[b];
+		}
+		total += c->batch;
+	}
+	double acc = (double)right / (double)total;
+	const char *kernel = prec == SKY_PREC_INT8 ? sky_k_s8_variant_name(sky_k_s8_variant_active())
+						   : "openblas-sgemm";
+	if (a.json) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "weights", a.weights);
+		cJSON_AddStringToObject(j, "model", c->name);
+		cJSON_AddNumberToObject(j, "layers", c->layers);
+		cJSON_AddStringToObject(j, "precision", pname);
+		cJSON_AddStringToObject(j, "kernel", kernel);
+		cJSON_AddNumberToObject(j, "heldout_accuracy", acc);
+		cJSON_AddNumberToObject(j, "correct", (double)right);
+		cJSON_AddNumberToObject(j, "sequences", (double)total);
+		cJSON_AddNumberToObject(j, "batch", c->batch);
+		cJSON_AddNumberToObject(j, "seq", c->seq);
+		cJSON_AddNumberToObject(j, "forward_ms_per_batch", t_fwd / (double)a.batches * 1e3);
+		cJSON_AddNumberToObject(j, "layer_weight_bytes", (double)m.weight_bytes);
+		char *s = cJSON_PrintUnformatted(j);
+		if (s)
+			printf("%s\n", s);
+		free(s);
+		cJSON_Delete(j);
+	} else {
+		printf("%s: %s %d-layer model, %s layers (%s): held-out accuracy %.4f (%ld of %ld "
+		       "sequences), %.2f ms per micro-batch\n",
+		       a.weights, c->name, c->layers, pname, kernel, acc, right, total,
+		       t_fwd / (double)a.batches * 1e3);
+	}
+	exitc = 0;
+exit:
+	sky_qmodel_close(&m);
+	sky_st_close(&f);
+	free(ids), free(types), free(attn), free(labels), free(logits);
+	return exitc;
+}
