@@ -142,6 +142,26 @@ else
 	pass enroll_unknown_token
 fi
 
+# ---- plan envelopes through the CLI --------------------------------------------------
+printf '{"job":"j1","epoch":3}' >"$W/plan.json"
+W3=$(mktemp -d "${TMPDIR:-/tmp}/sky-forger.XXXXXX")
+"$SKY" pki init --dir "$W3/pki" --port 1 >/dev/null
+if "$SKY" pki sign --key "$P/planner.key" --cert "$P/planner.crt" "$W/plan.json" >"$W/env" &&
+	[ "$("$SKY" pki verify --cert "$W/b01/planner.crt" "$W/env")" = '{"job":"j1","epoch":3}' ] &&
+	"$SKY" pki sign --key "$W3/pki/planner.key" --cert "$W3/pki/planner.crt" "$W/plan.json" \
+		>"$W/forged" &&
+	! "$SKY" pki verify --cert "$W/b01/planner.crt" "$W/forged" >/dev/null 2>"$W/forged.err" &&
+	grep -q 'does not verify' "$W/forged.err" &&
+	head -c 60 "$W/env" >"$W/trunc" &&
+	! "$SKY" pki verify --cert "$W/b01/planner.crt" "$W/trunc" >/dev/null 2>&1 &&
+	sed 's/epoch\\":3/epoch\\":4/' "$W/env" >"$W/tampered" && ! cmp -s "$W/env" "$W/tampered" &&
+	! "$SKY" pki verify --cert "$W/b01/planner.crt" "$W/tampered" >/dev/null 2>&1; then
+	pass envelope_cli_verifies_own_and_rejects_forged
+else
+	fail envelope_cli_verifies_own_and_rejects_forged "see $W"
+fi
+rm -rf "$W3"
+
 # ---- TLS and ACL against mosquitto ------------------------------------------------
 PL="$P/planner.crt $P/planner.key"
 B1="$W/b01/board.crt $W/b01/board.key"
