@@ -243,6 +243,16 @@ exit:
 	return rc;
 }
 
+/* ---- int8 (tools/sky/bench_layer_s8.c) ------------------------------------ */
+
+int sky_bench_layer_s8(const sky_model_cfg *c, const sky_bench_opts *o, cJSON *out);
+const char *sky_bench_layer_s8_kernel(void);
+
+static int bench_layer_int8(const layer_bench_args *a, cJSON *out)
+{
+	return sky_bench_layer_s8(&a->cfg, &a->o, out);
+}
+
 /* ---- dispatch ------------------------------------------------------------- */
 
 typedef struct precision_entry {
@@ -253,6 +263,7 @@ typedef struct precision_entry {
 
 static const precision_entry k_precisions[] = {
 	{"fp32", "openblas-sgemm", bench_layer_fp32},
+	{"int8", NULL, bench_layer_int8}, /* kernel: the variant chosen at run time */
 };
 #define N_PRECISIONS (sizeof k_precisions / sizeof k_precisions[0])
 
@@ -352,7 +363,7 @@ int sky_bench_layer(int argc, char **argv)
 	cJSON_AddNumberToObject(out, "ffn", a.cfg.ffn);
 	if ((rc = p->run(&a, out)) != 0)
 		goto exit;
-	sky_bench_add_env(out, p->kernel, a.o.threads);
+	sky_bench_add_env(out, p->kernel ? p->kernel : sky_bench_layer_s8_kernel(), a.o.threads);
 	if (a.o.json) {
 		rc = sky_bench_print(out);
 	} else {
