@@ -37,6 +37,8 @@ int sky_job_validate(const sky_job *j, sky_diag *d)
 	if ((unsigned)j->optim > SKY_OPTIM_ADAM || (unsigned)j->sched > SKY_SCHED_1F1B ||
 	    (unsigned)j->prec > SKY_PREC_INT8)
 		return sky_diag_set(d, SKY_EINVAL, "job: unknown optimizer, schedule or precision");
+	if ((unsigned)j->objective > SKY_OBJ_STEP)
+		return sky_diag_set(d, SKY_EINVAL, "job: unknown objective %d", (int)j->objective);
 	if (j->order_evals < 0)
 		return sky_diag_set(d, SKY_EINVAL, "job: order_evals must be >= 0");
 	return 0;
@@ -53,6 +55,18 @@ int sky_algo_parse(const char *name, sky_algo *out)
 	for (int i = 0; i < SKY_ALGO_COUNT; i++)
 		if (name && strcmp(name, k_algo[i]) == 0)
 			return *out = (sky_algo)i, 0;
+	return SKY_EINVAL;
+}
+
+static const char *const k_obj[2] = {"bottleneck", "step"};
+
+const char *sky_objective_name(sky_objective o) { return (unsigned)o < 2 ? k_obj[o] : "?"; }
+
+int sky_objective_parse(const char *name, sky_objective *out)
+{
+	for (int i = 0; i < 2; i++)
+		if (name && strcmp(name, k_obj[i]) == 0)
+			return *out = (sky_objective)i, 0;
 	return SKY_EINVAL;
 }
 

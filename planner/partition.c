@@ -29,7 +29,8 @@ int sky_plan_partition(const sky_fleet *f, const sky_job *j, sky_algo algo, sky_
 		rc = plan_sky(f, j, out, d);
 		break;
 	case SKY_ALGO_OPTIMAL:
-		rc = plan_optimal(f, j, out, d);
+		rc = j->objective == SKY_OBJ_STEP ? plan_optimal_step(f, j, out, d)
+						  : plan_optimal(f, j, out, d);
 		break;
 	default:
 		return sky_diag_set(d, SKY_EINVAL, "plan: unknown algorithm %d", (int)algo);

@@ -74,6 +74,7 @@ static inline int64_t stage_mem(const plan_ctx *c, int a, int b, int first, int 
 int plan_even(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_diag *d);
 int plan_sky(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_diag *d);
 int plan_optimal(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_diag *d);
+int plan_optimal_step(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_diag *d);
 
 /* Fills a one-line description of how far the job is from fitting at all
  * (total bytes the model needs vs the fleet's total). */

@@ -75,6 +75,12 @@ typedef struct sky_fleet {
 typedef enum { SKY_SCHED_GPIPE = 0, SKY_SCHED_1F1B = 1 } sky_sched;
 typedef enum { SKY_PREC_FP32 = 0, SKY_PREC_INT8 = 1 } sky_prec;
 typedef enum { SKY_ALGO_EVEN = 0, SKY_ALGO_SKY = 1, SKY_ALGO_OPTIMAL = 2 } sky_algo;
+/* SKY_OBJ_BOTTLENECK: the slowest stage (throughput once the pipeline is
+ * full). SKY_OBJ_STEP: the simulated step time, which also pays the
+ * pipeline's fill and drain: `optimal` then also plans on only the k
+ * fastest boards for a sweep of k and keeps the plan whose simulated step
+ * is shortest (about 24 exact plans plus simulations: slower). */
+typedef enum { SKY_OBJ_BOTTLENECK = 0, SKY_OBJ_STEP = 1 } sky_objective;
 #define SKY_ALGO_COUNT 3
 
 typedef struct sky_job {
@@ -86,6 +92,7 @@ typedef struct sky_job {
 	/* knobs of `optimal` */
 	int keep_order;      /* 1: plan for the fleet's order only (no reordering) */
 	int order_evals;     /* local-search budget: board orders tried after the seeds */
+	sky_objective objective; /* what `optimal` minimises (default the bottleneck) */
 } sky_job;
 
 /* One pipeline stage. Times are per micro-batch. */
@@ -148,6 +155,9 @@ const char *sky_algo_name(sky_algo a);
 /* "even", "sky", "optimal" -> *out; "gpipe", "1f1b" -> *out. 0 or SKY_EINVAL. */
 int sky_algo_parse(const char *name, sky_algo *out);
 int sky_sched_parse(const char *name, sky_sched *out);
+/* "bottleneck", "step" -> *out. 0 or SKY_EINVAL. */
+int sky_objective_parse(const char *name, sky_objective *out);
+const char *sky_objective_name(sky_objective o);
 
 /* Fills every derived field of p (stage times, memory, in-flight counts,
  * bottleneck, lower bound) from the stages' boards and units. Checks that

@@ -47,6 +47,13 @@ else
 	fail sim_paper_json "rc $rc, $lines lines: $(cat "$tmp/err")"
 fi
 
+# the step objective: a shorter simulated step than the bottleneck objective's
+"$SKY" sim --paper --algo optimal --objective step --json >"$tmp/step.json" 2>"$tmp/err"
+if awk -v a="$(sed -n 's/.*"step_s":\([0-9.e+-]*\).*/\1/p' "$tmp/step.json")" \
+	-v b="$(sed -n '3s/.*"step_s":\([0-9.e+-]*\).*/\1/p' "$tmp/sim.json")" \
+	'BEGIN { exit !(a > 0 && b > 0 && a < b) }'; then pass sim_step_objective
+else fail sim_step_objective "$(cat "$tmp/step.json" "$tmp/err" | head -c 400)"; fi
+
 # the same experiment through its committed fleet file gives the same numbers
 "$SKY" sim --fleet planner/data/paper-64.json --model large --layers 160 --micro-batch 1 \
 	--micro-batches 32 --json >"$tmp/sim2.json" 2>"$tmp/err"

@@ -102,3 +102,36 @@ SKY_TEST(heterogeneous_steps_respect_their_bounds)
 					1e-9 * m * g_p.stage[k].time_s);
 	}
 }
+
+/* optimal with the step objective: its simulated step is never longer than
+ * the bottleneck objective's (the whole fleet is one of its candidates),
+ * and its plan keeps the invariants */
+SKY_TEST(step_objective_never_slows_the_step)
+{
+	static sky_plan q;
+	static sky_sim_result rq;
+	sky_rng r;
+	sky_rng_seed(&r, 23);
+	int shorter = 0, compared = 0;
+	for (int it = 0; it < 300; it++) {
+		sky_job j;
+		int n = 1 + (int)sky_rng_below(&r, 40), m = 1 + (int)sky_rng_below(&r, 16);
+		test_job(&j, 2 + (int)sky_rng_below(&r, 40), m,
+			 sky_rng_below(&r, 2) ? SKY_SCHED_1F1B : SKY_SCHED_GPIPE);
+		j.order_evals = 8;
+		test_random_fleet(&r, n, &j, (int)sky_rng_below(&r, 8), &g_f);
+		if (sky_plan_partition(&g_f, &j, SKY_ALGO_OPTIMAL, &g_p, NULL))
+			continue;
+		SKY_EXPECT_EQ(sky_sim_run(&g_p, &j, &g_r, NULL), 0);
+		j.objective = SKY_OBJ_STEP;
+		SKY_EXPECT_EQ(sky_plan_partition(&g_f, &j, SKY_ALGO_OPTIMAL, &q, NULL), 0);
+		SKY_EXPECT(test_plan_sane(&g_f, &j, &q));
+		SKY_EXPECT_EQ(sky_sim_run(&q, &j, &rq, NULL), 0);
+		SKY_EXPECT_MSG(rq.step_s <= g_r.step_s * (1 + 1e-12), "it %d: step %.9g vs %.9g", it,
+			       rq.step_s, g_r.step_s);
+		compared++;
+		shorter += rq.step_s < g_r.step_s * 0.999;
+	}
+	SKY_EXPECT(compared > 200);
+	SKY_EXPECT(shorter > 10); /* it does find shorter steps */
+}

@@ -33,6 +33,8 @@ static void usage(const char *cmd, FILE *to, const char *extra)
 		"  --precision P         fp32 or int8: which measured times to use (default fp32)\n"
 		"  --keep-order          optimal: keep the fleet's board order\n"
 		"  --order-evals N       optimal: board orders local search may try (default 64)\n"
+		"  --objective O         optimal: minimise the bottleneck (default) or the simulated\n"
+		"                        step, which may leave slow boards out (slower to plan)\n"
 		"  --write-fleet F.json  also save the fleet planned for (e.g. the paper's) as a file\n"
 		"%s"
 		"  --json                machine-readable output\n",
@@ -44,7 +46,7 @@ int plan_cli_parse(const char *cmd, int argc, char **argv, plan_cli *c, const ch
 {
 	memset(c, 0, sizeof *c);
 	c->algos = default_algos;
-	const char *model = NULL, *optim = NULL, *sched = NULL, *prec = NULL;
+	const char *model = NULL, *optim = NULL, *sched = NULL, *prec = NULL, *obj = NULL;
 	long layers = 0, seq = 0, mb = 0, m = 0, evals = -1;
 	int keep = 0;
 	for (int i = 1; i < argc; i++) {
@@ -69,6 +71,8 @@ int plan_cli_parse(const char *cmd, int argc, char **argv, plan_cli *c, const ch
 			model = argv[++i];
 		} else if (strcmp(a, "--algo") == 0) {
 			c->algos = argv[++i];
+		} else if (strcmp(a, "--objective") == 0) {
+			obj = argv[++i];
 		} else if (strcmp(a, "--optimizer") == 0) {
 			optim = argv[++i];
 		} else if (strcmp(a, "--schedule") == 0) {
@@ -122,6 +126,11 @@ int plan_cli_parse(const char *cmd, int argc, char **argv, plan_cli *c, const ch
 	if (optim && sky_cost_optim_parse(optim, &j->optim)) {
 		fprintf(stderr, "sky %s: --optimizer expects sgd, momentum or adam, got '%s'\n", cmd,
 			optim);
+		return 2;
+	}
+	if (obj && sky_objective_parse(obj, &j->objective)) {
+		fprintf(stderr, "sky %s: --objective expects bottleneck or step, got '%s'\n", cmd,
+			obj);
 		return 2;
 	}
 	if (sched && sky_sched_parse(sched, &j->sched)) {
@@ -221,6 +230,7 @@ int plan_print(const plan_cli *c, const sky_plan *p)
 	cJSON_AddNumberToObject(o, "micro_batches", j->micro_batches);
 	cJSON_AddStringToObject(o, "schedule", sky_sched_name(j->sched));
 	cJSON_AddStringToObject(o, "optimizer", sky_cost_optim_name(j->optim));
+	cJSON_AddStringToObject(o, "objective", sky_objective_name(j->objective));
 	cJSON_AddNumberToObject(o, "boards", f->n);
 	cJSON_AddNumberToObject(o, "boards_used", p->n_stages);
 	cJSON *st = cJSON_AddArrayToObject(o, "stages");

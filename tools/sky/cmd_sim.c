@@ -146,6 +146,8 @@ int sky_cmd_sim(int argc, char **argv)
 		cJSON_AddNumberToObject(o, "micro_batches", c.job.micro_batches);
 		cJSON_AddNumberToObject(o, "micro_batch", c.job.model.batch);
 		cJSON_AddStringToObject(o, "schedule", sky_sched_name(c.job.sched));
+		if (w->algo == SKY_ALGO_OPTIMAL)
+			cJSON_AddStringToObject(o, "objective", sky_objective_name(c.job.objective));
 		if (w->busy_s)
 			cJSON_AddItemToObject(o, "busy_s",
 					      cJSON_CreateDoubleArray(w->busy_s, w->stages));
