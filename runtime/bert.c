@@ -8,7 +8,10 @@
 #include "sky_head.h"
 #include "sky_layer.h"
 #include "sky_log.h"
+#include "sky_safetensors.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static size_t pad16(size_t n) { return (n + 15) & ~(size_t)15; }
@@ -216,4 +219,78 @@ int sky_bert_predict(sky_bert *m, const sky_bert_batch *b, int32_t *pred, float 
 			pred[i] = best;
 	}
 	return 0;
+}
+
+/* Names in the file: BertForSequenceClassification puts "bert." before
+ * everything but the classifier. */
+enum { NAME_CAP = 96 };
+
+int sky_bert_save(const sky_bert *m, const char *path, sky_diag *d)
+{
+	const sky_model_cfg *c = &m->cfg;
+	int n = SKY_EMBED_NTENSORS + c->layers * SKY_LAYER_NTENSORS + SKY_HEAD_NTENSORS, k = 0;
+	int rc = SKY_ENOMEM;
+	sky_st_entry *e = calloc((size_t)n, sizeof *e);
+	char *names = calloc((size_t)n, NAME_CAP);
+	sky_tensor_info te[SKY_EMBED_NTENSORS], tl[SKY_LAYER_NTENSORS], th[SKY_HEAD_NTENSORS];
+	if (!e || !names)
+		goto exit;
+	sky_embed_tensors(c, te);
+	sky_layer_tensors(c, tl);
+	sky_head_tensors(c, th);
+	rc = sky_st_block_entries("bert.", te, SKY_EMBED_NTENSORS, sky_bert_embed_params(m), e,
+				  names, NAME_CAP, d);
+	k += SKY_EMBED_NTENSORS;
+	for (int l = 0; l < c->layers && !rc; l++) {
+		char prefix[48];
+		snprintf(prefix, sizeof prefix, "bert.encoder.layer.%d.", l);
+		rc = sky_st_block_entries(prefix, tl, SKY_LAYER_NTENSORS, sky_bert_layer_params(m, l),
+					  e + k, names + (size_t)k * NAME_CAP, NAME_CAP, d);
+		k += SKY_LAYER_NTENSORS;
+	}
+	/* pooler (the first two head tensors) under "bert.", classifier at the top */
+	if (!rc)
+		rc = sky_st_block_entries("bert.", th, 2, sky_bert_head_params(m), e + k,
+					  names + (size_t)k * NAME_CAP, NAME_CAP, d);
+	k += 2;
+	if (!rc)
+		rc = sky_st_block_entries("", th + 2, 2, sky_bert_head_params(m), e + k,
+					  names + (size_t)k * NAME_CAP, NAME_CAP, d);
+	k += 2;
+	if (!rc) {
+		const sky_st_meta meta[] = {{"format", "pt"}, {"sky_model", c->name}};
+		rc = sky_st_write(path, e, k, meta, 2, d);
+	}
+exit:
+	free(e);
+	free(names);
+	return rc;
+}
+
+int sky_bert_load(sky_bert *m, const char *path, sky_diag *d)
+{
+	const sky_model_cfg *c = &m->cfg;
+	sky_tensor_info te[SKY_EMBED_NTENSORS], tl[SKY_LAYER_NTENSORS], th[SKY_HEAD_NTENSORS];
+	sky_st_file f;
+	sky_st_init(&f);
+	int rc = sky_st_open(&f, path, d);
+	if (rc)
+		goto exit;
+	sky_embed_tensors(c, te);
+	sky_layer_tensors(c, tl);
+	sky_head_tensors(c, th);
+	rc = sky_st_load_block(&f, "bert.", te, SKY_EMBED_NTENSORS, sky_bert_embed_params(m), d);
+	for (int l = 0; l < c->layers && !rc; l++) {
+		char prefix[48];
+		snprintf(prefix, sizeof prefix, "bert.encoder.layer.%d.", l);
+		rc = sky_st_load_block(&f, prefix, tl, SKY_LAYER_NTENSORS, sky_bert_layer_params(m, l),
+				       d);
+	}
+	if (!rc)
+		rc = sky_st_load_block(&f, "bert.", th, 2, sky_bert_head_params(m), d);
+	if (!rc)
+		rc = sky_st_load_block(&f, "", th + 2, 2, sky_bert_head_params(m), d);
+exit:
+	sky_st_close(&f);
+	return rc;
 }

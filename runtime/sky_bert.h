@@ -21,6 +21,7 @@
 #define SKY_BERT_H
 
 #include "sky_arena.h"
+#include "sky_err.h"
 #include "sky_model.h"
 #include "sky_optim.h"
 
@@ -88,5 +89,16 @@ int sky_bert_predict(sky_bert *m, const sky_bert_batch *b, int32_t *pred, float 
  * backward of one micro-batch with the loss scaled by scale, ADDED into
  * m->grads, no optimizer step. Returns 0 or SKY_EINVAL; *loss as above. */
 int sky_bert_accumulate(sky_bert *m, const sky_bert_batch *b, float scale, float *loss);
+
+/* Writes the parameters to path as safetensors (F32), with HuggingFace
+ * BertForSequenceClassification names: "bert.embeddings.*",
+ * "bert.encoder.layer.N.*", "bert.pooler.dense.*", "classifier.*".
+ * Returns 0 or the sky_st_write errors (d says what). Uses the heap: call
+ * it outside training steps. */
+int sky_bert_save(const sky_bert *m, const char *path, sky_diag *d);
+/* Reads parameters saved by sky_bert_save (or any file with those names
+ * and shapes) into m->params. Returns 0, SKY_ENOTFOUND, SKY_EIO or
+ * SKY_EFORMAT (d names the tensor). */
+int sky_bert_load(sky_bert *m, const char *path, sky_diag *d);
 
 #endif

@@ -7,13 +7,8 @@
 #include "sky_arena.h"
 #include "sky_bert.h"
 #include "sky_clock.h"
-#include "sky_embed.h"
 #include "sky_err.h"
-#include "sky_head.h"
-#include "sky_layer.h"
-#include "sky_log.h"
 #include "sky_model.h"
-#include "sky_safetensors.h"
 #include "sky_task.h"
 
 #include <cblas.h>
@@ -54,6 +49,10 @@ static void usage(FILE *to)
 		sky_model_preset_names());
 }
 
+/* options that take a value, each followed by a space */
+static const char k_value_opts[] = "--model --optim --save --layers --steps --seed --batch --seq "
+				   "--micro --eval --threads --lr --clip ";
+
 static int parse(int argc, char **argv, train_args *a)
 {
 	const char *cmd = "train";
@@ -79,6 +78,9 @@ static int parse(int argc, char **argv, train_args *a)
 		} else if (strcmp(o, "--quiet") == 0) {
 			a->quiet = 1;
 			continue;
+		} else if (strncmp(o, "--", 2) != 0 || !strstr(k_value_opts, o)) {
+			fprintf(stderr, "sky train: unknown option '%s' (sky train --help)\n", o);
+			return SKY_EINVAL;
 		} else if (!v) {
 			fprintf(stderr, "sky train: %s needs a value (sky train --help)\n", o);
 			return SKY_EINVAL;
@@ -186,57 +188,6 @@ static int evaluate(run *r, uint64_t seed, long n, double *acc, double *loss)
 	return 0;
 }
 
-/* HuggingFace BertForSequenceClassification names: "bert." before
- * everything but the classifier. */
-static int save_weights(const sky_bert *m, const char *path)
-{
-	enum { NAME_CAP = 96 };
-	const sky_model_cfg *c = &m->cfg;
-	int n = SKY_EMBED_NTENSORS + c->layers * SKY_LAYER_NTENSORS + SKY_HEAD_NTENSORS, k = 0;
-	int rc = SKY_ENOMEM;
-	sky_diag d;
-	sky_diag_clear(&d);
-	/* the file is written after training, once: plain heap is fine here */
-	sky_st_entry *e = calloc((size_t)n, sizeof *e);
-	char *names = calloc((size_t)n, NAME_CAP);
-	sky_tensor_info te[SKY_EMBED_NTENSORS], tl[SKY_LAYER_NTENSORS], th[SKY_HEAD_NTENSORS];
-	if (!e || !names)
-		goto exit;
-	sky_embed_tensors(c, te);
-	sky_layer_tensors(c, tl);
-	sky_head_tensors(c, th);
-	rc = sky_st_block_entries("bert.", te, SKY_EMBED_NTENSORS, sky_bert_embed_params(m), e,
-				  names, NAME_CAP, &d);
-	k += SKY_EMBED_NTENSORS;
-	for (int l = 0; l < c->layers && !rc; l++) {
-		char prefix[48];
-		snprintf(prefix, sizeof prefix, "bert.encoder.layer.%d.", l);
-		rc = sky_st_block_entries(prefix, tl, SKY_LAYER_NTENSORS, sky_bert_layer_params(m, l),
-					  e + k, names + (size_t)k * NAME_CAP, NAME_CAP, &d);
-		k += SKY_LAYER_NTENSORS;
-	}
-	/* pooler under bert., classifier at the top level */
-	if (!rc)
-		rc = sky_st_block_entries("bert.", th, 2, sky_bert_head_params(m), e + k,
-					  names + (size_t)k * NAME_CAP, NAME_CAP, &d);
-	k += 2;
-	if (!rc)
-		rc = sky_st_block_entries("", th + 2, 2, sky_bert_head_params(m), e + k,
-					  names + (size_t)k * NAME_CAP, NAME_CAP, &d);
-	k += 2;
-	if (!rc) {
-		const sky_st_meta meta[] = {{"format", "pt"}, {"model", c->name}};
-		rc = sky_st_write(path, e, k, meta, 2, &d);
-	}
-exit:
-	if (rc)
-		fprintf(stderr, "sky train: cannot save %s: %s%s%s\n", path, sky_strerror(rc),
-			d.msg[0] ? ": " : "", d.msg);
-	free(e);
-	free(names);
-	return rc;
-}
-
 int sky_cmd_train(int argc, char **argv)
 {
 	train_args a;
@@ -340,9 +291,15 @@ int sky_cmd_train(int argc, char **argv)
 		free(buf);
 		return 1;
 	}
-	if (a.save && (rc = save_weights(&r.m, a.save)) != 0) {
-		free(buf);
-		return 1;
+	if (a.save) {
+		sky_diag d;
+		sky_diag_clear(&d);
+		if ((rc = sky_bert_save(&r.m, a.save, &d)) != 0) {
+			fprintf(stderr, "sky train: cannot save %s: %s%s%s\n", a.save,
+				sky_strerror(rc), d.msg[0] ? ": " : "", d.msg);
+			free(buf);
+			return 1;
+		}
 	}
 	if (a.json) {
 		cJSON *j = cJSON_CreateObject();
