@@ -87,6 +87,10 @@ sky_broker_start() {
 	SKY_PKI_DIR="$SKY_BROKER_DIR/pki"
 	SKY_BROKER_LOG="$SKY_BROKER_DIR/mosquitto.log"
 	export SKY_BROKER_DIR SKY_PKI_DIR SKY_BROKER_LOG
+	if ! command -v mosquitto >/dev/null 2>&1; then
+		echo "sky_broker_start: mosquitto not installed (tools/install-deps.sh)" >&2
+		return 1
+	fi
 	if [ ! -x "$SKY_BIN/sky" ]; then
 		echo "sky_broker_start: $SKY_BIN/sky not built" >&2
 		return 1
