@@ -266,12 +266,40 @@ exit:
 	return rc;
 }
 
+/* ---- int8 (tools/sky/layer_s8_cli.c) ---------------------------------------- */
+
+int sky_layer_s8_cli_run(const sky_model_cfg *c, const sky_st_file *weights, const char *prefix,
+			 const float *x, const float *mask, float *y, double *load_s, double *fwd_s,
+			 size_t *arena_bytes, sky_diag *d);
+
+static int run_int8(layer_job *j, sky_diag *d)
+{
+	if (j->has_grad)
+		return sky_diag_set(d, SKY_EUNSUPPORTED, "--grad: the int8 layer is inference only");
+	size_t t = (size_t)sky_model_tokens(&j->cfg), th = t * (size_t)j->cfg.hidden;
+	float *x = malloc(th * sizeof(float)), *y = malloc(th * sizeof(float));
+	float *mask = j->mask ? malloc(t * sizeof(float)) : NULL;
+	int rc = SKY_ENOMEM;
+	double t0 = sky_clock_s();
+	if (x && y && (mask || !j->mask) && !(rc = job_input(j, x, d)) &&
+	    !(rc = job_mask(j, mask, d))) {
+		j->load_s += sky_clock_s() - t0;
+		rc = sky_layer_s8_cli_run(&j->cfg, &j->weights, j->prefix, x, mask, y, &j->load_s,
+					  &j->fwd_s, &j->arena_bytes, d);
+	}
+	if (!rc)
+		rc = job_write(j, y, NULL, NULL, d);
+	free(x), free(y), free(mask);
+	return rc;
+}
+
 /* One entry per precision; an int8 path adds a line here. */
 static const struct {
 	const char *name;
 	int (*run)(layer_job *j, sky_diag *d);
 } k_precisions[] = {
 	{"fp32", run_fp32},
+	{"int8", run_int8},
 };
 #define N_PRECISIONS (sizeof k_precisions / sizeof k_precisions[0])
 
