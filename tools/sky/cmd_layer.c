@@ -69,7 +69,8 @@ static void help(FILE *to)
 		"  --grad G         grad.output F32 (B, S, H): also run backward\n"
 		"  --out Y          written: output (B, S, H); with --grad also grad.hidden_states\n"
 		"                   (B, S, H) and grad.<weight name as in W> for every weight\n"
-		"  --precision P    fp32 (default)\n"
+		"  --precision P    fp32 (default) or int8 (forward only; weights as sky quantize\n"
+		"                   writes them, or F32 weights quantised with ranges from the input)\n"
 		"  --profile FILE   board profile (threads); default $SKY_PROFILE or the installed one\n"
 		"  --json           print one JSON object instead of a line of text: model, precision,\n"
 		"                   batch, seq, hidden, backward, load_ms (open, check, copy into the\n"
@@ -678,7 +679,7 @@ int sky_cmd_layer(int argc, char **argv)
 		if (strcmp(j.precision, k_precisions[i].name) == 0)
 			run = k_precisions[i].run;
 	if (!run) {
-		fprintf(stderr, "sky layer: unknown --precision '%s' (fp32)\n", j.precision);
+		fprintf(stderr, "sky layer: unknown --precision '%s' (fp32, int8)\n", j.precision);
 		return 2;
 	}
 
