@@ -9,7 +9,9 @@
  *   even     equal layer counts in the fleet's order (the paper's baseline)
  *   sky      the paper's dynamic allocation, as its code does it
  *   optimal  the exact minimum-bottleneck split for a board order, plus a
- *            board-order heuristic with local search
+ *            board-order heuristic with local search (or, with the step
+ *            objective, the best simulated step over subsets of the fastest
+ *            boards)
  *
  * and a simulator (sky_sim_run) predicts one training step of a plan under
  * GPipe or 1F1B.
@@ -36,8 +38,10 @@
  * time (far below 0.1% of a layer's FLOPs for BERT).
  *
  * Memory: the fleet and plan structs are fixed-capacity (large: allocate
- * them statically or on the heap); `optimal` and the simulator allocate
- * their working memory once per call and free it before returning. */
+ * them statically or on the heap); `sky`, `optimal` and the simulator
+ * allocate their working memory at the start of a call and free it before
+ * returning (nothing is allocated inside their loops). No global state: calls
+ * on different threads do not interfere (the JSON pool is thread-safe). */
 #ifndef SKY_PLAN_H
 #define SKY_PLAN_H
 

@@ -41,6 +41,19 @@ static void usage(const char *cmd, FILE *to, const char *extra)
 		cmd, sky_model_preset_names(), extra);
 }
 
+static int takes_value(const char *opt)
+{
+	static const char *const opts[] = {"--fleet",	   "--write-fleet",   "--model",
+					   "--algo",	   "--objective",     "--optimizer",
+					   "--schedule",   "--precision",     "--layers",
+					   "--seq",	   "--micro-batch",   "--micro-batches",
+					   "--order-evals"};
+	for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
+		if (strcmp(opt, opts[i]) == 0)
+			return 1;
+	return 0;
+}
+
 int plan_cli_parse(const char *cmd, int argc, char **argv, plan_cli *c, const char *help_extra,
 		   const char *default_algos)
 {
@@ -60,7 +73,7 @@ int plan_cli_parse(const char *cmd, int argc, char **argv, plan_cli *c, const ch
 			c->paper = 1;
 		} else if (strcmp(a, "--keep-order") == 0) {
 			keep = 1;
-		} else if (!v && strncmp(a, "--", 2) == 0) {
+		} else if (!v && takes_value(a)) {
 			fprintf(stderr, "sky %s: %s needs a value\n", cmd, a);
 			return 2;
 		} else if (strcmp(a, "--fleet") == 0) {
