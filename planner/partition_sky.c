@@ -166,8 +166,28 @@ static int plan_sky_run(sky_state *s, const sky_fleet *f, const sky_job *j, sky_
 	s->p[0] = 0;
 	for (int k = 0; k < s->n; k++)
 		s->p[k + 1] = s->p[k] + base + (k < extra);
-	if (!memory_pass(s))
-		return plan_shortfall(f, j, d, "sky (memory pass failed)");
+	if (!memory_pass(s)) {
+		/* say whether anything could fit at all, else where this pass got stuck */
+		sky_diag all;
+		sky_diag_clear(&all);
+		plan_shortfall(f, j, &all, "sky");
+		if (strstr(all.msg, "does not fit"))
+			return sky_diag_set(d, SKY_ENOMEM, "%s", all.msg);
+		for (int k = 0; k < s->n; k++) {
+			int64_t need = mem_of(s, k, s->p[k], s->p[k + 1]);
+			if (need > budget(s, k))
+				return sky_diag_set(
+					d, SKY_ENOMEM,
+					"sky: the paper's memory pass found no split in the fleet's order: "
+					"board %s (worker %d, layers %d..%d) still needs %.2f GiB, has "
+					"%.2f GiB (short by %.2f GiB); it moves one boundary at a time and "
+					"never takes layers off the last worker",
+					f->board[k].id, k, s->p[k], s->p[k + 1] - 1, need / 1073741824.0,
+					budget(s, k) / 1073741824.0,
+					(need - budget(s, k)) / 1073741824.0);
+		}
+		return sky_diag_set(d, SKY_ENOMEM, "sky: the memory pass failed");
+	}
 	balance_pass(s);
 	for (int k = 0; k < s->n; k++) {
 		out->stage[k].board = k;
