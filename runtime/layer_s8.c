@@ -10,6 +10,10 @@
 #include <math.h>
 #include <string.h>
 
+/* Rows of the FFN pre-activation kept at once (int16, F wide: 768 KB for
+ * base), the GEMM's own row block, so GELU reads it from L2. */
+#define SKY_S8_ROW_BLOCK 128
+
 static const char *k_points[SKY_Q_NPOINTS] = {"x",  "q", "k", "v", "ctx", "ao",
 					       "h1", "u", "g", "fo", "y"};
 
@@ -233,8 +237,8 @@ void sky_layer_s8_carve_scratch(sky_layer_s8 *L, sky_arena *a)
 	L->g8 = sky_arena_alloc(a, T * F, X);
 	L->pbuf = sky_arena_alloc(a, S * S, X);
 	L->a16 = sky_arena_alloc(a, 2 * T * H, X);
-	L->u16 = sky_arena_alloc(a, 2 * T * F, X);
-	L->r32 = sky_arena_alloc(a, 4 * T * H, X);
+	L->u16 = sky_arena_alloc(a, 2 * (T < SKY_S8_ROW_BLOCK ? T : SKY_S8_ROW_BLOCK) * F, X);
+	L->r32 = sky_arena_alloc(a, 4 * H, X);
 	L->scores = sky_arena_alloc(a, 4 * S * S, X);
 	L->cbias = sky_arena_alloc(a, 4 * D, X);
 	L->maskbits = sky_arena_alloc(a, T, X);
@@ -437,11 +441,9 @@ int sky_layer_s8_forward(sky_layer_s8 *L, const float *x, const float *mask, flo
 	const sky_model_cfg *c = &L->cfg;
 	const int T = (int)sky_model_tokens(c), H = c->hidden, F = c->ffn, S = c->seq;
 	const int NH = c->heads, D = H / NH, H3 = 3 * H;
-	for (size_t i = 0; i < (size_t)T * H; i++)
-		if (!isfinite(x[i]))
-			return SKY_EINVAL;
 	/* entry: the only float work before the exit */
-	sky_k_quantize_f32_s8(x, (size_t)T * H, L->inv_sx, L->x8);
+	if (sky_k_quantize_f32_s8(x, (size_t)T * H, L->inv_sx, L->x8) != 0)
+		return SKY_EINVAL;
 	for (int t = 0; t < T; t++)
 		L->maskbits[t] = mask && mask[t] < -1.0f;
 
@@ -459,14 +461,23 @@ int sky_layer_s8_forward(sky_layer_s8 *L, const float *x, const float *mask, flo
 			sky_k_gemm_s8(S, q, H3, &L->kh, &os);
 			sky_k_softmax_s8(L->scores, S, S, S, L->maskbits + (size_t)b * S, &L->sm,
 					 (uint8_t *)L->pbuf, S);
-			/* p is u8; as int8 p - 128, with 128 * sum_k v[k][j] added back */
-			for (int i = 0; i < S * S; i++)
+			/* p is u8; as int8 p - 128 (a flip of the top bit, 8 bytes at a
+			 * time), with 128 * sum_k v[k][j] added back through the bias */
+			for (int i = 0; i + 8 <= S * S; i += 8) {
+				uint64_t wv;
+				memcpy(&wv, L->pbuf + i, 8);
+				wv ^= 0x8080808080808080ull;
+				memcpy(L->pbuf + i, &wv, 8);
+			}
+			for (int i = S * S & ~7; i < S * S; i++)
 				L->pbuf[i] = (int8_t)((uint8_t)L->pbuf[i] ^ 0x80);
 			for (int j = 0; j < D; j++)
 				L->cbias[j] = 0;
-			for (int kk = 0; kk < S; kk++)
+			for (int kk = 0; kk < S; kk++) {
+				const int8_t *vr = v + (size_t)kk * H3;
 				for (int j = 0; j < D; j++)
-					L->cbias[j] += v[(size_t)kk * H3 + j];
+					L->cbias[j] += vr[j];
+			}
 			for (int j = 0; j < D; j++)
 				L->cbias[j] *= 128;
 			sky_k_pack_s8(L->variant, v, D, S, 1, H3, L->vh.data, &L->vh);
@@ -478,18 +489,29 @@ int sky_layer_s8_forward(sky_layer_s8 *L, const float *x, const float *mask, flo
 	/* h1 = LN1(ctx Wo^T + bo + x) */
 	sky_k_gemm_out oo = {SKY_K_OUT_S16, L->a16, H, L->bo, L->mo, L->ro};
 	sky_k_gemm_s8(T, L->ctx8, H, &L->wo, &oo);
-	sky_k_add_s16_s8(L->a16, L->x8, (size_t)T * H, L->res1_ma, L->res1_ra, L->res1_mb,
-			 L->res1_rb, L->r32);
-	sky_k_layernorm_s8(L->r32, T, H, L->ln1_g, L->ln1_b, L->h1_8);
-	/* y = LN2(gelu(h1 W1^T + b1) W2^T + b2 + h1) */
-	sky_k_gemm_out o1 = {SKY_K_OUT_S16, L->u16, F, L->b1, L->m1, L->r1};
-	sky_k_gemm_s8(T, L->h1_8, H, &L->w1, &o1);
-	sky_k_gelu_s16_s8(L->u16, (size_t)T * F, &L->gelu, L->g8);
+	/* residual and LayerNorm a row at a time, so the int32 sum stays in L1 */
+	for (int t = 0; t < T; t++) {
+		size_t o = (size_t)t * H;
+		sky_k_add_s16_s8(L->a16 + o, L->x8 + o, (size_t)H, L->res1_ma, L->res1_ra, L->res1_mb,
+				 L->res1_rb, L->r32);
+		sky_k_layernorm_s8(L->r32, 1, H, L->ln1_g, L->ln1_b, L->h1_8 + o);
+	}
+	/* y = LN2(gelu(h1 W1^T + b1) W2^T + b2 + h1); the FFN pre-activation
+	 * goes through GELU in blocks of rows while it is still in L2 */
+	for (int t0 = 0; t0 < T; t0 += SKY_S8_ROW_BLOCK) {
+		int rows = T - t0 < SKY_S8_ROW_BLOCK ? T - t0 : SKY_S8_ROW_BLOCK;
+		sky_k_gemm_out o1 = {SKY_K_OUT_S16, L->u16, F, L->b1, L->m1, L->r1};
+		sky_k_gemm_s8(rows, L->h1_8 + (size_t)t0 * H, H, &L->w1, &o1);
+		sky_k_gelu_s16_s8(L->u16, (size_t)rows * F, &L->gelu, L->g8 + (size_t)t0 * F);
+	}
 	sky_k_gemm_out o2 = {SKY_K_OUT_S16, L->a16, H, L->b2, L->m2, L->r2};
 	sky_k_gemm_s8(T, L->g8, F, &L->w2, &o2);
-	sky_k_add_s16_s8(L->a16, L->h1_8, (size_t)T * H, L->res2_ma, L->res2_ra, L->res2_mb,
-			 L->res2_rb, L->r32);
-	sky_k_layernorm_s8(L->r32, T, H, L->ln2_g, L->ln2_b, L->x8);
+	for (int t = 0; t < T; t++) {
+		size_t o = (size_t)t * H;
+		sky_k_add_s16_s8(L->a16 + o, L->h1_8 + o, (size_t)H, L->res2_ma, L->res2_ra,
+				 L->res2_mb, L->res2_rb, L->r32);
+		sky_k_layernorm_s8(L->r32, 1, H, L->ln2_g, L->ln2_b, L->x8 + o);
+	}
 	/* exit */
 	sky_k_dequantize_s8_f32(L->x8, (size_t)T * H, L->s_y, y);
 	return 0;

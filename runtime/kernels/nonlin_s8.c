@@ -190,15 +190,20 @@ void sky_k_layernorm_s8_ref(const int32_t *r, int rows, int cols, const int32_t 
 	}
 }
 
-void sky_k_quantize_f32_s8(const float *x, size_t n, float inv_s, int8_t *q)
+size_t sky_k_quantize_f32_s8(const float *x, size_t n, float inv_s, int8_t *q)
 {
+	size_t bad = 0;
 	for (size_t i = 0; i < n; i++) {
 		float v = x[i] * inv_s;
-		if (!(v == v)) /* NaN: callers check inputs; never undefined */
-			v = 0;
+		/* |v| < 2^23 after the clamp, so adding and taking away 1.5 * 2^23
+		 * rounds to nearest even in the default mode, and vectorises */
+		bad += !(v - v == 0); /* NaN or infinity */
+		v = v - v == 0 ? v : 0;
 		v = v < -128.f ? -128.f : v > 127.f ? 127.f : v;
-		q[i] = (int8_t)nearbyintf(v);
+		v = (v + 12582912.0f) - 12582912.0f;
+		q[i] = (int8_t)(int)v;
 	}
+	return bad;
 }
 
 void sky_k_dequantize_s8_f32(const int8_t *q, size_t n, float s, float *x)

@@ -193,8 +193,9 @@ int64_t sky_k_layernorm_row_sum(const int32_t *x, int cols);
 uint32_t sky_k_isqrt64(uint64_t v);
 
 /* fp32 <-> int8 at the edges of an int8 layer (not inner loops):
- * q = clamp(round_half_even(x / s), -128, 127); x = q * s. */
-void sky_k_quantize_f32_s8(const float *x, size_t n, float inv_s, int8_t *q);
+ * q = round_half_even(clamp(x * inv_s, -128, 127)); x = q * s. A NaN or
+ * infinite x gives q = 0; the count of those is returned. */
+size_t sky_k_quantize_f32_s8(const float *x, size_t n, float inv_s, int8_t *q);
 void sky_k_dequantize_s8_f32(const int8_t *q, size_t n, float s, float *x);
 
 /* ---- per-variant entry points (the dispatcher's and tests' use) ---------- */
