@@ -9,3 +9,9 @@ echo "bench: nothing to run yet"
 # the fleet PKI: plan signing/verification, key generation, certificate issue
 rm -rf build/bench/pki-scratch
 "$B/bin/sky" pki bench --dir build/bench/pki-scratch --json | tee build/bench/pki.json
+# one encoder layer in fp32 (base, batch 8 x seq 128, 1 thread): fwd, fwd+bwd, and
+# OpenBLAS sgemm alone on the same GEMMs; then PyTorch eager at the same shapes, if present
+"$B/bin/sky" bench layer --model base --json | tee build/bench/layer_fp32.json
+if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+	/usr/bin/python3 tools/bench_torch_layer.py --model base | tee build/bench/layer_torch.json
+fi
