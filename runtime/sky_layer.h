@@ -55,13 +55,18 @@ void sky_layer_bind(const sky_model_cfg *c, float *flat, sky_layer_view *v);
 void sky_layer_init(const sky_model_cfg *c, float *flat, unsigned long long seed);
 
 /* Floats of activations forward keeps for backward, per micro-batch, for
- * the given blocks. */
+ * the given blocks: for attention a copy of x, q|k|v, the probabilities
+ * (B*heads*S*S), the context and LayerNorm1's normalised input; for the
+ * FFN its input h1, gelu(u), gelu'(u) and LayerNorm2's normalised input.
+ * Parts are padded to 16 floats: each is 64-byte aligned when saved is. */
 size_t sky_layer_saved_floats(const sky_model_cfg *c, int blocks);
-/* Floats of scratch forward or backward needs (reused between calls). */
+/* Floats of scratch forward or backward needs (reused between calls, and
+ * by any blocks mask; nothing in it survives a call). */
 size_t sky_layer_scratch_floats(const sky_model_cfg *c);
 
-/* Forward for one micro-batch. x, y: (B*S, H); mask: (B*S) additive
- * (0 for tokens, a large negative number for padding) or NULL. saved:
+/* Forward for one micro-batch. x, y: (B*S, H); mask: (B*S) additive, per
+ * key position (0 for tokens; for padding any value whose exp underflows,
+ * e.g. -1e9, or HuggingFace's torch.finfo(float32).min) or NULL. saved:
  * sky_layer_saved_floats() floats that backward will read, or NULL for
  * inference (then nothing is kept). y must not alias x. If blocks is
  * SKY_BLOCK_FFN alone, x is h1 (the attention block's output). */

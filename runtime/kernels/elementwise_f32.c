@@ -32,6 +32,8 @@ static inline v8f load8(const float *p)
 	return v;
 }
 
+static inline void store8(float *p, v8f v) { memcpy(p, &v, sizeof v); }
+
 static inline float hsum8(v8f v)
 {
 	return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
@@ -160,20 +162,37 @@ void sky_k_layernorm_bwd_f32(const float *dy, const float *xhat, const float *rs
 		const float *dyr = dy + (size_t)r * cols;
 		const float *hr = xhat + (size_t)r * cols;
 		float *dxr = dx + (size_t)r * cols;
-		/* dx holds dy * g for a moment (dx may be dy: each element is read first) */
-		for (int j = 0; j < cols; j++) {
-			float d = dyr[j];
+		/* one pass for the parameter gradients and both row sums, one for dx
+		 * (dx may be dy: each element is read before it is written) */
+		v8f s1v = {0}, s2v = {0};
+		int j = 0;
+		for (; j + 8 <= cols; j += 8) {
+			v8f d = load8(dyr + j), h = load8(hr + j), gg = load8(g + j);
+			v8f t = d * gg;
+			store8(dg + j, load8(dg + j) + d * h);
+			store8(db + j, load8(db + j) + d);
+			s1v += t;
+			s2v += t * h;
+		}
+		float s1 = hsum8(s1v), s2 = hsum8(s2v);
+		for (; j < cols; j++) {
+			float d = dyr[j], t = d * g[j];
 			dg[j] += d * hr[j];
 			db[j] += d;
-			dxr[j] = d * g[j];
+			s1 += t;
+			s2 += t * hr[j];
 		}
-		const float m1 = row_sum(dxr, cols) * inv_n, m2 = row_dot(dxr, hr, cols) * inv_n;
-		const float rs = rstd[r];
-		for (int j = 0; j < cols; j++)
-			dxr[j] = rs * (dxr[j] - m1 - hr[j] * m2);
-		if (dsum)
-			for (int j = 0; j < cols; j++)
-				dsum[j] += dxr[j];
+		const float m1 = s1 * inv_n, m2 = s2 * inv_n, rs = rstd[r];
+		if (dsum) {
+			for (j = 0; j < cols; j++) {
+				float v = rs * (dyr[j] * g[j] - m1 - hr[j] * m2);
+				dxr[j] = v;
+				dsum[j] += v;
+			}
+		} else {
+			for (j = 0; j < cols; j++)
+				dxr[j] = rs * (dyr[j] * g[j] - m1 - hr[j] * m2);
+		}
 	}
 }
 
