@@ -232,6 +232,11 @@ void sky_k_layernorm_s8(const int32_t *r, int rows, int cols, const int32_t *g, 
 		sky_k_layernorm_s8_avx512(r, rows, cols, g, b, y);
 		return;
 	}
+#elif defined(__aarch64__)
+	if (sky_cpu_get_features().neon) {
+		sky_k_layernorm_s8_neon(r, rows, cols, g, b, y);
+		return;
+	}
 #endif
 	sky_k_layernorm_s8_ref(r, rows, cols, g, b, y);
 }
@@ -244,6 +249,11 @@ void sky_k_add_s16_s8(const int16_t *a, const int8_t *b, size_t n, int32_t ma, i
 		sky_k_add_s16_s8_avx512(a, b, n, ma, ra, mb, rb, r);
 		return;
 	}
+#elif defined(__aarch64__)
+	if (sky_cpu_get_features().neon) {
+		sky_k_add_s16_s8_neon(a, b, n, ma, ra, mb, rb, r);
+		return;
+	}
 #endif
 	sky_k_add_s16_s8_ref(a, b, n, ma, ra, mb, rb, r);
 }
@@ -253,6 +263,11 @@ void sky_k_gelu_s16_s8(const int16_t *x, size_t n, const sky_k_gelu_params *p, i
 #if defined(__x86_64__)
 	if (sky_cpu_get_features().avx512) {
 		sky_k_gelu_s16_s8_avx512(x, n, p, y);
+		return;
+	}
+#elif defined(__aarch64__)
+	if (sky_cpu_get_features().neon) {
+		sky_k_gelu_s16_s8_neon(x, n, p, y);
 		return;
 	}
 #endif
