@@ -220,6 +220,11 @@ void sky_k_softmax_s8(const int32_t *s, int rows, int cols, long lds, const uint
 		sky_k_softmax_s8_avx512(s, rows, cols, lds, mask, p, y, ldy);
 		return;
 	}
+#elif defined(__aarch64__)
+	if (sky_cpu_get_features().neon) {
+		sky_k_softmax_s8_neon(s, rows, cols, lds, mask, p, y, ldy);
+		return;
+	}
 #endif
 	sky_k_softmax_s8_ref(s, rows, cols, lds, mask, p, y, ldy);
 }

@@ -216,6 +216,8 @@ void sky_k_gemm_s8_neon(int M, const int8_t *a, long lda, const sky_k_s8_packed 
 			const sky_k_gemm_out *out);
 void sky_k_gemm_s8_dotprod(int M, const int8_t *a, long lda, const sky_k_s8_packed *w,
 			   const sky_k_gemm_out *out);
+void sky_k_softmax_s8_neon(const int32_t *s, int rows, int cols, long lds, const uint8_t *mask,
+			   const sky_k_softmax_params *p, uint8_t *y, long ldy);
 void sky_k_gelu_s16_s8_neon(const int16_t *x, size_t n, const sky_k_gelu_params *p, int8_t *y);
 void sky_k_layernorm_s8_neon(const int32_t *r, int rows, int cols, const int32_t *g,
 			     const int64_t *b, int8_t *y);

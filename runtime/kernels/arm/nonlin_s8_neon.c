@@ -146,3 +146,107 @@ void sky_k_layernorm_s8_neon(const int32_t *r, int rows, int cols, const int32_t
 		}
 	}
 }
+
+/* ---- softmax ------------------------------------------------------------- */
+
+#define EXP_B14 22168
+#define EXP_A14 5874
+#define EXP_C28 92341796
+#define LN2_Q14 11357
+#define EXP_ZMAX 18
+#define SOFTMAX_MAX_COLS 4096
+
+/* 4 scores and their keep lanes (all ones: column kept), the row's tail
+ * padded with masked lanes so one code path serves every width */
+static inline void load4(const int32_t *row, const uint8_t *mask, int j, int cols, int32x4_t *a,
+			 uint32x4_t *keep)
+{
+	int32_t av[4] = {0, 0, 0, 0};
+	uint32_t kv[4] = {0, 0, 0, 0};
+	for (int l = 0; l < 4 && j + l < cols; l++) {
+		av[l] = row[j + l];
+		kv[l] = mask && mask[j + l] ? 0 : 0xffffffffu;
+	}
+	*a = vld1q_s32(av);
+	*keep = vld1q_u32(kv);
+}
+
+static inline int32x4_t exp4(int32x4_t w)
+{
+	int32x4_t nw = vnegq_s32(w);
+	int32x4_t z = vshrq_n_s32(nw, 16);
+	int32x4_t r14 = vshrq_n_s32(vandq_s32(nw, vdupq_n_s32(0xffff)), 2);
+	int32x4_t p14 = vnegq_s32(
+		vshrq_n_s32(vmlaq_s32(vdupq_n_s32(1 << 13), r14, vdupq_n_s32(LN2_Q14)), 14));
+	int32x4_t t = vaddq_s32(p14, vdupq_n_s32(EXP_B14));
+	int32x4_t l28 = vmlaq_s32(vdupq_n_s32(EXP_C28), vdupq_n_s32(EXP_A14),
+				  vshrq_n_s32(vmulq_s32(t, t), 14));
+	int32x4_t e = vshlq_s32(l28, vnegq_s32(vaddq_s32(z, vdupq_n_s32(13))));
+	uint32x4_t big = vcgeq_s32(z, vdupq_n_s32(EXP_ZMAX));
+	return vbslq_s32(big, vdupq_n_s32(0), e);
+}
+
+void sky_k_softmax_s8_neon(const int32_t *s, int rows, int cols, long lds, const uint8_t *mask,
+			   const sky_k_softmax_params *p, uint8_t *y, long ldy)
+{
+	if (cols > SOFTMAX_MAX_COLS) { /* the row of exponents lives on the stack */
+		sky_k_softmax_s8_ref(s, rows, cols, lds, mask, p, y, ldy);
+		return;
+	}
+	int32_t e[SOFTMAX_MAX_COLS + 4];
+	const int32x2_t mw = vdup_n_s32(p->mw);
+	const int64x2_t nrs = vdupq_n_s64(-p->rsw);
+	for (int i = 0; i < rows; i++) {
+		const int32_t *row = s + i * lds;
+		uint8_t *out = y + i * ldy;
+		int32x4_t vmx = vdupq_n_s32(INT32_MIN);
+		uint32x4_t vany = vdupq_n_u32(0);
+		for (int j = 0; j < cols; j += 4) {
+			int32x4_t a;
+			uint32x4_t keep;
+			load4(row, mask, j, cols, &a, &keep);
+			vany = vorrq_u32(vany, keep);
+			vmx = vmaxq_s32(vmx, vbslq_s32(keep, a, vdupq_n_s32(INT32_MIN)));
+		}
+		if (vmaxvq_u32(vany) == 0) {
+			memset(out, 0, (size_t)cols);
+			continue;
+		}
+		int32_t mx = vmaxvq_s32(vmx);
+		int64_t thr64 = (int64_t)mx - p->dmax;
+		int32x4_t thr = vdupq_n_s32(thr64 < INT32_MIN ? INT32_MIN : (int32_t)thr64);
+		int32x4_t vm = vdupq_n_s32(mx), ndmax = vdupq_n_s32(-p->dmax);
+		uint32x4_t vsum = vdupq_n_u32(0);
+		for (int j = 0; j < cols; j += 4) {
+			int32x4_t a;
+			uint32x4_t keep;
+			load4(row, mask, j, cols, &a, &keep);
+			/* d = max(a - mx, -dmax) without int32 overflow */
+			int32x4_t d = vbslq_s32(vcltq_s32(a, thr), ndmax, vsubq_s32(a, vm));
+			int64x2_t w0, w1;
+			requant4(d, mw, nrs, &w0, &w1);
+			int32x4_t w = vcombine_s32(vmovn_s64(w0), vmovn_s64(w1));
+			int32x4_t ev = vandq_s32(exp4(w), vreinterpretq_s32_u32(keep));
+			vsum = vaddq_u32(vsum, vreinterpretq_u32_s32(ev));
+			vst1q_s32(e + j, ev);
+		}
+		uint64_t sum = vaddvq_u32(vsum);
+		uint64_t inv = ((uint64_t)1 << 46) / sum;
+		const uint32x2_t vinv = vdup_n_u32((uint32_t)inv);
+		int j = 0;
+		for (; j + 4 <= cols; j += 4) {
+			uint32x4_t ev = vreinterpretq_u32_s32(vld1q_s32(e + j));
+			uint64x2_t q0 = vrshrq_n_u64(vmull_u32(vget_low_u32(ev), vinv), 38);
+			uint64x2_t q1 = vrshrq_n_u64(vmull_u32(vget_high_u32(ev), vinv), 38);
+			uint32x4_t q = vminq_u32(vcombine_u32(vmovn_u64(q0), vmovn_u64(q1)),
+						 vdupq_n_u32(255));
+			uint8_t qb[8];
+			vst1_u8(qb, vmovn_u16(vcombine_u16(vmovn_u32(q), vmovn_u32(q))));
+			memcpy(out + j, qb, 4);
+		}
+		for (; j < cols; j++) {
+			uint64_t q = ((uint64_t)(uint32_t)e[j] * inv + ((uint64_t)1 << 37)) >> 38;
+			out[j] = (uint8_t)(q > 255 ? 255 : q);
+		}
+	}
+}
