@@ -15,3 +15,10 @@ rm -rf build/bench/pki-scratch
 if /usr/bin/python3 -c "import torch" 2>/dev/null; then
 	/usr/bin/python3 tools/bench_torch_layer.py --model base | tee build/bench/layer_torch.json
 fi
+# the int8 layer (base, batch 8 x seq 128, 1 thread): fwd with the kernel variant the CPU
+# picks, the int8 GEMMs alone, cosine and speed-up against fp32; then PyTorch's dynamically
+# quantised layer (oneDNN) at the same shapes, if present
+"$B/bin/sky" bench layer --model base --precision int8 --json | tee build/bench/layer_int8.json
+if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+	/usr/bin/python3 tools/bench_torch_int8.py | tee build/bench/layer_torch_int8.json
+fi
