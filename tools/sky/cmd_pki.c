@@ -105,8 +105,10 @@ static int cmd_init(int argc, char **argv)
 		fprintf(stderr, "sky pki init: %s\n", d.msg[0] ? d.msg : sky_strerror(rc));
 		return 1;
 	}
-	printf("fleet PKI in %s (broker 127.0.0.1:%d); claim bundle: %s/%s/\n", dir, o.port, dir,
-	       SKY_CA_CLAIM_DIR);
+	printf("fleet PKI in %s (broker 127.0.0.1:%d); claim bundle: %s/%s/\n"
+	       "start the broker: mosquitto -c %s/%s\n"
+	       "claim token for a new board: sky pki token --dir %s\n",
+	       dir, o.port, dir, SKY_CA_CLAIM_DIR, dir, SKY_CA_BROKER_CONF_FILE, dir);
 	return 0;
 }
 
