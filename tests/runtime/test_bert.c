@@ -264,3 +264,41 @@ SKY_TEST(bert_save_load_round_trip)
 	SKY_EXPECT(strstr(d.msg, "bert.") != NULL);
 	free(a.buf), free(b.buf), free(e.buf);
 }
+
+/* A step applies the optimizer to the accumulated (and clipped) gradient of
+ * all micro-batches: with SGD's first step (velocity = gradient) the new
+ * parameters are exactly w - lr * g, and g is the mean of the micro-batch
+ * gradients. */
+SKY_TEST(bert_step_is_optimizer_on_mean_of_micro_batches)
+{
+	sky_model_cfg c;
+	SKY_EXPECT_EQ(sky_model_preset("tiny", &c), 0);
+	sky_bert_opts o = default_opts(SKY_OPTIM_SGD);
+	o.micro = 2;
+	o.clip_norm = 0;
+	model md;
+	SKY_EXPECT_EQ(model_make(&md, &c, &o), 0);
+	sky_bert *m = &md.m;
+	sky_bert_init(m, 5);
+	static int32_t ids[2][128], types[2][128], attn[2][128], labels[2][8];
+	for (int i = 0; i < 2; i++)
+		sky_task_batch(&c, 2, 0, (uint64_t)i, ids[i], types[i], attn[i], labels[i]);
+	sky_bert_batch mb[2] = {{ids[0], types[0], attn[0], labels[0]},
+				{ids[1], types[1], attn[1], labels[1]}};
+	size_t n = m->n_params;
+	float *w0 = malloc(n * sizeof(float)), *g = calloc(n, sizeof(float));
+	memcpy(w0, m->params, n * sizeof(float));
+	/* the mean gradient, by accumulating each micro-batch at scale 1/2 */
+	float l0, l1, loss;
+	memset(m->grads, 0, n * sizeof(float));
+	SKY_EXPECT_EQ(sky_bert_accumulate(m, &mb[0], 0.5f, &l0), 0);
+	SKY_EXPECT_EQ(sky_bert_accumulate(m, &mb[1], 0.5f, &l1), 0);
+	memcpy(g, m->grads, n * sizeof(float));
+	SKY_EXPECT_EQ(sky_bert_train_step(m, mb, &loss), 0);
+	SKY_EXPECT_NEAR(loss, 0.5 * (l0 + l1), 1e-6);
+	size_t bad = 0;
+	for (size_t i = 0; i < n; i++)
+		bad += m->grads[i] != g[i] || m->params[i] != w0[i] - o.optim.lr * g[i];
+	SKY_EXPECT_EQ(bad, 0);
+	free(w0), free(g), free(md.buf);
+}
