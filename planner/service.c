@@ -224,8 +224,16 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 	}
 	sky_mutex_lock(&s->lock);
 	if (sky_topic_parse(topic, tl, "board", seg, sizeof seg, leaf, sizeof leaf) == 0) {
+		sky_reg_board *prev = sky_registry_find(&s->reg, seg);
+		int was_online = prev && prev->state == SKY_REG_ONLINE;
 		int rc = sky_registry_on_board_msg(&s->reg, seg, leaf, (const char *)p, len,
 						   sky_clock_s(), sky_clock_unix(), &d);
+		sky_reg_board *now_b = sky_registry_find(&s->reg, seg);
+		if (now_b && was_online != (now_b->state == SKY_REG_ONLINE))
+			SKY_INFO("board %s %s (session %lld, %s)", seg,
+				 now_b->state == SKY_REG_ONLINE ? "online" : "offline",
+				 (long long)now_b->session,
+				 now_b->state == SKY_REG_ONLINE ? leaf : "its will or shutdown status");
 		if (rc < 0)
 			SKY_WARN("rejected %s from %s: %s", leaf, seg, d.msg);
 		else if (rc == 1)
@@ -526,7 +534,9 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 			save_state(s);
 			last_save = now;
 		}
-		sky_sleep_ms(100);
+		/* messages are handled on this thread; tick again after ~100 ms */
+		while (sky_clock_s() - now < 0.1 && !s->lost && !sky_signal_stop_requested())
+			sky_mqtt_poll(s->m, 5);
 	}
 	SKY_INFO("stopping on signal %d", sky_signal_stop_requested());
 	save_state(s);

@@ -158,7 +158,7 @@ int sky_agent_enroll(const sky_agent_opts *o, sky_diag *d)
 	SKY_INFO("enroll: sent a CSR for %s on %s", o->id, topic);
 	double end = sky_clock_s() + (o->enroll_timeout_s > 0 ? o->enroll_timeout_s : 30);
 	while (!w.got && sky_clock_s() < end && !sky_signal_stop_requested() && sky_mqtt_connected(m))
-		sky_sleep_ms(10);
+		sky_mqtt_poll(m, 10);
 	if (!w.got) {
 		rc = sky_diag_set(d, SKY_ETIMEOUT, "enroll: no answer from the planner on %s", w.topic);
 		goto exit;
@@ -193,8 +193,8 @@ typedef struct agent {
 	size_t plan_env_len;
 	void *arena;
 	int64_t arena_bytes;
-	char ack[SKY_PLAN_ACK_MAX_BYTES];
-	int ack_len;
+	sky_planack ack;   /* the last answer to a plan, re-sent on reconnect */
+	int has_ack;
 	long plans_rejected;
 	/* link probe */
 	volatile uint64_t echo_seq_seen;
@@ -224,32 +224,37 @@ int64_t sky_agent_stage_bytes(const sky_planmsg *p, int stage)
 	return sky_probe_stage_bytes(&c, st->first, st->last, 2 * p->layers, st->in_flight, NULL, 0);
 }
 
+/* Sends the last plan answer, stamped with the current session (a resent
+ * ack from an older session would be ignored by the planner as stale). */
 static void publish_ack(agent *a)
 {
-	char topic[SKY_TOPIC_BUF];
-	if (a->ack_len <= 0 || !a->m)
+	char topic[SKY_TOPIC_BUF], buf[SKY_PLAN_ACK_MAX_BYTES];
+	if (!a->has_ack || !a->m)
+		return;
+	a->ack.session = a->session;
+	int n = sky_planack_encode(&a->ack, buf, sizeof buf, NULL);
+	if (n <= 0)
 		return;
 	sky_topic_board(topic, sizeof topic, a->idn.id, SKY_TOPIC_PLAN_ACK);
-	sky_mqtt_publish(a->m, topic, a->ack, (size_t)a->ack_len, 1, 0, NULL);
+	sky_mqtt_publish(a->m, topic, buf, (size_t)n, 1, 0, NULL);
 }
 
 static void make_ack(agent *a, const sky_planmsg *p, int stage, int ok, int64_t bytes,
 		     const char *reason)
 {
-	sky_planack k;
-	memset(&k, 0, sizeof k);
-	snprintf(k.board, sizeof k.board, "%s", a->idn.id);
-	snprintf(k.job, sizeof k.job, "%s", p->job);
-	k.epoch = p->epoch;
-	k.session = a->session;
-	k.stage = stage;
-	k.ok = ok;
-	k.arena_bytes = bytes;
-	k.expected_bytes = p->stages[stage].arena_bytes;
-	k.budget_bytes = a->caps.mem_bytes;
-	snprintf(k.reason, sizeof k.reason, "%s", reason ? reason : "");
-	int n = sky_planack_encode(&k, a->ack, sizeof a->ack, NULL);
-	a->ack_len = n > 0 ? n : 0;
+	sky_planack *k = &a->ack;
+	memset(k, 0, sizeof *k);
+	snprintf(k->board, sizeof k->board, "%s", a->idn.id);
+	snprintf(k->job, sizeof k->job, "%s", p->job);
+	k->epoch = p->epoch;
+	k->session = a->session;
+	k->stage = stage;
+	k->ok = ok;
+	k->arena_bytes = bytes;
+	k->expected_bytes = p->stages[stage].arena_bytes;
+	k->budget_bytes = a->caps.mem_bytes;
+	snprintf(k->reason, sizeof k->reason, "%s", reason ? reason : "");
+	a->has_ack = 1;
 }
 
 /* Verifies and, if acceptable, takes a plan. from_disk: at start, from
@@ -456,8 +461,7 @@ static void link_probe(agent *a)
 		/* spin for the first 2 ms (loopback answers in ~1 ms), then sleep,
 		 * so sixteen boards probing at once do not starve each other */
 		while (a->echo_seq_seen != seq && sky_clock_s() - t0 < 2.0 && !a->lost)
-			if (sky_clock_s() - t0 > 0.002)
-				sky_sleep_ms(1);
+			sky_mqtt_poll(a->m, sky_clock_s() - t0 > 0.002 ? 1 : 0);
 		if (a->echo_seq_seen == seq)
 			rtt[n++] = sky_clock_s() - t0;
 	}
@@ -478,7 +482,7 @@ static void link_probe(agent *a)
 	for (int i = 0; i < ECHO_BULK_MSGS; i++)
 		sky_mqtt_publish(a->m, topic, buf, sizeof buf, 0, 0, NULL);
 	while (a->echo_bulk_seen < ECHO_BULK_MSGS && sky_clock_s() - t0 < 10.0 && !a->lost)
-		sky_sleep_ms(1);
+		sky_mqtt_poll(a->m, 1);
 	double el = sky_clock_s() - t0;
 	double bw = a->echo_bulk_seen > 0 ? 2.0 * a->echo_bulk_seen * (double)sizeof buf / el : 0;
 	sky_mutex_lock(&a->lock);
@@ -693,7 +697,8 @@ int sky_agent_run(const sky_agent_opts *o, sky_diag *d)
 			/* four heartbeats per keepalive: the planner's deadline is 1.5 x keepalive */
 			next_hb = now + o->keepalive_s / 4.0;
 		}
-		sky_sleep_ms(20);
+		/* messages are handled here, on this thread (sky_mqtt_poll) */
+		sky_mqtt_poll(a.m, 20);
 	}
 	SKY_INFO("stopping on signal %d: status offline, disconnecting", sky_signal_stop_requested());
 	disconnect(&a, 1);

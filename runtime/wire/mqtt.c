@@ -21,12 +21,24 @@ typedef struct op_slot {
 
 #define N_SLOTS 16
 
+/* A received message waiting for sky_mqtt_poll (Paho's own allocations,
+ * freed after dispatch). */
+typedef struct qmsg {
+	struct qmsg *next;
+	char *topic;
+	size_t topic_len;
+	MQTTAsync_message *msg;
+} qmsg;
+
 struct sky_mqtt {
 	MQTTAsync client;
 	sky_mqtt_opts o;
 	volatile int connected;
-	sky_mutex lock;
+	sky_mutex lock; /* slots and the queue */
 	op_slot slots[N_SLOTS];
+	qmsg *head, *tail;
+	size_t queued_bytes;
+	long dropped;
 	char uri[300];
 };
 
@@ -92,18 +104,83 @@ static void cb_lost(void *ctx, char *cause)
 		m->o.on_lost(m->o.ctx, cause ? cause : "connection lost");
 }
 
+/* Paho's receive thread only queues: handlers run on the owner's thread in
+ * sky_mqtt_poll, so they may take the owner's locks and call publish
+ * without a lock-order cycle with Paho's internal mutex. */
 static int cb_msg(void *ctx, char *topic, int topic_len, MQTTAsync_message *msg)
 {
 	sky_mqtt *m = ctx;
+	qmsg *q = malloc(sizeof *q);
+	size_t len = msg->payloadlen > 0 ? (size_t)msg->payloadlen : 0;
+	sky_mutex_lock(&m->lock);
+	if (!q || m->queued_bytes + len > SKY_MQTT_QUEUE_MAX_BYTES) {
+		m->dropped++;
+		sky_mutex_unlock(&m->lock);
+		free(q);
+		MQTTAsync_freeMessage(&msg);
+		MQTTAsync_free(topic);
+		return 1;
+	}
 	/* Paho passes topic_len 0 when the topic has no embedded NUL */
-	size_t tl = topic_len > 0 ? (size_t)topic_len : strlen(topic);
-	if (m->o.on_msg)
-		m->o.on_msg(m->o.ctx, topic, tl, msg->payload, msg->payloadlen > 0 ? (size_t)msg->payloadlen : 0,
-			    msg->retained);
-	MQTTAsync_freeMessage(&msg);
-	MQTTAsync_free(topic);
+	q->next = NULL;
+	q->topic = topic;
+	q->topic_len = topic_len > 0 ? (size_t)topic_len : strlen(topic);
+	q->msg = msg;
+	if (m->tail)
+		m->tail->next = q;
+	else
+		m->head = q;
+	m->tail = q;
+	m->queued_bytes += len;
+	sky_mutex_unlock(&m->lock);
 	return 1;
 }
+
+static qmsg *pop(sky_mqtt *m)
+{
+	sky_mutex_lock(&m->lock);
+	qmsg *q = m->head;
+	if (q) {
+		m->head = q->next;
+		if (!m->head)
+			m->tail = NULL;
+		m->queued_bytes -= q->msg->payloadlen > 0 ? (size_t)q->msg->payloadlen : 0;
+	}
+	sky_mutex_unlock(&m->lock);
+	return q;
+}
+
+static void free_q(qmsg *q)
+{
+	MQTTAsync_freeMessage(&q->msg);
+	MQTTAsync_free(q->topic);
+	free(q);
+}
+
+int sky_mqtt_poll(sky_mqtt *m, int wait_ms)
+{
+	if (!m)
+		return 0;
+	uint64_t end = sky_clock_ns() + (uint64_t)(wait_ms > 0 ? wait_ms : 0) * 1000000u;
+	int n = 0;
+	for (;;) {
+		qmsg *q = pop(m);
+		if (q) {
+			if (m->o.on_msg)
+				m->o.on_msg(m->o.ctx, q->topic, q->topic_len, q->msg->payload,
+					    q->msg->payloadlen > 0 ? (size_t)q->msg->payloadlen : 0,
+					    q->msg->retained);
+			free_q(q);
+			n++;
+			continue;
+		}
+		if (n > 0 || sky_clock_ns() >= end)
+			return n;
+		sky_sleep_ms(1);
+	}
+}
+
+long sky_mqtt_dropped(sky_mqtt *m) { return m ? m->dropped : 0; }
 
 int sky_mqtt_connect(sky_mqtt **out, const sky_mqtt_opts *o, sky_diag *d)
 {
@@ -262,6 +339,8 @@ void sky_mqtt_close(sky_mqtt *m, int timeout_ms)
 		m->connected = 0;
 	}
 	MQTTAsync_destroy(&m->client);
+	for (qmsg *q = pop(m); q; q = pop(m))
+		free_q(q);
 	sky_mutex_free(&m->lock);
 	free(m);
 }

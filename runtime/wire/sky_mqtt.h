@@ -6,9 +6,14 @@
  * know at once when the broker refused their certificate or their ACL
  * denied a subscription; publish only queues (Paho sends in its own
  * thread), so a stage never waits for a hop; flush waits for what is
- * queued. Messages arrive on Paho's thread through on_msg; the callee must
- * not block long and must copy what it keeps (the payload is freed after
- * the call). After on_lost the handle is dead: close it and connect anew
+ * queued. Received messages are queued by Paho's thread and handed to
+ * on_msg by sky_mqtt_poll on the caller's thread (so handlers may take the
+ * caller's locks and publish without a lock-order cycle with Paho's own
+ * mutex); the callee must copy what it keeps (the payload is freed after
+ * the call). At most SKY_MQTT_QUEUE_MAX_BYTES of payload wait in the queue;
+ * beyond that messages are dropped and counted. on_lost runs on Paho's
+ * thread and should only set a flag. After on_lost the handle is dead:
+ * close it and connect anew
  * (the caller does that, because a board's will changes with its session
  * number on every connect). */
 #ifndef SKY_MQTT_H
@@ -19,6 +24,8 @@
 #include <stddef.h>
 
 typedef struct sky_mqtt sky_mqtt;
+
+#define SKY_MQTT_QUEUE_MAX_BYTES (64u << 20)
 
 /* topic is NUL-terminated (topic_len excludes the NUL; an embedded NUL
  * makes strlen(topic) differ from topic_len, which callers must refuse). */
@@ -58,6 +65,11 @@ int sky_mqtt_publish(sky_mqtt *m, const char *topic, const void *data, size_t le
 /* Waits up to timeout_ms until every queued message has been handed to
  * the broker (QoS 0: written; QoS 1: PUBACK). Returns 0 or SKY_ETIMEOUT. */
 int sky_mqtt_flush(sky_mqtt *m, int timeout_ms);
+/* Hands queued messages to on_msg on this thread; if none is queued, waits
+ * up to wait_ms for one. Returns how many it dispatched. */
+int sky_mqtt_poll(sky_mqtt *m, int wait_ms);
+/* Messages dropped because the queue was full. */
+long sky_mqtt_dropped(sky_mqtt *m);
 /* 1 while connected. */
 int sky_mqtt_connected(sky_mqtt *m);
 /* Disconnects cleanly (so the broker does NOT publish the will), waiting

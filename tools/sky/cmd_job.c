@@ -260,7 +260,7 @@ static int cmd_submit(int argc, char **argv)
 		sky_mutex_unlock(&f->lock);
 		if (all)
 			break;
-		sky_sleep_ms(20);
+		sky_mqtt_poll(m, 20);
 	}
 	sky_mutex_lock(&f->lock);
 	if (!f->have_plan) {
