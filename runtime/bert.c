@@ -15,7 +15,11 @@
 #include <string.h>
 
 static size_t pad16(size_t n) { return (n + 15) & ~(size_t)15; }
-static size_t max3(size_t a, size_t b, size_t c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
+static size_t max3(size_t a, size_t b, size_t c)
+{
+	size_t m = a > b ? a : b;
+	return m > c ? m : c;
+}
 
 int sky_bert_carve(sky_bert *m, const sky_model_cfg *c, const sky_bert_opts *o, sky_arena *a)
 {

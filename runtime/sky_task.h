@@ -28,7 +28,13 @@
 #include <stdint.h>
 
 enum { SKY_TASK_TRAIN = 0, SKY_TASK_HELDOUT = 1 };
-enum { SKY_TASK_PAD = 0, SKY_TASK_CLS = 1, SKY_TASK_A = 2, SKY_TASK_B = 3, SKY_TASK_FIRST_FILLER = 4 };
+enum {
+	SKY_TASK_PAD = 0,
+	SKY_TASK_CLS = 1,
+	SKY_TASK_A = 2,
+	SKY_TASK_B = 3,
+	SKY_TASK_FIRST_FILLER = 4
+};
 
 /* Checks the model can hold the task: vocab >= 8, seq >= 4, classes >= 2.
  * Returns 0 or SKY_EINVAL (logged). */
