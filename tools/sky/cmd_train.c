@@ -19,7 +19,7 @@
 
 typedef struct train_args {
 	const char *model, *optim, *save;
-	long layers, steps, seed, batch, seq, micro, eval, threads;
+	long layers, steps, seed, batch, seq, micro, eval, threads, warmup;
 	double lr, clip;
 	int json, quiet;
 } train_args;
@@ -40,6 +40,8 @@ static void usage(FILE *to)
 		"  --lr X          learning rate (default: adamw 1e-3, sgd 0.05)\n"
 		"  --optim NAME    adamw|sgd (sgd: momentum 0.9) (default adamw)\n"
 		"  --clip X        global gradient norm clip, 0 off (default 1)\n"
+		"  --warmup N      steps of linear learning-rate warm-up, then linear decay to 0\n"
+		"                  (default: a tenth of --steps)\n"
 		"  --eval N        held-out micro-batches to evaluate (default 64)\n"
 		"  --threads N     OpenBLAS threads (default 1)\n"
 		"  --save FILE     write the trained weights as safetensors (HuggingFace\n"
@@ -51,7 +53,7 @@ static void usage(FILE *to)
 
 /* options that take a value, each followed by a space */
 static const char k_value_opts[] = "--model --optim --save --layers --steps --seed --batch --seq "
-				   "--micro --eval --threads --lr --clip ";
+				   "--micro --eval --threads --lr --clip --warmup ";
 
 static int parse(int argc, char **argv, train_args *a)
 {
@@ -65,6 +67,7 @@ static int parse(int argc, char **argv, train_args *a)
 	a->eval = 64;
 	a->threads = 1;
 	a->lr = -1;
+	a->warmup = -1;
 	a->clip = 1.0;
 	for (int i = 1; i < argc; i++) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -106,6 +109,8 @@ static int parse(int argc, char **argv, train_args *a)
 			rc = sky_cli_int(cmd, o, v, 1, 1000000, &a->eval);
 		} else if (strcmp(o, "--threads") == 0) {
 			rc = sky_cli_int(cmd, o, v, 1, 256, &a->threads);
+		} else if (strcmp(o, "--warmup") == 0) {
+			rc = sky_cli_int(cmd, o, v, 0, 100000000, &a->warmup);
 		} else if (strcmp(o, "--lr") == 0) {
 			rc = sky_cli_double(cmd, o, v, 1e-9, 100, &a->lr);
 		} else if (strcmp(o, "--clip") == 0) {
@@ -263,7 +268,14 @@ int sky_cmd_train(int argc, char **argv)
 			c.name, c.layers, c.hidden, c.batch, c.seq, o.micro, sky_optim_name(kind),
 			(double)o.optim.lr, (double)bytes / (1 << 20));
 	double first_loss = 0, last_loss = 0, t_start = sky_clock_s(), ms_sum = 0;
+	const float lr = o.optim.lr;
+	const long warmup = a.warmup >= 0 ? a.warmup : a.steps / 10;
 	for (long s = 0; s < a.steps; s++) {
+		/* linear warm-up then linear decay, as BERT fine-tuning does */
+		if (s < warmup)
+			r.m.opts.optim.lr = lr * (float)(s + 1) / (float)warmup;
+		else
+			r.m.opts.optim.lr = lr * (float)(a.steps - s) / (float)(a.steps - warmup);
 		for (int i = 0; i < o.micro && !rc; i++)
 			rc = fill(&c, (uint64_t)a.seed, SKY_TASK_TRAIN, (uint64_t)(s * o.micro + i),
 				  &r.mb[i], &r.view[i]);
