@@ -118,6 +118,21 @@ INLINE void tile(const int MRc, const int NBc, int K, const int8_t *a, long lda,
 	}
 }
 
+/* sum of K int8: vpdpbusd of all-ones (u8) by the row (s8), 64 bytes a step */
+static int32_t row_sum(const int8_t *a, int K)
+{
+	const __m512i ones = _mm512_set1_epi8(1);
+	__m512i acc = _mm512_setzero_si512();
+	int k = 0;
+	for (; k + 64 <= K; k += 64)
+		acc = _mm512_dpbusd_epi32(acc, ones, _mm512_loadu_si512((const void *)(a + k)));
+	if (k < K) {
+		__mmask64 km = K - k >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (K - k)) - 1);
+		acc = _mm512_dpbusd_epi32(acc, ones, _mm512_maskz_loadu_epi8(km, a + k));
+	}
+	return _mm512_reduce_add_epi32(acc);
+}
+
 void sky_k_gemm_s8_vnni(int M, const int8_t *a, long lda, const sky_k_s8_packed *w,
 			const sky_k_gemm_out *o)
 {
@@ -126,13 +141,8 @@ void sky_k_gemm_s8_vnni(int M, const int8_t *a, long lda, const sky_k_s8_packed 
 	size_t bstride = (size_t)w->kp * 16;
 	for (int m0 = 0; m0 < M; m0 += MC) {
 		int mc = M - m0 < MC ? M - m0 : MC;
-		for (int r = 0; r < mc; r++) {
-			const int8_t *ar = a + (long)(m0 + r) * lda;
-			int32_t s = 0;
-			for (int k = 0; k < K; k++)
-				s += ar[k];
-			rsum[r] = s;
-		}
+		for (int r = 0; r < mc; r++)
+			rsum[r] = row_sum(a + (long)(m0 + r) * lda, K);
 		/* each weight panel (16 * NB channels) stays in L1/L2 while the
 		 * block's rows pass it */
 		for (int n0 = 0; n0 < N; n0 += 16 * NB) {
