@@ -213,7 +213,7 @@ int sky_qmodel_save_int8(const sky_qmodel *m, sky_layer_s8 *const *q, const char
 		goto exit;
 	k += 2;
 	const sky_st_meta meta[] = {{"format", "pt"},
-				    {"model", c->name},
+				    {"sky_model", c->name},
 				    {"sky.precision", "int8"},
 				    {"sky.quantisation",
 				     "weights int8 symmetric per output channel (W = q * scale); "

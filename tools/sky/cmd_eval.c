@@ -33,7 +33,7 @@ static void usage(FILE *to)
 		"  --precision P  fp32|int8: what the file's encoder layers must be (default: as\n"
 		"                 the file holds them; an fp32 file becomes int8 by sky quantize)\n"
 		"  --batches N    held-out micro-batches (default 64, as sky train --eval)\n"
-		"  --model NAME   %s (default: the file's \"model\" metadata)\n"
+		"  --model NAME   %s (default: the file's \"sky_model\" metadata)\n"
 		"  --seq S        tokens per sequence (default: the preset's)\n"
 		"  --batch B      sequences per micro-batch (default: the preset's)\n"
 		"  --seed N       the task's seed, as given to sky train (default 1)\n"

@@ -33,7 +33,7 @@ static void usage(FILE *to)
 		"  weights symmetric per output channel, activation ranges calibrated on\n"
 		"  micro-batches of the synthetic task's training split\n"
 		"  --calib N     calibration micro-batches (default 8)\n"
-		"  --model NAME  %s (default: the file's \"model\" metadata)\n"
+		"  --model NAME  %s (default: the file's \"sky_model\" metadata)\n"
 		"  --seq S       tokens per sequence (default: the preset's)\n"
 		"  --batch B     sequences per micro-batch (default: the preset's)\n"
 		"  --seed N      the task's seed, as given to sky train (default 1)\n"
@@ -96,9 +96,12 @@ static int parse(int argc, char **argv, q_args *a)
 int sky_quant_cli_cfg(const char *cmd, const sky_st_file *f, const char *model, long seq,
 		      long batch, sky_model_cfg *c)
 {
-	const char *name = model ? model : sky_st_meta_get(f, "model");
+	/* sky train writes "sky_model"; "model" is accepted too */
+	const char *name = model ? model : sky_st_meta_get(f, "sky_model");
+	if (!name)
+		name = sky_st_meta_get(f, "model");
 	if (!name) {
-		fprintf(stderr, "sky %s: the file names no model (metadata \"model\"); use --model\n",
+		fprintf(stderr, "sky %s: the file names no model (metadata \"sky_model\"); use --model\n",
 			cmd);
 		return SKY_EINVAL;
 	}
