@@ -224,25 +224,32 @@ int64_t sky_agent_stage_bytes(const sky_planmsg *p, int stage)
 	return sky_probe_stage_bytes(&c, st->first, st->last, 2 * p->layers, st->in_flight, NULL, 0);
 }
 
-/* Sends the last plan answer, stamped with the current session (a resent
- * ack from an older session would be ignored by the planner as stale). */
-static void publish_ack(agent *a)
+/* Encodes k stamped with the current session and publishes it. */
+static void send_ack(agent *a, sky_planack *k)
 {
 	char topic[SKY_TOPIC_BUF], buf[SKY_PLAN_ACK_MAX_BYTES];
-	if (!a->has_ack || !a->m)
+	if (!a->m)
 		return;
-	a->ack.session = a->session;
-	int n = sky_planack_encode(&a->ack, buf, sizeof buf, NULL);
+	k->session = a->session;
+	int n = sky_planack_encode(k, buf, sizeof buf, NULL);
 	if (n <= 0)
 		return;
 	sky_topic_board(topic, sizeof topic, a->idn.id, SKY_TOPIC_PLAN_ACK);
 	sky_mqtt_publish(a->m, topic, buf, (size_t)n, 1, 0, NULL);
 }
 
-static void make_ack(agent *a, const sky_planmsg *p, int stage, int ok, int64_t bytes,
-		     const char *reason)
+/* Re-sends the acceptance of the plan we hold (after a reconnect, or when
+ * the same plan is delivered again), with the current session: an ack from
+ * an older session would be ignored by the planner as stale. */
+static void publish_ack(agent *a)
 {
-	sky_planack *k = &a->ack;
+	if (a->has_ack)
+		send_ack(a, &a->ack);
+}
+
+static void fill_ack(agent *a, sky_planack *k, const sky_planmsg *p, int stage, int ok,
+		     int64_t bytes, const char *reason)
+{
 	memset(k, 0, sizeof *k);
 	snprintf(k->board, sizeof k->board, "%s", a->idn.id);
 	snprintf(k->job, sizeof k->job, "%s", p->job);
@@ -254,7 +261,14 @@ static void make_ack(agent *a, const sky_planmsg *p, int stage, int ok, int64_t 
 	k->expected_bytes = p->stages[stage].arena_bytes;
 	k->budget_bytes = a->caps.mem_bytes;
 	snprintf(k->reason, sizeof k->reason, "%s", reason ? reason : "");
-	a->has_ack = 1;
+}
+
+/* A refusal goes out once; the plan we hold (and its ack) stays. */
+static void refuse(agent *a, const sky_planmsg *p, int stage, int64_t bytes, const char *reason)
+{
+	sky_planack k;
+	fill_ack(a, &k, p, stage, 0, bytes, reason);
+	send_ack(a, &k);
 }
 
 /* Verifies and, if acceptable, takes a plan. from_disk: at start, from
@@ -316,8 +330,7 @@ static int take_plan(agent *a, const char *topic, const char *msg, size_t len, i
 	if (need < 0) {
 		SKY_WARN("plan %s epoch %lld refused: model %s is unknown to this build", p->job,
 			 (long long)p->epoch, p->shape.name);
-		make_ack(a, p, stage, 0, 0, "unknown model preset");
-		publish_ack(a);
+		refuse(a, p, stage, 0, "unknown model preset");
 		return (int)need;
 	}
 	if (a->caps.mem_bytes > 0 && need > a->caps.mem_bytes) {
@@ -326,16 +339,14 @@ static int take_plan(agent *a, const char *topic, const char *msg, size_t len, i
 			 (long long)need, (long long)a->caps.mem_bytes);
 		SKY_WARN("plan %s epoch %lld refused: %s; keeping epoch %lld", p->job,
 			 (long long)p->epoch, why, (long long)a->epoch);
-		make_ack(a, p, stage, 0, need, why);
-		publish_ack(a);
+		refuse(a, p, stage, need, why);
 		return SKY_ENOMEM;
 	}
 	/* measure done; allocate once, carve, seal */
 	void *mem = malloc((size_t)need);
 	if (!mem || sky_agent_stage_bytes(p, stage) != need) {
 		free(mem);
-		make_ack(a, p, stage, 0, need, "allocation failed");
-		publish_ack(a);
+		refuse(a, p, stage, need, "allocation failed");
 		return SKY_ENOMEM;
 	}
 	{
@@ -363,7 +374,8 @@ static int take_plan(agent *a, const char *topic, const char *msg, size_t len, i
 	a->plan = *p;
 	a->stage = stage;
 	a->epoch = p->epoch;
-	make_ack(a, p, stage, 1, need, NULL);
+	fill_ack(a, &a->ack, p, stage, 1, need, NULL);
+	a->has_ack = 1;
 	SKY_INFO("plan %s epoch %lld accepted: stage %d of %d, half-layers %d-%d, arena %lld bytes "
 		 "reserved (planner expected %lld)",
 		 p->job, (long long)p->epoch, stage, p->n_stages, p->stages[stage].first,

@@ -56,8 +56,8 @@ planner_tls() { sky_mq_tls "$PKI/planner.crt" "$PKI/planner.key"; }
 board_tls() { sky_mq_tls "$W/$1/state/board.crt" "$W/$1/state/board.key"; }
 fleet_json() { "$SKY" fleet status --state "$STATE" --json 2>/dev/null; }
 # field of one board from fleet.json, e.g. board_field b01 state
-board_field() {
-	fleet_json | tr '{' '\n' | grep "\"id\":\"$1\"" | head -1 |
+board_field() { # one board object per line: split before each '{"id":'
+	fleet_json | sed 's/{"id":/\n{"id":/g' | grep "^{\"id\":\"$1\"" | head -1 |
 		sed -n "s/.*\"$2\":\"\{0,1\}\([^\",}]*\).*/\1/p"
 }
 counter() { fleet_json | sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p" | head -1; }
@@ -185,6 +185,28 @@ grep -h "plan rejected" "$W/b01.log" | sed 's/^[^ ]* [^ ]* //' | head -7 | sed '
 [ "$(cat "$W/b01/state/epoch" 2>/dev/null)" = "$EPOCH3" ] && ! grep -q "epoch 999 accepted" "$W/b01.log" &&
 	pass fleet_board_keeps_last_good_plan ||
 	fail fleet_board_keeps_last_good_plan "b01 epoch file: $(cat "$W/b01/state/epoch" 2>/dev/null), want $EPOCH3"
+
+# a correctly signed plan whose stage cannot fit the board: refused with the numbers
+E_BIG=$((EPOCH3 + 100))
+printf '%s' "{\"v\":1,\"job\":\"jbig\",\"epoch\":$E_BIG,\"algo\":\"even\",\"micro_batches\":1,\"model\":{\"name\":\"large\",\"hidden\":1024,\"heads\":16,\"ffn\":4096,\"layers\":1000,\"seq\":512,\"batch\":8},\"stages\":[{\"board\":\"b01\",\"first\":0,\"last\":1999,\"in_flight\":1,\"arena_bytes\":1}]}" >"$W/big.payload"
+"$SKY" pki sign --key "$PKI/planner.key" --cert "$PKI/planner.crt" "$W/big.payload" >"$W/big.env" 2>/dev/null
+mosquitto_pub $(planner_tls) -t sky/v1/job/jbig/plan -f "$W/big.env" 2>/dev/null
+WAIT_S=5
+refused() { [ "$(board_field b01 ack)" = refused ]; }
+if wait_for refused && grep -q "plan jbig epoch $E_BIG refused: stage needs [0-9]* bytes, the board's budget is [0-9]*" "$W/b01.log" &&
+	[ "$(cat "$W/b01/state/epoch")" = "$EPOCH3" ]; then
+	pass fleet_oversized_stage_refused_with_numbers
+	grep -h "plan jbig" "$W/b01.log" | sed 's/^[^ ]* [^ ]* /   log: /'
+else
+	fail fleet_oversized_stage_refused_with_numbers "b01 ack $(board_field b01 ack); $(grep jbig "$W/b01.log" | tail -1)"
+fi
+
+# a job at other shapes: the planner asks every board to probe again, then plans
+"$SKY" job submit --pki "$PKI" --broker "$BR" --model tiny --layers $LAYERS --seq 8 --job j2 \
+	--min-boards $N --algo even --wait 60 --json >"$W/job4.json" 2>&1
+grep -q "\"accepted\":$N," "$W/job4.json" && grep -q "probe requested by the planner" "$W/b01.log" &&
+	pass fleet_probe_on_request_for_new_shapes ||
+	fail fleet_probe_on_request_for_new_shapes "$(head -c 300 "$W/job4.json")"
 
 # ---- malformed and absurd capability reports ------------------------------
 rej0=$(counter caps_rejected)
