@@ -2,6 +2,8 @@
  * task, with fp32 or int8 encoder layers (as the weights file holds them). */
 #include "sky_cli.h"
 
+#include "bench_util.h"
+
 #include "sky_clock.h"
 #include "sky_err.h"
 #include "sky_kernels_s8.h"
@@ -184,11 +186,10 @@ int sky_cmd_eval(int argc, char **argv)
 		cJSON_AddNumberToObject(j, "seq", c->seq);
 		cJSON_AddNumberToObject(j, "forward_ms_per_batch", t_fwd / (double)a.batches * 1e3);
 		cJSON_AddNumberToObject(j, "layer_weight_bytes", (double)m.weight_bytes);
-		char *s = cJSON_PrintUnformatted(j);
-		if (s)
-			printf("%s\n", s);
-		free(s);
+		int prc2 = j ? sky_bench_print(j) : SKY_ENOMEM; /* prints without allocating */
 		cJSON_Delete(j);
+		if (prc2 != 0)
+			goto exit;
 	} else {
 		printf("%s: %s %d-layer model, %s layers (%s): held-out accuracy %.4f (%ld of %ld "
 		       "sequences), %.2f ms per micro-batch\n",

@@ -4,6 +4,8 @@
  * int8 layer's output against the fp32 layer's on the same held-out input. */
 #include "sky_cli.h"
 
+#include "bench_util.h"
+
 #include "sky_err.h"
 #include "sky_kernels_s8.h"
 #include "sky_layer.h"
@@ -267,6 +269,8 @@ int sky_cmd_quantize(int argc, char **argv)
 	size_t fp32_bytes = (size_t)L * np * sizeof(float), int8_bytes = (size_t)L * sky_layer_s8_weight_bytes(c);
 	if (a.json) {
 		j = cJSON_CreateObject();
+		if (!j)
+			goto exit;
 		cJSON_AddStringToObject(j, "in", a.in);
 		cJSON_AddStringToObject(j, "out", a.out);
 		cJSON_AddStringToObject(j, "model", c->name);
@@ -279,10 +283,8 @@ int sky_cmd_quantize(int argc, char **argv)
 		cJSON_AddNumberToObject(j, "cosine_min", cmin);
 		cJSON_AddNumberToObject(j, "layer_weight_bytes_fp32", (double)fp32_bytes);
 		cJSON_AddNumberToObject(j, "layer_weight_bytes_int8", (double)int8_bytes);
-		char *s = cJSON_PrintUnformatted(j);
-		if (s)
-			printf("%s\n", s);
-		free(s);
+		if (sky_bench_print(j) != 0) /* prints without allocating */
+			goto exit;
 	} else {
 		printf("quantised %d layers of %s (%s kernels), calibrated on %ld micro-batches\n", L,
 		       c->name, sky_k_s8_variant_name(v), a.calib);
