@@ -190,7 +190,7 @@ void sky_k_layernorm_s8_ref(const int32_t *r, int rows, int cols, const int32_t 
 	}
 }
 
-size_t sky_k_quantize_f32_s8(const float *x, size_t n, float inv_s, int8_t *q)
+size_t sky_k_quantize_f32_s8_ref(const float *x, size_t n, float inv_s, int8_t *q)
 {
 	size_t bad = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -206,7 +206,7 @@ size_t sky_k_quantize_f32_s8(const float *x, size_t n, float inv_s, int8_t *q)
 	return bad;
 }
 
-void sky_k_dequantize_s8_f32(const int8_t *q, size_t n, float s, float *x)
+void sky_k_dequantize_s8_f32_ref(const int8_t *q, size_t n, float s, float *x)
 {
 	for (size_t i = 0; i < n; i++)
 		x[i] = (float)q[i] * s;
@@ -277,4 +277,32 @@ void sky_k_gelu_s16_s8(const int16_t *x, size_t n, const sky_k_gelu_params *p, i
 	}
 #endif
 	sky_k_gelu_s16_s8_ref(x, n, p, y);
+}
+
+size_t sky_k_quantize_f32_s8(const float *x, size_t n, float inv_s, int8_t *q)
+{
+#if defined(__x86_64__)
+	if (sky_cpu_get_features().avx512)
+		return sky_k_quantize_f32_s8_avx512(x, n, inv_s, q);
+#elif defined(__aarch64__)
+	if (sky_cpu_get_features().neon)
+		return sky_k_quantize_f32_s8_neon(x, n, inv_s, q);
+#endif
+	return sky_k_quantize_f32_s8_ref(x, n, inv_s, q);
+}
+
+void sky_k_dequantize_s8_f32(const int8_t *q, size_t n, float s, float *x)
+{
+#if defined(__x86_64__)
+	if (sky_cpu_get_features().avx512) {
+		sky_k_dequantize_s8_f32_avx512(q, n, s, x);
+		return;
+	}
+#elif defined(__aarch64__)
+	if (sky_cpu_get_features().neon) {
+		sky_k_dequantize_s8_f32_neon(q, n, s, x);
+		return;
+	}
+#endif
+	sky_k_dequantize_s8_f32_ref(q, n, s, x);
 }

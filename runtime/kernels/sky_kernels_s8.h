@@ -196,7 +196,9 @@ uint32_t sky_k_isqrt64(uint64_t v);
  * q = round_half_even(clamp(x * inv_s, -128, 127)); x = q * s. A NaN or
  * infinite x gives q = 0; the count of those is returned. */
 size_t sky_k_quantize_f32_s8(const float *x, size_t n, float inv_s, int8_t *q);
+size_t sky_k_quantize_f32_s8_ref(const float *x, size_t n, float inv_s, int8_t *q);
 void sky_k_dequantize_s8_f32(const int8_t *q, size_t n, float s, float *x);
+void sky_k_dequantize_s8_f32_ref(const int8_t *q, size_t n, float s, float *x);
 
 /* ---- per-variant entry points (the dispatcher's and tests' use) ---------- */
 #if defined(__x86_64__)
@@ -211,11 +213,15 @@ void sky_k_layernorm_s8_avx512(const int32_t *r, int rows, int cols, const int32
 			       const int64_t *b, int8_t *y);
 void sky_k_add_s16_s8_avx512(const int16_t *a, const int8_t *b, size_t n, int32_t ma, int ra,
 			     int32_t mb, int rb, int32_t *r);
+size_t sky_k_quantize_f32_s8_avx512(const float *x, size_t n, float inv_s, int8_t *q);
+void sky_k_dequantize_s8_f32_avx512(const int8_t *q, size_t n, float s, float *x);
 #elif defined(__aarch64__)
 void sky_k_gemm_s8_neon(int M, const int8_t *a, long lda, const sky_k_s8_packed *w,
 			const sky_k_gemm_out *out);
 void sky_k_gemm_s8_dotprod(int M, const int8_t *a, long lda, const sky_k_s8_packed *w,
 			   const sky_k_gemm_out *out);
+size_t sky_k_quantize_f32_s8_neon(const float *x, size_t n, float inv_s, int8_t *q);
+void sky_k_dequantize_s8_f32_neon(const int8_t *q, size_t n, float s, float *x);
 void sky_k_softmax_s8_neon(const int32_t *s, int rows, int cols, long lds, const uint8_t *mask,
 			   const sky_k_softmax_params *p, uint8_t *y, long ldy);
 void sky_k_gelu_s16_s8_neon(const int16_t *x, size_t n, const sky_k_gelu_params *p, int8_t *y);

@@ -315,3 +315,31 @@ SKY_TEST(layernorm_close_to_fp64)
 	free(y2);
 	free(r), free(g), free(b), free(y), free(gam), free(bet);
 }
+
+SKY_TEST(quantize_edges_round_half_even_and_count_non_finite)
+{
+	enum { N = 203 };
+	float x[N], back[N], back2[N];
+	int8_t q1[N], q2[N];
+	sky_rng rng;
+	sky_rng_seed(&rng, 9);
+	for (int i = 0; i < N; i++)
+		x[i] = (sky_rng_uniform(&rng) - 0.5f) * 300.0f;
+	x[0] = 2.5f, x[1] = -2.5f, x[2] = 3.5f, x[3] = 127.5f, x[4] = -128.5f, x[5] = NAN;
+	x[6] = INFINITY, x[7] = -INFINITY, x[8] = 0.49999997f;
+	size_t b1 = sky_k_quantize_f32_s8_ref(x, N, 1.0f, q1);
+	size_t b2 = sky_k_quantize_f32_s8(x, N, 1.0f, q2);
+	SKY_EXPECT_EQ(b1, 3);
+	SKY_EXPECT_EQ(b2, 3);
+	SKY_EXPECT(memcmp(q1, q2, N) == 0);
+	SKY_EXPECT(q1[0] == 2 && q1[1] == -2 && q1[2] == 4 && q1[3] == 127 && q1[4] == -128);
+	SKY_EXPECT(q1[5] == 0 && q1[6] == 0 && q1[7] == 0 && q1[8] == 0);
+	for (int i = 9; i < N; i++) {
+		double want = fmax(-128, fmin(127, nearbyint(x[i])));
+		SKY_EXPECT_MSG(q1[i] == (int8_t)want, "x %g -> %d", x[i], q1[i]);
+	}
+	sky_k_dequantize_s8_f32_ref(q1, N, 0.25f, back);
+	sky_k_dequantize_s8_f32(q1, N, 0.25f, back2);
+	SKY_EXPECT(memcmp(back, back2, sizeof back) == 0);
+	SKY_EXPECT(back[0] == 0.5f);
+}

@@ -250,3 +250,39 @@ void sky_k_softmax_s8_neon(const int32_t *s, int rows, int cols, long lds, const
 		}
 	}
 }
+
+/* ---- the layer's edges: fp32 <-> int8 ------------------------------------ */
+
+size_t sky_k_quantize_f32_s8_neon(const float *x, size_t n, float inv_s, int8_t *q)
+{
+	size_t i = 0, bad = 0;
+	const float32x4_t lo = vdupq_n_f32(-128.f), hi = vdupq_n_f32(127.f);
+	for (; i + 8 <= n; i += 8) {
+		int32x4_t r[2];
+		for (int h = 0; h < 2; h++) {
+			float32x4_t v = vmulq_n_f32(vld1q_f32(x + i + 4 * h), inv_s);
+			uint32x4_t fin = vceqq_f32(vsubq_f32(v, v), vdupq_n_f32(0)); /* finite */
+			bad += 4 - (size_t)vaddvq_u32(vshrq_n_u32(fin, 31));
+			v = vbslq_f32(fin, v, vdupq_n_f32(0));
+			v = vminq_f32(vmaxq_f32(v, lo), hi);
+			r[h] = vcvtnq_s32_f32(v); /* to nearest, ties to even */
+		}
+		int16x8_t r16 = vcombine_s16(vmovn_s32(r[0]), vmovn_s32(r[1]));
+		vst1_s8(q + i, vmovn_s16(r16));
+	}
+	if (i < n)
+		bad += sky_k_quantize_f32_s8_ref(x + i, n - i, inv_s, q + i);
+	return bad;
+}
+
+void sky_k_dequantize_s8_f32_neon(const int8_t *q, size_t n, float s, float *x)
+{
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		int16x8_t v = vmovl_s8(vld1_s8(q + i));
+		vst1q_f32(x + i, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(v))), s));
+		vst1q_f32(x + i + 4, vmulq_n_f32(vcvtq_f32_s32(vmovl_high_s16(v)), s));
+	}
+	if (i < n)
+		sky_k_dequantize_s8_f32_ref(q + i, n - i, s, x + i);
+}

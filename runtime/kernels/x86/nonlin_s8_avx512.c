@@ -208,3 +208,35 @@ void sky_k_add_s16_s8_avx512(const int16_t *a, const int8_t *b, size_t n, int32_
 		_mm256_mask_storeu_epi32(r + i, km, _mm512_cvtepi64_epi32(s));
 	}
 }
+
+/* ---- the layer's edges: fp32 <-> int8 ------------------------------------ */
+
+size_t sky_k_quantize_f32_s8_avx512(const float *x, size_t n, float inv_s, int8_t *q)
+{
+	const __m512 vinv = _mm512_set1_ps(inv_s), lo = _mm512_set1_ps(-128.f);
+	const __m512 hi = _mm512_set1_ps(127.f), zero = _mm512_setzero_ps();
+	size_t bad = 0;
+	for (size_t i = 0; i < n; i += 16) {
+		__mmask16 km = (__mmask16)(n - i >= 16 ? 0xFFFF : (1u << (n - i)) - 1);
+		__m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(km, x + i), vinv);
+		/* v - v is 0 exactly when v is finite */
+		__mmask16 fin = _mm512_cmp_ps_mask(_mm512_sub_ps(v, v), zero, _CMP_EQ_OQ);
+		bad += (size_t)__builtin_popcount((unsigned)(km & (__mmask16)~fin));
+		v = _mm512_maskz_mov_ps(fin, v);
+		v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+		/* round to nearest even (the default mode), as the ref's 1.5 * 2^23 trick */
+		__m512i r = _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+		_mm_mask_storeu_epi8(q + i, km, _mm512_cvtepi32_epi8(r));
+	}
+	return bad;
+}
+
+void sky_k_dequantize_s8_f32_avx512(const int8_t *q, size_t n, float s, float *x)
+{
+	const __m512 vs = _mm512_set1_ps(s);
+	for (size_t i = 0; i < n; i += 16) {
+		__mmask16 km = (__mmask16)(n - i >= 16 ? 0xFFFF : (1u << (n - i)) - 1);
+		__m512 v = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(km, q + i)));
+		_mm512_mask_storeu_ps(x + i, km, _mm512_mul_ps(v, vs));
+	}
+}
