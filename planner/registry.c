@@ -123,22 +123,28 @@ static int on_ack(sky_registry *r, sky_reg_board *b, const char *p, size_t len, 
 		r->c.acks_rejected++;
 		return rc;
 	}
-	if (a.session < b->session || (b->job[0] && a.epoch < b->epoch)) {
+	if (a.session < b->session || a.epoch < b->ack_epoch) {
 		r->c.stale_ignored++;
 		sky_diag_set(d, 1, "board %s: ack for epoch %lld (session %lld) is stale", b->id,
 			     (long long)a.epoch, (long long)a.session);
 		return 1;
 	}
 	b->session = a.session;
-	snprintf(b->job, sizeof b->job, "%s", a.job);
-	b->epoch = a.epoch;
-	b->stage = a.stage;
+	snprintf(b->ack_job, sizeof b->ack_job, "%s", a.job);
+	b->ack_epoch = a.epoch;
 	b->ack = a.ok ? 1 : -1;
 	b->ack_bytes = a.arena_bytes;
 	b->ack_budget = a.budget_bytes;
-	if (!b->expected_bytes)
-		b->expected_bytes = a.expected_bytes;
 	snprintf(b->ack_reason, sizeof b->ack_reason, "%s", a.reason);
+	if (a.epoch > b->epoch) {
+		/* the board answers a plan newer than the one we assigned (we
+		 * restarted, or missed it): that is what it holds now */
+		snprintf(b->job, sizeof b->job, "%s", a.job);
+		b->epoch = a.epoch;
+		b->stage = a.stage;
+		b->first = b->last = -1;
+		b->expected_bytes = a.expected_bytes;
+	}
 	if (a.ok)
 		r->c.acks_ok++;
 	else
@@ -200,29 +206,42 @@ int sky_registry_tick(sky_registry *r, double now)
 	return marked;
 }
 
+int sky_reg_ack(const sky_reg_board *b)
+{
+	if (!b->job[0] || strcmp(b->ack_job, b->job) != 0 || b->ack_epoch != b->epoch)
+		return 0;
+	return b->ack;
+}
+
 void sky_registry_assign(sky_registry *r, const sky_planmsg *p)
 {
+	int j = 0;
+	while (j < r->n_jobs && strcmp(r->jobs[j].job, p->job) != 0)
+		j++;
+	if (j < r->n_jobs && r->jobs[j].epoch > p->epoch)
+		return; /* superseded */
+	if (j == r->n_jobs && r->n_jobs < SKY_REG_MAX_JOBS)
+		snprintf(r->jobs[r->n_jobs++].job, sizeof r->jobs[0].job, "%s", p->job);
+	if (j < r->n_jobs)
+		r->jobs[j].epoch = p->epoch;
 	for (int i = 0; i < r->n; i++) {
 		sky_reg_board *b = &r->b[i];
-		if (strcmp(b->job, p->job) == 0 && sky_planmsg_find(p, b->id) < 0) {
+		if (strcmp(b->job, p->job) == 0 && b->epoch < p->epoch &&
+		    sky_planmsg_find(p, b->id) < 0) {
 			b->job[0] = '\0';
 			b->stage = -1;
-			b->ack = 0;
 		}
 	}
 	for (int s = 0; s < p->n_stages; s++) {
 		sky_reg_board *b = sky_registry_add(r, p->stages[s].board);
-		if (!b)
-			continue;
+		if (!b || b->epoch > p->epoch)
+			continue; /* an older plan (read back after a restart) */
 		snprintf(b->job, sizeof b->job, "%s", p->job);
 		b->epoch = p->epoch;
 		b->stage = s;
 		b->first = p->stages[s].first;
 		b->last = p->stages[s].last;
 		b->expected_bytes = p->stages[s].arena_bytes;
-		b->ack = 0;
-		b->ack_bytes = 0;
-		b->ack_reason[0] = '\0';
 	}
 	r->changed = 1;
 }
@@ -265,6 +284,7 @@ int sky_registry_to_json(const sky_registry *r, int64_t unix_s, char *buf, size_
 		if (b->last_seen) {
 			sky_clock_format_utc(b->last_seen, ts, sizeof ts);
 			cJSON_AddStringToObject(o, "last_seen", ts);
+			cJSON_AddNumberToObject(o, "last_seen_unix", (double)b->last_seen);
 		} else {
 			cJSON_AddNullToObject(o, "last_seen");
 		}
@@ -298,18 +318,52 @@ int sky_registry_to_json(const sky_registry *r, int64_t unix_s, char *buf, size_
 				cJSON_AddNumberToObject(a, "stage", b->stage);
 				cJSON_AddNumberToObject(a, "first", b->first);
 				cJSON_AddNumberToObject(a, "last", b->last);
-				cJSON_AddStringToObject(a, "ack", b->ack > 0 ? "accepted"
-								  : b->ack < 0 ? "refused"
-									       : "pending");
-				cJSON_AddNumberToObject(a, "arena_bytes", (double)b->ack_bytes);
+				int k = sky_reg_ack(b);
+				cJSON_AddStringToObject(a, "ack", k > 0 ? "accepted"
+								  : k < 0 ? "refused"
+									  : "pending");
+				cJSON_AddNumberToObject(a, "arena_bytes", k ? (double)b->ack_bytes : 0);
 				cJSON_AddNumberToObject(a, "expected_bytes", (double)b->expected_bytes);
-				cJSON_AddStringToObject(a, "reason", b->ack_reason);
+				cJSON_AddStringToObject(a, "reason", k ? b->ack_reason : "");
 			}
 		} else {
 			cJSON_AddNullToObject(o, "assignment");
 		}
 	}
 	int n = sky_json_print(doc, buf, cap);
+	sky_json_free(doc);
+	return n;
+}
+
+int sky_registry_restore(sky_registry *r, const char *buf, size_t len, sky_diag *d)
+{
+	cJSON *doc = sky_json_parse(buf, len, d);
+	if (!doc)
+		return SKY_EFORMAT;
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(doc, "boards");
+	const cJSON *o;
+	int n = 0;
+	cJSON_ArrayForEach(o, arr)
+	{
+		char id[SKY_TOPIC_SEGMENT_MAX + 1], state[16];
+		int64_t seen = 0;
+		if (sky_json_str(o, "id", id, sizeof id, "fleet.json", NULL) != 0 ||
+		    sky_json_str(o, "state", state, sizeof state, "fleet.json", NULL) != 0 ||
+		    !sky_topic_segment_ok(id))
+			continue;
+		sky_reg_board *b = sky_registry_add(r, id);
+		if (!b)
+			break;
+		if (cJSON_GetObjectItemCaseSensitive(o, "last_seen_unix"))
+			sky_json_i64(o, "last_seen_unix", 0, 1ll << 40, &seen, "fleet.json", NULL);
+		b->last_seen = seen;
+		/* nothing is known to be alive until it speaks again */
+		if (strcmp(state, "enrolled") != 0) {
+			b->state = SKY_REG_OFFLINE;
+			snprintf(b->why, sizeof b->why, "not heard yet");
+		}
+		n++;
+	}
 	sky_json_free(doc);
 	return n;
 }

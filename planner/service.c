@@ -120,6 +120,7 @@ typedef struct svc {
 	char state_dir[512];
 	sky_ca ca;
 	sky_signer signer;
+	mbedtls_x509_crt planner_crt; /* to read our own retained plans back */
 	sky_mutex lock; /* registry and queue: Paho's thread vs the main loop */
 	sky_registry reg;
 	sky_mqtt *m;
@@ -209,6 +210,24 @@ static void handle_enroll(svc *s, const char *nonce, const char *p, size_t len)
 		sky_mqtt_publish(s->m, topic, s->enroll_reply, reply_len, 1, 0, NULL);
 }
 
+/* Our own plans, read back (retained ones at start): they restore the
+ * assignments and keep the epoch above every plan ever published, even if
+ * <state>/epoch was lost. Anything that does not verify is ignored. */
+static void on_plan(svc *s, const char *topic, const char *p, size_t len)
+{
+	size_t plen = 0;
+	if (len == 0 || sky_verify_envelope(&s->planner_crt, p, len, s->payload, sizeof s->payload,
+					    &plen, NULL) != 0 ||
+	    sky_planmsg_decode(s->payload, plen, &s->msg, NULL) != 0)
+		return;
+	if (s->msg.epoch > s->epoch) {
+		SKY_INFO("plan %s epoch %lld found on the broker; next epoch follows it", s->msg.job,
+			 (long long)s->msg.epoch);
+		s->epoch = s->msg.epoch;
+	}
+	sky_registry_assign(&s->reg, &s->msg);
+}
+
 static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char *p, size_t len,
 		   int retained)
 {
@@ -240,14 +259,17 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 			SKY_INFO("%s", d.msg);
 		else if (strcmp(leaf, SKY_TOPIC_PLAN_ACK) == 0) {
 			sky_reg_board *b = sky_registry_find(&s->reg, seg);
-			if (b && b->ack > 0)
+			if (b && sky_reg_ack(b) > 0)
 				SKY_INFO("board %s holds job %s epoch %lld stage %d: %lld bytes reserved",
 					 seg, b->job, (long long)b->epoch, b->stage,
 					 (long long)b->ack_bytes);
-			else if (b)
-				SKY_WARN("board %s refused job %s epoch %lld: %s", seg, b->job,
-					 (long long)b->epoch, b->ack_reason);
+			else if (b && b->ack < 0)
+				SKY_WARN("board %s refused job %s epoch %lld: %s", seg, b->ack_job,
+					 (long long)b->ack_epoch, b->ack_reason);
 		}
+	} else if (sky_topic_parse(topic, tl, "job", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
+		   strcmp(leaf, SKY_TOPIC_PLAN) == 0) {
+		on_plan(s, topic, (const char *)p, len);
 	} else if (sky_topic_parse(topic, tl, "enroll", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
 		   strcmp(leaf, SKY_TOPIC_CSR) == 0) {
 		handle_enroll(s, seg, (const char *)p, len);
@@ -285,6 +307,7 @@ static int connect_svc(svc *s, sky_diag *d)
 			      SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_HEARTBEAT,
 			      SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_CAPS,
 			      SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_PLAN_ACK, SKY_TOPIC_SUB_ALL_CSRS,
+			      SKY_TOPIC_SUB_ALL_PLANS,
 			      SKY_TOPIC_JOB_SUBMIT};
 	for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
 		if ((rc = sky_mqtt_subscribe(m, subs[i], 1, 5000, d)) != 0)
@@ -465,9 +488,16 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 		rc = sky_diag_set(d, rc, "cannot create %s", s->state_dir);
 		goto exit;
 	}
+	mbedtls_x509_crt_init(&s->planner_crt);
 	if ((rc = sky_ca_open(&s->ca, o->pki_dir, d)) != 0 ||
 	    (rc = sky_ca_load_signer(&s->signer, o->pki_dir, d)) != 0)
 		goto exit;
+	{
+		char path[640];
+		snprintf(path, sizeof path, "%s/%s", o->pki_dir, SKY_CA_PLANNER_CERT_FILE);
+		if ((rc = sky_sign_load_cert(&s->planner_crt, path, d)) != 0)
+			goto exit;
+	}
 	{
 		char path[640], num[32];
 		long n = state_file(s, "epoch", path, sizeof path) == 0
@@ -478,6 +508,18 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 			s->epoch = strtoll(num, NULL, 10);
 			if (s->epoch < 0)
 				s->epoch = 0;
+		}
+	}
+	{
+		/* boards enrolled before a restart are still part of the fleet */
+		char path[640];
+		if (state_file(s, "fleet.json", path, sizeof path) == 0) {
+			long n = sky_file_read(path, s->status_buf, sizeof s->status_buf);
+			if (n > 0) {
+				int k = sky_registry_restore(&s->reg, s->status_buf, (size_t)n, NULL);
+				if (k >= 0)
+					SKY_INFO("restored %d boards from %s", k, path);
+			}
 		}
 	}
 	if ((rc = connect_svc(s, d)) != 0)
@@ -543,6 +585,7 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 	rc = 0;
 exit:
 	drop(s);
+	mbedtls_x509_crt_free(&s->planner_crt);
 	sky_signer_free(&s->signer);
 	sky_ca_free(&s->ca);
 	sky_mutex_free(&s->lock);

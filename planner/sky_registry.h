@@ -47,7 +47,10 @@ typedef struct sky_reg_board {
 	int64_t epoch;
 	int stage, first, last;
 	int64_t expected_bytes;
-	int ack;               /* 0 pending, 1 accepted, -1 refused */
+	/* the board's last answer to a plan (may be for another epoch) */
+	char ack_job[SKY_TOPIC_SEGMENT_MAX + 1];
+	int64_t ack_epoch;
+	int ack;               /* 1 accepted, -1 refused (0: no answer yet) */
 	int64_t ack_bytes, ack_budget;
 	char ack_reason[160];
 } sky_reg_board;
@@ -63,9 +66,16 @@ typedef struct sky_reg_counters {
 	long plans_published;
 } sky_reg_counters;
 
+#define SKY_REG_MAX_JOBS 256
+
 typedef struct sky_registry {
 	int n;
 	sky_reg_board b[SKY_REG_MAX_BOARDS];
+	int n_jobs;
+	struct {
+		char job[SKY_TOPIC_SEGMENT_MAX + 1];
+		int64_t epoch; /* newest plan seen for it */
+	} jobs[SKY_REG_MAX_JOBS];
 	sky_reg_counters c;
 	int changed; /* set by every change; the service clears it after saving */
 } sky_registry;
@@ -88,8 +98,10 @@ int sky_registry_on_board_msg(sky_registry *r, const char *id, const char *leaf,
  * ("timeout"). Returns how many it marked. */
 int sky_registry_tick(sky_registry *r, double now);
 
-/* Records the assignment of every stage of plan p (ack pending) and clears
- * the assignment of boards that held a stage of the same job before. */
+/* Records the assignment of every stage of plan p for boards whose current
+ * assignment is not newer, and clears the assignment of boards that held a
+ * stage of the same job at an older epoch. A plan older than the newest
+ * seen for its job changes nothing. */
 void sky_registry_assign(sky_registry *r, const sky_planmsg *p);
 
 /* Writes the registry as the fleet status document (`sky fleet status`):
@@ -100,5 +112,14 @@ void sky_registry_assign(sky_registry *r, const sky_planmsg *p);
 int sky_registry_to_json(const sky_registry *r, int64_t unix_s, char *buf, size_t cap);
 
 const char *sky_reg_state_name(sky_reg_state s);
+/* The board's answer to its current assignment: 1 accepted, -1 refused,
+ * 0 pending (no answer for that job and epoch yet). */
+int sky_reg_ack(const sky_reg_board *b);
+
+/* Re-adds the boards of a fleet status document written before (a planner
+ * restart): enrolled boards stay enrolled, the others are offline ("not
+ * heard yet") until they speak; caps and sessions come back from the
+ * retained messages. Returns how many boards it added or SKY_EFORMAT. */
+int sky_registry_restore(sky_registry *r, const char *buf, size_t len, sky_diag *d);
 
 #endif

@@ -235,7 +235,8 @@ static void send_ack(agent *a, sky_planack *k)
 	if (n <= 0)
 		return;
 	sky_topic_board(topic, sizeof topic, a->idn.id, SKY_TOPIC_PLAN_ACK);
-	sky_mqtt_publish(a->m, topic, buf, (size_t)n, 1, 0, NULL);
+	/* retained, so a planner that restarts learns what each board holds */
+	sky_mqtt_publish(a->m, topic, buf, (size_t)n, 1, 1, NULL);
 }
 
 /* Re-sends the acceptance of the plan we hold (after a reconnect, or when

@@ -294,6 +294,20 @@ grep -q "connected to .* session 2" "$W/b06.log" && grep -q "plan j1 epoch" "$W/
 	pass fleet_reconnect_republishes_and_keeps_plan ||
 	fail fleet_reconnect_republishes_and_keeps_plan "$(grep -E 'connected|plan' "$W/b06.log" | tail -3)"
 
+# ---- the planner restarts: registry and assignments come back --------------
+kill -TERM "$PLAN_PID"
+wait "$PLAN_PID"
+"$SKY_BIN/skyplan" --pki "$PKI" --broker "$BR" --state "$STATE" >"$W/skyplan2.log" 2>&1 &
+PLAN_PID=$!
+WAIT_S=15
+restored() {
+	grep -q "serving" "$W/skyplan2.log" &&
+		[ "$(fleet_json | grep -o '"state":"online"' | wc -l)" -eq $((N - 1)) ] &&
+		[ "$(board_field b02 ack)" = accepted ] && [ "$(board_field b05 state)" = offline ]
+}
+wait_for restored && pass fleet_planner_restart_restores_registry ||
+	fail fleet_planner_restart_restores_registry "$(fleet_json | grep -o '"state":"online"' | wc -l) online; b02 ack $(board_field b02 ack); b05 $(board_field b05 state)"
+
 # ---- clean shutdown ---------------------------------------------------------
 kill -TERM "$STOP_PID"
 wait "$STOP_PID"

@@ -143,18 +143,18 @@ SKY_TEST(assignment_and_acks)
 	g_p.stages[1] = (sky_plan_stage){"b2", 2, 3, 1, 900};
 	sky_registry_assign(&g_r, &g_p);
 	sky_reg_board *b1 = sky_registry_find(&g_r, "b1"), *b2 = sky_registry_find(&g_r, "b2");
-	SKY_EXPECT(b1->stage == 0 && b2->stage == 1 && b1->ack == 0);
+	SKY_EXPECT(b1->stage == 0 && b2->stage == 1 && sky_reg_ack(b1) == 0);
 	char buf[1024];
 	sky_planack a = {.board = "b1", .job = "j1", .epoch = 3, .session = 1, .stage = 0, .ok = 1,
 			 .arena_bytes = 990, .expected_bytes = 1000, .budget_bytes = 1 << 20};
 	SKY_EXPECT(sky_planack_encode(&a, buf, sizeof buf, NULL) > 0);
 	SKY_EXPECT_EQ(msg("b1", SKY_TOPIC_PLAN_ACK, buf, 1.0), 0);
-	SKY_EXPECT(b1->ack == 1 && b1->ack_bytes == 990);
+	SKY_EXPECT(sky_reg_ack(b1) == 1 && b1->ack_bytes == 990);
 	a = (sky_planack){.board = "b2", .job = "j1", .epoch = 3, .session = 1, .stage = 1, .ok = 0,
 			  .arena_bytes = 5000, .budget_bytes = 100, .reason = "does not fit"};
 	sky_planack_encode(&a, buf, sizeof buf, NULL);
 	SKY_EXPECT_EQ(msg("b2", SKY_TOPIC_PLAN_ACK, buf, 1.0), 0);
-	SKY_EXPECT(b2->ack == -1 && !strcmp(b2->ack_reason, "does not fit"));
+	SKY_EXPECT(sky_reg_ack(b2) == -1 && !strcmp(b2->ack_reason, "does not fit"));
 	/* an ack posted on another board's topic is refused */
 	SKY_EXPECT(msg("b1", SKY_TOPIC_PLAN_ACK, buf, 1.1) < 0);
 	/* a new plan without b2 clears its assignment */
@@ -162,7 +162,15 @@ SKY_TEST(assignment_and_acks)
 	g_p.n_stages = 1;
 	g_p.stages[0] = (sky_plan_stage){"b1", 0, 3, 2, 2000};
 	sky_registry_assign(&g_r, &g_p);
-	SKY_EXPECT(b2->job[0] == 0 && b1->epoch == 4 && b1->ack == 0);
+	SKY_EXPECT(b2->job[0] == 0 && b1->epoch == 4 && sky_reg_ack(b1) == 0);
+	/* the old plan read back after a restart changes nothing */
+	g_p.epoch = 3;
+	g_p.n_stages = 2;
+	g_p.stages[0] = (sky_plan_stage){"b1", 0, 1, 2, 1000};
+	g_p.stages[1] = (sky_plan_stage){"b2", 2, 3, 1, 900};
+	sky_registry_assign(&g_r, &g_p);
+	SKY_EXPECT(b1->epoch == 4 && b1->last == 3);
+	SKY_EXPECT(b2->job[0] == 0);
 
 	static char out[1 << 16];
 	int n = sky_registry_to_json(&g_r, 1764511200, out, sizeof out);
@@ -186,4 +194,21 @@ SKY_TEST(status_codec_round_trip)
 	SKY_EXPECT_EQ(sky_status_decode(buf, strlen(buf), &back, NULL), 0);
 	SKY_EXPECT(!back.online);
 	SKY_EXPECT(sky_status_decode("{\"state\":\"online\",\"session\":-1}", 32, &back, NULL) != 0);
+}
+
+SKY_TEST(restore_after_a_planner_restart)
+{
+	static char out[1 << 16];
+	sky_registry_init(&g_r);
+	sky_registry_add(&g_r, "fresh");
+	status("b1", 1, 3, 10.0);
+	int n = sky_registry_to_json(&g_r, 1764511200, out, sizeof out);
+	SKY_EXPECT(n > 0);
+	sky_registry_init(&g_r);
+	SKY_EXPECT_EQ(sky_registry_restore(&g_r, out, (size_t)n, NULL), 2);
+	sky_reg_board *f = sky_registry_find(&g_r, "fresh"), *b = sky_registry_find(&g_r, "b1");
+	SKY_EXPECT(f && f->state == SKY_REG_ENROLLED);
+	SKY_EXPECT(b && b->state == SKY_REG_OFFLINE && b->last_seen == 1764511210);
+	SKY_EXPECT_EQ(sky_registry_restore(&g_r, "{oops", 5, NULL), SKY_EFORMAT);
+	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
 }
