@@ -102,7 +102,7 @@ static void dir_of(const char *path, char *buf, size_t cap)
 
 int sky_agent_enroll(const sky_agent_opts *o, sky_diag *d)
 {
-	int rc;
+	int rc = 0;
 	sky_mqtt *m = NULL;
 	sky_sign_rng rng;
 	static enroll_wait w;

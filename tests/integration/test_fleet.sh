@@ -26,6 +26,12 @@ fail() {
 }
 
 W=$(mktemp -d "${TMPDIR:-/tmp}/sky-fleet.XXXXXX")
+# Under SANITIZE=address, Paho C 1.3.11 itself leaks a few hundred bytes of
+# its own bookkeeping when a client whose connection was lost is destroyed
+# (every frame inside libpaho); that is not Sky's to fix, so LeakSanitizer
+# is told to ignore leaks allocated inside that library only.
+printf 'leak:libpaho-mqtt3as\n' >"$W/lsan.supp"
+export LSAN_OPTIONS="suppressions=$W/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 PIDS=""
 PLAN_PID=""
 cleanup() {
