@@ -22,3 +22,9 @@ fi
 if /usr/bin/python3 -c "import torch" 2>/dev/null; then
 	/usr/bin/python3 tools/bench_torch_int8.py | tee build/bench/layer_torch_int8.json
 fi
+# the board probe skyd runs at start (mini, 1 thread): per-block layer times, and the
+# spread of the reported layer time over 5 whole probes (coefficient of variation)
+"$B/bin/sky" bench probe --model mini --repeat 5 --json | tee build/bench/probe.json
+# the fleet control plane against a loopback TLS mosquitto: 16 boards from start to a
+# verified plan, the broker echo round trip, and the offline deadlines (MEASURE lines)
+SKY_BUILD="$B" tests/integration/test_fleet.sh | sed -n 's/^MEASURE //p' | tee build/bench/fleet.txt
