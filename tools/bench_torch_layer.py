@@ -14,9 +14,24 @@ import json
 import math
 import os
 import statistics
+import sys
 import time
 
-import torch
+
+def _threads_from_argv():
+    """--threads N, read before torch loads so OpenBLAS (torch's BLAS here,
+    the same library Sky uses) starts with N threads too."""
+    for i, a in enumerate(sys.argv):
+        if a == "--threads" and i + 1 < len(sys.argv):
+            return sys.argv[i + 1]
+        if a.startswith("--threads="):
+            return a.split("=", 1)[1]
+    return "1"
+
+
+os.environ["OPENBLAS_NUM_THREADS"] = _threads_from_argv()
+os.environ["OMP_NUM_THREADS"] = _threads_from_argv()
+import torch  # noqa: E402  (after the thread environment is set)
 
 PRESETS = {"tiny": (32, 2, 64), "mini": (256, 4, 1024), "base": (768, 12, 3072),
            "large": (1024, 16, 4096)}
@@ -55,11 +70,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="base", choices=sorted(PRESETS))
     ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--seq", type=int, default=None,
+                    help="default 128 (16 for tiny, as sky bench layer)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
     a = ap.parse_args()
+    if a.seq is None:
+        a.seq = 16 if a.model == "tiny" else 128
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
     h, heads, f = PRESETS[a.model]
