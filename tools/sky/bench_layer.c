@@ -53,35 +53,36 @@ static int run_fwdbwd(void *p)
 /* One GEMM shape of the layer and how many times a fwd+bwd runs it. */
 typedef struct gemm_shape {
 	int ta, tb, m, n, k, lda, ldb, ldc, count;
+	int beta1; /* C accumulated (beta = 1: bias or residual start, gradient sum) */
 } gemm_shape;
 
 /* Exactly the GEMMs runtime/layer.c issues for SKY_BLOCK_ALL (same
- * transposes, sizes and leading dimensions), forward then backward. */
+ * transposes, sizes, leading dimensions and beta), forward then backward. */
 static int layer_gemms(const sky_model_cfg *c, gemm_shape *g)
 {
 	const int T = (int)sky_model_tokens(c), H = c->hidden, F = c->ffn, S = c->seq;
 	const int D = H / c->heads, H3 = 3 * H, BH = c->batch * c->heads;
 	const gemm_shape s[] = {
 		/* forward */
-		{0, 1, T, H3, H, H, H, H3, 1},  /* qkv = x Wqkv^T */
-		{0, 1, S, S, D, H3, H3, S, BH}, /* scores = q k^T per head */
-		{0, 0, S, D, S, S, H3, H, BH},  /* ctx = P v */
-		{0, 1, T, H, H, H, H, H, 1},    /* ctx Wo^T */
-		{0, 1, T, F, H, H, H, F, 1},    /* h1 W1^T */
-		{0, 1, T, H, F, F, F, H, 1},    /* g W2^T */
+		{0, 1, T, H3, H, H, H, H3, 1, 1}, /* qkv = x Wqkv^T */
+		{0, 1, S, S, D, H3, H3, S, BH, 0}, /* scores = q k^T per head */
+		{0, 0, S, D, S, S, H3, H, BH, 0}, /* ctx = P v */
+		{0, 1, T, H, H, H, H, H, 1, 1}, /* ctx Wo^T */
+		{0, 1, T, F, H, H, H, F, 1, 1}, /* h1 W1^T */
+		{0, 1, T, H, F, F, F, H, 1, 1}, /* g W2^T */
 		/* backward */
-		{1, 0, H, F, T, H, F, F, 1},    /* dW2 */
-		{0, 0, T, F, H, H, F, F, 1},    /* dg */
-		{1, 0, F, H, T, F, H, H, 1},    /* dW1 */
-		{0, 0, T, H, F, F, H, H, 1},    /* dh1 */
-		{1, 0, H, H, T, H, H, H, 1},    /* dWo */
-		{0, 0, T, H, H, H, H, H, 1},    /* dctx */
-		{0, 1, S, S, D, H, H3, S, BH},  /* dP */
-		{1, 0, S, D, S, S, H, H3, BH},  /* dv */
-		{0, 0, S, D, S, S, H3, H3, BH}, /* dq */
-		{1, 0, S, D, S, S, H3, H3, BH}, /* dk */
-		{1, 0, H3, H, T, H3, H, H, 1},  /* dWqkv */
-		{0, 0, T, H, H3, H3, H, H, 1},  /* dx */
+		{1, 0, H, F, T, H, F, F, 1, 1}, /* dW2 */
+		{0, 0, T, F, H, H, F, F, 1, 0}, /* dg */
+		{1, 0, F, H, T, F, H, H, 1, 1}, /* dW1 */
+		{0, 0, T, H, F, F, H, H, 1, 1}, /* dh1 */
+		{1, 0, H, H, T, H, H, H, 1, 1}, /* dWo */
+		{0, 0, T, H, H, H, H, H, 1, 0}, /* dctx */
+		{0, 1, S, S, D, H, H3, S, BH, 0}, /* dP */
+		{1, 0, S, D, S, S, H, H3, BH, 0}, /* dv */
+		{0, 0, S, D, S, S, H3, H3, BH, 0}, /* dq */
+		{1, 0, S, D, S, S, H3, H3, BH, 0}, /* dk */
+		{1, 0, H3, H, T, H3, H, H, 1, 1}, /* dWqkv */
+		{0, 0, T, H, H3, H3, H, H, 1, 1}, /* dx */
 	};
 	memcpy(g, s, sizeof s);
 	return (int)(sizeof s / sizeof s[0]);
@@ -100,7 +101,7 @@ static int run_sgemm(void *p)
 		const gemm_shape *s = &k->g[i];
 		for (int r = 0; r < s->count; r++)
 			sky_k_gemm_f32(s->ta, s->tb, s->m, s->n, s->k, 1.0f, k->a, s->lda, k->b,
-				       s->ldb, 0.0f, k->c, s->ldc);
+				       s->ldb, s->beta1 ? 1.0f : 0.0f, k->c, s->ldc);
 	}
 	return 0;
 }
