@@ -368,15 +368,21 @@ int sky_bench_layer(int argc, char **argv)
 	if (a.o.json) {
 		rc = sky_bench_print(out);
 	} else {
-		cJSON *f = cJSON_GetObjectItem(out, "fwd_ms"), *fb = cJSON_GetObjectItem(out, "fwdbwd_ms");
-		cJSON *gf = cJSON_GetObjectItem(out, "gflops_fwdbwd");
-		cJSON *sg = cJSON_GetObjectItem(out, "sgemm_gflops");
-		cJSON *ef = cJSON_GetObjectItem(out, "efficiency");
-		printf("layer %s %s, batch %d x seq %d, %d thread(s): fwd %.2f ms, fwd+bwd %.2f ms "
-		       "(%.1f GFLOP/s); sgemm alone %.1f GFLOP/s; efficiency %.3f\n",
-		       a.cfg.name, p->name, a.cfg.batch, a.cfg.seq, a.o.threads,
-		       f ? f->valuedouble : 0, fb ? fb->valuedouble : 0, gf ? gf->valuedouble : 0,
-		       sg ? sg->valuedouble : 0, ef ? ef->valuedouble : 0);
+		/* every top-level figure the precision reported, in its order */
+		printf("layer %s %s, batch %d x seq %d, %d thread(s):", a.cfg.name, p->name,
+		       a.cfg.batch, a.cfg.seq, a.o.threads);
+		const char *skip[] = {"batch", "seq", "hidden", "heads", "ffn", "threads"};
+		int first = 1;
+		for (cJSON *it = out->child; it; it = it->next) {
+			int known = 0;
+			for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++)
+				known |= strcmp(it->string, skip[i]) == 0;
+			if (known || !cJSON_IsNumber(it))
+				continue;
+			printf("%s %s %.4g", first ? "" : ",", it->string, it->valuedouble);
+			first = 0;
+		}
+		printf("\n");
 	}
 exit:
 	cJSON_Delete(out);
