@@ -386,6 +386,11 @@ static int try_plan(svc *s, pending_job *pj)
 		fb->fwd_s = t->fwd_attn_s + t->fwd_ffn_s;
 		fb->bwd_s = t->bwd_attn_s + t->bwd_ffn_s;
 		fb->attn_share = (t->fwd_attn_s + t->bwd_attn_s) / (fb->fwd_s + fb->bwd_s);
+		if (b->caps.has_int8) {
+			/* there is no int8 backward: an int8 stage runs its backward in fp32 */
+			fb->fwd_int8_s = b->caps.int8_fwd_s;
+			fb->bwd_int8_s = fb->bwd_s;
+		}
 		if (!(fb->attn_share > 0 && fb->attn_share < 1))
 			fb->attn_share = 0;
 		/* a board that could not measure memory or its link gets stated

@@ -5,6 +5,7 @@
 #include "sky_file.h"
 #include "sky_json.h"
 #include "sky_layer.h"
+#include "sky_layer_s8.h"
 #include "sky_log.h"
 #include "sky_rng.h"
 #include "sky_version.h"
@@ -24,6 +25,7 @@ void sky_probe_opts_default(sky_probe_opts *o, const sky_model_cfg *model)
 	o->runs = 7;
 	o->max_s = SKY_PROBE_DEFAULT_MAX_S;
 	o->seed = 1;
+	o->int8 = 1;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -76,6 +78,66 @@ static void carve(sky_arena *a, const sky_model_cfg *c, probe_bufs *b)
 			el_ += sky_profile_stretch(prof, el_); \
 		out = el_; \
 	} while (0)
+
+/* The int8 layer's buffers, carved the same way in both arena passes. */
+typedef struct s8_bufs {
+	sky_layer_s8 L;
+	float *calib_scratch;
+	void *tmp;
+	float *y;
+} s8_bufs;
+
+static void carve_s8(sky_arena *a, const sky_model_cfg *c, s8_bufs *b)
+{
+	size_t th = (size_t)sky_model_tokens(c) * (size_t)c->hidden;
+	sky_layer_s8_carve(&b->L, c, sky_k_s8_variant_active(), a);
+	b->calib_scratch = sky_arena_floats(a, sky_layer_s8_calib_scratch_floats(c), SKY_LIFE_SCRATCH);
+	b->tmp = sky_arena_alloc(a, sky_layer_s8_tmp_bytes(c), SKY_LIFE_SCRATCH);
+	b->y = sky_arena_floats(a, th, SKY_LIFE_ACT);
+}
+
+/* Quantises the probe's layer (calibrated on x) and times its int8 forward:
+ * median of the measured runs, at most until `deadline` (monotonic s) after
+ * the first. Returns 0 or an error (then the report simply has no int8). */
+static int time_int8(const sky_probe_opts *o, sky_profile *prof, const float *w, const float *x,
+		     int runs, double deadline, double *out, sky_diag *d)
+{
+	const sky_model_cfg *c = &o->model;
+	static s8_bufs b; /* sky_layer_s8 is large; one probe at a time */
+	sky_arena a;
+	int rc;
+	sky_arena_init(&a, NULL, 0);
+	carve_s8(&a, c, &b);
+	size_t need = sky_arena_required(&a);
+	void *mem = malloc(need);
+	if (!mem)
+		return sky_diag_set(d, SKY_ENOMEM, "probe int8: cannot allocate %zu bytes", need);
+	sky_arena_init(&a, mem, need);
+	carve_s8(&a, c, &b);
+	if ((rc = sky_arena_seal(&a)) != 0)
+		goto exit;
+	sky_layer_s8_calib cal;
+	sky_layer_s8_calib_init(&cal);
+	if ((rc = sky_layer_s8_calibrate(c, w, x, NULL, b.calib_scratch, &cal, d)) != 0 ||
+	    (rc = sky_layer_s8_from_f32(&b.L, w, &cal, b.tmp, d)) != 0)
+		goto exit;
+	double t[MAX_RUNS];
+	int n = 0;
+	for (int it = 0; it < o->warmup + runs; it++) {
+		double el;
+		TIMED(el, rc = sky_layer_s8_forward(&b.L, x, NULL, b.y));
+		if (rc)
+			goto exit;
+		if (it >= o->warmup)
+			t[n++] = el;
+		if (n >= 1 && sky_clock_s() >= deadline)
+			break;
+	}
+	*out = median(t, n);
+exit:
+	free(mem);
+	return rc;
+}
 
 int sky_probe_run(const sky_probe_opts *o, sky_profile *prof, sky_probe_result *r, sky_diag *d)
 {
@@ -161,8 +223,20 @@ int sky_probe_run(const sky_probe_opts *o, sky_profile *prof, sky_probe_result *
 		r->mem_budget = sky_profile_mem_budget(&p);
 	}
 	/* a kernel that produced NaN would make every later figure a lie */
-	if (!isfinite(b.dx[0]) || !isfinite(b.y[th - 1]))
+	if (!isfinite(b.dx[0]) || !isfinite(b.y[th - 1])) {
 		rc = sky_diag_set(d, SKY_EINVAL, "probe: layer output is not finite");
+		goto exit;
+	}
+	if (o->int8) {
+		/* the int8 forward gets the same bound, counted from now */
+		sky_diag d8;
+		sky_diag_clear(&d8);
+		double deadline = sky_clock_s() + o->max_s;
+		if (time_int8(o, prof, b.w, b.x, runs, deadline, &r->int8_fwd_s, &d8) == 0)
+			r->has_int8 = 1;
+		else
+			SKY_WARN("probe: no int8 figure (%s)", d8.msg);
+	}
 exit:
 	free(mem);
 	r->probe_s = sky_clock_s() - t_start;
@@ -198,6 +272,8 @@ static int cache_read(const char *path, const char *key, sky_caps *c)
 	    sky_json_num(doc, "probe_s", 0, SKY_CAPS_MAX_TIME_S, &c->probe_s, "", NULL) == 0 &&
 	    sky_json_i64(doc, "probed_at", 0, 1ll << 40, &c->probed_at, "", NULL) == 0)
 		rc = 0;
+	c->has_int8 = rc == 0 && sky_json_num(doc, "int8_fwd_s", 1e-12, SKY_CAPS_MAX_TIME_S,
+					      &c->int8_fwd_s, "", NULL) == 0;
 	sky_json_free(doc);
 	return rc;
 }
@@ -207,9 +283,12 @@ static void cache_write(const char *path, const char *key, const sky_caps *c)
 	char buf[4096];
 	int n = snprintf(buf, sizeof buf,
 			 "{\"key\":\"%s\",\"fp32\":{\"fwd_attn_s\":%.17g,\"fwd_ffn_s\":%.17g,"
-			 "\"bwd_attn_s\":%.17g,\"bwd_ffn_s\":%.17g},\"probe_s\":%.6g,\"probed_at\":%lld}\n",
+			 "\"bwd_attn_s\":%.17g,\"bwd_ffn_s\":%.17g},\"probe_s\":%.6g,\"probed_at\":%lld%s",
 			 key, c->fp32.fwd_attn_s, c->fp32.fwd_ffn_s, c->fp32.bwd_attn_s,
-			 c->fp32.bwd_ffn_s, c->probe_s, (long long)c->probed_at);
+			 c->fp32.bwd_ffn_s, c->probe_s, (long long)c->probed_at,
+			 c->has_int8 ? "," : "}\n");
+	if (c->has_int8 && n > 0 && (size_t)n < sizeof buf)
+		n += snprintf(buf + n, sizeof buf - (size_t)n, "\"int8_fwd_s\":%.17g}\n", c->int8_fwd_s);
 	if (n > 0 && (size_t)n < sizeof buf && sky_file_write(path, buf, (size_t)n, 0644) == 0)
 		return;
 	SKY_WARN("probe: cannot write the cache %s (next start probes again)", path);
@@ -248,12 +327,16 @@ int sky_probe_cached(const char *state_dir, const char *id, const sky_probe_opts
 	if (rc)
 		return rc;
 	c->fp32 = r.fp32;
+	c->has_int8 = r.has_int8;
+	c->int8_fwd_s = r.int8_fwd_s;
 	c->probe_s = r.probe_s;
 	c->probed_at = sky_clock_unix();
 	c->mem_bytes = (int64_t)r.mem_budget;
-	SKY_INFO("probe: %s layer fwd %.3f ms bwd %.3f ms (median of %d, cv %.3f) in %.2f s",
+	SKY_INFO("probe: %s layer fwd %.3f ms bwd %.3f ms (median of %d, cv %.3f), int8 fwd %.3f ms, "
+		 "in %.2f s",
 		 o->model.name, 1e3 * (r.fp32.fwd_attn_s + r.fp32.fwd_ffn_s),
-		 1e3 * (r.fp32.bwd_attn_s + r.fp32.bwd_ffn_s), r.runs, r.layer_cv, r.probe_s);
+		 1e3 * (r.fp32.bwd_attn_s + r.fp32.bwd_ffn_s), r.runs, r.layer_cv,
+		 r.has_int8 ? 1e3 * r.int8_fwd_s : 0.0, r.probe_s);
 	cache_write(path, key, c);
 	return 0;
 }

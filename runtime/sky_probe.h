@@ -3,11 +3,16 @@
  * It times one encoder layer (sky_layer.h) at the job's shapes, block by
  * block (attention forward, feed-forward forward, feed-forward backward,
  * attention backward: the half-layers a plan cuts at), on random weights
- * and inputs. Warm-up runs are not counted; each figure is the median of
+ * and inputs, and, when the int8 kernels can run it, the whole layer's int8
+ * forward (sky_layer_s8.h, calibrated on the probe's own input; inference
+ * only). Warm-up runs are not counted; each figure is the median of
  * the measured runs. The whole probe is bounded: it stops starting runs
- * once max_s is spent (default 3 s), so it takes at most max_s plus one
- * warm-up and one measured run (a few seconds on `mini`; the first run
- * always happens, so a board too slow for the bound still reports).
+ * once max_s is spent (default 3 s) for the fp32 runs, and again for the
+ * int8 runs, so it takes at most 2 x max_s plus one warm-up and one
+ * measured run of each, plus the int8 calibration (on `mini`, 1 thread:
+ * about 0.5-0.8 s in all, since 7 runs finish well inside the bound; the
+ * first run always happens, so a board too slow for the bound still
+ * reports).
  * Compute goes through sky_profile_stretch, so a board emulating a slower
  * board (profile speed < 1) measures the time its steps will really take.
  *
@@ -39,10 +44,13 @@ typedef struct sky_probe_opts {
 	int runs;            /* measured runs, at most (default 7) */
 	double max_s;        /* stop starting runs after this (default 3 s) */
 	uint64_t seed;
+	int int8;            /* 1: also time the int8 forward (default 1) */
 } sky_probe_opts;
 
 typedef struct sky_probe_result {
 	sky_caps_times fp32;  /* medians, seconds per micro-batch */
+	int has_int8;
+	double int8_fwd_s;    /* median int8 whole-layer forward */
 	int runs;             /* measured runs done */
 	double layer_cv;      /* coefficient of variation of whole-layer times over the runs */
 	double probe_s;       /* wall time of the probe, warm-up included */
@@ -50,7 +58,7 @@ typedef struct sky_probe_result {
 	uint64_t mem_budget;  /* sky_profile_mem_budget */
 } sky_probe_result;
 
-/* warmup 1, runs 7, max_s 3, seed 1, model as given. */
+/* warmup 1, runs 7, max_s 3, seed 1, int8 on, model as given. */
 void sky_probe_opts_default(sky_probe_opts *o, const sky_model_cfg *model);
 
 /* Runs the probe. prof may be NULL (defaults). Returns 0, SKY_EINVAL (bad

@@ -74,7 +74,7 @@ int sky_caps_validate(const sky_caps *c, sky_diag *d)
 				    c->shape.hidden, c->shape.heads);
 	if ((rc = check_times(&c->fp32, "fp32", d)))
 		return rc;
-	if (c->has_int8 && (rc = check_times(&c->int8, "int8", d)))
+	if (c->has_int8 && (rc = check_time(c->int8_fwd_s, "int8.fwd_s", d)))
 		return rc;
 	if (!isfinite(c->link_bw) || c->link_bw < 0 || c->link_bw > SKY_CAPS_MAX_BW)
 		return sky_diag_set(d, SKY_ERANGE, "caps: link.bw_Bps is %g, allowed 0 to %g",
@@ -131,8 +131,11 @@ int sky_caps_encode(const sky_caps *c, char *buf, size_t cap, sky_diag *d)
 		cJSON_AddNumberToObject(m, "batch", c->shape.batch);
 	}
 	cJSON_AddItemToObject(doc, "fp32", times_obj(&c->fp32));
-	if (c->has_int8)
-		cJSON_AddItemToObject(doc, "int8", times_obj(&c->int8));
+	if (c->has_int8) {
+		cJSON *i8 = cJSON_AddObjectToObject(doc, "int8");
+		if (i8)
+			cJSON_AddNumberToObject(i8, "fwd_s", c->int8_fwd_s);
+	}
 	cJSON_AddNumberToObject(doc, "mem_bytes", (double)c->mem_bytes);
 	cJSON *l = cJSON_AddObjectToObject(doc, "link");
 	if (l) {
@@ -215,9 +218,15 @@ int sky_caps_decode(const char *buf, size_t len, sky_caps *c, sky_diag *d)
 		goto exit;
 	if ((rc = get_times(doc, "fp32", &c->fp32, d)))
 		goto exit;
-	if (cJSON_GetObjectItemCaseSensitive(doc, "int8")) {
+	const cJSON *i8 = cJSON_GetObjectItemCaseSensitive(doc, "int8");
+	if (i8) {
 		c->has_int8 = 1;
-		if ((rc = get_times(doc, "int8", &c->int8, d)))
+		if (!cJSON_IsObject(i8)) {
+			rc = sky_diag_set(d, SKY_EFORMAT, "caps %s: 'int8' must be an object", c->id);
+			goto exit;
+		}
+		if ((rc = sky_json_num(i8, "fwd_s", -INFINITY, INFINITY, &c->int8_fwd_s, "caps.int8",
+				       d)))
 			goto exit;
 	}
 	/* mem_bytes is read as a double first so 1e30 is named as out of range

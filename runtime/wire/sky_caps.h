@@ -12,8 +12,10 @@
  *
  * Times are for ONE encoder layer and ONE micro-batch (model.batch
  * sequences of model.seq tokens), split into the attention and feed-forward
- * blocks because a plan cuts at half-layers. "int8" has the same shape and
- * is present once an int8 kernel exists. "link" is absent (or zero) when the
+ * blocks because a plan cuts at half-layers. "int8":{"fwd_s":...} is the
+ * whole layer's forward with the int8 kernels (sky_layer_s8.h; inference
+ * only: there is no int8 backward), present when the probe could run it.
+ * "link" is absent (or zero) when the
  * probe ran without a broker. The report is one board's word about itself;
  * the decoder therefore treats it as hostile: every field is checked against
  * a range and the first bad one is named in the diagnostic. */
@@ -63,7 +65,7 @@ typedef struct sky_caps {
 	sky_caps_shape shape;
 	sky_caps_times fp32;
 	int has_int8;
-	sky_caps_times int8;
+	double int8_fwd_s;  /* whole-layer int8 forward, one micro-batch */
 	int64_t mem_bytes; /* memory budget for a job's arena */
 	double link_bw;    /* bytes/s through the broker, 0 = unknown */
 	double link_lat_s; /* round trip through the broker, 0 = unknown */

@@ -28,6 +28,7 @@ SKY_TEST(probe_reports_positive_medians_and_a_budget)
 	SKY_EXPECT(r.fp32.fwd_attn_s > 0 && r.fp32.fwd_ffn_s > 0);
 	SKY_EXPECT(r.fp32.bwd_attn_s > 0 && r.fp32.bwd_ffn_s > 0);
 	SKY_EXPECT(r.layer_cv >= 0);
+	SKY_EXPECT_MSG(r.has_int8 && r.int8_fwd_s > 0, "int8 forward not timed");
 	SKY_EXPECT(r.arena_bytes > 0);
 	SKY_EXPECT(r.probe_s > 0);
 }
@@ -79,6 +80,7 @@ SKY_TEST(cache_hits_then_invalidates_on_a_shape_or_id_change)
 	SKY_EXPECT_EQ(sky_probe_cached(dir, "b01", &o, NULL, &caps, &hit, NULL), 0);
 	SKY_EXPECT_EQ(hit, 1);
 	SKY_EXPECT(caps.fp32.fwd_attn_s == first); /* the cached figure, not a new one */
+	SKY_EXPECT(caps.has_int8 && caps.int8_fwd_s > 0);
 
 	o.model.seq = 8; /* another shape: probe again */
 	SKY_EXPECT_EQ(sky_probe_cached(dir, "b01", &o, NULL, &caps, &hit, NULL), 0);

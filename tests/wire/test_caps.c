@@ -38,7 +38,7 @@ SKY_TEST(encode_decode_round_trip)
 	sky_diag_clear(&d);
 	sample(&c);
 	c.has_int8 = 1;
-	c.int8 = (sky_caps_times){0.001, 0.0012, 0.002, 0.0025};
+	c.int8_fwd_s = 0.001;
 	int n = sky_caps_encode(&c, buf, sizeof buf, &d);
 	SKY_EXPECT_MSG(n > 0, "%s", d.msg);
 	SKY_EXPECT(strstr(buf, "\"id\":\"b01\"") != NULL); /* readable with mosquitto_sub */
@@ -47,7 +47,7 @@ SKY_TEST(encode_decode_round_trip)
 	SKY_EXPECT(sky_caps_shape_eq(&back.shape, &c.shape));
 	SKY_EXPECT_NEAR(back.fp32.bwd_ffn_s, 0.0061, 1e-15);
 	SKY_EXPECT(back.has_int8);
-	SKY_EXPECT_NEAR(back.int8.fwd_attn_s, 0.001, 1e-15);
+	SKY_EXPECT_NEAR(back.int8_fwd_s, 0.001, 1e-15);
 	SKY_EXPECT_EQ(back.mem_bytes, 2147483648ll);
 	SKY_EXPECT_NEAR(back.link_lat_s, 0.0004, 1e-15);
 	SKY_EXPECT_EQ(back.probed_at, 1764511200);
@@ -87,6 +87,9 @@ SKY_TEST(absurd_values_are_refused_and_named)
 		      SKY_ERANGE);
 	SKY_EXPECT_EQ(decode_edited("\"lat_s\":0.0004", "\"lat_s\":-0.1", &d), SKY_ERANGE);
 	SKY_EXPECT(strstr(d.msg, "lat_s") != NULL);
+	SKY_EXPECT_EQ(decode_edited("\"mem_bytes\"", "\"int8\":{\"fwd_s\":-2},\"mem_bytes\"", &d),
+		      SKY_ERANGE);
+	SKY_EXPECT_MSG(strstr(d.msg, "int8.fwd_s") != NULL, "%s", d.msg);
 	SKY_EXPECT_EQ(decode_edited("\"heads\":4", "\"heads\":3", &d), SKY_ERANGE);
 	SKY_EXPECT_EQ(decode_edited("\"threads\":2", "\"threads\":\"2\"", &d), SKY_EFORMAT);
 	SKY_EXPECT(strstr(d.msg, "threads") != NULL);

@@ -130,6 +130,9 @@ int sky_bench_probe(int argc, char **argv)
 		       1e3 * r.fp32.fwd_ffn_s, 1e3 * (r.fp32.bwd_attn_s + r.fp32.bwd_ffn_s),
 		       1e3 * r.fp32.bwd_attn_s, 1e3 * r.fp32.bwd_ffn_s);
 		printf("  median of %d runs, cv within the last probe %.3f\n", r.runs, r.layer_cv);
+		if (r.has_int8)
+			printf("  int8 layer fwd %.3f ms (%.2fx the fp32 forward)\n", 1e3 * r.int8_fwd_s,
+			       (r.fp32.fwd_attn_s + r.fp32.fwd_ffn_s) / r.int8_fwd_s);
 		printf("  %ld probes: layer time cv %.4f, probe time mean %.2f s max %.2f s\n", repeat,
 		       cv, pmean, pmax);
 		printf("  memory budget %.1f MiB, probe arena %.2f MiB\n",
@@ -152,6 +155,10 @@ int sky_bench_probe(int argc, char **argv)
 	cJSON_AddNumberToObject(o, "bwd_ffn_ms", 1e3 * r.fp32.bwd_ffn_s);
 	cJSON_AddNumberToObject(o, "layer_fwd_ms", 1e3 * (r.fp32.fwd_attn_s + r.fp32.fwd_ffn_s));
 	cJSON_AddNumberToObject(o, "layer_bwd_ms", 1e3 * (r.fp32.bwd_attn_s + r.fp32.bwd_ffn_s));
+	if (r.has_int8)
+		cJSON_AddNumberToObject(o, "int8_fwd_ms", 1e3 * r.int8_fwd_s);
+	else
+		cJSON_AddNullToObject(o, "int8_fwd_ms");
 	cJSON_AddNumberToObject(o, "runs", r.runs);
 	cJSON_AddNumberToObject(o, "cv_within_probe", r.layer_cv);
 	cJSON_AddNumberToObject(o, "repeat", (double)repeat);
