@@ -68,6 +68,7 @@ typedef struct scratch_layout {
 	size_t c; /* (T, H) h1 | dh1 */
 	size_t d; /* (T, F) u | dgelu */
 	size_t e; /* (S, S) one head's probabilities | their gradient */
+	size_t f; /* (3, S, D) one head's dq | dk | dv before they go to dqkv */
 	size_t total;
 } scratch_layout;
 
@@ -81,6 +82,7 @@ static scratch_layout layout_scratch(const sky_model_cfg *c)
 	L.c = off, off += pad16(t * h);
 	L.d = off, off += pad16(t * f);
 	L.e = off, off += pad16((size_t)c->seq * c->seq);
+	L.f = off, off += pad16((size_t)3 * c->seq * (c->hidden / c->heads));
 	L.total = off;
 	return L;
 }
@@ -191,11 +193,16 @@ static void attn_forward(const sky_model_cfg *c, const sky_layer_view *w, const 
 			/* q, k, v of this sequence and head: strided views into qkv */
 			const float *q = qkv + (size_t)b * S * H3 + (size_t)hd * D;
 			const float *k = q + H, *v = q + 2 * H;
-			float *p = sv ? sv + SL->p + ((size_t)b * NH + hd) * S * S : scratch + XL->e;
+			/* scores in a scratch block that stays in cache across the
+			 * three steps; training then keeps a copy for backward */
+			float *p = scratch + XL->e;
 			sky_k_gemm_f32(0, 1, S, S, D, scale, q, H3, k, H3, 0.0f, p, S);
 			sky_k_softmax_f32(p, S, S, mb);
 			sky_k_gemm_f32(0, 0, S, D, S, 1.0f, p, S, v, H3, 0.0f,
 				       ctx + (size_t)b * S * H + (size_t)hd * D, H);
+			if (sv)
+				memcpy(sv + SL->p + ((size_t)b * NH + hd) * S * S, p,
+				       (size_t)S * S * sizeof *p);
 		}
 	}
 	/* h1 = LN1(ctx Wo^T + bo + x): bias and residual are the GEMM's start value */
@@ -291,17 +298,26 @@ static void attn_backward(const sky_model_cfg *c, const sky_layer_view *w, sky_l
 		for (int hd = 0; hd < NH; hd++) {
 			size_t o3 = (size_t)b * S * H3 + (size_t)hd * D;
 			const float *q = qkv + o3, *k = q + H, *v = q + 2 * H;
-			float *dq = dqkv + o3, *dk = dq + H, *dv = dq + 2 * H;
+			/* this head's gradients in cache-resident scratch first, then
+			 * copied into the strided dqkv once (written straight into
+			 * dqkv, every GEMM output line would be fetched cold) */
+			float *dq = scratch + XL->f, *dk = dq + (size_t)S * D, *dv = dk + (size_t)S * D;
 			const float *dc = dctx + (size_t)b * S * H + (size_t)hd * D;
 			const float *p = sv + SL->p + ((size_t)b * NH + hd) * S * S;
 			/* dP = dctx v^T ; dv = P^T dctx */
 			sky_k_gemm_f32(0, 1, S, S, D, 1.0f, dc, H, v, H3, 0.0f, dp, S);
-			sky_k_gemm_f32(1, 0, S, D, S, 1.0f, p, S, dc, H, 0.0f, dv, H3);
+			sky_k_gemm_f32(1, 0, S, D, S, 1.0f, p, S, dc, H, 0.0f, dv, D);
 			/* dscores (scale folded in); the mask is a constant: no gradient */
 			sky_k_softmax_bwd_f32(p, dp, S, S, scale);
 			/* dq = dS k ; dk = dS^T q */
-			sky_k_gemm_f32(0, 0, S, D, S, 1.0f, dp, S, k, H3, 0.0f, dq, H3);
-			sky_k_gemm_f32(1, 0, S, D, S, 1.0f, dp, S, q, H3, 0.0f, dk, H3);
+			sky_k_gemm_f32(0, 0, S, D, S, 1.0f, dp, S, k, H3, 0.0f, dq, D);
+			sky_k_gemm_f32(1, 0, S, D, S, 1.0f, dp, S, q, H3, 0.0f, dk, D);
+			float *out = dqkv + o3;
+			for (int r = 0; r < S; r++)
+				for (int part = 0; part < 3; part++)
+					memcpy(out + (size_t)r * H3 + (size_t)part * H,
+					       dq + (size_t)part * S * D + (size_t)r * D,
+					       (size_t)D * sizeof *dq);
 		}
 	}
 	sky_k_colsum_f32(dqkv, T, H3, dw->bqkv);
