@@ -157,8 +157,18 @@ int sky_agent_enroll(const sky_agent_opts *o, sky_diag *d)
 		goto exit;
 	SKY_INFO("enroll: sent a CSR for %s on %s", o->id, topic);
 	double end = sky_clock_s() + (o->enroll_timeout_s > 0 ? o->enroll_timeout_s : 30);
-	while (!w.got && sky_clock_s() < end && !sky_signal_stop_requested() && sky_mqtt_connected(m))
+	double resend = sky_clock_s() + 3.0;
+	while (!w.got && sky_clock_s() < end && !sky_signal_stop_requested() && sky_mqtt_connected(m)) {
 		sky_mqtt_poll(m, 10);
+		/* the request is not retained: if the planner was not listening yet
+		 * (started after us, or restarting), ask again; the reply topic is
+		 * ours alone, and the first answer wins */
+		if (!w.got && sky_clock_s() >= resend) {
+			SKY_INFO("enroll: no answer yet; sending the request again");
+			sky_mqtt_publish(m, topic, req, req_len, 1, 0, NULL);
+			resend = sky_clock_s() + 3.0;
+		}
+	}
 	if (!w.got) {
 		rc = sky_diag_set(d, SKY_ETIMEOUT, "enroll: no answer from the planner on %s", w.topic);
 		goto exit;
