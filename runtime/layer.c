@@ -68,7 +68,7 @@ typedef struct scratch_layout {
 	size_t c; /* (T, H) h1 | dh1 */
 	size_t d; /* (T, F) u | dgelu */
 	size_t e; /* (S, S) one head's probabilities | their gradient */
-	size_t f; /* (3, S, D) one head's dq | dk | dv before they go to dqkv */
+	size_t f; /* (3, S, D) one head's context | dq, dk, dv before they go out */
 	size_t total;
 } scratch_layout;
 
@@ -198,8 +198,12 @@ static void attn_forward(const sky_model_cfg *c, const sky_layer_view *w, const 
 			float *p = scratch + XL->e;
 			sky_k_gemm_f32(0, 1, S, S, D, scale, q, H3, k, H3, 0.0f, p, S);
 			sky_k_softmax_f32(p, S, S, mb);
-			sky_k_gemm_f32(0, 0, S, D, S, 1.0f, p, S, v, H3, 0.0f,
-				       ctx + (size_t)b * S * H + (size_t)hd * D, H);
+			/* this head's context in scratch, then its rows into ctx */
+			float *ch = scratch + XL->f;
+			sky_k_gemm_f32(0, 0, S, D, S, 1.0f, p, S, v, H3, 0.0f, ch, D);
+			float *co = ctx + (size_t)b * S * H + (size_t)hd * D;
+			for (int r = 0; r < S; r++)
+				memcpy(co + (size_t)r * H, ch + (size_t)r * D, (size_t)D * sizeof *ch);
 			if (sv)
 				memcpy(sv + SL->p + ((size_t)b * NH + hd) * S * S, p,
 				       (size_t)S * S * sizeof *p);
