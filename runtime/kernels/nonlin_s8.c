@@ -220,6 +220,10 @@ void sky_k_softmax_s8(const int32_t *s, int rows, int cols, long lds, const uint
 		sky_k_softmax_s8_avx512(s, rows, cols, lds, mask, p, y, ldy);
 		return;
 	}
+	if (sky_cpu_get_features().avx2) {
+		sky_k_softmax_s8_avx2(s, rows, cols, lds, mask, p, y, ldy);
+		return;
+	}
 #elif defined(__aarch64__)
 	if (sky_cpu_get_features().neon) {
 		sky_k_softmax_s8_neon(s, rows, cols, lds, mask, p, y, ldy);
@@ -235,6 +239,10 @@ void sky_k_layernorm_s8(const int32_t *r, int rows, int cols, const int32_t *g, 
 #if defined(__x86_64__)
 	if (sky_cpu_get_features().avx512) {
 		sky_k_layernorm_s8_avx512(r, rows, cols, g, b, y);
+		return;
+	}
+	if (sky_cpu_get_features().avx2) {
+		sky_k_layernorm_s8_avx2(r, rows, cols, g, b, y);
 		return;
 	}
 #elif defined(__aarch64__)
@@ -254,6 +262,10 @@ void sky_k_add_s16_s8(const int16_t *a, const int8_t *b, size_t n, int32_t ma, i
 		sky_k_add_s16_s8_avx512(a, b, n, ma, ra, mb, rb, r);
 		return;
 	}
+	if (sky_cpu_get_features().avx2) {
+		sky_k_add_s16_s8_avx2(a, b, n, ma, ra, mb, rb, r);
+		return;
+	}
 #elif defined(__aarch64__)
 	if (sky_cpu_get_features().neon) {
 		sky_k_add_s16_s8_neon(a, b, n, ma, ra, mb, rb, r);
@@ -270,6 +282,10 @@ void sky_k_gelu_s16_s8(const int16_t *x, size_t n, const sky_k_gelu_params *p, i
 		sky_k_gelu_s16_s8_avx512(x, n, p, y);
 		return;
 	}
+	if (sky_cpu_get_features().avx2) {
+		sky_k_gelu_s16_s8_avx2(x, n, p, y);
+		return;
+	}
 #elif defined(__aarch64__)
 	if (sky_cpu_get_features().neon) {
 		sky_k_gelu_s16_s8_neon(x, n, p, y);
@@ -284,6 +300,8 @@ size_t sky_k_quantize_f32_s8(const float *x, size_t n, float inv_s, int8_t *q)
 #if defined(__x86_64__)
 	if (sky_cpu_get_features().avx512)
 		return sky_k_quantize_f32_s8_avx512(x, n, inv_s, q);
+	if (sky_cpu_get_features().avx2)
+		return sky_k_quantize_f32_s8_avx2(x, n, inv_s, q);
 #elif defined(__aarch64__)
 	if (sky_cpu_get_features().neon)
 		return sky_k_quantize_f32_s8_neon(x, n, inv_s, q);
@@ -296,6 +314,10 @@ void sky_k_dequantize_s8_f32(const int8_t *q, size_t n, float s, float *x)
 #if defined(__x86_64__)
 	if (sky_cpu_get_features().avx512) {
 		sky_k_dequantize_s8_f32_avx512(q, n, s, x);
+		return;
+	}
+	if (sky_cpu_get_features().avx2) {
+		sky_k_dequantize_s8_f32_avx2(q, n, s, x);
 		return;
 	}
 #elif defined(__aarch64__)

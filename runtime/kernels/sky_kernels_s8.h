@@ -213,6 +213,15 @@ void sky_k_layernorm_s8_avx512(const int32_t *r, int rows, int cols, const int32
 			       const int64_t *b, int8_t *y);
 void sky_k_add_s16_s8_avx512(const int16_t *a, const int8_t *b, size_t n, int32_t ma, int ra,
 			     int32_t mb, int rb, int32_t *r);
+void sky_k_softmax_s8_avx2(const int32_t *s, int rows, int cols, long lds, const uint8_t *mask,
+			   const sky_k_softmax_params *p, uint8_t *y, long ldy);
+void sky_k_gelu_s16_s8_avx2(const int16_t *x, size_t n, const sky_k_gelu_params *p, int8_t *y);
+void sky_k_layernorm_s8_avx2(const int32_t *r, int rows, int cols, const int32_t *g,
+			     const int64_t *b, int8_t *y);
+void sky_k_add_s16_s8_avx2(const int16_t *a, const int8_t *b, size_t n, int32_t ma, int ra,
+			   int32_t mb, int rb, int32_t *r);
+size_t sky_k_quantize_f32_s8_avx2(const float *x, size_t n, float inv_s, int8_t *q);
+void sky_k_dequantize_s8_f32_avx2(const int8_t *q, size_t n, float s, float *x);
 size_t sky_k_quantize_f32_s8_avx512(const float *x, size_t n, float inv_s, int8_t *q);
 void sky_k_dequantize_s8_f32_avx512(const int8_t *q, size_t n, float s, float *x);
 #elif defined(__aarch64__)

@@ -4,6 +4,7 @@
  * the integer non-linearities with their fp64 definitions (error bounds). */
 #include "sky_test.h"
 
+#include "sky_cpu.h"
 #include "sky_kernels_s8.h"
 #include "sky_rng.h"
 
@@ -156,8 +157,125 @@ SKY_TEST(isqrt_is_exact)
 	SKY_EXPECT_EQ(sky_k_isqrt64(16), 4);
 }
 
+
+/* ---- the non-linearities: every SIMD variant the CPU has ------------------
+ * Each t_<op> runs the dispatched kernel into the caller's output, then every
+ * other supported variant into a copy, counting disagreements in nl_bad; the
+ * tests compare the dispatched output with _ref, so all agree with _ref. */
+static int nl_bad;
+
+#define NL_RUN(ok, call_into_t, bytes) \
+	do { \
+		if (ok) { \
+			memcpy(t, out, bytes); \
+			call_into_t; \
+			if (memcmp(t, out, bytes) != 0) { \
+				nl_bad++; \
+				fprintf(stderr, "%s: %s differs from the dispatched kernel\n", \
+					__func__, #call_into_t); \
+			} \
+		} \
+	} while (0)
+
+static void t_softmax(const int32_t *s, int rows, int cols, long lds, const uint8_t *mask,
+		      const sky_k_softmax_params *p, uint8_t *out, long ldy)
+{
+	sky_k_softmax_s8(s, rows, cols, lds, mask, p, out, ldy);
+	size_t n = (size_t)(rows - 1) * (size_t)ldy + (size_t)cols;
+	uint8_t *t = malloc(n);
+	sky_cpu_features f = sky_cpu_get_features();
+	(void)f;
+#if defined(__x86_64__)
+	NL_RUN(f.avx2, sky_k_softmax_s8_avx2(s, rows, cols, lds, mask, p, t, ldy), n);
+	NL_RUN(f.avx512, sky_k_softmax_s8_avx512(s, rows, cols, lds, mask, p, t, ldy), n);
+#elif defined(__aarch64__)
+	NL_RUN(f.neon, sky_k_softmax_s8_neon(s, rows, cols, lds, mask, p, t, ldy), n);
+#endif
+	free(t);
+}
+
+static void t_gelu(const int16_t *x, size_t n, const sky_k_gelu_params *p, int8_t *out)
+{
+	sky_k_gelu_s16_s8(x, n, p, out);
+	int8_t *t = malloc(n);
+	sky_cpu_features f = sky_cpu_get_features();
+	(void)f;
+#if defined(__x86_64__)
+	NL_RUN(f.avx2, sky_k_gelu_s16_s8_avx2(x, n, p, t), n);
+	NL_RUN(f.avx512, sky_k_gelu_s16_s8_avx512(x, n, p, t), n);
+#elif defined(__aarch64__)
+	NL_RUN(f.neon, sky_k_gelu_s16_s8_neon(x, n, p, t), n);
+#endif
+	free(t);
+}
+
+static void t_layernorm(const int32_t *r, int rows, int cols, const int32_t *g, const int64_t *b,
+			int8_t *out)
+{
+	sky_k_layernorm_s8(r, rows, cols, g, b, out);
+	size_t n = (size_t)rows * cols;
+	int8_t *t = malloc(n);
+	sky_cpu_features f = sky_cpu_get_features();
+	(void)f;
+#if defined(__x86_64__)
+	NL_RUN(f.avx2, sky_k_layernorm_s8_avx2(r, rows, cols, g, b, t), n);
+	NL_RUN(f.avx512, sky_k_layernorm_s8_avx512(r, rows, cols, g, b, t), n);
+#elif defined(__aarch64__)
+	NL_RUN(f.neon, sky_k_layernorm_s8_neon(r, rows, cols, g, b, t), n);
+#endif
+	free(t);
+}
+
+static void t_add(const int16_t *a, const int8_t *b, size_t n, int32_t ma, int ra, int32_t mb,
+		  int rb, int32_t *out)
+{
+	sky_k_add_s16_s8(a, b, n, ma, ra, mb, rb, out);
+	int32_t *t = malloc(n * 4);
+	sky_cpu_features f = sky_cpu_get_features();
+	(void)f;
+#if defined(__x86_64__)
+	NL_RUN(f.avx2, sky_k_add_s16_s8_avx2(a, b, n, ma, ra, mb, rb, t), n * 4);
+	NL_RUN(f.avx512, sky_k_add_s16_s8_avx512(a, b, n, ma, ra, mb, rb, t), n * 4);
+#elif defined(__aarch64__)
+	NL_RUN(f.neon, sky_k_add_s16_s8_neon(a, b, n, ma, ra, mb, rb, t), n * 4);
+#endif
+	free(t);
+}
+
+static size_t t_quantize(const float *x, size_t n, float inv_s, int8_t *out)
+{
+	size_t bad = sky_k_quantize_f32_s8(x, n, inv_s, out);
+	int8_t *t = malloc(n);
+	sky_cpu_features f = sky_cpu_get_features();
+	(void)f;
+#if defined(__x86_64__)
+	NL_RUN(f.avx2, nl_bad += sky_k_quantize_f32_s8_avx2(x, n, inv_s, t) != bad, n);
+	NL_RUN(f.avx512, nl_bad += sky_k_quantize_f32_s8_avx512(x, n, inv_s, t) != bad, n);
+#elif defined(__aarch64__)
+	NL_RUN(f.neon, nl_bad += sky_k_quantize_f32_s8_neon(x, n, inv_s, t) != bad, n);
+#endif
+	free(t);
+	return bad;
+}
+
+static void t_dequantize(const int8_t *q, size_t n, float s, float *out)
+{
+	sky_k_dequantize_s8_f32(q, n, s, out);
+	float *t = malloc(n * 4);
+	sky_cpu_features f = sky_cpu_get_features();
+	(void)f;
+#if defined(__x86_64__)
+	NL_RUN(f.avx2, sky_k_dequantize_s8_f32_avx2(q, n, s, t), n * 4);
+	NL_RUN(f.avx512, sky_k_dequantize_s8_f32_avx512(q, n, s, t), n * 4);
+#elif defined(__aarch64__)
+	NL_RUN(f.neon, sky_k_dequantize_s8_f32_neon(q, n, s, t), n * 4);
+#endif
+	free(t);
+}
+
 SKY_TEST(softmax_close_to_fp64_and_variants_agree)
 {
+	nl_bad = 0;
 	sky_rng rng;
 	sky_rng_seed(&rng, 3);
 	int rows = 7, cols = 77;
@@ -187,7 +305,7 @@ SKY_TEST(softmax_close_to_fp64_and_variants_agree)
 	fprintf(stderr, "softmax: max abs error vs fp64 %.5f (one output unit is %.5f)\n", maxerr,
 		1 / 256.0);
 	SKY_EXPECT(maxerr < 0.012);
-	sky_k_softmax_s8(s, rows, cols, cols, mask, &p, y2, cols);
+	t_softmax(s, rows, cols, cols, mask, &p, y2, cols);
 	SKY_EXPECT(memcmp(y, y2, (size_t)rows * cols) == 0);
 	/* random shapes, masks and extreme scores (differences beyond int32) */
 	for (int it = 0; it < 30; it++) {
@@ -204,7 +322,7 @@ SKY_TEST(softmax_close_to_fp64_and_variants_agree)
 		sky_k_softmax_params pp;
 		sky_k_softmax_s8_params(ldexp(1.0, -(int)sky_rng_below(&rng, 16)), &pp);
 		sky_k_softmax_s8_ref(s, rr, cc, cc, it & 1 ? mk : NULL, &pp, y, cc);
-		sky_k_softmax_s8(s, rr, cc, cc, it & 1 ? mk : NULL, &pp, y2, cc);
+		t_softmax(s, rr, cc, cc, it & 1 ? mk : NULL, &pp, y2, cc);
 		SKY_EXPECT_MSG(memcmp(y, y2, (size_t)rr * cc) == 0, "softmax variant differs, %d x %d",
 			       rr, cc);
 	}
@@ -213,10 +331,12 @@ SKY_TEST(softmax_close_to_fp64_and_variants_agree)
 	sky_k_softmax_s8_ref(s, 1, cols, cols, mask, &p, y, cols);
 	SKY_EXPECT(y[0] == 0 && y[cols - 1] == 0);
 	free(s), free(y), free(y2);
+	SKY_EXPECT_EQ(nl_bad, 0);
 }
 
 SKY_TEST(gelu_close_to_fp64_and_variants_agree)
 {
+	nl_bad = 0;
 	int f = 11;
 	double s_out = 10.0 / 127;
 	sky_k_gelu_params p;
@@ -236,22 +356,24 @@ SKY_TEST(gelu_close_to_fp64_and_variants_agree)
 	fprintf(stderr, "gelu: max abs error vs fp64 %.4f over v in [-22.6, 22.6] (output unit %.4f)\n",
 		maxerr, s_out);
 	SKY_EXPECT(maxerr < 0.03 + s_out);
-	sky_k_gelu_s16_s8(x, N, &p, y2);
+	t_gelu(x, N, &p, y2);
 	SKY_EXPECT(memcmp(y, y2, N) == 0);
 	for (int ff = 7; ff <= 14; ff++) { /* every Q format, odd lengths (tails) */
 		SKY_EXPECT_EQ(sky_k_gelu_s8_params(ff, s_out * (ff - 6), &p), 0);
 		size_t n = (size_t)(N - 5 * ff);
 		sky_k_gelu_s16_s8_ref(x + ff, n, &p, y);
-		sky_k_gelu_s16_s8(x + ff, n, &p, y2);
+		t_gelu(x + ff, n, &p, y2);
 		SKY_EXPECT_MSG(memcmp(y, y2, n) == 0, "gelu variant differs at f = %d", ff);
 	}
 	SKY_EXPECT(sky_k_gelu_s8_params(0, s_out, &p) < 0);
 	SKY_EXPECT(sky_k_gelu_s8_params(f, 0.0, &p) < 0);
 	free(x), free(y), free(y2);
+	SKY_EXPECT_EQ(nl_bad, 0);
 }
 
 SKY_TEST(layernorm_close_to_fp64)
 {
+	nl_bad = 0;
 	sky_rng rng;
 	sky_rng_seed(&rng, 5);
 	int rows = 5, cols = 96;
@@ -294,7 +416,7 @@ SKY_TEST(layernorm_close_to_fp64)
 		for (int i = 0; i < rr * cc; i++)
 			r[i] = (int32_t)(sky_rng_normal(&rng) * (1 << sh)) + (it & 1 ? 1000 : -1000);
 		sky_k_layernorm_s8_ref(r, rr, cc, g, b, y);
-		sky_k_layernorm_s8(r, rr, cc, g, b, y2);
+		t_layernorm(r, rr, cc, g, b, y2);
 		SKY_EXPECT_MSG(memcmp(y, y2, (size_t)rr * cc) == 0, "layernorm variant differs, %d x %d",
 			       rr, cc);
 	}
@@ -309,15 +431,17 @@ SKY_TEST(layernorm_close_to_fp64)
 	sky_k_quant_multiplier(37.5, &ma, &ra);
 	sky_k_quant_multiplier(1234.5, &mb, &rb);
 	sky_k_add_s16_s8_ref(a16, b8, 77, ma, ra, mb, rb, s1);
-	sky_k_add_s16_s8(a16, b8, 77, ma, ra, mb, rb, s2);
+	t_add(a16, b8, 77, ma, ra, mb, rb, s2);
 	SKY_EXPECT(memcmp(s1, s2, sizeof s1) == 0);
 	SKY_EXPECT_EQ(s1[0], (int32_t)(sky_k_requant1(a16[0], ma, ra) + sky_k_requant1(b8[0], mb, rb)));
 	free(y2);
 	free(r), free(g), free(b), free(y), free(gam), free(bet);
+	SKY_EXPECT_EQ(nl_bad, 0);
 }
 
 SKY_TEST(quantize_edges_round_half_even_and_count_non_finite)
 {
+	nl_bad = 0;
 	enum { N = 203 };
 	float x[N], back[N], back2[N];
 	int8_t q1[N], q2[N];
@@ -328,7 +452,7 @@ SKY_TEST(quantize_edges_round_half_even_and_count_non_finite)
 	x[0] = 2.5f, x[1] = -2.5f, x[2] = 3.5f, x[3] = 127.5f, x[4] = -128.5f, x[5] = NAN;
 	x[6] = INFINITY, x[7] = -INFINITY, x[8] = 0.49999997f;
 	size_t b1 = sky_k_quantize_f32_s8_ref(x, N, 1.0f, q1);
-	size_t b2 = sky_k_quantize_f32_s8(x, N, 1.0f, q2);
+	size_t b2 = t_quantize(x, N, 1.0f, q2);
 	SKY_EXPECT_EQ(b1, 3);
 	SKY_EXPECT_EQ(b2, 3);
 	SKY_EXPECT(memcmp(q1, q2, N) == 0);
@@ -339,7 +463,8 @@ SKY_TEST(quantize_edges_round_half_even_and_count_non_finite)
 		SKY_EXPECT_MSG(q1[i] == (int8_t)want, "x %g -> %d", x[i], q1[i]);
 	}
 	sky_k_dequantize_s8_f32_ref(q1, N, 0.25f, back);
-	sky_k_dequantize_s8_f32(q1, N, 0.25f, back2);
+	t_dequantize(q1, N, 0.25f, back2);
 	SKY_EXPECT(memcmp(back, back2, sizeof back) == 0);
 	SKY_EXPECT(back[0] == 0.5f);
+	SKY_EXPECT_EQ(nl_bad, 0);
 }
