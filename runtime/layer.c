@@ -322,9 +322,12 @@ static void attn_backward(const sky_model_cfg *c, const sky_layer_view *w, sky_l
 					memcpy(out + (size_t)r * H3 + (size_t)part * H,
 					       dq + (size_t)part * S * D + (size_t)r * D,
 					       (size_t)D * sizeof *dq);
+			/* the bias gradient of q, k, v while the head is in cache */
+			for (int part = 0; part < 3; part++)
+				sky_k_colsum_f32(dq + (size_t)part * S * D, S, D,
+						 dw->bqkv + (size_t)part * H + (size_t)hd * D);
 		}
 	}
-	sky_k_colsum_f32(dqkv, T, H3, dw->bqkv);
 	sky_k_gemm_f32(1, 0, H3, H, T, 1.0f, dqkv, H3, x, H, 1.0f, dw->wqkv, H);
 	/* dx = dqkv Wqkv + da */
 	sky_k_gemm_f32(0, 0, T, H, H3, 1.0f, dqkv, H3, w->wqkv, H, 1.0f, dx, H);
