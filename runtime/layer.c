@@ -1,11 +1,14 @@
 /* One BERT encoder layer, fp32, forward and backward (see sky_layer.h for
  * the equations and the parameter layout).
  *
- * Nearly all the time is in nine kinds of GEMM (the fused QKV projection,
- * scores and context per head, the output projection, the two FFN
- * matrices, and their backward twins). Everything else is fused into the
- * GEMMs' start values (bias, residual: beta = 1) or done in one pass over
- * a row that is still in cache (softmax, LayerNorm, GELU). */
+ * Nearly all the time is in GEMMs: 6 kinds forward (the fused QKV
+ * projection, scores and context per sequence and head, the output
+ * projection, the two FFN matrices) and 12 backward. Everything else is
+ * fused into the GEMMs' start values (bias, residual: beta = 1) or done in
+ * one pass over data that is still in cache (softmax, LayerNorm, GELU, the
+ * bias gradients). Per-head attention results go to a small scratch block
+ * and are copied out once: written straight into the big strided
+ * matrices, each of those small GEMMs ran at half speed on cold lines. */
 #include "sky_layer.h"
 
 #include "sky_kernels_f32.h"

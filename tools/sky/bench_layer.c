@@ -66,7 +66,7 @@ static int layer_gemms(const sky_model_cfg *c, gemm_shape *g)
 		/* forward */
 		{0, 1, T, H3, H, H, H, H3, 1, 1}, /* qkv = x Wqkv^T */
 		{0, 1, S, S, D, H3, H3, S, BH, 0}, /* scores = q k^T per head */
-		{0, 0, S, D, S, S, H3, H, BH, 0}, /* ctx = P v */
+		{0, 0, S, D, S, S, H3, D, BH, 0}, /* ctx = P v, into scratch */
 		{0, 1, T, H, H, H, H, H, 1, 1}, /* ctx Wo^T */
 		{0, 1, T, F, H, H, H, F, 1, 1}, /* h1 W1^T */
 		{0, 1, T, H, F, F, F, H, 1, 1}, /* g W2^T */
@@ -78,9 +78,9 @@ static int layer_gemms(const sky_model_cfg *c, gemm_shape *g)
 		{1, 0, H, H, T, H, H, H, 1, 1}, /* dWo */
 		{0, 0, T, H, H, H, H, H, 1, 0}, /* dctx */
 		{0, 1, S, S, D, H, H3, S, BH, 0}, /* dP */
-		{1, 0, S, D, S, S, H, H3, BH, 0}, /* dv */
-		{0, 0, S, D, S, S, H3, H3, BH, 0}, /* dq */
-		{1, 0, S, D, S, S, H3, H3, BH, 0}, /* dk */
+		{1, 0, S, D, S, S, H, D, BH, 0}, /* dv, into scratch */
+		{0, 0, S, D, S, S, H3, D, BH, 0}, /* dq, into scratch */
+		{1, 0, S, D, S, S, H3, D, BH, 0}, /* dk, into scratch */
 		{1, 0, H3, H, T, H3, H, H, 1, 1}, /* dWqkv */
 		{0, 0, T, H, H3, H3, H, H, 1, 1}, /* dx */
 	};
