@@ -3,12 +3,14 @@
  * (softmax, GELU, LayerNorm, residual add) in the style of I-BERT
  * (arXiv 2101.01321). No floating point runs inside any of them.
  *
- * Every result is defined exactly in integers, so every variant (the plain C
- * `_ref`, AVX2, AVX-512 VNNI, NEON, NEON dot-product) gives the same bits on
- * every machine; tests compare each SIMD variant with `_ref` byte for byte.
+ * Every result is defined exactly in integers, so every variant gives the
+ * same bits on every machine; tests compare each SIMD variant with `_ref`
+ * byte for byte. The GEMM has AVX2, AVX-512 VNNI, NEON and NEON dot-product
+ * variants (sky_k_s8_variant); the non-linearities and the fp32 edges have
+ * AVX2, AVX-512 and NEON ones, chosen from sky_cpu_get_features().
  *
  * Requantisation (the one rounding rule, used everywhere):
- *   requant(acc, M, rs) = (int32)(((int64)acc * M + 2^(rs-1)) >> rs)
+ *   requant(acc, M, rs) = ((int64)acc * M + 2^(rs-1)) >> rs, then saturated
  * with M a Q31 multiplier in [2^30, 2^31) (or 0) and rs the total right
  * shift in [1, 62]: a real multiplier r = M * 2^-rs, rounded half up (toward
  * +infinity), one rounding only. |acc * M| < 2^62, so the sum never
