@@ -302,6 +302,10 @@ int sky_registry_to_json(const sky_registry *r, int64_t unix_s, char *buf, size_
 				cJSON_AddNumberToObject(cc, "threads", k->threads);
 				cJSON_AddNumberToObject(cc, "fwd_s", k->fp32.fwd_attn_s + k->fp32.fwd_ffn_s);
 				cJSON_AddNumberToObject(cc, "bwd_s", k->fp32.bwd_attn_s + k->fp32.bwd_ffn_s);
+				if (k->has_int8)
+					cJSON_AddNumberToObject(cc, "int8_fwd_s", k->int8_fwd_s);
+				else
+					cJSON_AddNullToObject(cc, "int8_fwd_s");
 				cJSON_AddNumberToObject(cc, "mem_bytes", (double)k->mem_bytes);
 				cJSON_AddNumberToObject(cc, "bw_Bps", k->link_bw);
 				cJSON_AddNumberToObject(cc, "lat_s", k->link_lat_s);
