@@ -6,6 +6,8 @@
  * (16 accumulators). */
 #include "sky_kernels_s8.h"
 
+#include "epilogue_s8_neon.h"
+
 #include <arm_neon.h>
 #include <string.h>
 
@@ -62,11 +64,7 @@ INLINE void tile(const int MRc, int K, const int8_t *a, long lda, const uint8_t 
 	}
 	_Pragma("GCC unroll 8")
 	for (int r = 0; r < MRc; r++) {
-		int32_t s[16];
-		_Pragma("GCC unroll 8")
-		for (int g = 0; g < 4; g++)
-			vst1q_s32(s + 4 * g, acc[r][g]);
-		sky_k_s8_epilogue_row(s, n0, nvalid, o, (int)(m0 + r));
+		sky_neon_epilogue16(acc[r], n0, nvalid, o, m0 + r);
 	}
 }
 

@@ -3,8 +3,10 @@
  * sadalp adds adjacent products into int32 lanes. One 16-byte load of the
  * packed block is 4 channels x 4 k; each int32 lane holds a sum over two k
  * of one channel, and pairwise adds finish the channel sums. Tiles of
- * 2 rows x 16 channels; the epilogue is the shared scalar one. */
+ * 2 rows x 16 channels; the epilogue is vectorised too (epilogue_s8_neon.h). */
 #include "sky_kernels_s8.h"
+
+#include "epilogue_s8_neon.h"
 
 #include <arm_neon.h>
 #include <string.h>
@@ -44,11 +46,11 @@ INLINE void tile(const int MRc, int K, const int8_t *a, long lda, const uint8_t 
 	}
 	_Pragma("GCC unroll 8")
 	for (int r = 0; r < MRc; r++) {
-		int32_t s[16];
+		int32x4_t s[4];
 		_Pragma("GCC unroll 8")
 		for (int g = 0; g < 4; g++)
-			vst1q_s32(s + 4 * g, vpaddq_s32(lo[r][g], hi[r][g]));
-		sky_k_s8_epilogue_row(s, n0, nvalid, o, (int)(m0 + r));
+			s[g] = vpaddq_s32(lo[r][g], hi[r][g]);
+		sky_neon_epilogue16(s, n0, nvalid, o, m0 + r);
 	}
 }
 
