@@ -325,7 +325,9 @@ int sky_cmd_train(int argc, char **argv)
 		cJSON_AddNumberToObject(j, "seq", c.seq);
 		cJSON_AddNumberToObject(j, "micro", o.micro);
 		cJSON_AddStringToObject(j, "optim", sky_optim_name(kind));
-		cJSON_AddNumberToObject(j, "lr", o.optim.lr);
+		/* the value asked for, as a double (the float would print 0.0010000000474974513) */
+		cJSON_AddNumberToObject(j, "lr", a.lr > 0 ? a.lr : (kind == SKY_OPTIM_SGD ? 0.05 : 1e-3));
+		cJSON_AddNumberToObject(j, "warmup", (double)warmup);
 		cJSON_AddNumberToObject(j, "seed", (double)a.seed);
 		cJSON_AddNumberToObject(j, "steps", (double)a.steps);
 		cJSON_AddNumberToObject(j, "first_loss", first_loss);
