@@ -44,7 +44,8 @@ double sky_cost_half_flops_fwd(const sky_model_cfg *c, int half);
  * (see the list above). */
 int64_t sky_cost_half_saved_floats(const sky_model_cfg *c, int half);
 /* Floats of scratch a stage needs while running any block (reused between
- * blocks and micro-batches): (T,3H) + 2 (T,H) + (T,F) + (S,S). */
+ * blocks and micro-batches): (T,3H) + 2 (T,H) + (T,F) + (S,S), plus one
+ * head's q|k|v block (3, S, H/heads) that attention keeps in cache. */
 int64_t sky_cost_layer_scratch_floats(const sky_model_cfg *c);
 /* Floats the embedding block keeps for backward per micro-batch (its
  * LayerNorm x-hat and 1/std), and the classification head (pooled (B,H)
