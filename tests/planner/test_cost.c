@@ -87,10 +87,11 @@ SKY_TEST(stage_time_and_memory_by_hand)
 	SKY_EXPECT_EQ(p.stage[0].in_flight, 2); /* 1F1B: min(m, stages to the end) */
 	SKY_EXPECT_EQ(p.stage[1].in_flight, 1);
 	/* stage 1 memory: FFN params 2HF+F+3H at 8 bytes (SGD), 1 micro-batch of
-	 * 2TH+2TF+T saved floats, scratch 5TH+TF+S^2, 4 cuts, head H^2+H+2H+2 */
-	int64_t H = 768, F = 3072, T = 1024, S = 128;
+	 * 2TH+2TF+T saved floats, scratch 5TH+TF+S^2+3S(H/heads), 4 cuts, head
+	 * H^2+H+2H+2 */
+	int64_t H = 768, F = 3072, T = 1024, S = 128, D = 768 / 12;
 	int64_t want = (2 * H * F + F + 3 * H) * 8 + (2 * T * H + 2 * T * F + T) * 4 +
-		       (5 * T * H + T * F + S * S) * 4 + 4 * 3145728 +
+		       (5 * T * H + T * F + S * S + 3 * S * D) * 4 + 4 * 3145728 +
 		       (H * H + H + 2 * H + 2) * 8 + 2 * 8 * H * 4;
 	SKY_EXPECT_EQ(p.stage[1].mem_bytes, want);
 	SKY_EXPECT_NEAR(p.lower_bound_s, 2.0 / (1.0 / 3 + 1.0 / 6), 1e-12);
