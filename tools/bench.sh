@@ -3,7 +3,6 @@
 set -eu
 B="${1:-build/host}"
 mkdir -p build/bench
-echo "bench: nothing to run yet"
 # the planner: optimal on 1,024 boards x 1,000 layers and on the paper's 63 x 160
 "$B/bin/sky" bench planner --json | tee build/bench/planner.json
 # the fleet PKI: plan signing/verification, key generation, certificate issue

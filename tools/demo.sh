@@ -1,9 +1,11 @@
 #!/bin/sh
-# make demo: shows what Sky can do today on one machine.
+# make demo: what Sky does today, on one machine: one board checked against PyTorch, the
+# planner on the paper's fleet, one board training alone, a layer benchmark, then the fleet
+# control plane (a loopback TLS broker, skyplan and four boards of unequal emulated speed).
+# The fleet does not yet train end to end across boards; see README.
 set -eu
 B="${1:-build/host}"
-echo "== Sky demo (board build: $B)"
-"$B/bin/sky" --help
+echo "== Sky demo (board build: $B, $("$B/bin/sky" version))"
 
 echo "== One encoder layer from safetensors files, forward + backward, checked against PyTorch"
 mkdir -p build/demo
@@ -54,5 +56,6 @@ echo "   (emulated) speed that enroll with one-time tokens, probe, report, and t
 	done
 	"$B/bin/sky" job submit --pki "$SKY_PKI_DIR" --broker "$BR" --model mini --layers 8 \
 		--job demo --min-boards 4 --algo optimal --wait 60
+	sleep 1 # skyplan saves fleet.json within 0.2-0.3 s of the last ack it handles
 	"$B/bin/sky" fleet status --pki "$SKY_PKI_DIR"
 )
