@@ -16,27 +16,14 @@ static size_t pad16(size_t n) { return (n + 15) & ~(size_t)15; }
 int sky_embed_tensors(const sky_model_cfg *c, sky_tensor_info *out)
 {
 	const int h = c->hidden;
-	const struct {
-		const char *name;
-		int rows, cols;
-	} t[SKY_EMBED_NTENSORS] = {
+	const sky_tensor_spec t[SKY_EMBED_NTENSORS] = {
 		{"embeddings.word_embeddings.weight", c->vocab, h},
 		{"embeddings.position_embeddings.weight", c->max_pos, h},
 		{"embeddings.token_type_embeddings.weight", c->type_vocab, h},
 		{"embeddings.LayerNorm.weight", h, 0},
 		{"embeddings.LayerNorm.bias", h, 0},
 	};
-	size_t off = 0;
-	for (int i = 0; i < SKY_EMBED_NTENSORS; i++) {
-		out[i].name = t[i].name;
-		out[i].ndim = t[i].cols ? 2 : 1;
-		out[i].shape[0] = t[i].rows;
-		out[i].shape[1] = t[i].cols;
-		out[i].offset = off;
-		out[i].count = (size_t)t[i].rows * (t[i].cols ? (size_t)t[i].cols : 1);
-		off += out[i].count;
-	}
-	return SKY_EMBED_NTENSORS;
+	return sky_tensor_table(t, SKY_EMBED_NTENSORS, out);
 }
 
 void sky_embed_bind(const sky_model_cfg *c, float *flat, sky_embed_view *v)

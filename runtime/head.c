@@ -15,26 +15,13 @@ static size_t pad16(size_t n) { return (n + 15) & ~(size_t)15; }
 int sky_head_tensors(const sky_model_cfg *c, sky_tensor_info *out)
 {
 	const int h = c->hidden;
-	const struct {
-		const char *name;
-		int rows, cols;
-	} t[SKY_HEAD_NTENSORS] = {
+	const sky_tensor_spec t[SKY_HEAD_NTENSORS] = {
 		{"pooler.dense.weight", h, h},
 		{"pooler.dense.bias", h, 0},
 		{"classifier.weight", c->classes, h},
 		{"classifier.bias", c->classes, 0},
 	};
-	size_t off = 0;
-	for (int i = 0; i < SKY_HEAD_NTENSORS; i++) {
-		out[i].name = t[i].name;
-		out[i].ndim = t[i].cols ? 2 : 1;
-		out[i].shape[0] = t[i].rows;
-		out[i].shape[1] = t[i].cols;
-		out[i].offset = off;
-		out[i].count = (size_t)t[i].rows * (t[i].cols ? (size_t)t[i].cols : 1);
-		off += out[i].count;
-	}
-	return SKY_HEAD_NTENSORS;
+	return sky_tensor_table(t, SKY_HEAD_NTENSORS, out);
 }
 
 void sky_head_bind(const sky_model_cfg *c, float *flat, sky_head_view *v)

@@ -100,10 +100,7 @@ size_t sky_layer_scratch_floats(const sky_model_cfg *c) { return layout_scratch(
 int sky_layer_tensors(const sky_model_cfg *c, sky_tensor_info *out)
 {
 	const int h = c->hidden, f = c->ffn;
-	const struct {
-		const char *name;
-		int rows, cols; /* cols 0: a vector */
-	} t[SKY_LAYER_NTENSORS] = {
+	const sky_tensor_spec t[SKY_LAYER_NTENSORS] = {
 		{"attention.self.query.weight", h, h},
 		{"attention.self.key.weight", h, h},
 		{"attention.self.value.weight", h, h},
@@ -121,17 +118,7 @@ int sky_layer_tensors(const sky_model_cfg *c, sky_tensor_info *out)
 		{"output.LayerNorm.weight", h, 0},
 		{"output.LayerNorm.bias", h, 0},
 	};
-	size_t off = 0;
-	for (int i = 0; i < SKY_LAYER_NTENSORS; i++) {
-		out[i].name = t[i].name;
-		out[i].ndim = t[i].cols ? 2 : 1;
-		out[i].shape[0] = t[i].rows;
-		out[i].shape[1] = t[i].cols;
-		out[i].offset = off;
-		out[i].count = (size_t)t[i].rows * (t[i].cols ? (size_t)t[i].cols : 1);
-		off += out[i].count;
-	}
-	return SKY_LAYER_NTENSORS;
+	return sky_tensor_table(t, SKY_LAYER_NTENSORS, out);
 }
 
 void sky_layer_bind(const sky_model_cfg *c, float *flat, sky_layer_view *v)

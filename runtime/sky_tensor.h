@@ -17,4 +17,14 @@ typedef struct sky_tensor_info {
 	size_t count;     /* shape[0] * (ndim == 2 ? shape[1] : 1) */
 } sky_tensor_info;
 
+/* One row of a block's layout, as a block lists its tensors. */
+typedef struct sky_tensor_spec {
+	const char *name;
+	int rows, cols; /* cols 0: a vector of rows floats */
+} sky_tensor_spec;
+
+/* Fills out[0..n) from spec: the tensors laid end to end from offset 0, in
+ * spec order. Returns n (cannot fail). */
+int sky_tensor_table(const sky_tensor_spec *spec, int n, sky_tensor_info *out);
+
 #endif
