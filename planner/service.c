@@ -24,13 +24,9 @@
 
 static int opt_int(const cJSON *doc, const char *key, int lo, int hi, int *out, sky_diag *d)
 {
-	int64_t v;
 	if (!cJSON_GetObjectItemCaseSensitive(doc, key))
 		return 0;
-	int rc = sky_json_i64(doc, key, lo, hi, &v, "job", d);
-	if (!rc)
-		*out = (int)v;
-	return rc;
+	return sky_json_int(doc, key, lo, hi, out, "job", d);
 }
 
 static int opt_str(const cJSON *doc, const char *key, char *buf, size_t cap, sky_diag *d)

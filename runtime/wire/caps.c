@@ -152,16 +152,6 @@ int sky_caps_encode(const sky_caps *c, char *buf, size_t cap, sky_diag *d)
 	return rc;
 }
 
-static int get_int(const cJSON *o, const char *key, long long lo, long long hi, int *out,
-		   const char *what, sky_diag *d)
-{
-	int64_t v;
-	int rc = sky_json_i64(o, key, lo, hi, &v, what, d);
-	if (!rc)
-		*out = (int)v;
-	return rc;
-}
-
 static int get_times(const cJSON *doc, const char *key, sky_caps_times *t, sky_diag *d)
 {
 	const cJSON *o = cJSON_GetObjectItemCaseSensitive(doc, key);
@@ -201,8 +191,8 @@ int sky_caps_decode(const char *buf, size_t len, sky_caps *c, sky_diag *d)
 	    (rc = sky_json_i64(doc, "session", 0, (1ll << 53), &c->session, "caps", d)) ||
 	    (rc = sky_json_str(doc, "version", c->version, sizeof c->version, "caps", d)) ||
 	    (rc = sky_json_str(doc, "board", c->board, sizeof c->board, "caps", d)) ||
-	    (rc = get_int(doc, "threads", 1, SKY_CAPS_MAX_THREADS, &c->threads, "caps", d)) ||
-	    (rc = get_int(doc, "keepalive_s", 1, 3600, &c->keepalive_s, "caps", d)))
+	    (rc = sky_json_int(doc, "threads", 1, SKY_CAPS_MAX_THREADS, &c->threads, "caps", d)) ||
+	    (rc = sky_json_int(doc, "keepalive_s", 1, 3600, &c->keepalive_s, "caps", d)))
 		goto exit;
 	const cJSON *m = cJSON_GetObjectItemCaseSensitive(doc, "model");
 	if (!cJSON_IsObject(m)) {
@@ -210,11 +200,11 @@ int sky_caps_decode(const char *buf, size_t len, sky_caps *c, sky_diag *d)
 		goto exit;
 	}
 	if ((rc = sky_json_str(m, "name", c->shape.name, sizeof c->shape.name, "caps.model", d)) ||
-	    (rc = get_int(m, "hidden", 1, SKY_CAPS_MAX_DIM, &c->shape.hidden, "caps.model", d)) ||
-	    (rc = get_int(m, "heads", 1, SKY_CAPS_MAX_DIM, &c->shape.heads, "caps.model", d)) ||
-	    (rc = get_int(m, "ffn", 1, SKY_CAPS_MAX_DIM, &c->shape.ffn, "caps.model", d)) ||
-	    (rc = get_int(m, "seq", 1, SKY_CAPS_MAX_DIM, &c->shape.seq, "caps.model", d)) ||
-	    (rc = get_int(m, "batch", 1, SKY_CAPS_MAX_BATCH, &c->shape.batch, "caps.model", d)))
+	    (rc = sky_json_int(m, "hidden", 1, SKY_CAPS_MAX_DIM, &c->shape.hidden, "caps.model", d)) ||
+	    (rc = sky_json_int(m, "heads", 1, SKY_CAPS_MAX_DIM, &c->shape.heads, "caps.model", d)) ||
+	    (rc = sky_json_int(m, "ffn", 1, SKY_CAPS_MAX_DIM, &c->shape.ffn, "caps.model", d)) ||
+	    (rc = sky_json_int(m, "seq", 1, SKY_CAPS_MAX_DIM, &c->shape.seq, "caps.model", d)) ||
+	    (rc = sky_json_int(m, "batch", 1, SKY_CAPS_MAX_BATCH, &c->shape.batch, "caps.model", d)))
 		goto exit;
 	if ((rc = get_times(doc, "fp32", &c->fp32, d)))
 		goto exit;

@@ -143,6 +143,16 @@ int sky_json_i64(const cJSON *obj, const char *key, int64_t min, int64_t max, in
 	return 0;
 }
 
+int sky_json_int(const cJSON *obj, const char *key, int min, int max, int *out, const char *what,
+		 sky_diag *d)
+{
+	int64_t v = 0; /* set on success; 0 keeps -Wmaybe-uninitialized quiet when inlined */
+	int rc = sky_json_i64(obj, key, min, max, &v, what, d);
+	if (!rc)
+		*out = (int)v;
+	return rc;
+}
+
 int sky_json_str(const cJSON *obj, const char *key, char *buf, size_t cap, const char *what,
 		 sky_diag *d)
 {

@@ -106,16 +106,6 @@ int sky_planmsg_encode(const sky_planmsg *p, char *buf, size_t cap, sky_diag *d)
 	return rc;
 }
 
-static int get_int(const cJSON *o, const char *key, long long lo, long long hi, int *out,
-		   const char *what, sky_diag *d)
-{
-	int64_t v;
-	int rc = sky_json_i64(o, key, lo, hi, &v, what, d);
-	if (!rc)
-		*out = (int)v;
-	return rc;
-}
-
 int sky_planmsg_decode(const char *buf, size_t len, sky_planmsg *p, sky_diag *d)
 {
 	int rc;
@@ -135,8 +125,8 @@ int sky_planmsg_decode(const char *buf, size_t len, sky_planmsg *p, sky_diag *d)
 	    (rc = sky_json_str(doc, "job", p->job, sizeof p->job, "plan", d)) ||
 	    (rc = sky_json_i64(doc, "epoch", 1, (1ll << 53), &p->epoch, "plan", d)) ||
 	    (rc = sky_json_str(doc, "algo", p->algo, sizeof p->algo, "plan", d)) ||
-	    (rc = get_int(doc, "micro_batches", 1, SKY_PLANMSG_MAX_MICRO, &p->micro_batches, "plan",
-			  d)))
+	    (rc = sky_json_int(doc, "micro_batches", 1, SKY_PLANMSG_MAX_MICRO, &p->micro_batches,
+			       "plan", d)))
 		goto exit;
 	const cJSON *m = cJSON_GetObjectItemCaseSensitive(doc, "model");
 	if (!cJSON_IsObject(m)) {
@@ -144,12 +134,12 @@ int sky_planmsg_decode(const char *buf, size_t len, sky_planmsg *p, sky_diag *d)
 		goto exit;
 	}
 	if ((rc = sky_json_str(m, "name", p->shape.name, sizeof p->shape.name, "plan.model", d)) ||
-	    (rc = get_int(m, "hidden", 1, SKY_CAPS_MAX_DIM, &p->shape.hidden, "plan.model", d)) ||
-	    (rc = get_int(m, "heads", 1, SKY_CAPS_MAX_DIM, &p->shape.heads, "plan.model", d)) ||
-	    (rc = get_int(m, "ffn", 1, SKY_CAPS_MAX_DIM, &p->shape.ffn, "plan.model", d)) ||
-	    (rc = get_int(m, "layers", 1, SKY_PLANMSG_MAX_LAYERS, &p->layers, "plan.model", d)) ||
-	    (rc = get_int(m, "seq", 1, SKY_CAPS_MAX_DIM, &p->shape.seq, "plan.model", d)) ||
-	    (rc = get_int(m, "batch", 1, SKY_CAPS_MAX_BATCH, &p->shape.batch, "plan.model", d)))
+	    (rc = sky_json_int(m, "hidden", 1, SKY_CAPS_MAX_DIM, &p->shape.hidden, "plan.model", d)) ||
+	    (rc = sky_json_int(m, "heads", 1, SKY_CAPS_MAX_DIM, &p->shape.heads, "plan.model", d)) ||
+	    (rc = sky_json_int(m, "ffn", 1, SKY_CAPS_MAX_DIM, &p->shape.ffn, "plan.model", d)) ||
+	    (rc = sky_json_int(m, "layers", 1, SKY_PLANMSG_MAX_LAYERS, &p->layers, "plan.model", d)) ||
+	    (rc = sky_json_int(m, "seq", 1, SKY_CAPS_MAX_DIM, &p->shape.seq, "plan.model", d)) ||
+	    (rc = sky_json_int(m, "batch", 1, SKY_CAPS_MAX_BATCH, &p->shape.batch, "plan.model", d)))
 		goto exit;
 	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(doc, "stages");
 	if (!cJSON_IsArray(arr)) {
@@ -174,9 +164,9 @@ int sky_planmsg_decode(const char *buf, size_t len, sky_planmsg *p, sky_diag *d)
 			goto exit;
 		}
 		if ((rc = sky_json_str(st, "board", s->board, sizeof s->board, what, d)) ||
-		    (rc = get_int(st, "first", 0, 2 * SKY_PLANMSG_MAX_LAYERS, &s->first, what, d)) ||
-		    (rc = get_int(st, "last", 0, 2 * SKY_PLANMSG_MAX_LAYERS, &s->last, what, d)) ||
-		    (rc = get_int(st, "in_flight", 1, SKY_PLANMSG_MAX_MICRO, &s->in_flight, what, d)) ||
+		    (rc = sky_json_int(st, "first", 0, 2 * SKY_PLANMSG_MAX_LAYERS, &s->first, what, d)) ||
+		    (rc = sky_json_int(st, "last", 0, 2 * SKY_PLANMSG_MAX_LAYERS, &s->last, what, d)) ||
+		    (rc = sky_json_int(st, "in_flight", 1, SKY_PLANMSG_MAX_MICRO, &s->in_flight, what, d)) ||
 		    (rc = sky_json_i64(st, "arena_bytes", 0, SKY_CAPS_MAX_MEM_BYTES, &s->arena_bytes,
 				       what, d)))
 			goto exit;

@@ -45,6 +45,9 @@ int sky_json_num(const cJSON *obj, const char *key, double min, double max, doub
 		 const char *what, sky_diag *d);
 int sky_json_i64(const cJSON *obj, const char *key, int64_t min, int64_t max, int64_t *out,
 		 const char *what, sky_diag *d);
+/* sky_json_i64 into an int, for fields whose [min, max] fits an int. */
+int sky_json_int(const cJSON *obj, const char *key, int min, int max, int *out, const char *what,
+		 sky_diag *d);
 /* Copies a string member into buf (cap bytes, NUL-terminated); too long is
  * SKY_ERANGE. */
 int sky_json_str(const cJSON *obj, const char *key, char *buf, size_t cap, const char *what,
