@@ -3,6 +3,7 @@
 #include "sky_cli.h"
 
 #include "bench_util.h"
+#include "quant_cli.h"
 
 #include "sky_clock.h"
 #include "sky_err.h"
@@ -17,12 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-int sky_quant_cli_cfg(const char *cmd, const sky_st_file *f, const char *model, long seq,
-		      long batch, sky_model_cfg *c);
-
 typedef struct e_args {
-	const char *weights, *model, *precision;
-	long batches, seq, batch, seed;
+	const char *weights, *precision;
+	long batches;
+	sky_quant_cli_task task;
 	int json;
 } e_args;
 
@@ -48,7 +47,7 @@ static int parse(int argc, char **argv, e_args *a)
 	const char *cmd = "eval";
 	memset(a, 0, sizeof *a);
 	a->batches = 64;
-	a->seed = 1;
+	a->task.seed = 1;
 	for (int i = 1; i < argc; i++) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
@@ -65,24 +64,16 @@ static int parse(int argc, char **argv, e_args *a)
 		int rc = 0;
 		if (strcmp(o, "--weights") == 0)
 			a->weights = v;
-		else if (strcmp(o, "--model") == 0)
-			a->model = v;
 		else if (strcmp(o, "--precision") == 0)
 			a->precision = v;
 		else if (strcmp(o, "--batches") == 0)
 			rc = sky_cli_int(cmd, o, v, 1, 1000000, &a->batches);
-		else if (strcmp(o, "--seq") == 0)
-			rc = sky_cli_int(cmd, o, v, 1, 65536, &a->seq);
-		else if (strcmp(o, "--batch") == 0)
-			rc = sky_cli_int(cmd, o, v, 1, 4096, &a->batch);
-		else if (strcmp(o, "--seed") == 0)
-			rc = sky_cli_int(cmd, o, v, 0, 0x7fffffffL, &a->seed);
-		else {
+		else if ((rc = sky_quant_cli_task_opt(cmd, o, v, &a->task)) == 0) {
 			fprintf(stderr, "sky eval: unknown option '%s'\n", o);
 			usage(stderr);
 			return -1;
 		}
-		if (rc)
+		if (rc < 0)
 			return -1;
 		i++;
 	}
@@ -120,7 +111,7 @@ int sky_cmd_eval(int argc, char **argv)
 			d.msg[0] ? ": " : "", d.msg);
 		goto exit;
 	}
-	if (sky_quant_cli_cfg("eval", &f, a.model, a.seq, a.batch, &cfg))
+	if (sky_quant_cli_cfg("eval", &f, &a.task, &cfg))
 		goto exit;
 	int prec, layers;
 	if ((rc = sky_qmodel_probe(&f, &prec, &layers, &d)) != 0) {
@@ -150,8 +141,8 @@ int sky_cmd_eval(int argc, char **argv)
 	long right = 0, total = 0;
 	double t_fwd = 0;
 	for (long i = 0; i < a.batches; i++) {
-		if ((rc = sky_task_batch(c, (uint64_t)a.seed, SKY_TASK_HELDOUT, (uint64_t)i, ids, types,
-					 attn, labels)))
+		if ((rc = sky_task_batch(c, (uint64_t)a.task.seed, SKY_TASK_HELDOUT, (uint64_t)i, ids,
+					 types, attn, labels)))
 			goto exit;
 		double t0 = sky_clock_s();
 		if ((rc = sky_qmodel_forward(&m, ids, attn, logits, NULL))) {

@@ -5,6 +5,7 @@
 #include "sky_cli.h"
 
 #include "bench_util.h"
+#include "quant_cli.h"
 
 #include "sky_err.h"
 #include "sky_kernels_s8.h"
@@ -22,8 +23,9 @@
 #include <string.h>
 
 typedef struct q_args {
-	const char *in, *out, *model;
-	long calib, seq, batch, seed;
+	const char *in, *out;
+	long calib;
+	sky_quant_cli_task task;
 	int json;
 } q_args;
 
@@ -48,7 +50,7 @@ static int parse(int argc, char **argv, q_args *a)
 	const char *cmd = "quantize";
 	memset(a, 0, sizeof *a);
 	a->calib = 8;
-	a->seed = 1;
+	a->task.seed = 1;
 	for (int i = 1; i < argc; i++) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
@@ -67,22 +69,14 @@ static int parse(int argc, char **argv, q_args *a)
 			a->in = v;
 		else if (strcmp(o, "--out") == 0)
 			a->out = v;
-		else if (strcmp(o, "--model") == 0)
-			a->model = v;
 		else if (strcmp(o, "--calib") == 0)
 			rc = sky_cli_int(cmd, o, v, 1, 100000, &a->calib);
-		else if (strcmp(o, "--seq") == 0)
-			rc = sky_cli_int(cmd, o, v, 1, 65536, &a->seq);
-		else if (strcmp(o, "--batch") == 0)
-			rc = sky_cli_int(cmd, o, v, 1, 4096, &a->batch);
-		else if (strcmp(o, "--seed") == 0)
-			rc = sky_cli_int(cmd, o, v, 0, 0x7fffffffL, &a->seed);
-		else {
+		else if ((rc = sky_quant_cli_task_opt(cmd, o, v, &a->task)) == 0) {
 			fprintf(stderr, "sky quantize: unknown option '%s'\n", o);
 			usage(stderr);
 			return -1;
 		}
-		if (rc)
+		if (rc < 0)
 			return -1;
 		i++;
 	}
@@ -90,36 +84,6 @@ static int parse(int argc, char **argv, q_args *a)
 		fprintf(stderr, "sky quantize: --in and --out are required\n");
 		usage(stderr);
 		return -1;
-	}
-	return 0;
-}
-
-/* The preset from --model or the file's metadata, with --seq/--batch. */
-int sky_quant_cli_cfg(const char *cmd, const sky_st_file *f, const char *model, long seq,
-		      long batch, sky_model_cfg *c)
-{
-	/* sky train writes "sky_model"; "model" is accepted too */
-	const char *name = model ? model : sky_st_meta_get(f, "sky_model");
-	if (!name)
-		name = sky_st_meta_get(f, "model");
-	if (!name) {
-		fprintf(stderr, "sky %s: the file names no model (metadata \"sky_model\"); use --model\n",
-			cmd);
-		return SKY_EINVAL;
-	}
-	if (sky_model_preset(name, c) != 0) {
-		fprintf(stderr, "sky %s: unknown model '%s' (%s)\n", cmd, name,
-			sky_model_preset_names());
-		return SKY_EINVAL;
-	}
-	if (seq > 0)
-		c->seq = (int)seq;
-	if (batch > 0)
-		c->batch = (int)batch;
-	if (sky_model_validate(c) != 0 || sky_task_check(c) != 0) {
-		fprintf(stderr, "sky %s: batch %d x seq %d does not fit model %s or the task\n", cmd,
-			c->batch, c->seq, name);
-		return SKY_EINVAL;
 	}
 	return 0;
 }
@@ -160,7 +124,7 @@ int sky_cmd_quantize(int argc, char **argv)
 			d.msg[0] ? ": " : "", d.msg);
 		goto exit;
 	}
-	if (sky_quant_cli_cfg("quantize", &f, a.model, a.seq, a.batch, &cfg))
+	if (sky_quant_cli_cfg("quantize", &f, &a.task, &cfg))
 		goto exit;
 	if ((rc = sky_qmodel_open(&m, &f, &cfg, &d)) != 0) {
 		fprintf(stderr, "sky quantize: %s: %s: %s\n", a.in, sky_strerror(rc), d.msg);
@@ -194,8 +158,8 @@ int sky_cmd_quantize(int argc, char **argv)
 	for (int l = 0; l < L; l++)
 		sky_layer_s8_calib_init(&cal[l]);
 	for (long i = 0; i < a.calib; i++) {
-		if ((rc = sky_task_batch(c, (uint64_t)a.seed, SKY_TASK_TRAIN, (uint64_t)i, ids, types,
-					 attn, labels)) ||
+		if ((rc = sky_task_batch(c, (uint64_t)a.task.seed, SKY_TASK_TRAIN, (uint64_t)i, ids,
+					 types, attn, labels)) ||
 		    (rc = sky_qmodel_forward(&m, ids, attn, NULL, layer_in))) {
 			fprintf(stderr, "sky quantize: calibration batch %ld: %s\n", i, sky_strerror(rc));
 			goto exit;
@@ -246,7 +210,8 @@ int sky_cmd_quantize(int argc, char **argv)
 	}
 
 	/* per-layer agreement on held-out batch 0, each layer on its fp32 input */
-	if ((rc = sky_task_batch(c, (uint64_t)a.seed, SKY_TASK_HELDOUT, 0, ids, types, attn, labels)) ||
+	if ((rc = sky_task_batch(c, (uint64_t)a.task.seed, SKY_TASK_HELDOUT, 0, ids, types, attn,
+				 labels)) ||
 	    (rc = sky_qmodel_forward(&m, ids, attn, NULL, layer_in)))
 		goto exit;
 	double cmin = 1;
@@ -261,7 +226,7 @@ int sky_cmd_quantize(int argc, char **argv)
 
 	char note[160];
 	snprintf(note, sizeof note, "%ld micro-batches (%d x %d) of the synthetic task, seed %ld, split train",
-		 a.calib, c->batch, c->seq, a.seed);
+		 a.calib, c->batch, c->seq, a.task.seed);
 	if ((rc = sky_qmodel_save_int8(&m, qp, a.out, note, &d))) {
 		fprintf(stderr, "sky quantize: cannot write %s: %s: %s\n", a.out, sky_strerror(rc), d.msg);
 		goto exit;

@@ -1,0 +1,28 @@
+/* What `sky quantize` and `sky eval` share: the options that pick the model
+ * and the synthetic task's batches, and the model config they make with a
+ * weights file's metadata. Both must read a file the same way, so the
+ * bounds and defaults live here once. */
+#ifndef SKY_QUANT_CLI_H
+#define SKY_QUANT_CLI_H
+
+#include "sky_model.h"
+#include "sky_safetensors.h"
+
+typedef struct sky_quant_cli_task {
+	const char *model; /* --model; NULL: the file's "sky_model" metadata */
+	long seq, batch;   /* --seq, --batch; 0: the preset's */
+	long seed;         /* --seed: the task's seed, as given to sky train */
+} sky_quant_cli_task;
+
+/* If o is --model, --seq, --batch or --seed, parses its value v into t and
+ * returns 1; returns 0 if o is none of them; SKY_EINVAL (message printed by
+ * sky_cli_int) for a bad value. */
+int sky_quant_cli_task_opt(const char *cmd, const char *o, const char *v, sky_quant_cli_task *t);
+
+/* The preset from --model or the file's metadata, with --seq/--batch.
+ * Returns 0, or SKY_EINVAL (message printed) if the file names no model, the
+ * name is unknown, or the shape does not fit the model or the task. */
+int sky_quant_cli_cfg(const char *cmd, const sky_st_file *f, const sky_quant_cli_task *t,
+		      sky_model_cfg *c);
+
+#endif
