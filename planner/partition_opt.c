@@ -278,6 +278,21 @@ static int by_key(const void *x, const void *y)
 	return (a->idx > b->idx) - (a->idx < b->idx);
 }
 
+/* Solves the order cand; if its plan beats *best, keeps the order in
+ * best_order and the plan in out. Returns 1 if it won, 0 if not. */
+static int try_order(opt_ws *w, const int *cand, int n, double *best, int *best_order,
+		     sky_plan *out, sky_plan *tmp)
+{
+	set_order(w, cand, n);
+	double t = solve_order(w, *best, tmp);
+	if (!(t < *best))
+		return 0;
+	*best = t;
+	memcpy(best_order, cand, sizeof(int) * (size_t)n);
+	memcpy(out, tmp, sizeof *out);
+	return 1;
+}
+
 int plan_optimal(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_diag *d)
 {
 	opt_ws w;
@@ -320,13 +335,7 @@ int plan_optimal(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_diag *
 		qsort(keys, (size_t)n, sizeof *keys, by_key);
 		for (int i = 0; i < n; i++)
 			cand[i] = keys[i].idx;
-		set_order(&w, cand, n);
-		double t = solve_order(&w, best, tmp);
-		if (t < best) {
-			best = t;
-			memcpy(best_order, cand, sizeof(int) * (size_t)n);
-			memcpy(out, tmp, sizeof *out);
-		}
+		try_order(&w, cand, n, &best, best_order, out, tmp);
 	}
 	if (isinf(best)) {
 		rc = plan_shortfall(f, j, d, "optimal");
@@ -365,14 +374,7 @@ int plan_optimal(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_diag *
 				cand[other] = bboard;
 			}
 			budget--;
-			set_order(&w, cand, n);
-			double t = solve_order(&w, best, tmp);
-			if (t < best) {
-				best = t;
-				memcpy(best_order, cand, sizeof(int) * (size_t)n);
-				memcpy(out, tmp, sizeof *out);
-				improved = 1;
-			}
+			improved = try_order(&w, cand, n, &best, best_order, out, tmp);
 		}
 		if (!improved)
 			break;
