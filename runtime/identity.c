@@ -27,6 +27,23 @@ static int path_of(const char *dir, const char *file, char *buf, sky_diag *d)
 	return 0;
 }
 
+/* The four files of an enrolled identity directory. */
+typedef struct id_paths {
+	char key[PATH_CAP], ca[PATH_CAP], cert[PATH_CAP], planner[PATH_CAP];
+} id_paths;
+
+static int paths_of(const char *dir, id_paths *p, sky_diag *d)
+{
+	int rc = path_of(dir, SKY_IDENTITY_KEY_FILE, p->key, d);
+	if (!rc)
+		rc = path_of(dir, SKY_IDENTITY_CA_FILE, p->ca, d);
+	if (!rc)
+		rc = path_of(dir, SKY_IDENTITY_CERT_FILE, p->cert, d);
+	if (!rc)
+		rc = path_of(dir, SKY_IDENTITY_PLANNER_FILE, p->planner, d);
+	return rc;
+}
+
 int sky_identity_ensure_key(const char *dir, sky_sign_rng *rng, sky_diag *d)
 {
 	char path[PATH_CAP];
@@ -171,7 +188,7 @@ static int check_issued(mbedtls_x509_crt *crt, mbedtls_x509_crt *ca, const char 
 int sky_identity_enroll_accept(const char *dir, const char *id, const char *reply, size_t len,
 			       sky_diag *d)
 {
-	char kpath[PATH_CAP], capath[PATH_CAP], cpath[PATH_CAP], ppath[PATH_CAP];
+	id_paths paths;
 	mbedtls_pk_context key;
 	mbedtls_x509_crt ca, ca_sent, cert, planner;
 	mbedtls_pk_init(&key);
@@ -182,13 +199,7 @@ int sky_identity_enroll_accept(const char *dir, const char *id, const char *repl
 	sky_enroll_reply *r = calloc(1, sizeof *r);
 	int rc = r ? 0 : sky_diag_set(d, SKY_ENOMEM, "enrollment: out of memory");
 	if (!rc)
-		rc = path_of(dir, SKY_IDENTITY_KEY_FILE, kpath, d);
-	if (!rc)
-		rc = path_of(dir, SKY_IDENTITY_CA_FILE, capath, d);
-	if (!rc)
-		rc = path_of(dir, SKY_IDENTITY_CERT_FILE, cpath, d);
-	if (!rc)
-		rc = path_of(dir, SKY_IDENTITY_PLANNER_FILE, ppath, d);
+		rc = paths_of(dir, &paths, d);
 	if (!rc)
 		rc = sky_enroll_reply_decode(reply, len, r, d);
 	if (rc)
@@ -202,15 +213,16 @@ int sky_identity_enroll_accept(const char *dir, const char *id, const char *repl
 				  r->id, id);
 		goto exit;
 	}
-	if ((rc = sky_sign_load_cert(&ca, capath, d)) != 0 ||
-	    (rc = sky_sign_load_key(&key, kpath, d)) != 0 ||
+	if ((rc = sky_sign_load_cert(&ca, paths.ca, d)) != 0 ||
+	    (rc = sky_sign_load_key(&key, paths.key, d)) != 0 ||
 	    (rc = parse_pem_cert(&ca_sent, r->ca, "enrollment reply 'ca'", d)) != 0 ||
 	    (rc = parse_pem_cert(&cert, r->cert, "enrollment reply 'cert'", d)) != 0 ||
 	    (rc = parse_pem_cert(&planner, r->planner, "enrollment reply 'planner'", d)) != 0)
 		goto exit;
 	/* the CA we trusted from the claim bundle is the one that answers */
 	if (ca_sent.raw.len != ca.raw.len || memcmp(ca_sent.raw.p, ca.raw.p, ca.raw.len) != 0) {
-		rc = sky_diag_set(d, SKY_EAUTH, "enrollment reply names another CA than %s", capath);
+		rc = sky_diag_set(d, SKY_EAUTH, "enrollment reply names another CA than %s",
+				  paths.ca);
 		goto exit;
 	}
 	if ((rc = check_issued(&cert, &ca, id, "issued certificate", d)) != 0 ||
@@ -218,11 +230,11 @@ int sky_identity_enroll_accept(const char *dir, const char *id, const char *repl
 			       d)) != 0)
 		goto exit;
 	if (mbedtls_pk_check_pair(&cert.pk, &key) != 0) {
-		rc = sky_diag_set(d, SKY_EAUTH, "issued certificate is not for %s", kpath);
+		rc = sky_diag_set(d, SKY_EAUTH, "issued certificate is not for %s", paths.key);
 		goto exit;
 	}
-	if (sky_file_write(cpath, r->cert, strlen(r->cert), 0644) != 0 ||
-	    sky_file_write(ppath, r->planner, strlen(r->planner), 0644) != 0) {
+	if (sky_file_write(paths.cert, r->cert, strlen(r->cert), 0644) != 0 ||
+	    sky_file_write(paths.planner, r->planner, strlen(r->planner), 0644) != 0) {
 		rc = sky_diag_set(d, SKY_EIO, "%s: cannot write the certificates", dir);
 		goto exit;
 	}
@@ -270,36 +282,32 @@ void sky_identity_free(sky_identity *idn)
 
 int sky_identity_load(sky_identity *idn, const char *dir, sky_diag *d)
 {
-	char kpath[PATH_CAP], capath[PATH_CAP], cpath[PATH_CAP], ppath[PATH_CAP];
+	id_paths paths;
 	sky_identity_free(idn);
-	int rc = path_of(dir, SKY_IDENTITY_KEY_FILE, kpath, d);
-	if (!rc)
-		rc = path_of(dir, SKY_IDENTITY_CA_FILE, capath, d);
-	if (!rc)
-		rc = path_of(dir, SKY_IDENTITY_CERT_FILE, cpath, d);
-	if (!rc)
-		rc = path_of(dir, SKY_IDENTITY_PLANNER_FILE, ppath, d);
+	int rc = paths_of(dir, &paths, d);
 	if (rc)
 		goto exit;
-	if ((rc = sky_sign_load_key(&idn->key, kpath, d)) != 0 ||
-	    (rc = sky_sign_load_cert(&idn->ca, capath, d)) != 0 ||
-	    (rc = sky_sign_load_cert(&idn->cert, cpath, d)) != 0 ||
-	    (rc = sky_sign_load_cert(&idn->planner, ppath, d)) != 0)
+	if ((rc = sky_sign_load_key(&idn->key, paths.key, d)) != 0 ||
+	    (rc = sky_sign_load_cert(&idn->ca, paths.ca, d)) != 0 ||
+	    (rc = sky_sign_load_cert(&idn->cert, paths.cert, d)) != 0 ||
+	    (rc = sky_sign_load_cert(&idn->planner, paths.planner, d)) != 0)
 		goto exit;
 	if (!is_ca(&idn->ca)) {
-		rc = sky_diag_set(d, SKY_EAUTH, "%s: not a CA certificate", capath);
+		rc = sky_diag_set(d, SKY_EAUTH, "%s: not a CA certificate", paths.ca);
 		goto exit;
 	}
 	if (sky_sign_cert_cn(&idn->cert, idn->id, sizeof idn->id) != 0 ||
 	    sky_enroll_check_id(idn->id, NULL) != 0) {
-		rc = sky_diag_set(d, SKY_EAUTH, "%s: CN is not a valid board id", cpath);
+		rc = sky_diag_set(d, SKY_EAUTH, "%s: CN is not a valid board id", paths.cert);
 		goto exit;
 	}
-	if ((rc = check_issued(&idn->cert, &idn->ca, idn->id, cpath, d)) != 0 ||
-	    (rc = check_issued(&idn->planner, &idn->ca, SKY_IDENTITY_PLANNER_CN, ppath, d)) != 0)
+	if ((rc = check_issued(&idn->cert, &idn->ca, idn->id, paths.cert, d)) != 0 ||
+	    (rc = check_issued(&idn->planner, &idn->ca, SKY_IDENTITY_PLANNER_CN, paths.planner,
+			       d)) != 0)
 		goto exit;
 	if (mbedtls_pk_check_pair(&idn->cert.pk, &idn->key) != 0) {
-		rc = sky_diag_set(d, SKY_EAUTH, "%s does not hold the key of %s", kpath, cpath);
+		rc = sky_diag_set(d, SKY_EAUTH, "%s does not hold the key of %s", paths.key,
+				  paths.cert);
 		goto exit;
 	}
 	idn->loaded = 1;
