@@ -117,6 +117,7 @@ $(O)/%.o: %.c $(FLAGS_STAMP)
 $(O)/runtime/kernels/x86/%_avx2.o: KFLAGS = -mavx2 -mfma
 $(O)/runtime/kernels/x86/%_avx512.o: KFLAGS = -mavx2 -mfma -mavx512f -mavx512bw -mavx512vl
 $(O)/runtime/kernels/x86/%_vnni.o: KFLAGS = -mavx2 -mfma -mavx512f -mavx512bw -mavx512vl -mavx512vnni
+$(O)/runtime/kernels/x86/%_amx.o: KFLAGS = -mavx2 -mfma -mavx512f -mavx512bw -mavx512vl -mavx512vnni -mamx-tile -mamx-int8
 # Board -mcpu flags would conflict with -march here; the file asks for exactly dotprod.
 $(O)/runtime/kernels/arm/%_dotprod.o: BOARD_CFLAGS = -march=armv8.2-a+dotprod
 

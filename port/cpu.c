@@ -8,6 +8,11 @@
 
 #if defined(__x86_64__)
 #include <cpuid.h>
+#include <sys/syscall.h>
+/* Linux arch/x86 uapi prctl.h and fpu/xstate.h: a process must ask for the
+ * AMX tile data state before its first tile instruction (else SIGILL). */
+#define SKY_ARCH_REQ_XCOMP_PERM 0x1023
+#define SKY_XFEATURE_XTILEDATA 18
 #elif defined(__aarch64__)
 #include <sys/auxv.h>
 #ifndef HWCAP_ASIMDDP
@@ -34,10 +39,13 @@ static sky_cpu_features query(void)
 			xcr0 = ((unsigned long long)hi << 32) | lo;
 		}
 		int ymm_ok = (xcr0 & 0x6) == 0x6, zmm_ok = (xcr0 & 0xe6) == 0xe6;
+		int tile_ok = (xcr0 & 0x60000) == 0x60000; /* XTILECFG (17), XTILEDATA (18) */
 		if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
 			f.avx2 = ymm_ok && fma && ((b >> 5) & 1);
 			f.avx512 = zmm_ok && ((b >> 16) & 1) && ((b >> 30) & 1) && ((b >> 31) & 1);
 			f.avx512vnni = f.avx512 && ((c >> 11) & 1);
+			/* AMX-TILE (edx 24), AMX-INT8 (edx 25); the permission is asked below */
+			f.amx = f.avx512vnni && tile_ok && ((d >> 24) & 1) && ((d >> 25) & 1);
 		}
 	}
 #elif defined(__aarch64__)
@@ -49,17 +57,25 @@ static sky_cpu_features query(void)
 	while (off && *off) {
 		size_t n = strcspn(off, ",");
 		if (has_name(off, n, "avx2"))
-			f.avx2 = f.avx512 = f.avx512vnni = 0;
+			f.avx2 = f.avx512 = f.avx512vnni = f.amx = 0;
 		if (has_name(off, n, "avx512"))
-			f.avx512 = f.avx512vnni = 0;
+			f.avx512 = f.avx512vnni = f.amx = 0;
 		if (has_name(off, n, "avx512vnni"))
-			f.avx512vnni = 0;
+			f.avx512vnni = f.amx = 0;
+		if (has_name(off, n, "amx"))
+			f.amx = 0;
 		if (has_name(off, n, "neon"))
 			f.neon = f.dotprod = 0;
 		if (has_name(off, n, "dotprod"))
 			f.dotprod = 0;
 		off += n + (off[n] == ',');
 	}
+#if defined(__x86_64__)
+	/* asked only when the feature is wanted: the grant is for the whole
+	 * process and makes its signal frames larger */
+	if (f.amx && syscall(SYS_arch_prctl, SKY_ARCH_REQ_XCOMP_PERM, SKY_XFEATURE_XTILEDATA) != 0)
+		f.amx = 0;
+#endif
 	return f;
 }
 
@@ -76,8 +92,8 @@ sky_cpu_features sky_cpu_get_features(void)
 
 void sky_cpu_features_str(sky_cpu_features f, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s%s%s%s%s", f.avx2 ? "avx2," : "", f.avx512 ? "avx512," : "",
-		 f.avx512vnni ? "avx512vnni," : "", f.neon ? "neon," : "",
+	snprintf(buf, len, "%s%s%s%s%s%s", f.avx2 ? "avx2," : "", f.avx512 ? "avx512," : "",
+		 f.avx512vnni ? "avx512vnni," : "", f.amx ? "amx," : "", f.neon ? "neon," : "",
 		 f.dotprod ? "dotprod," : "");
 	size_t n = strlen(buf);
 	if (n > 0)

@@ -11,6 +11,8 @@ typedef struct sky_cpu_features {
 	unsigned avx2 : 1;       /* x86: AVX2 + FMA */
 	unsigned avx512 : 1;     /* x86: AVX-512 F + BW + VL */
 	unsigned avx512vnni : 1; /* x86: AVX-512 VNNI (vpdpbusd) */
+	unsigned amx : 1;        /* x86: AMX-TILE + AMX-INT8, OS-enabled, permission granted
+				  * (implies avx512vnni: its kernels' epilogue is AVX-512) */
 	unsigned neon : 1;       /* aarch64: Advanced SIMD (always on aarch64) */
 	unsigned dotprod : 1;    /* aarch64: sdot/udot (Armv8.2 DotProd) */
 } sky_cpu_features;
@@ -19,7 +21,7 @@ typedef struct sky_cpu_features {
  * SKY_CPU_DISABLE="avx512vnni,dotprod,..." masks features off, so tests and
  * benchmarks can force a slower kernel variant. */
 sky_cpu_features sky_cpu_get_features(void);
-/* Comma-separated names of the set features ("avx2,avx512,avx512vnni"). */
+/* Comma-separated names of the set features ("avx2,avx512,avx512vnni,amx"). */
 void sky_cpu_features_str(sky_cpu_features f, char *buf, size_t len);
 /* "x86_64" or "aarch64" (the build's architecture). */
 const char *sky_cpu_arch(void);

@@ -146,7 +146,7 @@ static void carve_packed(sky_k_s8_packed *p, int n, int k, int variant, sky_aren
 	memset(p, 0, sizeof *p);
 	p->n = n, p->k = k, p->np = (n + 15) & ~15, p->kp = (k + 3) & ~3;
 	p->variant = variant;
-	p->offset = variant == SKY_K_S8_VNNI ? 128 : 0;
+	p->offset = sky_k_s8_variant_offset(variant);
 	p->data = sky_arena_alloc(a, sky_k_pack_s8_bytes(n, k), life);
 }
 

@@ -9,7 +9,8 @@
 
 const char *sky_k_s8_variant_name(int v)
 {
-	static const char *names[SKY_K_S8_NVARIANTS] = {"ref", "avx2", "vnni", "neon", "dotprod"};
+	static const char *names[SKY_K_S8_NVARIANTS] = {"ref", "avx2", "vnni", "neon", "dotprod",
+								 "amx"};
 	return v >= 0 && v < SKY_K_S8_NVARIANTS ? names[v] : "?";
 }
 
@@ -24,6 +25,8 @@ int sky_k_s8_variant_supported(int v)
 		return f.avx2;
 	case SKY_K_S8_VNNI:
 		return f.avx512vnni;
+	case SKY_K_S8_AMX:
+		return f.amx;
 #elif defined(__aarch64__)
 	case SKY_K_S8_NEON:
 		return f.neon;
@@ -40,8 +43,8 @@ int sky_k_s8_variant_active(void)
 {
 	static int chosen = -1;
 	if (chosen < 0) {
-		static const int order[] = {SKY_K_S8_VNNI, SKY_K_S8_AVX2, SKY_K_S8_DOTPROD,
-					    SKY_K_S8_NEON};
+		static const int order[] = {SKY_K_S8_AMX, SKY_K_S8_VNNI, SKY_K_S8_AVX2,
+					    SKY_K_S8_DOTPROD, SKY_K_S8_NEON};
 		chosen = SKY_K_S8_REF;
 		for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
 			if (sky_k_s8_variant_supported(order[i])) {
@@ -51,6 +54,11 @@ int sky_k_s8_variant_active(void)
 		}
 	}
 	return chosen;
+}
+
+int sky_k_s8_variant_offset(int v)
+{
+	return v == SKY_K_S8_VNNI || v == SKY_K_S8_AMX ? 128 : 0;
 }
 
 int sky_k_quant_multiplier(double r, int32_t *mult, int8_t *rshift)
@@ -108,7 +116,7 @@ void sky_k_pack_s8(int v, const int8_t *w, int n, int k, long stride_n, long str
 	out->np = (n + 15) & ~15;
 	out->kp = (k + 3) & ~3;
 	out->variant = v;
-	out->offset = v == SKY_K_S8_VNNI ? 128 : 0;
+	out->offset = sky_k_s8_variant_offset(v);
 	out->data = mem;
 	/* + 128 modulo 256 is a flip of the top bit */
 	uint8_t off = (uint8_t)out->offset;
@@ -205,6 +213,9 @@ void sky_k_gemm_s8(int M, const int8_t *a, long lda, const sky_k_s8_packed *w,
 		return;
 	case SKY_K_S8_VNNI:
 		sky_k_gemm_s8_vnni(M, a, lda, w, out);
+		return;
+	case SKY_K_S8_AMX:
+		sky_k_gemm_s8_amx(M, a, lda, w, out);
 		return;
 #elif defined(__aarch64__)
 	case SKY_K_S8_NEON:

@@ -31,16 +31,19 @@ typedef enum {
 	SKY_K_S8_VNNI,    /* x86: AVX-512 vpdpbusd (u8 x s8) */
 	SKY_K_S8_NEON,    /* aarch64: smull + sadalp */
 	SKY_K_S8_DOTPROD, /* aarch64: sdot (Armv8.2 DotProd, e.g. Cortex-A76 of rpi5) */
+	SKY_K_S8_AMX,     /* x86: AMX tiles, tdpbsud (s8 x u8), VNNI's packing */
 	SKY_K_S8_NVARIANTS
 } sky_k_s8_variant;
 
-/* "ref", "avx2", "vnni", "neon", "dotprod". */
+/* "ref", "avx2", "vnni", "neon", "dotprod", "amx". */
 const char *sky_k_s8_variant_name(int v);
 /* 1 if variant v is built for this architecture and the CPU (after
  * SKY_CPU_DISABLE) supports it; REF always. */
 int sky_k_s8_variant_supported(int v);
 /* The fastest supported variant, chosen once from sky_cpu_get_features(). */
 int sky_k_s8_variant_active(void);
+/* 128 if variant v packs weights as W + 128 (VNNI, AMX), else 0. */
+int sky_k_s8_variant_offset(int v);
 
 /* ---- requantisation ------------------------------------------------------ */
 
@@ -68,7 +71,8 @@ void sky_k_requant_s32_s8(const int32_t *x, size_t n, int cols, const int32_t *b
  * padded to a multiple of 16 and K to a multiple of 4 with zeros. The VNNI
  * variant stores W + 128 as unsigned bytes (vpdpbusd multiplies u8 by s8;
  * the broadcast activation is the signed side) and subtracts 128 * rowsum(A)
- * after. */
+ * after; AMX uses the very same bytes (they are its B-tile layout: K/4 rows
+ * of 16 channels x 4 bytes, unsigned for tdpbsud). */
 typedef struct sky_k_s8_packed {
 	int n, k;       /* logical (out, in) */
 	int np, kp;     /* padded to 16 and 4 */
@@ -208,6 +212,8 @@ void sky_k_gemm_s8_avx2(int M, const int8_t *a, long lda, const sky_k_s8_packed 
 			const sky_k_gemm_out *out);
 void sky_k_gemm_s8_vnni(int M, const int8_t *a, long lda, const sky_k_s8_packed *w,
 			const sky_k_gemm_out *out);
+void sky_k_gemm_s8_amx(int M, const int8_t *a, long lda, const sky_k_s8_packed *w,
+		       const sky_k_gemm_out *out);
 void sky_k_softmax_s8_avx512(const int32_t *s, int rows, int cols, long lds, const uint8_t *mask,
 			     const sky_k_softmax_params *p, uint8_t *y, long ldy);
 void sky_k_gelu_s16_s8_avx512(const int16_t *x, size_t n, const sky_k_gelu_params *p, int8_t *y);

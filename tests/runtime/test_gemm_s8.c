@@ -99,10 +99,31 @@ SKY_TEST(gemm_every_variant_matches_ref_bit_exact)
 			int K = 1 + (int)sky_rng_below(&rng, 90);
 			bad += run_variant(v, &rng, M, N, K, i % 5 == 0 ? -128 : -127);
 		}
+		/* AMX works on whole 16-row x 64-k tiles in 32 x 32 blocks and
+		 * 128-row blocks: shapes around those edges (M % 32 == 16, K %
+		 * 64 != 0 with K % 4 != 0, an odd count of 16-channel blocks,
+		 * more than one 128-row block) */
+		static const int tiles[][3] = {{16, 16, 64},  {32, 32, 64},   {48, 50, 130},
+					       {47, 33, 191}, {17, 16, 67},   {64, 80, 256},
+					       {160, 31, 64}, {144, 48, 128}, {33, 100, 65}};
+		for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++)
+			bad += run_variant(v, &rng, tiles[i][0], tiles[i][1], tiles[i][2], -127);
+		for (int i = 0; i < 6; i++) {
+			int M = 16 + (int)sky_rng_below(&rng, 60), N = 1 + (int)sky_rng_below(&rng, 70);
+			int K = 64 + (int)sky_rng_below(&rng, 150);
+			bad += run_variant(v, &rng, M, N, K, i % 3 == 0 ? -128 : -127);
+		}
 		SKY_EXPECT_MSG(bad == 0, "variant %s: %d mismatches", sky_k_s8_variant_name(v), bad);
 	}
 	SKY_EXPECT(ran >= 1);
-	fprintf(stderr, "active int8 variant: %s\n", sky_k_s8_variant_name(sky_k_s8_variant_active()));
+#if defined(__x86_64__)
+	/* a CPU with usable AMX tests it (and VNNI, whose kernel it shares) */
+	if (sky_cpu_get_features().amx)
+		SKY_EXPECT(sky_k_s8_variant_supported(SKY_K_S8_AMX) &&
+			   sky_k_s8_variant_supported(SKY_K_S8_VNNI));
+#endif
+	fprintf(stderr, "int8 GEMM variants tested: %d, active: %s\n", ran,
+		sky_k_s8_variant_name(sky_k_s8_variant_active()));
 }
 
 SKY_TEST(quant_multiplier_represents_the_real_value)
