@@ -215,7 +215,13 @@ void sky_k_gemm_s8(int M, const int8_t *a, long lda, const sky_k_s8_packed *w,
 		sky_k_gemm_s8_vnni(M, a, lda, w, out);
 		return;
 	case SKY_K_S8_AMX:
-		sky_k_gemm_s8_amx(M, a, lda, w, out);
+		/* the feature query is also what asks Linux for the tile state
+		 * (without it the first tile instruction is SIGILL); VNNI runs
+		 * the same packed bytes when AMX is off */
+		if (sky_cpu_get_features().amx)
+			sky_k_gemm_s8_amx(M, a, lda, w, out);
+		else
+			sky_k_gemm_s8_vnni(M, a, lda, w, out);
 		return;
 #elif defined(__aarch64__)
 	case SKY_K_S8_NEON:

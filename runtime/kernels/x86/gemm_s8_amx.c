@@ -19,7 +19,8 @@
  *   M: the last M % 16 rows (and every call with K < 64) run the VNNI
  *      kernel, which takes the same packed weights.
  * Rows are walked in blocks of MC so the activation block stays in L2
- * while every 32-channel weight panel streams past it once. */
+ * while every 32-channel weight panel streams past it once. The epilogue of
+ * one block runs interleaved with the next block's tile instructions. */
 #include "gemm_s8_x86_internal.h"
 #include "sky_kernels_s8.h"
 
@@ -27,7 +28,7 @@
 #include <string.h>
 
 #ifndef MC
-#define MC 128 /* rows per block kept in L2 (a multiple of 32) */
+#define MC 256 /* rows per block kept in L2 (a multiple of 32) */
 #endif
 
 /* LDTILECFG's 64-byte operand (Intel SDM vol. 1, 18.2 "palette 1") */
@@ -61,26 +62,50 @@ SKY_X86_INLINE __m512i k_tail(__m512i acc, const int8_t *ar, const uint8_t *b, i
 	return acc;
 }
 
-/* One stored 16 x 16 C tile (rows m0.., channels n0..): K tail, minus
- * 128 * rowsum, epilogue. cnt: channels of the 16 to store (> 0). */
-static void finish(const int32_t *cbuf, const int8_t *a, long lda, const uint8_t *b, int K,
-		   int K64, const int32_t *rsum, const sky_k_gemm_out *o, long m0, int n0, int cnt)
+/* The stored C tiles of one block, waiting for their epilogue: finished
+ * row by row while the next block's tile instructions run (the AMX unit
+ * and the vector units work at the same time), so the epilogue costs
+ * little beyond the tiles. */
+typedef struct pending {
+	int units, done; /* rows to finish (16 per stored tile), finished so far */
+	const int32_t *cbuf; /* tile i at cbuf + 256 * i (16 rows of 16 int32) */
+	struct {
+		const int8_t *a;     /* the tile's first activation row */
+		const uint8_t *b;    /* its 16-channel weight block */
+		const int32_t *rsum; /* its 16 row sums */
+		long m0;
+		int n0, cnt; /* first channel, channels to store (1..16) */
+	} t[4];
+} pending;
+
+/* Rows p->done .. upto-1: K tail, minus 128 * rowsum, epilogue (its
+ * per-channel part once per run of rows in the same tile). */
+static inline void finish_rows(pending *p, int upto, int K, int K64, long lda,
+			       const sky_k_gemm_out *o)
 {
-	for (int r = 0; r < 16; r++) {
-		__m512i v = _mm512_load_si512((const void *)(cbuf + r * 16));
-		if (K64 < K)
-			v = k_tail(v, a + r * lda, b, K64 / 4, K);
-		v = _mm512_sub_epi32(v, _mm512_set1_epi32(rsum[r] * 128));
-		sky_x86_epilogue16(v, o, m0 + r, n0, cnt);
+	while (p->done < upto) {
+		int i = p->done >> 4, end = (i + 1) * 16 < upto ? (i + 1) * 16 : upto;
+		sky_x86_epi e;
+		sky_x86_epi_prep(o, p->t[i].n0, p->t[i].cnt, &e);
+		for (; p->done < end; p->done++) {
+			int r = p->done & 15;
+			__m512i v = _mm512_load_si512((const void *)(p->cbuf + i * 256 + r * 16));
+			if (K64 < K)
+				v = k_tail(v, p->t[i].a + r * lda, p->t[i].b, K64 / 4, K);
+			v = _mm512_sub_epi32(v, _mm512_set1_epi32(p->t[i].rsum[r] * 128));
+			sky_x86_epi_apply(v, &e, o, p->t[i].m0 + r, p->t[i].n0);
+		}
 	}
 }
 
 /* A block of (16 * MRc) rows x (16 * NBc) channels over the first K64 k
- * (a multiple of 64), then its epilogue. Tile numbers are immediates, hence
+ * (a multiple of 64), finishing prev's rows along the way; its tiles are
+ * stored to cbuf and described in cur. Tile numbers are immediates, hence
  * the spelled-out cases. */
 SKY_X86_INLINE void block(const int MRc, const int NBc, int K, int K64, const int8_t *a, long lda,
 			  const uint8_t *b, size_t bstride, const int32_t *rsum,
-			  const sky_k_gemm_out *o, long m0, int n0, int nvalid)
+			  const sky_k_gemm_out *o, long m0, int n0, int nvalid, pending *prev,
+			  int32_t *cbuf, pending *cur)
 {
 	const int8_t *a1 = a + 16 * lda;
 	const uint8_t *b1 = b + bstride;
@@ -92,6 +117,7 @@ SKY_X86_INLINE void block(const int MRc, const int NBc, int K, int K64, const in
 		if (NBc == 2)
 			_tile_zero(3);
 	}
+	int steps = K64 / 64, per = (prev->units + steps - 1) / steps, upto = 0;
 	for (int k0 = 0; k0 < K64; k0 += 64) {
 		/* B rows are k / 4: 64 k are 16 rows of 64 bytes */
 		_tile_loadd(4, a + k0, lda);
@@ -107,25 +133,38 @@ SKY_X86_INLINE void block(const int MRc, const int NBc, int K, int K64, const in
 			if (NBc == 2)
 				_tile_dpbsud(3, 5, 7);
 		}
+		upto = upto + per < prev->units ? upto + per : prev->units;
+		finish_rows(prev, upto, K, K64, lda, o);
 	}
-	int32_t cbuf[4][256] __attribute__((aligned(64)));
-	_tile_stored(0, cbuf[0], 64);
-	if (NBc == 2)
-		_tile_stored(1, cbuf[1], 64);
-	if (MRc == 2) {
-		_tile_stored(2, cbuf[2], 64);
-		if (NBc == 2)
-			_tile_stored(3, cbuf[3], 64);
-	}
+	finish_rows(prev, prev->units, K, K64, lda, o);
+	/* tiles 0..3 are (row tile, channel block) (0,0) (0,1) (1,0) (1,1) */
+	int n = 0;
 	for (int i = 0; i < MRc; i++)
 		for (int j = 0; j < NBc; j++) {
 			int cnt = nvalid - 16 * j;
-			if (cnt > 16)
-				cnt = 16;
-			if (cnt > 0)
-				finish(cbuf[i * 2 + j], a + i * 16 * lda, lda, j ? b1 : b, K, K64,
-				       rsum + i * 16, o, m0 + i * 16, n0 + 16 * j, cnt);
+			if (cnt <= 0) /* all padding: nothing to store */
+				continue;
+			int32_t *dst = cbuf + n * 256;
+			int t = i * 2 + j;
+			if (t == 0)
+				_tile_stored(0, dst, 64);
+			else if (t == 1)
+				_tile_stored(1, dst, 64);
+			else if (t == 2)
+				_tile_stored(2, dst, 64);
+			else
+				_tile_stored(3, dst, 64);
+			cur->t[n].a = a + i * 16 * lda;
+			cur->t[n].b = j ? b1 : b;
+			cur->t[n].rsum = rsum + i * 16;
+			cur->t[n].m0 = m0 + i * 16;
+			cur->t[n].n0 = n0 + 16 * j;
+			cur->t[n].cnt = cnt > 16 ? 16 : cnt;
+			n++;
 		}
+	cur->cbuf = cbuf;
+	cur->units = n * 16;
+	cur->done = 0;
 }
 
 void sky_k_gemm_s8_amx(int M, const int8_t *a, long lda, const sky_k_s8_packed *w,
@@ -149,6 +188,11 @@ void sky_k_gemm_s8_amx(int M, const int8_t *a, long lda, const sky_k_s8_packed *
 	__asm__ volatile("" : : "r"(&cfg) : "memory");
 	_tile_loadconfig(&cfg);
 	int32_t rsum[MC];
+	/* two sets of stored C tiles: one being finished, one being computed */
+	int32_t cbuf[2][4 * 256] __attribute__((aligned(64)));
+	pending pend[2];
+	int cur = 0;
+	pend[1].units = pend[1].done = 0;
 	size_t bstride = (size_t)w->kp * 16;
 	int nblk = w->np / 16;
 	for (int m0 = 0; m0 < M16; m0 += MC) {
@@ -161,19 +205,27 @@ void sky_k_gemm_s8_amx(int M, const int8_t *a, long lda, const sky_k_s8_packed *
 			int two = n0 / 16 + 1 < nblk;
 			for (int r = 0; r < mc; r += 32) {
 				const int8_t *ar = a + (long)(m0 + r) * lda;
+				pending *prev = &pend[cur ^ 1], *next = &pend[cur];
+#define BLOCK(MRc, NBc) \
+	block(MRc, NBc, K, K64, ar, lda, b, bstride, rsum + r, o, m0 + r, n0, nvalid, prev, cbuf[cur], \
+	      next)
 				if (r + 32 <= mc) {
 					if (two)
-						block(2, 2, K, K64, ar, lda, b, bstride, rsum + r, o, m0 + r, n0, nvalid);
+						BLOCK(2, 2);
 					else
-						block(2, 1, K, K64, ar, lda, b, bstride, rsum + r, o, m0 + r, n0, nvalid);
+						BLOCK(2, 1);
 				} else {
 					if (two)
-						block(1, 2, K, K64, ar, lda, b, bstride, rsum + r, o, m0 + r, n0, nvalid);
+						BLOCK(1, 2);
 					else
-						block(1, 1, K, K64, ar, lda, b, bstride, rsum + r, o, m0 + r, n0, nvalid);
+						BLOCK(1, 1);
 				}
+#undef BLOCK
+				cur ^= 1;
 			}
 		}
+		/* rsum is refilled for the next row block: finish what uses it */
+		finish_rows(&pend[cur ^ 1], pend[cur ^ 1].units, K, K64, lda, o);
 	}
 	_tile_release();
 	if (M16 < M) { /* the last M % 16 rows */
