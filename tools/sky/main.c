@@ -33,7 +33,7 @@ static void usage(FILE *to)
 	for (size_t i = 0; i < N_CMDS; i++)
 		fprintf(to, "  %-10s %s\n", k_cmds[i].name, k_cmds[i].summary);
 	fprintf(to, "\nenvironment: SKY_LOG=error|warn|info|debug, SKY_PROFILE=board profile file,\n"
-		    "SKY_CPU_DISABLE=avx512vnni,dotprod,... to force slower kernels\n");
+		    "SKY_CPU_DISABLE=amx,avx512vnni,avx512,avx2,dotprod,neon to force slower kernels\n");
 }
 
 int sky_cli_int(const char *cmd, const char *opt, const char *text, long min, long max, long *out)
