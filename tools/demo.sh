@@ -31,7 +31,7 @@ echo "   (emulated) speed that enroll with one-time tokens, probe, report, and t
 	. tests/integration/broker.sh
 	sky_broker_start >/dev/null
 	D=$SKY_BROKER_DIR
-	BR="localhost:$SKY_BROKER_PORT"
+	BR="127.0.0.1:$SKY_BROKER_PORT"
 	pids=""
 	stop() {
 		for p in $pids; do kill "$p" 2>/dev/null; done

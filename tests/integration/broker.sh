@@ -142,5 +142,5 @@ sky_broker_restart() {
 }
 
 sky_mq_tls() {
-	echo "-h localhost -p $SKY_BROKER_PORT --cafile $SKY_PKI_DIR/ca.crt --cert $1 --key $2"
+	echo "-h 127.0.0.1 -p $SKY_BROKER_PORT --cafile $SKY_PKI_DIR/ca.crt --cert $1 --key $2"
 }

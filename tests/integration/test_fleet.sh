@@ -54,7 +54,7 @@ if ! sky_broker_start "$W/broker"; then
 	fail fleet_broker "mosquitto did not start"
 	exit 1
 fi
-BR="localhost:$SKY_BROKER_PORT"
+BR="127.0.0.1:$SKY_BROKER_PORT"
 PKI=$SKY_PKI_DIR
 SKY="$SKY_BIN/sky"
 STATE="$W/skyplan"

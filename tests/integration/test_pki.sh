@@ -222,10 +222,10 @@ else
 	# identity, a board under another board's id
 	W2=$(mktemp -d "${TMPDIR:-/tmp}/sky-otherca.XXXXXX")
 	"$SKY" pki init --dir "$W2/pki" --port "$SKY_BROKER_PORT" >/dev/null
-	timeout 20 mosquitto_pub -h localhost -p "$SKY_BROKER_PORT" --cafile "$P/ca.crt" -q 1 \
+	timeout 20 mosquitto_pub -h 127.0.0.1 -p "$SKY_BROKER_PORT" --cafile "$P/ca.crt" -q 1 \
 		-t sky/v1/board/b01/caps -m no-cert-payload >/dev/null 2>&1
 	rc_nocert=$?
-	timeout 20 mosquitto_pub -h localhost -p "$SKY_BROKER_PORT" --cafile "$P/ca.crt" \
+	timeout 20 mosquitto_pub -h 127.0.0.1 -p "$SKY_BROKER_PORT" --cafile "$P/ca.crt" \
 		--cert "$W2/pki/planner.crt" --key "$W2/pki/planner.key" -q 1 \
 		-t sky/v1/board/b01/caps -m other-ca-payload >/dev/null 2>&1
 	rc_otherca=$?
