@@ -112,14 +112,9 @@ $(O)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(BOARD_CFLAGS) $(CFLAGS) $(INC) $(KFLAGS) -c $< -o $@
 
-# Per-file instruction sets for SIMD kernels, chosen at run time from the
-# CPU features in port/ (so one binary serves every CPU of its architecture).
-$(O)/runtime/kernels/x86/%_avx2.o: KFLAGS = -mavx2 -mfma
-$(O)/runtime/kernels/x86/%_avx512.o: KFLAGS = -mavx2 -mfma -mavx512f -mavx512bw -mavx512vl
-$(O)/runtime/kernels/x86/%_vnni.o: KFLAGS = -mavx2 -mfma -mavx512f -mavx512bw -mavx512vl -mavx512vnni
-$(O)/runtime/kernels/x86/%_amx.o: KFLAGS = -mavx2 -mfma -mavx512f -mavx512bw -mavx512vl -mavx512vnni -mamx-tile -mamx-int8
-# Board -mcpu flags would conflict with -march here; the file asks for exactly dotprod.
-$(O)/runtime/kernels/arm/%_dotprod.o: BOARD_CFLAGS = -march=armv8.2-a+dotprod
+# Per-file instruction sets for SIMD kernels (shared with tools/fuzz.sh).
+KOBJ := $(O)
+include runtime/kernels/kernel_flags.mk
 
 # ---- libraries and binaries ------------------------------------------------
 $(LIB_PORT): $(call obj,$(PORT_SRC)) $(O)/version.o

@@ -60,11 +60,9 @@ OBJS := $(patsubst %.c,$(OBJ)/%.o,$(SRCS))
 all: $(OBJS)
 $(OBJ)/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_F) -DSKY_BOARD='"fuzz"' $(SAN) $(KF) -MMD -MP -c $< -o $@
-$(OBJ)/runtime/kernels/x86/%_avx2.o: KF = -mavx2 -mfma
-$(OBJ)/runtime/kernels/x86/%_avx512.o: KF = -mavx2 -mfma -mavx512f -mavx512bw -mavx512vl
-$(OBJ)/runtime/kernels/x86/%_vnni.o: KF = -mavx2 -mfma -mavx512f -mavx512bw -mavx512vl -mavx512vnni
-$(OBJ)/runtime/kernels/arm/%_dotprod.o: KF = -march=armv8.2-a+dotprod
+	$(CC) $(CFLAGS_F) -DSKY_BOARD='"fuzz"' $(SAN) $(KFLAGS) $(BOARD_CFLAGS) -MMD -MP -c $< -o $@
+KOBJ := $(OBJ)
+include runtime/kernels/kernel_flags.mk
 -include $(OBJS:.o=.d)
 MK
 if [ $build_failed -ne 0 ]; then
