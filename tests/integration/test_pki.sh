@@ -225,8 +225,8 @@ else
 	timeout 20 mosquitto_pub -h 127.0.0.1 -p "$SKY_BROKER_PORT" --cafile "$P/ca.crt" -q 1 \
 		-t sky/v1/board/b01/caps -m no-cert-payload >/dev/null 2>&1
 	rc_nocert=$?
-	timeout 20 mosquitto_pub -h 127.0.0.1 -p "$SKY_BROKER_PORT" --cafile "$P/ca.crt" \
-		--cert "$W2/pki/planner.crt" --key "$W2/pki/planner.key" -q 1 \
+	# shellcheck disable=SC2046 # sky_mq_tls prints several arguments
+	timeout 20 mosquitto_pub $(sky_mq_tls "$W2/pki/planner.crt" "$W2/pki/planner.key") -q 1 \
 		-t sky/v1/board/b01/caps -m other-ca-payload >/dev/null 2>&1
 	rc_otherca=$?
 	pub $CL -V 5 -q 1 -t sky/v1/board/b01/caps -m claim-caps-payload 2>"$W/claim1.err"
