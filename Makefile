@@ -9,6 +9,7 @@
 #   make fuzz               libFuzzer harnesses, each for FUZZ_SECONDS
 #   make install            into $(DESTDIR)$(PREFIX)/bin and $(DESTDIR)$(SYSCONFDIR)/sky
 #   make SANITIZE=address,undefined check
+#   make check-tsan         the ThreadSanitizer leg of check on its own
 
 BOARD ?= host
 .DEFAULT_GOAL := all
@@ -18,13 +19,14 @@ $(error unknown BOARD '$(BOARD)'; boards are: $(BOARDS))
 endif
 include boards/$(BOARD)/board.mk
 
-# SANITIZE=address,undefined (or either) builds with those sanitizers;
-# leaving it empty removes them (and their 2-3x slowdown).
+# SANITIZE=address,undefined (or either) builds with those sanitizers, and
+# SANITIZE=thread with ThreadSanitizer (it cannot be combined with address);
+# leaving it empty removes them (and their 2-15x slowdown).
 SANITIZE ?=
-SANITIZERS := address undefined address,undefined undefined,address
+SANITIZERS := address undefined address,undefined undefined,address thread
 ifneq ($(SANITIZE),)
 ifeq ($(filter $(SANITIZE),$(SANITIZERS)),)
-$(error unknown SANITIZE '$(SANITIZE)'; use address, undefined or address,undefined)
+$(error unknown SANITIZE '$(SANITIZE)'; use address, undefined, address,undefined or thread)
 endif
 SAN_FLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 endif
@@ -43,6 +45,9 @@ B := build/$(BOARD)
 ifneq ($(SANITIZE),)
 B := build/$(BOARD)-san
 endif
+ifeq ($(SANITIZE),thread)
+B := build/$(BOARD)-tsan
+endif
 O := $(B)/obj
 
 # Include paths are the layering rule: planner code sees port/ and the two
@@ -53,7 +58,7 @@ INC_RT := $(INC_SHARED) -Iruntime -Iruntime/kernels
 INC_PLAN := $(INC_SHARED) -Iplanner
 INC_ALL := $(INC_RT) -Iplanner -Itests
 
-BASE_CFLAGS := -std=gnu11 -Wall -Wextra -Wno-unused-parameter -fno-strict-aliasing \
+BASE_CFLAGS := -std=gnu11 -Wall -Wextra -Wshadow -Wno-unused-parameter -fno-strict-aliasing \
 	-MMD -MP -DSKY_BOARD=\"$(BOARD)\" $(SAN_FLAGS)
 # Paho: the asynchronous client with TLS (OpenSSL underneath).
 LIBS := -lpaho-mqtt3as -lmbedtls -lmbedx509 -lmbedcrypto -lcjson -lopenblas -lpthread -lm
@@ -160,18 +165,34 @@ $(B)/tests/%: tests/%.c $(call obj,$(TEST_COMMON)) \
 tests: all $(TEST_BINS)
 cross-tests: all $(CROSS_TEST_BINS)
 
-QEMU := qemu-aarch64 -L /usr/aarch64-linux-gnu
+# -L /: loader and libc both from the host's arm64 packages (with -L
+# /usr/aarch64-linux-gnu the first pthread_create never returns)
+QEMU := qemu-aarch64 -L /
 CROSS_B := build/generic-aarch64
 TOTALS := build/check-totals
+
+# The ThreadSanitizer leg: the tests whose code runs on more than one thread
+# (once-only initialisation, Paho's callback thread, and the fleet test's
+# skyd/skyplan/sky processes), built with SANITIZE=thread into
+# build/host-tsan. tests/tsan.sh fails a test on any report from any of its
+# processes. `make check-tsan` runs only this leg.
+TSAN_B := build/host-tsan
+TSAN_UNIT := tests/port/test_once tests/wire/test_mqtt
+TSAN_SCRIPTS := tests/integration/test_fleet.sh
+TSAN_RUN := OPENBLAS_NUM_THREADS=1 SKY_BUILD=$(TSAN_B) tests/run.sh --label tsan \
+	--prefix tests/tsan.sh $(addprefix $(TSAN_B)/,$(TSAN_UNIT)) $(TSAN_SCRIPTS)
+tsan-build: all $(addprefix $(B)/,$(TSAN_UNIT))
 
 # Native tests, then the runtime's tests cross-built for aarch64 under qemu,
 # once as a Raspberry Pi 4 core (no dot-product) and once with every feature
 # (dot-product on), so both kernel dispatch paths run; then the integration
-# tests against a real broker. run.sh appends each leg's counts to TOTALS.
+# tests against a real broker, then the ThreadSanitizer leg. run.sh appends
+# each leg's counts to TOTALS.
 check: deps
 	@rm -f $(TOTALS); mkdir -p build
 	$(MAKE) --no-print-directory BOARD=host tests
 	$(MAKE) --no-print-directory BOARD=generic-aarch64 SANITIZE= cross-tests
+	$(MAKE) --no-print-directory BOARD=host SANITIZE=thread tsan-build
 	-@SKY_TEST_TOTALS=$(TOTALS) tests/run.sh --label host $(TEST_BINS)
 	-@OPENBLAS_NUM_THREADS=1 SKY_TEST_TOTALS=$(TOTALS) tests/run.sh --label a72 \
 		--prefix "$(QEMU) -cpu cortex-a72" $(patsubst $(B)/%,$(CROSS_B)/%,$(CROSS_TEST_BINS))
@@ -179,10 +200,15 @@ check: deps
 		--prefix "$(QEMU) -cpu max" $(patsubst $(B)/%,$(CROSS_B)/%,$(CROSS_TEST_BINS))
 	-@SKY_BUILD=$(B) SKY_TEST_TOTALS=$(TOTALS) tests/run.sh --label integration \
 		$(wildcard tests/integration/test_*.sh)
+	-@SKY_TEST_TOTALS=$(TOTALS) $(TSAN_RUN)
 	@awk '{p+=$$1; f+=$$2} END {printf "%d passed, %d failed\n", p, f; exit f > 0}' $(TOTALS)
 
 deps:
 	@tools/install-deps.sh
+
+check-tsan: deps
+	$(MAKE) --no-print-directory BOARD=host SANITIZE=thread tsan-build
+	@$(TSAN_RUN)
 
 # ---- the main job, benchmarks, fuzzing ---------------------------------------
 demo: deps all
@@ -203,5 +229,5 @@ install: all
 clean:
 	rm -rf build
 
-.PHONY: FORCE all tests cross-tests check deps demo bench fuzz install clean
+.PHONY: FORCE all tests cross-tests tsan-build check check-tsan deps demo bench fuzz install clean
 -include $(shell find $(O) -name '*.d' 2>/dev/null)

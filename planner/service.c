@@ -16,6 +16,7 @@
 #include "sky_thread.h"
 #include "sky_topics.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,7 +121,7 @@ typedef struct svc {
 	sky_mutex lock; /* registry and queue: Paho's thread vs the main loop */
 	sky_registry reg;
 	sky_mqtt *m;
-	volatile int lost;
+	_Atomic int lost; /* set on Paho's thread (on_lost); not under the lock */
 	pending_job pending[MAX_PENDING];
 	int n_pending;
 	int64_t epoch;
@@ -276,7 +277,7 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 static void on_lost(void *ctx, const char *cause)
 {
 	svc *s = ctx;
-	s->lost = 1;
+	atomic_store(&s->lost, 1);
 	SKY_WARN("connection to the broker lost: %s", cause);
 }
 
@@ -293,7 +294,7 @@ static int connect_svc(svc *s, sky_diag *d)
 			    .keepalive_s = s->o->keepalive_s > 0 ? s->o->keepalive_s : 10,
 			    .on_msg = on_msg, .on_lost = on_lost, .ctx = s};
 	sky_mqtt *m = NULL;
-	s->lost = 0;
+	atomic_store(&s->lost, 0);
 	if ((rc = sky_mqtt_connect(&m, &mo, d)) != 0)
 		return rc;
 	sky_mutex_lock(&s->lock);
@@ -538,7 +539,7 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 	double last_save = 0;
 	int backoff_ms = 1000;
 	while (!sky_signal_stop_requested()) {
-		if (!s->m || s->lost) {
+		if (!s->m || atomic_load(&s->lost)) {
 			drop(s);
 			sky_diag cd;
 			sky_diag_clear(&cd);
@@ -578,7 +579,8 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 			last_save = now;
 		}
 		/* messages are handled on this thread; tick again after ~100 ms */
-		while (sky_clock_s() - now < 0.1 && !s->lost && !sky_signal_stop_requested())
+		while (sky_clock_s() - now < 0.1 && !atomic_load(&s->lost) &&
+		       !sky_signal_stop_requested())
 			sky_mqtt_poll(s->m, 5);
 	}
 	SKY_INFO("stopping on signal %d", sky_signal_stop_requested());

@@ -1,6 +1,8 @@
 #define _GNU_SOURCE
 #include "sky_cpu.h"
 
+#include "sky_thread.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,15 +81,17 @@ static sky_cpu_features query(void)
 	return f;
 }
 
+static int g_features_once;
+static sky_cpu_features g_features; /* written once, under sky_once */
+
+static void features_init(void) { g_features = query(); }
+
 sky_cpu_features sky_cpu_get_features(void)
 {
-	static int done;
-	static sky_cpu_features cached;
-	if (!done) {
-		cached = query();
-		done = 1;
-	}
-	return cached;
+	/* kernels on any thread may ask first; sky_once makes the others wait
+	 * for the one query (and the one AMX permission request) */
+	sky_once(&g_features_once, features_init);
+	return g_features;
 }
 
 void sky_cpu_features_str(sky_cpu_features f, char *buf, size_t len)

@@ -4,12 +4,15 @@
 #include "sky_err.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static int g_level = -1; /* -1: not yet read from the environment */
+/* -1: not yet read from the environment. Atomic: Paho's thread logs too
+ * (a lost connection), and may be the first to read it. */
+static _Atomic int g_level = -1;
 static const char *g_name = "sky";
 
 static const char *const k_names[] = {"error", "warn", "info", "debug"};
@@ -25,17 +28,21 @@ int sky_log_parse_level(const char *text, sky_log_level *out)
 	return SKY_EINVAL;
 }
 
-void sky_log_set_level(sky_log_level level) { g_level = (int)level; }
+void sky_log_set_level(sky_log_level level) { atomic_store(&g_level, (int)level); }
 void sky_log_set_name(const char *name) { g_name = name ? name : "sky"; }
 
 int sky_log_enabled(sky_log_level level)
 {
-	if (g_level < 0) {
+	int cur = atomic_load(&g_level);
+	if (cur < 0) {
+		/* two threads may both read the environment; they store the same
+		 * value, and a level set meanwhile by sky_log_set_level wins */
 		sky_log_level l = SKY_LOG_INFO;
 		sky_log_parse_level(getenv("SKY_LOG"), &l);
-		g_level = (int)l;
+		atomic_compare_exchange_strong(&g_level, &cur, (int)l);
+		cur = atomic_load(&g_level);
 	}
-	return (int)level <= g_level;
+	return (int)level <= cur;
 }
 
 void sky_log(sky_log_level level, const char *fmt, ...)

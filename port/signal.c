@@ -3,11 +3,16 @@
 #include "sky_err.h"
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <string.h>
 
-static volatile sig_atomic_t g_stop;
+/* Atomic, not volatile sig_atomic_t: the handler may run on any thread
+ * (Paho's included) while the main loop reads the flag. A lock-free atomic
+ * is safe to store from a signal handler (C11 7.14.1.1). */
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "a signal handler needs a lock-free int");
+static _Atomic int g_stop;
 
-static void on_stop(int signo) { g_stop = signo; }
+static void on_stop(int signo) { atomic_store(&g_stop, signo); }
 
 int sky_signal_install(void)
 {
@@ -23,6 +28,6 @@ int sky_signal_install(void)
 	return 0;
 }
 
-int sky_signal_stop_requested(void) { return (int)g_stop; }
+int sky_signal_stop_requested(void) { return atomic_load(&g_stop); }
 
-void sky_signal_request_stop(int signo) { g_stop = signo ? signo : SIGTERM; }
+void sky_signal_request_stop(int signo) { atomic_store(&g_stop, signo ? signo : SIGTERM); }

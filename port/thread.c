@@ -17,17 +17,32 @@ void sky_mutex_lock(sky_mutex *m) { pthread_mutex_lock((pthread_mutex_t *)m->opa
 void sky_mutex_unlock(sky_mutex *m) { pthread_mutex_unlock((pthread_mutex_t *)m->opaque); }
 void sky_mutex_free(sky_mutex *m) { pthread_mutex_destroy((pthread_mutex_t *)m->opaque); }
 
+/* A flag goes 0 (not run) -> 1 (running) -> 2 (done). fn runs without the
+ * lock held, so it may itself call sky_once on another flag (the kernel
+ * variant choice asks for the CPU features); one lock and one condition
+ * serve every flag, as initialisations are rare and short. */
+enum { ONCE_NOT_RUN, ONCE_RUNNING, ONCE_DONE };
+static pthread_mutex_t g_once_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_once_cond = PTHREAD_COND_INITIALIZER;
+
 void sky_once(int *flag, void (*fn)(void))
 {
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-	if (__atomic_load_n(flag, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(flag, __ATOMIC_ACQUIRE) == ONCE_DONE)
 		return;
-	pthread_mutex_lock(&lock);
-	if (!*flag) {
-		fn();
-		__atomic_store_n(flag, 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&g_once_lock);
+	while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) == ONCE_RUNNING)
+		pthread_cond_wait(&g_once_cond, &g_once_lock);
+	if (__atomic_load_n(flag, __ATOMIC_ACQUIRE) == ONCE_DONE) {
+		pthread_mutex_unlock(&g_once_lock);
+		return;
 	}
-	pthread_mutex_unlock(&lock);
+	__atomic_store_n(flag, ONCE_RUNNING, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&g_once_lock);
+	fn();
+	pthread_mutex_lock(&g_once_lock);
+	__atomic_store_n(flag, ONCE_DONE, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&g_once_cond);
+	pthread_mutex_unlock(&g_once_lock);
 }
 
 int sky_thread_start(sky_thread *t, void *(*fn)(void *), void *arg)

@@ -16,6 +16,7 @@
 #include "sky_thread.h"
 #include "sky_topics.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,11 +65,14 @@ static int write_counter(const char *dir, const char *file, int64_t v)
 
 /* ---- enrollment ---------------------------------------------------------- */
 
+/* enroll_msg fills reply and len under lock, then sets got; the waiting
+ * loop reads got without the lock, and reply and len only once got is set
+ * (the atomic store and load order them). */
 typedef struct enroll_wait {
 	char topic[SKY_TOPIC_BUF];
-	char reply[SKY_ENROLL_REPLY_MAX];
-	volatile size_t len;
-	volatile int got;
+	char reply[SKY_ENROLL_REPLY_MAX]; /* under lock until got */
+	size_t len;                       /* under lock until got */
+	_Atomic int got;
 	sky_mutex lock;
 } enroll_wait;
 
@@ -77,14 +81,14 @@ static void enroll_msg(void *ctx, const char *topic, size_t tl, const unsigned c
 {
 	enroll_wait *w = ctx;
 	sky_mutex_lock(&w->lock);
-	if (!w->got && strcmp(topic, w->topic) == 0) {
+	if (!atomic_load(&w->got) && strcmp(topic, w->topic) == 0) {
 		if (len > sizeof w->reply) {
 			SKY_WARN("enroll: reply of %zu bytes over the %zu limit, ignored", len,
 				 sizeof w->reply);
 		} else {
 			memcpy(w->reply, p, len);
 			w->len = len;
-			w->got = 1;
+			atomic_store(&w->got, 1);
 		}
 	}
 	sky_mutex_unlock(&w->lock);
@@ -158,18 +162,19 @@ int sky_agent_enroll(const sky_agent_opts *o, sky_diag *d)
 	SKY_INFO("enroll: sent a CSR for %s on %s", o->id, topic);
 	double end = sky_clock_s() + (o->enroll_timeout_s > 0 ? o->enroll_timeout_s : 30);
 	double resend = sky_clock_s() + 3.0;
-	while (!w.got && sky_clock_s() < end && !sky_signal_stop_requested() && sky_mqtt_connected(m)) {
+	while (!atomic_load(&w.got) && sky_clock_s() < end && !sky_signal_stop_requested() &&
+	       sky_mqtt_connected(m)) {
 		sky_mqtt_poll(m, 10);
 		/* the request is not retained: if the planner was not listening yet
 		 * (started after us, or restarting), ask again; the reply topic is
 		 * ours alone, and the first answer wins */
-		if (!w.got && sky_clock_s() >= resend) {
+		if (!atomic_load(&w.got) && sky_clock_s() >= resend) {
 			SKY_INFO("enroll: no answer yet; sending the request again");
 			sky_mqtt_publish(m, topic, req, req_len, 1, 0, NULL);
 			resend = sky_clock_s() + 3.0;
 		}
 	}
-	if (!w.got) {
+	if (!atomic_load(&w.got)) {
 		rc = sky_diag_set(d, SKY_ETIMEOUT, "enroll: no answer from the planner on %s", w.topic);
 		goto exit;
 	}
@@ -188,13 +193,15 @@ typedef struct agent {
 	const sky_agent_opts *o;
 	sky_identity idn;
 	sky_profile prof;
-	sky_mutex lock;    /* guards everything below (Paho's thread vs the main loop) */
+	/* guards everything below (Paho's thread vs the main loop) except the
+	 * _Atomic flags, which are read and written without it */
+	sky_mutex lock;
 	sky_mqtt *m;
-	volatile int lost;
+	_Atomic int lost; /* set on Paho's thread (on_lost) */
 	int64_t session;
 	sky_caps caps;
 	sky_model_cfg probe_model;
-	volatile int probe_requested;
+	_Atomic int probe_requested; /* set by on_msg, taken by the main loop */
 	/* the plan we hold */
 	int64_t epoch;     /* of the last plan run (0: none) */
 	sky_planmsg plan;
@@ -206,9 +213,9 @@ typedef struct agent {
 	sky_planack ack;   /* the last answer to a plan, re-sent on reconnect */
 	int has_ack;
 	long plans_rejected;
-	/* link probe */
-	volatile uint64_t echo_seq_seen;
-	volatile int echo_bulk_seen;
+	/* link probe: set by on_msg, read by link_probe's wait */
+	_Atomic uint64_t echo_seq_seen;
+	_Atomic int echo_bulk_seen;
 	double echo_last_s;
 	/* scratch for plan handling (too big for Paho's stack) */
 	char payload[SKY_SIGN_MAX_PAYLOAD + 1];
@@ -423,9 +430,9 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 		for (int i = 0; i < 8; i++)
 			seq = seq << 8 | p[i];
 		if (len >= ECHO_BULK_BYTES)
-			a->echo_bulk_seen++;
+			atomic_fetch_add(&a->echo_bulk_seen, 1);
 		else
-			a->echo_seq_seen = seq;
+			atomic_store(&a->echo_seq_seen, seq);
 		return;
 	}
 	if (strcmp(leaf, SKY_TOPIC_CMD) == 0) {
@@ -446,7 +453,7 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 				if (sky_json_i64(doc, "batch", 1, SKY_CAPS_MAX_BATCH, &batch, "cmd", NULL) == 0)
 					a->probe_model.batch = (int)batch;
 			}
-			a->probe_requested = 1;
+			atomic_store(&a->probe_requested, 1);
 			sky_mutex_unlock(&a->lock);
 			SKY_INFO("probe requested by the planner (model %s)", a->probe_model.name);
 		} else {
@@ -459,7 +466,7 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 static void on_lost(void *ctx, const char *cause)
 {
 	agent *a = ctx;
-	a->lost = 1;
+	atomic_store(&a->lost, 1);
 	SKY_WARN("connection to the broker lost: %s", cause);
 }
 
@@ -483,9 +490,10 @@ static void link_probe(agent *a)
 			return;
 		/* spin for the first 2 ms (loopback answers in ~1 ms), then sleep,
 		 * so sixteen boards probing at once do not starve each other */
-		while (a->echo_seq_seen != seq && sky_clock_s() - t0 < 2.0 && !a->lost)
+		while (atomic_load(&a->echo_seq_seen) != seq && sky_clock_s() - t0 < 2.0 &&
+		       !atomic_load(&a->lost))
 			sky_mqtt_poll(a->m, sky_clock_s() - t0 > 0.002 ? 1 : 0);
-		if (a->echo_seq_seen == seq)
+		if (atomic_load(&a->echo_seq_seen) == seq)
 			rtt[n++] = sky_clock_s() - t0;
 	}
 	if (n == 0) {
@@ -499,15 +507,17 @@ static void link_probe(agent *a)
 			rtt[j - 1] = t;
 		}
 	double lat = n % 2 ? rtt[n / 2] : 0.5 * (rtt[n / 2 - 1] + rtt[n / 2]);
-	a->echo_bulk_seen = 0;
+	atomic_store(&a->echo_bulk_seen, 0);
 	memset(buf, 0xa5, 8);
 	double t0 = sky_clock_s();
 	for (int i = 0; i < ECHO_BULK_MSGS; i++)
 		sky_mqtt_publish(a->m, topic, buf, sizeof buf, 0, 0, NULL);
-	while (a->echo_bulk_seen < ECHO_BULK_MSGS && sky_clock_s() - t0 < 10.0 && !a->lost)
+	while (atomic_load(&a->echo_bulk_seen) < ECHO_BULK_MSGS && sky_clock_s() - t0 < 10.0 &&
+	       !atomic_load(&a->lost))
 		sky_mqtt_poll(a->m, 1);
 	double el = sky_clock_s() - t0;
-	double bw = a->echo_bulk_seen > 0 ? 2.0 * a->echo_bulk_seen * (double)sizeof buf / el : 0;
+	int bulk = atomic_load(&a->echo_bulk_seen);
+	double bw = bulk > 0 ? 2.0 * bulk * (double)sizeof buf / el : 0;
 	sky_mutex_lock(&a->lock);
 	a->caps.link_lat_s = lat;
 	a->caps.link_bw = bw;
@@ -581,7 +591,7 @@ static int connect_once(agent *a, sky_diag *d)
 			    .will_retained = 1, .will_qos = 1, .on_msg = on_msg, .on_lost = on_lost,
 			    .ctx = a};
 	sky_mqtt *m = NULL;
-	a->lost = 0;
+	atomic_store(&a->lost, 0);
 	if ((rc = sky_mqtt_connect(&m, &mo, d)) != 0)
 		return rc;
 	sky_mutex_lock(&a->lock);
@@ -679,7 +689,7 @@ int sky_agent_run(const sky_agent_opts *o, sky_diag *d)
 	double next_hb = 0;
 	int64_t hb_seq = 0;
 	while (!sky_signal_stop_requested()) {
-		if (!a.m || a.lost) {
+		if (!a.m || atomic_load(&a.lost)) {
 			if (a.m) {
 				disconnect(&a, 0);
 				sky_sleep_ms(200);
@@ -697,8 +707,7 @@ int sky_agent_run(const sky_agent_opts *o, sky_diag *d)
 			backoff_ms = 1000;
 			next_hb = 0;
 		}
-		if (a.probe_requested) {
-			a.probe_requested = 0;
+		if (atomic_exchange(&a.probe_requested, 0)) {
 			sky_diag pd;
 			sky_diag_clear(&pd);
 			if (do_probe(&a, &pd) == 0) {

@@ -150,10 +150,10 @@ int sky_bert_accumulate(sky_bert *m, const sky_bert_batch *b, float scale, float
 	sky_head_backward(c, sky_bert_head_params(m), b->labels, m->head_saved, scale, m->dact[0],
 			  g + m->off_head, m->scratch);
 	int cur = 0;
-	for (int l = c->layers - 1; l >= 0; l--) {
-		sky_layer_backward(c, sky_bert_layer_params(m, l), m->mask,
-				   m->layer_saved + (size_t)l * m->stride_saved, m->dact[cur],
-				   m->dact[cur ^ 1], g + m->off_layer0 + (size_t)l * m->stride_layer,
+	for (int li = c->layers - 1; li >= 0; li--) {
+		sky_layer_backward(c, sky_bert_layer_params(m, li), m->mask,
+				   m->layer_saved + (size_t)li * m->stride_saved, m->dact[cur],
+				   m->dact[cur ^ 1], g + m->off_layer0 + (size_t)li * m->stride_layer,
 				   m->scratch, SKY_BLOCK_ALL);
 		cur ^= 1;
 	}

@@ -491,10 +491,10 @@ int sky_layer_s8_forward(sky_layer_s8 *L, const float *x, const float *mask, flo
 	sky_k_gemm_s8(T, L->ctx8, H, &L->wo, &oo);
 	/* residual and LayerNorm a row at a time, so the int32 sum stays in L1 */
 	for (int t = 0; t < T; t++) {
-		size_t o = (size_t)t * H;
-		sky_k_add_s16_s8(L->a16 + o, L->x8 + o, (size_t)H, L->res1_ma, L->res1_ra, L->res1_mb,
-				 L->res1_rb, L->r32);
-		sky_k_layernorm_s8(L->r32, 1, H, L->ln1_g, L->ln1_b, L->h1_8 + o);
+		size_t row = (size_t)t * H;
+		sky_k_add_s16_s8(L->a16 + row, L->x8 + row, (size_t)H, L->res1_ma, L->res1_ra,
+				 L->res1_mb, L->res1_rb, L->r32);
+		sky_k_layernorm_s8(L->r32, 1, H, L->ln1_g, L->ln1_b, L->h1_8 + row);
 	}
 	/* y = LN2(gelu(h1 W1^T + b1) W2^T + b2 + h1); the FFN pre-activation
 	 * goes through GELU in blocks of rows while it is still in L2 */
@@ -507,10 +507,10 @@ int sky_layer_s8_forward(sky_layer_s8 *L, const float *x, const float *mask, flo
 	sky_k_gemm_out o2 = {SKY_K_OUT_S16, L->a16, H, L->b2, L->m2, L->r2};
 	sky_k_gemm_s8(T, L->g8, F, &L->w2, &o2);
 	for (int t = 0; t < T; t++) {
-		size_t o = (size_t)t * H;
-		sky_k_add_s16_s8(L->a16 + o, L->h1_8 + o, (size_t)H, L->res2_ma, L->res2_ra,
+		size_t row = (size_t)t * H;
+		sky_k_add_s16_s8(L->a16 + row, L->h1_8 + row, (size_t)H, L->res2_ma, L->res2_ra,
 				 L->res2_mb, L->res2_rb, L->r32);
-		sky_k_layernorm_s8(L->r32, 1, H, L->ln2_g, L->ln2_b, L->x8 + o);
+		sky_k_layernorm_s8(L->r32, 1, H, L->ln2_g, L->ln2_b, L->x8 + row);
 	}
 	/* exit */
 	sky_k_dequantize_s8_f32(L->x8, (size_t)T * H, L->s_y, y);

@@ -3,6 +3,7 @@
 #include "sky_kernels_s8.h"
 
 #include "sky_cpu.h"
+#include "sky_thread.h"
 
 #include <math.h>
 #include <string.h>
@@ -39,21 +40,26 @@ int sky_k_s8_variant_supported(int v)
 	}
 }
 
-int sky_k_s8_variant_active(void)
+static int g_chosen_once;
+static int g_chosen; /* written once, under sky_once */
+
+static void choose_variant(void)
 {
-	static int chosen = -1;
-	if (chosen < 0) {
-		static const int order[] = {SKY_K_S8_AMX, SKY_K_S8_VNNI, SKY_K_S8_AVX2,
-					    SKY_K_S8_DOTPROD, SKY_K_S8_NEON};
-		chosen = SKY_K_S8_REF;
-		for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
-			if (sky_k_s8_variant_supported(order[i])) {
-				chosen = order[i];
-				break;
-			}
+	static const int order[] = {SKY_K_S8_AMX, SKY_K_S8_VNNI, SKY_K_S8_AVX2, SKY_K_S8_DOTPROD,
+				    SKY_K_S8_NEON};
+	g_chosen = SKY_K_S8_REF;
+	for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+		if (sky_k_s8_variant_supported(order[i])) {
+			g_chosen = order[i];
+			break;
 		}
 	}
-	return chosen;
+}
+
+int sky_k_s8_variant_active(void)
+{
+	sky_once(&g_chosen_once, choose_variant);
+	return g_chosen;
 }
 
 int sky_k_s8_variant_offset(int v)
@@ -131,10 +137,10 @@ void sky_k_pack_s8(int v, const int8_t *w, int n, int k, long stride_n, long str
 			int kk0 = k4 * 4;
 			if (nfull && kk0 + 4 <= k && stride_k == 1) { /* rows: 4 bytes at a time */
 				for (int c = 0; c < 16; c++) {
-					uint32_t v;
-					memcpy(&v, wb + c * stride_n + kk0, 4);
-					v ^= off4;
-					memcpy(dst + c * 4, &v, 4);
+					uint32_t word;
+					memcpy(&word, wb + c * stride_n + kk0, 4);
+					word ^= off4;
+					memcpy(dst + c * 4, &word, 4);
 				}
 			} else if (nfull && kk0 + 4 <= k) {
 				for (int c = 0; c < 16; c++)

@@ -13,7 +13,7 @@ typedef struct {
 } block_hdr;
 
 static _Alignas(64) unsigned char g_pool[SKY_JSON_POOL_BYTES];
-static size_t g_top, g_peak, g_live;
+static size_t g_top, g_peak, g_live; /* under g_lock */
 static int g_once;
 static sky_mutex g_lock;
 
@@ -63,7 +63,7 @@ cJSON *sky_json_parse(const char *buf, size_t len, sky_diag *d)
 	if (!doc) {
 		/* cJSON frees what it built before failing, so the pool is as it was */
 		size_t at = end && end >= buf ? (size_t)(end - buf) : 0;
-		if (g_peak + 4096 >= sizeof g_pool)
+		if (sky_json_pool_peak() + 4096 >= sizeof g_pool)
 			sky_diag_set(d, SKY_ERANGE, "JSON document too large for the %u-byte pool",
 				     SKY_JSON_POOL_BYTES);
 		else
@@ -103,7 +103,14 @@ size_t sky_json_pool_used(void)
 	sky_mutex_unlock(&g_lock);
 	return n;
 }
-size_t sky_json_pool_peak(void) { return g_peak; }
+size_t sky_json_pool_peak(void)
+{
+	ensure_hooks();
+	sky_mutex_lock(&g_lock);
+	size_t n = g_peak;
+	sky_mutex_unlock(&g_lock);
+	return n;
+}
 
 static const cJSON *member(const cJSON *obj, const char *key, const char *what, sky_diag *d)
 {

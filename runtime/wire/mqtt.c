@@ -5,16 +5,19 @@
 #include "sky_thread.h"
 
 #include <MQTTAsync.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* A pending request (connect or subscribe) waits on one of these. The slot
  * lives in the handle, so a callback that fires after its waiter gave up
- * still writes to valid memory. */
+ * still writes to valid memory. Paho's thread writes code and msg, then
+ * stores done; the waiter reads them only after it has seen done != 0 (the
+ * atomic store and load order them). */
 typedef struct op_slot {
-	int busy;
-	volatile int done; /* 0 pending, 1 success, -1 failure */
+	int busy;           /* under sky_mqtt.lock */
+	_Atomic int done;   /* 0 pending, 1 success, -1 failure */
 	int code;
 	char msg[96];
 } op_slot;
@@ -33,8 +36,8 @@ typedef struct qmsg {
 struct sky_mqtt {
 	MQTTAsync client;
 	sky_mqtt_opts o;
-	volatile int connected;
-	sky_mutex lock; /* slots and the queue */
+	_Atomic int connected; /* cleared on Paho's thread when the link is lost */
+	sky_mutex lock; /* slots' busy flags, the queue, queued_bytes and dropped */
 	op_slot slots[N_SLOTS];
 	qmsg *head, *tail;
 	size_t queued_bytes;
@@ -62,9 +65,9 @@ static op_slot *slot_take(sky_mqtt *m)
 static int slot_wait(sky_mqtt *m, op_slot *s, int timeout_ms)
 {
 	uint64_t end = sky_clock_ns() + (uint64_t)timeout_ms * 1000000u;
-	while (!s->done && sky_clock_ns() < end)
+	while (!atomic_load(&s->done) && sky_clock_ns() < end)
 		sky_sleep_ms(2);
-	int r = s->done;
+	int r = atomic_load(&s->done);
 	if (r) {
 		sky_mutex_lock(&m->lock);
 		s->busy = 0;
@@ -78,7 +81,7 @@ static void on_ok(void *ctx, MQTTAsync_successData *resp)
 	op_slot *s = ctx;
 	/* MQTT 3.1.1 §3.9.3: a SUBACK return code 0x80 is a refusal */
 	s->code = resp ? resp->alt.qos : 0;
-	s->done = s->code == 0x80 ? -1 : 1;
+	atomic_store(&s->done, s->code == 0x80 ? -1 : 1);
 }
 
 static void on_fail(void *ctx, MQTTAsync_failureData *resp)
@@ -87,19 +90,19 @@ static void on_fail(void *ctx, MQTTAsync_failureData *resp)
 	s->code = resp ? resp->code : -1;
 	snprintf(s->msg, sizeof s->msg, "%s",
 		 resp && resp->message ? resp->message : MQTTAsync_strerror(s->code));
-	s->done = -1;
+	atomic_store(&s->done, -1);
 }
 
 static void on_conn_ok(void *ctx, MQTTAsync_successData *resp)
 {
 	op_slot *s = ctx;
-	s->done = 1;
+	atomic_store(&s->done, 1);
 }
 
 static void cb_lost(void *ctx, char *cause)
 {
 	sky_mqtt *m = ctx;
-	m->connected = 0;
+	atomic_store(&m->connected, 0);
 	if (m->o.on_lost)
 		m->o.on_lost(m->o.ctx, cause ? cause : "connection lost");
 }
@@ -180,7 +183,15 @@ int sky_mqtt_poll(sky_mqtt *m, int wait_ms)
 	}
 }
 
-long sky_mqtt_dropped(sky_mqtt *m) { return m ? m->dropped : 0; }
+long sky_mqtt_dropped(sky_mqtt *m)
+{
+	if (!m)
+		return 0;
+	sky_mutex_lock(&m->lock);
+	long n = m->dropped;
+	sky_mutex_unlock(&m->lock);
+	return n;
+}
 
 int sky_mqtt_connect(sky_mqtt **out, const sky_mqtt_opts *o, sky_diag *d)
 {
@@ -240,7 +251,7 @@ int sky_mqtt_connect(sky_mqtt **out, const sky_mqtt_opts *o, sky_diag *d)
 				  r == 0 ? "timed out" : s->msg[0] ? s->msg : "refused");
 		goto fail;
 	}
-	m->connected = 1;
+	atomic_store(&m->connected, 1);
 	*out = m;
 	return 0;
 fail:
@@ -253,7 +264,7 @@ fail:
 
 int sky_mqtt_subscribe(sky_mqtt *m, const char *filter, int qos, int timeout_ms, sky_diag *d)
 {
-	if (!m || !m->connected)
+	if (!m || !atomic_load(&m->connected))
 		return sky_diag_set(d, SKY_ENET, "subscribe %s: not connected", filter);
 	op_slot *s = slot_take(m);
 	if (!s)
@@ -264,7 +275,7 @@ int sky_mqtt_subscribe(sky_mqtt *m, const char *filter, int qos, int timeout_ms,
 	ro.context = s;
 	int rc = MQTTAsync_subscribe(m->client, filter, qos, &ro);
 	if (rc != MQTTASYNC_SUCCESS) {
-		s->done = -1; /* no callback will come */
+		atomic_store(&s->done, -1); /* no callback will come */
 		slot_wait(m, s, 0);
 		return sky_diag_set(d, SKY_ENET, "subscribe %s: %s", filter, MQTTAsync_strerror(rc));
 	}
@@ -285,7 +296,7 @@ int sky_mqtt_publish(sky_mqtt *m, const char *topic, const void *data, size_t le
 	if (len > 268435455u - 65536u) /* MQTT 3.1.1 §2.2.3 less the header */
 		return sky_diag_set(d, SKY_ERANGE, "publish %s: %zu bytes is over MQTT's limit", topic,
 				    len);
-	if (!m || !m->connected)
+	if (!m || !atomic_load(&m->connected))
 		return sky_diag_set(d, SKY_ENET, "publish %s: not connected", topic);
 	MQTTAsync_message msg = MQTTAsync_message_initializer;
 	msg.payload = (void *)data;
@@ -313,19 +324,19 @@ int sky_mqtt_flush(sky_mqtt *m, int timeout_ms)
 		}
 		if (n == 0)
 			return 0;
-		if (sky_clock_ns() >= end || !m->connected)
+		if (sky_clock_ns() >= end || !atomic_load(&m->connected))
 			return SKY_ETIMEOUT;
 		sky_sleep_ms(2);
 	}
 }
 
-int sky_mqtt_connected(sky_mqtt *m) { return m && m->connected; }
+int sky_mqtt_connected(sky_mqtt *m) { return m && atomic_load(&m->connected); }
 
 void sky_mqtt_close(sky_mqtt *m, int timeout_ms)
 {
 	if (!m)
 		return;
-	if (m->connected) {
+	if (atomic_load(&m->connected)) {
 		MQTTAsync_disconnectOptions dc = MQTTAsync_disconnectOptions_initializer;
 		dc.timeout = timeout_ms;
 		op_slot *s = slot_take(m);
@@ -336,7 +347,7 @@ void sky_mqtt_close(sky_mqtt *m, int timeout_ms)
 		}
 		if (MQTTAsync_disconnect(m->client, &dc) == MQTTASYNC_SUCCESS && s)
 			slot_wait(m, s, timeout_ms + 500);
-		m->connected = 0;
+		atomic_store(&m->connected, 0);
 	}
 	MQTTAsync_destroy(&m->client);
 	for (qmsg *q = pop(m); q; q = pop(m))
