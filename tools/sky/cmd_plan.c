@@ -4,6 +4,7 @@
 #include "sky_cli.h"
 #include "sky_file.h"
 #include "sky_json.h"
+#include "sky_svg.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,7 +48,7 @@ static int takes_value(const char *opt)
 					   "--algo",	   "--objective",     "--optimizer",
 					   "--schedule",   "--precision",     "--layers",
 					   "--seq",	   "--micro-batch",   "--micro-batches",
-					   "--order-evals"};
+					   "--order-evals", "--svg"};
 	for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
 		if (strcmp(opt, opts[i]) == 0)
 			return 1;
@@ -78,6 +79,8 @@ int plan_cli_parse(const char *cmd, int argc, char **argv, plan_cli *c, const ch
 			return 2;
 		} else if (strcmp(a, "--fleet") == 0) {
 			c->fleet_path = argv[++i];
+		} else if (strcmp(a, "--svg") == 0) {
+			c->svg = argv[++i];
 		} else if (strcmp(a, "--write-fleet") == 0) {
 			c->write_fleet = argv[++i];
 		} else if (strcmp(a, "--model") == 0) {
@@ -279,11 +282,30 @@ int plan_print(const plan_cli *c, const sky_plan *p)
 	return n >= 0 ? 0 : 1;
 }
 
+/* Draws the plan into c->svg (sky_svg.h). Returns 0 or 1 after saying why. */
+static int plan_svg(const plan_cli *c, const sky_plan *p)
+{
+	size_t cap = 8192 + (size_t)p->n_stages * 1024 + (size_t)c->job.model.layers * 128;
+	char *buf = malloc(cap), title[160];
+	snprintf(title, sizeof title, "%s plan: %s, %d layers, %d micro-batches, %s",
+		 sky_algo_name(p->algo), c->job.model.name, c->job.model.layers,
+		 c->job.micro_batches, sky_sched_name(c->job.sched));
+	int n = buf ? sky_svg_plan(c->fleet, &c->job, p, title, buf, cap) : SKY_ENOMEM;
+	int rc = n >= 0 ? sky_file_write(c->svg, buf, (size_t)n, 0644) : n;
+	free(buf);
+	if (rc) {
+		fprintf(stderr, "sky plan: cannot write %s (%s)\n", c->svg, sky_strerror(rc));
+		return 1;
+	}
+	return 0;
+}
+
 int sky_cmd_plan(int argc, char **argv)
 {
 	plan_cli c;
 	int rc = plan_cli_parse("plan", argc, argv, &c,
-				"  --algo A              even, sky or optimal (default optimal)\n",
+				"  --algo A              even, sky or optimal (default optimal)\n"
+				"  --svg F.svg           also draw the plan (boards, half-layers, stage times)\n",
 				"optimal");
 	if (rc) {
 		plan_cli_free(&c);
@@ -308,6 +330,8 @@ int sky_cmd_plan(int argc, char **argv)
 		goto exit;
 	}
 	rc = plan_print(&c, p);
+	if (!rc && c.svg)
+		rc = plan_svg(&c, p);
 exit:
 	free(p);
 	plan_cli_free(&c);

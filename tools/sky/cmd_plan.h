@@ -10,6 +10,7 @@ typedef struct plan_cli {
 	int json;
 	const char *algos; /* as given to --algo */
 	const char *write_fleet; /* --write-fleet: save the fleet used here */
+	const char *svg;         /* sky plan --svg: draw the plan there */
 	sky_job job;
 	sky_fleet *fleet;  /* heap: the struct is large */
 } plan_cli;

@@ -29,6 +29,10 @@ int sky_cmd_sim(int argc, char **argv)
 	int n = 0, failed = 0;
 	sky_plan *p = NULL;
 	sky_sim_result *r = NULL;
+	if (!rc && c.svg) {
+		fprintf(stderr, "sky sim: --svg draws one plan: use it with sky plan\n");
+		rc = 2;
+	}
 	if (rc) {
 		plan_cli_free(&c);
 		return rc == 1 ? 0 : rc;
