@@ -8,6 +8,7 @@
 #include "sky_tensor.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 /* Rows of the FFN pre-activation kept at once (int16, F wide: 768 KB for
@@ -166,9 +167,8 @@ size_t sky_layer_s8_weight_bytes(const sky_model_cfg *c)
 void sky_layer_s8_share_scratch(sky_layer_s8 *L, const sky_layer_s8 *from)
 {
 	L->x8 = from->x8, L->qkv8 = from->qkv8, L->ctx8 = from->ctx8, L->h1_8 = from->h1_8;
-	L->g8 = from->g8, L->pbuf = from->pbuf, L->a16 = from->a16, L->u16 = from->u16;
-	L->r32 = from->r32, L->scores = from->scores, L->cbias = from->cbias;
-	L->maskbits = from->maskbits, L->kh = from->kh, L->vh = from->vh;
+	L->g8 = from->g8, L->a16 = from->a16, L->maskbits = from->maskbits;
+	L->ws = from->ws, L->workers = from->workers, L->pool = from->pool;
 }
 
 static void carve_impl(sky_layer_s8 *L, const sky_model_cfg *c, int variant, sky_arena *a,
@@ -224,26 +224,48 @@ void sky_layer_s8_carve_persist(sky_layer_s8 *L, const sky_model_cfg *c, int var
 
 void sky_layer_s8_carve_scratch(sky_layer_s8 *L, sky_arena *a)
 {
+	sky_layer_s8_carve_scratch_mt(L, a, 1);
+}
+
+void sky_layer_s8_carve_scratch_mt(sky_layer_s8 *L, sky_arena *a, int workers)
+{
 	const sky_model_cfg *c = &L->cfg;
 	size_t H = (size_t)c->hidden, F = (size_t)c->ffn, T = (size_t)sky_model_tokens(c);
 	size_t S = (size_t)c->seq, D = H / (size_t)c->heads;
 	const sky_life X = SKY_LIFE_SCRATCH;
 	int variant = L->variant;
-	/* every activation of one forward, int8/16/32 */
+	if (workers < 1 || workers > SKY_POOL_MAX_THREADS)
+		workers = 1;
+	/* every activation of one forward, int8/16 */
 	L->x8 = sky_arena_alloc(a, T * H, X);
 	L->qkv8 = sky_arena_alloc(a, T * 3 * H, X);
 	L->ctx8 = sky_arena_alloc(a, T * H, X);
 	L->h1_8 = sky_arena_alloc(a, T * H, X);
 	L->g8 = sky_arena_alloc(a, T * F, X);
-	L->pbuf = sky_arena_alloc(a, S * S, X);
 	L->a16 = sky_arena_alloc(a, 2 * T * H, X);
-	L->u16 = sky_arena_alloc(a, 2 * (T < SKY_S8_ROW_BLOCK ? T : SKY_S8_ROW_BLOCK) * F, X);
-	L->r32 = sky_arena_alloc(a, 4 * H, X);
-	L->scores = sky_arena_alloc(a, 4 * S * S, X);
-	L->cbias = sky_arena_alloc(a, 4 * D, X);
 	L->maskbits = sky_arena_alloc(a, T, X);
-	carve_packed(&L->kh, (int)S, (int)D, variant, a, X);
-	carve_packed(&L->vh, (int)D, (int)S, variant, a, X);
+	/* per worker */
+	L->workers = workers;
+	L->pool = NULL;
+	L->ws = sky_arena_alloc(a, sizeof *L->ws * (size_t)workers, X);
+	for (int w = 0; w < workers; w++) {
+		sky_layer_s8_ws tmp, *ws = L->ws ? &L->ws[w] : &tmp; /* NULL while measuring */
+		ws->pbuf = sky_arena_alloc(a, S * S, X);
+		ws->u16 = sky_arena_alloc(a, 2 * (T < SKY_S8_ROW_BLOCK ? T : SKY_S8_ROW_BLOCK) * F, X);
+		ws->r32 = sky_arena_alloc(a, 4 * H, X);
+		ws->scores = sky_arena_alloc(a, 4 * S * S, X);
+		ws->cbias = sky_arena_alloc(a, 4 * D, X);
+		carve_packed(&ws->kh, (int)S, (int)D, variant, a, X);
+		carve_packed(&ws->vh, (int)D, (int)S, variant, a, X);
+	}
+}
+
+int sky_layer_s8_use_pool(sky_layer_s8 *L, sky_pool *pool)
+{
+	if (sky_pool_threads(pool) > L->workers)
+		return SKY_EINVAL;
+	L->pool = pool;
+	return 0;
 }
 
 /* ---- quantisation and setup ------------------------------------------------ */
@@ -436,83 +458,134 @@ int sky_layer_s8_setup(sky_layer_s8 *L, sky_diag *d)
 
 /* ---- forward ---------------------------------------------------------------- */
 
+/* The forward in three parallel phases; every task writes only the rows
+ * (or the head) it owns and uses its worker's scratch, so the bits do not
+ * depend on the number of threads or on who ran what:
+ *   1. per block of rows: quantise x, the q|k|v GEMM;
+ *   2. per sequence and head: scores, softmax, context;
+ *   3. per block of rows: everything else (the output projection, both
+ *      residuals and LayerNorms, the FFN and the exit), which is row-local. */
+typedef struct fwd_ctx {
+	sky_layer_s8 *L;
+	const float *x;
+	float *y;
+	int T, row_tasks;
+	atomic_int bad_input; /* a task found NaN or infinity in x */
+} fwd_ctx;
+
+static void rows_of(const fwd_ctx *f, int task, int *t0, int *rows)
+{
+	*t0 = task * SKY_S8_ROW_BLOCK;
+	*rows = f->T - *t0 < SKY_S8_ROW_BLOCK ? f->T - *t0 : SKY_S8_ROW_BLOCK;
+}
+
+static void phase_qkv(void *ctx, int task, int worker)
+{
+	fwd_ctx *f = ctx;
+	sky_layer_s8 *L = f->L;
+	const int H = L->cfg.hidden, H3 = 3 * H;
+	int t0, rows;
+	rows_of(f, task, &t0, &rows);
+	if (sky_k_quantize_f32_s8(f->x + (size_t)t0 * H, (size_t)rows * H, L->inv_sx,
+				  L->x8 + (size_t)t0 * H) != 0) {
+		atomic_store(&f->bad_input, 1);
+		return;
+	}
+	/* q|k|v: one GEMM, per-channel requantisation to three scales */
+	sky_k_gemm_out o = {SKY_K_OUT_S8, L->qkv8 + (size_t)t0 * H3, H3, L->bqkv, L->mqkv, L->rqkv};
+	sky_k_gemm_s8(rows, L->x8 + (size_t)t0 * H, H, &L->wqkv, &o);
+}
+
+static void phase_attention(void *ctx, int task, int worker)
+{
+	fwd_ctx *f = ctx;
+	sky_layer_s8 *L = f->L;
+	sky_layer_s8_ws *w = &L->ws[worker];
+	const sky_model_cfg *c = &L->cfg;
+	const int H = c->hidden, S = c->seq, NH = c->heads, D = H / NH, H3 = 3 * H;
+	const int b = task / NH, hd = task % NH;
+	const int8_t *q = L->qkv8 + (size_t)b * S * H3 + (size_t)hd * D;
+	const int8_t *k = q + H, *v = q + 2 * H;
+	/* scores = q k^T: the keys are this GEMM's "weights" */
+	sky_k_pack_s8(L->variant, k, S, D, H3, 1, w->kh.data, &w->kh);
+	sky_k_gemm_out os = {SKY_K_OUT_S32, w->scores, S, NULL, NULL, NULL};
+	sky_k_gemm_s8(S, q, H3, &w->kh, &os);
+	sky_k_softmax_s8(w->scores, S, S, S, L->maskbits + (size_t)b * S, &L->sm,
+			 (uint8_t *)w->pbuf, S);
+	/* p is u8; as int8 p - 128 (a flip of the top bit, 8 bytes at a time),
+	 * with 128 * sum_k v[k][j] added back through the bias */
+	for (int i = 0; i + 8 <= S * S; i += 8) {
+		uint64_t wv;
+		memcpy(&wv, w->pbuf + i, 8);
+		wv ^= 0x8080808080808080ull;
+		memcpy(w->pbuf + i, &wv, 8);
+	}
+	for (int i = S * S & ~7; i < S * S; i++)
+		w->pbuf[i] = (int8_t)((uint8_t)w->pbuf[i] ^ 0x80);
+	for (int j = 0; j < D; j++)
+		w->cbias[j] = 0;
+	for (int kk = 0; kk < S; kk++) {
+		const int8_t *vr = v + (size_t)kk * H3;
+		for (int j = 0; j < D; j++)
+			w->cbias[j] += vr[j];
+	}
+	for (int j = 0; j < D; j++)
+		w->cbias[j] *= 128;
+	sky_k_pack_s8(L->variant, v, D, S, 1, H3, w->vh.data, &w->vh);
+	sky_k_gemm_out oc = {SKY_K_OUT_S8, L->ctx8 + (size_t)b * S * H + (size_t)hd * D, H, w->cbias,
+			     L->mctx, L->rctx};
+	sky_k_gemm_s8(S, w->pbuf, S, &w->vh, &oc);
+}
+
+static void phase_rows(void *ctx, int task, int worker)
+{
+	fwd_ctx *f = ctx;
+	sky_layer_s8 *L = f->L;
+	sky_layer_s8_ws *w = &L->ws[worker];
+	const int H = L->cfg.hidden, F = L->cfg.ffn;
+	int t0, rows;
+	rows_of(f, task, &t0, &rows);
+	const size_t oh = (size_t)t0 * H;
+	/* h1 = LN1(ctx Wo^T + bo + x), the residual and LayerNorm a row at a
+	 * time so the int32 sum stays in L1 */
+	sky_k_gemm_out oo = {SKY_K_OUT_S16, L->a16 + oh, H, L->bo, L->mo, L->ro};
+	sky_k_gemm_s8(rows, L->ctx8 + oh, H, &L->wo, &oo);
+	for (int t = 0; t < rows; t++) {
+		size_t o = oh + (size_t)t * H;
+		sky_k_add_s16_s8(L->a16 + o, L->x8 + o, (size_t)H, L->res1_ma, L->res1_ra, L->res1_mb,
+				 L->res1_rb, w->r32);
+		sky_k_layernorm_s8(w->r32, 1, H, L->ln1_g, L->ln1_b, L->h1_8 + o);
+	}
+	/* y = LN2(gelu(h1 W1^T + b1) W2^T + b2 + h1); the FFN pre-activation of
+	 * the block goes through GELU while it is still in L2 */
+	sky_k_gemm_out o1 = {SKY_K_OUT_S16, w->u16, F, L->b1, L->m1, L->r1};
+	sky_k_gemm_s8(rows, L->h1_8 + oh, H, &L->w1, &o1);
+	sky_k_gelu_s16_s8(w->u16, (size_t)rows * F, &L->gelu, L->g8 + (size_t)t0 * F);
+	sky_k_gemm_out o2 = {SKY_K_OUT_S16, L->a16 + oh, H, L->b2, L->m2, L->r2};
+	sky_k_gemm_s8(rows, L->g8 + (size_t)t0 * F, F, &L->w2, &o2);
+	for (int t = 0; t < rows; t++) {
+		size_t o = oh + (size_t)t * H;
+		sky_k_add_s16_s8(L->a16 + o, L->h1_8 + o, (size_t)H, L->res2_ma, L->res2_ra,
+				 L->res2_mb, L->res2_rb, w->r32);
+		sky_k_layernorm_s8(w->r32, 1, H, L->ln2_g, L->ln2_b, L->x8 + o);
+	}
+	/* exit */
+	sky_k_dequantize_s8_f32(L->x8 + oh, (size_t)rows * H, L->s_y, f->y + oh);
+}
+
 int sky_layer_s8_forward(sky_layer_s8 *L, const float *x, const float *mask, float *y)
 {
 	const sky_model_cfg *c = &L->cfg;
-	const int T = (int)sky_model_tokens(c), H = c->hidden, F = c->ffn, S = c->seq;
-	const int NH = c->heads, D = H / NH, H3 = 3 * H;
-	/* entry: the only float work before the exit */
-	if (sky_k_quantize_f32_s8(x, (size_t)T * H, L->inv_sx, L->x8) != 0)
-		return SKY_EINVAL;
-	for (int t = 0; t < T; t++)
+	fwd_ctx f = {.L = L, .x = x, .y = y, .T = (int)sky_model_tokens(c)};
+	f.row_tasks = (f.T + SKY_S8_ROW_BLOCK - 1) / SKY_S8_ROW_BLOCK;
+	atomic_init(&f.bad_input, 0);
+	for (int t = 0; t < f.T; t++)
 		L->maskbits[t] = mask && mask[t] < -1.0f;
-
-	/* q|k|v: one GEMM, per-channel requantisation to three scales */
-	sky_k_gemm_out o = {SKY_K_OUT_S8, L->qkv8, H3, L->bqkv, L->mqkv, L->rqkv};
-	sky_k_gemm_s8(T, L->x8, H, &L->wqkv, &o);
-
-	for (int b = 0; b < c->batch; b++) {
-		for (int hd = 0; hd < NH; hd++) {
-			const int8_t *q = L->qkv8 + (size_t)b * S * H3 + (size_t)hd * D;
-			const int8_t *k = q + H, *v = q + 2 * H;
-			/* scores = q k^T: the keys are this GEMM's "weights" */
-			sky_k_pack_s8(L->variant, k, S, D, H3, 1, L->kh.data, &L->kh);
-			sky_k_gemm_out os = {SKY_K_OUT_S32, L->scores, S, NULL, NULL, NULL};
-			sky_k_gemm_s8(S, q, H3, &L->kh, &os);
-			sky_k_softmax_s8(L->scores, S, S, S, L->maskbits + (size_t)b * S, &L->sm,
-					 (uint8_t *)L->pbuf, S);
-			/* p is u8; as int8 p - 128 (a flip of the top bit, 8 bytes at a
-			 * time), with 128 * sum_k v[k][j] added back through the bias */
-			for (int i = 0; i + 8 <= S * S; i += 8) {
-				uint64_t wv;
-				memcpy(&wv, L->pbuf + i, 8);
-				wv ^= 0x8080808080808080ull;
-				memcpy(L->pbuf + i, &wv, 8);
-			}
-			for (int i = S * S & ~7; i < S * S; i++)
-				L->pbuf[i] = (int8_t)((uint8_t)L->pbuf[i] ^ 0x80);
-			for (int j = 0; j < D; j++)
-				L->cbias[j] = 0;
-			for (int kk = 0; kk < S; kk++) {
-				const int8_t *vr = v + (size_t)kk * H3;
-				for (int j = 0; j < D; j++)
-					L->cbias[j] += vr[j];
-			}
-			for (int j = 0; j < D; j++)
-				L->cbias[j] *= 128;
-			sky_k_pack_s8(L->variant, v, D, S, 1, H3, L->vh.data, &L->vh);
-			sky_k_gemm_out oc = {SKY_K_OUT_S8, L->ctx8 + (size_t)b * S * H + (size_t)hd * D,
-					     H, L->cbias, L->mctx, L->rctx};
-			sky_k_gemm_s8(S, L->pbuf, S, &L->vh, &oc);
-		}
-	}
-	/* h1 = LN1(ctx Wo^T + bo + x) */
-	sky_k_gemm_out oo = {SKY_K_OUT_S16, L->a16, H, L->bo, L->mo, L->ro};
-	sky_k_gemm_s8(T, L->ctx8, H, &L->wo, &oo);
-	/* residual and LayerNorm a row at a time, so the int32 sum stays in L1 */
-	for (int t = 0; t < T; t++) {
-		size_t row = (size_t)t * H;
-		sky_k_add_s16_s8(L->a16 + row, L->x8 + row, (size_t)H, L->res1_ma, L->res1_ra,
-				 L->res1_mb, L->res1_rb, L->r32);
-		sky_k_layernorm_s8(L->r32, 1, H, L->ln1_g, L->ln1_b, L->h1_8 + row);
-	}
-	/* y = LN2(gelu(h1 W1^T + b1) W2^T + b2 + h1); the FFN pre-activation
-	 * goes through GELU in blocks of rows while it is still in L2 */
-	for (int t0 = 0; t0 < T; t0 += SKY_S8_ROW_BLOCK) {
-		int rows = T - t0 < SKY_S8_ROW_BLOCK ? T - t0 : SKY_S8_ROW_BLOCK;
-		sky_k_gemm_out o1 = {SKY_K_OUT_S16, L->u16, F, L->b1, L->m1, L->r1};
-		sky_k_gemm_s8(rows, L->h1_8 + (size_t)t0 * H, H, &L->w1, &o1);
-		sky_k_gelu_s16_s8(L->u16, (size_t)rows * F, &L->gelu, L->g8 + (size_t)t0 * F);
-	}
-	sky_k_gemm_out o2 = {SKY_K_OUT_S16, L->a16, H, L->b2, L->m2, L->r2};
-	sky_k_gemm_s8(T, L->g8, F, &L->w2, &o2);
-	for (int t = 0; t < T; t++) {
-		size_t row = (size_t)t * H;
-		sky_k_add_s16_s8(L->a16 + row, L->h1_8 + row, (size_t)H, L->res2_ma, L->res2_ra,
-				 L->res2_mb, L->res2_rb, L->r32);
-		sky_k_layernorm_s8(L->r32, 1, H, L->ln2_g, L->ln2_b, L->x8 + row);
-	}
-	/* exit */
-	sky_k_dequantize_s8_f32(L->x8, (size_t)T * H, L->s_y, y);
+	/* entry: the only float work before the exit */
+	sky_pool_run(L->pool, f.row_tasks, phase_qkv, &f);
+	if (atomic_load(&f.bad_input))
+		return SKY_EINVAL;
+	sky_pool_run(L->pool, c->batch * c->heads, phase_attention, &f);
+	sky_pool_run(L->pool, f.row_tasks, phase_rows, &f);
 	return 0;
 }

@@ -33,6 +33,7 @@
 #include "sky_err.h"
 #include "sky_kernels_s8.h"
 #include "sky_model.h"
+#include "sky_pool.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -73,6 +74,17 @@ int sky_layer_s8_calibrate(const sky_model_cfg *c, const float *w, const float *
 			   const float *mask, float *scratch, sky_layer_s8_calib *cal, sky_diag *d);
 
 /* A quantised layer. Every pointer is carved from an arena. */
+/* What one worker thread of a forward uses alone: an attention head's
+ * packed keys and values, scores and probabilities, and a row block of the
+ * FFN pre-activation. */
+typedef struct sky_layer_s8_ws {
+	int8_t *pbuf;              /* (S, S) probabilities as int8 */
+	int16_t *u16;              /* (row block, F) FFN pre-activation */
+	int32_t *r32;              /* (H) one row's residual sum */
+	int32_t *scores, *cbias;   /* (S, S), (D) */
+	sky_k_s8_packed kh, vh;    /* one head's keys and values, packed */
+} sky_layer_s8_ws;
+
 typedef struct sky_layer_s8 {
 	sky_model_cfg cfg;
 	int variant;                     /* kernel variant the weights are packed for */
@@ -92,12 +104,14 @@ typedef struct sky_layer_s8 {
 	sky_k_softmax_params sm;
 	sky_k_gelu_params gelu;
 	float inv_sx, s_y;                  /* entry and exit */
-	/* scratch for one forward */
-	int8_t *x8, *qkv8, *ctx8, *h1_8, *g8, *pbuf;
-	int16_t *a16, *u16;
-	int32_t *r32, *scores, *cbias;
+	/* scratch for one forward: the activations (row blocks of them are
+	 * written by one task each), then one sky_layer_s8_ws per worker */
+	int8_t *x8, *qkv8, *ctx8, *h1_8, *g8;
+	int16_t *a16;
 	uint8_t *maskbits;
-	sky_k_s8_packed kh, vh;             /* one head's keys and values, packed */
+	sky_layer_s8_ws *ws;                /* (workers) */
+	int workers;                        /* carved for this many threads */
+	sky_pool *pool;                     /* NULL: the caller's thread only */
 } sky_layer_s8;
 
 /* Carves every buffer of a layer for cfg (weights persistent, the rest
@@ -110,6 +124,14 @@ void sky_layer_s8_carve(sky_layer_s8 *L, const sky_model_cfg *c, int variant, sk
 void sky_layer_s8_carve_persist(sky_layer_s8 *L, const sky_model_cfg *c, int variant, sky_arena *a);
 void sky_layer_s8_carve_scratch(sky_layer_s8 *L, sky_arena *a);
 void sky_layer_s8_share_scratch(sky_layer_s8 *L, const sky_layer_s8 *from);
+/* carve_scratch for a forward on up to `workers` threads (1..SKY_POOL_MAX_THREADS):
+ * the per-worker part (about 2 S^2 + 2 * 128 * F bytes for S tokens and FFN width F)
+ * times workers. */
+void sky_layer_s8_carve_scratch_mt(sky_layer_s8 *L, sky_arena *a, int workers);
+/* Runs the forwards of L on pool's threads (NULL: the caller's only).
+ * Returns 0, or SKY_EINVAL if the pool has more threads than L's scratch
+ * was carved for. The result is the same bits for any thread count. */
+int sky_layer_s8_use_pool(sky_layer_s8 *L, sky_pool *pool);
 /* Bytes of temporary memory from_f32 and load need (the largest matrix). */
 size_t sky_layer_s8_tmp_bytes(const sky_model_cfg *c);
 /* Bytes of the packed int8 weights (the quarter of fp32's bytes). */

@@ -8,6 +8,7 @@
 #include "sky_kernels_s8.h"
 #include "sky_layer.h"
 #include "sky_layer_s8.h"
+#include "sky_pool.h"
 #include "sky_rng.h"
 
 #include <math.h>
@@ -26,17 +27,25 @@ typedef struct qlayer {
 	void *mem;
 } qlayer;
 
-static int qlayer_carve(qlayer *q, const sky_model_cfg *c, int variant)
+/* scratch for `workers` threads */
+static int qlayer_carve_mt(qlayer *q, const sky_model_cfg *c, int variant, int workers)
 {
 	sky_arena m;
 	sky_arena_init(&m, NULL, 0);
-	sky_layer_s8_carve(&q->L, c, variant, &m);
+	sky_layer_s8_carve_persist(&q->L, c, variant, &m);
+	sky_layer_s8_carve_scratch_mt(&q->L, &m, workers);
 	size_t need = sky_arena_required(&m);
 	q->mem = malloc(need);
 	sky_arena a;
 	sky_arena_init(&a, q->mem, need);
-	sky_layer_s8_carve(&q->L, c, variant, &a);
+	sky_layer_s8_carve_persist(&q->L, c, variant, &a);
+	sky_layer_s8_carve_scratch_mt(&q->L, &a, workers);
 	return sky_arena_seal(&a);
+}
+
+static int qlayer_carve(qlayer *q, const sky_model_cfg *c, int variant)
+{
+	return qlayer_carve_mt(q, c, variant, 1);
 }
 
 static double cosine(const float *a, const float *b, size_t n)
@@ -133,14 +142,19 @@ static uint64_t fnv1a(const void *p, size_t n, uint64_t h)
  * scales and ranges that are exact binary fractions, inputs k / 64), so
  * nothing machine-dependent goes into it: its output hash must be the same
  * on x86 and aarch64 and with every kernel variant. */
-static uint64_t fixed_layer_hash(int variant, int *rc_out)
+/* pad_step: sequences 0, pad_step, 2 pad_step, ... end in 4 padding tokens */
+static uint64_t fixed_layer_hash_mt(const sky_model_cfg *cfg, int variant, int threads,
+				    int pad_step, int *rc_out)
 {
-	sky_model_cfg c = tiny();
+	sky_model_cfg c = *cfg;
 	const int H = c.hidden, F = c.ffn;
 	size_t nx = (size_t)sky_model_tokens(&c) * H;
 	qlayer q;
-	*rc_out = qlayer_carve(&q, &c, variant);
+	*rc_out = qlayer_carve_mt(&q, &c, variant, threads);
 	sky_layer_s8 *L = &q.L;
+	sky_pool *pool = threads > 1 ? sky_pool_create(threads) : NULL;
+	SKY_EXPECT(threads == 1 || pool != NULL);
+	SKY_EXPECT_EQ(sky_layer_s8_use_pool(L, pool), 0);
 	sky_rng r;
 	sky_rng_seed(&r, 2026);
 	int8_t *wq = malloc((size_t)3 * H * F);
@@ -175,8 +189,9 @@ static uint64_t fixed_layer_hash(int variant, int *rc_out)
 	float *x = malloc(nx * 4), *y = malloc(nx * 4), *mask = calloc((size_t)sky_model_tokens(&c), 4);
 	for (size_t i = 0; i < nx; i++)
 		x[i] = ((int)sky_rng_below(&r, 257) - 128) / 64.0f;
-	for (int s = c.seq - 4; s < c.seq; s++)
-		mask[s] = -1e9f;
+	for (int b = 0; b < c.batch; b += pad_step)
+		for (int s = c.seq - 4; s < c.seq; s++)
+			mask[(size_t)b * c.seq + s] = -1e9f;
 	uint64_t h = 0;
 	if (rc == 0 && *rc_out == 0) {
 		unsigned long before = sky_test_allocs();
@@ -195,7 +210,14 @@ static uint64_t fixed_layer_hash(int variant, int *rc_out)
 	}
 	*rc_out = *rc_out ? *rc_out : rc;
 	free(wq), free(x), free(y), free(mask), free(q.mem);
+	sky_pool_destroy(pool);
 	return h;
+}
+
+static uint64_t fixed_layer_hash(int variant, int *rc_out)
+{
+	sky_model_cfg c = tiny();
+	return fixed_layer_hash_mt(&c, variant, 1, c.batch, rc_out);
 }
 
 /* From running this test (x86-64 AVX-512 VNNI natively; the same value must
@@ -214,6 +236,42 @@ SKY_TEST(int8_layer_bit_exact_across_variants_and_machines)
 			       sky_k_s8_variant_name(v), (unsigned long long)h,
 			       (unsigned long long)FIXED_LAYER_HASH);
 	}
+}
+
+/* Threads split row blocks and heads; the bits may not depend on how many
+ * there are. 7 x 40 tokens: three row blocks (128, 128, 24) and a padded
+ * sequence in every other one. */
+SKY_TEST(int8_layer_same_bits_for_any_thread_count)
+{
+	sky_model_cfg c = tiny();
+	c.batch = 7, c.seq = 40;
+	for (int v = 0; v < SKY_K_S8_NVARIANTS; v++) {
+		if (!sky_k_s8_variant_supported(v))
+			continue;
+		int rc;
+		uint64_t h1 = fixed_layer_hash_mt(&c, v, 1, 2, &rc);
+		SKY_EXPECT_EQ(rc, 0);
+		for (int t = 2; t <= 4; t++) {
+			uint64_t ht = fixed_layer_hash_mt(&c, v, t, 2, &rc);
+			SKY_EXPECT_EQ(rc, 0);
+			SKY_EXPECT_MSG(ht == h1, "variant %s, %d threads: 0x%016llx, 1 thread 0x%016llx",
+				       sky_k_s8_variant_name(v), t, (unsigned long long)ht,
+				       (unsigned long long)h1);
+		}
+	}
+}
+
+SKY_TEST(a_pool_larger_than_the_scratch_is_refused)
+{
+	sky_model_cfg c = tiny();
+	qlayer q;
+	SKY_EXPECT_EQ(qlayer_carve_mt(&q, &c, SKY_K_S8_REF, 2), 0);
+	sky_pool *p3 = sky_pool_create(3), *p2 = sky_pool_create(2);
+	SKY_EXPECT_EQ(sky_layer_s8_use_pool(&q.L, p3), SKY_EINVAL);
+	SKY_EXPECT_EQ(sky_layer_s8_use_pool(&q.L, p2), 0);
+	SKY_EXPECT_EQ(sky_layer_s8_use_pool(&q.L, NULL), 0);
+	sky_pool_destroy(p3), sky_pool_destroy(p2);
+	free(q.mem);
 }
 
 SKY_TEST(bad_calibration_input_is_a_clear_error)

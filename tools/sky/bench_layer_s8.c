@@ -15,6 +15,7 @@
 #include "sky_layer.h"
 #include "sky_layer_s8.h"
 #include "sky_model.h"
+#include "sky_pool.h"
 #include "sky_rng.h"
 
 #include <cjson/cJSON.h>
@@ -53,33 +54,58 @@ static int run_f32(void *p)
 	return 0;
 }
 
-/* The GEMMs the int8 forward issues (same shapes, operands and epilogues),
- * nothing else: per head the packed keys/values of the last forward stand
- * in for each head's own. */
-static int run_gemms(void *p)
+/* The GEMMs the int8 forward issues (same shapes, operands, epilogues and
+ * split over the pool's threads), nothing else: per head the packed
+ * keys/values of the last forward stand in for each head's own. */
+#define GEMM_ROWS 128 /* the forward's row block (SKY_S8_ROW_BLOCK) */
+
+static void gemm_rows_qkv(void *p, int task, int worker)
 {
 	s8_ctx *k = p;
 	sky_layer_s8 *L = k->L;
-	const sky_model_cfg *c = k->c;
-	const int T = (int)sky_model_tokens(c), H = c->hidden, F = c->ffn, S = c->seq;
-	const int D = H / c->heads, H3 = 3 * H;
-	sky_k_gemm_out o = {SKY_K_OUT_S8, L->qkv8, H3, L->bqkv, L->mqkv, L->rqkv};
-	sky_k_gemm_s8(T, L->x8, H, &L->wqkv, &o);
-	for (int b = 0; b < c->batch; b++)
-		for (int hd = 0; hd < c->heads; hd++) {
-			const int8_t *q = L->qkv8 + (size_t)b * S * H3 + (size_t)hd * D;
-			sky_k_gemm_out os = {SKY_K_OUT_S32, L->scores, S, NULL, NULL, NULL};
-			sky_k_gemm_s8(S, q, H3, &L->kh, &os);
-			sky_k_gemm_out oc = {SKY_K_OUT_S8, L->ctx8 + (size_t)b * S * H + (size_t)hd * D,
-					     H, L->cbias, L->mctx, L->rctx};
-			sky_k_gemm_s8(S, L->pbuf, S, &L->vh, &oc);
-		}
-	sky_k_gemm_out oo = {SKY_K_OUT_S16, L->a16, H, L->bo, L->mo, L->ro};
-	sky_k_gemm_s8(T, L->ctx8, H, &L->wo, &oo);
-	sky_k_gemm_out o1 = {SKY_K_OUT_S16, L->u16, F, L->b1, L->m1, L->r1};
-	sky_k_gemm_s8(T, L->h1_8, H, &L->w1, &o1);
-	sky_k_gemm_out o2 = {SKY_K_OUT_S16, L->a16, H, L->b2, L->m2, L->r2};
-	sky_k_gemm_s8(T, L->g8, F, &L->w2, &o2);
+	const int T = (int)sky_model_tokens(k->c), H = k->c->hidden, H3 = 3 * H;
+	int t0 = task * GEMM_ROWS, rows = T - t0 < GEMM_ROWS ? T - t0 : GEMM_ROWS;
+	sky_k_gemm_out o = {SKY_K_OUT_S8, L->qkv8 + (size_t)t0 * H3, H3, L->bqkv, L->mqkv, L->rqkv};
+	sky_k_gemm_s8(rows, L->x8 + (size_t)t0 * H, H, &L->wqkv, &o);
+}
+
+static void gemm_heads(void *p, int task, int worker)
+{
+	s8_ctx *k = p;
+	sky_layer_s8 *L = k->L;
+	sky_layer_s8_ws *w = &L->ws[worker];
+	const int H = k->c->hidden, S = k->c->seq, D = H / k->c->heads, H3 = 3 * H;
+	const int b = task / k->c->heads, hd = task % k->c->heads;
+	const int8_t *q = L->qkv8 + (size_t)b * S * H3 + (size_t)hd * D;
+	sky_k_gemm_out os = {SKY_K_OUT_S32, w->scores, S, NULL, NULL, NULL};
+	sky_k_gemm_s8(S, q, H3, &L->ws[0].kh, &os);
+	sky_k_gemm_out oc = {SKY_K_OUT_S8, L->ctx8 + (size_t)b * S * H + (size_t)hd * D, H,
+			     L->ws[0].cbias, L->mctx, L->rctx};
+	sky_k_gemm_s8(S, w->pbuf, S, &L->ws[0].vh, &oc);
+}
+
+static void gemm_rows_rest(void *p, int task, int worker)
+{
+	s8_ctx *k = p;
+	sky_layer_s8 *L = k->L;
+	sky_layer_s8_ws *w = &L->ws[worker];
+	const int T = (int)sky_model_tokens(k->c), H = k->c->hidden, F = k->c->ffn;
+	int t0 = task * GEMM_ROWS, rows = T - t0 < GEMM_ROWS ? T - t0 : GEMM_ROWS;
+	sky_k_gemm_out oo = {SKY_K_OUT_S16, L->a16 + (size_t)t0 * H, H, L->bo, L->mo, L->ro};
+	sky_k_gemm_s8(rows, L->ctx8 + (size_t)t0 * H, H, &L->wo, &oo);
+	sky_k_gemm_out o1 = {SKY_K_OUT_S16, w->u16, F, L->b1, L->m1, L->r1};
+	sky_k_gemm_s8(rows, L->h1_8 + (size_t)t0 * H, H, &L->w1, &o1);
+	sky_k_gemm_out o2 = {SKY_K_OUT_S16, L->a16 + (size_t)t0 * H, H, L->b2, L->m2, L->r2};
+	sky_k_gemm_s8(rows, L->g8 + (size_t)t0 * F, F, &L->w2, &o2);
+}
+
+static int run_gemms(void *p)
+{
+	s8_ctx *k = p;
+	int row_tasks = ((int)sky_model_tokens(k->c) + GEMM_ROWS - 1) / GEMM_ROWS;
+	sky_pool_run(k->L->pool, row_tasks, gemm_rows_qkv, k);
+	sky_pool_run(k->L->pool, k->c->batch * k->c->heads, gemm_heads, k);
+	sky_pool_run(k->L->pool, row_tasks, gemm_rows_rest, k);
 	return 0;
 }
 
@@ -95,6 +121,7 @@ int sky_bench_layer_s8(const sky_model_cfg *c, const sky_bench_opts *o, cJSON *o
 	float *cs = malloc(sky_layer_s8_calib_scratch_floats(c) * sizeof(float));
 	void *tmp = malloc(sky_layer_s8_tmp_bytes(c)), *mem = NULL;
 	sky_layer_s8 L;
+	sky_pool *pool = NULL;
 	sky_diag d;
 	sky_diag_clear(&d);
 	if (!w || !x || !xc || !y || !yq || !mask || !scratch || !cs || !tmp)
@@ -119,16 +146,24 @@ int sky_bench_layer_s8(const sky_model_cfg *c, const sky_bench_opts *o, cJSON *o
 	int v = sky_k_s8_variant_active();
 	sky_arena a;
 	sky_arena_init(&a, NULL, 0);
-	sky_layer_s8_carve(&L, c, v, &a);
+	sky_layer_s8_carve_persist(&L, c, v, &a);
+	sky_layer_s8_carve_scratch_mt(&L, &a, o->threads);
 	size_t need = sky_arena_required(&a);
 	if (!(mem = malloc(need))) {
 		rc = SKY_ENOMEM;
 		goto exit;
 	}
 	sky_arena_init(&a, mem, need);
-	sky_layer_s8_carve(&L, c, v, &a);
+	sky_layer_s8_carve_persist(&L, c, v, &a);
+	sky_layer_s8_carve_scratch_mt(&L, &a, o->threads);
 	if ((rc = sky_arena_seal(&a)) || (rc = sky_layer_s8_from_f32(&L, w, &cal, tmp, &d)))
 		goto exit;
+	/* the int8 kernels' threads (the fp32 layer's are OpenBLAS's, same count) */
+	if (o->threads > 1 && (!(pool = sky_pool_create(o->threads)) ||
+			       (rc = sky_layer_s8_use_pool(&L, pool)))) {
+		rc = rc ? rc : SKY_EIO;
+		goto exit;
+	}
 
 	s8_ctx k = {c, &L, w, x, mask, yq, scratch};
 	s8_ctx kf = {c, &L, w, x, mask, y, scratch};
@@ -181,5 +216,6 @@ exit:
 		fprintf(stderr, "sky bench layer: out of memory for model %s\n", c->name);
 	free(w), free(x), free(xc), free(y), free(yq), free(mask), free(scratch), free(cs);
 	free(tmp), free(mem);
+	sky_pool_destroy(pool);
 	return rc;
 }
