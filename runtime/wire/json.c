@@ -144,8 +144,8 @@ int sky_json_i64(const cJSON *obj, const char *key, int64_t min, int64_t max, in
 	double x = v->valuedouble;
 	if (!isfinite(x) || fabs(x) > (double)SKY_JSON_INT_MAX)
 		return sky_diag_set(d, SKY_ERANGE,
-				    "%s: field '%s' is %.17g, beyond 2^53 - 1 where JSON integers "
-				    "are not exact",
+				    "%s: field '%s' is beyond 2^53 - 1 (it reads as %.17g; JSON "
+				    "numbers are doubles, exact integers only below 2^53)",
 				    what, key, x);
 	if (x != floor(x))
 		return sky_diag_set(d, SKY_EFORMAT, "%s: field '%s' must be a whole number, got %g",
