@@ -94,11 +94,8 @@ int sky_ca_write_broker_conf(const char *dir, int port, unsigned long max_packet
 		"max_packet_size %lu\n"
 		"# small control messages and pipelined frames must not wait for Nagle\n"
 		"set_tcp_nodelay true\n"
-		"# retained plans, statuses and reports survive a restart; saved on a\n"
-		"# clean stop and every 10 s (the planner republishes its plans anyway)\n"
+		"# retained plans, statuses and reports survive a restart (location below)\n"
 		"persistence true\n"
-		"persistence_location %s/" SKY_CA_BROKER_STATE_DIR "/\n"
-		"autosave_interval 10\n"
 		"# keys are 0600 in a private directory: stay root to read them\n"
 		"user root\n"
 		"log_dest stderr\n"
@@ -106,9 +103,18 @@ int sky_ca_write_broker_conf(const char *dir, int port, unsigned long max_packet
 		"log_type warning\n"
 		"log_type notice\n"
 		"connection_messages true\n",
-		port, abs, abs, abs, abs, max_packet, abs);
+		port, abs, abs, abs, abs, max_packet);
 	if (n < 0 || (size_t)n >= sizeof conf)
 		return sky_diag_set(d, SKY_ERANGE, "broker config: path too long");
+	/* saved on a clean stop and every 10 s; the planner republishes its
+	 * plans from its own state anyway (sky_service.h) */
+	int m = snprintf(conf + n, sizeof conf - (size_t)n,
+			 "persistence_location %s/" SKY_CA_BROKER_STATE_DIR "/\n"
+			 "autosave_interval 10\n",
+			 abs);
+	if (m < 0 || (size_t)m >= sizeof conf - (size_t)n)
+		return sky_diag_set(d, SKY_ERANGE, "broker config: path too long");
+	n += m;
 	snprintf(path, sizeof path, "%s/" SKY_CA_BROKER_STATE_DIR, abs);
 	if (sky_file_mkdirs(path, 0700) != 0)
 		return sky_diag_set(d, SKY_EIO, "%s: cannot create", path);

@@ -169,14 +169,16 @@ static int on_status(sky_registry *r, sky_reg_board *b, const char *p, size_t le
 	if (pl == PLACE_STALE) {
 		/* a will (or anything) from an older connection or boot: the board
 		 * has reconnected since, so this says nothing about it now */
-		stale(r, b, s.online ? "online message" : "offline (late will)", s.boot, s.session, d);
+		stale(r, b, s.online ? "online message" : "offline (late will)", s.boot, s.session,
+		      d);
 		return 1;
 	}
 	if (pl == PLACE_NEW && !s.online) {
 		r->c.stale_ignored++;
-		sky_diag_set(d, 1, "board %s: offline (will) from boot %s session %lld ignored: that "
-				   "boot was never seen online (current boot %s session %lld; the "
-				   "heartbeat deadline still applies)",
+		sky_diag_set(d, 1,
+			     "board %s: offline (will) from boot %s session %lld ignored: that boot "
+			     "was never seen online (current boot %s session %lld; the heartbeat "
+			     "deadline still applies)",
 			     b->id, s.boot, (long long)s.session, b->boot[0] ? b->boot : "-",
 			     (long long)b->session);
 		return 1;

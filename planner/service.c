@@ -278,7 +278,8 @@ static void on_plan(svc *s, const char *topic, const char *p, size_t len, int re
 	    sky_planmsg_decode(s->payload, plen, &s->msg, NULL) != 0)
 		return;
 	char want[SKY_TOPIC_BUF];
-	if (sky_topic_job(want, sizeof want, s->msg.job, SKY_TOPIC_PLAN) != 0 || strcmp(want, topic))
+	if (sky_topic_job(want, sizeof want, s->msg.job, SKY_TOPIC_PLAN) != 0 ||
+	    strcmp(want, topic) != 0)
 		return; /* signed for another job's topic */
 	if (s->msg.epoch > s->epoch) {
 		SKY_INFO("plan %s epoch %lld found on the broker; next epoch follows it", s->msg.job,
@@ -306,8 +307,8 @@ static void republish_missing(svc *s)
 			continue;
 		long n = load_plan(s, job);
 		if (n < 0) {
-			SKY_WARN("job %s epoch %lld: the broker does not hold its plan and the saved "
-				 "copy cannot be used (%s)",
+			SKY_WARN("job %s epoch %lld: the broker does not hold its plan and the "
+				 "saved copy cannot be used (%s)",
 				 job, (long long)s->reg.jobs[j].epoch, sky_strerror((int)n));
 			continue;
 		}
@@ -650,8 +651,8 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 		if (erc == 0)
 			s->epoch = e;
 		else if (erc != SKY_ENOTFOUND || s->reg.n_jobs > 0)
-			SKY_WARN("plan epoch state lost: %s is %s; the saved plans and the broker's "
-				 "retained plans set the floor",
+			SKY_WARN("plan epoch state lost: %s is %s; the saved plans and the "
+				 "broker's retained plans set the floor",
 				 path, erc == SKY_ENOTFOUND ? "missing" : "damaged");
 	}
 	/* the saved plans: their ranges back into the registry, their epochs

@@ -78,9 +78,9 @@ int sky_ca_init_dir(const char *dir, const sky_ca_opts *o, sky_diag *d);
 
 /* (Re)writes <dir>/mosquitto.conf and <dir>/acl for a broker listening on
  * 127.0.0.1:port with mutual TLS (require_certificate, CN as username),
- * no anonymous clients, TCP_NODELAY, max_packet_size, persistence in
- * <dir>/broker-state/ (created 0700: retained plans, statuses and reports
- * survive a broker restart; saved on shutdown and every 10 s), running as root (so it can read the 0600 broker key in a private
+ * no anonymous clients, TCP_NODELAY, max_packet_size, persistence (retained plans survive a
+ * broker restart) in <dir>/broker-state/,
+ * running as root (so it can read the 0600 broker key in a private
  * directory). The ACL grants exactly what sky_topics.h lists per identity;
  * mosquitto denies everything an acl_file does not grant. Paths in the
  * config are absolute. Returns 0, or SKY_EIO, or SKY_EINVAL (bad port or

@@ -84,7 +84,7 @@ typedef struct sky_reg_board {
 typedef struct sky_reg_counters {
 	long caps_ok, caps_rejected;   /* reports accepted / refused (malformed, absurd, id mismatch) */
 	long status_rejected;          /* unreadable status or heartbeat */
-	long stale_ignored;            /* messages from an older session or boot (late wills included) */
+	long stale_ignored;            /* from an older session or boot (late wills included) */
 	long boots;                    /* boards that moved to a new boot */
 	long oversize;                 /* refused unparsed for size */
 	long acks_ok, acks_refused, acks_rejected; /* board accepted / board refused / unreadable */

@@ -201,7 +201,7 @@ typedef struct agent {
 	sky_mqtt *m;
 	volatile int lost;
 	int64_t session;   /* of the current connection; the next one is session + 1 */
-	char boot[SKY_BOOT_ID_MAX + 1]; /* random, drawn at start: orders sessions across restarts */
+	char boot[SKY_BOOT_ID_MAX + 1]; /* random, drawn at start (sky_caps.h) */
 	sky_caps caps;
 	sky_model_cfg probe_model;
 	volatile int probe_requested;

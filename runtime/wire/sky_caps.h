@@ -3,7 +3,8 @@
  * Published retained on sky/v1/board/<id>/caps (sky_topics.h) as compact
  * JSON, so `mosquitto_sub -t 'sky/v1/board/+/caps' -v` is readable:
  *
- *   {"v":1,"id":"b01","session":4,"boot":"9f3c0a5e7d214b68","version":"1a2b3c","board":"host","threads":1,
+ *   {"v":1,"id":"b01","session":4,"boot":"9f3c0a5e7d214b68","version":"1a2b3c","board":"host",
+ *    "threads":1,
  *    "keepalive_s":2,
  *    "model":{"name":"mini","hidden":256,"heads":4,"ffn":1024,"seq":128,"batch":8},
  *    "fp32":{"fwd_attn_s":0.0021,"fwd_ffn_s":0.0030,"bwd_attn_s":0.0045,"bwd_ffn_s":0.0061},
