@@ -200,9 +200,9 @@ typedef struct agent {
 	sky_mutex lock;    /* guards everything below (Paho's thread vs the main loop) */
 	sky_mqtt *m;
 	volatile int lost;
-	int64_t session;   /* of the current connection; the next one is session + 1 */
-	char boot[SKY_BOOT_ID_MAX + 1]; /* random, drawn at start (sky_caps.h) */
+	int64_t session;
 	sky_caps caps;
+	char boot[SKY_BOOT_ID_MAX + 1]; /* random, drawn at start: orders sessions (sky_caps.h) */
 	sky_model_cfg probe_model;
 	volatile int probe_requested;
 	/* the plan we hold */
