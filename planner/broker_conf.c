@@ -94,7 +94,8 @@ int sky_ca_write_broker_conf(const char *dir, int port, unsigned long max_packet
 		"max_packet_size %lu\n"
 		"# small control messages and pipelined frames must not wait for Nagle\n"
 		"set_tcp_nodelay true\n"
-		"persistence false\n"
+		"# retained plans, statuses and reports survive a restart (location below)\n"
+		"persistence true\n"
 		"# keys are 0600 in a private directory: stay root to read them\n"
 		"user root\n"
 		"log_dest stderr\n"
@@ -105,6 +106,18 @@ int sky_ca_write_broker_conf(const char *dir, int port, unsigned long max_packet
 		port, abs, abs, abs, abs, max_packet);
 	if (n < 0 || (size_t)n >= sizeof conf)
 		return sky_diag_set(d, SKY_ERANGE, "broker config: path too long");
+	/* saved on a clean stop and every 10 s; the planner republishes its
+	 * plans from its own state anyway (sky_service.h) */
+	int m = snprintf(conf + n, sizeof conf - (size_t)n,
+			 "persistence_location %s/" SKY_CA_BROKER_STATE_DIR "/\n"
+			 "autosave_interval 10\n",
+			 abs);
+	if (m < 0 || (size_t)m >= sizeof conf - (size_t)n)
+		return sky_diag_set(d, SKY_ERANGE, "broker config: path too long");
+	n += m;
+	snprintf(path, sizeof path, "%s/" SKY_CA_BROKER_STATE_DIR, abs);
+	if (sky_file_mkdirs(path, 0700) != 0)
+		return sky_diag_set(d, SKY_EIO, "%s: cannot create", path);
 	snprintf(path, sizeof path, "%s/" SKY_CA_BROKER_CONF_FILE, abs);
 	if (sky_file_write(path, conf, (size_t)n, 0644) != 0)
 		return sky_diag_set(d, SKY_EIO, "%s: cannot write", path);

@@ -112,7 +112,8 @@ static int parse_board(const cJSON *o, int i, sky_board *b, sky_diag *d)
 	    (rc = opt_num(o, "fwd_int8_s", -big, big, &b->fwd_int8_s, what, d)) ||
 	    (rc = opt_num(o, "bwd_int8_s", -big, big, &b->bwd_int8_s, what, d)) ||
 	    (rc = opt_num(o, "attn_share", -big, big, &b->attn_share, what, d)) ||
-	    (rc = sky_json_i64(o, "mem_bytes", -(1ll << 53), 1ll << 53, &b->mem_bytes, what, d)) ||
+	    (rc = sky_json_i64(o, "mem_bytes", -SKY_JSON_INT_MAX, SKY_JSON_INT_MAX, &b->mem_bytes,
+			       what, d)) ||
 	    (rc = sky_json_num(o, "bw_Bps", -big, big, &b->bw_Bps, what, d)) ||
 	    (rc = sky_json_num(o, "lat_s", -big, big, &b->lat_s, what, d)))
 		return rc;

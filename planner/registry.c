@@ -43,6 +43,119 @@ static void heard(sky_reg_board *b, double now, int64_t unix_s)
 	b->last_seen = unix_s;
 }
 
+/* Where (boot, session) stands against what b holds (the rule in
+ * sky_registry.h). */
+enum { PLACE_CURRENT, PLACE_STALE, PLACE_NEW };
+
+static int is_retired(const sky_reg_board *b, const char *boot)
+{
+	for (int i = 0; i < SKY_REG_RETIRED_BOOTS; i++)
+		if (b->retired[i][0] && strcmp(b->retired[i], boot) == 0)
+			return 1;
+	return 0;
+}
+
+static int place(const sky_reg_board *b, const char *boot, int64_t session)
+{
+	if (!b->boot[0] && b->session == 0 && !b->retired[0][0])
+		return PLACE_CURRENT; /* never heard: the first message defines it */
+	if (strcmp(boot, b->boot) == 0)
+		return session < b->session ? PLACE_STALE : PLACE_CURRENT;
+	if (boot[0] && is_retired(b, boot))
+		return PLACE_STALE;
+	if (!boot[0])
+		return PLACE_STALE; /* a board without boot ids cannot follow one that has them */
+	return PLACE_NEW;
+}
+
+/* Makes boot the current one (retiring the old) at this session. */
+static void take_boot(sky_registry *r, sky_reg_board *b, const char *boot, int64_t session)
+{
+	if (strcmp(b->boot, boot) != 0) {
+		if (b->boot[0]) {
+			memmove(b->retired[1], b->retired[0],
+				sizeof b->retired[0] * (SKY_REG_RETIRED_BOOTS - 1));
+			snprintf(b->retired[0], sizeof b->retired[0], "%s", b->boot);
+			r->c.boots++;
+		}
+		snprintf(b->boot, sizeof b->boot, "%s", boot);
+		r->changed = 1;
+	}
+	b->session = session;
+}
+
+static void stale(sky_registry *r, const sky_reg_board *b, const char *what, const char *boot,
+		  int64_t session, sky_diag *d)
+{
+	r->c.stale_ignored++;
+	sky_diag_set(d, 1, "board %s: %s from boot %s session %lld ignored (%s), current boot %s "
+			   "session %lld",
+		     b->id, what, boot[0] ? boot : "-", (long long)session,
+		     strcmp(boot, b->boot) == 0 ? "older session" : "retired boot",
+		     b->boot[0] ? b->boot : "-", (long long)b->session);
+}
+
+static void apply_caps(sky_registry *r, sky_reg_board *b, const sky_caps *c, double now,
+		       int64_t unix_s)
+{
+	b->session = c->session;
+	b->caps = *c;
+	b->has_caps = 1;
+	b->keepalive_s = c->keepalive_s;
+	if (b->state == SKY_REG_ONLINE)
+		heard(b, now, unix_s);
+	r->c.caps_ok++;
+	r->changed = 1;
+}
+
+static void apply_ack(sky_registry *r, sky_reg_board *b, const sky_planack *a, double now,
+		      int64_t unix_s)
+{
+	b->session = a->session;
+	snprintf(b->ack_job, sizeof b->ack_job, "%s", a->job);
+	b->ack_epoch = a->epoch;
+	b->ack = a->ok ? 1 : -1;
+	b->ack_bytes = a->arena_bytes;
+	b->ack_budget = a->budget_bytes;
+	snprintf(b->ack_reason, sizeof b->ack_reason, "%s", a->reason);
+	if (a->epoch > b->epoch) {
+		/* the board answers a plan newer than the one we assigned (we
+		 * restarted, or missed it): that is what it holds now */
+		snprintf(b->job, sizeof b->job, "%s", a->job);
+		b->epoch = a->epoch;
+		b->stage = a->stage;
+		b->first = b->last = -1;
+		b->expected_bytes = a->expected_bytes;
+	}
+	if (a->ok)
+		r->c.acks_ok++;
+	else
+		r->c.acks_refused++;
+	if (b->state == SKY_REG_ONLINE)
+		heard(b, now, unix_s);
+	r->changed = 1;
+}
+
+/* A report or ack from a boot not proven yet: kept, applied by
+ * release_held() when that boot says it is online. */
+static int hold(const sky_reg_board *b, const char *what, const char *boot, sky_diag *d)
+{
+	return sky_diag_set(d, 1, "board %s: %s from new boot %s held until that boot is seen "
+				  "online (current boot %s)",
+			    b->id, what, boot, b->boot[0] ? b->boot : "-");
+}
+
+static void release_held(sky_registry *r, sky_reg_board *b, double now, int64_t unix_s)
+{
+	if (b->has_held_caps && strcmp(b->held_caps.boot, b->boot) == 0 &&
+	    b->held_caps.session >= b->session)
+		apply_caps(r, b, &b->held_caps, now, unix_s);
+	if (b->has_held_ack && strcmp(b->held_ack.boot, b->boot) == 0 &&
+	    b->held_ack.session >= b->session && b->held_ack.epoch >= b->ack_epoch)
+		apply_ack(r, b, &b->held_ack, now, unix_s);
+	b->has_held_caps = b->has_held_ack = 0;
+}
+
 static int on_status(sky_registry *r, sky_reg_board *b, const char *p, size_t len, int heartbeat,
 		     double now, int64_t unix_s, sky_diag *d)
 {
@@ -52,20 +165,29 @@ static int on_status(sky_registry *r, sky_reg_board *b, const char *p, size_t le
 		r->c.status_rejected++;
 		return rc;
 	}
-	if (s.session < b->session) {
-		/* a will (or anything) from an older connection: the board has
-		 * reconnected since, so this says nothing about it now */
+	int pl = place(b, s.boot, s.session);
+	if (pl == PLACE_STALE) {
+		/* a will (or anything) from an older connection or boot: the board
+		 * has reconnected since, so this says nothing about it now */
+		stale(r, b, s.online ? "online message" : "offline (late will)", s.boot, s.session,
+		      d);
+		return 1;
+	}
+	if (pl == PLACE_NEW && !s.online) {
 		r->c.stale_ignored++;
-		sky_diag_set(d, 1, "board %s: %s from session %lld ignored, current session %lld",
-			     b->id, s.online ? "online message" : "offline (late will)",
-			     (long long)s.session, (long long)b->session);
+		sky_diag_set(d, 1,
+			     "board %s: offline (will) from boot %s session %lld ignored: that boot "
+			     "was never seen online (current boot %s session %lld; the heartbeat "
+			     "deadline still applies)",
+			     b->id, s.boot, (long long)s.session, b->boot[0] ? b->boot : "-",
+			     (long long)b->session);
 		return 1;
 	}
 	if (heartbeat && !s.online) {
 		r->c.status_rejected++;
 		return sky_diag_set(d, SKY_EFORMAT, "board %s: a heartbeat must say online", b->id);
 	}
-	b->session = s.session;
+	take_boot(r, b, s.boot, s.session);
 	if (s.online) {
 		if (b->state != SKY_REG_ONLINE)
 			r->changed = 1;
@@ -79,6 +201,7 @@ static int on_status(sky_registry *r, sky_reg_board *b, const char *p, size_t le
 		snprintf(b->why, sizeof b->why, "offline message");
 	}
 	heard(b, now, unix_s);
+	release_held(r, b, now, unix_s);
 	return 0;
 }
 
@@ -94,20 +217,18 @@ static int on_caps(sky_registry *r, sky_reg_board *b, const char *p, size_t len,
 		r->c.caps_rejected++;
 		return rc;
 	}
-	if (c.session < b->session) {
-		r->c.stale_ignored++;
-		sky_diag_set(d, 1, "board %s: caps from session %lld ignored, current session %lld",
-			     b->id, (long long)c.session, (long long)b->session);
+	int pl = place(b, c.boot, c.session);
+	if (pl == PLACE_STALE) {
+		stale(r, b, "caps", c.boot, c.session, d);
 		return 1;
 	}
-	b->session = c.session;
-	b->caps = c;
-	b->has_caps = 1;
-	b->keepalive_s = c.keepalive_s;
-	if (b->state == SKY_REG_ONLINE)
-		heard(b, now, unix_s);
-	r->c.caps_ok++;
-	r->changed = 1;
+	if (pl == PLACE_NEW) {
+		b->held_caps = c;
+		b->has_held_caps = 1;
+		return hold(b, "caps", c.boot, d);
+	}
+	take_boot(r, b, c.boot, c.session);
+	apply_caps(r, b, &c, now, unix_s);
 	return 0;
 }
 
@@ -123,35 +244,21 @@ static int on_ack(sky_registry *r, sky_reg_board *b, const char *p, size_t len, 
 		r->c.acks_rejected++;
 		return rc;
 	}
-	if (a.session < b->session || a.epoch < b->ack_epoch) {
+	int pl = place(b, a.boot, a.session);
+	if (pl == PLACE_NEW) {
+		b->held_ack = a;
+		b->has_held_ack = 1;
+		return hold(b, "plan-ack", a.boot, d);
+	}
+	if (pl == PLACE_STALE || a.epoch < b->ack_epoch) {
 		r->c.stale_ignored++;
-		sky_diag_set(d, 1, "board %s: ack for epoch %lld (session %lld) is stale", b->id,
-			     (long long)a.epoch, (long long)a.session);
+		sky_diag_set(d, 1, "board %s: ack for epoch %lld (boot %s session %lld) is stale",
+			     b->id, (long long)a.epoch, a.boot[0] ? a.boot : "-",
+			     (long long)a.session);
 		return 1;
 	}
-	b->session = a.session;
-	snprintf(b->ack_job, sizeof b->ack_job, "%s", a.job);
-	b->ack_epoch = a.epoch;
-	b->ack = a.ok ? 1 : -1;
-	b->ack_bytes = a.arena_bytes;
-	b->ack_budget = a.budget_bytes;
-	snprintf(b->ack_reason, sizeof b->ack_reason, "%s", a.reason);
-	if (a.epoch > b->epoch) {
-		/* the board answers a plan newer than the one we assigned (we
-		 * restarted, or missed it): that is what it holds now */
-		snprintf(b->job, sizeof b->job, "%s", a.job);
-		b->epoch = a.epoch;
-		b->stage = a.stage;
-		b->first = b->last = -1;
-		b->expected_bytes = a.expected_bytes;
-	}
-	if (a.ok)
-		r->c.acks_ok++;
-	else
-		r->c.acks_refused++;
-	if (b->state == SKY_REG_ONLINE)
-		heard(b, now, unix_s);
-	r->changed = 1;
+	take_boot(r, b, a.boot, a.session);
+	apply_ack(r, b, &a, now, unix_s);
 	return 0;
 }
 
@@ -262,6 +369,7 @@ int sky_registry_to_json(const sky_registry *r, int64_t unix_s, char *buf, size_
 		cJSON_AddNumberToObject(c, "caps_rejected", r->c.caps_rejected);
 		cJSON_AddNumberToObject(c, "status_rejected", r->c.status_rejected);
 		cJSON_AddNumberToObject(c, "stale_ignored", r->c.stale_ignored);
+		cJSON_AddNumberToObject(c, "boots", r->c.boots);
 		cJSON_AddNumberToObject(c, "oversize", r->c.oversize);
 		cJSON_AddNumberToObject(c, "acks_ok", r->c.acks_ok);
 		cJSON_AddNumberToObject(c, "acks_refused", r->c.acks_refused);
@@ -270,6 +378,15 @@ int sky_registry_to_json(const sky_registry *r, int64_t unix_s, char *buf, size_
 		cJSON_AddNumberToObject(c, "enrolled", r->c.enrolled);
 		cJSON_AddNumberToObject(c, "enroll_refused", r->c.enroll_refused);
 		cJSON_AddNumberToObject(c, "plans_published", r->c.plans_published);
+	}
+	cJSON *jobs = cJSON_AddArrayToObject(doc, "jobs");
+	for (int j = 0; jobs && j < r->n_jobs; j++) {
+		cJSON *o = cJSON_CreateObject();
+		if (!o)
+			break;
+		cJSON_AddItemToArray(jobs, o);
+		cJSON_AddStringToObject(o, "job", r->jobs[j].job);
+		cJSON_AddNumberToObject(o, "epoch", (double)r->jobs[j].epoch);
 	}
 	cJSON *arr = cJSON_AddArrayToObject(doc, "boards");
 	for (int i = 0; arr && i < r->n; i++) {
@@ -289,6 +406,10 @@ int sky_registry_to_json(const sky_registry *r, int64_t unix_s, char *buf, size_
 			cJSON_AddNullToObject(o, "last_seen");
 		}
 		cJSON_AddNumberToObject(o, "session", (double)b->session);
+		cJSON_AddStringToObject(o, "boot", b->boot);
+		cJSON *ret = cJSON_AddArrayToObject(o, "retired_boots");
+		for (int k = 0; ret && k < SKY_REG_RETIRED_BOOTS && b->retired[k][0]; k++)
+			cJSON_AddItemToArray(ret, cJSON_CreateString(b->retired[k]));
 		cJSON_AddNumberToObject(o, "keepalive_s", b->keepalive_s);
 		cJSON_AddStringToObject(o, "version", b->has_caps ? b->caps.version : "");
 		if (b->has_caps) {
@@ -339,13 +460,77 @@ int sky_registry_to_json(const sky_registry *r, int64_t unix_s, char *buf, size_
 	return n;
 }
 
+/* The saved assignment of one board (see sky_registry_to_json); a damaged
+ * one is left out rather than half restored. */
+static void restore_assignment(sky_reg_board *b, const cJSON *a)
+{
+	char job[SKY_TOPIC_SEGMENT_MAX + 1];
+	int64_t epoch, expected;
+	int stage, first, last;
+	if (!cJSON_IsObject(a) ||
+	    sky_json_str(a, "job", job, sizeof job, "fleet.json", NULL) != 0 ||
+	    !sky_topic_segment_ok(job) ||
+	    sky_json_i64(a, "epoch", 1, SKY_JSON_INT_MAX, &epoch, "fleet.json", NULL) != 0 ||
+	    sky_json_int(a, "stage", 0, SKY_PLANMSG_MAX_STAGES - 1, &stage, "fleet.json", NULL) ||
+	    sky_json_int(a, "first", -1, 2 * SKY_PLANMSG_MAX_LAYERS, &first, "fleet.json", NULL) ||
+	    sky_json_int(a, "last", -1, 2 * SKY_PLANMSG_MAX_LAYERS, &last, "fleet.json", NULL) ||
+	    sky_json_i64(a, "expected_bytes", 0, SKY_CAPS_MAX_MEM_BYTES, &expected, "fleet.json",
+			 NULL) != 0)
+		return;
+	snprintf(b->job, sizeof b->job, "%s", job);
+	b->epoch = epoch;
+	b->stage = stage;
+	b->first = first;
+	b->last = last;
+	b->expected_bytes = expected;
+}
+
+/* Boot, session and retired boots of one board, so that what was stale
+ * before a planner restart stays stale after it. */
+static void restore_order(sky_reg_board *b, const cJSON *o)
+{
+	char boot[SKY_BOOT_ID_MAX + 1];
+	int64_t session = 0;
+	if (cJSON_GetObjectItemCaseSensitive(o, "session") &&
+	    sky_json_i64(o, "session", 0, SKY_JSON_INT_MAX, &session, "fleet.json", NULL) == 0)
+		b->session = session;
+	if (cJSON_GetObjectItemCaseSensitive(o, "boot") &&
+	    sky_json_str(o, "boot", boot, sizeof boot, "fleet.json", NULL) == 0 &&
+	    sky_boot_id_ok(boot))
+		snprintf(b->boot, sizeof b->boot, "%s", boot);
+	const cJSON *ret = cJSON_GetObjectItemCaseSensitive(o, "retired_boots"), *e;
+	int k = 0;
+	cJSON_ArrayForEach(e, ret)
+	{
+		if (k >= SKY_REG_RETIRED_BOOTS)
+			break;
+		if (cJSON_IsString(e) && e->valuestring && e->valuestring[0] &&
+		    strlen(e->valuestring) <= SKY_BOOT_ID_MAX && sky_boot_id_ok(e->valuestring))
+			snprintf(b->retired[k++], sizeof b->retired[0], "%s", e->valuestring);
+	}
+}
+
 int sky_registry_restore(sky_registry *r, const char *buf, size_t len, sky_diag *d)
 {
 	cJSON *doc = sky_json_parse(buf, len, d);
 	if (!doc)
 		return SKY_EFORMAT;
-	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(doc, "boards");
+	const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(doc, "jobs");
 	const cJSON *o;
+	cJSON_ArrayForEach(o, jobs)
+	{
+		char job[SKY_TOPIC_SEGMENT_MAX + 1];
+		int64_t epoch;
+		if (r->n_jobs >= SKY_REG_MAX_JOBS)
+			break;
+		if (sky_json_str(o, "job", job, sizeof job, "fleet.json", NULL) != 0 ||
+		    !sky_topic_segment_ok(job) ||
+		    sky_json_i64(o, "epoch", 1, SKY_JSON_INT_MAX, &epoch, "fleet.json", NULL) != 0)
+			continue;
+		snprintf(r->jobs[r->n_jobs].job, sizeof r->jobs[0].job, "%s", job);
+		r->jobs[r->n_jobs++].epoch = epoch;
+	}
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(doc, "boards");
 	int n = 0;
 	cJSON_ArrayForEach(o, arr)
 	{
@@ -366,6 +551,8 @@ int sky_registry_restore(sky_registry *r, const char *buf, size_t len, sky_diag 
 			b->state = SKY_REG_OFFLINE;
 			snprintf(b->why, sizeof b->why, "not heard yet");
 		}
+		restore_order(b, o);
+		restore_assignment(b, cJSON_GetObjectItemCaseSensitive(o, "assignment"));
 		n++;
 	}
 	sky_json_free(doc);

@@ -125,6 +125,12 @@ typedef struct svc {
 	pending_job pending[MAX_PENDING];
 	int n_pending;
 	int64_t epoch;
+	/* retained plans on the broker since the last connect, per registry
+	 * job: the newest epoch seen there (0: none yet). When republish_at
+	 * passes, every job whose plan is missing or older there is published
+	 * again from <state>/plans/<job>.env. */
+	int64_t on_broker[SKY_REG_MAX_JOBS];
+	double republish_at; /* monotonic; 0: nothing due */
 	/* working memory for planning (large structs, kept out of the stack) */
 	sky_fleet fleet;
 	int fleet_reg[SKY_PLAN_MAX_BOARDS]; /* fleet index -> registry index */
@@ -207,22 +213,118 @@ static void handle_enroll(svc *s, const char *nonce, const char *p, size_t len)
 		sky_mqtt_publish(s->m, topic, s->enroll_reply, reply_len, 1, 0, NULL);
 }
 
-/* Our own plans, read back (retained ones at start): they restore the
- * assignments and keep the epoch above every plan ever published, even if
- * <state>/epoch was lost. Anything that does not verify is ignored. */
-static void on_plan(svc *s, const char *topic, const char *p, size_t len)
+/* <state>/plans/<job>.env: the newest signed plan of each job, exactly as
+ * published, so a planner restarted after the broker lost its retained
+ * messages can publish it again. Returns 0 or SKY_E*. */
+static int plan_file(const svc *s, const char *job, char *buf, size_t cap)
+{
+	int n = snprintf(buf, cap, "%s/plans/%s.env", s->state_dir, job);
+	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
+}
+
+static int save_plan(svc *s, const char *job, const char *env, size_t len)
+{
+	char path[700];
+	int rc = plan_file(s, job, path, sizeof path);
+	if (rc == 0) {
+		char dir[640];
+		snprintf(dir, sizeof dir, "%s/plans", s->state_dir);
+		rc = sky_file_mkdirs(dir, 0700);
+	}
+	if (rc == 0)
+		rc = sky_file_write(path, env, len, 0600);
+	if (rc)
+		SKY_ERROR("cannot save the plan of job %s in %s: %s", job, path, sky_strerror(rc));
+	return rc;
+}
+
+/* Reads <state>/plans/<job>.env into s->envelope and verifies it into
+ * s->msg. Returns the envelope length or SKY_E*. */
+static long load_plan(svc *s, const char *job)
+{
+	char path[700];
+	size_t plen = 0;
+	long n = plan_file(s, job, path, sizeof path);
+	if (n == 0)
+		n = sky_file_read(path, s->envelope, sizeof s->envelope);
+	if (n <= 0)
+		return n < 0 ? n : SKY_EFORMAT;
+	int rc = sky_verify_envelope(&s->planner_crt, s->envelope, (size_t)n, s->payload,
+				     sizeof s->payload, &plen, NULL);
+	if (rc == 0)
+		rc = sky_planmsg_decode(s->payload, plen, &s->msg, NULL);
+	if (rc == 0 && strcmp(s->msg.job, job) != 0)
+		rc = SKY_EFORMAT;
+	return rc ? rc : n;
+}
+
+static int job_index(const sky_registry *r, const char *job)
+{
+	for (int j = 0; j < r->n_jobs; j++)
+		if (strcmp(r->jobs[j].job, job) == 0)
+			return j;
+	return -1;
+}
+
+/* Our own plans, read back (retained ones at every connect): they restore
+ * the assignments and keep the epoch above every plan ever published, even
+ * if <state>/epoch was lost; one newer than our saved copy is saved. The
+ * epoch of a retained one is noted, so the republish check knows what the
+ * broker holds. Anything that does not verify is ignored. */
+static void on_plan(svc *s, const char *topic, const char *p, size_t len, int retained)
 {
 	size_t plen = 0;
 	if (len == 0 || sky_verify_envelope(&s->planner_crt, p, len, s->payload, sizeof s->payload,
 					    &plen, NULL) != 0 ||
 	    sky_planmsg_decode(s->payload, plen, &s->msg, NULL) != 0)
 		return;
+	char want[SKY_TOPIC_BUF];
+	if (sky_topic_job(want, sizeof want, s->msg.job, SKY_TOPIC_PLAN) != 0 ||
+	    strcmp(want, topic) != 0)
+		return; /* signed for another job's topic */
 	if (s->msg.epoch > s->epoch) {
 		SKY_INFO("plan %s epoch %lld found on the broker; next epoch follows it", s->msg.job,
 			 (long long)s->msg.epoch);
 		s->epoch = s->msg.epoch;
 	}
+	int j = job_index(&s->reg, s->msg.job);
+	if (j < 0 || s->msg.epoch > s->reg.jobs[j].epoch)
+		save_plan(s, s->msg.job, p, len);
 	sky_registry_assign(&s->reg, &s->msg);
+	j = job_index(&s->reg, s->msg.job);
+	if (retained && j >= 0 && s->msg.epoch > s->on_broker[j])
+		s->on_broker[j] = s->msg.epoch;
+}
+
+/* Publishes again (retained) every saved plan that the broker does not hold
+ * at its epoch: after a broker restart without persistence, or a retained
+ * message cleared by hand. Called with the lock held. */
+static void republish_missing(svc *s)
+{
+	char topic[SKY_TOPIC_BUF];
+	for (int j = 0; j < s->reg.n_jobs; j++) {
+		const char *job = s->reg.jobs[j].job;
+		if (s->on_broker[j] >= s->reg.jobs[j].epoch)
+			continue;
+		long n = load_plan(s, job);
+		if (n < 0) {
+			SKY_WARN("job %s epoch %lld: the broker does not hold its plan and the "
+				 "saved copy cannot be used (%s)",
+				 job, (long long)s->reg.jobs[j].epoch, sky_strerror((int)n));
+			continue;
+		}
+		if (s->msg.epoch != s->reg.jobs[j].epoch ||
+		    sky_topic_job(topic, sizeof topic, job, SKY_TOPIC_PLAN) != 0)
+			continue;
+		int had = s->on_broker[j] > 0;
+		if (sky_mqtt_publish(s->m, topic, s->envelope, (size_t)n, 1, 1, NULL) == 0) {
+			s->on_broker[j] = s->msg.epoch;
+			SKY_INFO("job %s epoch %lld: the broker %s; republished the saved plan "
+				 "(retained)",
+				 job, (long long)s->msg.epoch,
+				 had ? "held an older plan" : "held no plan");
+		}
+	}
 }
 
 static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char *p, size_t len,
@@ -242,13 +344,22 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 	if (sky_topic_parse(topic, tl, "board", seg, sizeof seg, leaf, sizeof leaf) == 0) {
 		sky_reg_board *prev = sky_registry_find(&s->reg, seg);
 		int was_online = prev && prev->state == SKY_REG_ONLINE;
+		char was_boot[SKY_BOOT_ID_MAX + 1] = "";
+		int64_t was_session = prev ? prev->session : 0;
+		if (prev)
+			snprintf(was_boot, sizeof was_boot, "%s", prev->boot);
 		int rc = sky_registry_on_board_msg(&s->reg, seg, leaf, (const char *)p, len,
 						   sky_clock_s(), sky_clock_unix(), &d);
 		sky_reg_board *now_b = sky_registry_find(&s->reg, seg);
+		if (now_b && was_boot[0] && strcmp(was_boot, now_b->boot) != 0)
+			SKY_INFO("board %s: new boot %s at session %lld replaces boot %s (session "
+				 "%lld), whose late messages are now stale",
+				 seg, now_b->boot, (long long)now_b->session, was_boot,
+				 (long long)was_session);
 		if (now_b && was_online != (now_b->state == SKY_REG_ONLINE))
-			SKY_INFO("board %s %s (session %lld, %s)", seg,
+			SKY_INFO("board %s %s (boot %s session %lld, %s)", seg,
 				 now_b->state == SKY_REG_ONLINE ? "online" : "offline",
-				 (long long)now_b->session,
+				 now_b->boot[0] ? now_b->boot : "-", (long long)now_b->session,
 				 now_b->state == SKY_REG_ONLINE ? leaf : "its will or shutdown status");
 		if (rc < 0)
 			SKY_WARN("rejected %s from %s: %s", leaf, seg, d.msg);
@@ -266,7 +377,7 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 		}
 	} else if (sky_topic_parse(topic, tl, "job", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
 		   strcmp(leaf, SKY_TOPIC_PLAN) == 0) {
-		on_plan(s, topic, (const char *)p, len);
+		on_plan(s, topic, (const char *)p, len, retained);
 	} else if (sky_topic_parse(topic, tl, "enroll", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
 		   strcmp(leaf, SKY_TOPIC_CSR) == 0) {
 		handle_enroll(s, seg, (const char *)p, len);
@@ -306,9 +417,19 @@ static int connect_svc(svc *s, sky_diag *d)
 			      SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_PLAN_ACK, SKY_TOPIC_SUB_ALL_CSRS,
 			      SKY_TOPIC_SUB_ALL_PLANS,
 			      SKY_TOPIC_JOB_SUBMIT};
+	sky_mutex_lock(&s->lock);
+	memset(s->on_broker, 0, sizeof s->on_broker);
+	s->republish_at = 0;
+	sky_mutex_unlock(&s->lock);
 	for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
 		if ((rc = sky_mqtt_subscribe(m, subs[i], 1, 5000, d)) != 0)
 			return rc;
+	/* the broker sends retained plans right after the subscription; what
+	 * has not come within this grace is missing there (publishing a plan
+	 * the broker does hold is harmless: boards re-acknowledge it) */
+	sky_mutex_lock(&s->lock);
+	s->republish_at = sky_clock_s() + 2.0;
+	sky_mutex_unlock(&s->lock);
 	SKY_INFO("connected to %s as %s", s->o->broker, SKY_TOPIC_PLANNER_CN);
 	return 0;
 }
@@ -440,11 +561,10 @@ static int try_plan(svc *s, pending_job *pj)
 		p->stages[k].arena_bytes = st->mem_bytes;
 	}
 	/* the epoch only grows, across restarts too: persist it before use */
-	char path[640], num[32];
+	char path[640];
 	p->epoch = s->epoch + 1;
-	int nn = snprintf(num, sizeof num, "%lld\n", (long long)p->epoch);
 	if (state_file(s, "epoch", path, sizeof path) != 0 ||
-	    sky_file_write(path, num, (size_t)nn, 0644) != 0) {
+	    sky_file_write_count(path, p->epoch, 0644) != 0) {
 		SKY_ERROR("job %s: cannot persist the epoch in %s; not publishing", p->job, path);
 		return 1;
 	}
@@ -458,12 +578,19 @@ static int try_plan(svc *s, pending_job *pj)
 		SKY_ERROR("job %s: plan not published: %s", p->job, d.msg);
 		return 1;
 	}
+	/* kept before it goes out, so it can be published again if the broker
+	 * loses it */
+	if (save_plan(s, p->job, s->envelope, (size_t)elen) != 0)
+		return 1;
 	/* retained, so a board that (re)connects later still gets it */
 	if (sky_mqtt_publish(s->m, topic, s->envelope, (size_t)elen, 1, 1, &d) != 0) {
 		SKY_ERROR("job %s: %s", p->job, d.msg);
 		return 1;
 	}
 	sky_registry_assign(&s->reg, p);
+	int j = job_index(&s->reg, p->job);
+	if (j >= 0)
+		s->on_broker[j] = p->epoch;
 	s->reg.c.plans_published++;
 	SKY_INFO("job %s epoch %lld published: %d stages over %d boards (%s), bottleneck %.3f ms "
 		 "per micro-batch",
@@ -501,27 +628,48 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 			goto exit;
 	}
 	{
-		char path[640], num[32];
-		long n = state_file(s, "epoch", path, sizeof path) == 0
-				 ? sky_file_read(path, num, sizeof num - 1)
-				 : -1;
-		if (n > 0) {
-			num[n] = '\0';
-			s->epoch = strtoll(num, NULL, 10);
-			if (s->epoch < 0)
-				s->epoch = 0;
-		}
-	}
-	{
-		/* boards enrolled before a restart are still part of the fleet */
+		/* boards enrolled before a restart are still part of the fleet, with
+		 * their boot and session order and their assignments */
 		char path[640];
 		if (state_file(s, "fleet.json", path, sizeof path) == 0) {
 			long n = sky_file_read(path, s->status_buf, sizeof s->status_buf);
 			if (n > 0) {
 				int k = sky_registry_restore(&s->reg, s->status_buf, (size_t)n, NULL);
 				if (k >= 0)
-					SKY_INFO("restored %d boards from %s", k, path);
+					SKY_INFO("restored %d boards and %d jobs from %s", k,
+						 s->reg.n_jobs, path);
+				else
+					SKY_WARN("%s is damaged; the registry starts empty", path);
 			}
+		}
+	}
+	{
+		char path[640];
+		int64_t e = 0;
+		int erc = state_file(s, "epoch", path, sizeof path);
+		if (erc == 0)
+			erc = sky_file_read_count(path, &e);
+		if (erc == 0)
+			s->epoch = e;
+		else if (erc != SKY_ENOTFOUND || s->reg.n_jobs > 0)
+			SKY_WARN("plan epoch state lost: %s is %s; the saved plans and the "
+				 "broker's retained plans set the floor",
+				 path, erc == SKY_ENOTFOUND ? "missing" : "damaged");
+	}
+	/* the saved plans: their ranges back into the registry, their epochs
+	 * into the floor */
+	for (int j = 0; j < s->reg.n_jobs; j++) {
+		long n = load_plan(s, s->reg.jobs[j].job);
+		if (n < 0) {
+			SKY_WARN("job %s: saved plan unusable (%s)", s->reg.jobs[j].job,
+				 sky_strerror((int)n));
+			continue;
+		}
+		if (s->msg.epoch > s->epoch)
+			s->epoch = s->msg.epoch;
+		if (s->msg.epoch >= s->reg.jobs[j].epoch) {
+			s->reg.jobs[j].epoch = s->msg.epoch - 1; /* so that assign takes it */
+			sky_registry_assign(&s->reg, &s->msg);
 		}
 	}
 	if ((rc = connect_svc(s, d)) != 0)
@@ -565,6 +713,10 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 						 "%d s, deadline 1.5x)",
 						 s->reg.b[i].id, now - s->reg.b[i].last_heard,
 						 s->reg.b[i].keepalive_s);
+		if (s->republish_at > 0 && now >= s->republish_at && s->m && !s->lost) {
+			s->republish_at = 0;
+			republish_missing(s);
+		}
 		for (int k = 0; k < s->n_pending;) {
 			if (try_plan(s, &s->pending[k])) {
 				s->pending[k] = s->pending[--s->n_pending];

@@ -55,6 +55,7 @@
 #define SKY_CA_CLAIM_CERT_FILE "claim/claim.crt"
 #define SKY_CA_CLAIM_CA_FILE "claim/ca.crt"
 #define SKY_CA_BROKER_CONF_FILE "mosquitto.conf"
+#define SKY_CA_BROKER_STATE_DIR "broker-state" /* mosquitto's persistence (retained messages) */
 #define SKY_CA_ACL_FILE "acl"
 
 #define SKY_CA_BOARD_DAYS 365
@@ -77,7 +78,8 @@ int sky_ca_init_dir(const char *dir, const sky_ca_opts *o, sky_diag *d);
 
 /* (Re)writes <dir>/mosquitto.conf and <dir>/acl for a broker listening on
  * 127.0.0.1:port with mutual TLS (require_certificate, CN as username),
- * no anonymous clients, TCP_NODELAY, max_packet_size, no persistence,
+ * no anonymous clients, TCP_NODELAY, max_packet_size, persistence (retained plans survive a
+ * broker restart) in <dir>/broker-state/,
  * running as root (so it can read the 0600 broker key in a private
  * directory). The ACL grants exactly what sky_topics.h lists per identity;
  * mosquitto denies everything an acl_file does not grant. Paths in the

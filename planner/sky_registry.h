@@ -2,17 +2,36 @@
  * from what boards said on their own topics (the broker's ACL vouches that
  * sky/v1/board/<id>/... came from <id>).
  *
- * Liveness follows session numbers (as Sparkplug B's bdSeq does): every
- * board connection has a number larger than the last; status, heartbeats,
- * capability reports and plan-acks carry it. A message from a session
- * older than the newest seen is stale: a late will from an old connection
- * never marks a live board dead. A board is offline when its current
- * session's will arrives (killed, or cut off and timed out by the broker),
- * when it says so on a clean shutdown, or when nothing has come from it for
- * 1.5 x its keepalive (the planner's own deadline, so the bound holds even
- * if the broker is slow to fire the will): with heartbeats every keepalive/4
- * and ticks every 100 ms, a cut-off board is marked offline within
- * 1.5 x keepalive + 0.1 s of its last message.
+ * Liveness follows session numbers (as Sparkplug B's bdSeq does) within a
+ * boot: every board connection has a number larger than the last, and
+ * every run of skyd draws a random boot id (sky_caps.h); status, heartbeats,
+ * capability reports and plan-acks carry both. A board whose session file
+ * was lost starts again at session 1 under a new boot id, so a message is
+ * placed by (boot, session) with this rule:
+ *   - same boot as the current one: ordered by session; an older session is
+ *     stale (a late will from an old connection never marks a live board
+ *     dead);
+ *   - a retired boot (one that a newer boot replaced; the last
+ *     SKY_REG_RETIRED_BOOTS are kept, and saved across planner restarts):
+ *     stale, whatever its session number;
+ *   - a boot never seen: only proof of life moves the board to it, that is
+ *     an online status or a heartbeat (the board is connected now, under
+ *     its certificate); the current boot is then retired. A capability
+ *     report or plan-ack from an unseen boot is held until that boot
+ *     proves itself, then applied. An offline status (a will) from an unseen
+ *     boot is ignored: it cannot be placed, and liveness never depends on
+ *     it, since the heartbeat deadline below still marks a silent board
+ *     offline;
+ *   - a board the registry has never heard from takes whatever comes first.
+ * So a late will of the old boot that arrives after the new boot's online
+ * message is stale, and a new boot's online message is never stale. A
+ * board is offline when its current session's will arrives (killed, or
+ * cut off and timed out by the broker), when it says so on a clean
+ * shutdown, or when nothing has come from it for 1.5 x its keepalive (the
+ * planner's own deadline, so the bound holds even if the broker is slow to
+ * fire the will): with heartbeats every keepalive/4 and ticks every 100 ms,
+ * a cut-off board is marked offline within 1.5 x keepalive + 0.1 s of its
+ * last message.
  *
  * Malformed or absurd reports are refused with a log line naming the
  * field, counted, and change nothing. The registry is plain data with the
@@ -29,6 +48,7 @@
 #include <stdint.h>
 
 #define SKY_REG_MAX_BOARDS 1024
+#define SKY_REG_RETIRED_BOOTS 4
 
 typedef enum { SKY_REG_ENROLLED = 0, SKY_REG_ONLINE = 1, SKY_REG_OFFLINE = 2 } sky_reg_state;
 
@@ -36,7 +56,13 @@ typedef struct sky_reg_board {
 	char id[SKY_TOPIC_SEGMENT_MAX + 1];
 	sky_reg_state state;
 	char why[24];          /* why offline: will, shutdown, timeout */
-	int64_t session;       /* newest seen */
+	int64_t session;       /* newest seen within the current boot */
+	char boot[SKY_BOOT_ID_MAX + 1]; /* the current boot ("" before any, or from old boards) */
+	char retired[SKY_REG_RETIRED_BOOTS][SKY_BOOT_ID_MAX + 1]; /* replaced boots, newest first */
+	/* a report and an ack from a boot not proven yet (held, see above) */
+	int has_held_caps, has_held_ack;
+	sky_caps held_caps;
+	sky_planack held_ack;
 	int keepalive_s;
 	double last_heard;     /* monotonic seconds of the last message */
 	int64_t last_seen;     /* Unix seconds of the last message (for people) */
@@ -58,7 +84,8 @@ typedef struct sky_reg_board {
 typedef struct sky_reg_counters {
 	long caps_ok, caps_rejected;   /* reports accepted / refused (malformed, absurd, id mismatch) */
 	long status_rejected;          /* unreadable status or heartbeat */
-	long stale_ignored;            /* messages from an older session (late wills included) */
+	long stale_ignored;            /* from an older session or boot (late wills included) */
+	long boots;                    /* boards that moved to a new boot */
 	long oversize;                 /* refused unparsed for size */
 	long acks_ok, acks_refused, acks_rejected; /* board accepted / board refused / unreadable */
 	long timeouts;                 /* boards marked offline by the heartbeat deadline */
@@ -104,10 +131,12 @@ int sky_registry_tick(sky_registry *r, double now);
  * seen for its job changes nothing. */
 void sky_registry_assign(sky_registry *r, const sky_planmsg *p);
 
-/* Writes the registry as the fleet status document (`sky fleet status`):
+/* Writes the registry as the fleet status document (`sky fleet status`),
+ * which is also the planner's saved state:
  *   {"v":1,"updated_at":"<UTC>","updated_unix":N,"counters":{...},
- *    "boards":[{"id","state","why","last_seen","session","version","board",
- *               "caps":{...}|null,"assignment":{...}|null}, ...]}
+ *    "jobs":[{"job","epoch"}, ...],
+ *    "boards":[{"id","state","why","last_seen","session","boot","retired_boots":[...],
+ *               "version","board","caps":{...}|null,"assignment":{...}|null}, ...]}
  * Returns the length or SKY_ERANGE / SKY_ENOMEM. */
 int sky_registry_to_json(const sky_registry *r, int64_t unix_s, char *buf, size_t cap);
 
@@ -118,8 +147,11 @@ int sky_reg_ack(const sky_reg_board *b);
 
 /* Re-adds the boards of a fleet status document written before (a planner
  * restart): enrolled boards stay enrolled, the others are offline ("not
- * heard yet") until they speak; caps and sessions come back from the
- * retained messages. Returns how many boards it added or SKY_EFORMAT. */
+ * heard yet") until they speak. Each board's boot, session and retired boots
+ * come back (so stale messages stay stale across the restart), and so do
+ * assignments (job, epoch, stage, half-layer range, expected bytes) and the
+ * newest epoch of every job; caps and acks come back from the retained
+ * messages. Returns how many boards it added or SKY_EFORMAT. */
 int sky_registry_restore(sky_registry *r, const char *buf, size_t len, sky_diag *d);
 
 #endif

@@ -19,7 +19,17 @@
  *     Then it plans with the planner library (sky_plan.h), takes the next
  *     epoch (persisted in <state>/epoch, so it only grows), signs the plan
  *     (sky_sign.h) and publishes it retained on sky/v1/job/<job>/plan;
- *   - collects plan-acks into the registry. */
+ *   - collects plan-acks into the registry;
+ *   - keeps its own state, so a restart (of it, of the broker, or both)
+ *     forgets nothing the fleet depends on: <state>/fleet.json (boards with
+ *     their boot, session and retired boots, assignments with their
+ *     half-layer ranges, every job's newest epoch), <state>/epoch (read
+ *     strictly), and <state>/plans/<job>.env, each job's newest signed plan
+ *     exactly as published (written before it is published). At start it
+ *     loads them; after every connect it gives the broker 2 s to deliver
+ *     the retained plans and publishes again (retained) every saved plan the
+ *     broker lacks or holds at an older epoch. All writes are atomic
+ *     (sky_file_write). */
 #ifndef SKY_SERVICE_H
 #define SKY_SERVICE_H
 

@@ -46,6 +46,41 @@ void sky_file_map_close(sky_file_map *m)
 	}
 }
 
+int sky_file_read_count(const char *path, int64_t *out)
+{
+	char buf[24]; /* 16 digits of 2^53, a newline, room to see trailing junk */
+	long n = sky_file_read(path, buf, sizeof buf);
+	if (n == SKY_ERANGE)
+		return SKY_EFORMAT; /* longer than any counter we write */
+	if (n < 0)
+		return (int)n;
+	if (n > 0 && buf[n - 1] == '\n')
+		n--;
+	if (n == 0)
+		return SKY_EFORMAT;
+	for (long i = 0; i < n; i++)
+		if (buf[i] < '0' || buf[i] > '9')
+			return SKY_EFORMAT;
+	if (n > 16) /* 2^53 - 1 has 16 digits */
+		return SKY_ERANGE;
+	int64_t v = 0;
+	for (long i = 0; i < n; i++)
+		v = v * 10 + (buf[i] - '0');
+	if (v > SKY_FILE_COUNT_MAX)
+		return SKY_ERANGE;
+	*out = v;
+	return 0;
+}
+
+int sky_file_write_count(const char *path, int64_t v, unsigned mode)
+{
+	char buf[24];
+	if (v < 0 || v > SKY_FILE_COUNT_MAX)
+		return SKY_ERANGE;
+	int n = snprintf(buf, sizeof buf, "%lld\n", (long long)v);
+	return sky_file_write(path, buf, (size_t)n, mode);
+}
+
 long sky_file_read(const char *path, void *buf, size_t cap)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -5,6 +5,7 @@
 #define SKY_FILE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct sky_file_map {
 	const unsigned char *data; /* NULL when unmapped */
@@ -20,6 +21,20 @@ void sky_file_map_close(sky_file_map *m);
 /* Reads at most cap bytes of path into buf. Returns the byte count (>= 0),
  * SKY_ENOTFOUND, SKY_EIO, or SKY_ERANGE if the file is larger than cap. */
 long sky_file_read(const char *path, void *buf, size_t cap);
+
+/* Counters kept in small files (a board's session and plan epoch, the
+ * planner's epoch): one decimal number, optionally followed by a newline.
+ * Anything else is an error, never a silent 0, because a counter that goes
+ * back to 0 undoes what it guards. Values stay at most SKY_FILE_COUNT_MAX
+ * (2^53 - 1) so they travel exactly as JSON numbers. */
+#define SKY_FILE_COUNT_MAX ((1ll << 53) - 1)
+/* Reads the counter in path into *out. Returns 0; SKY_ENOTFOUND (no file),
+ * SKY_EIO, SKY_EFORMAT (empty, not a plain decimal, or trailing bytes) or
+ * SKY_ERANGE (above SKY_FILE_COUNT_MAX). *out is untouched on failure. */
+int sky_file_read_count(const char *path, int64_t *out);
+/* Writes v and a newline atomically (sky_file_write). Returns 0, SKY_ERANGE
+ * (v outside 0..SKY_FILE_COUNT_MAX) or SKY_EIO. */
+int sky_file_write_count(const char *path, int64_t v, unsigned mode);
 
 /* Writes data to path through a temporary file and rename(), so readers
  * never see half a file; the file gets permission bits mode (e.g. 0600).

@@ -40,27 +40,29 @@ static int state_path(const char *dir, const char *file, char *buf, size_t cap)
 	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
 }
 
-/* Reads a decimal counter from <dir>/<file>; 0 if absent or unreadable. */
-static int64_t read_counter(const char *dir, const char *file)
+/* Reads the counter <dir>/<file> strictly (sky_file_read_count). Returns 0,
+ * or SKY_ENOTFOUND / SKY_EFORMAT / SKY_ERANGE / SKY_EIO with `why` in words
+ * for the log: a damaged counter is never read as 0 in silence. */
+static int read_counter(const char *dir, const char *file, int64_t *out, const char **why)
 {
-	char path[1024], buf[32];
-	if (state_path(dir, file, path, sizeof path))
-		return 0;
-	long n = sky_file_read(path, buf, sizeof buf - 1);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	long long v = strtoll(buf, NULL, 10);
-	return v > 0 ? v : 0;
+	char path[1024];
+	int rc = state_path(dir, file, path, sizeof path);
+	if (rc == 0)
+		rc = sky_file_read_count(path, out);
+	*why = rc == 0		       ? "read"
+	       : rc == SKY_ENOTFOUND ? "missing"
+	       : rc == SKY_EFORMAT   ? "empty or not a decimal counter"
+	       : rc == SKY_ERANGE    ? "beyond 2^53 - 1"
+				     : "unreadable";
+	return rc;
 }
 
 static int write_counter(const char *dir, const char *file, int64_t v)
 {
-	char path[1024], buf[32];
+	char path[1024];
 	if (state_path(dir, file, path, sizeof path))
 		return SKY_ERANGE;
-	int n = snprintf(buf, sizeof buf, "%lld\n", (long long)v);
-	return sky_file_write(path, buf, (size_t)n, 0644);
+	return sky_file_write_count(path, v, 0644);
 }
 
 /* ---- enrollment ---------------------------------------------------------- */
@@ -180,6 +182,13 @@ int sky_agent_enroll(const sky_agent_opts *o, sky_diag *d)
 	}
 	if ((rc = sky_identity_enroll_accept(o->state_dir, o->id, w.reply, w.len, d)) != 0)
 		goto exit;
+	/* session 0 marks a fresh identity: from now on a missing session file
+	 * means the board's state was lost, and skyd says so */
+	if ((rc = write_counter(o->state_dir, "session", 0)) != 0) {
+		rc = sky_diag_set(d, rc, "enroll: cannot write the session counter in %s",
+				  o->state_dir);
+		goto exit;
+	}
 	SKY_INFO("enroll: %s enrolled; certificate in %s", o->id, o->state_dir);
 exit:
 	sky_mqtt_close(m, 1000);
@@ -200,6 +209,7 @@ typedef struct agent {
 	_Atomic int lost; /* set on Paho's thread (on_lost) */
 	int64_t session;
 	sky_caps caps;
+	char boot[SKY_BOOT_ID_MAX + 1]; /* random, drawn at start: orders sessions (sky_caps.h) */
 	sky_model_cfg probe_model;
 	_Atomic int probe_requested; /* set by on_msg, taken by the main loop */
 	/* the plan we hold */
@@ -248,6 +258,7 @@ static void send_ack(agent *a, sky_planack *k)
 	if (!a->m)
 		return;
 	k->session = a->session;
+	snprintf(k->boot, sizeof k->boot, "%s", a->boot);
 	int n = sky_planack_encode(k, buf, sizeof buf, NULL);
 	if (n <= 0)
 		return;
@@ -533,6 +544,7 @@ static int publish_caps(agent *a)
 	sky_diag_clear(&d);
 	sky_mutex_lock(&a->lock);
 	a->caps.session = a->session;
+	snprintf(a->caps.boot, sizeof a->caps.boot, "%s", a->boot);
 	int n = sky_caps_encode(&a->caps, buf, sizeof buf, &d);
 	sky_mutex_unlock(&a->lock);
 	if (n < 0) {
@@ -571,12 +583,13 @@ static int connect_once(agent *a, sky_diag *d)
 	int rc;
 	/* a new session number for every connect, persisted first so a crash
 	 * right after cannot make the next connect reuse it */
-	int64_t session = read_counter(a->o->state_dir, "session") + 1;
+	int64_t session = a->session + 1;
 	if ((rc = write_counter(a->o->state_dir, "session", session)) != 0)
 		return sky_diag_set(d, rc, "cannot persist the session number in %s",
 				    a->o->state_dir);
 	a->session = session;
 	st.session = session;
+	snprintf(st.boot, sizeof st.boot, "%s", a->boot);
 	int wn = sky_status_encode(&st, will, sizeof will);
 	st.online = 1;
 	st.keepalive_s = a->o->keepalive_s;
@@ -604,8 +617,8 @@ static int connect_once(agent *a, sky_diag *d)
 	sky_topic_board(topic, sizeof topic, a->idn.id, SKY_TOPIC_CMD);
 	if ((rc = sky_mqtt_subscribe(m, topic, 1, 5000, d)) != 0)
 		return rc;
-	SKY_INFO("connected to %s as %s, session %lld", a->o->broker, a->idn.id,
-		 (long long)session);
+	SKY_INFO("connected to %s as %s, session %lld (boot %s)", a->o->broker, a->idn.id,
+		 (long long)session, a->boot);
 	if (!a->o->no_link_probe)
 		link_probe(a);
 	if ((rc = publish_caps(a)) != 0)
@@ -631,6 +644,7 @@ static void disconnect(agent *a, int clean)
 	if (clean && sky_mqtt_connected(m)) {
 		char buf[SKY_STATUS_MAX_BYTES], topic[SKY_TOPIC_BUF];
 		sky_status st = {.online = 0, .session = a->session};
+		snprintf(st.boot, sizeof st.boot, "%s", a->boot);
 		int n = sky_status_encode(&st, buf, sizeof buf);
 		sky_topic_board(topic, sizeof topic, a->idn.id, SKY_TOPIC_STATUS);
 		sky_mqtt_publish(m, topic, buf, (size_t)n, 1, 1, NULL);
@@ -639,25 +653,82 @@ static void disconnect(agent *a, int clean)
 	sky_mqtt_close(m, 1000);
 }
 
+/* The plan epoch is the board's guard against replayed plans. The saved
+ * plan (<state>/plan.env, signed) is re-verified; if <state>/epoch is lost or
+ * damaged, that plan's own epoch is the floor, said out loud. */
 static void load_saved_plan(agent *a)
 {
 	char path[1024];
 	static char buf[SKY_PLAN_MAX_BYTES];
-	a->epoch = read_counter(a->o->state_dir, "epoch");
-	if (state_path(a->o->state_dir, "plan.env", path, sizeof path) != 0)
+	const char *why;
+	int64_t epoch = 0;
+	long n = state_path(a->o->state_dir, "plan.env", path, sizeof path) == 0
+			 ? sky_file_read(path, buf, sizeof buf)
+			 : SKY_ERANGE;
+	int rc = read_counter(a->o->state_dir, "epoch", &epoch, &why);
+	int known = rc == 0;
+	if (rc != 0 && (rc != SKY_ENOTFOUND || n > 0))
+		SKY_WARN("plan epoch state lost: %s/epoch is %s; %s", a->o->state_dir, why,
+			 n > 0 ? "the saved plan's own (signed) epoch is the floor now"
+			       : "no saved plan either: any signed plan will be taken");
+	if (n <= 0) {
+		a->epoch = known ? epoch : 0;
 		return;
-	long n = sky_file_read(path, buf, sizeof buf);
-	if (n <= 0)
-		return;
-	int64_t epoch = a->epoch;
-	a->epoch = epoch - 1; /* take_plan wants newer; the saved one is exactly `epoch` */
-	sky_mutex_lock(&a->lock);
-	int rc = take_plan(a, path, buf, (size_t)n, 1);
-	sky_mutex_unlock(&a->lock);
-	if (rc != 0 || a->epoch != epoch) {
-		SKY_WARN("saved plan %s not usable; waiting for a new one", path);
-		a->epoch = epoch;
 	}
+	a->epoch = known ? epoch - 1 : 0; /* take_plan wants newer; the saved one is `epoch` */
+	sky_mutex_lock(&a->lock);
+	rc = take_plan(a, path, buf, (size_t)n, 1);
+	sky_mutex_unlock(&a->lock);
+	if (rc != 0 || a->epoch < epoch || a->epoch <= 0) {
+		SKY_WARN("saved plan %s not usable; waiting for a new one", path);
+		a->epoch = known ? epoch : 0;
+		return;
+	}
+	if (!known || a->epoch > epoch) {
+		SKY_WARN("plan epoch recovered from the saved plan: %lld", (long long)a->epoch);
+		write_counter(a->o->state_dir, "epoch", a->epoch);
+	}
+}
+
+/* A random boot id for this run, and the session counter it continues. A
+ * fresh identity has session 0 (written at enrollment). A missing or
+ * damaged counter means the board's state was lost or restored from an old
+ * image: start again at session 1, loudly; the new boot id is what lets the
+ * planner accept the fresh numbers (planner/sky_registry.h). */
+static int start_boot(agent *a, sky_diag *d)
+{
+	sky_sign_rng rng;
+	unsigned char raw[8];
+	const char *why;
+	int64_t last = 0;
+	memset(&rng, 0, sizeof rng);
+	int rc = sky_sign_rng_init(&rng, "skyd-boot", d);
+	if (rc == 0 && sky_sign_rng_func(&rng, raw, sizeof raw) != 0)
+		rc = sky_diag_set(d, SKY_ECRYPTO, "no randomness for the boot id");
+	sky_sign_rng_free(&rng);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < sizeof raw; i++)
+		snprintf(a->boot + 2 * i, 3, "%02x", raw[i]);
+	rc = read_counter(a->o->state_dir, "session", &last, &why);
+	if (rc == SKY_EIO)
+		return sky_diag_set(d, rc, "%s/session: %s", a->o->state_dir, why);
+	if (rc) {
+		SKY_WARN("session state lost: %s/session is %s although this board holds an "
+			 "identity (state lost, damaged or restored from an old image); starting "
+			 "again at session 1 under the new boot id %s",
+			 a->o->state_dir, why, a->boot);
+		last = 0;
+	} else if (last >= SKY_FILE_COUNT_MAX - 1000000) {
+		/* 2^53 connects do not happen; a number this big was written by hand */
+		SKY_WARN("session state damaged: %s/session holds %lld, too near 2^53; starting "
+			 "again at session 1 under the new boot id %s",
+			 a->o->state_dir, (long long)last, a->boot);
+		last = 0;
+	}
+	a->session = last;
+	SKY_INFO("boot %s: sessions continue from %lld", a->boot, (long long)last);
+	return 0;
 }
 
 int sky_agent_run(const sky_agent_opts *o, sky_diag *d)
@@ -681,6 +752,8 @@ int sky_agent_run(const sky_agent_opts *o, sky_diag *d)
 	snprintf(a.caps.id, sizeof a.caps.id, "%s", a.idn.id);
 	a.caps.keepalive_s = o->keepalive_s;
 	a.probe_model = o->model;
+	if ((rc = start_boot(&a, d)) != 0)
+		goto exit;
 	if ((rc = do_probe(&a, d)) != 0)
 		goto exit;
 	load_saved_plan(&a);
@@ -723,6 +796,7 @@ int sky_agent_run(const sky_agent_opts *o, sky_diag *d)
 			char buf[SKY_STATUS_MAX_BYTES], topic[SKY_TOPIC_BUF];
 			sky_status st = {.online = 1, .session = a.session, .keepalive_s = o->keepalive_s,
 					 .seq = ++hb_seq};
+			snprintf(st.boot, sizeof st.boot, "%s", a.boot);
 			int n = sky_status_encode(&st, buf, sizeof buf);
 			sky_topic_board(topic, sizeof topic, a.idn.id, SKY_TOPIC_HEARTBEAT);
 			sky_mqtt_publish(a.m, topic, buf, (size_t)n, 0, 0, NULL);

@@ -7,11 +7,18 @@
  *      sky/v1/enroll/<nonce>/csr, take the certificate and the planner's
  *      certificate from sky/v1/enroll/<nonce>/cert (runtime/sky_identity.h);
  *   2. probe the job's shapes (sky_probe.h; cached on disk);
- *   3. connect with its own certificate. Every connect takes a new session
- *      number (persisted in <state>/session), which the last will
- *      ({"state":"offline","session":N} retained on .../status), the online
- *      status, the heartbeats and the capability report all carry, so the
- *      planner can ignore a late will from an older session. On every
+ *   3. connect with its own certificate. Every start of skyd draws a random
+ *      boot id, and every connect takes a new session number (persisted in
+ *      <state>/session before use); the last will
+ *      ({"state":"offline","boot":B,"session":N} retained on .../status), the
+ *      online status, the heartbeats, the capability report and plan-acks
+ *      all carry both, so the planner can ignore a late will from an older
+ *      session or boot (planner/sky_registry.h). <state>/session is read
+ *      strictly (sky_file_read_count): enrollment writes 0, and a missing,
+ *      empty or garbled file is logged as "session state lost: ..." and
+ *      sessions start again at 1 under the new boot id, which the planner
+ *      accepts; <state>/epoch likewise ("plan epoch state lost: ...", the
+ *      saved plan's own signed epoch becomes the floor). On every
  *      (re)connect: status online, subscriptions, link probe (echo through
  *      the broker), the full capability report (retained);
  *   4. heartbeats every keepalive/4 on .../heartbeat;

@@ -23,8 +23,10 @@ static void usage(FILE *to)
 		"\n"
 		"  --pki DIR          the fleet PKI from `sky pki init`\n"
 		"  --broker HOST:PORT the fleet's MQTT broker (TLS)\n"
-		"  --state DIR        where fleet.json (read by `sky fleet status`) and the plan\n"
-		"                     epoch live (default DIR/state)\n"
+		"  --state DIR        the planner's state (default DIR/state): fleet.json (read by\n"
+		"                     `sky fleet status`: boards, boot ids and sessions, assignments),\n"
+		"                     the plan epoch, and plans/<job>.env, the signed plans it\n"
+		"                     republishes if the broker has lost them\n"
 		"  --job FILE         submit this job at start (same JSON as `sky job submit`)\n"
 		"  --keepalive S      the planner's MQTT keepalive (default 10)\n"
 		"  --log-level L      error, warn, info (default), debug\n",

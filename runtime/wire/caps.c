@@ -3,6 +3,7 @@
 #include "sky_json.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 /* Printable ASCII only: these strings end up in logs and `sky fleet status`,
@@ -13,6 +14,31 @@ static int printable(const char *s)
 		if (*s < 0x20 || *s > 0x7e)
 			return 0;
 	return 1;
+}
+
+int sky_boot_id_ok(const char *s)
+{
+	size_t n = 0;
+	for (; s[n]; n++)
+		if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+			return 0;
+	return n <= SKY_BOOT_ID_MAX;
+}
+
+/* Reads the optional "boot" member into buf (SKY_BOOT_ID_MAX + 1 bytes):
+ * absent is "", anything but lowercase hex is refused. */
+static int get_boot(const cJSON *doc, char *buf, const char *what, sky_diag *d)
+{
+	buf[0] = '\0';
+	if (!cJSON_GetObjectItemCaseSensitive(doc, "boot"))
+		return 0;
+	int rc = sky_json_str(doc, "boot", buf, SKY_BOOT_ID_MAX + 1, what, d);
+	if (rc == 0 && !sky_boot_id_ok(buf))
+		rc = sky_diag_set(d, SKY_EFORMAT, "%s: boot must be 1-%d lowercase hex digits", what,
+				  SKY_BOOT_ID_MAX);
+	if (rc)
+		buf[0] = '\0';
+	return rc;
 }
 
 static int check_time(double t, const char *field, sky_diag *d)
@@ -58,7 +84,10 @@ int sky_caps_validate(const sky_caps *c, sky_diag *d)
 	    !c->shape.name[0])
 		return sky_diag_set(d, SKY_EINVAL,
 				    "caps %s: version, board and model.name must be printable", c->id);
-	if ((rc = check_int(c->session, 0, (1ll << 53), "session", d)) ||
+	if (!sky_boot_id_ok(c->boot))
+		return sky_diag_set(d, SKY_EFORMAT, "caps %s: boot must be 1-%d lowercase hex digits",
+				    c->id, SKY_BOOT_ID_MAX);
+	if ((rc = check_int(c->session, 0, SKY_JSON_INT_MAX, "session", d)) ||
 	    (rc = check_int(c->threads, 1, SKY_CAPS_MAX_THREADS, "threads", d)) ||
 	    (rc = check_int(c->keepalive_s, 1, 3600, "keepalive_s", d)) ||
 	    (rc = check_int(c->shape.hidden, 1, SKY_CAPS_MAX_DIM, "model.hidden", d)) ||
@@ -117,6 +146,8 @@ int sky_caps_encode(const sky_caps *c, char *buf, size_t cap, sky_diag *d)
 	cJSON_AddNumberToObject(doc, "v", SKY_CAPS_VERSION);
 	cJSON_AddStringToObject(doc, "id", c->id);
 	cJSON_AddNumberToObject(doc, "session", (double)c->session);
+	if (c->boot[0])
+		cJSON_AddStringToObject(doc, "boot", c->boot);
 	cJSON_AddStringToObject(doc, "version", c->version);
 	cJSON_AddStringToObject(doc, "board", c->board);
 	cJSON_AddNumberToObject(doc, "threads", c->threads);
@@ -188,7 +219,8 @@ int sky_caps_decode(const char *buf, size_t len, sky_caps *c, sky_diag *d)
 	}
 	if ((rc = sky_json_i64(doc, "v", SKY_CAPS_VERSION, SKY_CAPS_VERSION, &v, "caps", d)) ||
 	    (rc = sky_json_str(doc, "id", c->id, sizeof c->id, "caps", d)) ||
-	    (rc = sky_json_i64(doc, "session", 0, (1ll << 53), &c->session, "caps", d)) ||
+	    (rc = sky_json_i64(doc, "session", 0, SKY_JSON_INT_MAX, &c->session, "caps", d)) ||
+	    (rc = get_boot(doc, c->boot, "caps", d)) ||
 	    (rc = sky_json_str(doc, "version", c->version, sizeof c->version, "caps", d)) ||
 	    (rc = sky_json_str(doc, "board", c->board, sizeof c->board, "caps", d)) ||
 	    (rc = sky_json_int(doc, "threads", 1, SKY_CAPS_MAX_THREADS, &c->threads, "caps", d)) ||
@@ -252,12 +284,17 @@ exit:
 
 int sky_status_encode(const sky_status *s, char *buf, size_t cap)
 {
+	char boot[SKY_BOOT_ID_MAX + 16] = "";
+	if (!sky_boot_id_ok(s->boot))
+		return SKY_EINVAL;
+	if (s->boot[0])
+		snprintf(boot, sizeof boot, "\"boot\":\"%s\",", s->boot);
 	int n;
 	if (s->online)
-		n = snprintf(buf, cap, "{\"state\":\"online\",\"session\":%lld,\"keepalive_s\":%d%s",
-			     (long long)s->session, s->keepalive_s, s->seq ? "," : "}");
+		n = snprintf(buf, cap, "{\"state\":\"online\",%s\"session\":%lld,\"keepalive_s\":%d%s",
+			     boot, (long long)s->session, s->keepalive_s, s->seq ? "," : "}");
 	else
-		n = snprintf(buf, cap, "{\"state\":\"offline\",\"session\":%lld}",
+		n = snprintf(buf, cap, "{\"state\":\"offline\",%s\"session\":%lld}", boot,
 			     (long long)s->session);
 	if (n > 0 && s->online && s->seq && (size_t)n < cap)
 		n += snprintf(buf + n, cap - (size_t)n, "\"seq\":%lld}", (long long)s->seq);
@@ -277,7 +314,8 @@ int sky_status_decode(const char *buf, size_t len, sky_status *s, sky_diag *d)
 	if (!doc)
 		return SKY_EFORMAT;
 	if ((rc = sky_json_str(doc, "state", state, sizeof state, "status", d)) ||
-	    (rc = sky_json_i64(doc, "session", 0, (1ll << 53), &s->session, "status", d)))
+	    (rc = sky_json_i64(doc, "session", 0, SKY_JSON_INT_MAX, &s->session, "status", d)) ||
+	    (rc = get_boot(doc, s->boot, "status", d)))
 		goto exit;
 	if (strcmp(state, "online") == 0) {
 		s->online = 1;
@@ -289,7 +327,7 @@ int sky_status_decode(const char *buf, size_t len, sky_status *s, sky_diag *d)
 		goto exit;
 	}
 	if (cJSON_GetObjectItemCaseSensitive(doc, "seq"))
-		rc = sky_json_i64(doc, "seq", 0, (1ll << 53), &s->seq, "status", d);
+		rc = sky_json_i64(doc, "seq", 0, SKY_JSON_INT_MAX, &s->seq, "status", d);
 exit:
 	sky_json_free(doc);
 	return rc;

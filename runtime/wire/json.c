@@ -139,14 +139,29 @@ int sky_json_num(const cJSON *obj, const char *key, double min, double max, doub
 int sky_json_i64(const cJSON *obj, const char *key, int64_t min, int64_t max, int64_t *out,
 		 const char *what, sky_diag *d)
 {
-	double x;
-	int rc = sky_json_num(obj, key, (double)min, (double)max, &x, what, d);
-	if (rc)
-		return rc;
+	const cJSON *v = member(obj, key, what, d);
+	if (!v)
+		return SKY_ENOTFOUND;
+	if (!cJSON_IsNumber(v))
+		return sky_diag_set(d, SKY_EFORMAT, "%s: field '%s' must be a number", what, key);
+	/* cJSON keeps only the double. Below 2^53 every integer is a double of
+	 * its own, so a whole double there is exactly the integer that was
+	 * written; at 2^53 and beyond neighbours share a double (2^53 + 1 reads
+	 * as 2^53), so the value is refused before any conversion. */
+	double x = v->valuedouble;
+	if (!isfinite(x) || fabs(x) > (double)SKY_JSON_INT_MAX)
+		return sky_diag_set(d, SKY_ERANGE,
+				    "%s: field '%s' is beyond 2^53 - 1 (it reads as %.17g; JSON "
+				    "numbers are doubles, exact integers only below 2^53)",
+				    what, key, x);
 	if (x != floor(x))
 		return sky_diag_set(d, SKY_EFORMAT, "%s: field '%s' must be a whole number, got %g",
 				    what, key, x);
-	*out = (int64_t)x;
+	int64_t n = (int64_t)x;
+	if (n < min || n > max)
+		return sky_diag_set(d, SKY_ERANGE, "%s: field '%s' is %lld, allowed %lld to %lld",
+				    what, key, (long long)n, (long long)min, (long long)max);
+	*out = n;
 	return 0;
 }
 

@@ -17,7 +17,7 @@ int sky_planmsg_validate(const sky_planmsg *p, sky_diag *d)
 	if (!sky_topic_segment_ok(p->job))
 		return sky_diag_set(d, SKY_EINVAL, "plan: job id is not 1-%d of [A-Za-z0-9_.-]",
 				    SKY_TOPIC_SEGMENT_MAX);
-	if (p->epoch < 1 || p->epoch > (1ll << 53))
+	if (p->epoch < 1 || p->epoch > SKY_JSON_INT_MAX)
 		return sky_diag_set(d, SKY_ERANGE, "plan %s: epoch %lld out of range", p->job,
 				    (long long)p->epoch);
 	if (p->layers < 1 || p->layers > SKY_PLANMSG_MAX_LAYERS)
@@ -123,7 +123,7 @@ int sky_planmsg_decode(const char *buf, size_t len, sky_planmsg *p, sky_diag *d)
 	}
 	if ((rc = sky_json_i64(doc, "v", SKY_PLANMSG_VERSION, SKY_PLANMSG_VERSION, &v, "plan", d)) ||
 	    (rc = sky_json_str(doc, "job", p->job, sizeof p->job, "plan", d)) ||
-	    (rc = sky_json_i64(doc, "epoch", 1, (1ll << 53), &p->epoch, "plan", d)) ||
+	    (rc = sky_json_i64(doc, "epoch", 1, SKY_JSON_INT_MAX, &p->epoch, "plan", d)) ||
 	    (rc = sky_json_str(doc, "algo", p->algo, sizeof p->algo, "plan", d)) ||
 	    (rc = sky_json_int(doc, "micro_batches", 1, SKY_PLANMSG_MAX_MICRO, &p->micro_batches,
 			       "plan", d)))
@@ -181,8 +181,9 @@ exit:
 
 int sky_planack_encode(const sky_planack *a, char *buf, size_t cap, sky_diag *d)
 {
-	if (!sky_topic_segment_ok(a->board) || !sky_topic_segment_ok(a->job))
-		return sky_diag_set(d, SKY_EINVAL, "plan-ack: bad board or job id");
+	if (!sky_topic_segment_ok(a->board) || !sky_topic_segment_ok(a->job) ||
+	    !sky_boot_id_ok(a->boot))
+		return sky_diag_set(d, SKY_EINVAL, "plan-ack: bad board, job or boot id");
 	cJSON *doc = sky_json_new_object();
 	if (!doc)
 		return sky_diag_set(d, SKY_ENOMEM, "plan-ack: JSON pool full");
@@ -191,6 +192,8 @@ int sky_planack_encode(const sky_planack *a, char *buf, size_t cap, sky_diag *d)
 	cJSON_AddStringToObject(doc, "job", a->job);
 	cJSON_AddNumberToObject(doc, "epoch", (double)a->epoch);
 	cJSON_AddNumberToObject(doc, "session", (double)a->session);
+	if (a->boot[0])
+		cJSON_AddStringToObject(doc, "boot", a->boot);
 	cJSON_AddNumberToObject(doc, "stage", a->stage);
 	cJSON_AddBoolToObject(doc, "ok", a->ok != 0);
 	cJSON_AddNumberToObject(doc, "arena_bytes", (double)a->arena_bytes);
@@ -217,8 +220,8 @@ int sky_planack_decode(const char *buf, size_t len, sky_planack *a, sky_diag *d)
 	if ((rc = sky_json_i64(doc, "v", 1, 1, &v, "plan-ack", d)) ||
 	    (rc = sky_json_str(doc, "board", a->board, sizeof a->board, "plan-ack", d)) ||
 	    (rc = sky_json_str(doc, "job", a->job, sizeof a->job, "plan-ack", d)) ||
-	    (rc = sky_json_i64(doc, "epoch", 1, (1ll << 53), &a->epoch, "plan-ack", d)) ||
-	    (rc = sky_json_i64(doc, "session", 0, (1ll << 53), &a->session, "plan-ack", d)) ||
+	    (rc = sky_json_i64(doc, "epoch", 1, SKY_JSON_INT_MAX, &a->epoch, "plan-ack", d)) ||
+	    (rc = sky_json_i64(doc, "session", 0, SKY_JSON_INT_MAX, &a->session, "plan-ack", d)) ||
 	    (rc = sky_json_i64(doc, "stage", 0, SKY_PLANMSG_MAX_STAGES, &v, "plan-ack", d)) ||
 	    (rc = sky_json_i64(doc, "arena_bytes", 0, SKY_CAPS_MAX_MEM_BYTES, &a->arena_bytes,
 			       "plan-ack", d)) ||
@@ -234,6 +237,12 @@ int sky_planack_decode(const char *buf, size_t len, sky_planack *a, sky_diag *d)
 		goto exit;
 	}
 	a->ok = cJSON_IsTrue(ok);
+	if (cJSON_GetObjectItemCaseSensitive(doc, "boot") &&
+	    ((rc = sky_json_str(doc, "boot", a->boot, sizeof a->boot, "plan-ack", d)) != 0 ||
+	     !sky_boot_id_ok(a->boot))) {
+		rc = rc ? rc : sky_diag_set(d, SKY_EFORMAT, "plan-ack: boot must be lowercase hex");
+		goto exit;
+	}
 	if (!sky_topic_segment_ok(a->board) || !sky_topic_segment_ok(a->job))
 		rc = sky_diag_set(d, SKY_EINVAL, "plan-ack: bad board or job id");
 exit:

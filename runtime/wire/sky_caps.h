@@ -3,7 +3,8 @@
  * Published retained on sky/v1/board/<id>/caps (sky_topics.h) as compact
  * JSON, so `mosquitto_sub -t 'sky/v1/board/+/caps' -v` is readable:
  *
- *   {"v":1,"id":"b01","session":4,"version":"1a2b3c","board":"host","threads":1,
+ *   {"v":1,"id":"b01","session":4,"boot":"9f3c0a5e7d214b68","version":"1a2b3c","board":"host",
+ *    "threads":1,
  *    "keepalive_s":2,
  *    "model":{"name":"mini","hidden":256,"heads":4,"ffn":1024,"seq":128,"batch":8},
  *    "fp32":{"fwd_attn_s":0.0021,"fwd_ffn_s":0.0030,"bwd_attn_s":0.0045,"bwd_ffn_s":0.0061},
@@ -44,6 +45,16 @@
 #define SKY_CAPS_MAX_THREADS 1024
 #define SKY_CAPS_STR_MAX 64       /* version, board, model name */
 
+/* Boot ids: skyd draws a random one at every start (16 hex digits) and
+ * sends it beside the session number in every status, heartbeat, will,
+ * capability report and plan-ack. Session numbers are ordered only within
+ * one boot; a board whose session file was lost starts again at 1 under a
+ * new boot id, and the planner orders boots by what it has seen
+ * (planner/sky_registry.h). Absent on the wire reads as "" (older boards). */
+#define SKY_BOOT_ID_MAX 32
+/* 1 if s is "" or 1-SKY_BOOT_ID_MAX lowercase hex digits. */
+int sky_boot_id_ok(const char *s);
+
 /* The model shape a probe ran at (the fields that change a layer's time). */
 typedef struct sky_caps_shape {
 	char name[16];
@@ -58,6 +69,7 @@ typedef struct sky_caps_times {
 typedef struct sky_caps {
 	char id[SKY_TOPIC_SEGMENT_MAX + 1];
 	int64_t session;   /* grows with every connect (sky_agent.h) */
+	char boot[SKY_BOOT_ID_MAX + 1]; /* this run of skyd ("" if absent) */
 	char version[SKY_CAPS_STR_MAX + 1]; /* build (git describe) */
 	char board[SKY_CAPS_STR_MAX + 1];   /* board profile name */
 	int threads;
@@ -102,12 +114,15 @@ int sky_caps_shape_eq(const sky_caps_shape *a, const sky_caps_shape *b);
  * Status (retained, and the board's last will) and heartbeats carry the
  * session number, so the planner can tell a late will from an old session
  * (ignored) from the will of the current one (the board is gone):
- *   sky/v1/board/<id>/status     {"state":"online","session":5,"keepalive_s":2}
- *                                {"state":"offline","session":5}
- *   sky/v1/board/<id>/heartbeat  {"state":"online","session":5,"keepalive_s":2,"seq":17}
+ *   sky/v1/board/<id>/status     {"state":"online","boot":"9f..","session":5,"keepalive_s":2}
+ *                                {"state":"offline","boot":"9f..","session":5}
+ *   sky/v1/board/<id>/heartbeat  {"state":"online","boot":"9f..","session":5,"keepalive_s":2,
+ *                                 "seq":17}
+ * ("boot" is left out when empty.)
  */
 typedef struct sky_status {
 	int online;        /* 1 online, 0 offline */
+	char boot[SKY_BOOT_ID_MAX + 1];
 	int64_t session;
 	int keepalive_s;   /* 0 when absent (offline) */
 	int64_t seq;       /* heartbeat counter, 0 in status messages */

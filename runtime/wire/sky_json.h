@@ -43,6 +43,11 @@ size_t sky_json_pool_peak(void);
  * the key. */
 int sky_json_num(const cJSON *obj, const char *key, double min, double max, double *out,
 		 const char *what, sky_diag *d);
+/* Integers: cJSON holds numbers as doubles, exact only below 2^53, so
+ * sky_json_i64 refuses any |value| > SKY_JSON_INT_MAX (SKY_ERANGE, "beyond
+ * 2^53 - 1") whatever min and max say, then checks it is whole (SKY_EFORMAT)
+ * and within [min, max] (SKY_ERANGE). */
+#define SKY_JSON_INT_MAX ((1ll << 53) - 1)
 int sky_json_i64(const cJSON *obj, const char *key, int64_t min, int64_t max, int64_t *out,
 		 const char *what, sky_diag *d);
 /* sky_json_i64 into an int, for fields whose [min, max] fits an int. */

@@ -63,7 +63,7 @@ int sky_planmsg_validate(const sky_planmsg *p, sky_diag *d);
 int sky_planmsg_find(const sky_planmsg *p, const char *board);
 
 /* ---- plan acknowledgement (board -> planner, sky/v1/board/<id>/plan-ack) ----
- *   {"v":1,"board":"b01","job":"j1","epoch":7,"session":4,"stage":0,"ok":true,
+ *   {"v":1,"board":"b01","job":"j1","epoch":7,"session":4,"boot":"9f3c..","stage":0,"ok":true,
  *    "arena_bytes":1200000,"expected_bytes":1234567,"budget_bytes":2147483648,"reason":""}
  * ok false: the board refuses (reason says why, e.g. the stage does not fit:
  * arena_bytes is then what it would need, budget_bytes what it has). */
@@ -71,6 +71,7 @@ typedef struct sky_planack {
 	char board[SKY_TOPIC_SEGMENT_MAX + 1];
 	char job[SKY_TOPIC_SEGMENT_MAX + 1];
 	int64_t epoch, session;
+	char boot[SKY_BOOT_ID_MAX + 1]; /* the board's boot id (sky_caps.h); "" if absent */
 	int stage;
 	int ok;
 	int64_t arena_bytes, expected_bytes, budget_bytes;

@@ -123,9 +123,15 @@ SKY_TEST(broker_config_and_acl)
 	const char *need[] = {"\nlistener 18999 127.0.0.1\n", "\nrequire_certificate true\n",
 			      "\nuse_identity_as_username true\n", "\nallow_anonymous false\n",
 			      "\nset_tcp_nodelay true\n", "\nmax_packet_size 65536\n",
-			      "\npersistence false\n", "\nuser root\n", "\nacl_file /"};
+			      "\npersistence true\n", "\nuser root\n", "\nacl_file /"};
 	for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
 		SKY_EXPECT_MSG(strstr(conf, need[i]) != NULL, "missing %s", need[i] + 1);
+	/* retained plans survive a broker restart, in a directory of the PKI */
+	char loc[800];
+	snprintf(loc, sizeof loc, "\npersistence_location %s/" SKY_CA_BROKER_STATE_DIR "/\n", pki());
+	SKY_EXPECT_MSG(strstr(conf, loc) != NULL, "no %s", loc + 1);
+	file(p, sizeof p, SKY_CA_BROKER_STATE_DIR);
+	SKY_EXPECT_EQ(sky_file_mode(p), 0700);
 	file(p, sizeof p, SKY_CA_ACL_FILE);
 	n = sky_file_read(p, acl, sizeof acl - 1);
 	SKY_EXPECT(n > 0);

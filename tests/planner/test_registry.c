@@ -27,6 +27,41 @@ static void status(const char *id, int online, int session, double now)
 	msg(id, SKY_TOPIC_STATUS, buf, now);
 }
 
+/* status or heartbeat from one boot; returns what the registry said */
+static int bstatus(const char *id, const char *leaf, const char *boot, int online, int session,
+		   double now)
+{
+	char buf[160];
+	sky_status s = {.online = online, .session = session, .keepalive_s = 2,
+			.seq = strcmp(leaf, SKY_TOPIC_HEARTBEAT) == 0};
+	snprintf(s.boot, sizeof s.boot, "%s", boot);
+	if (sky_status_encode(&s, buf, sizeof buf) < 0)
+		return 1000;
+	return msg(id, leaf, buf, now);
+}
+
+static int bcaps(const char *id, const char *boot, int session, double fwd, double now)
+{
+	sky_caps c;
+	char buf[SKY_CAPS_MAX_BYTES];
+	memset(&c, 0, sizeof c);
+	snprintf(c.id, sizeof c.id, "%s", id);
+	snprintf(c.boot, sizeof c.boot, "%s", boot);
+	c.session = session;
+	strcpy(c.version, "v");
+	strcpy(c.board, "host");
+	c.threads = 1;
+	c.keepalive_s = 2;
+	strcpy(c.shape.name, "tiny");
+	c.shape.hidden = 32, c.shape.heads = 2, c.shape.ffn = 64, c.shape.seq = 16, c.shape.batch = 8;
+	c.fp32 = (sky_caps_times){fwd, fwd, 2 * fwd, 2 * fwd};
+	c.mem_bytes = 1 << 30;
+	c.probed_at = 1;
+	if (sky_caps_encode(&c, buf, sizeof buf, NULL) < 0)
+		return 1000;
+	return msg(id, SKY_TOPIC_CAPS, buf, now);
+}
+
 static int caps(const char *id, const char *claimed_id, int session, double fwd, double now)
 {
 	sky_caps c;
@@ -83,6 +118,101 @@ SKY_TEST(a_late_will_from_an_old_session_never_kills_a_live_board)
 	/* old caps cannot overwrite newer ones either */
 	SKY_EXPECT_EQ(caps("b1", "b1", 3, 0.5, 2.5), 1);
 	SKY_EXPECT(!b->has_caps);
+}
+
+SKY_TEST(a_new_boot_with_a_fresh_counter_is_accepted)
+{
+	sky_registry_init(&g_r);
+	/* without boot ids, a board that lost its session file is stale forever */
+	status("old", 1, 13, 0.0);
+	status("old", 0, 13, 0.5);
+	SKY_EXPECT_EQ(msg("old", SKY_TOPIC_STATUS,
+			  "{\"state\":\"online\",\"session\":1,\"keepalive_s\":2}", 1.0), 1);
+	/* with them, the new boot proves itself by being online */
+	SKY_EXPECT_EQ(bstatus("b1", SKY_TOPIC_STATUS, "aaaa", 1, 13, 0.0), 0);
+	SKY_EXPECT_EQ(bstatus("b1", SKY_TOPIC_STATUS, "aaaa", 0, 13, 0.5), 0);
+	sky_reg_board *b = sky_registry_find(&g_r, "b1");
+	SKY_EXPECT(b->state == SKY_REG_OFFLINE);
+	SKY_EXPECT_EQ(bstatus("b1", SKY_TOPIC_STATUS, "bbbb", 1, 1, 1.0), 0);
+	SKY_EXPECT(b->state == SKY_REG_ONLINE && b->session == 1 && !strcmp(b->boot, "bbbb"));
+	SKY_EXPECT(!strcmp(b->retired[0], "aaaa"));
+	SKY_EXPECT_EQ(g_r.c.boots, 1);
+	/* and its later sessions count from there */
+	SKY_EXPECT_EQ(bstatus("b1", SKY_TOPIC_HEARTBEAT, "bbbb", 1, 2, 2.0), 0);
+	SKY_EXPECT_EQ(bstatus("b1", SKY_TOPIC_HEARTBEAT, "bbbb", 1, 1, 2.1), 1);
+	SKY_EXPECT(b->session == 2);
+	/* a heartbeat is proof of life too (the online status may have been missed) */
+	SKY_EXPECT_EQ(bstatus("b1", SKY_TOPIC_HEARTBEAT, "cccc", 1, 1, 3.0), 0);
+	SKY_EXPECT(!strcmp(b->boot, "cccc") && !strcmp(b->retired[0], "bbbb") &&
+		   !strcmp(b->retired[1], "aaaa"));
+	/* a message without a boot id cannot take over from one with */
+	SKY_EXPECT_EQ(msg("b1", SKY_TOPIC_STATUS,
+			  "{\"state\":\"online\",\"session\":99,\"keepalive_s\":2}", 3.5), 1);
+	SKY_EXPECT(!strcmp(b->boot, "cccc"));
+}
+
+SKY_TEST(a_late_will_of_an_old_boot_never_kills_the_new_one)
+{
+	sky_registry_init(&g_r);
+	SKY_EXPECT_EQ(bstatus("b1", SKY_TOPIC_STATUS, "aaaa", 1, 5, 0.0), 0);
+	SKY_EXPECT_EQ(bstatus("b1", SKY_TOPIC_STATUS, "bbbb", 1, 1, 1.0), 0); /* restarted */
+	sky_reg_board *b = sky_registry_find(&g_r, "b1");
+	long stale0 = g_r.c.stale_ignored;
+	sky_diag d;
+	sky_diag_clear(&d);
+	/* the old boot's will arrives late, with a session number above the new one */
+	const char *will = "{\"state\":\"offline\",\"boot\":\"aaaa\",\"session\":5}";
+	SKY_EXPECT_EQ(sky_registry_on_board_msg(&g_r, "b1", SKY_TOPIC_STATUS, will, strlen(will),
+						1.5, 0, &d),
+		      1);
+	SKY_EXPECT_MSG(strstr(d.msg, "retired boot") != NULL, "%s", d.msg);
+	SKY_EXPECT(b->state == SKY_REG_ONLINE && !strcmp(b->boot, "bbbb") && b->session == 1);
+	SKY_EXPECT_EQ(bstatus("b1", SKY_TOPIC_STATUS, "aaaa", 0, 6, 1.6), 1);
+	SKY_EXPECT_EQ(bstatus("b1", SKY_TOPIC_HEARTBEAT, "aaaa", 1, 7, 1.7), 1);
+	SKY_EXPECT(b->state == SKY_REG_ONLINE && !strcmp(b->boot, "bbbb"));
+	/* a will from a boot never seen online cannot be placed: ignored, and the
+	 * heartbeat deadline still stands */
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(bstatus("b1", SKY_TOPIC_STATUS, "dddd", 0, 1, 1.8), 1);
+	SKY_EXPECT(b->state == SKY_REG_ONLINE && !strcmp(b->boot, "bbbb"));
+	SKY_EXPECT_EQ(g_r.c.stale_ignored - stale0, 4);
+	/* the new boot's own will does */
+	SKY_EXPECT_EQ(bstatus("b1", SKY_TOPIC_STATUS, "bbbb", 0, 1, 2.0), 0);
+	SKY_EXPECT(b->state == SKY_REG_OFFLINE);
+	/* a board never heard from takes whatever comes first, a will included */
+	SKY_EXPECT_EQ(bstatus("b2", SKY_TOPIC_STATUS, "eeee", 0, 3, 2.0), 0);
+	SKY_EXPECT(sky_registry_find(&g_r, "b2")->state == SKY_REG_OFFLINE);
+}
+
+SKY_TEST(reports_from_a_new_boot_wait_until_it_is_online)
+{
+	sky_registry_init(&g_r);
+	SKY_EXPECT_EQ(bstatus("b1", SKY_TOPIC_STATUS, "aaaa", 1, 2, 0.0), 0);
+	SKY_EXPECT_EQ(bcaps("b1", "aaaa", 2, 0.01, 0.1), 0);
+	sky_reg_board *b = sky_registry_find(&g_r, "b1");
+	/* the new boot's report comes before its status: held */
+	SKY_EXPECT_EQ(bcaps("b1", "bbbb", 1, 0.02, 1.0), 1);
+	SKY_EXPECT_NEAR(b->caps.fp32.fwd_attn_s, 0.01, 0);
+	SKY_EXPECT(!strcmp(b->boot, "aaaa"));
+	char buf[1024];
+	sky_planack a = {.board = "b1", .job = "j1", .epoch = 3, .session = 1, .boot = "bbbb",
+			 .stage = 0, .ok = 1, .arena_bytes = 990, .expected_bytes = 1000,
+			 .budget_bytes = 1 << 20};
+	SKY_EXPECT(sky_planack_encode(&a, buf, sizeof buf, NULL) > 0);
+	SKY_EXPECT_EQ(msg("b1", SKY_TOPIC_PLAN_ACK, buf, 1.1), 1);
+	SKY_EXPECT(b->ack == 0);
+	/* online: the held report and ack apply */
+	SKY_EXPECT_EQ(bstatus("b1", SKY_TOPIC_STATUS, "bbbb", 1, 1, 1.2), 0);
+	SKY_EXPECT_NEAR(b->caps.fp32.fwd_attn_s, 0.02, 0);
+	SKY_EXPECT(!strcmp(b->caps.boot, "bbbb") && b->ack == 1 && b->ack_epoch == 3);
+	/* the old boot's retained report, delivered again later, is stale */
+	SKY_EXPECT_EQ(bcaps("b1", "aaaa", 9, 0.05, 2.0), 1);
+	SKY_EXPECT_NEAR(b->caps.fp32.fwd_attn_s, 0.02, 0);
+	/* a held report of a boot that never comes online is dropped */
+	SKY_EXPECT_EQ(bcaps("b1", "cccc", 1, 0.07, 2.1), 1);
+	SKY_EXPECT_EQ(bstatus("b1", SKY_TOPIC_HEARTBEAT, "dddd", 1, 1, 2.2), 0);
+	SKY_EXPECT_NEAR(b->caps.fp32.fwd_attn_s, 0.02, 0);
+	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
 }
 
 SKY_TEST(malformed_and_absurd_caps_are_counted_and_change_nothing)
@@ -210,5 +340,49 @@ SKY_TEST(restore_after_a_planner_restart)
 	SKY_EXPECT(f && f->state == SKY_REG_ENROLLED);
 	SKY_EXPECT(b && b->state == SKY_REG_OFFLINE && b->last_seen == 1764511210);
 	SKY_EXPECT_EQ(sky_registry_restore(&g_r, "{oops", 5, NULL), SKY_EFORMAT);
+	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
+}
+
+SKY_TEST(restore_keeps_boots_sessions_assignments_and_jobs)
+{
+	static char out[1 << 16];
+	sky_registry_init(&g_r);
+	bstatus("b1", SKY_TOPIC_STATUS, "aaaa", 1, 7, 0.0);
+	bstatus("b1", SKY_TOPIC_STATUS, "bbbb", 1, 2, 1.0);
+	bstatus("b2", SKY_TOPIC_STATUS, "cccc", 1, 4, 1.0);
+	memset(&g_p, 0, sizeof g_p);
+	strcpy(g_p.job, "j1");
+	g_p.epoch = 6;
+	strcpy(g_p.algo, "even");
+	g_p.micro_batches = 2;
+	strcpy(g_p.shape.name, "tiny");
+	g_p.shape.hidden = 32, g_p.shape.heads = 2, g_p.shape.ffn = 64, g_p.shape.seq = 16;
+	g_p.shape.batch = 8;
+	g_p.layers = 2;
+	g_p.n_stages = 2;
+	g_p.stages[0] = (sky_plan_stage){"b1", 0, 2, 2, 1000};
+	g_p.stages[1] = (sky_plan_stage){"b2", 3, 3, 1, 900};
+	sky_registry_assign(&g_r, &g_p);
+	int n = sky_registry_to_json(&g_r, 1764511200, out, sizeof out);
+	SKY_EXPECT(n > 0);
+	sky_registry_init(&g_r);
+	SKY_EXPECT_EQ(sky_registry_restore(&g_r, out, (size_t)n, NULL), 2);
+	sky_reg_board *b1 = sky_registry_find(&g_r, "b1"), *b2 = sky_registry_find(&g_r, "b2");
+	SKY_EXPECT(b1 && b2);
+	SKY_EXPECT(!strcmp(b1->boot, "bbbb") && b1->session == 2 && !strcmp(b1->retired[0], "aaaa"));
+	SKY_EXPECT(!strcmp(b1->job, "j1") && b1->epoch == 6 && b1->stage == 0 && b1->first == 0 &&
+		   b1->last == 2 && b1->expected_bytes == 1000);
+	SKY_EXPECT(b2->stage == 1 && b2->first == 3 && b2->last == 3);
+	SKY_EXPECT(g_r.n_jobs == 1 && !strcmp(g_r.jobs[0].job, "j1") && g_r.jobs[0].epoch == 6);
+	/* what was stale before the restart is stale after it */
+	SKY_EXPECT_EQ(bstatus("b1", SKY_TOPIC_STATUS, "aaaa", 0, 7, 2.0), 1);
+	SKY_EXPECT_EQ(bstatus("b1", SKY_TOPIC_STATUS, "bbbb", 0, 1, 2.0), 1);
+	SKY_EXPECT_EQ(bstatus("b1", SKY_TOPIC_STATUS, "bbbb", 1, 3, 2.0), 0);
+	SKY_EXPECT(b1->state == SKY_REG_ONLINE);
+	/* an older plan read back changes nothing */
+	g_p.epoch = 5;
+	g_p.stages[0].last = 1, g_p.stages[1].first = 2;
+	sky_registry_assign(&g_r, &g_p);
+	SKY_EXPECT(b1->last == 2 && g_r.jobs[0].epoch == 6);
 	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
 }

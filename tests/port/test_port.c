@@ -69,6 +69,42 @@ SKY_TEST(file_write_read_map)
 	SKY_EXPECT_EQ(sky_file_read("/nonexistent/sky", buf, 1), SKY_ENOTFOUND);
 }
 
+SKY_TEST(counter_files_are_read_strictly)
+{
+	char path[300];
+	int64_t v = 77;
+	snprintf(path, sizeof path, "%s/count", sky_test_tmp_dir());
+	SKY_EXPECT_EQ(sky_file_read_count(path, &v), SKY_ENOTFOUND);
+	SKY_EXPECT_EQ(sky_file_write_count(path, 13, 0644), 0);
+	SKY_EXPECT_EQ(sky_file_read_count(path, &v), 0);
+	SKY_EXPECT_EQ(v, 13);
+	SKY_EXPECT_EQ(sky_file_write_count(path, SKY_FILE_COUNT_MAX, 0644), 0);
+	SKY_EXPECT_EQ(sky_file_read_count(path, &v), 0);
+	SKY_EXPECT_EQ(v, SKY_FILE_COUNT_MAX);
+	SKY_EXPECT_EQ(sky_file_write_count(path, SKY_FILE_COUNT_MAX + 1, 0644), SKY_ERANGE);
+	SKY_EXPECT_EQ(sky_file_write_count(path, -1, 0644), SKY_ERANGE);
+	/* what a lost or damaged file looks like: each is an error, never 0 */
+	static const struct {
+		const char *text;
+		int rc;
+	} bad[] = {{"", SKY_EFORMAT},		  {"\n", SKY_EFORMAT},
+		   {"garbage\n", SKY_EFORMAT},	  {"12abc", SKY_EFORMAT},
+		   {"-5\n", SKY_EFORMAT},	  {" 7\n", SKY_EFORMAT},
+		   {"7\n\n", SKY_EFORMAT},	  {"\xff\xfe\x00", SKY_EFORMAT},
+		   {"9007199254740992", SKY_ERANGE}, {"99999999999999999999", SKY_ERANGE},
+		   {"this is not a counter at all, it is far too long", SKY_EFORMAT}};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		v = 77;
+		size_t len = strlen(bad[i].text);
+		if (i == 7)
+			len = 3; /* with its NUL */
+		SKY_EXPECT_EQ(sky_file_write(path, bad[i].text, len, 0644), 0);
+		SKY_EXPECT_MSG(sky_file_read_count(path, &v) == bad[i].rc, "'%s' gave %d", bad[i].text,
+			       sky_file_read_count(path, &v));
+		SKY_EXPECT_EQ(v, 77);
+	}
+}
+
 SKY_TEST(cpu_facts)
 {
 	SKY_EXPECT(sky_cpu_count() >= 1);

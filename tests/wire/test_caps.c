@@ -12,6 +12,7 @@ static void sample(sky_caps *c)
 	memset(c, 0, sizeof *c);
 	strcpy(c->id, "b01");
 	c->session = 7;
+	strcpy(c->boot, "9f3c0a5e7d214b68");
 	strcpy(c->version, "1a2b3c-dirty");
 	strcpy(c->board, "host");
 	c->threads = 2;
@@ -44,6 +45,7 @@ SKY_TEST(encode_decode_round_trip)
 	SKY_EXPECT(strstr(buf, "\"id\":\"b01\"") != NULL); /* readable with mosquitto_sub */
 	SKY_EXPECT_EQ(sky_caps_decode(buf, (size_t)n, &back, &d), 0);
 	SKY_EXPECT(strcmp(back.id, "b01") == 0 && back.session == 7);
+	SKY_EXPECT(strcmp(back.boot, "9f3c0a5e7d214b68") == 0);
 	SKY_EXPECT(sky_caps_shape_eq(&back.shape, &c.shape));
 	SKY_EXPECT_NEAR(back.fp32.bwd_ffn_s, 0.0061, 1e-15);
 	SKY_EXPECT(back.has_int8);
@@ -99,6 +101,53 @@ SKY_TEST(absurd_values_are_refused_and_named)
 	SKY_EXPECT_EQ(decode_edited("\"v\":1", "\"v\":2", &d), SKY_ERANGE);
 	SKY_EXPECT_EQ(decode_edited("\"session\":7,", "", &d), SKY_ENOTFOUND);
 	SKY_EXPECT(strstr(d.msg, "session") != NULL);
+	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
+}
+
+SKY_TEST(sessions_beyond_2_pow_53_and_bad_boot_ids_are_refused)
+{
+	sky_diag d;
+	/* 9007199254740993 rounds to the double 2^53, which an "at most 2^53"
+	 * check let through as session 9007199254740992 */
+	SKY_EXPECT_EQ(decode_edited("\"session\":7", "\"session\":9007199254740993", &d),
+		      SKY_ERANGE);
+	SKY_EXPECT_MSG(strstr(d.msg, "'session'") && strstr(d.msg, "beyond 2^53 - 1"), "%s", d.msg);
+	SKY_EXPECT_EQ(decode_edited("\"session\":7", "\"session\":9007199254740992", &d),
+		      SKY_ERANGE);
+	SKY_EXPECT_EQ(decode_edited("\"session\":7", "\"session\":9007199254740991", &d), 0);
+	SKY_EXPECT_EQ(decode_edited("\"9f3c0a5e7d214b68\"", "\"9F3C\"", &d), SKY_EFORMAT);
+	SKY_EXPECT(strstr(d.msg, "boot") != NULL);
+	SKY_EXPECT_EQ(decode_edited("\"9f3c0a5e7d214b68\"", "17", &d), SKY_EFORMAT);
+	/* an older board sends no boot: that reads as "" */
+	sky_caps c;
+	char buf[SKY_CAPS_MAX_BYTES];
+	sample(&c);
+	c.boot[0] = '\0';
+	int n = sky_caps_encode(&c, buf, sizeof buf, NULL);
+	SKY_EXPECT(n > 0 && strstr(buf, "boot") == NULL);
+	SKY_EXPECT_EQ(sky_caps_decode(buf, (size_t)n, &c, NULL), 0);
+	/* status and heartbeats: the same bound, the same boot rule */
+	sky_status st;
+	const char *big = "{\"state\":\"online\",\"session\":9007199254740993,\"keepalive_s\":2}";
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_status_decode(big, strlen(big), &st, &d), SKY_ERANGE);
+	SKY_EXPECT_MSG(strstr(d.msg, "beyond 2^53 - 1") != NULL, "%s", d.msg);
+	const char *seq = "{\"state\":\"online\",\"session\":1,\"keepalive_s\":2,"
+			  "\"seq\":9007199254740993}";
+	SKY_EXPECT_EQ(sky_status_decode(seq, strlen(seq), &st, NULL), SKY_ERANGE);
+	const char *ok = "{\"state\":\"offline\",\"boot\":\"00ff\",\"session\":9007199254740991}";
+	SKY_EXPECT_EQ(sky_status_decode(ok, strlen(ok), &st, NULL), 0);
+	SKY_EXPECT(st.session == 9007199254740991ll && strcmp(st.boot, "00ff") == 0);
+	const char *badboot = "{\"state\":\"offline\",\"boot\":\"x\\n\",\"session\":1}";
+	SKY_EXPECT_EQ(sky_status_decode(badboot, strlen(badboot), &st, NULL), SKY_EFORMAT);
+	sky_status enc = {.online = 1, .session = 3, .keepalive_s = 2, .seq = 4};
+	strcpy(enc.boot, "abc123");
+	char sb[SKY_STATUS_MAX_BYTES];
+	SKY_EXPECT(sky_status_encode(&enc, sb, sizeof sb) > 0);
+	SKY_EXPECT(strcmp(sb, "{\"state\":\"online\",\"boot\":\"abc123\",\"session\":3,"
+			      "\"keepalive_s\":2,\"seq\":4}") == 0);
+	strcpy(enc.boot, "NOT-HEX");
+	SKY_EXPECT_EQ(sky_status_encode(&enc, sb, sizeof sb), SKY_EINVAL);
 	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
 }
 

@@ -58,6 +58,42 @@ SKY_TEST(malformed_and_absurd_input_is_refused)
 	sky_json_free(j);
 }
 
+SKY_TEST(integers_beyond_2_pow_53_are_refused_not_rounded)
+{
+	/* 2^53 + 1 parses to the double 2^53: a bound of "at most 2^53" let it in */
+	const char *doc = "{\"max\":9007199254740991,\"p53\":9007199254740992,"
+			  "\"p53p1\":9007199254740993,\"neg\":-9007199254740993,"
+			  "\"big\":1e300,\"negmax\":-9007199254740991,\"half\":4503599627370495.5}";
+	cJSON *j = sky_json_parse(doc, strlen(doc), NULL);
+	SKY_EXPECT(j != NULL);
+	int64_t v = 7;
+	sky_diag d;
+	SKY_EXPECT_EQ(sky_json_i64(j, "max", 0, INT64_MAX, &v, "t", NULL), 0);
+	SKY_EXPECT_EQ(v, 9007199254740991ll);
+	SKY_EXPECT_EQ(sky_json_i64(j, "negmax", INT64_MIN, 0, &v, "t", NULL), 0);
+	SKY_EXPECT_EQ(v, -9007199254740991ll);
+	const char *bad[] = {"p53", "p53p1", "neg", "big"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		v = 7;
+		sky_diag_clear(&d);
+		SKY_EXPECT_MSG(sky_json_i64(j, bad[i], INT64_MIN, INT64_MAX, &v, "status", &d) ==
+				       SKY_ERANGE,
+			       "%s accepted", bad[i]);
+		SKY_EXPECT_MSG(strstr(d.msg, "beyond 2^53 - 1") != NULL, "%s: %s", bad[i], d.msg);
+		SKY_EXPECT_EQ(v, 7);
+	}
+	SKY_EXPECT_EQ(sky_json_i64(j, "half", 0, INT64_MAX, &v, "t", NULL), SKY_EFORMAT);
+	int iv = 3;
+	SKY_EXPECT_EQ(sky_json_int(j, "p53p1", 0, 1 << 30, &iv, "t", NULL), SKY_ERANGE);
+	SKY_EXPECT_EQ(iv, 3);
+	/* the range check is on the exact integer, not on a rounded double */
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_json_i64(j, "max", 0, 9007199254740990ll, &v, "t", &d), SKY_ERANGE);
+	SKY_EXPECT(strstr(d.msg, "9007199254740991, allowed 0 to 9007199254740990") != NULL);
+	sky_json_free(j);
+	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
+}
+
 SKY_TEST(deep_nesting_is_bounded)
 {
 	static char deep[20001];
