@@ -75,6 +75,11 @@ int plan_even(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_diag *d);
 int plan_sky(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_diag *d);
 int plan_optimal(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_diag *d);
 int plan_optimal_step(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_diag *d);
+/* sky_plan_optimal_order without the checks (the caller vouches for f, j and
+ * order): the stages only (not evaluated). 0, or SKY_ENOMEM when no split
+ * fits or no memory. */
+int plan_optimal_on(const sky_fleet *f, const sky_job *j, const int *order, int n_order,
+		    sky_plan *out);
 
 /* The simulator's core (sim.c) on working memory sized once, so that a
  * search can simulate thousands of candidate plans without allocating. */
