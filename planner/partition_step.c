@@ -7,61 +7,51 @@
  * from any such formula by tens of percent on uneven stages). So the
  * simulator itself (plan_sim) is the objective, and the search is:
  *
- * 1. Seeds. The exact minimum-bottleneck plan with its board-order search
- *    (plan_optimal); then, on that plan's board order, the exact
- *    minimum-bottleneck plan on only its k fastest boards for a sweep of k
- *    (16 evenly spaced from all down to 1/16, then halving the spacing
- *    around the best k): fewer stages, shorter fill and drain.
- * 2. Local search from the best seeds, each move judged by the simulator
- *    within memory: move a boundary between two stages by 1, 2, 4, ...
- *    units, drop a stage (its units to a neighbour), swap the boards of
- *    two neighbouring stages; first improvement, until a whole pass finds
- *    none or the budget (about 4e7 simulated operations) is spent.
- * 3. Exactness on small fleets (at most STEP_EXACT_BOARDS boards): branch
- *    and bound over every board order (only the fleet's with keep_order),
- *    every subset and every contiguous split, stages placed front to back, the simulator at every complete
- *    plan. It prunes with lower bounds that hold for any plan under either
- *    schedule: the path that takes micro-batch 0 forward to stage k, runs
- *    all of stage k's 2m operations, and takes micro-batch m-1's gradient
- *    back to stage 0 gives
- *        step >= L_k = sum_{i<k} (time_i + lags into i) + lag into k + m * time_k,
- *    which depends only on stages 0..k; and the stages still to come must
+ * 1. Seeds, each simulated. The exact minimum-bottleneck plan with its
+ *    board-order search (plan_optimal); on that plan's board order, the
+ *    exact minimum-bottleneck plan on only its k fastest boards for a sweep
+ *    of k (fewer stages, shorter fill and drain); the plans with the least
+ *    largest L_k (below) on the boards fastest first (seed_minl).
+ * 2. Local search from the best seed, then from the bottleneck plan, each
+ *    move judged by the simulator within memory: move a boundary by one or
+ *    two units, drop a stage, swap the boards of neighbouring stages, add a
+ *    board left out as a one-unit stage anywhere, or several at the end;
+ *    first improvement, until a pass finds none or STEP_LS_OPS simulated
+ *    operations are spent.
+ * 3. Exactness on fleets of at most STEP_EXACT_BOARDS boards: branch and
+ *    bound over every board order (only the fleet's with keep_order), every
+ *    subset and every contiguous split, stages placed front to back, the
+ *    simulator at every complete plan. It prunes with lower bounds that
+ *    hold for any plan under either schedule: the path that takes
+ *    micro-batch 0 forward to stage k, runs all of stage k's 2m operations,
+ *    and takes micro-batch m-1's gradient back to stage 0 gives
+ *        step >= L_k = sum_{i<k} (time_i + lags into i) + lag into k + m time_k,
+ *    which depends only on stages 0..k; the stages still to come must
  *    compute the remaining units with each of their L below the best step
  *    so far, which bounds the work they can take (rest_may_fit); under
- *    GPipe, the closed form bounds the rest as well (gpipe_bound). Boards
- *    with identical figures are interchangeable and tried once. When the
- *    search finishes within STEP_EXACT_NODES placements the result is the
- *    exact optimum (plan->step_exact = 1); otherwise it keeps the local
- *    search's plan.
- * Whatever the size, the result is never slower in the simulator than the
- * minimum-bottleneck plan (a seed). */
+ *    GPipe the closed form bounds the rest too (gpipe_bound). Boards with
+ *    identical figures are interchangeable and tried once. When the search
+ *    ends within STEP_EXACT_NODES placements the plan is the exact optimum
+ *    (plan->step_exact = 1); otherwise it is the local search's.
+ * The result's simulated step is never longer than the minimum-bottleneck
+ * plan's (a seed). On larger fleets there is no proven gap. Measured
+ * (2026-12-01): on the 108 of 120 random fleets of 5 to 8 boards where the
+ * branch and bound finished, steps 1 and 2 alone found the optimum 64
+ * times, and were 0.57% above it on average, 6.2% at worst. */
 #include "plan_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef STEP_DEBUG
-#include <stdio.h>
-#include <time.h>
-static double dbg_now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec * 1e-9;
-}
-#define DBG(...) fprintf(stderr, __VA_ARGS__)
-#else
-#define DBG(...) ((void)0)
-#endif
 
-#define STEP_EXACT_BOARDS 8
-#ifndef STEP_EXACT_NODES
-#define STEP_EXACT_NODES 3000000
-#endif
-/* stage placements the branch and bound may try */
-#define STEP_LS_OPS 4e6         /* simulated operations local search may spend */
+#define STEP_EXACT_BOARDS 8      /* fleets this small get the branch and bound */
+#define STEP_EXACT_NODES 3000000 /* stage placements it may try before giving up */
+#define STEP_LS_OPS 4e6          /* simulated operations local search may spend */
 #define STEP_LS_MIN_EVALS 200    /* ... but at least this many plans */
-#define STEP_INSERT_BOARDS 4     /* boards left out that local search tries to add */
+#define STEP_LS_SHIFT 2          /* boundary moves of 1 .. this many units (powers of 2) */
+#define STEP_INSERT_BOARDS 16    /* boards left out that local search tries to add */
+#define STEP_MINL_TOL 1e-3       /* relative width at which the L bisection stops */
+#define STEP_MINL_CELLS 2e5      /* boards x units above which it is skipped */
 #define STEP_WIN 1e-12           /* a relative gain smaller than this is noise */
 
 typedef struct step_ws {
@@ -227,9 +217,11 @@ exit:
  * needs keeping. Memory under 1F1B depends on the stages still to come,
  * which a front-to-back pass does not know: the first pass assumes m in
  * flight everywhere (always safe), a second assumes the first plan's stage
- * count. O(boards x units x units per stage) per B; B by bisection from
- * below (the global bound) to 0.1%. Each plan met on the way is simulated
- * (with its real memory) and may become the best. */
+ * count. O(boards x units x units per stage) per B, so it is skipped on
+ * fleets of more than STEP_MINL_CELLS boards x units; B by bisection between
+ * the global bound and the best step so far (a plan whose largest L is
+ * above that cannot beat it), to 0.1%. Each plan met on the way is
+ * simulated (with its real memory) and may become the best. */
 static int minl_decide(step_ws *w, const int *order, int n, double B, int p_guess)
 {
 	const int U = w->U, m = w->m;
@@ -301,15 +293,15 @@ static void seed_minl(step_ws *w, const int *order, int n)
 {
 	int p_guess = 0;
 	for (int pass = 0; pass < 2; pass++) {
-		double lo = w->step_lb, hi = 2 * lo;
+		/* no step is below its largest L: a bound at or above the best
+		 * step so far cannot lead to a better plan */
+		double lo = w->step_lb, hi = w->best_step * (1 - STEP_WIN);
 		int P = 0, P_hi = 0;
-		for (int i = 0; i < 60 && !(P = minl_decide(w, order, n, hi, p_guess)); i++)
-			lo = hi, hi *= 2;
-		if (!P)
+		if (!(lo < hi) || !(P = minl_decide(w, order, n, hi, p_guess)))
 			return;
 		P_hi = P;
 		consider(w, w->trial, P, eval_stages(w, w->trial, P));
-		while (hi - lo > 1e-3 * hi) {
+		while (hi - lo > STEP_MINL_TOL * hi) {
 			double mid = 0.5 * (lo + hi);
 			if ((P = minl_decide(w, order, n, mid, p_guess))) {
 				hi = mid;
@@ -374,7 +366,7 @@ static void local_search(step_ws *w, const sky_stage *start, int P0)
 		improved = 0;
 		/* boundaries: between stage k and k + 1, by +-1, 2, 4, ... */
 		for (int k = 0; k + 1 < P && w->evals < w->eval_budget; k++) {
-			for (int step = 1; step < w->U; step *= 2) {
+			for (int step = 1; step <= STEP_LS_SHIFT && step < w->U; step *= 2) {
 				int won = 0;
 				for (int sign = -1; sign <= 1; sign += 2) {
 					int nl = c[k].last_unit + sign * step;
@@ -423,6 +415,31 @@ static void local_search(step_ws *w, const sky_stage *start, int P0)
 		memset(w->used, 0, (size_t)w->n);
 		for (int k = 0; k < P; k++)
 			w->used[c[k].board] = 1;
+		/* or the q fastest such boards join at the end, a unit each, taken
+		 * from the last stage: under 1F1B more stages after a stage let it
+		 * run more forwards before it waits for a backward, which a single
+		 * board added rarely shows */
+		for (int q = 2; !improved && w->evals < w->eval_budget; q *= 2) {
+			int added = 0, room = c[P - 1].last_unit - c[P - 1].first_unit;
+			memcpy(t, c, sizeof *c * (size_t)P);
+			for (int i = 0; i < w->n && added < q && added < room; i++) {
+				int u = w->by_speed[i];
+				if (w->used[u] || (w->j->keep_order && u < t[P - 1 + added].board))
+					continue;
+				t[P + added] = (sky_stage){.board = u};
+				added++;
+			}
+			if (added < 2)
+				break;
+			/* the new stages take the last `added` units, one each */
+			int end = c[P - 1].last_unit;
+			t[P - 1].last_unit = end - added;
+			for (int a = 0; a < added; a++)
+				t[P + a].first_unit = t[P + a].last_unit = end - added + 1 + a;
+			improved = take_if_better(w, P + added, &P, &cur_step);
+			if (added < q)
+				break;
+		}
 		for (int i = 0, tried = 0; i < w->n && tried < STEP_INSERT_BOARDS &&
 					   w->evals < w->eval_budget && !improved; i++) {
 			int u = w->by_speed[i];
@@ -517,8 +534,10 @@ static double gpipe_bound(const step_ws *w, int a, double acc, double mf, double
 static void bb(step_ws *w, int k, int s, double acc, double mf, double mb)
 {
 	const int U = w->U, m = w->m, keep = w->j->keep_order;
-	/* with the fleet's order kept, boards come after the previous stage's */
-	for (int b = keep && k > 0 ? w->bb[k - 1].board + 1 : 0; b < w->n && !w->aborted; b++) {
+	/* fastest first (good plans early prune more); with the fleet's order
+	 * kept, in that order, after the previous stage's board */
+	for (int i = keep && k > 0 ? w->bb[k - 1].board + 1 : 0; i < w->n && !w->aborted; i++) {
+		int b = keep ? i : w->by_speed[i];
 		/* of interchangeable boards, the first unused one stands for all
 		 * (under keep_order their places differ: every one is tried) */
 		if (w->used[b] || (!keep && w->twin[b] >= 0 && !w->used[w->twin[b]]))
@@ -674,18 +693,14 @@ int plan_optimal_step(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_d
 	out->algo = SKY_ALGO_OPTIMAL;
 	if ((rc = sky_plan_evaluate(f, j, out, d)))
 		goto exit;
-#ifdef STEP_DEBUG
-	double t0 = dbg_now();
-#endif
 	consider_plan(&w, out);
 	seed_sweep(&w, out); /* subsequences of its order: fine under keep_order */
-	DBG("sweep: %.1f ms, evals %lld, best %.6f (%d stages), lb %.6f\n", (dbg_now() - t0) * 1e3, (long long)w.evals, w.best_step, w.n_best, w.step_lb);
 	/* the least largest L_k, fastest first (the order that lets the most
 	 * work fit under every L: see rest_may_fit), or in the fleet's order */
 	for (int i = 0; i < n; i++)
 		w.order[i] = i;
-	seed_minl(&w, j->keep_order ? w.order : w.by_speed, n);
-	DBG("minl: %.1f ms, evals %lld, best %.6f (%d stages)\n", (dbg_now() - t0) * 1e3, (long long)w.evals, w.best_step, w.n_best);
+	if ((double)n * (w.U + 1) <= STEP_MINL_CELLS)
+		seed_minl(&w, j->keep_order ? w.order : w.by_speed, n);
 	/* 2. local search from the best seed, then from the bottleneck plan */
 	double ops = (double)w.n_best * w.m * 2;
 	w.eval_budget = (int64_t)(STEP_LS_OPS / (ops > 1 ? ops : 1));
@@ -705,20 +720,12 @@ int plan_optimal_step(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_d
 	int n_start = w.n_best;
 	memcpy(start, w.best, sizeof *start * (size_t)n_start);
 	local_search(&w, start, n_start);
-	DBG("ls1: %.1f ms, evals %lld, best %.6f\n", (dbg_now() - t0) * 1e3, (long long)w.evals, w.best_step);
 	local_search(&w, seed, n_seed); /* with what is left of the budget */
-	DBG("ls2: %.1f ms, evals %lld, best %.6f\n", (dbg_now() - t0) * 1e3, (long long)w.evals, w.best_step);
 	free(seed);
 	free(start);
 	/* 3. exact on small fleets */
-#ifdef STEP_DEBUG
-	fprintf(stderr, "seeds+ls: evals %lld, best %.6f\n", (long long)w.evals, w.best_step);
-#endif
 	if (n <= STEP_EXACT_BOARDS) {
 		out->step_exact = exact_search(&w);
-#ifdef STEP_DEBUG
-		fprintf(stderr, "bb: %lld nodes, evals %lld\n", (long long)w.nodes, (long long)w.evals);
-#endif
 	}
 	out->step_s = w.best_step;
 	out->n_stages = w.n_best;

@@ -40,7 +40,9 @@
  * Memory: the fleet and plan structs are fixed-capacity (large: allocate
  * them statically or on the heap); `sky`, `optimal` and the simulator
  * allocate their working memory at the start of a call and free it before
- * returning (nothing is allocated inside their loops). No global state: calls
+ * returning (nothing is allocated inside their loops, except that the step
+ * objective's sweep runs the exact split once per board count, each run
+ * with its own working memory). No global state: calls
  * on different threads do not interfere (the JSON pool is thread-safe). */
 #ifndef SKY_PLAN_H
 #define SKY_PLAN_H

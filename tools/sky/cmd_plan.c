@@ -33,8 +33,9 @@ static void usage(const char *cmd, FILE *to, const char *extra)
 		"  --precision P         fp32 or int8: which measured times to use (default fp32)\n"
 		"  --keep-order          optimal: keep the fleet's board order\n"
 		"  --order-evals N       optimal: board orders local search may try (default 64)\n"
-		"  --objective O         optimal: minimise the bottleneck (default) or the simulated\n"
-		"                        step, which may leave slow boards out (slower to plan)\n"
+		"  --objective O         optimal: minimise the simulated step (default: fill, steady\n"
+		"                        state and drain of the schedule; exact up to 8 boards) or\n"
+		"                        the bottleneck (the slowest stage, exact per board order)\n"
 		"  --write-fleet F.json  also save the fleet planned for (e.g. the paper's) as a file\n"
 		"%s"
 		"  --json                machine-readable output\n",
@@ -229,6 +230,10 @@ int plan_print(const plan_cli *c, const sky_plan *p)
 		       "boards used\n",
 		       p->bottleneck_s, p->lower_bound_s, p->bottleneck_s / p->lower_bound_s,
 		       p->n_stages, f->n);
+		if (p->step_s > 0)
+			printf("simulated step %.6f s (%s)\n", p->step_s,
+			       p->step_exact ? "exact: the shortest of every order, subset and split"
+					     : "the best the search found");
 		return 0;
 	}
 	cJSON *o = sky_json_new_object();
@@ -269,6 +274,10 @@ int plan_print(const plan_cli *c, const sky_plan *p)
 	cJSON_AddNumberToObject(o, "bottleneck_s", p->bottleneck_s);
 	cJSON_AddNumberToObject(o, "bottleneck_stage", p->bottleneck_stage);
 	cJSON_AddNumberToObject(o, "lower_bound_s", p->lower_bound_s);
+	if (p->step_s > 0) {
+		cJSON_AddNumberToObject(o, "step_s", p->step_s);
+		cJSON_AddBoolToObject(o, "step_exact", p->step_exact);
+	}
 	size_t cap = 1024 + (size_t)p->n_stages * 512;
 	char *buf = malloc(cap);
 	int n = buf ? sky_json_print(o, buf, cap) : SKY_ENOMEM;
