@@ -20,14 +20,14 @@ static double step_of(const sky_plan *p, const sky_job *j)
 
 /* On tiny fleets (up to 5 boards, up to 5 layers = 10 half-layer units),
  * both schedules, memory that binds or not, slow links or not, with and
- * without keep_order: the plan's simulated step equals the shortest over
- * every order of every subset and every contiguous split, and the planner
- * says it is exact. */
+ * without keep_order, some with identical boards: the plan's simulated step
+ * equals the shortest over every order of every subset and every contiguous
+ * split, and the planner says it is exact. */
 SKY_TEST(step_equals_brute_force_on_small_fleets)
 {
 	sky_rng r;
 	sky_rng_seed(&r, 2026);
-	int checked = 0, infeasible = 0, mismatches = 0, not_exact = 0, left_out = 0;
+	int checked = 0, infeasible = 0, mismatches = 0, not_exact = 0, left_out = 0, twins = 0;
 	long plans = 0;
 	for (int it = 0; it < 400; it++) {
 		sky_job j;
@@ -36,6 +36,16 @@ SKY_TEST(step_equals_brute_force_on_small_fleets)
 			 sky_rng_below(&r, 2) ? SKY_SCHED_1F1B : SKY_SCHED_GPIPE);
 		j.keep_order = it % 5 == 4;
 		test_random_fleet(&r, n, &j, (int)sky_rng_below(&r, 8), &g_f);
+		/* a third of the fleets have boards with identical figures (the
+		 * search tries such boards once: both must still be usable) */
+		for (int i = 1; i < n && it % 3 == 1; i++) {
+			if (sky_rng_below(&r, 2)) {
+				sky_board *b = &g_f.board[i];
+				*b = g_f.board[sky_rng_below(&r, (uint32_t)i)];
+				snprintf(b->id, sizeof b->id, "b%d", i);
+				twins++;
+			}
+		}
 		long count = 0;
 		double brute = test_brute_step(&g_f, &j, j.keep_order, &count);
 		plans += count;
@@ -68,6 +78,7 @@ SKY_TEST(step_equals_brute_force_on_small_fleets)
 	SKY_EXPECT_MSG(checked > 250, "checked %d", checked);
 	SKY_EXPECT_MSG(infeasible > 10, "infeasible %d", infeasible);
 	SKY_EXPECT_MSG(left_out > 20, "boards left out in %d", left_out);
+	SKY_EXPECT_MSG(twins > 100, "twins %d", twins);
 	SKY_EXPECT_EQ(mismatches, 0);
 	SKY_EXPECT_EQ(not_exact, 0);
 	SKY_EXPECT(plans > 100000);
