@@ -728,6 +728,7 @@ int plan_optimal_step(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_d
 		out->step_exact = exact_search(&w);
 	}
 	out->step_s = w.best_step;
+	out->step_lower_bound_s = out->step_exact ? w.best_step : w.step_lb;
 	out->n_stages = w.n_best;
 	for (int k = 0; k < w.n_best; k++)
 		out->stage[k] = w.best[k];

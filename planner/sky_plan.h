@@ -126,6 +126,9 @@ typedef struct sky_plan {
 	int step_exact;       /* 1: proven the shortest step over every board order,
 				 subset and contiguous split (small fleets, see
 				 partition_step.c); 0: the best the search found */
+	double step_lower_bound_s; /* no plan of any order, subset or split has a
+				      shorter step (a relaxation that ignores
+				      links and memory); the step when exact */
 } sky_plan;
 
 /* ---- fleet (fleet.c) ------------------------------------------------------ */

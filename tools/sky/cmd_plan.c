@@ -230,10 +230,15 @@ int plan_print(const plan_cli *c, const sky_plan *p)
 		       "boards used\n",
 		       p->bottleneck_s, p->lower_bound_s, p->bottleneck_s / p->lower_bound_s,
 		       p->n_stages, f->n);
-		if (p->step_s > 0)
-			printf("simulated step %.6f s (%s)\n", p->step_s,
-			       p->step_exact ? "exact: the shortest of every order, subset and split"
-					     : "the best the search found");
+		if (p->step_s > 0 && p->step_exact)
+			printf("simulated step %.6f s (exact: the shortest of every order, subset and "
+			       "split)\n",
+			       p->step_s);
+		else if (p->step_s > 0)
+			printf("simulated step %.6f s (the best the search found; no plan is below "
+			       "%.6f s, so it is within %.1f%% of the optimum)\n",
+			       p->step_s, p->step_lower_bound_s,
+			       100.0 * (p->step_s / p->step_lower_bound_s - 1));
 		return 0;
 	}
 	cJSON *o = sky_json_new_object();
@@ -277,6 +282,7 @@ int plan_print(const plan_cli *c, const sky_plan *p)
 	if (p->step_s > 0) {
 		cJSON_AddNumberToObject(o, "step_s", p->step_s);
 		cJSON_AddBoolToObject(o, "step_exact", p->step_exact);
+		cJSON_AddNumberToObject(o, "step_lower_bound_s", p->step_lower_bound_s);
 	}
 	size_t cap = 1024 + (size_t)p->n_stages * 512;
 	char *buf = malloc(cap);

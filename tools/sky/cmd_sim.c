@@ -15,6 +15,7 @@ typedef struct sim_row {
 	char err[256];
 	double step_s, bottleneck_s, lower_bound_s, bubble;
 	int stages, step_exact;
+	double step_lb;
 	double *busy_s; /* per stage, heap */
 } sim_row;
 
@@ -76,6 +77,7 @@ int sky_cmd_sim(int argc, char **argv)
 		w->lower_bound_s = p->lower_bound_s;
 		w->stages = p->n_stages;
 		w->step_exact = p->step_exact;
+		w->step_lb = p->step_lower_bound_s;
 		w->busy_s = malloc(sizeof(double) * (size_t)p->n_stages);
 		if (w->busy_s)
 			memcpy(w->busy_s, r->busy_s, sizeof(double) * (size_t)p->n_stages);
@@ -153,8 +155,10 @@ int sky_cmd_sim(int argc, char **argv)
 		cJSON_AddStringToObject(o, "schedule", sky_sched_name(c.job.sched));
 		if (w->algo == SKY_ALGO_OPTIMAL) {
 			cJSON_AddStringToObject(o, "objective", sky_objective_name(c.job.objective));
-			if (c.job.objective == SKY_OBJ_STEP)
+			if (c.job.objective == SKY_OBJ_STEP) {
 				cJSON_AddBoolToObject(o, "step_exact", w->step_exact);
+				cJSON_AddNumberToObject(o, "step_lower_bound_s", w->step_lb);
+			}
 		}
 		if (w->busy_s)
 			cJSON_AddItemToObject(o, "busy_s",
