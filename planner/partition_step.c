@@ -636,7 +636,6 @@ int plan_optimal_step(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_d
 	step_ws w;
 	int rc = 0, n = f->n;
 	memset(&w, 0, sizeof w);
-	out->step_exact = 0;
 	plan_ctx_init(&w.c, j);
 	w.f = f;
 	w.j = j;
@@ -644,6 +643,12 @@ int plan_optimal_step(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_d
 	w.U = w.c.units;
 	w.m = j->micro_batches;
 	w.best_step = INFINITY;
+	/* the L bisection needs boards x units of back-pointers: skipped above
+	 * STEP_MINL_CELLS, and then not allocated */
+	int minl = (double)n * (w.U + 1) <= STEP_MINL_CELLS;
+	size_t U1 = (size_t)w.U + 1;
+	keyed_t *keys = malloc(sizeof *keys * (size_t)n);
+	sky_stage *seed = malloc(sizeof *seed * (size_t)n), *start = malloc(sizeof *start * (size_t)n);
 	w.bc = malloc(sizeof *w.bc * (size_t)n);
 	w.best = malloc(sizeof *w.best * (size_t)n);
 	w.cur = malloc(sizeof *w.cur * (size_t)n);
@@ -653,21 +658,17 @@ int plan_optimal_step(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_d
 	w.speed = malloc(sizeof(double) * (size_t)n);
 	w.bb = malloc(sizeof *w.bb * (size_t)n);
 	w.order = malloc(sizeof(int) * (size_t)n);
-	w.tmp = malloc(sizeof *w.tmp);
 	w.by_speed = malloc(sizeof(int) * (size_t)n);
-	w.minl_acc = malloc(sizeof(double) * (size_t)(w.U + 1));
-	w.minl_nacc = malloc(sizeof(double) * (size_t)(w.U + 1));
-	w.minl_from = malloc(sizeof(int32_t) * (size_t)n * (size_t)(w.U + 1));
-	w.minl_cnt = malloc(sizeof(int) * (size_t)(w.U + 1));
-	w.minl_ncnt = malloc(sizeof(int) * (size_t)(w.U + 1));
-	if (!w.bc || !w.best || !w.cur || !w.trial || !w.used || !w.twin || !w.speed ||
-	    !w.bb || !w.order || !w.tmp || !w.by_speed || !w.minl_acc ||
-	    !w.minl_nacc || !w.minl_from || !w.minl_cnt || !w.minl_ncnt || plan_sim_ws_init(&w.sim, n, w.m)) {
-		rc = sky_diag_set(d, SKY_ENOMEM, "optimal (step): no memory for the work arrays");
-		goto exit;
-	}
-	keyed_t *keys = malloc(sizeof *keys * (size_t)n);
-	if (!keys) {
+	w.tmp = malloc(sizeof *w.tmp);
+	w.minl_acc = malloc(sizeof(double) * U1);
+	w.minl_nacc = malloc(sizeof(double) * U1);
+	w.minl_cnt = malloc(sizeof(int) * U1);
+	w.minl_ncnt = malloc(sizeof(int) * U1);
+	w.minl_from = malloc(sizeof(int32_t) * (minl ? (size_t)n * U1 : 1));
+	if (!keys || !seed || !start || !w.bc || !w.best || !w.cur || !w.trial || !w.used ||
+	    !w.twin || !w.speed || !w.bb || !w.order || !w.by_speed || !w.tmp || !w.minl_acc ||
+	    !w.minl_nacc || !w.minl_cnt || !w.minl_ncnt || !w.minl_from ||
+	    plan_sim_ws_init(&w.sim, n, w.m)) {
 		rc = sky_diag_set(d, SKY_ENOMEM, "optimal (step): no memory for the work arrays");
 		goto exit;
 	}
@@ -685,54 +686,48 @@ int plan_optimal_step(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_d
 	qsort(keys, (size_t)n, sizeof *keys, by_time);
 	for (int i = 0; i < n; i++)
 		w.by_speed[i] = keys[i].idx;
-	free(keys);
 	w.step_lb = step_lower_bound(&w);
-	/* 1. the minimum-bottleneck plan: if nothing fits there, nothing fits */
+
+	/* 1. seeds; the minimum-bottleneck plan first: if nothing fits there,
+	 * nothing fits (its error message names the shortfall) */
 	if ((rc = plan_optimal(f, j, out, d)))
 		goto exit;
 	out->algo = SKY_ALGO_OPTIMAL;
 	if ((rc = sky_plan_evaluate(f, j, out, d)))
 		goto exit;
+	int n_seed = out->n_stages;
+	memcpy(seed, out->stage, sizeof *seed * (size_t)n_seed);
 	consider_plan(&w, out);
 	seed_sweep(&w, out); /* subsequences of its order: fine under keep_order */
 	/* the least largest L_k, fastest first (the order that lets the most
 	 * work fit under every L: see rest_may_fit), or in the fleet's order */
 	for (int i = 0; i < n; i++)
 		w.order[i] = i;
-	if ((double)n * (w.U + 1) <= STEP_MINL_CELLS)
+	if (minl)
 		seed_minl(&w, j->keep_order ? w.order : w.by_speed, n);
-	/* 2. local search from the best seed, then from the bottleneck plan */
+
+	/* 2. local search from the best seed, then from the bottleneck plan
+	 * with what is left of the budget */
 	double ops = (double)w.n_best * w.m * 2;
 	w.eval_budget = (int64_t)(STEP_LS_OPS / (ops > 1 ? ops : 1));
 	if (w.eval_budget < STEP_LS_MIN_EVALS)
 		w.eval_budget = STEP_LS_MIN_EVALS;
-	int n_seed = out->n_stages;
-	sky_stage *seed = malloc(sizeof *seed * (size_t)n_seed);
-	sky_stage *start = malloc(sizeof *start * (size_t)n);
-	if (!seed || !start) {
-		free(seed);
-		free(start);
-		rc = sky_diag_set(d, SKY_ENOMEM, "optimal (step): no memory for the work arrays");
-		goto exit;
-	}
-	for (int k = 0; k < n_seed; k++)
-		seed[k] = out->stage[k];
 	int n_start = w.n_best;
 	memcpy(start, w.best, sizeof *start * (size_t)n_start);
 	local_search(&w, start, n_start);
-	local_search(&w, seed, n_seed); /* with what is left of the budget */
+	local_search(&w, seed, n_seed);
+
+	/* 3. exact on small fleets */
+	int exact = n <= STEP_EXACT_BOARDS && exact_search(&w);
+	out->n_stages = w.n_best;
+	memcpy(out->stage, w.best, sizeof *w.best * (size_t)w.n_best);
+	out->step_s = w.best_step;
+	out->step_exact = exact;
+	out->step_lower_bound_s = exact ? w.best_step : w.step_lb;
+exit:
+	free(keys);
 	free(seed);
 	free(start);
-	/* 3. exact on small fleets */
-	if (n <= STEP_EXACT_BOARDS) {
-		out->step_exact = exact_search(&w);
-	}
-	out->step_s = w.best_step;
-	out->step_lower_bound_s = out->step_exact ? w.best_step : w.step_lb;
-	out->n_stages = w.n_best;
-	for (int k = 0; k < w.n_best; k++)
-		out->stage[k] = w.best[k];
-exit:
 	ws_free(&w);
 	return rc;
 }
