@@ -20,6 +20,7 @@ int sky_job_init(sky_job *j, const char *model)
 	j->prec = SKY_PREC_FP32;
 	j->keep_order = 0;
 	j->order_evals = 64;
+	j->objective = SKY_OBJ_STEP;
 	return 0;
 }
 

@@ -11,6 +11,9 @@ int sky_plan_partition(const sky_fleet *f, const sky_job *j, sky_algo algo, sky_
 	out->algo = algo;
 	out->bottleneck_s = 0;
 	out->lower_bound_s = 0;
+	out->step_s = 0;
+	out->step_exact = 0;
+	out->step_lower_bound_s = 0;
 	if ((rc = sky_fleet_validate(f, d)) || (rc = sky_job_validate(j, d)))
 		return rc;
 	if (j->prec == SKY_PREC_INT8) {

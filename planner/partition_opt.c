@@ -230,10 +230,26 @@ static void ws_free(opt_ws *w)
 	memset(w, 0, sizeof *w);
 }
 
+int plan_optimal_on(const sky_fleet *f, const sky_job *j, const int *order, int n_order,
+		    sky_plan *out)
+{
+	opt_ws w;
+	int rc = 0;
+	if (ws_init(&w, f, j)) {
+		rc = SKY_ENOMEM;
+		goto exit;
+	}
+	set_order(&w, order, n_order);
+	if (isinf(solve_order(&w, INFINITY, out)))
+		rc = SKY_ENOMEM;
+exit:
+	ws_free(&w);
+	return rc;
+}
+
 int sky_plan_optimal_order(const sky_fleet *f, const sky_job *j, const int *order, int n_order,
 			   sky_plan *out, sky_diag *d)
 {
-	opt_ws w;
 	int rc = sky_fleet_validate(f, d);
 	if (!rc)
 		rc = sky_job_validate(j, d);
@@ -248,20 +264,13 @@ int sky_plan_optimal_order(const sky_fleet *f, const sky_job *j, const int *orde
 		if (order[i] < 0 || order[i] >= f->n || seen[order[i]]++)
 			return sky_diag_set(d, SKY_EINVAL, "optimal: bad or repeated board index %d",
 					    order[i]);
-	if ((rc = ws_init(&w, f, j))) {
-		rc = sky_diag_set(d, SKY_ENOMEM, "optimal: no memory for the work arrays");
-		goto exit;
-	}
-	set_order(&w, order, n_order);
-	if (isinf(solve_order(&w, INFINITY, out))) {
-		rc = plan_shortfall(f, j, d, "optimal");
-		goto exit;
-	}
+	rc = plan_optimal_on(f, j, order, n_order, out);
+	if (rc == SKY_ENOMEM)
+		return plan_shortfall(f, j, d, "optimal");
+	if (rc)
+		return rc;
 	out->algo = SKY_ALGO_OPTIMAL;
-	rc = sky_plan_evaluate(f, j, out, d);
-exit:
-	ws_free(&w);
-	return rc;
+	return sky_plan_evaluate(f, j, out, d);
 }
 
 /* seed orders sort (key, index) pairs: no global comparator state */

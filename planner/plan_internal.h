@@ -75,6 +75,31 @@ int plan_even(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_diag *d);
 int plan_sky(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_diag *d);
 int plan_optimal(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_diag *d);
 int plan_optimal_step(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_diag *d);
+/* sky_plan_optimal_order without the checks (the caller vouches for f, j and
+ * order): the stages only (not evaluated). 0, or SKY_ENOMEM when no split
+ * fits or no memory. */
+int plan_optimal_on(const sky_fleet *f, const sky_job *j, const int *order, int n_order,
+		    sky_plan *out);
+
+/* The simulator's core (sim.c) on working memory sized once, so that a
+ * search can simulate thousands of candidate plans without allocating. */
+typedef struct plan_sim_ws {
+	int P, m;               /* capacity: stages, micro-batches */
+	double *fend, *bend;    /* P * m: forward / backward of (stage, micro-batch) done */
+	double *free_at;        /* P */
+	int *next, *todo;       /* P: next operation per stage; stages to look at */
+} plan_sim_ws;
+
+/* 0 or SKY_ENOMEM (w then holds nothing). */
+int plan_sim_ws_init(plan_sim_ws *w, int P, int m);
+/* NULL-safe, may be called twice. */
+void plan_sim_ws_free(plan_sim_ws *w);
+/* The step time of stages st[0..P) (fwd_s, bwd_s and link_s filled) under
+ * sched with m micro-batches, as sky_sim_run defines it; busy_s[0..P) gets
+ * each stage's busy time when not NULL. Returns -1 when P or m exceed the
+ * workspace or the schedule deadlocks. */
+double plan_sim(plan_sim_ws *w, const sky_stage *st, int P, int m, sky_sched sched,
+		double *busy_s);
 
 /* Fills a one-line description of how far the job is from fitting at all
  * (total bytes the model needs vs the fleet's total). */

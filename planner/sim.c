@@ -4,10 +4,11 @@
  * operation starts when both its stage is free and its input has arrived,
  * and occupies the stage for its compute plus the send of its output on the
  * stage's own link. Its output then reaches the neighbour after the
- * neighbour's link time (lat + bytes / bw: broker to receiver). Stages are
- * swept in turn, each running every operation whose input is there, until
- * all are done; since each stage's order is fixed, this gives the same
- * times as a priority-queue event loop. */
+ * neighbour's link time (lat + bytes / bw: broker to receiver). A stage runs
+ * every operation whose input is there, then waits; a finished operation
+ * wakes the neighbour it feeds (a work list, so a step costs O(stages x
+ * micro-batches) however the stages wait on each other). Since each stage's
+ * order is fixed, this gives the same times as a priority-queue event loop. */
 #include "plan_internal.h"
 
 #include <stdlib.h>
@@ -28,82 +29,136 @@ static int op_at(sky_sched sched, int k, int p, int m, int i)
 	return -(steady + (t - 2 * steady)) - 1;
 }
 
+void plan_sim_ws_free(plan_sim_ws *w)
+{
+	if (!w)
+		return;
+	free(w->fend);
+	free(w->bend);
+	free(w->free_at);
+	free(w->next);
+	free(w->todo);
+	memset(w, 0, sizeof *w);
+}
+
+int plan_sim_ws_init(plan_sim_ws *w, int P, int m)
+{
+	memset(w, 0, sizeof *w);
+	size_t cells = (size_t)P * (size_t)m;
+	w->fend = malloc(sizeof(double) * cells);
+	w->bend = malloc(sizeof(double) * cells);
+	w->free_at = malloc(sizeof(double) * (size_t)P);
+	w->next = malloc(sizeof(int) * (size_t)P);
+	w->todo = malloc(sizeof(int) * (size_t)P);
+	if (!w->fend || !w->bend || !w->free_at || !w->next || !w->todo) {
+		plan_sim_ws_free(w);
+		return SKY_ENOMEM;
+	}
+	w->P = P;
+	w->m = m;
+	return 0;
+}
+
+double plan_sim(plan_sim_ws *w, const sky_stage *st, int P, int m, sky_sched sched,
+		double *busy_s)
+{
+	if (P < 1 || P > w->P || m < 1 || m > w->m)
+		return -1;
+	double *fend = w->fend, *bend = w->bend, *free_at = w->free_at;
+	int *next = w->next, *todo = w->todo;
+	for (size_t i = 0; i < (size_t)P * (size_t)m; i++)
+		fend[i] = bend[i] = -1;
+	/* todo is a stack of stages to look at; next[k] < 0 marks one on it */
+	int n_todo = 0, left = P;
+	for (int k = P - 1; k >= 0; k--) {
+		free_at[k] = 0;
+		next[k] = -1; /* on the stack, at operation 0 */
+		todo[n_todo++] = k;
+		if (busy_s)
+			busy_s[k] = 0;
+	}
+	while (n_todo > 0) {
+		int k = todo[--n_todo];
+		next[k] = -next[k] - 1;
+		const sky_stage *s = &st[k];
+		int woke_up = 0, woke_down = 0;
+		while (next[k] < 2 * m) {
+			int op = op_at(sched, k, P, m, next[k]);
+			double ready, dur;
+			if (op >= 0) {
+				if (k == 0)
+					ready = 0;
+				else if (fend[(size_t)(k - 1) * m + op] < 0)
+					break;
+				else
+					ready = fend[(size_t)(k - 1) * m + op] + s->link_s;
+				dur = s->fwd_s + (k < P - 1 ? s->link_s : 0);
+			} else {
+				int mb = -op - 1;
+				if (k == P - 1)
+					ready = fend[(size_t)k * m + mb]; /* its own forward */
+				else if (bend[(size_t)(k + 1) * m + mb] < 0)
+					break;
+				else
+					ready = bend[(size_t)(k + 1) * m + mb] + s->link_s;
+				if (ready < 0)
+					break;
+				dur = s->bwd_s + (k > 0 ? s->link_s : 0);
+			}
+			double start = ready > free_at[k] ? ready : free_at[k];
+			free_at[k] = start + dur;
+			if (busy_s)
+				busy_s[k] += dur;
+			if (op >= 0) {
+				fend[(size_t)k * m + op] = free_at[k];
+				woke_down = 1;
+			} else {
+				bend[(size_t)k * m + (-op - 1)] = free_at[k];
+				woke_up = 1;
+			}
+			if (++next[k] == 2 * m)
+				left--;
+		}
+		/* a neighbour that waits gets looked at again (once on the stack) */
+		if (woke_down && k + 1 < P && next[k + 1] >= 0 && next[k + 1] < 2 * m) {
+			next[k + 1] = -next[k + 1] - 1;
+			todo[n_todo++] = k + 1;
+		}
+		if (woke_up && k > 0 && next[k - 1] >= 0 && next[k - 1] < 2 * m) {
+			next[k - 1] = -next[k - 1] - 1;
+			todo[n_todo++] = k - 1;
+		}
+	}
+	if (left > 0)
+		return -1;
+	double step = 0;
+	for (int k = 0; k < P; k++)
+		if (free_at[k] > step)
+			step = free_at[k];
+	return step;
+}
+
 int sky_sim_run(const sky_plan *p, const sky_job *j, sky_sim_result *out, sky_diag *d)
 {
 	int P = p->n_stages, m = j->micro_batches, rc = 0;
+	plan_sim_ws w;
 	if (P < 1 || P > SKY_PLAN_MAX_BOARDS || m < 1 || m > SKY_PLAN_MAX_MICRO)
 		return sky_diag_set(d, SKY_EINVAL, "sim: %d stages, %d micro-batches", P, m);
-	size_t cells = (size_t)P * (size_t)m;
-	double *fend = malloc(sizeof(double) * cells); /* forward of (k, mb) done, output sent */
-	double *bend = malloc(sizeof(double) * cells);
-	int *next = calloc((size_t)P, sizeof(int));
-	double *free_at = calloc((size_t)P, sizeof(double));
-	if (!fend || !bend || !next || !free_at) {
-		rc = sky_diag_set(d, SKY_ENOMEM, "sim: no memory for %d x %d operations", P, m);
-		goto exit;
-	}
-	for (size_t i = 0; i < cells; i++)
-		fend[i] = bend[i] = -1;
+	if (plan_sim_ws_init(&w, P, m))
+		return sky_diag_set(d, SKY_ENOMEM, "sim: no memory for %d x %d operations", P, m);
 	memset(out, 0, sizeof *out);
 	out->n_stages = P;
-	int left = P, progress = 1;
-	while (left > 0 && progress) {
-		progress = 0;
-		for (int k = 0; k < P; k++) {
-			const sky_stage *s = &p->stage[k];
-			while (next[k] < 2 * m) {
-				int op = op_at(j->sched, k, P, m, next[k]);
-				double ready, dur;
-				if (op >= 0) {
-					if (k == 0)
-						ready = 0;
-					else if (fend[(size_t)(k - 1) * m + op] < 0)
-						break;
-					else
-						ready = fend[(size_t)(k - 1) * m + op] + s->link_s;
-					dur = s->fwd_s + (k < P - 1 ? s->link_s : 0);
-				} else {
-					int mb = -op - 1;
-					if (k == P - 1)
-						ready = fend[(size_t)k * m + mb]; /* its own forward */
-					else if (bend[(size_t)(k + 1) * m + mb] < 0)
-						break;
-					else
-						ready = bend[(size_t)(k + 1) * m + mb] + s->link_s;
-					if (ready < 0)
-						break;
-					dur = s->bwd_s + (k > 0 ? s->link_s : 0);
-				}
-				double start = ready > free_at[k] ? ready : free_at[k];
-				free_at[k] = start + dur;
-				out->busy_s[k] += dur;
-				if (op >= 0)
-					fend[(size_t)k * m + op] = free_at[k];
-				else
-					bend[(size_t)k * m + (-op - 1)] = free_at[k];
-				next[k]++;
-				progress = 1;
-				if (next[k] == 2 * m)
-					left--;
-			}
-		}
-	}
-	if (left > 0) {
-		rc = sky_diag_set(d, SKY_ESTATE, "sim: the schedule deadlocked (%d stages stuck)",
-				  left);
+	double step = plan_sim(&w, p->stage, P, m, j->sched, out->busy_s);
+	if (step < 0) {
+		rc = sky_diag_set(d, SKY_ESTATE, "sim: the schedule deadlocked");
 		goto exit;
 	}
+	out->step_s = step;
 	double busy = 0;
-	for (int k = 0; k < P; k++) {
-		if (free_at[k] > out->step_s)
-			out->step_s = free_at[k];
+	for (int k = 0; k < P; k++)
 		busy += out->busy_s[k];
-	}
-	out->bubble = out->step_s > 0 ? 1.0 - busy / (P * out->step_s) : 0;
+	out->bubble = step > 0 ? 1.0 - busy / (P * step) : 0;
 exit:
-	free(fend);
-	free(bend);
-	free(next);
-	free(free_at);
+	plan_sim_ws_free(&w);
 	return rc;
 }

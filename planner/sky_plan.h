@@ -8,10 +8,10 @@
  *
  *   even     equal layer counts in the fleet's order (the paper's baseline)
  *   sky      the paper's dynamic allocation, as its code does it
- *   optimal  the exact minimum-bottleneck split for a board order, plus a
- *            board-order heuristic with local search (or, with the step
- *            objective, the best simulated step over subsets of the fastest
- *            boards)
+ *   optimal  the shortest simulated step (the default objective; exact on
+ *            small fleets), or with the bottleneck objective the exact
+ *            minimum-bottleneck split for a board order plus a board-order
+ *            heuristic with local search
  *
  * and a simulator (sky_sim_run) predicts one training step of a plan under
  * GPipe or 1F1B.
@@ -40,7 +40,9 @@
  * Memory: the fleet and plan structs are fixed-capacity (large: allocate
  * them statically or on the heap); `sky`, `optimal` and the simulator
  * allocate their working memory at the start of a call and free it before
- * returning (nothing is allocated inside their loops). No global state: calls
+ * returning (nothing is allocated inside their loops, except that the step
+ * objective's sweep runs the exact split once per board count, each run
+ * with its own working memory). No global state: calls
  * on different threads do not interfere (the JSON pool is thread-safe). */
 #ifndef SKY_PLAN_H
 #define SKY_PLAN_H
@@ -79,11 +81,11 @@ typedef struct sky_fleet {
 typedef enum { SKY_SCHED_GPIPE = 0, SKY_SCHED_1F1B = 1 } sky_sched;
 typedef enum { SKY_PREC_FP32 = 0, SKY_PREC_INT8 = 1 } sky_prec;
 typedef enum { SKY_ALGO_EVEN = 0, SKY_ALGO_SKY = 1, SKY_ALGO_OPTIMAL = 2 } sky_algo;
-/* SKY_OBJ_BOTTLENECK: the slowest stage (throughput once the pipeline is
- * full). SKY_OBJ_STEP: the simulated step time, which also pays the
- * pipeline's fill and drain: `optimal` then also plans on only the k
- * fastest boards for a sweep of k and keeps the plan whose simulated step
- * is shortest (about 24 exact plans plus simulations: slower). */
+/* SKY_OBJ_STEP (sky_job_init's default): the simulated training step
+ * (sky_sim_run: fill, steady state and drain of the job's schedule, with
+ * sends and memory limits); exact on small fleets, a seeded local search
+ * on larger ones (partition_step.c). SKY_OBJ_BOTTLENECK: the slowest stage
+ * (throughput once the pipeline is full), exact for a board order. */
 typedef enum { SKY_OBJ_BOTTLENECK = 0, SKY_OBJ_STEP = 1 } sky_objective;
 #define SKY_ALGO_COUNT 3
 
@@ -96,7 +98,7 @@ typedef struct sky_job {
 	/* knobs of `optimal` */
 	int keep_order;      /* 1: plan for the fleet's order only (no reordering) */
 	int order_evals;     /* local-search budget: board orders tried after the seeds */
-	sky_objective objective; /* what `optimal` minimises (default the bottleneck) */
+	sky_objective objective; /* what `optimal` minimises (default the step) */
 } sky_job;
 
 /* One pipeline stage. Times are per micro-batch. */
@@ -119,6 +121,14 @@ typedef struct sky_plan {
 	double bottleneck_s;  /* largest stage time */
 	int bottleneck_stage;
 	double lower_bound_s; /* L / sum over all boards of 1/(fwd_s + bwd_s): no split beats it */
+	/* set by `optimal` with the step objective (0 for the others): */
+	double step_s;        /* the plan's simulated step (sky_sim_run's step_s) */
+	int step_exact;       /* 1: proven the shortest step over every board order,
+				 subset and contiguous split (small fleets, see
+				 partition_step.c); 0: the best the search found */
+	double step_lower_bound_s; /* no plan of any order, subset or split has a
+				      shorter step (a relaxation that ignores
+				      links and memory); the step when exact */
 } sky_plan;
 
 /* ---- fleet (fleet.c) ------------------------------------------------------ */

@@ -47,12 +47,17 @@ else
 	fail sim_paper_json "rc $rc, $lines lines: $(cat "$tmp/err")"
 fi
 
-# the step objective: a shorter simulated step than the bottleneck objective's
+# the default objective is the step: the same plan as --objective step, and
+# a shorter simulated step than --objective bottleneck's
 "$SKY" sim --paper --algo optimal --objective step --json >"$tmp/step.json" 2>"$tmp/err"
-if awk -v a="$(sed -n 's/.*"step_s":\([0-9.e+-]*\).*/\1/p' "$tmp/step.json")" \
-	-v b="$(sed -n '3s/.*"step_s":\([0-9.e+-]*\).*/\1/p' "$tmp/sim.json")" \
-	'BEGIN { exit !(a > 0 && b > 0 && a < b) }'; then pass sim_step_objective
-else fail sim_step_objective "$(cat "$tmp/step.json" "$tmp/err" | head -c 400)"; fi
+"$SKY" sim --paper --algo optimal --objective bottleneck --json >"$tmp/bott.json" 2>>"$tmp/err"
+step_of() { sed -n "${2:-1}"'s/.*"step_s":\([0-9.e+-]*\).*/\1/p' "$1"; }
+if awk -v a="$(step_of "$tmp/step.json")" -v d="$(step_of "$tmp/sim.json" 3)" \
+	-v b="$(step_of "$tmp/bott.json")" \
+	'BEGIN { exit !(a > 0 && b > 0 && a == d && a < b) }' &&
+	grep -q '"objective":"step"' "$tmp/step.json" && grep -q '"step_exact":false' "$tmp/step.json" &&
+	grep -q '"objective":"bottleneck"' "$tmp/bott.json"; then pass sim_step_objective
+else fail sim_step_objective "$(cat "$tmp/step.json" "$tmp/bott.json" "$tmp/err" | head -c 600)"; fi
 
 # the same experiment through its committed fleet file gives the same numbers
 "$SKY" sim --fleet planner/data/paper-64.json --model large --layers 160 --micro-batch 1 \

@@ -178,3 +178,58 @@ double test_dp_optimum(const sky_fleet *f, const sky_job *j, const int *order, i
 	}
 	return V[n][U][0];
 }
+
+/* every order of every subset, every contiguous split: the simulator's step */
+typedef struct bs_ctx {
+	const sky_fleet *f;
+	const sky_job *j;
+	int U, keep_order;
+	unsigned char used[16];
+	sky_plan *p;
+	sky_sim_result *r;
+	double best;
+	long plans;
+} bs_ctx;
+
+static void bs_rec(bs_ctx *x, int a, int k)
+{
+	if (a == x->U) {
+		x->p->n_stages = k;
+		if (sky_plan_evaluate(x->f, x->j, x->p, NULL) == 0 &&
+		    sky_sim_run(x->p, x->j, x->r, NULL) == 0) {
+			x->plans++;
+			if (x->r->step_s < x->best)
+				x->best = x->r->step_s;
+		}
+		return;
+	}
+	int from = x->keep_order && k > 0 ? x->p->stage[k - 1].board + 1 : 0;
+	for (int q = from; q < x->f->n; q++) {
+		if (x->used[q])
+			continue;
+		x->used[q] = 1;
+		for (int b = a + 1; b <= x->U; b++) {
+			x->p->stage[k].board = q;
+			x->p->stage[k].first_unit = a;
+			x->p->stage[k].last_unit = b - 1;
+			bs_rec(x, b, k + 1);
+		}
+		x->used[q] = 0;
+	}
+}
+
+double test_brute_step(const sky_fleet *f, const sky_job *j, int keep_order, long *plans)
+{
+	static sky_plan p;
+	static sky_sim_result r;
+	bs_ctx x;
+	memset(&x, 0, sizeof x);
+	x.f = f, x.j = j, x.U = 2 * j->model.layers, x.keep_order = keep_order;
+	x.p = &p, x.r = &r, x.best = INFINITY;
+	if (f->n > 16)
+		return NAN;
+	bs_rec(&x, 0, 0);
+	if (plans)
+		*plans = x.plans;
+	return x.best;
+}

@@ -34,4 +34,12 @@ int test_plan_sane(const sky_fleet *f, const sky_job *j, const sky_plan *p);
  * start for every stage (no bisection, no monotonicity assumed). Returns
  * the smallest bottleneck, INFINITY when nothing fits. n <= 16, layers <= 32. */
 double test_dp_optimum(const sky_fleet *f, const sky_job *j, const int *order, int n);
+
+/* Brute force for the step objective: the shortest sky_sim_run step over
+ * every order of every subset of the fleet's boards (only the fleet's order
+ * with keep_order) and every contiguous split of the units, within memory
+ * (sky_plan_evaluate). INFINITY when nothing fits; *plans (if not NULL)
+ * counts the plans simulated. Tiny fleets only (n <= 16, and mind n! x
+ * C(2L - 1, n - 1)). */
+double test_brute_step(const sky_fleet *f, const sky_job *j, int keep_order, long *plans);
 #endif

@@ -104,8 +104,8 @@ SKY_TEST(heterogeneous_steps_respect_their_bounds)
 }
 
 /* optimal with the step objective: its simulated step is never longer than
- * the bottleneck objective's (the whole fleet is one of its candidates),
- * and its plan keeps the invariants */
+ * the bottleneck objective's (that plan is one of its seeds), and its plan
+ * keeps the invariants */
 SKY_TEST(step_objective_never_slows_the_step)
 {
 	static sky_plan q;
@@ -119,6 +119,7 @@ SKY_TEST(step_objective_never_slows_the_step)
 		test_job(&j, 2 + (int)sky_rng_below(&r, 40), m,
 			 sky_rng_below(&r, 2) ? SKY_SCHED_1F1B : SKY_SCHED_GPIPE);
 		j.order_evals = 8;
+		j.objective = SKY_OBJ_BOTTLENECK;
 		test_random_fleet(&r, n, &j, (int)sky_rng_below(&r, 8), &g_f);
 		if (sky_plan_partition(&g_f, &j, SKY_ALGO_OPTIMAL, &g_p, NULL))
 			continue;
@@ -134,4 +135,41 @@ SKY_TEST(step_objective_never_slows_the_step)
 	}
 	SKY_EXPECT(compared > 200);
 	SKY_EXPECT(shorter > 10); /* it does find shorter steps */
+}
+
+/* GPipe's step on any plan has a closed form (partition_step.c relies on
+ * it): the forwards are a flow shop of m identical jobs, so they end after
+ * sum of forward times and lags + (m - 1) x the largest forward; the
+ * backwards start there and take the same with backward times. */
+SKY_TEST(gpipe_step_has_a_closed_form)
+{
+	sky_rng r;
+	sky_rng_seed(&r, 31);
+	int checked = 0;
+	for (int it = 0; it < 300; it++) {
+		sky_job j;
+		int n = 1 + (int)sky_rng_below(&r, 12), m = 1 + (int)sky_rng_below(&r, 16);
+		test_job(&j, 2 + (int)sky_rng_below(&r, 20), m, SKY_SCHED_GPIPE);
+		test_random_fleet(&r, n, &j, (int)sky_rng_below(&r, 8), &g_f);
+		sky_algo algo = (sky_algo)sky_rng_below(&r, SKY_ALGO_COUNT);
+		if (sky_plan_partition(&g_f, &j, algo, &g_p, NULL))
+			continue;
+		SKY_EXPECT_EQ(sky_sim_run(&g_p, &j, &g_r, NULL), 0);
+		int P = g_p.n_stages;
+		double sum = 0, mf = 0, mb = 0;
+		for (int k = 0; k < P; k++) {
+			const sky_stage *s = &g_p.stage[k];
+			double df = s->fwd_s + (k < P - 1 ? s->link_s : 0);
+			double db = s->bwd_s + (k > 0 ? s->link_s : 0);
+			/* lags: the forward into k (k > 0), the backward into k (k < P - 1) */
+			sum += df + db + (k > 0 ? s->link_s : 0) + (k < P - 1 ? s->link_s : 0);
+			mf = df > mf ? df : mf;
+			mb = db > mb ? db : mb;
+		}
+		double want = sum + (m - 1) * (mf + mb);
+		SKY_EXPECT_MSG(fabs(g_r.step_s - want) <= 1e-9 * want, "it %d: %.12g vs %.12g", it,
+			       g_r.step_s, want);
+		checked++;
+	}
+	SKY_EXPECT_MSG(checked > 150, "checked %d", checked);
 }

@@ -14,7 +14,8 @@ typedef struct sim_row {
 	int rc;
 	char err[256];
 	double step_s, bottleneck_s, lower_bound_s, bubble;
-	int stages;
+	int stages, step_exact;
+	double step_lb;
 	double *busy_s; /* per stage, heap */
 } sim_row;
 
@@ -79,6 +80,8 @@ int sky_cmd_sim(int argc, char **argv)
 		w->bottleneck_s = p->bottleneck_s;
 		w->lower_bound_s = p->lower_bound_s;
 		w->stages = p->n_stages;
+		w->step_exact = p->step_exact;
+		w->step_lb = p->step_lower_bound_s;
 		w->busy_s = malloc(sizeof(double) * (size_t)p->n_stages);
 		if (w->busy_s)
 			memcpy(w->busy_s, r->busy_s, sizeof(double) * (size_t)p->n_stages);
@@ -122,9 +125,13 @@ int sky_cmd_sim(int argc, char **argv)
 		}
 		double speedup = even_step > 0 ? even_step / w->step_s : 0;
 		if (!c.json) {
-			printf("%-8s %10.3f %12.5f %12.5f %9.3f %8.3f %7.3f %6d\n",
+			printf("%-8s %10.3f %12.5f %12.5f %9.3f %8.3f %7.3f %6d%s\n",
 			       sky_algo_name(w->algo), w->step_s, w->bottleneck_s, w->lower_bound_s,
-			       w->bottleneck_s / w->lower_bound_s, speedup, w->bubble, w->stages);
+			       w->bottleneck_s / w->lower_bound_s, speedup, w->bubble, w->stages,
+			       w->algo != SKY_ALGO_OPTIMAL ? ""
+			       : c.job.objective == SKY_OBJ_BOTTLENECK ? "  (objective: bottleneck)"
+			       : w->step_exact ? "  (objective: step, exact)"
+					       : "  (objective: step)");
 			continue;
 		}
 		cJSON *o = sky_json_new_object();
@@ -150,8 +157,13 @@ int sky_cmd_sim(int argc, char **argv)
 		cJSON_AddNumberToObject(o, "micro_batches", c.job.micro_batches);
 		cJSON_AddNumberToObject(o, "micro_batch", c.job.model.batch);
 		cJSON_AddStringToObject(o, "schedule", sky_sched_name(c.job.sched));
-		if (w->algo == SKY_ALGO_OPTIMAL)
+		if (w->algo == SKY_ALGO_OPTIMAL) {
 			cJSON_AddStringToObject(o, "objective", sky_objective_name(c.job.objective));
+			if (c.job.objective == SKY_OBJ_STEP) {
+				cJSON_AddBoolToObject(o, "step_exact", w->step_exact);
+				cJSON_AddNumberToObject(o, "step_lower_bound_s", w->step_lb);
+			}
+		}
 		if (w->busy_s)
 			cJSON_AddItemToObject(o, "busy_s",
 					      cJSON_CreateDoubleArray(w->busy_s, w->stages));
