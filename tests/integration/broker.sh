@@ -71,8 +71,11 @@ _sky_broker_launch() {
 			SKY_BROKER_PID=""
 			return 1 # exited: port taken or bad config (see the log)
 		fi
+		# (the claim listener only if the config has one: a PKI made by an
+		# older `sky pki init` does not)
 		if ss -Hltn "sport = :$SKY_BROKER_PORT" 2>/dev/null | grep -q . &&
-			ss -Hltn "sport = :$SKY_CLAIM_PORT" 2>/dev/null | grep -q .; then
+			{ ! grep -q "^listener $SKY_CLAIM_PORT " "$SKY_PKI_DIR/mosquitto.conf" ||
+				ss -Hltn "sport = :$SKY_CLAIM_PORT" 2>/dev/null | grep -q .; }; then
 			return 0
 		fi
 		sleep 0.1
