@@ -14,7 +14,6 @@
 #include "sky_log.h"
 #include "sky_mqtt.h"
 #include "sky_planmsg.h"
-#include "sky_rng.h"
 #include "sky_service.h"
 #include "sky_sign.h"
 #include "sky_thread.h"
@@ -23,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define MAX_ACKS 1024
 
@@ -218,9 +216,17 @@ static int cmd_submit(int argc, char **argv)
 	}
 	/* names this submission: a resend carries it too, so skyplan queues it
 	 * once and answers each copy */
-	sky_rng rng;
-	sky_rng_seed(&rng, sky_clock_ns() ^ ((uint64_t)getpid() << 32));
-	snprintf(j.submit_id, sizeof j.submit_id, "%016llx", (unsigned long long)sky_rng_u64(&rng));
+	unsigned char raw[12];
+	sky_sign_rng srng;
+	if (sky_sign_rng_init(&srng, "sky-job-submit", &d) != 0 ||
+	    sky_sign_rng_func(&srng, raw, sizeof raw) != 0) {
+		sky_sign_rng_free(&srng);
+		fprintf(stderr, "sky job submit: no randomness for the submission id\n");
+		return 1;
+	}
+	sky_sign_rng_free(&srng);
+	for (int i = 0; i < 8; i++)
+		snprintf(j.submit_id + 2 * i, 3, "%02x", raw[i]);
 	n = sky_job_req_encode(&j, doc, sizeof doc);
 	/* check locally what skyplan will check, so a typo fails here */
 	if (n < 0 || sky_job_req_parse(doc, (size_t)n, &j, &d) != 0) {
@@ -233,7 +239,7 @@ static int cmd_submit(int argc, char **argv)
 	snprintf(crt, sizeof crt, "%s/operator.crt", pki);
 	snprintf(key, sizeof key, "%s/operator.key", pki);
 	snprintf(pcrt, sizeof pcrt, "%s/planner.crt", pki);
-	snprintf(client, sizeof client, "job-%08llx", (unsigned long long)(sky_rng_u64(&rng) >> 32));
+	snprintf(client, sizeof client, "job-%02x%02x%02x%02x", raw[8], raw[9], raw[10], raw[11]);
 	follow *f = &g_f;
 	memset(f, 0, sizeof *f);
 	sky_mutex_init(&f->lock);
