@@ -313,16 +313,28 @@ static void handle_submit(svc *s, const char *op, const char *p, size_t len)
 	}
 }
 
+/* The line that stands for suppressed ones; for enrollment it also says
+ * how many requests the rate limit dropped before reading them. */
+static void suppressed_line(svc *s, const sky_log_throttle *t, const char *what, long n)
+{
+	if (t == &s->enroll_log)
+		SKY_WARN("%s: %ld more suppressed in the last %.0f s (%ld requests dropped unread "
+			 "by the rate limit so far)",
+			 what, n, t->window_s, s->enroll_limited);
+	else
+		SKY_WARN("%s: %ld more suppressed in the last %.0f s", what, n, t->window_s);
+}
+
 /* A refusal line through a throttle: at most LOG_LINES_PER_WINDOW per
  * window, then one "... N more suppressed" line. */
-static void throttled_warn(sky_log_throttle *t, const char *what, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void throttled_warn(sky_log_throttle *t, const char *what, const char *fmt, ...)
+static void throttled_warn(svc *s, sky_log_throttle *t, const char *what, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void throttled_warn(svc *s, sky_log_throttle *t, const char *what, const char *fmt, ...)
 {
 	long flushed = 0;
 	int allow = sky_log_throttle_allow(t, sky_clock_s(), &flushed);
 	if (flushed > 0)
-		SKY_WARN("%s: %ld more suppressed in the last %.0f s", what, flushed, t->window_s);
+		suppressed_line(s, t, what, flushed);
 	if (!allow)
 		return;
 	char line[512];
@@ -344,7 +356,7 @@ static void handle_enroll(svc *s, const char *nonce, const char *p, size_t len)
 	if (!sky_keyed_take(&s->enroll_nonce, nonce, now) || !sky_bucket_take(&s->enroll_all, now)) {
 		s->enroll_limited++;
 		s->reg.c.enroll_refused++;
-		throttled_warn(&s->enroll_log, "enrollment refusals",
+		throttled_warn(s, &s->enroll_log, "enrollment refusals",
 			       "enrollment on nonce %s dropped unread: over the rate limit "
 			       "(%ld dropped so far)",
 			       nonce, s->enroll_limited);
@@ -353,7 +365,7 @@ static void handle_enroll(svc *s, const char *nonce, const char *p, size_t len)
 	if (len > SKY_ENROLL_REQ_MAX) {
 		s->reg.c.oversize++;
 		s->reg.c.enroll_refused++;
-		throttled_warn(&s->enroll_log, "enrollment refusals",
+		throttled_warn(s, &s->enroll_log, "enrollment refusals",
 			       "enrollment on nonce %s: %zu bytes over the limit, refused unparsed",
 			       nonce, len);
 		return;
@@ -366,7 +378,7 @@ static void handle_enroll(svc *s, const char *nonce, const char *p, size_t len)
 		SKY_INFO("enrolled board %s (nonce %s)", id, nonce);
 	} else {
 		s->reg.c.enroll_refused++;
-		throttled_warn(&s->enroll_log, "enrollment refusals",
+		throttled_warn(s, &s->enroll_log, "enrollment refusals",
 			       "enrollment refused for '%s' (nonce %s): %s", id, nonce, d.msg);
 	}
 	s->reg.changed = 1;
@@ -457,13 +469,13 @@ static void on_oversize(void *ctx, const char *topic, size_t tl, size_t len)
 	if (sky_topic_parse(topic, tl, "board", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
 	    sky_registry_on_board_msg(&s->reg, seg, leaf, NULL, len, sky_clock_s(),
 				      sky_clock_unix(), &d) < 0) {
-		throttled_warn(&s->oversize_log, "oversize messages", "rejected %s from %s: %s",
+		throttled_warn(s, &s->oversize_log, "oversize messages", "rejected %s from %s: %s",
 			       leaf, seg, d.msg);
 	} else {
 		s->reg.c.oversize++;
 		if (sky_topic_parse(topic, tl, "enroll", seg, sizeof seg, leaf, sizeof leaf) == 0)
 			s->reg.c.enroll_refused++;
-		throttled_warn(&s->oversize_log, "oversize messages",
+		throttled_warn(s, &s->oversize_log, "oversize messages",
 			       "%s: %zu bytes over the %zu limit of its kind, dropped unread", topic,
 			       len, sky_topic_max_bytes(topic));
 	}
@@ -780,12 +792,10 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 		/* a flood that stopped still gets its "N more suppressed" line */
 		long sup = sky_log_throttle_flush(&s->enroll_log, now);
 		if (sup > 0)
-			SKY_WARN("enrollment refusals: %ld more suppressed in the last %.0f s", sup,
-				 LOG_WINDOW_S);
+			suppressed_line(s, &s->enroll_log, "enrollment refusals", sup);
 		sup = sky_log_throttle_flush(&s->oversize_log, now);
 		if (sup > 0)
-			SKY_WARN("oversize messages: %ld more suppressed in the last %.0f s", sup,
-				 LOG_WINDOW_S);
+			suppressed_line(s, &s->oversize_log, "oversize messages", sup);
 		sky_mutex_unlock(&s->lock);
 		if ((changed && now - last_save >= 0.2) || now - last_save >= 2.0) {
 			save_state(s);
