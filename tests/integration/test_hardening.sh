@@ -11,7 +11,9 @@
 #     certificate is issued for "bX";
 #   - 3000 enrollment requests do not keep a job submit from being
 #     acknowledged, and do not write 3000 log lines (the log says how many
-#     were suppressed).
+#     were suppressed, and most were dropped unread by the rate limit);
+#   - a second operator from `sky pki operator` submits under its own
+#     identity and may not use the default operator's topics.
 # Each check runs against whatever binaries SKY_BUILD names, so the same
 # script shows the holes in a build from before the fix (a PKI without a
 # claim listener gets every claim connection on the fleet port).
@@ -236,6 +238,30 @@ else
 	fail enrollment_flood_is_rate_limited_and_logged_briefly \
 		"$((REF1 - REF0)) requests counted, ${UNREAD:-0} dropped unread, $LINES log lines about enrollment"
 fi
+# ---- a second operator: its own identity, its own topics ---------------------------
+if "$SKY" pki operator --dir "$PKI" --name alice >"$W/op.out" 2>&1; then
+	kill -HUP "$SKY_BROKER_PID" # mosquitto reads the ACL again
+	WAIT_S=10
+	wait_for grep -q "Reloading config" "$BLOG"
+	AL="$PKI/operators/alice"
+	"$SKY" job submit --pki "$AL" --broker "$BR" --model tiny --layers 2 --job jh3 --min-boards 2 \
+		--ack-timeout 60 >"$W/jh3.out" 2>"$W/jh3.err"
+	rc=$?
+	# alice may not speak for the default operator
+	timeout 20 mosquitto_pub -h 127.0.0.1 -p "$SKY_BROKER_PORT" -i sky:t-alice --cafile "$PKI/ca.crt" \
+		--cert "$AL/operator.crt" --key "$AL/operator.key" -V 5 -q 1 \
+		-t sky/v1/jobs/sky-operator/submit -m '{"job":"x","model":"tiny"}' 2>"$W/alice.err"
+	if [ $rc -eq 0 ] && grep -q "acknowledged" "$W/jh3.err" &&
+		grep -q "job jh3 queued from operator sky-op-alice" "$W/skyplan.log" &&
+		grep -q "Not authorized" "$W/alice.err"; then
+		pass second_operator_submits_under_its_own_identity
+	else
+		fail second_operator_submits_under_its_own_identity "rc $rc: $(cat "$W/jh3.err" "$W/alice.err" | head -c 300)"
+	fi
+else
+	fail second_operator_submits_under_its_own_identity "$(cat "$W/op.out")"
+fi
+
 # and the boards were never disturbed
 [ "$(board_field bA state)" = online ] && [ "$(board_field bB state)" = online ] &&
 	pass boards_stay_online_through_it_all ||
