@@ -55,10 +55,9 @@ static void setup(void)
 
 static void ensure_hooks(void) { sky_once(&g_once, setup); }
 
-/* Where buf holds a NUL, raw or escaped as \u0000, or len if it does not.
- * cJSON would keep such a string whole, but every reader sees it as a C
- * string, cut at the NUL: {"id":"bX\u0000y"} would read as id "bX". */
-static size_t find_nul(const char *buf, size_t len)
+/* cJSON would keep a string with a NUL whole, but every reader sees it as
+ * a C string, cut at the NUL: {"id":"bX\u0000y"} would read as id "bX". */
+size_t sky_json_nul_at(const char *buf, size_t len)
 {
 	for (size_t i = 0; i < len; i++) {
 		if (buf[i] == '\0')
@@ -76,7 +75,7 @@ static size_t find_nul(const char *buf, size_t len)
 cJSON *sky_json_parse(const char *buf, size_t len, sky_diag *d)
 {
 	ensure_hooks();
-	size_t nul = buf ? find_nul(buf, len) : 0;
+	size_t nul = buf ? sky_json_nul_at(buf, len) : 0;
 	if (!buf || nul < len) {
 		sky_diag_set(d, SKY_EFORMAT,
 			     "JSON holds a NUL character at byte %zu (raw or \\u0000): refused, it "
