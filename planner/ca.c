@@ -236,6 +236,21 @@ int sky_ca_init_dir(const char *dir, const sky_ca_opts *o, sky_diag *d)
 	if ((rc = make_pair(dir, SKY_CA_CLAIM_KEY_FILE, SKY_CA_CLAIM_CERT_FILE, &claim, &rng, d)) !=
 	    0)
 		goto exit;
+	cert_spec op = {.subject = "CN=" SKY_CA_OPERATOR_CN ",O=sky",
+			.issuer = cadn,
+			.issuer_key = &cakey,
+			.days = CA_DAYS,
+			.key_usage = MBEDTLS_X509_KU_DIGITAL_SIGNATURE};
+	if ((rc = make_pair(dir, SKY_CA_OPERATOR_KEY_FILE, SKY_CA_OPERATOR_CERT_FILE, &op, &rng,
+			    d)) != 0)
+		goto exit;
+	/* a new CA: operators issued by an old one are gone from the ACL */
+	if ((rc = join(sub, dir, SKY_CA_OPERATORS_FILE, d)) != 0)
+		goto exit;
+	if (sky_file_write(sub, "", 0, 0644) != 0) {
+		rc = sky_diag_set(d, SKY_EIO, "%s: cannot write", sub);
+		goto exit;
+	}
 	/* the claim bundle carries the trust anchor a new board needs */
 	char capem[CERT_PEM_CAP + 1], src[PATH_CAP];
 	if ((rc = join(src, dir, SKY_CA_CERT_FILE, d)) != 0 ||
@@ -247,6 +262,108 @@ int sky_ca_init_dir(const char *dir, const sky_ca_opts *o, sky_diag *d)
 		goto exit;
 	}
 	rc = sky_ca_write_broker_conf(dir, o->port, o->max_packet, d);
+exit:
+	mbedtls_pk_free(&cakey);
+	mbedtls_x509_crt_free(&cacrt);
+	sky_sign_rng_free(&rng);
+	return rc;
+}
+
+/* ---- operators ------------------------------------------------------------------ */
+
+int sky_ca_check_operator_name(const char *name, sky_diag *d)
+{
+	size_t n = 0;
+	for (; name && name[n]; n++) {
+		char c = name[n];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '-') || n >= 32)
+			return sky_diag_set(d, SKY_EINVAL,
+					    "operator name: 1-32 characters of A-Z a-z 0-9 _ -");
+	}
+	return n ? 0 : sky_diag_set(d, SKY_EINVAL, "operator name is empty");
+}
+
+/* Copies <dir>/<file> to <out>/<file>. */
+static int copy_file(const char *dir, const char *out, const char *file, sky_diag *d)
+{
+	char src[PATH_CAP], dst[PATH_CAP], buf[CERT_PEM_CAP + 1];
+	int rc = join(src, dir, file, d);
+	if (!rc)
+		rc = join(dst, out, file, d);
+	if (rc)
+		return rc;
+	long n = sky_file_read(src, buf, sizeof buf);
+	if (n <= 0 || sky_file_write(dst, buf, (size_t)n, 0644) != 0)
+		return sky_diag_set(d, SKY_EIO, "%s: cannot copy to %s", src, dst);
+	return 0;
+}
+
+int sky_ca_add_operator(const char *dir, const char *name, sky_diag *d)
+{
+	char path[PATH_CAP], out[PATH_CAP], rel[64 + SKY_ENROLL_ID_MAX], cacn[80], issuer[128];
+	char subject[96], list[4096];
+	mbedtls_pk_context cakey;
+	mbedtls_x509_crt cacrt;
+	sky_sign_rng rng;
+	mbedtls_pk_init(&cakey);
+	mbedtls_x509_crt_init(&cacrt);
+	memset(&rng, 0, sizeof rng);
+	int rc = sky_ca_check_operator_name(name, d);
+	if (rc)
+		goto exit;
+	snprintf(rel, sizeof rel, SKY_CA_OPERATORS_DIR "/%s", name);
+	if ((rc = join(out, dir, rel, d)) != 0 || (rc = join(path, dir, SKY_CA_KEY_FILE, d)) != 0)
+		goto exit;
+	if (!sky_file_exists(path)) {
+		rc = sky_diag_set(d, SKY_ENOTFOUND, "%s: no fleet CA here (run sky pki init)", dir);
+		goto exit;
+	}
+	if ((rc = sky_sign_load_key(&cakey, path, d)) != 0 ||
+	    (rc = join(path, dir, SKY_CA_CERT_FILE, d)) != 0 ||
+	    (rc = sky_sign_load_cert(&cacrt, path, d)) != 0)
+		goto exit;
+	if (sky_sign_cert_cn(&cacrt, cacn, sizeof cacn) != 0) {
+		rc = sky_diag_set(d, SKY_ECRYPTO, "CA certificate has no CN");
+		goto exit;
+	}
+	if ((rc = join(path, out, SKY_CA_OPERATOR_CERT_FILE, d)) != 0)
+		goto exit;
+	if (sky_file_exists(path)) {
+		rc = sky_diag_set(d, SKY_ESTATE, "operator '%s' already exists (%s)", name, out);
+		goto exit;
+	}
+	if (sky_file_mkdirs(out, 0700) != 0) {
+		rc = sky_diag_set(d, SKY_EIO, "%s: cannot create", out);
+		goto exit;
+	}
+	if ((rc = sky_sign_rng_init(&rng, "sky-ca-operator", d)) != 0)
+		goto exit;
+	ca_name(cacn, issuer, sizeof issuer);
+	snprintf(subject, sizeof subject, "CN=" SKY_CA_OPERATOR_NAME_PREFIX "%s,O=sky", name);
+	cert_spec op = {.subject = subject,
+			.issuer = issuer,
+			.issuer_key = &cakey,
+			.days = SKY_CA_BOARD_DAYS,
+			.key_usage = MBEDTLS_X509_KU_DIGITAL_SIGNATURE};
+	if ((rc = make_pair(out, SKY_CA_OPERATOR_KEY_FILE, SKY_CA_OPERATOR_CERT_FILE, &op, &rng, d)) ||
+	    (rc = copy_file(dir, out, SKY_CA_CERT_FILE, d)) ||
+	    (rc = copy_file(dir, out, SKY_CA_PLANNER_CERT_FILE, d)))
+		goto exit;
+	if ((rc = join(path, dir, SKY_CA_OPERATORS_FILE, d)) != 0)
+		goto exit;
+	long n = sky_file_read(path, list, sizeof list - 1);
+	n = n > 0 ? n : 0;
+	int k = snprintf(list + n, sizeof list - (size_t)n, "%s\n", name);
+	if (k < 0 || (size_t)k >= sizeof list - (size_t)n) {
+		rc = sky_diag_set(d, SKY_ERANGE, "%s: too many operators", path);
+		goto exit;
+	}
+	if (sky_file_write(path, list, (size_t)n + (size_t)k, 0644) != 0) {
+		rc = sky_diag_set(d, SKY_EIO, "%s: cannot write", path);
+		goto exit;
+	}
+	rc = sky_ca_rewrite_acl(dir, d);
 exit:
 	mbedtls_pk_free(&cakey);
 	mbedtls_x509_crt_free(&cacrt);

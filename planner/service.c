@@ -10,6 +10,7 @@
 #include "sky_mqtt.h"
 #include "sky_plan.h"
 #include "sky_planmsg.h"
+#include "sky_ratelimit.h"
 #include "sky_registry.h"
 #include "sky_sign.h"
 #include "sky_signal.h"
@@ -17,6 +18,7 @@
 #include "sky_topics.h"
 
 #include <stdatomic.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +55,17 @@ int sky_job_req_parse(const char *buf, size_t len, sky_job_req *j, sky_diag *d)
 	sky_model_cfg m;
 	sky_algo algo;
 	sky_sched sched;
+	/* first, so that even a refusal can name the submission it answers */
+	if ((rc = opt_str(doc, "submit_id", j->submit_id, sizeof j->submit_id, d)))
+		goto exit;
+	for (size_t i = 0; j->submit_id[i]; i++)
+		if (!((j->submit_id[i] >= '0' && j->submit_id[i] <= '9') ||
+		      (j->submit_id[i] >= 'a' && j->submit_id[i] <= 'f')) ||
+		    (j->submit_id[i + 1] == '\0' && i < 7)) {
+			j->submit_id[0] = '\0';
+			rc = sky_diag_set(d, SKY_EINVAL, "job: submit_id must be 8-32 of [0-9a-f]");
+			goto exit;
+		}
 	if ((rc = sky_json_str(doc, "job", j->job, sizeof j->job, "job", d)) ||
 	    (rc = sky_json_str(doc, "model", j->model, sizeof j->model, "job", d)) ||
 	    (rc = opt_int(doc, "layers", 1, SKY_PLANMSG_MAX_LAYERS, &j->layers, d)) ||
@@ -93,17 +106,72 @@ int sky_job_req_encode(const sky_job_req *j, char *buf, size_t cap)
 		k += snprintf(shapes + k, sizeof shapes - (size_t)k, ",\"seq\":%d", j->seq);
 	if (j->batch)
 		snprintf(shapes + k, sizeof shapes - (size_t)k, ",\"batch\":%d", j->batch);
+	char sid[64] = "";
+	if (j->submit_id[0])
+		snprintf(sid, sizeof sid, ",\"submit_id\":\"%s\"", j->submit_id);
 	int n = snprintf(buf, cap,
 			 "{\"job\":\"%s\",\"model\":\"%s\"%s,\"micro_batches\":%d,\"algo\":\"%s\","
-			 "\"sched\":\"%s\",\"min_boards\":%d,\"wait_s\":%g}",
+			 "\"sched\":\"%s\",\"min_boards\":%d,\"wait_s\":%g%s}",
 			 j->job, j->model, shapes, j->micro_batches, j->algo, j->sched, j->min_boards,
-			 j->wait_s);
+			 j->wait_s, sid);
 	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : n;
+}
+
+int sky_job_reply_encode(const sky_job_reply *r, char *buf, size_t cap)
+{
+	cJSON *doc = sky_json_new_object();
+	int ok = doc && cJSON_AddNumberToObject(doc, "v", 1) &&
+		 cJSON_AddStringToObject(doc, "submit_id", r->submit_id) &&
+		 cJSON_AddStringToObject(doc, "job", r->job) && cJSON_AddBoolToObject(doc, "ok", r->ok);
+	if (ok)
+		ok = r->ok ? cJSON_AddStringToObject(doc, "state", r->state) != NULL
+			   : cJSON_AddStringToObject(doc, "error", r->error) != NULL;
+	int n = ok ? sky_json_print(doc, buf, cap < SKY_JOB_REPLY_MAX_BYTES ? cap : SKY_JOB_REPLY_MAX_BYTES)
+		   : SKY_ERANGE;
+	sky_json_free(doc);
+	return n;
+}
+
+int sky_job_reply_decode(const char *buf, size_t len, sky_job_reply *r, sky_diag *d)
+{
+	memset(r, 0, sizeof *r);
+	if (!buf || len > SKY_JOB_REPLY_MAX_BYTES)
+		return sky_diag_set(d, SKY_ERANGE, "job reply: %zu bytes, limit %u", len,
+				    SKY_JOB_REPLY_MAX_BYTES);
+	cJSON *doc = sky_json_parse(buf, len, d);
+	if (!doc)
+		return SKY_EFORMAT;
+	const cJSON *ok = cJSON_GetObjectItemCaseSensitive(doc, "ok");
+	int rc = sky_json_str(doc, "submit_id", r->submit_id, sizeof r->submit_id, "job reply", d);
+	if (!rc)
+		rc = sky_json_str(doc, "job", r->job, sizeof r->job, "job reply", d);
+	if (!rc && !cJSON_IsBool(ok))
+		rc = sky_diag_set(d, SKY_EFORMAT, "job reply: field 'ok' must be true or false");
+	if (!rc) {
+		r->ok = cJSON_IsTrue(ok);
+		rc = r->ok ? sky_json_str(doc, "state", r->state, sizeof r->state, "job reply", d)
+			   : sky_json_str(doc, "error", r->error, sizeof r->error, "job reply", d);
+	}
+	sky_json_free(doc);
+	return rc == SKY_ENOTFOUND ? SKY_EFORMAT : rc;
 }
 
 /* ---- the service ------------------------------------------------------------ */
 
 #define MAX_PENDING 16
+/* answers kept for resends: a retrying `sky job submit` gets the same one */
+#define MAX_RECENT 32
+/* Enrollment intake: per nonce (one claim connection's request) 2 at once
+ * and one every 2 s after (a board resends every 3 s); all nonces
+ * together 32 at once and 16 per second after, so 16 boards enrolling at
+ * once pass and a flood of fresh nonces costs a table look-up each. At
+ * most 5 refusal lines per 10 s reach the log; the rest are counted. */
+#define ENROLL_NONCE_BURST 2
+#define ENROLL_NONCE_PER_S 0.5
+#define ENROLL_ALL_BURST 32
+#define ENROLL_ALL_PER_S 16
+#define LOG_LINES_PER_WINDOW 5
+#define LOG_WINDOW_S 10.0
 
 typedef struct pending_job {
 	sky_job_req req;
@@ -140,6 +208,17 @@ typedef struct svc {
 	char envelope[SKY_SIGN_MAX_ENVELOPE];
 	char status_buf[4u << 20];
 	char enroll_reply[SKY_ENROLL_REPLY_MAX];
+	struct {
+		char op[SKY_TOPIC_SEGMENT_MAX + 1];
+		char submit_id[33];
+		char reply[SKY_JOB_REPLY_MAX_BYTES];
+		int len;
+	} recent[MAX_RECENT];
+	int next_recent;
+	sky_bucket enroll_all;
+	sky_keyed_buckets enroll_nonce;
+	long enroll_limited;
+	sky_log_throttle enroll_log, oversize_log;
 } svc;
 
 static svc g_svc; /* one service per process; far too big for a stack */
@@ -151,15 +230,16 @@ static int state_file(const svc *s, const char *name, char *buf, size_t cap)
 	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
 }
 
-static void queue_job(svc *s, const char *buf, size_t len, const char *from)
+/* Parses and queues a job. Returns 0, or the reason it was refused in d
+ * (and the log). */
+static int queue_job(svc *s, const char *buf, size_t len, const char *from, sky_diag *d)
 {
-	sky_diag d;
-	sky_diag_clear(&d);
 	pending_job pj;
 	memset(&pj, 0, sizeof pj);
-	if (sky_job_req_parse(buf, len, &pj.req, &d) != 0) {
-		SKY_WARN("job from %s refused: %s", from, d.msg);
-		return;
+	int rc = sky_job_req_parse(buf, len, &pj.req, d);
+	if (rc != 0) {
+		SKY_WARN("job from %s refused: %s", from, d->msg);
+		return rc;
 	}
 	sky_model_preset(pj.req.model, &pj.model);
 	if (pj.req.layers)
@@ -169,20 +249,107 @@ static void queue_job(svc *s, const char *buf, size_t len, const char *from)
 	if (pj.req.batch)
 		pj.model.batch = pj.req.batch;
 	if (pj.model.seq > pj.model.max_pos || sky_model_validate(&pj.model) != 0) {
-		SKY_WARN("job %s refused: model %s has invalid shapes", pj.req.job, pj.req.model);
-		return;
+		rc = sky_diag_set(d, SKY_EINVAL, "job %s refused: model %s has invalid shapes",
+				  pj.req.job, pj.req.model);
+		SKY_WARN("%s", d->msg);
+		return rc;
 	}
 	pj.since = sky_clock_s();
 	sky_mutex_lock(&s->lock);
 	if (s->n_pending < MAX_PENDING) {
 		s->pending[s->n_pending++] = pj;
-		SKY_INFO("job %s queued (%s, %d layers, seq %d, batch %d, %s, min_boards %d)",
-			 pj.req.job, pj.req.model, pj.model.layers, pj.model.seq, pj.model.batch,
-			 pj.req.algo, pj.req.min_boards);
+		SKY_INFO("job %s queued from %s (%s, %d layers, seq %d, batch %d, %s, min_boards %d)",
+			 pj.req.job, from, pj.req.model, pj.model.layers, pj.model.seq,
+			 pj.model.batch, pj.req.algo, pj.req.min_boards);
 	} else {
-		SKY_WARN("job %s refused: %d jobs already waiting", pj.req.job, MAX_PENDING);
+		rc = sky_diag_set(d, SKY_ESTATE, "job %s refused: %d jobs already waiting",
+				  pj.req.job, MAX_PENDING);
+		SKY_WARN("%s", d->msg);
 	}
 	sky_mutex_unlock(&s->lock);
+	return rc;
+}
+
+/* A submission from operator op (its CN, from the topic the ACL let only
+ * it publish on): queue it and answer on its reply topic, or, for a resend
+ * of a submission already answered, answer the same again. */
+static void handle_submit(svc *s, const char *op, const char *p, size_t len)
+{
+	char topic[SKY_TOPIC_BUF], from[96];
+	sky_job_req req;
+	sky_job_reply r;
+	sky_diag d;
+	sky_diag_clear(&d);
+	memset(&r, 0, sizeof r);
+	if (sky_topic_jobs(topic, sizeof topic, op, SKY_TOPIC_REPLY) != 0)
+		return;
+	int prc = sky_job_req_parse(p, len, &req, &d);
+	if (req.submit_id[0]) {
+		for (int i = 0; i < MAX_RECENT; i++)
+			if (s->recent[i].len > 0 && !strcmp(s->recent[i].op, op) &&
+			    !strcmp(s->recent[i].submit_id, req.submit_id)) {
+				SKY_INFO("job %s from %s sent again (submit %s): answered again",
+					 req.job, op, req.submit_id);
+				sky_mqtt_publish(s->m, topic, s->recent[i].reply,
+						 (size_t)s->recent[i].len, 1, 0, NULL);
+				return;
+			}
+	}
+	snprintf(from, sizeof from, "operator %s", op);
+	int rc = prc ? prc : queue_job(s, p, len, from, &d);
+	if (prc)
+		SKY_WARN("job from %s refused: %s", from, d.msg);
+	snprintf(r.submit_id, sizeof r.submit_id, "%s", req.submit_id);
+	snprintf(r.job, sizeof r.job, "%s", req.job);
+	r.ok = rc == 0;
+	snprintf(r.state, sizeof r.state, "queued");
+	snprintf(r.error, sizeof r.error, "%.200s", d.msg[0] ? d.msg : sky_strerror(rc));
+	int slot = s->next_recent;
+	int n = sky_job_reply_encode(&r, s->recent[slot].reply, sizeof s->recent[slot].reply);
+	if (n <= 0) {
+		SKY_WARN("job %s from %s: the answer does not fit", req.job, op);
+		return;
+	}
+	sky_mqtt_publish(s->m, topic, s->recent[slot].reply, (size_t)n, 1, 0, NULL);
+	if (req.submit_id[0]) {
+		snprintf(s->recent[slot].op, sizeof s->recent[slot].op, "%s", op);
+		snprintf(s->recent[slot].submit_id, sizeof s->recent[slot].submit_id, "%s",
+			 req.submit_id);
+		s->recent[slot].len = n;
+		s->next_recent = (slot + 1) % MAX_RECENT;
+	}
+}
+
+/* The line that stands for suppressed ones; for enrollment it also says
+ * how many requests the rate limit dropped before reading them. */
+static void suppressed_line(svc *s, const sky_log_throttle *t, const char *what, long n)
+{
+	if (t == &s->enroll_log)
+		SKY_WARN("%s: %ld more suppressed in the last %.0f s (%ld requests dropped unread "
+			 "by the rate limit so far)",
+			 what, n, t->window_s, s->enroll_limited);
+	else
+		SKY_WARN("%s: %ld more suppressed in the last %.0f s", what, n, t->window_s);
+}
+
+/* A refusal line through a throttle: at most LOG_LINES_PER_WINDOW per
+ * window, then one "... N more suppressed" line. */
+static void throttled_warn(svc *s, sky_log_throttle *t, const char *what, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void throttled_warn(svc *s, sky_log_throttle *t, const char *what, const char *fmt, ...)
+{
+	long flushed = 0;
+	int allow = sky_log_throttle_allow(t, sky_clock_s(), &flushed);
+	if (flushed > 0)
+		suppressed_line(s, t, what, flushed);
+	if (!allow)
+		return;
+	char line[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	SKY_WARN("%s", line);
 }
 
 static void handle_enroll(svc *s, const char *nonce, const char *p, size_t len)
@@ -191,11 +358,23 @@ static void handle_enroll(svc *s, const char *nonce, const char *p, size_t len)
 	size_t reply_len = 0;
 	sky_diag d;
 	sky_diag_clear(&d);
+	/* before anything is parsed: a flood costs a table look-up a message */
+	double now = sky_clock_s();
+	if (!sky_keyed_take(&s->enroll_nonce, nonce, now) || !sky_bucket_take(&s->enroll_all, now)) {
+		s->enroll_limited++;
+		s->reg.c.enroll_refused++;
+		throttled_warn(s, &s->enroll_log, "enrollment refusals",
+			       "enrollment on nonce %s dropped unread: over the rate limit "
+			       "(%ld dropped so far)",
+			       nonce, s->enroll_limited);
+		return;
+	}
 	if (len > SKY_ENROLL_REQ_MAX) {
 		s->reg.c.oversize++;
 		s->reg.c.enroll_refused++;
-		SKY_WARN("enrollment on nonce %s: %zu bytes over the limit, refused unparsed", nonce,
-			 len);
+		throttled_warn(s, &s->enroll_log, "enrollment refusals",
+			       "enrollment on nonce %s: %zu bytes over the limit, refused unparsed",
+			       nonce, len);
 		return;
 	}
 	int rc = sky_ca_enroll(&s->ca, p, len, sky_clock_unix(), s->enroll_reply,
@@ -206,7 +385,8 @@ static void handle_enroll(svc *s, const char *nonce, const char *p, size_t len)
 		SKY_INFO("enrolled board %s (nonce %s)", id, nonce);
 	} else {
 		s->reg.c.enroll_refused++;
-		SKY_WARN("enrollment refused for '%s' (nonce %s): %s", id, nonce, d.msg);
+		throttled_warn(s, &s->enroll_log, "enrollment refusals",
+			       "enrollment refused for '%s' (nonce %s): %s", id, nonce, d.msg);
 	}
 	s->reg.changed = 1;
 	if (reply_len > 0 && sky_topic_enroll(topic, sizeof topic, nonce, SKY_TOPIC_CERT) == 0)
@@ -336,8 +516,9 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 	sky_diag_clear(&d);
 	if (strlen(topic) != tl)
 		return;
-	if (strcmp(topic, SKY_TOPIC_JOB_SUBMIT) == 0) {
-		queue_job(s, (const char *)p, len, topic);
+	if (sky_topic_parse(topic, tl, "jobs", seg, sizeof seg, leaf, sizeof leaf) == 0) {
+		if (strcmp(leaf, SKY_TOPIC_SUBMIT) == 0)
+			handle_submit(s, seg, (const char *)p, len);
 		return;
 	}
 	sky_mutex_lock(&s->lock);
@@ -385,6 +566,35 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 	sky_mutex_unlock(&s->lock);
 }
 
+/* A message over its topic class's limit, dropped on arrival (sky_mqtt.h):
+ * counted where the registry counts oversize messages, and logged through
+ * a throttle. */
+static void on_oversize(void *ctx, const char *topic, size_t tl, size_t len)
+{
+	svc *s = ctx;
+	char seg[SKY_TOPIC_SEGMENT_MAX + 1], leaf[16];
+	sky_diag d;
+	sky_diag_clear(&d);
+	if (strlen(topic) != tl)
+		return;
+	sky_mutex_lock(&s->lock);
+	if (sky_topic_parse(topic, tl, "board", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
+	    sky_registry_on_board_msg(&s->reg, seg, leaf, NULL, len, sky_clock_s(),
+				      sky_clock_unix(), &d) < 0) {
+		throttled_warn(s, &s->oversize_log, "oversize messages", "rejected %s from %s: %s",
+			       leaf, seg, d.msg);
+	} else {
+		s->reg.c.oversize++;
+		if (sky_topic_parse(topic, tl, "enroll", seg, sizeof seg, leaf, sizeof leaf) == 0)
+			s->reg.c.enroll_refused++;
+		throttled_warn(s, &s->oversize_log, "oversize messages",
+			       "%s: %zu bytes over the %zu limit of its kind, dropped unread", topic,
+			       len, sky_topic_max_bytes(topic));
+	}
+	s->reg.changed = 1;
+	sky_mutex_unlock(&s->lock);
+}
+
 static void on_lost(void *ctx, const char *cause)
 {
 	svc *s = ctx;
@@ -399,11 +609,12 @@ static int connect_svc(svc *s, sky_diag *d)
 	snprintf(ca, sizeof ca, "%s/%s", s->o->pki_dir, SKY_CA_CERT_FILE);
 	snprintf(crt, sizeof crt, "%s/%s", s->o->pki_dir, SKY_CA_PLANNER_CERT_FILE);
 	snprintf(key, sizeof key, "%s/%s", s->o->pki_dir, SKY_CA_PLANNER_KEY_FILE);
-	snprintf(client, sizeof client, "skyplan");
+	snprintf(client, sizeof client, "skyplan"); /* the broker names us by our CN */
 	sky_mqtt_opts mo = {.broker = s->o->broker, .client_id = client, .ca_file = ca,
 			    .cert_file = crt, .key_file = key,
 			    .keepalive_s = s->o->keepalive_s > 0 ? s->o->keepalive_s : 10,
-			    .on_msg = on_msg, .on_lost = on_lost, .ctx = s};
+			    .on_msg = on_msg, .on_lost = on_lost, .on_oversize = on_oversize,
+			    .ctx = s};
 	sky_mqtt *m = NULL;
 	atomic_store(&s->lost, 0);
 	if ((rc = sky_mqtt_connect(&m, &mo, d)) != 0)
@@ -416,7 +627,7 @@ static int connect_svc(svc *s, sky_diag *d)
 			      SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_CAPS,
 			      SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_PLAN_ACK, SKY_TOPIC_SUB_ALL_CSRS,
 			      SKY_TOPIC_SUB_ALL_PLANS,
-			      SKY_TOPIC_JOB_SUBMIT};
+			      SKY_TOPIC_SUB_ALL_SUBMITS};
 	sky_mutex_lock(&s->lock);
 	memset(s->on_broker, 0, sizeof s->on_broker);
 	s->republish_at = 0;
@@ -609,6 +820,10 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 	sky_ca_init(&s->ca);
 	sky_signer_init(&s->signer);
 	sky_registry_init(&s->reg);
+	sky_bucket_init(&s->enroll_all, ENROLL_ALL_BURST, ENROLL_ALL_PER_S);
+	sky_keyed_init(&s->enroll_nonce, ENROLL_NONCE_BURST, ENROLL_NONCE_PER_S);
+	sky_log_throttle_init(&s->enroll_log, LOG_LINES_PER_WINDOW, LOG_WINDOW_S);
+	sky_log_throttle_init(&s->oversize_log, LOG_LINES_PER_WINDOW, LOG_WINDOW_S);
 	if (o->state_dir)
 		snprintf(s->state_dir, sizeof s->state_dir, "%s", o->state_dir);
 	else
@@ -681,7 +896,9 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 			rc = sky_diag_set(d, (int)n, "job file %s: %s", o->job_file, sky_strerror((int)n));
 			goto exit;
 		}
-		queue_job(s, buf, (size_t)n, o->job_file);
+		sky_diag jd;
+		sky_diag_clear(&jd);
+		queue_job(s, buf, (size_t)n, o->job_file, &jd);
 	}
 	SKY_INFO("serving: state in %s, epoch %lld", s->state_dir, (long long)s->epoch);
 	double last_save = 0;
@@ -725,6 +942,13 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 			}
 		}
 		int changed = s->reg.changed;
+		/* a flood that stopped still gets its "N more suppressed" line */
+		long sup = sky_log_throttle_flush(&s->enroll_log, now);
+		if (sup > 0)
+			suppressed_line(s, &s->enroll_log, "enrollment refusals", sup);
+		sup = sky_log_throttle_flush(&s->oversize_log, now);
+		if (sup > 0)
+			suppressed_line(s, &s->oversize_log, "oversize messages", sup);
 		sky_mutex_unlock(&s->lock);
 		if ((changed && now - last_save >= 0.2) || now - last_save >= 2.0) {
 			save_state(s);

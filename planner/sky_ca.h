@@ -8,14 +8,23 @@
  *   <pki>/broker.key, broker.crt    mosquitto's server certificate:
  *                                   CN=localhost, SAN DNS:localhost and
  *                                   IP:127.0.0.1, 10 years
- *   <pki>/planner.key, planner.crt  CN "sky-planner": skyplan's (and `sky job
- *                                   submit`'s) TLS client identity AND the
- *                                   key that signs plans (sky_sign.h)
+ *   <pki>/planner.key, planner.crt  CN "sky-planner": skyplan's TLS client
+ *                                   identity AND the key that signs plans
+ *                                   (sky_sign.h)
+ *   <pki>/operator.key, operator.crt CN "sky-operator": `sky job submit`'s
+ *                                   identity (submit jobs, read their acks,
+ *                                   follow plans and plan-acks; nothing else)
+ *   <pki>/operators/<name>/         one more operator (sky_ca_add_operator):
+ *                                   ca.crt, planner.crt, operator.crt (CN
+ *                                   "sky-op-<name>"), operator.key; usable as
+ *                                   `sky job submit --pki` on another machine
+ *   <pki>/operators.list            their names, one a line (for the ACL)
  *   <pki>/claim/ca.crt              the claim bundle, copied to a new board:
  *   <pki>/claim/claim.crt, claim.key  CN "sky-claim", which the ACL lets
  *                                   only publish enrollment requests and
  *                                   read enrollment replies
- *   <pki>/mosquitto.conf, <pki>/acl the loopback broker (sky_ca_write_broker_conf)
+ *   <pki>/mosquitto.conf, <pki>/acl, <pki>/acl-claim
+ *                                   the loopback broker (sky_ca_write_broker_conf)
  *   <pki>/tokens/<sha256 hex>       one file per unused claim token (0600):
  *                                   "<expiry unix seconds> <bound id or *>\n";
  *                                   only the hash of a token is stored, and
@@ -57,6 +66,13 @@
 #define SKY_CA_BROKER_CONF_FILE "mosquitto.conf"
 #define SKY_CA_BROKER_STATE_DIR "broker-state" /* mosquitto's persistence (retained messages) */
 #define SKY_CA_ACL_FILE "acl"
+#define SKY_CA_ACL_CLAIM_FILE "acl-claim"
+#define SKY_CA_OPERATOR_KEY_FILE "operator.key"
+#define SKY_CA_OPERATOR_CERT_FILE "operator.crt"
+#define SKY_CA_OPERATOR_CN "sky-operator"
+#define SKY_CA_OPERATOR_NAME_PREFIX "sky-op-"
+#define SKY_CA_OPERATORS_DIR "operators"
+#define SKY_CA_OPERATORS_FILE "operators.list"
 
 #define SKY_CA_BOARD_DAYS 365
 #define SKY_CA_DEFAULT_TOKEN_TTL 3600 /* seconds */
@@ -76,17 +92,38 @@ typedef struct sky_ca_opts {
  * SKY_EINVAL (bad port) with d set. */
 int sky_ca_init_dir(const char *dir, const sky_ca_opts *o, sky_diag *d);
 
-/* (Re)writes <dir>/mosquitto.conf and <dir>/acl for a broker listening on
- * 127.0.0.1:port with mutual TLS (require_certificate, CN as username),
- * no anonymous clients, TCP_NODELAY, max_packet_size, persistence (retained plans survive a
- * broker restart) in <dir>/broker-state/,
- * running as root (so it can read the 0600 broker key in a private
- * directory). The ACL grants exactly what sky_topics.h lists per identity;
+/* (Re)writes <dir>/mosquitto.conf, <dir>/acl and <dir>/acl-claim for a
+ * broker with two listeners on 127.0.0.1, both mutual TLS
+ * (require_certificate, CN as username): the fleet listener on port, where
+ * the client id is replaced by the CN (use_username_as_clientid), and the
+ * claim listener on port + 1, where only the claim identity may do
+ * anything (enroll) and keeps the client ids it chooses; every client id
+ * must start with SKY_MQTT_CLIENT_PREFIX (sky_topics.h says why). No
+ * anonymous clients, TCP_NODELAY, max_packet_size, persistence in
+ * <dir>/broker-state/ (retained plans survive a broker restart), running
+ * as root (so it can read the 0600 broker key in a private directory). The
+ * ACLs grant exactly what sky_topics.h lists per identity, with one
+ * section per operator (the default one and <dir>/operators.list);
  * mosquitto denies everything an acl_file does not grant. Paths in the
  * config are absolute. Returns 0, or SKY_EIO, or SKY_EINVAL (bad port or
- * size, or a directory path with spaces or control characters, which
- * mosquitto's config syntax cannot carry). */
+ * size, port 65535 (no room for the claim listener), or a directory path
+ * with spaces or control characters, which mosquitto's config syntax
+ * cannot carry). */
 int sky_ca_write_broker_conf(const char *dir, int port, unsigned long max_packet, sky_diag *d);
+
+/* (Re)writes only <dir>/acl and <dir>/acl-claim (as above). Returns 0 or
+ * SKY_EIO / SKY_ERANGE / SKY_EINVAL (a bad name in operators.list). */
+int sky_ca_rewrite_acl(const char *dir, sky_diag *d);
+
+/* Operator names: 1..32 characters of [A-Za-z0-9_-]. Returns 0 or
+ * SKY_EINVAL with d set. */
+int sky_ca_check_operator_name(const char *name, sky_diag *d);
+/* Issues one more operator identity, CN "sky-op-<name>", into
+ * <dir>/operators/<name>/ (see the layout above), adds name to
+ * <dir>/operators.list and rewrites the ACL (the broker reads it again on
+ * SIGHUP). Refuses (SKY_ESTATE) a name already issued. Returns 0 or
+ * SKY_EINVAL / SKY_ENOTFOUND (no CA in dir) / SKY_EIO / SKY_ECRYPTO. */
+int sky_ca_add_operator(const char *dir, const char *name, sky_diag *d);
 
 /* Mints a one-time claim token valid for ttl_s seconds (1..SKY_CA_MAX_TOKEN_TTL),
  * optionally bound to board id bind_id (NULL: any id). Writes the token

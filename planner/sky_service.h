@@ -8,11 +8,15 @@
  *   - keeps the registry (planner/sky_registry.h), ticking liveness every
  *     100 ms, and saves it to <state>/fleet.json (atomically, at most every
  *     200 ms while it changes, and every 2 s) for `sky fleet status`;
- *   - takes jobs from sky/v1/jobs/submit or a job file:
+ *   - takes jobs from operators on sky/v1/jobs/<operator CN>/submit (the
+ *     ACL lets only that operator publish there) or from a job file:
  *       {"job":"j1","model":"tiny","layers":4,"seq":16,"batch":8,
  *        "micro_batches":4,"algo":"optimal","sched":"1f1b",
- *        "min_boards":16,"wait_s":30}
- *     (all but job and model optional). A job waits until min_boards online
+ *        "min_boards":16,"wait_s":30,"submit_id":"<hex>"}
+ *     (all but job and model optional), and answers every submission on
+ *     sky/v1/jobs/<operator CN>/reply (sky_job_reply), so a submit is never
+ *     lost silently: the operator resends until it hears back. A resend
+ *     (same operator, same submit_id) is answered again, not queued twice. A job waits until min_boards online
  *     boards (default: every online board) report capabilities at its
  *     shapes; boards that reported other shapes are asked to probe again
  *     (sky/v1/board/<id>/cmd). After wait_s it plans with whatever matches.
@@ -29,7 +33,10 @@
  *     loads them; after every connect it gives the broker 2 s to deliver
  *     the retained plans and publishes again (retained) every saved plan the
  *     broker lacks or holds at an older epoch. All writes are atomic
- *     (sky_file_write). */
+ *     (sky_file_write).
+ * Enrollment requests are rate-limited before they are parsed (a token
+ * bucket per nonce and one for all), and repeated refusals are logged at
+ * most a few times per window, then as "... N more suppressed". */
 #ifndef SKY_SERVICE_H
 #define SKY_SERVICE_H
 
@@ -59,6 +66,7 @@ typedef struct sky_job_req {
 	char sched[8];          /* gpipe, 1f1b (default) */
 	int min_boards;         /* 0: every online board */
 	double wait_s;          /* default 30 */
+	char submit_id[33];     /* "" or 8-32 of [0-9a-f]: names one submission, resends included */
 } sky_job_req;
 
 /* Parses and checks a job document. Returns 0 or SKY_EFORMAT / SKY_ERANGE /
@@ -66,5 +74,21 @@ typedef struct sky_job_req {
 int sky_job_req_parse(const char *buf, size_t len, sky_job_req *j, sky_diag *d);
 /* Writes j as JSON. Returns the length or SKY_ERANGE. */
 int sky_job_req_encode(const sky_job_req *j, char *buf, size_t cap);
+
+/* The planner's answer to one submission (at most SKY_JOB_REPLY_MAX_BYTES):
+ *   {"v":1,"submit_id":"<hex>","job":"j1","ok":true,"state":"queued"}
+ *   {"v":1,"submit_id":"<hex>","job":"j1","ok":false,"error":"<why>"} */
+#define SKY_JOB_REPLY_ERROR_MAX 200
+typedef struct sky_job_reply {
+	char submit_id[33];
+	char job[65];
+	int ok;
+	char state[16]; /* "queued" */
+	char error[SKY_JOB_REPLY_ERROR_MAX + 1];
+} sky_job_reply;
+/* Returns the length or SKY_ERANGE. */
+int sky_job_reply_encode(const sky_job_reply *r, char *buf, size_t cap);
+/* Returns 0 or SKY_ERANGE / SKY_EFORMAT with d naming the field. */
+int sky_job_reply_decode(const char *buf, size_t len, sky_job_reply *r, sky_diag *d);
 
 #endif

@@ -150,9 +150,25 @@ int sky_agent_enroll(const sky_agent_opts *o, sky_diag *d)
 	sky_topic_enroll(w.topic, sizeof w.topic, nonce, SKY_TOPIC_CERT);
 	sky_topic_enroll(topic, sizeof topic, nonce, SKY_TOPIC_CSR);
 
-	char client[64];
-	snprintf(client, sizeof client, "claim-%s", nonce);
-	sky_mqtt_opts mo = {.broker = o->broker, .client_id = client, .ca_file = o->claim_ca,
+	/* the claim listener (fleet port + 1) keeps the client id we choose, so
+	 * boards enrolling at once do not close each other's connections; a
+	 * random id of its own, since the nonce is seen by whoever may read
+	 * enrollment replies */
+	char client[64], claim_broker[300];
+	unsigned char idraw[8];
+	if (sky_mqtt_claim_broker(o->broker, claim_broker, sizeof claim_broker) != 0) {
+		rc = sky_diag_set(d, SKY_EINVAL, "enroll: broker must be HOST:PORT, got '%s'",
+				  o->broker ? o->broker : "");
+		goto exit;
+	}
+	if (sky_sign_rng_func(&rng, idraw, sizeof idraw) != 0) {
+		rc = sky_diag_set(d, SKY_ECRYPTO, "enroll: no randomness for the client id");
+		goto exit;
+	}
+	int cn = snprintf(client, sizeof client, "claim-");
+	for (size_t i = 0; i < sizeof idraw; i++)
+		cn += snprintf(client + cn, sizeof client - (size_t)cn, "%02x", idraw[i]);
+	sky_mqtt_opts mo = {.broker = claim_broker, .client_id = client, .ca_file = o->claim_ca,
 			    .cert_file = cert, .key_file = key, .keepalive_s = 30,
 			    .on_msg = enroll_msg, .ctx = &w};
 	if ((rc = sky_mqtt_connect(&m, &mo, d)) != 0)

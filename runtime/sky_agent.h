@@ -3,8 +3,9 @@
  *
  * Life of a board:
  *   1. enrollment, once (sky_agent_enroll): trust the CA from the claim
- *      bundle, make a key pair and CSR, send it over the claim identity on
- *      sky/v1/enroll/<nonce>/csr, take the certificate and the planner's
+ *      bundle, make a key pair and CSR, send it over the claim identity
+ *      (to the broker's claim listener, the fleet port + 1, with a random
+ *      client id) on sky/v1/enroll/<nonce>/csr, take the certificate and the planner's
  *      certificate from sky/v1/enroll/<nonce>/cert (runtime/sky_identity.h);
  *   2. probe the job's shapes (sky_probe.h; cached on disk);
  *   3. connect with its own certificate. Every start of skyd draws a random

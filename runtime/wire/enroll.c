@@ -23,8 +23,11 @@ int sky_enroll_check_id(const char *id, sky_diag *d)
 			return sky_diag_set(d, SKY_EINVAL, "board id is longer than %d characters",
 					    SKY_ENROLL_ID_MAX);
 	}
-	if (strcmp(id, SKY_ENROLL_PLANNER_CN) == 0 || strcmp(id, SKY_ENROLL_CLAIM_CN) == 0)
-		return sky_diag_set(d, SKY_EINVAL, "board id '%s' is reserved for the fleet", id);
+	if (strncmp(id, SKY_ENROLL_RESERVED_PREFIX, sizeof SKY_ENROLL_RESERVED_PREFIX - 1) == 0)
+		return sky_diag_set(d, SKY_EINVAL,
+				    "board id '%s' is reserved for the fleet (ids starting with "
+				    "\"" SKY_ENROLL_RESERVED_PREFIX "\" name its own identities)",
+				    id);
 	return 0;
 }
 

@@ -55,9 +55,34 @@ static void setup(void)
 
 static void ensure_hooks(void) { sky_once(&g_once, setup); }
 
+/* cJSON would keep a string with a NUL whole, but every reader sees it as
+ * a C string, cut at the NUL: {"id":"bX\u0000y"} would read as id "bX". */
+size_t sky_json_nul_at(const char *buf, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		if (buf[i] == '\0')
+			return i;
+		if (buf[i] != '\\' || i + 1 >= len)
+			continue;
+		if (buf[i + 1] == 'u' && i + 5 < len && buf[i + 2] == '0' && buf[i + 3] == '0' &&
+		    buf[i + 4] == '0' && buf[i + 5] == '0')
+			return i;
+		i++; /* the escaped character: "\\u0000" is a backslash, then text */
+	}
+	return len;
+}
+
 cJSON *sky_json_parse(const char *buf, size_t len, sky_diag *d)
 {
 	ensure_hooks();
+	size_t nul = buf ? sky_json_nul_at(buf, len) : 0;
+	if (!buf || nul < len) {
+		sky_diag_set(d, SKY_EFORMAT,
+			     "JSON holds a NUL character at byte %zu (raw or \\u0000): refused, it "
+			     "would cut a string short",
+			     nul);
+		return NULL;
+	}
 	const char *end = NULL;
 	cJSON *doc = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
 	if (!doc) {

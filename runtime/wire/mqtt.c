@@ -3,6 +3,7 @@
 #include "sky_clock.h"
 #include "sky_log.h"
 #include "sky_thread.h"
+#include "sky_topics.h"
 
 #include <MQTTAsync.h>
 #include <stdatomic.h>
@@ -30,7 +31,8 @@ typedef struct qmsg {
 	struct qmsg *next;
 	char *topic;
 	size_t topic_len;
-	MQTTAsync_message *msg;
+	MQTTAsync_message *msg; /* NULL: dropped as oversize, only len is left */
+	size_t len;
 } qmsg;
 
 struct sky_mqtt {
@@ -41,8 +43,9 @@ struct sky_mqtt {
 	op_slot slots[N_SLOTS];
 	qmsg *head, *tail;
 	size_t queued_bytes;
-	long dropped;
+	long dropped, oversize;
 	char uri[300];
+	char client_id[128];
 };
 
 static op_slot *slot_take(sky_mqtt *m)
@@ -115,12 +118,26 @@ static int cb_msg(void *ctx, char *topic, int topic_len, MQTTAsync_message *msg)
 	sky_mqtt *m = ctx;
 	qmsg *q = malloc(sizeof *q);
 	size_t len = msg->payloadlen > 0 ? (size_t)msg->payloadlen : 0;
+	/* Each topic class has its own limit (sky_topic_max_bytes): the
+	 * broker's one limit is sized for tensor frames, so without this a
+	 * 32 MiB "caps" message would sit in the queue (and two would fill it,
+	 * dropping everyone else's control messages) until its handler refused
+	 * it. The payload goes now; the handler only hears of its size. */
+	size_t held = len;
+	if (len > sky_topic_max_bytes(topic)) {
+		MQTTAsync_freeMessage(&msg);
+		msg = NULL;
+		held = 0;
+	}
 	sky_mutex_lock(&m->lock);
-	if (!q || m->queued_bytes + len > SKY_MQTT_QUEUE_MAX_BYTES) {
+	if (!msg)
+		m->oversize++;
+	if (!q || m->queued_bytes + held > SKY_MQTT_QUEUE_MAX_BYTES) {
 		m->dropped++;
 		sky_mutex_unlock(&m->lock);
 		free(q);
-		MQTTAsync_freeMessage(&msg);
+		if (msg)
+			MQTTAsync_freeMessage(&msg);
 		MQTTAsync_free(topic);
 		return 1;
 	}
@@ -129,12 +146,13 @@ static int cb_msg(void *ctx, char *topic, int topic_len, MQTTAsync_message *msg)
 	q->topic = topic;
 	q->topic_len = topic_len > 0 ? (size_t)topic_len : strlen(topic);
 	q->msg = msg;
+	q->len = len;
 	if (m->tail)
 		m->tail->next = q;
 	else
 		m->head = q;
 	m->tail = q;
-	m->queued_bytes += len;
+	m->queued_bytes += held;
 	sky_mutex_unlock(&m->lock);
 	return 1;
 }
@@ -147,7 +165,7 @@ static qmsg *pop(sky_mqtt *m)
 		m->head = q->next;
 		if (!m->head)
 			m->tail = NULL;
-		m->queued_bytes -= q->msg->payloadlen > 0 ? (size_t)q->msg->payloadlen : 0;
+		m->queued_bytes -= q->msg ? q->len : 0;
 	}
 	sky_mutex_unlock(&m->lock);
 	return q;
@@ -155,7 +173,8 @@ static qmsg *pop(sky_mqtt *m)
 
 static void free_q(qmsg *q)
 {
-	MQTTAsync_freeMessage(&q->msg);
+	if (q->msg)
+		MQTTAsync_freeMessage(&q->msg);
 	MQTTAsync_free(q->topic);
 	free(q);
 }
@@ -169,10 +188,11 @@ int sky_mqtt_poll(sky_mqtt *m, int wait_ms)
 	for (;;) {
 		qmsg *q = pop(m);
 		if (q) {
-			if (m->o.on_msg)
-				m->o.on_msg(m->o.ctx, q->topic, q->topic_len, q->msg->payload,
-					    q->msg->payloadlen > 0 ? (size_t)q->msg->payloadlen : 0,
+			if (q->msg && m->o.on_msg)
+				m->o.on_msg(m->o.ctx, q->topic, q->topic_len, q->msg->payload, q->len,
 					    q->msg->retained);
+			else if (!q->msg && m->o.on_oversize)
+				m->o.on_oversize(m->o.ctx, q->topic, q->topic_len, q->len);
 			free_q(q);
 			n++;
 			continue;
@@ -193,6 +213,27 @@ long sky_mqtt_dropped(sky_mqtt *m)
 	return n;
 }
 
+long sky_mqtt_oversize(sky_mqtt *m)
+{
+	if (!m)
+		return 0;
+	sky_mutex_lock(&m->lock);
+	long n = m->oversize;
+	sky_mutex_unlock(&m->lock);
+	return n;
+}
+
+int sky_mqtt_claim_broker(const char *broker, char *out, size_t cap)
+{
+	const char *colon = broker ? strrchr(broker, ':') : NULL;
+	char *end = NULL;
+	long port = colon ? strtol(colon + 1, &end, 10) : 0;
+	if (!colon || colon == broker || !end || *end || port < 1 || port > 65534)
+		return SKY_EINVAL;
+	int n = snprintf(out, cap, "%.*s:%ld", (int)(colon - broker), broker, port + 1);
+	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
+}
+
 int sky_mqtt_connect(sky_mqtt **out, const sky_mqtt_opts *o, sky_diag *d)
 {
 	int rc;
@@ -206,7 +247,11 @@ int sky_mqtt_connect(sky_mqtt **out, const sky_mqtt_opts *o, sky_diag *d)
 	m->o = *o;
 	sky_mutex_init(&m->lock);
 	snprintf(m->uri, sizeof m->uri, "ssl://%s", o->broker);
-	if ((rc = MQTTAsync_create(&m->client, m->uri, o->client_id, MQTTCLIENT_PERSISTENCE_NONE,
+	/* the broker admits only ids with the prefix (sky_topics.h) */
+	int has = strncmp(o->client_id, SKY_MQTT_CLIENT_PREFIX, sizeof SKY_MQTT_CLIENT_PREFIX - 1) == 0;
+	snprintf(m->client_id, sizeof m->client_id, "%s%s", has ? "" : SKY_MQTT_CLIENT_PREFIX,
+		 o->client_id);
+	if ((rc = MQTTAsync_create(&m->client, m->uri, m->client_id, MQTTCLIENT_PERSISTENCE_NONE,
 				   NULL)) != MQTTASYNC_SUCCESS) {
 		rc = sky_diag_set(d, SKY_EINVAL, "MQTT client for %s: %s", m->uri,
 				  MQTTAsync_strerror(rc));
@@ -247,7 +292,7 @@ int sky_mqtt_connect(sky_mqtt **out, const sky_mqtt_opts *o, sky_diag *d)
 	}
 	int r = slot_wait(m, s, co.connectTimeout * 1000 + 2000);
 	if (r != 1) {
-		rc = sky_diag_set(d, SKY_ENET, "connect to %s as %s: %s", o->broker, o->client_id,
+		rc = sky_diag_set(d, SKY_ENET, "connect to %s as %s: %s", o->broker, m->client_id,
 				  r == 0 ? "timed out" : s->msg[0] ? s->msg : "refused");
 		goto fail;
 	}

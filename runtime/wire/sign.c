@@ -259,6 +259,12 @@ int sky_verify_envelope(const mbedtls_x509_crt *signer_cert, const char *msg, si
 				    len, SKY_SIGN_MAX_ENVELOPE);
 	if (len == 0)
 		return sky_diag_set(d, SKY_EFORMAT, "plan envelope: empty message");
+	/* no signed payload holds a NUL (sky_sign_envelope refuses one), and a
+	 * string cut at one would read as something else than what was sent */
+	size_t nul = sky_json_nul_at(msg, len);
+	if (nul < len)
+		return sky_diag_set(d, SKY_EFORMAT,
+				    "plan envelope: a NUL character at byte %zu (raw or \\u0000)", nul);
 
 	int rc;
 	const char *end = NULL;

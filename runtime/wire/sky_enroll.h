@@ -39,15 +39,19 @@
 #define SKY_ENROLL_REQ_MAX (8u << 10)
 #define SKY_ENROLL_REPLY_MAX (16u << 10)
 
-/* Fixed identities of the fleet (certificate CNs); no board may take them. */
+/* Fixed identities of the fleet (certificate CNs); no board may take them,
+ * nor any id starting with SKY_ENROLL_RESERVED_PREFIX (operators are
+ * "sky-op-<name>"). */
 #define SKY_ENROLL_PLANNER_CN "sky-planner"
 #define SKY_ENROLL_CLAIM_CN "sky-claim"
+#define SKY_ENROLL_RESERVED_PREFIX "sky-"
 
 /* The board-id rule: 1..SKY_ENROLL_ID_MAX characters of [A-Za-z0-9_-]; no
  * '#', '+', '/' (MQTT wildcards and level separator: a pattern ACL with %u
- * would be bypassed), no '.', no spaces or control characters, and not a
- * fixed identity above. Returns 0 or SKY_EINVAL with d naming the offending
- * byte (in hex) and its position, or the rule broken. */
+ * would be bypassed), no '.', no spaces or control characters, and
+ * nothing starting with "sky-" (the fleet's own identities above). Returns
+ * 0 or SKY_EINVAL with d naming the offending byte (in hex) and its
+ * position, or the rule broken. */
 int sky_enroll_check_id(const char *id, sky_diag *d);
 /* Returns 0 if token is SKY_ENROLL_TOKEN_LEN characters of [0-9a-f], else
  * SKY_EINVAL with d set. */

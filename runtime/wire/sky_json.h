@@ -23,8 +23,14 @@
 #define SKY_JSON_POOL_BYTES (32u << 20) /* the default pool, in .bss */
 
 /* Parses len bytes of buf (no terminator needed). Returns the document (free
- * with sky_json_free) or NULL with d set: malformed, or bigger than the pool. */
+ * with sky_json_free) or NULL with d set: malformed, bigger than the pool,
+ * or holding a NUL, raw or escaped (\u0000), which would make a string
+ * read as a C string differ from what was sent ("bX\u0000y" -> "bX"). */
 cJSON *sky_json_parse(const char *buf, size_t len, sky_diag *d);
+/* Where buf[0..len) holds a NUL, raw or escaped (\u0000, not counting an
+ * escaped backslash followed by "u0000"), or len if it holds none. For a
+ * parser of its own (the plan envelope) to apply the same rule. */
+size_t sky_json_nul_at(const char *buf, size_t len);
 /* Starts an empty object to build a document; NULL if the pool is full. */
 cJSON *sky_json_new_object(void);
 /* Deletes a document from sky_json_parse/new_object and releases the pool.

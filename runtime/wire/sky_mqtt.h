@@ -11,7 +11,10 @@
  * caller's locks and publish without a lock-order cycle with Paho's own
  * mutex); the callee must copy what it keeps (the payload is freed after
  * the call). At most SKY_MQTT_QUEUE_MAX_BYTES of payload wait in the queue;
- * beyond that messages are dropped and counted. on_lost runs on Paho's
+ * beyond that messages are dropped and counted. A message over its topic
+ * class's limit (sky_topic_max_bytes) is dropped on arrival, before it is
+ * queued, and counted; on_oversize (if set) then hears of its topic and
+ * size on the caller's thread, on_msg never sees it. on_lost runs on Paho's
  * thread and should only set a flag. After on_lost the handle is dead:
  * close it and connect anew
  * (the caller does that, because a board's will changes with its session
@@ -32,10 +35,13 @@ typedef struct sky_mqtt sky_mqtt;
 typedef void (*sky_mqtt_msg_fn)(void *ctx, const char *topic, size_t topic_len,
 				const unsigned char *payload, size_t len, int retained);
 typedef void (*sky_mqtt_lost_fn)(void *ctx, const char *cause);
+typedef void (*sky_mqtt_oversize_fn)(void *ctx, const char *topic, size_t topic_len, size_t len);
 
 typedef struct sky_mqtt_opts {
 	const char *broker;      /* "host:port" (TLS) */
-	const char *client_id;   /* unique per connection on the broker */
+	const char *client_id;   /* sent with SKY_MQTT_CLIENT_PREFIX in front (unless it
+	                            has it); the fleet listener replaces it with our
+	                            CN, the claim listener keeps it: make it unique */
 	const char *ca_file;     /* PEM trust anchor for the broker's certificate */
 	const char *cert_file;   /* our PEM certificate */
 	const char *key_file;    /* our PEM key (0600) */
@@ -47,6 +53,7 @@ typedef struct sky_mqtt_opts {
 	int will_retained, will_qos;
 	sky_mqtt_msg_fn on_msg;
 	sky_mqtt_lost_fn on_lost;
+	sky_mqtt_oversize_fn on_oversize; /* optional */
 	void *ctx;
 } sky_mqtt_opts;
 
@@ -70,6 +77,12 @@ int sky_mqtt_flush(sky_mqtt *m, int timeout_ms);
 int sky_mqtt_poll(sky_mqtt *m, int wait_ms);
 /* Messages dropped because the queue was full. */
 long sky_mqtt_dropped(sky_mqtt *m);
+/* Messages dropped because they were over their topic class's limit. */
+long sky_mqtt_oversize(sky_mqtt *m);
+/* The claim listener's address for a fleet broker "HOST:PORT": the same
+ * host, port + 1 (planner/broker_conf.c). Returns 0, SKY_EINVAL (no port,
+ * or 65535) or SKY_ERANGE (out too small). */
+int sky_mqtt_claim_broker(const char *broker, char *out, size_t cap);
 /* 1 while connected. */
 int sky_mqtt_connected(sky_mqtt *m);
 /* Disconnects cleanly (so the broker does NOT publish the will), waiting

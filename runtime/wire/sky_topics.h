@@ -20,7 +20,8 @@
  *   sky/v1/job/<job>/metrics                board -> planner               0   no   step times JSON
  *   sky/v1/job/<job>/stage/<k>/fwd          stage k-1 board -> stage k     0   no   tensor frame (sky_frame.h)
  *   sky/v1/job/<job>/stage/<k>/bwd          stage k+1 board -> stage k     0   no   tensor frame (sky_frame.h)
- *   sky/v1/jobs/submit                      operator (sky job submit) -> planner 1 no job JSON
+ *   sky/v1/jobs/<op>/submit                 operator <op> (sky job submit) -> planner 1 no job JSON (+ "submit_id")
+ *   sky/v1/jobs/<op>/reply                  planner -> operator <op>       1   no   submit ack or refusal JSON
  *   sky/v1/enroll/<nonce>/csr               claim identity -> planner      1   no   enrollment request JSON (token, id, CSR PEM)
  *   sky/v1/enroll/<nonce>/cert              planner -> claim identity      1   no   enrollment reply JSON (cert, CA, planner cert PEMs, or error)
  *
@@ -28,11 +29,24 @@
  *   board <id>: write sky/v1/board/<id>/{caps,status,heartbeat,plan-ack,echo};
  *               read  sky/v1/board/<id>/{echo,cmd}, sky/v1/job/+/plan;
  *               read+write sky/v1/job/+/stage/#, write sky/v1/job/+/metrics.
- *   claim identity (SKY_TOPIC_CLAIM_CN): write sky/v1/enroll/+/csr, read sky/v1/enroll/+/cert.
- *   planner (SKY_TOPIC_PLANNER_CN): read sky/v1/board/#, sky/v1/enroll/+/csr, sky/v1/jobs/submit,
+ *   claim identity (SKY_TOPIC_CLAIM_CN), on the claim listener only: write
+ *               sky/v1/enroll/+/csr, read sky/v1/enroll/+/cert.
+ *   planner (SKY_TOPIC_PLANNER_CN): read sky/v1/board/#, sky/v1/enroll/+/csr, sky/v1/jobs/+/submit,
  *               sky/v1/job/+/metrics; write sky/v1/job/+/plan, sky/v1/enroll/+/cert,
- *               sky/v1/board/+/cmd, sky/v1/jobs/submit (sky job submit uses this identity).
+ *               sky/v1/board/+/cmd, sky/v1/jobs/+/reply.
+ *   operator <op> (SKY_TOPIC_OPERATOR_CN, or "sky-op-<name>" from `sky pki operator`):
+ *               write sky/v1/jobs/<op>/submit; read sky/v1/jobs/<op>/reply,
+ *               sky/v1/job/+/plan, sky/v1/board/+/plan-ack.
  *   everything else: denied.
+ * The operator's CN in its submit topic is vouched for by the ACL, so the
+ * planner knows whom to answer; a board cannot submit at all.
+ *
+ * Client ids are bound to certificates (planner/broker_conf.c): the fleet
+ * listener replaces every client id with the certificate CN, so no client
+ * can take another's id and close its connection; the claim listener
+ * (fleet port + 1) keeps the ids claim connections choose, so many new
+ * boards can enroll at once with the one claim certificate, and the broker
+ * admits only ids starting with SKY_MQTT_CLIENT_PREFIX, which no CN has.
  * The board's LWT is set at CONNECT on its own status topic, so the ACL
  * write rule for status covers it.
  */
@@ -67,17 +81,29 @@
 #define SKY_TOPIC_CSR "csr"
 #define SKY_TOPIC_CERT "cert"
 
-#define SKY_TOPIC_JOB_SUBMIT SKY_TOPIC_ROOT "/jobs/submit"
+/* Leaves under sky/v1/jobs/<operator CN>/ */
+#define SKY_TOPIC_SUBMIT "submit"
+#define SKY_TOPIC_REPLY "reply"
 
 /* Subscription filters (wildcards are legal only in filters, MQTT 3.1.1 §4.7.1). */
 #define SKY_TOPIC_SUB_ALL_BOARDS SKY_TOPIC_ROOT "/board/+/+"
 #define SKY_TOPIC_SUB_ALL_PLANS SKY_TOPIC_ROOT "/job/+/plan"
 #define SKY_TOPIC_SUB_ALL_CSRS SKY_TOPIC_ROOT "/enroll/+/csr"
+#define SKY_TOPIC_SUB_ALL_SUBMITS SKY_TOPIC_ROOT "/jobs/+/submit"
 
 /* Certificate common names of the two fixed identities. Board CNs are their
  * ids, which must not collide with these (the CA refuses them). */
 #define SKY_TOPIC_PLANNER_CN "sky-planner"
 #define SKY_TOPIC_CLAIM_CN "sky-claim"
+#define SKY_TOPIC_OPERATOR_CN "sky-operator"
+/* Every fleet identity's CN starts with this; board ids may not. */
+#define SKY_TOPIC_RESERVED_PREFIX "sky-"
+
+/* Every client id a Sky client sends starts with this (the broker's
+ * clientid_prefixes). The fleet listener replaces the id with the CN
+ * anyway; on the claim listener the id stays, and since no CN contains
+ * ':', a claim connection can never take a fleet identity's id. */
+#define SKY_MQTT_CLIENT_PREFIX "sky:"
 
 /* ---- bounds -------------------------------------------------------------- */
 
@@ -106,6 +132,7 @@
 #define SKY_PLAN_ACK_MAX_BYTES (4u << 10) /* plan-ack JSON */
 #define SKY_CMD_MAX_BYTES 1024u           /* planner -> board command */
 #define SKY_JOB_MAX_BYTES (4u << 10)      /* job submission JSON */
+#define SKY_JOB_REPLY_MAX_BYTES 512u      /* submit ack / refusal JSON */
 #define SKY_ENROLL_REQ_MAX_BYTES (8u << 10)    /* token + id + CSR PEM (~0.5 KiB for P-256) */
 #define SKY_ENROLL_REPLY_MAX_BYTES (16u << 10) /* three certificate PEMs (~0.7 KiB each) */
 #define SKY_ECHO_MAX_BYTES (1u << 20)     /* link probe payload */
@@ -165,6 +192,12 @@ static inline int sky_topic_enroll(char *buf, size_t cap, const char *nonce, con
 	return sky_topic_build(buf, cap, "enroll", nonce, leaf);
 }
 
+/* sky/v1/jobs/<operator CN>/<leaf>, leaf SKY_TOPIC_SUBMIT or SKY_TOPIC_REPLY. */
+static inline int sky_topic_jobs(char *buf, size_t cap, const char *op, const char *leaf)
+{
+	return sky_topic_build(buf, cap, "jobs", op, leaf);
+}
+
 /* sky/v1/job/<job>/stage/<k>/<fwd|bwd>; stage in [0, 65535]. */
 static inline int sky_topic_stage(char *buf, size_t cap, const char *job, int stage, int bwd)
 {
@@ -208,6 +241,43 @@ static inline int sky_topic_parse(const char *topic, size_t topic_len, const cha
 	/* an embedded NUL in the topic would make the copies lie */
 	if (strlen(leaf) != (size_t)(end - l) || !sky_topic_segment_ok(seg))
 		return SKY_EINVAL;
+	return 0;
+}
+
+/* The payload limit of the topic class a received topic belongs to, for
+ * dropping an oversize message before it is queued or parsed (the broker's
+ * max_packet_size is one global limit, sized for tensor frames, so a
+ * control message may be up to 32 MiB on the wire; mosquitto 2.0 has no
+ * per-listener or per-topic size limit). Frames (.../stage/<k>/fwd|bwd)
+ * get the frame limit, the echo its own; a topic outside sky/v1 or of no
+ * known class gets 0 (drop everything). */
+static inline size_t sky_topic_max_bytes(const char *topic)
+{
+	static const struct {
+		const char *leaf;
+		size_t max;
+	} k[] = {{"/" SKY_TOPIC_CAPS, SKY_CAPS_MAX_BYTES},
+		 {"/" SKY_TOPIC_STATUS, SKY_STATUS_MAX_BYTES},
+		 {"/" SKY_TOPIC_HEARTBEAT, SKY_STATUS_MAX_BYTES},
+		 {"/" SKY_TOPIC_PLAN_ACK, SKY_PLAN_ACK_MAX_BYTES},
+		 {"/" SKY_TOPIC_ECHO, SKY_ECHO_MAX_BYTES},
+		 {"/" SKY_TOPIC_CMD, SKY_CMD_MAX_BYTES},
+		 {"/" SKY_TOPIC_PLAN, SKY_PLAN_MAX_BYTES},
+		 {"/" SKY_TOPIC_METRICS, SKY_METRICS_MAX_BYTES},
+		 {"/" SKY_TOPIC_FWD, SKY_FRAME_MAX_PAYLOAD_DEFAULT + 4096u},
+		 {"/" SKY_TOPIC_BWD, SKY_FRAME_MAX_PAYLOAD_DEFAULT + 4096u},
+		 {"/" SKY_TOPIC_CSR, SKY_ENROLL_REQ_MAX_BYTES},
+		 {"/" SKY_TOPIC_CERT, SKY_ENROLL_REPLY_MAX_BYTES},
+		 {"/" SKY_TOPIC_SUBMIT, SKY_JOB_MAX_BYTES},
+		 {"/" SKY_TOPIC_REPLY, SKY_JOB_REPLY_MAX_BYTES}};
+	size_t n = topic ? strlen(topic) : 0;
+	if (n <= sizeof(SKY_TOPIC_ROOT) || memcmp(topic, SKY_TOPIC_ROOT "/", sizeof(SKY_TOPIC_ROOT)) != 0)
+		return 0;
+	for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+		size_t l = strlen(k[i].leaf);
+		if (n > l && memcmp(topic + n - l, k[i].leaf, l) == 0)
+			return k[i].max;
+	}
 	return 0;
 }
 

@@ -5,10 +5,11 @@
 #                            temp dir if omitted) with `sky pki init` on a free
 #                            loopback port, starts mosquitto with the generated
 #                            config (mutual TLS, ACL) in the background, and
-#                            waits (at most ~10 s) until it accepts TCP
-#                            connections. Returns non-zero (with a message on
-#                            stderr) if it cannot. Exports:
-#       SKY_BROKER_PORT      the port on 127.0.0.1
+#                            waits (at most ~10 s) until both its listeners
+#                            accept TCP connections. Returns non-zero (with a
+#                            message on stderr) if it cannot. Exports:
+#       SKY_BROKER_PORT      the fleet listener's port on 127.0.0.1
+#       SKY_CLAIM_PORT       the claim listener's (SKY_BROKER_PORT + 1)
 #       SKY_PKI_DIR          the PKI directory (ca.crt, planner.*, claim/, ...)
 #       SKY_BROKER_DIR       DIR
 #       SKY_BROKER_PID       mosquitto's pid
@@ -22,9 +23,14 @@
 #   sky_broker_restart       stops and starts mosquitto again with the same
 #                            config, port and certificates (a broker outage).
 #   sky_mq_tls CERT KEY      prints the mosquitto_pub/sub options to reach the
-#                            broker as the identity in CERT/KEY:
-#                              mosquitto_pub $(sky_mq_tls "$SKY_PKI_DIR/planner.crt" \
-#                                  "$SKY_PKI_DIR/planner.key") -t ... -m ...
+#                            fleet listener as the identity in CERT/KEY, with a
+#                            fresh "sky:..." client id (the broker admits no
+#                            other; the fleet listener replaces it with the
+#                            CN, so a second client with the same certificate
+#                            closes the first, as it would for skyd):
+#                              mosquitto_pub $(sky_mq_tls "$SKY_PKI_DIR/operator.crt" \
+#                                  "$SKY_PKI_DIR/operator.key") -t ... -m ...
+#   sky_mq_claim_tls CERT KEY  the same for the claim listener (ids kept)
 #
 # Source it from the repository root. Needs: $SKY_BUILD (e.g. build/host; default build/host) relative to the
 # repository root or absolute, mosquitto, ss (iproute2), od.
@@ -38,12 +44,14 @@ esac
 export SKY_BIN
 _sky_broker_own_dir=0
 
-# A port in 20000..59999 that nothing listens on now.
+# A port in 20000..59998 that nothing listens on now, nor on the next one
+# (the claim listener).
 _sky_free_port() {
 	_i=0
 	while [ $_i -lt 50 ]; do
-		_p=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 40000 ))
-		if ! ss -Hltn "sport = :$_p" 2>/dev/null | grep -q .; then
+		_p=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 39999 ))
+		if ! ss -Hltn "sport = :$_p" 2>/dev/null | grep -q . &&
+			! ss -Hltn "sport = :$((_p + 1))" 2>/dev/null | grep -q .; then
 			echo "$_p"
 			return 0
 		fi
@@ -63,7 +71,11 @@ _sky_broker_launch() {
 			SKY_BROKER_PID=""
 			return 1 # exited: port taken or bad config (see the log)
 		fi
-		if ss -Hltn "sport = :$SKY_BROKER_PORT" 2>/dev/null | grep -q .; then
+		# (the claim listener only if the config has one: a PKI made by an
+		# older `sky pki init` does not)
+		if ss -Hltn "sport = :$SKY_BROKER_PORT" 2>/dev/null | grep -q . &&
+			{ ! grep -q "^listener $SKY_CLAIM_PORT " "$SKY_PKI_DIR/mosquitto.conf" ||
+				ss -Hltn "sport = :$SKY_CLAIM_PORT" 2>/dev/null | grep -q .; }; then
 			return 0
 		fi
 		sleep 0.1
@@ -98,7 +110,8 @@ sky_broker_start() {
 	_try=0
 	while [ $_try -lt 5 ]; do # another process may take the port between check and bind
 		SKY_BROKER_PORT=$(_sky_free_port) || break
-		export SKY_BROKER_PORT
+		SKY_CLAIM_PORT=$((SKY_BROKER_PORT + 1))
+		export SKY_BROKER_PORT SKY_CLAIM_PORT
 		rm -rf "$SKY_PKI_DIR"
 		"$SKY_BIN/sky" pki init --dir "$SKY_PKI_DIR" --port "$SKY_BROKER_PORT" \
 			${SKY_BROKER_MAX_PACKET:+--max-packet "$SKY_BROKER_MAX_PACKET"} >/dev/null ||
@@ -141,6 +154,10 @@ sky_broker_restart() {
 	_sky_broker_launch
 }
 
+_sky_mq_id() { echo "sky:t-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"; }
 sky_mq_tls() {
-	echo "-h 127.0.0.1 -p $SKY_BROKER_PORT --cafile $SKY_PKI_DIR/ca.crt --cert $1 --key $2"
+	echo "-h 127.0.0.1 -p $SKY_BROKER_PORT -i $(_sky_mq_id) --cafile $SKY_PKI_DIR/ca.crt --cert $1 --key $2"
+}
+sky_mq_claim_tls() {
+	echo "-h 127.0.0.1 -p $SKY_CLAIM_PORT -i $(_sky_mq_id) --cafile $SKY_PKI_DIR/ca.crt --cert $1 --key $2"
 }

@@ -38,11 +38,12 @@ trap cleanup EXIT
 
 # ---- files ------------------------------------------------------------------
 bad=""
-for k in ca.key broker.key planner.key claim/claim.key; do
+for k in ca.key broker.key planner.key operator.key claim/claim.key; do
 	m=$(stat -c %a "$P/$k" 2>/dev/null)
 	[ "$m" = 600 ] || bad="$bad $k=$m"
 done
-for c in ca.crt broker.crt planner.crt claim/claim.crt claim/ca.crt mosquitto.conf acl; do
+for c in ca.crt broker.crt planner.crt operator.crt claim/claim.crt claim/ca.crt mosquitto.conf acl \
+	acl-claim; do
 	[ -s "$P/$c" ] || bad="$bad missing:$c"
 done
 [ -z "$bad" ] && pass pki_init_files_and_key_modes || fail pki_init_files_and_key_modes "$bad"
@@ -69,6 +70,9 @@ else
 fi
 grep -q '^require_certificate true$' "$P/mosquitto.conf" &&
 	grep -q '^use_identity_as_username true$' "$P/mosquitto.conf" &&
+	grep -q '^use_username_as_clientid true$' "$P/mosquitto.conf" &&
+	grep -q '^clientid_prefixes sky:$' "$P/mosquitto.conf" &&
+	grep -q "^listener $SKY_CLAIM_PORT 127.0.0.1$" "$P/mosquitto.conf" &&
 	grep -q '^allow_anonymous false$' "$P/mosquitto.conf" &&
 	grep -q "^listener $SKY_BROKER_PORT 127.0.0.1$" "$P/mosquitto.conf" &&
 	grep -q '^set_tcp_nodelay true$' "$P/mosquitto.conf" &&
@@ -164,6 +168,7 @@ rm -rf "$W3"
 
 # ---- TLS and ACL against mosquitto ------------------------------------------------
 PL="$P/planner.crt $P/planner.key"
+OP="$P/operator.crt $P/operator.key"
 B1="$W/b01/board.crt $W/b01/board.key"
 B2="$W/b02/board.crt $W/b02/board.key"
 CL="$P/claim/claim.crt $P/claim/claim.key"
@@ -173,6 +178,13 @@ pub() { # cert key [mosquitto_pub args...]
 	k=$2
 	shift 2
 	timeout 20 mosquitto_pub $(sky_mq_tls "$c" "$k") "$@"
+}
+# shellcheck disable=SC2086
+cpub() { # the same on the claim listener
+	c=$1
+	k=$2
+	shift 2
+	timeout 20 mosquitto_pub $(sky_mq_claim_tls "$c" "$k") "$@"
 }
 
 wait_for() { # pattern file: bounded wait (~15 s) for a line
@@ -265,24 +277,44 @@ else
 fi
 
 # Everything the ACL does not name is refused (MQTT v5 reason code),
-# for a board, the claim identity and the planner.
+# for a board, the claim identity, the planner and the operator, on the
+# fleet listener and on the claim listener.
 bad=""
 for t in sky/v1/other foo sky/v2/board/b01/caps sky/v1/jobs/submit sky/v1/job/j1/plan \
 	sky/v1/enroll/n1/cert sky/v1/enroll/n1/csr sky/v1/board/b01 sky/v1/board/b01/caps/x \
-	sky/v1/board/b02/cmd sky/v1/board/b01/cmd; do
+	sky/v1/board/b02/cmd sky/v1/board/b01/cmd sky/v1/jobs/b01/submit sky/v1/jobs/sky-operator/submit; do
 	pub $B1 -V 5 -q 1 -t "$t" -m x 2>"$W/deny.err"
 	grep -q 'Not authorized' "$W/deny.err" || bad="$bad b01:$t"
 done
-for t in sky/v1/enroll/n1/cert sky/v1/job/j1/plan sky/v1/job/j1/stage/1/fwd sky/v1/jobs/submit foo; do
+# the claim identity: nothing on the fleet listener, only a CSR on its own
+for t in sky/v1/enroll/n1/csr sky/v1/enroll/n1/cert sky/v1/job/j1/plan sky/v1/job/j1/stage/1/fwd \
+	sky/v1/jobs/submit sky/v1/board/sky-claim/caps foo; do
 	pub $CL -V 5 -q 1 -t "$t" -m x 2>"$W/deny.err"
 	grep -q 'Not authorized' "$W/deny.err" || bad="$bad claim:$t"
+done
+for t in sky/v1/enroll/n1/cert sky/v1/job/j1/plan sky/v1/job/j1/stage/1/fwd sky/v1/jobs/submit \
+	sky/v1/board/sky-claim/caps foo; do
+	cpub $CL -V 5 -q 1 -t "$t" -m x 2>"$W/deny.err"
+	grep -q 'Not authorized' "$W/deny.err" || bad="$bad claim-listener:$t"
+done
+# a board on the claim listener gets nothing, not even its own topics
+for t in sky/v1/board/b01/caps sky/v1/enroll/n1/csr sky/v1/job/j1/metrics; do
+	cpub $B1 -V 5 -q 1 -t "$t" -m x 2>"$W/deny.err"
+	grep -q 'Not authorized' "$W/deny.err" || bad="$bad b01-on-claim-listener:$t"
 done
 # (the planner may write sky/v1/job/+/metrics: the board pattern grants it
 # to every identity, and a user "deny" would also take away its read)
 for t in sky/v1/board/b01/caps sky/v1/board/sky-planner/caps sky/v1/enroll/n1/csr \
-	sky/v1/job/j1/stage/1/fwd foo; do
+	sky/v1/job/j1/stage/1/fwd sky/v1/jobs/submit sky/v1/jobs/sky-operator/submit foo; do
 	pub $PL -V 5 -q 1 -t "$t" -m x 2>"$W/deny.err"
 	grep -q 'Not authorized' "$W/deny.err" || bad="$bad planner:$t"
+done
+# the operator: its own submit topic and nothing else
+for t in sky/v1/jobs/sky-op-x/submit sky/v1/jobs/sky-operator/reply sky/v1/jobs/submit \
+	sky/v1/job/j1/plan sky/v1/job/j1/metrics sky/v1/job/j1/stage/1/fwd \
+	sky/v1/board/sky-operator/caps sky/v1/board/b01/cmd sky/v1/enroll/n1/cert foo; do
+	pub $OP -V 5 -q 1 -t "$t" -m x 2>"$W/deny.err"
+	grep -q 'Not authorized' "$W/deny.err" || bad="$bad operator:$t"
 done
 # and the grants the fleet needs still work (v5 reports no refusal)
 for t in sky/v1/board/b01/status sky/v1/board/b01/heartbeat sky/v1/board/b01/plan-ack \
@@ -290,11 +322,13 @@ for t in sky/v1/board/b01/status sky/v1/board/b01/heartbeat sky/v1/board/b01/pla
 	pub $B1 -V 5 -q 1 -t "$t" -m x 2>"$W/deny.err"
 	grep -q 'Not authorized' "$W/deny.err" && bad="$bad b01-should-be-allowed:$t"
 done
-for t in sky/v1/job/j1/plan sky/v1/enroll/n1/cert sky/v1/board/b01/cmd sky/v1/jobs/submit; do
+for t in sky/v1/job/j1/plan sky/v1/enroll/n1/cert sky/v1/board/b01/cmd sky/v1/jobs/sky-operator/reply; do
 	pub $PL -V 5 -q 1 -t "$t" -m x 2>"$W/deny.err"
 	grep -q 'Not authorized' "$W/deny.err" && bad="$bad planner-should-be-allowed:$t"
 done
-pub $CL -V 5 -q 1 -t sky/v1/enroll/n1/csr -m x 2>"$W/deny.err"
+pub $OP -V 5 -q 1 -t sky/v1/jobs/sky-operator/submit -m x 2>"$W/deny.err"
+grep -q 'Not authorized' "$W/deny.err" && bad="$bad operator-should-be-allowed:submit"
+cpub $CL -V 5 -q 1 -t sky/v1/enroll/n1/csr -m x 2>"$W/deny.err"
 grep -q 'Not authorized' "$W/deny.err" && bad="$bad claim-should-be-allowed:csr"
 [ -z "$bad" ] && pass acl_denies_everything_not_named || fail acl_denies_everything_not_named "$bad"
 
@@ -305,7 +339,7 @@ pub $PL -q 1 -r -t sky/v1/job/j1/plan -m retained-plan
 OUT2="$W/sub2.out"
 : >"$OUT2"
 # shellcheck disable=SC2046
-timeout 60 mosquitto_sub $(sky_mq_tls $CL) -v -t 'sky/v1/#' >"$OUT2" 2>&1 &
+timeout 60 mosquitto_sub $(sky_mq_claim_tls $CL) -v -t 'sky/v1/#' >"$OUT2" 2>&1 &
 CPID=$!
 OUT3="$W/sub3.out"
 : >"$OUT3"
@@ -326,7 +360,7 @@ grep -q claim-ready "$OUT2" || ready=0
 wait_for retained-plan "$OUT3" || ready=0
 pub $B2 -q 1 -t sky/v1/board/b02/caps -m b02-private-caps
 pub $PL -q 1 -t sky/v1/board/b02/cmd -m b02-private-cmd
-pub $CL -q 1 -t sky/v1/enroll/n2/csr -m claim-csr-private
+cpub $CL -q 1 -t sky/v1/enroll/n2/csr -m claim-csr-private
 pub $PL -q 1 -t sky/v1/enroll/n2/cert -m claim-end
 pub $PL -q 1 -t sky/v1/job/j2/plan -m board-end
 wait_for claim-end "$OUT2" || ready=0

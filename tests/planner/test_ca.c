@@ -71,16 +71,16 @@ static int issue(const char *csr, size_t len, const char *id, char *out, size_t 
 SKY_TEST(init_makes_the_layout_with_private_keys)
 {
 	const char *keys[] = {SKY_CA_KEY_FILE, SKY_CA_BROKER_KEY_FILE, SKY_CA_PLANNER_KEY_FILE,
-			      SKY_CA_CLAIM_KEY_FILE};
-	const char *pub[] = {SKY_CA_CERT_FILE, SKY_CA_BROKER_CERT_FILE, SKY_CA_PLANNER_CERT_FILE,
-			     SKY_CA_CLAIM_CERT_FILE, SKY_CA_CLAIM_CA_FILE, SKY_CA_BROKER_CONF_FILE,
-			     SKY_CA_ACL_FILE};
+			      SKY_CA_CLAIM_KEY_FILE, SKY_CA_OPERATOR_KEY_FILE};
+	const char *pub[] = {SKY_CA_CERT_FILE,       SKY_CA_BROKER_CERT_FILE, SKY_CA_PLANNER_CERT_FILE,
+			     SKY_CA_CLAIM_CERT_FILE, SKY_CA_CLAIM_CA_FILE,    SKY_CA_BROKER_CONF_FILE,
+			     SKY_CA_ACL_FILE,        SKY_CA_ACL_CLAIM_FILE,   SKY_CA_OPERATOR_CERT_FILE};
 	char p[700];
-	for (size_t i = 0; i < 4; i++) {
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
 		file(p, sizeof p, keys[i]);
 		SKY_EXPECT_MSG(sky_file_mode(p) == 0600, "%s mode %o", keys[i], sky_file_mode(p));
 	}
-	for (size_t i = 0; i < 7; i++) {
+	for (size_t i = 0; i < sizeof pub / sizeof pub[0]; i++) {
 		file(p, sizeof p, pub[i]);
 		SKY_EXPECT_MSG(sky_file_mode(p) == 0644, "%s mode %o", pub[i], sky_file_mode(p));
 	}
@@ -92,8 +92,9 @@ SKY_TEST(init_makes_the_layout_with_private_keys)
 	SKY_EXPECT(ca.ca_istrue);
 	const char *certs[][2] = {{SKY_CA_BROKER_CERT_FILE, "localhost"},
 				  {SKY_CA_PLANNER_CERT_FILE, "sky-planner"},
-				  {SKY_CA_CLAIM_CERT_FILE, "sky-claim"}};
-	for (size_t i = 0; i < 3; i++) {
+				  {SKY_CA_CLAIM_CERT_FILE, "sky-claim"},
+				  {SKY_CA_OPERATOR_CERT_FILE, "sky-operator"}};
+	for (size_t i = 0; i < sizeof certs / sizeof certs[0]; i++) {
 		mbedtls_x509_crt_init(&c);
 		file(p, sizeof p, certs[i][0]);
 		SKY_EXPECT_EQ(sky_sign_load_cert(&c, p, NULL), 0);
@@ -123,9 +124,17 @@ SKY_TEST(broker_config_and_acl)
 	const char *need[] = {"\nlistener 18999 127.0.0.1\n", "\nrequire_certificate true\n",
 			      "\nuse_identity_as_username true\n", "\nallow_anonymous false\n",
 			      "\nset_tcp_nodelay true\n", "\nmax_packet_size 65536\n",
-			      "\npersistence true\n", "\nuser root\n", "\nacl_file /"};
+			      "\npersistence true\n", "\nuser root\n", "\nacl_file /",
+			      "\nper_listener_settings true\n", "\nclientid_prefixes sky:\n",
+			      "\nlistener 19000 127.0.0.1\n"};
 	for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
 		SKY_EXPECT_MSG(strstr(conf, need[i]) != NULL, "missing %s", need[i] + 1);
+	/* the fleet listener names clients by CN, the claim listener does not */
+	const char *fleet = strstr(conf, "\nlistener 18999 "), *claim = strstr(conf, "\nlistener 19000 ");
+	const char *bind = strstr(conf, "\nuse_username_as_clientid true\n");
+	SKY_EXPECT(fleet && claim && bind && fleet < bind && bind < claim);
+	SKY_EXPECT(bind && strstr(bind + 2, "use_username_as_clientid") == NULL);
+	SKY_EXPECT(claim && strstr(claim, "acl_file /") && strstr(strstr(claim, "acl_file /"), "/acl-claim\n"));
 	/* retained plans survive a broker restart, in a directory of the PKI */
 	char loc[800];
 	snprintf(loc, sizeof loc, "\npersistence_location %s/" SKY_CA_BROKER_STATE_DIR "/\n", pki());
@@ -137,10 +146,26 @@ SKY_TEST(broker_config_and_acl)
 	SKY_EXPECT(n > 0);
 	acl[n > 0 ? n : 0] = '\0';
 	/* nothing grants a bare wildcard, and boards are confined to %u */
-	SKY_EXPECT(strstr(acl, " #\n") == NULL && strstr(acl, " sky/v1/#\n") == NULL);
+	const char *wide[] = {"read #\n", "write #\n", "readwrite #\n", " sky/v1/#\n"};
+	for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++)
+		SKY_EXPECT_MSG(strstr(acl, wide[i]) == NULL, "grants %s", wide[i]);
 	SKY_EXPECT(strstr(acl, "pattern write sky/v1/board/%u/caps\n") != NULL);
-	SKY_EXPECT(strstr(acl, "user sky-claim\ntopic deny sky/v1/board/#\n") != NULL);
-	SKY_EXPECT(strstr(acl, "topic write sky/v1/enroll/+/csr\n") != NULL);
+	/* on the fleet listener the claim identity gets nothing at all */
+	SKY_EXPECT(strstr(acl, "user sky-claim\ntopic deny #\n") != NULL);
+	SKY_EXPECT(strstr(acl, "enroll/+/csr\n") && !strstr(acl, "topic write sky/v1/enroll/+/csr\n"));
+	/* the operator submits under its own CN and nowhere else */
+	SKY_EXPECT(strstr(acl, "user sky-operator\ntopic deny sky/v1/board/sky-operator/#\n") != NULL);
+	SKY_EXPECT(strstr(acl, "topic write sky/v1/jobs/sky-operator/submit\n") != NULL);
+	SKY_EXPECT(strstr(acl, "topic write sky/v1/jobs/+/submit\n") == NULL);
+	file(p, sizeof p, SKY_CA_ACL_CLAIM_FILE);
+	n = sky_file_read(p, acl, sizeof acl - 1);
+	SKY_EXPECT(n > 0);
+	acl[n > 0 ? n : 0] = '\0';
+	SKY_EXPECT(strstr(acl, "user sky-claim\ntopic write sky/v1/enroll/+/csr\n"
+			       "topic read sky/v1/enroll/+/cert\n") != NULL);
+	SKY_EXPECT(strstr(acl, "pattern") == NULL && strstr(acl, "board") == NULL);
+	/* port + 1 is the claim listener: 65535 leaves no room */
+	SKY_EXPECT_EQ(sky_ca_write_broker_conf(pki(), 65535, 0, NULL), SKY_EINVAL);
 	SKY_EXPECT_EQ(sky_ca_write_broker_conf(pki(), 70000, 0, NULL), SKY_EINVAL);
 	SKY_EXPECT_EQ(sky_ca_write_broker_conf(pki(), 18999, 10, NULL), SKY_EINVAL);
 	SKY_EXPECT_EQ(sky_ca_write_broker_conf(pki(), 18999, 65536, NULL), 0);
@@ -153,6 +178,44 @@ SKY_TEST(broker_config_and_acl)
 	SKY_EXPECT_EQ(sky_ca_write_broker_conf(spaced, 18999, 0, &d), SKY_EINVAL);
 	SKY_EXPECT(strstr(d.msg, "spaces") != NULL);
 	SKY_EXPECT_EQ(sky_ca_write_broker_conf("/nonexistent-pki-dir", 18999, 0, NULL), SKY_ENOTFOUND);
+}
+
+SKY_TEST(operators_get_a_bundle_and_an_acl_section)
+{
+	char p[700], acl[16384];
+	sky_diag d;
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_ca_add_operator(pki(), "alice", &d), 0);
+	SKY_EXPECT_EQ(sky_ca_add_operator(pki(), "alice", NULL), SKY_ESTATE);
+	SKY_EXPECT_EQ(sky_ca_add_operator(pki(), "a/b", NULL), SKY_EINVAL);
+	SKY_EXPECT_EQ(sky_ca_add_operator(pki(), "", NULL), SKY_EINVAL);
+	SKY_EXPECT_EQ(sky_ca_add_operator("/nonexistent-pki-dir", "bob", NULL), SKY_ENOTFOUND);
+	const char *bundle[] = {"operators/alice/ca.crt", "operators/alice/planner.crt",
+				"operators/alice/operator.crt", "operators/alice/operator.key"};
+	for (size_t i = 0; i < 4; i++) {
+		file(p, sizeof p, bundle[i]);
+		SKY_EXPECT_MSG(sky_file_exists(p), "missing %s", bundle[i]);
+	}
+	SKY_EXPECT_EQ(sky_file_mode(p), 0600);
+	mbedtls_x509_crt c;
+	mbedtls_x509_crt_init(&c);
+	char cn[80] = "";
+	file(p, sizeof p, "operators/alice/operator.crt");
+	SKY_EXPECT_EQ(sky_sign_load_cert(&c, p, NULL), 0);
+	SKY_EXPECT_EQ(sky_sign_cert_cn(&c, cn, sizeof cn), 0);
+	SKY_EXPECT_MSG(strcmp(cn, "sky-op-alice") == 0, "%s", cn);
+	mbedtls_x509_crt_free(&c);
+	file(p, sizeof p, SKY_CA_ACL_FILE);
+	long n = sky_file_read(p, acl, sizeof acl - 1);
+	acl[n > 0 ? n : 0] = '\0';
+	SKY_EXPECT(strstr(acl, "user sky-op-alice\n") != NULL);
+	SKY_EXPECT(strstr(acl, "topic write sky/v1/jobs/sky-op-alice/submit\n") != NULL);
+	SKY_EXPECT(strstr(acl, "topic write sky/v1/jobs/sky-operator/submit\n") != NULL);
+	/* a rewrite (e.g. another port) keeps the operators */
+	SKY_EXPECT_EQ(sky_ca_write_broker_conf(pki(), 18999, 65536, NULL), 0);
+	n = sky_file_read(p, acl, sizeof acl - 1);
+	acl[n > 0 ? n : 0] = '\0';
+	SKY_EXPECT(strstr(acl, "user sky-op-alice\n") != NULL);
 }
 
 SKY_TEST(tokens_are_one_time_expiring_and_bound)
@@ -212,6 +275,8 @@ SKY_TEST(csr_intake_refuses_bad_ids)
 		{"CN=a.b", "a.b", SKY_EINVAL},
 		{"CN=sky-planner", "sky-planner", SKY_EINVAL},
 		{"CN=sky-claim", "sky-claim", SKY_EINVAL},
+		{"CN=sky-operator", "sky-operator", SKY_EINVAL},
+		{"CN=sky-op-alice", "sky-op-alice", SKY_EINVAL}, /* the fleet's "sky-" */
 		{"O=sky", "b1", SKY_EINVAL},             /* no CN */
 		{"CN=b1", "b2", SKY_EAUTH},              /* CN is not the requested id */
 		{"CN=b1", "b1", 1},                      /* fine */

@@ -2,6 +2,7 @@
 
 #include "sky_json.h"
 #include "sky_service.h"
+#include "sky_topics.h"
 
 #include <string.h>
 
@@ -46,5 +47,54 @@ SKY_TEST(bad_jobs_are_refused_and_named)
 	static char big[5000];
 	memset(big, ' ', sizeof big);
 	SKY_EXPECT_EQ(sky_job_req_parse(big, sizeof big, &j, &d), SKY_ERANGE);
+	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
+}
+
+SKY_TEST(submit_ids_and_replies)
+{
+	sky_job_req j, back;
+	sky_diag d;
+	char buf[1024];
+	SKY_EXPECT_EQ(parse("{\"job\":\"j1\",\"model\":\"tiny\",\"submit_id\":\"0123456789abcdef\"}", &j,
+			    &d),
+		      0);
+	SKY_EXPECT(strcmp(j.submit_id, "0123456789abcdef") == 0);
+	int n = sky_job_req_encode(&j, buf, sizeof buf);
+	SKY_EXPECT(n > 0 && sky_job_req_parse(buf, (size_t)n, &back, &d) == 0);
+	SKY_EXPECT(strcmp(back.submit_id, j.submit_id) == 0);
+	/* the id names a submission: hex, 8 to 32 */
+	SKY_EXPECT_EQ(parse("{\"job\":\"j1\",\"model\":\"tiny\",\"submit_id\":\"abc\"}", &j, &d),
+		      SKY_EINVAL);
+	SKY_EXPECT_EQ(parse("{\"job\":\"j1\",\"model\":\"tiny\",\"submit_id\":\"0123456789ABCDEF\"}",
+			    &j, &d),
+		      SKY_EINVAL);
+	SKY_EXPECT(strstr(d.msg, "submit_id") != NULL);
+	/* a refusal still names the submission it answers */
+	SKY_EXPECT_EQ(parse("{\"submit_id\":\"0123456789abcdef\",\"model\":\"huge\",\"job\":\"j\"}", &j,
+			    &d),
+		      SKY_EINVAL);
+	SKY_EXPECT(strcmp(j.submit_id, "0123456789abcdef") == 0);
+
+	sky_job_reply r, rb;
+	memset(&r, 0, sizeof r);
+	snprintf(r.submit_id, sizeof r.submit_id, "0123456789abcdef");
+	snprintf(r.job, sizeof r.job, "j1");
+	r.ok = 1;
+	snprintf(r.state, sizeof r.state, "queued");
+	n = sky_job_reply_encode(&r, buf, sizeof buf);
+	SKY_EXPECT(n > 0 && (unsigned)n <= SKY_JOB_REPLY_MAX_BYTES);
+	SKY_EXPECT_EQ(sky_job_reply_decode(buf, (size_t)n, &rb, &d), 0);
+	SKY_EXPECT(rb.ok && !strcmp(rb.state, "queued") && !strcmp(rb.job, "j1") &&
+		   !strcmp(rb.submit_id, r.submit_id));
+	r.ok = 0;
+	snprintf(r.error, sizeof r.error, "job j1 refused: 16 jobs already waiting");
+	n = sky_job_reply_encode(&r, buf, sizeof buf);
+	SKY_EXPECT_EQ(sky_job_reply_decode(buf, (size_t)n, &rb, &d), 0);
+	SKY_EXPECT(!rb.ok && strstr(rb.error, "already waiting") != NULL);
+	const char *bad[] = {"{\"submit_id\":\"x\",\"job\":\"j\",\"ok\":1,\"state\":\"q\"}",
+			     "{\"submit_id\":\"x\",\"job\":\"j\",\"ok\":false}", "{\"ok\":true}", "["};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		SKY_EXPECT_MSG(sky_job_reply_decode(bad[i], strlen(bad[i]), &rb, &d) == SKY_EFORMAT,
+			       "accepted %s", bad[i]);
 	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
 }

@@ -35,6 +35,34 @@ SKY_TEST(parse_read_free_returns_the_pool)
 	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
 }
 
+SKY_TEST(a_nul_in_any_string_is_refused_with_its_place)
+{
+	/* escaped in a value, in a key, alone, in an array; then a raw NUL byte */
+	const char *bad[] = {"{\"id\":\"bX\\u0000y\"}", "{\"id\\u0000x\":\"b1\",\"id\":\"b2\"}",
+			     "{\"id\":\"\\u0000\"}", "[\"a\\u0000\"]"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		sky_diag d;
+		sky_diag_clear(&d);
+		SKY_EXPECT_MSG(sky_json_parse(bad[i], strlen(bad[i]), &d) == NULL, "accepted %s",
+			       bad[i]);
+		SKY_EXPECT_MSG(strstr(d.msg, "NUL") != NULL, "%s", d.msg);
+	}
+	const char raw[] = "{\"id\":\"bX\0y\"}";
+	sky_diag d;
+	sky_diag_clear(&d);
+	SKY_EXPECT(sky_json_parse(raw, sizeof raw - 1, &d) == NULL);
+	SKY_EXPECT_MSG(strstr(d.msg, "NUL character at byte 9") != NULL, "%s", d.msg);
+	/* an escaped backslash before "u0000" is text, and other escapes stay legal */
+	const char *good = "{\"p\":\"C:\\\\u0000\",\"q\":\"\\u0041\\u00e9\"}";
+	cJSON *j = sky_json_parse(good, strlen(good), &d);
+	SKY_EXPECT_MSG(j != NULL, "%s", d.msg);
+	char p[16];
+	SKY_EXPECT_EQ(sky_json_str(j, "p", p, sizeof p, "t", NULL), 0);
+	SKY_EXPECT(strcmp(p, "C:\\u0000") == 0);
+	sky_json_free(j);
+	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
+}
+
 SKY_TEST(malformed_and_absurd_input_is_refused)
 {
 	const char *bad[] = {"{", "{\"a\":nan}", "{\"a\":1,}", "[1,2", "\"\\u12\"", ""};

@@ -319,3 +319,31 @@ SKY_TEST(base64_is_canonical)
 	SKY_EXPECT_EQ(sky_b64_decode("Y=Jj", 4, out, sizeof out), SKY_EFORMAT);
 	SKY_EXPECT_EQ(sky_b64_decode("YWJjYWJj", 8, out, 2), SKY_ERANGE);
 }
+
+SKY_TEST(envelope_with_a_nul_is_rejected)
+{
+	/* "\u0000junk" after the payload text: read as a C string the payload
+	 * is still the signed one, so only the NUL rule catches it */
+	int n = sign_plan(0, k_plan, sizeof k_plan - 1);
+	SKY_EXPECT(n > 0);
+	mbedtls_x509_crt crt;
+	SKY_EXPECT_EQ(load_cert(&crt, 0, SKY_CA_PLANNER_CERT_FILE), 0);
+	static char copy[SKY_SIGN_MAX_ENVELOPE + 16];
+	const char *sig = strstr(g_env, "\",\"sig\":");
+	SKY_EXPECT(sig != NULL);
+	if (sig) {
+		size_t at = (size_t)(sig - g_env);
+		memcpy(copy, g_env, at);
+		memcpy(copy + at, "\\u0000junk", 10);
+		memcpy(copy + at + 10, g_env + at, (size_t)n - at + 1);
+		sky_diag d;
+		SKY_EXPECT_EQ(verify(&crt, copy, (size_t)n + 10, &d), SKY_EFORMAT);
+		SKY_EXPECT_MSG(strstr(d.msg, "NUL") != NULL, "%s", d.msg);
+		/* and a raw NUL byte inside the length */
+		memcpy(copy, g_env, (size_t)n + 1);
+		copy[at - 1] = '\0';
+		SKY_EXPECT_EQ(verify(&crt, copy, (size_t)n, &d), SKY_EFORMAT);
+		SKY_EXPECT_MSG(strstr(d.msg, "NUL") != NULL, "%s", d.msg);
+	}
+	mbedtls_x509_crt_free(&crt);
+}

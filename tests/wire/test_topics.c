@@ -58,3 +58,22 @@ SKY_TEST(parser_refuses_other_shapes)
 	SKY_EXPECT(sky_topic_parse(longleaf, strlen(longleaf), "board", seg, sizeof seg, leaf,
 				   sizeof leaf) != 0);
 }
+
+SKY_TEST(each_topic_class_has_its_own_size_limit)
+{
+	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/board/b1/caps"), SKY_CAPS_MAX_BYTES);
+	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/board/b1/status"), SKY_STATUS_MAX_BYTES);
+	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/board/b1/heartbeat"), SKY_STATUS_MAX_BYTES);
+	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/board/b1/plan-ack"), SKY_PLAN_ACK_MAX_BYTES);
+	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/job/j1/plan"), SKY_PLAN_MAX_BYTES);
+	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/enroll/n1/csr"), SKY_ENROLL_REQ_MAX_BYTES);
+	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/jobs/sky-operator/submit"), SKY_JOB_MAX_BYTES);
+	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/jobs/sky-operator/reply"), SKY_JOB_REPLY_MAX_BYTES);
+	/* only frames may be large */
+	SKY_EXPECT(sky_topic_max_bytes("sky/v1/job/j1/stage/3/fwd") > SKY_FRAME_MAX_PAYLOAD_DEFAULT);
+	SKY_EXPECT(sky_topic_max_bytes("sky/v1/board/b1/caps") < (64u << 10));
+	/* nothing of ours: nothing allowed */
+	SKY_EXPECT_EQ(sky_topic_max_bytes("other/b1/caps"), 0);
+	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/board/b1/unknown"), 0);
+	SKY_EXPECT_EQ(sky_topic_max_bytes(NULL), 0);
+}

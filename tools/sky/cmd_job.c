@@ -1,6 +1,10 @@
-/* sky job submit: hands a job to skyplan over MQTT (sky/v1/jobs/submit),
- * connected with the planner identity from the PKI directory, and with
- * --wait follows it until every stage's board has acknowledged the plan. */
+/* sky job submit: hands a job to skyplan over MQTT
+ * (sky/v1/jobs/<operator CN>/submit), connected with the operator identity
+ * from the PKI directory, and waits for the planner's answer on
+ * sky/v1/jobs/<operator CN>/reply, sending again (same submit_id, so the
+ * planner queues it once) until it comes or --ack-timeout runs out; with
+ * --wait it then follows the job until every stage's board has
+ * acknowledged the plan. */
 #include "sky_caps.h"
 #include "sky_cli.h"
 #include "sky_clock.h"
@@ -10,7 +14,6 @@
 #include "sky_log.h"
 #include "sky_mqtt.h"
 #include "sky_planmsg.h"
-#include "sky_rng.h"
 #include "sky_service.h"
 #include "sky_sign.h"
 #include "sky_thread.h"
@@ -26,6 +29,10 @@ typedef struct follow {
 	sky_mutex lock;
 	mbedtls_x509_crt planner;
 	char plan_topic[SKY_TOPIC_BUF];
+	char reply_topic[SKY_TOPIC_BUF];
+	char submit_id[33];
+	int answered;
+	sky_job_reply reply;
 	int have_plan;
 	sky_planmsg plan;
 	double plan_at;
@@ -46,7 +53,15 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 	if (strlen(topic) != tl)
 		return;
 	sky_mutex_lock(&f->lock);
-	if (strcmp(topic, f->plan_topic) == 0) {
+	if (strcmp(topic, f->reply_topic) == 0) {
+		sky_job_reply r;
+		/* a late answer to an earlier submission is not ours */
+		if (!f->answered && sky_job_reply_decode((const char *)p, len, &r, &d) == 0 &&
+		    strcmp(r.submit_id, f->submit_id) == 0) {
+			f->reply = r;
+			f->answered = 1;
+		}
+	} else if (strcmp(topic, f->plan_topic) == 0) {
 		size_t plen = 0;
 		/* a retained delivery is the plan from before this submission */
 		if (!retained &&
@@ -87,20 +102,25 @@ static void usage(FILE *to)
 		"usage: sky job submit --pki DIR --broker HOST:PORT (--model NAME | --file JOB.json)\n"
 		"                      [--job ID] [--layers L] [--seq S] [--batch B]\n"
 		"                      [--micro-batches M] [--algo even|sky|optimal] [--sched gpipe|1f1b]\n"
-		"                      [--min-boards N] [--wait-boards-s S] [--wait SECONDS] [--json]\n"
-		"Publishes the job on %s as the planner identity (DIR/planner.crt); skyplan\n"
-		"plans it once min-boards online boards (default all) have reported at its shapes\n"
-		"(at most --wait-boards-s later, default 30) and publishes the signed plan.\n"
-		"With --wait, follows the plan and each stage's plan-ack for up to SECONDS and\n"
-		"exits 0 only if every stage's board accepted it.\n",
-		SKY_TOPIC_JOB_SUBMIT);
+		"                      [--min-boards N] [--wait-boards-s S] [--wait SECONDS]\n"
+		"                      [--ack-timeout SECONDS] [--json]\n"
+		"Publishes the job on sky/v1/jobs/<operator>/submit as the operator identity\n"
+		"(DIR/operator.crt and operator.key with DIR/ca.crt: the PKI directory, or a\n"
+		"bundle from `sky pki operator`) and waits for skyplan's answer on\n"
+		"sky/v1/jobs/<operator>/reply, sending again every 2 s (and reconnecting) until\n"
+		"it comes; no answer within --ack-timeout (default 30 s) or a refusal exits 1\n"
+		"with the reason. skyplan plans the job once min-boards online boards (default\n"
+		"all) have reported at its shapes (at most --wait-boards-s later, default 30)\n"
+		"and publishes the signed plan. With --wait, follows the plan and each stage's\n"
+		"plan-ack for up to SECONDS more (plans verified with DIR/planner.crt) and\n"
+		"exits 0 only if every stage's board accepted it.\n");
 }
 
 static int cmd_submit(int argc, char **argv)
 {
 	sky_job_req j;
 	const char *pki = NULL, *broker = NULL, *file = NULL;
-	double wait_s = 0;
+	double wait_s = 0, ack_s = 30;
 	int json = 0;
 	long v;
 	memset(&j, 0, sizeof j);
@@ -160,6 +180,9 @@ static int cmd_submit(int argc, char **argv)
 		} else if (!strcmp(a, "--wait-boards-s")) {
 			if (sky_cli_double("job submit", a, val, 0, 3600, &j.wait_s))
 				return 2;
+		} else if (!strcmp(a, "--ack-timeout")) {
+			if (sky_cli_double("job submit", a, val, 0.1, 3600, &ack_s))
+				return 2;
 		} else if (!strcmp(a, "--wait")) {
 			if (sky_cli_double("job submit", a, val, 0, 3600, &wait_s))
 				return 2;
@@ -183,56 +206,143 @@ static int cmd_submit(int argc, char **argv)
 			return 1;
 		}
 		n = (int)got;
-	} else {
-		if (!j.job[0])
-			snprintf(j.job, sizeof j.job, "job-%lld", (long long)sky_clock_unix());
-		n = sky_job_req_encode(&j, doc, sizeof doc);
+		/* the file's job, re-encoded below with a submit_id of this run */
+		if (sky_job_req_parse(doc, (size_t)n, &j, &d) != 0) {
+			fprintf(stderr, "sky job submit: %s: %s\n", file, d.msg);
+			return 2;
+		}
+	} else if (!j.job[0]) {
+		snprintf(j.job, sizeof j.job, "job-%lld", (long long)sky_clock_unix());
 	}
+	/* names this submission: a resend carries it too, so skyplan queues it
+	 * once and answers each copy */
+	unsigned char raw[12];
+	sky_sign_rng srng;
+	if (sky_sign_rng_init(&srng, "sky-job-submit", &d) != 0 ||
+	    sky_sign_rng_func(&srng, raw, sizeof raw) != 0) {
+		sky_sign_rng_free(&srng);
+		fprintf(stderr, "sky job submit: no randomness for the submission id\n");
+		return 1;
+	}
+	sky_sign_rng_free(&srng);
+	for (int i = 0; i < 8; i++)
+		snprintf(j.submit_id + 2 * i, 3, "%02x", raw[i]);
+	n = sky_job_req_encode(&j, doc, sizeof doc);
 	/* check locally what skyplan will check, so a typo fails here */
 	if (n < 0 || sky_job_req_parse(doc, (size_t)n, &j, &d) != 0) {
 		fprintf(stderr, "sky job submit: %s\n", d.msg[0] ? d.msg : "job does not fit");
 		return 2;
 	}
 
-	char ca[600], crt[600], key[600], client[48];
+	char ca[600], crt[600], key[600], pcrt[600], client[48], op[80];
 	snprintf(ca, sizeof ca, "%s/ca.crt", pki);
-	snprintf(crt, sizeof crt, "%s/planner.crt", pki);
-	snprintf(key, sizeof key, "%s/planner.key", pki);
-	sky_rng rng;
-	sky_rng_seed(&rng, sky_clock_ns());
-	snprintf(client, sizeof client, "sky-job-%08llx", (unsigned long long)(sky_rng_u64(&rng) >> 32));
+	snprintf(crt, sizeof crt, "%s/operator.crt", pki);
+	snprintf(key, sizeof key, "%s/operator.key", pki);
+	snprintf(pcrt, sizeof pcrt, "%s/planner.crt", pki);
+	snprintf(client, sizeof client, "job-%02x%02x%02x%02x", raw[8], raw[9], raw[10], raw[11]);
 	follow *f = &g_f;
 	memset(f, 0, sizeof *f);
 	sky_mutex_init(&f->lock);
 	mbedtls_x509_crt_init(&f->planner);
 	sky_topic_job(f->plan_topic, sizeof f->plan_topic, j.job, SKY_TOPIC_PLAN);
-	if (wait_s > 0 && sky_sign_load_cert(&f->planner, crt, &d) != 0) {
+	snprintf(f->submit_id, sizeof f->submit_id, "%s", j.submit_id);
+	/* our CN names our topics; the ACL lets only us use them */
+	{
+		mbedtls_x509_crt me;
+		mbedtls_x509_crt_init(&me);
+		int crc = sky_sign_load_cert(&me, crt, &d);
+		if (!crc && (sky_sign_cert_cn(&me, op, sizeof op) != 0 ||
+			     sky_topic_jobs(f->reply_topic, sizeof f->reply_topic, op,
+					    SKY_TOPIC_REPLY) != 0))
+			crc = sky_diag_set(&d, SKY_EAUTH, "%s: no usable operator CN", crt);
+		mbedtls_x509_crt_free(&me);
+		if (crc) {
+			fprintf(stderr, "sky job submit: %s (an operator identity from `sky pki init` "
+					"or `sky pki operator`)\n",
+				d.msg);
+			return 1;
+		}
+	}
+	char submit_topic[SKY_TOPIC_BUF];
+	sky_topic_jobs(submit_topic, sizeof submit_topic, op, SKY_TOPIC_SUBMIT);
+	if (wait_s > 0 && sky_sign_load_cert(&f->planner, pcrt, &d) != 0) {
 		fprintf(stderr, "sky job submit: %s\n", d.msg);
 		return 1;
 	}
 	sky_mqtt_opts mo = {.broker = broker, .client_id = client, .ca_file = ca, .cert_file = crt,
 			    .key_file = key, .keepalive_s = 30, .on_msg = on_msg, .ctx = f};
 	sky_mqtt *m = NULL;
-	int rc = 1;
-	double t0 = sky_clock_s();
-	if (sky_mqtt_connect(&m, &mo, &d) != 0)
-		goto fail;
-	if (wait_s > 0 && (sky_mqtt_subscribe(m, f->plan_topic, 1, 5000, &d) != 0 ||
-			   sky_mqtt_subscribe(m, SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_PLAN_ACK, 1,
-					      5000, &d) != 0))
-		goto fail;
-	if (sky_mqtt_publish(m, SKY_TOPIC_JOB_SUBMIT, doc, (size_t)n, 1, 0, &d) != 0)
-		goto fail;
-	if (sky_mqtt_flush(m, 5000) != 0) {
-		sky_diag_set(&d, SKY_ETIMEOUT, "the broker did not take the job within 5 s");
+	int rc = 1, sends = 0;
+	char last_err[256] = "";
+	double t0 = sky_clock_s(), next_send = t0;
+	/* until answered: (re)connect, subscribe to the answers, send; a
+	 * connection that drops, or a planner that did not hear, gets it again */
+	for (;;) {
+		sky_mutex_lock(&f->lock);
+		int answered = f->answered;
+		sky_mutex_unlock(&f->lock);
+		if (answered)
+			break;
+		double now = sky_clock_s();
+		if (now - t0 >= ack_s) {
+			sky_diag_clear(&d);
+			sky_diag_set(&d, SKY_ETIMEOUT,
+				     "job %s NOT acknowledged: no answer from the planner within %g s "
+				     "(%d sends%s%.120s); is skyplan running?",
+				     j.job, ack_s, sends, last_err[0] ? "; last error: " : "", last_err);
+			goto fail;
+		}
+		if (!sky_mqtt_connected(m)) {
+			sky_mqtt_close(m, 0);
+			m = NULL;
+			sky_diag cd;
+			sky_diag_clear(&cd);
+			int crc = sky_mqtt_connect(&m, &mo, &cd);
+			if (!crc)
+				crc = sky_mqtt_subscribe(m, f->reply_topic, 1, 5000, &cd);
+			if (!crc && wait_s > 0)
+				crc = sky_mqtt_subscribe(m, f->plan_topic, 1, 5000, &cd);
+			if (!crc && wait_s > 0)
+				crc = sky_mqtt_subscribe(m, SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_PLAN_ACK, 1,
+							 5000, &cd);
+			if (crc) {
+				snprintf(last_err, sizeof last_err, "%s", cd.msg);
+				if (crc == SKY_EAUTH) { /* the ACL said no: asking again will not help */
+					sky_diag_set(&d, crc, "%s", cd.msg);
+					goto fail;
+				}
+				sky_mqtt_close(m, 0);
+				m = NULL;
+				sky_sleep_ms(500);
+				continue;
+			}
+			next_send = sky_clock_s();
+		}
+		if (sky_clock_s() >= next_send) {
+			sky_diag pd;
+			sky_diag_clear(&pd);
+			if (sky_mqtt_publish(m, submit_topic, doc, (size_t)n, 1, 0, &pd) == 0)
+				sends++;
+			else
+				snprintf(last_err, sizeof last_err, "%s", pd.msg);
+			next_send = sky_clock_s() + 2.0;
+		}
+		sky_mqtt_poll(m, 20);
+	}
+	if (!f->reply.ok) {
+		sky_diag_set(&d, SKY_EINVAL, "job %s refused by the planner: %s", j.job, f->reply.error);
 		goto fail;
 	}
+	if (!json)
+		fprintf(stderr, "sky job submit: job %s acknowledged by the planner (%s, %d send%s)\n",
+			j.job, f->reply.state, sends, sends == 1 ? "" : "s");
 	t0 = sky_clock_s();
 	if (wait_s <= 0) {
 		if (json)
-			printf("{\"job\":\"%s\",\"submitted\":true}\n", j.job);
+			printf("{\"job\":\"%s\",\"submitted\":true,\"acked\":true,\"sends\":%d}\n",
+			       j.job, sends);
 		else
-			printf("job %s submitted\n", j.job);
+			printf("job %s submitted and acknowledged\n", j.job);
 		sky_mqtt_close(m, 1000);
 		return 0;
 	}

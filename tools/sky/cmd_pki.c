@@ -25,6 +25,7 @@ static void usage(FILE *to)
 	fprintf(to,
 		"usage: sky pki init --dir D [--port N] [--max-packet BYTES] [--force]\n"
 		"       sky pki token --dir D [--ttl SECONDS] [--id BOARD]\n"
+		"       sky pki operator --dir D --name NAME\n"
 		"       sky pki issue --dir D --id BOARD --state S [--token T]\n"
 		"       sky pki sign --key K --cert C [FILE]     (payload from FILE or stdin)\n"
 		"       sky pki verify --cert C [FILE]           (envelope from FILE or stdin)\n"
@@ -32,11 +33,17 @@ static void usage(FILE *to)
 		"\n"
 		"init   makes in D: ca.key/ca.crt (fleet CA, EC P-256), broker.key/broker.crt\n"
 		"       (CN localhost, SAN localhost + 127.0.0.1), planner.key/planner.crt (CN\n"
-		"       sky-planner: TLS identity and plan signing key), the claim bundle\n"
+		"       sky-planner: TLS identity and plan signing key), operator.key/operator.crt\n"
+		"       (CN sky-operator: `sky job submit`), the claim bundle\n"
 		"       claim/{ca.crt,claim.crt,claim.key} (CN sky-claim) to copy to new boards,\n"
-		"       mosquitto.conf (listener 127.0.0.1:N, default %d; max_packet_size BYTES)\n"
-		"       and acl. Keys are mode 0600. Refuses to replace an existing CA unless\n"
-		"       --force.\n"
+		"       mosquitto.conf (fleet listener 127.0.0.1:N, default %d, where the client\n"
+		"       id is the certificate CN; claim listener N+1 for enrollment only;\n"
+		"       max_packet_size BYTES), acl and acl-claim. Keys are mode 0600. Refuses\n"
+		"       to replace an existing CA unless --force.\n"
+		"operator issues one more operator identity, CN sky-op-NAME, as a bundle in\n"
+		"       D/operators/NAME/ (ca.crt, planner.crt, operator.crt, operator.key; use\n"
+		"       it as `sky job submit --pki D/operators/NAME`) and adds its ACL section\n"
+		"       (send the broker SIGHUP to read it).\n"
 		"token  prints a new one-time claim token (valid --ttl seconds, default %d),\n"
 		"       optionally bound to one board id (needed to re-enroll an enrolled id).\n"
 		"issue  enrolls board BOARD offline: makes its key and CSR in state dir S (as\n"
@@ -78,7 +85,8 @@ static int cmd_init(int argc, char **argv)
 			dir = v;
 			i++;
 		} else if (strcmp(a, "--port") == 0) {
-			if (sky_cli_int("pki init", "--port", v, 1, 65535, &x) != 0)
+			/* N and N + 1 (the claim listener) */
+			if (sky_cli_int("pki init", "--port", v, 1, 65534, &x) != 0)
 				return 2;
 			o.port = (int)x;
 			i++;
@@ -105,10 +113,10 @@ static int cmd_init(int argc, char **argv)
 		fprintf(stderr, "sky pki init: %s\n", d.msg[0] ? d.msg : sky_strerror(rc));
 		return 1;
 	}
-	printf("fleet PKI in %s (broker 127.0.0.1:%d); claim bundle: %s/%s/\n"
+	printf("fleet PKI in %s (broker 127.0.0.1:%d, claim listener :%d); claim bundle: %s/%s/\n"
 	       "start the broker: mosquitto -c %s/%s\n"
 	       "claim token for a new board: sky pki token --dir %s\n",
-	       dir, o.port, dir, SKY_CA_CLAIM_DIR, dir, SKY_CA_BROKER_CONF_FILE, dir);
+	       dir, o.port, o.port + 1, dir, SKY_CA_CLAIM_DIR, dir, SKY_CA_BROKER_CONF_FILE, dir);
 	return 0;
 }
 
@@ -150,6 +158,38 @@ static int cmd_token(int argc, char **argv)
 		return 1;
 	}
 	printf("%s\n", tok);
+	return 0;
+}
+
+static int cmd_operator(int argc, char **argv)
+{
+	const char *dir = NULL, *name = NULL;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (strcmp(a, "--dir") == 0 && v) {
+			dir = v;
+			i++;
+		} else if (strcmp(a, "--name") == 0 && v) {
+			name = v;
+			i++;
+		} else {
+			fprintf(stderr, "sky pki operator: unknown or incomplete option '%s'\n", a);
+			return 2;
+		}
+	}
+	if (!dir || !name) {
+		fprintf(stderr, "sky pki operator: --dir and --name are required\n");
+		return 2;
+	}
+	sky_diag d;
+	sky_diag_clear(&d);
+	int rc = sky_ca_add_operator(dir, name, &d);
+	if (rc) {
+		fprintf(stderr, "sky pki operator: %s\n", d.msg[0] ? d.msg : sky_strerror(rc));
+		return 1;
+	}
+	printf("operator %s%s in %s/%s/%s (the broker reads the new ACL on SIGHUP)\n",
+	       SKY_CA_OPERATOR_NAME_PREFIX, name, dir, SKY_CA_OPERATORS_DIR, name);
 	return 0;
 }
 
@@ -476,6 +516,8 @@ int sky_cmd_pki(int argc, char **argv)
 		return cmd_token(argc - 1, argv + 1);
 	if (strcmp(argv[1], "issue") == 0)
 		return cmd_issue(argc - 1, argv + 1);
+	if (strcmp(argv[1], "operator") == 0)
+		return cmd_operator(argc - 1, argv + 1);
 	if (strcmp(argv[1], "sign") == 0)
 		return cmd_sign(argc - 1, argv + 1, 0);
 	if (strcmp(argv[1], "bench") == 0)
