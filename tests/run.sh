@@ -7,7 +7,7 @@
 #
 # A test that exits non-zero without printing a FAIL line (a crash, a
 # sanitizer report, a timeout, a binary that is missing) counts as one
-# failure. Each test gets SKY_TEST_TIMEOUT seconds (default 900).
+# failure, and so does one that prints neither PASS nor FAIL. Each test gets SKY_TEST_TIMEOUT seconds (default 900).
 #
 # Set SKY_TEST_TOTALS=FILE to append this run (a "leg" of make check, named
 # by its label) to FILE, one tab-separated record per line:
@@ -15,7 +15,8 @@
 #   test  LABEL  AREA/PROGRAM:TEST  PASS|FAIL
 #   leg   LABEL  end
 # A program that exits non-zero without a FAIL line adds the record
-# "AREA/PROGRAM:(did not finish)" FAIL.
+# "AREA/PROGRAM:(did not finish)" FAIL; one that exits 0 without any PASS
+# or FAIL line, "AREA/PROGRAM:(reported no tests)" FAIL.
 # --summary FILE reads those records back: one line with the tests each leg
 # ran, then "N passed, N failed" over distinct tests (the same test run on
 # the host and under two qemu CPUs is one test, failed if it failed in any
@@ -106,6 +107,10 @@ for t in "$@"; do
 		record test "$leg" "$prog:(did not finish)" FAIL
 		[ "$rc" -eq 124 ] && echo "FAIL ${tag}$name: timed out after ${timeout_s}s" >>"$log" \
 			|| echo "FAIL ${tag}$name: exited with status $rc" >>"$log"
+	elif [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then
+		f=1
+		record test "$leg" "$prog:(reported no tests)" FAIL
+		echo "FAIL ${tag}$name: exited 0 without a PASS or FAIL line" >>"$log"
 	fi
 	passed=$((passed + p))
 	failed=$((failed + f))

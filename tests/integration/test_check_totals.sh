@@ -3,8 +3,9 @@
 # programs run in fake legs, and the closing lines must count distinct tests
 # (the same test in three legs is one test, failed if it failed in any),
 # name each leg with the tests it ran, and fail on a crash, a missing
-# program, a timeout, a leg killed before it ended, a leg that ran nothing
-# and a run that left no results at all. No broker, no build needed.
+# program, a program that reports nothing, a timeout, a leg killed before
+# it ended, a leg that ran nothing and a run that left no results at all.
+# No broker, no build needed.
 set -u
 cd "$(dirname "$0")/../.."
 unset SKY_TEST_TOTALS # make check's own file is not ours to write
@@ -82,6 +83,14 @@ expect totals_crash_and_missing_program_fail \
 grep -q "FAIL qemu max test_crash: exited with status 139" "$W/out" &&
 	grep -q "FAIL qemu max test_gone: exited with status 127" "$W/out" &&
 	pass totals_crash_reason_shown || fail totals_crash_reason_shown "$(grep FAIL "$W/out" | tail -3)"
+
+# a program that exits 0 but reports nothing
+T=$W/t7
+prog host/runtime/test_mute 'exit 0'
+leg host "$W/host/runtime/test_a" "$W/host/runtime/test_mute"
+summary
+rc=$?
+expect totals_silent_program_fails "host 3 (1 failed)" "2 passed, 1 failed" 1
 
 # a program that outlives SKY_TEST_TIMEOUT
 T=$W/t4
