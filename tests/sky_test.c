@@ -75,7 +75,14 @@ unsigned long sky_test_allocs(void) { return g_allocs; }
  * supports replacing malloc this way), and they forward to glibc's. A
  * sanitizer owns malloc, so there its allocation hook counts instead. */
 static _Atomic unsigned long g_heap_allocs;
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) /* GCC */
+#define SKY_TEST_SANITIZER 1
+#elif defined(__has_feature) /* clang */
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SKY_TEST_SANITIZER 1
+#endif
+#endif
+#ifdef SKY_TEST_SANITIZER
 int __sanitizer_install_malloc_and_free_hooks(void (*m)(const volatile void *, size_t),
 					      void (*f)(const volatile void *));
 static void count_alloc(const volatile void *p, size_t n)
