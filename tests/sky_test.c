@@ -67,6 +67,60 @@ void __wrap_free(void *p)
 }
 unsigned long sky_test_allocs(void) { return g_allocs; }
 
+/* Every allocation in the process, shared libraries included (--wrap
+ * above sees only calls from objects linked into the test, never from
+ * libcjson, libmbedcrypto or libc itself). Without a sanitizer the test
+ * binary defines malloc, calloc and realloc itself: the dynamic linker
+ * binds every library's calls to the executable's definition first (glibc
+ * supports replacing malloc this way), and they forward to glibc's. A
+ * sanitizer owns malloc, so there its allocation hook counts instead. */
+static _Atomic unsigned long g_heap_allocs;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) /* GCC */
+#define SKY_TEST_SANITIZER 1
+#elif defined(__has_feature) /* clang */
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SKY_TEST_SANITIZER 1
+#endif
+#endif
+#ifdef SKY_TEST_SANITIZER
+int __sanitizer_install_malloc_and_free_hooks(void (*m)(const volatile void *, size_t),
+					      void (*f)(const volatile void *));
+static void count_alloc(const volatile void *p, size_t n)
+{
+	(void)p, (void)n;
+	g_heap_allocs++;
+}
+static void count_free(const volatile void *p) { (void)p; }
+__attribute__((constructor)) static void install_heap_hook(void)
+{
+	/* both hooks, or the runtime installs neither */
+	if (!__sanitizer_install_malloc_and_free_hooks(count_alloc, count_free)) {
+		fprintf(stderr, "sky_test: could not install the sanitizer's allocation hook\n");
+		exit(2);
+	}
+}
+#else
+void *__libc_malloc(size_t n);
+void *__libc_calloc(size_t n, size_t m);
+void *__libc_realloc(void *p, size_t n);
+void *malloc(size_t n)
+{
+	g_heap_allocs++;
+	return __libc_malloc(n);
+}
+void *calloc(size_t n, size_t m)
+{
+	g_heap_allocs++;
+	return __libc_calloc(n, m);
+}
+void *realloc(void *p, size_t n)
+{
+	g_heap_allocs++;
+	return __libc_realloc(p, n);
+}
+#endif
+unsigned long sky_test_heap_allocs(void) { return g_heap_allocs; }
+
 const char *sky_test_data_dir(void)
 {
 	const char *d = getenv("SKY_TEST_DATA");

@@ -7,7 +7,8 @@
  *
  * Test binaries are linked with -Wl,--wrap for malloc, calloc, realloc and
  * free, so sky_test_allocs() counts calls made from Sky's own code (not from
- * shared libraries such as OpenBLAS). */
+ * shared libraries such as OpenBLAS); sky_test_heap_allocs() counts every
+ * allocation in the process, shared libraries included. */
 #ifndef SKY_TEST_H
 #define SKY_TEST_H
 
@@ -21,6 +22,11 @@ void sky_test_fail(const char *file, int line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Number of malloc/calloc/realloc/free calls from Sky's code so far. */
 unsigned long sky_test_allocs(void);
+/* Number of heap allocations (malloc, calloc, realloc) made so far by
+ * anything in the process: Sky, shared libraries such as libcjson and
+ * Mbed TLS, libc itself, and other threads. The aligned variants
+ * (posix_memalign, aligned_alloc) are counted only under a sanitizer. */
+unsigned long sky_test_heap_allocs(void);
 /* Directory holding committed test data ("tests/data"), from SKY_TEST_DATA
  * or relative to the working directory. */
 const char *sky_test_data_dir(void);

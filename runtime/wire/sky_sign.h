@@ -46,8 +46,9 @@
  *
  * Thread safety: a sky_signer or sky_sign_rng is used by one thread at a
  * time. sky_verify_envelope() keeps no state of its own and may run on any
- * thread (it uses the sky_json pool, which is thread-safe, and never the
- * heap); it only reads signer_cert (Mbed TLS 2.28 uses static precomputed
+ * thread (its JSON goes through the sky_json pool, which is thread-safe;
+ * Mbed TLS's bignums do use the heap, thousands of small allocations per
+ * verification); it only reads signer_cert (Mbed TLS 2.28 uses static precomputed
  * tables for P-256, so verification does not write to the key). */
 #ifndef SKY_SIGN_H
 #define SKY_SIGN_H

@@ -2,12 +2,14 @@
 # The fleet control plane end to end, against a real mosquitto on loopback
 # (tests/integration/broker.sh): skyplan plus 16 skyd processes that enroll
 # from nothing with one-time claim tokens, report, and take their part of a
-# signed plan; then the failure cases: forged, unsigned, tampered, replayed
-# and truncated plans (each board refuses and keeps its plan), malformed and
-# absurd capability reports (counted; the planner keeps serving), oversize
-# messages, a board killed with -9 and one cut off (SIGSTOP) marked offline
-# within 1.5 x keepalive + 1 s, a cut-off board coming back with a new
-# session, and clean shutdown on SIGTERM.
+# signed plan; then the failure cases: forged, wrongly signed, unsigned,
+# tampered, truncated and bare plans carrying an epoch the board would
+# otherwise take, and a replayed one (each refused for its own logged reason,
+# the board keeping its plan), malformed and absurd capability reports
+# (counted; the planner keeps serving), oversize messages, a board killed
+# with -9 and one cut off (SIGSTOP) marked offline within 1.5 x keepalive +
+# 1 s, a cut-off board coming back with a new session, and clean shutdown on
+# SIGTERM.
 #
 # Prints PASS/FAIL lines, and MEASURE lines with the README figures. Bounded:
 # every wait has a deadline; the whole script takes well under 3 minutes.
@@ -161,40 +163,73 @@ grep -q "\"accepted\":$N," "$W/job2.json" && pass fleet_second_plan_accepted ||
 mosquitto_sub $(planner_tls) -N -t sky/v1/job/j1/plan -C 1 -W 5 >"$W/good.env" 2>/dev/null
 "$SKY" pki verify --cert "$PKI/planner.crt" "$W/good.env" >"$W/good.payload" 2>/dev/null
 [ -s "$W/good.payload" ] || fail fleet_read_plan "could not read back the retained plan"
-# a payload that would be a newer plan for b01
-sed "s/\"epoch\":$EPOCH/\"epoch\":999/" "$W/good.payload" | tr -d '\n' >"$W/new.payload"
+# Every plan refused below carries epoch FRESH, newer than any the boards
+# have run, so a board would take it but for the one fault under test (a
+# stale epoch cannot be what refuses it). Each check waits for that fault's
+# own reason in b01's log, and b01's epoch must not move.
+FRESH=$((EPOCH + 1))
+sed "s/\"epoch\":$EPOCH\([,}]\)/\"epoch\":$FRESH\1/" "$W/good.payload" | tr -d '\n' >"$W/new.payload"
+grep -q "\"epoch\":$FRESH[,}]" "$W/new.payload" || fail fleet_fresh_payload "no epoch $FRESH in $W/new.payload"
+# the same plan correctly signed (never published whole: it is cut and stripped below)
+"$SKY" pki sign --key "$PKI/planner.key" --cert "$PKI/planner.crt" "$W/new.payload" >"$W/ours.env" 2>/dev/null
 # a second fleet PKI: its planner key is "sky-planner" too, but not ours
 "$SKY" pki init --dir "$W/evil" --port 1 >/dev/null 2>&1
 "$SKY" pki sign --key "$W/evil/planner.key" --cert "$W/evil/planner.crt" "$W/new.payload" >"$W/forged.env" 2>/dev/null
-sed 's/"sig":"[^"]*"/"sig":""/' "$W/good.env" >"$W/unsigned.env"
-sed "s/\\\\\"epoch\\\\\":$EPOCH/\\\\\"epoch\\\\\":999/" "$W/good.env" >"$W/tampered.env"
-head -c 180 "$W/good.env" >"$W/truncated.env"
-for kind in forged unsigned tampered truncated raw; do
-	f="$W/$kind.env"
-	[ "$kind" = raw ] && f="$W/new.payload" # a plan with no envelope at all
-	before=$(grep -c "plan rejected" "$W/b01.log")
-	mosquitto_pub $(planner_tls) -t sky/v1/job/j1/plan -f "$f" 2>/dev/null
+# a board of this fleet signing a plan with its own (CA-issued) key
+"$SKY" pki sign --key "$W/b02/state/board.key" --cert "$W/b02/state/board.crt" "$W/new.payload" \
+	>"$W/wrong_signer.env" 2>/dev/null
+sed 's/"sig":"[^"]*"/"sig":""/' "$W/ours.env" >"$W/unsigned.env"
+# the planner's real signature over epoch EPOCH, the payload edited to FRESH
+sed "s/\\\\\"epoch\\\\\":$EPOCH\([,}]\)/\\\\\"epoch\\\\\":$FRESH\1/" "$W/good.env" >"$W/tampered.env"
+head -c 180 "$W/ours.env" >"$W/truncated.env"
+cp "$W/new.payload" "$W/raw.env" # a plan with no envelope at all
+for kind in forged wrong_signer unsigned tampered truncated raw; do
+	[ -s "$W/$kind.env" ] && ! cmp -s "$W/$kind.env" "$W/good.env" && ! cmp -s "$W/$kind.env" "$W/ours.env" ||
+		fail "fleet_${kind}_plan_made" "$W/$kind.env is empty or not altered"
+done
+SIG="bad or missing signature (plan envelope:"
+for case in "forged|$SIG signature does not verify with sky-planner's key" \
+	"wrong_signer|$SIG signed by 'b02', but only 'sky-planner' is trusted)" \
+	"unsigned|$SIG unsigned (no signature))" \
+	"tampered|$SIG signature does not verify with sky-planner's key" \
+	"truncated|malformed (plan envelope: not JSON or truncated" \
+	"raw|malformed (plan envelope: unexpected member"; do
+	kind=${case%%|*}
+	why="plan rejected on sky/v1/job/j1/plan: ${case#*|}"
+	held=$(cat "$W/b01/state/epoch" 2>/dev/null)
+	if [ "${held:-0}" -ge "$FRESH" ]; then # an earlier case let a plan through
+		fail "fleet_${kind}_plan_rejected" "b01 already holds epoch $held, so epoch $FRESH proves nothing"
+		continue
+	fi
+	before=$(grep -cF "$why" "$W/b01.log")
+	mosquitto_pub $(planner_tls) -t sky/v1/job/j1/plan -f "$W/$kind.env" 2>/dev/null
 	WAIT_S=5
-	rejected() { [ "$(grep -c "plan rejected" "$W/b01.log")" -gt "$before" ]; }
-	if wait_for rejected; then
+	rejected_for() { [ "$(grep -cF "$why" "$W/b01.log")" -gt "$before" ]; }
+	if wait_for rejected_for && [ "$(cat "$W/b01/state/epoch" 2>/dev/null)" = "$held" ]; then
 		pass "fleet_${kind}_plan_rejected"
 	else
-		fail "fleet_${kind}_plan_rejected" "b01 logged no rejection"
+		fail "fleet_${kind}_plan_rejected" "no '$why' in b01's log (epoch $(cat "$W/b01/state/epoch" 2>/dev/null), was $held); last: $(grep -E "plan (rejected|j1 epoch)" "$W/b01.log" | tail -1)"
 	fi
 done
-# replay: the epoch-$EPOCH envelope again after epoch $EPOCH+1 exists
+! grep -q "epoch $FRESH accepted" "$W/b01.log" && pass fleet_refused_plans_never_taken ||
+	fail fleet_refused_plans_never_taken "b01 took a plan with epoch $FRESH that its planner never signed"
+# replay: the epoch-$EPOCH envelope again after epoch $EPOCH+1 exists; the
+# planner's own next plan has epoch FRESH (or later) and every board takes it,
+# which shows FRESH is an epoch the boards accept
 "$SKY" job submit --pki "$PKI" --broker "$BR" --model tiny --layers $LAYERS --job j1 \
 	--min-boards $N --algo even --wait 30 --json >"$W/job3.json" 2>&1
 EPOCH3=$(sed -n 's/.*"epoch":\([0-9]*\).*/\1/p' "$W/job3.json")
-before=$(grep -c "plan rejected" "$W/b01.log")
+grep -q "\"accepted\":$N," "$W/job3.json" && [ "${EPOCH3:-0}" -ge "$FRESH" ] &&
+	grep -q "plan j1 epoch $EPOCH3 accepted" "$W/b01.log" && pass fleet_third_plan_accepted ||
+	fail fleet_third_plan_accepted "epoch ${EPOCH3:-?}: $(head -c 300 "$W/job3.json")"
 mosquitto_pub $(planner_tls) -t sky/v1/job/j1/plan -f "$W/good.env" 2>/dev/null
 WAIT_S=5
-replay_logged() { grep -q "epoch $EPOCH is not newer than $EPOCH3" "$W/b01.log"; }
+replay_logged() { grep -qF "plan rejected on sky/v1/job/j1/plan: epoch $EPOCH is not newer than $EPOCH3" "$W/b01.log"; }
 wait_for replay_logged && pass fleet_replayed_plan_rejected ||
 	fail fleet_replayed_plan_rejected "no replay rejection for epoch $EPOCH in b01's log"
-grep -h "plan rejected" "$W/b01.log" | sed 's/^[^ ]* [^ ]* //' | head -7 | sed 's/^/   log: /'
+grep -h "plan rejected" "$W/b01.log" | sed 's/^[^ ]* [^ ]* //' | head -8 | sed 's/^/   log: /'
 # the board still holds its last good plan (in memory: acks; on disk: epoch)
-[ "$(cat "$W/b01/state/epoch" 2>/dev/null)" = "$EPOCH3" ] && ! grep -q "epoch 999 accepted" "$W/b01.log" &&
+[ "$(cat "$W/b01/state/epoch" 2>/dev/null)" = "$EPOCH3" ] &&
 	pass fleet_board_keeps_last_good_plan ||
 	fail fleet_board_keeps_last_good_plan "b01 epoch file: $(cat "$W/b01/state/epoch" 2>/dev/null), want $EPOCH3"
 

@@ -157,9 +157,11 @@ if "$SKY" pki sign --key "$P/planner.key" --cert "$P/planner.crt" "$W/plan.json"
 	! "$SKY" pki verify --cert "$W/b01/planner.crt" "$W/forged" >/dev/null 2>"$W/forged.err" &&
 	grep -q 'does not verify' "$W/forged.err" &&
 	head -c 60 "$W/env" >"$W/trunc" &&
-	! "$SKY" pki verify --cert "$W/b01/planner.crt" "$W/trunc" >/dev/null 2>&1 &&
+	! "$SKY" pki verify --cert "$W/b01/planner.crt" "$W/trunc" >/dev/null 2>"$W/trunc.err" &&
+	grep -q 'not JSON or truncated' "$W/trunc.err" &&
 	sed 's/epoch\\":3/epoch\\":4/' "$W/env" >"$W/tampered" && ! cmp -s "$W/env" "$W/tampered" &&
-	! "$SKY" pki verify --cert "$W/b01/planner.crt" "$W/tampered" >/dev/null 2>&1; then
+	! "$SKY" pki verify --cert "$W/b01/planner.crt" "$W/tampered" >/dev/null 2>"$W/tampered.err" &&
+	grep -q 'does not verify' "$W/tampered.err"; then
 	pass envelope_cli_verifies_own_and_rejects_forged
 else
 	fail envelope_cli_verifies_own_and_rejects_forged "see $W"

@@ -22,20 +22,51 @@ static void linear(const double *x, int n, int in, const double *W, const double
 		}
 }
 
-static void layernorm(double *x, int n, int h, const double *g, const double *b)
+void ref64_layernorm(const double *x, int n, int h, const double *g, const double *b, double eps,
+		     double *y)
 {
 	for (int t = 0; t < n; t++) {
-		double *r = x + (size_t)t * h, mean = 0, var = 0;
+		const double *r = x + (size_t)t * h;
+		double *o = y + (size_t)t * h, mean = 0, var = 0;
 		for (int j = 0; j < h; j++)
 			mean += r[j];
 		mean /= h;
 		for (int j = 0; j < h; j++)
 			var += (r[j] - mean) * (r[j] - mean);
 		var /= h;
-		double inv = 1.0 / sqrt(var + 1e-12);
+		double inv = 1.0 / sqrt(var + eps);
 		for (int j = 0; j < h; j++)
-			r[j] = (r[j] - mean) * inv * g[j] + b[j];
+			o[j] = (r[j] - mean) * inv * g[j] + b[j];
 	}
+}
+
+static void layernorm(double *x, int n, int h, const double *g, const double *b)
+{
+	ref64_layernorm(x, n, h, g, b, 1e-12, x);
+}
+
+void ref64_softmax(const double *x, int n, int cols, const double *mask, double *y)
+{
+	for (int t = 0; t < n; t++) {
+		const double *r = x + (size_t)t * cols;
+		double *o = y + (size_t)t * cols, mx = -INFINITY, sum = 0;
+		for (int j = 0; j < cols; j++) {
+			o[j] = r[j] + (mask ? mask[j] : 0.0);
+			mx = o[j] > mx ? o[j] : mx;
+		}
+		for (int j = 0; j < cols; j++) {
+			o[j] = exp(o[j] - mx);
+			sum += o[j];
+		}
+		for (int j = 0; j < cols; j++)
+			o[j] /= sum;
+	}
+}
+
+void ref64_gelu(const double *x, size_t n, double *y)
+{
+	for (size_t i = 0; i < n; i++)
+		y[i] = 0.5 * x[i] * (1.0 + erf(x[i] / sqrt(2.0)));
 }
 
 void ref64_layer_forward(const sky_model_cfg *c, const double *w, const double *x,
@@ -91,8 +122,7 @@ void ref64_layer_forward(const sky_model_cfg *c, const double *w, const double *
 	if (blocks & 2) {
 		double *u = dalloc((size_t)T * F);
 		linear(h1, T, H, W1, b1, F, u);
-		for (size_t i = 0; i < (size_t)T * F; i++)
-			u[i] = 0.5 * u[i] * (1.0 + erf(u[i] / sqrt(2.0)));
+		ref64_gelu(u, (size_t)T * F, u);
 		linear(u, T, F, W2, b2, H, y);
 		for (size_t i = 0; i < (size_t)T * H; i++)
 			y[i] += h1[i];

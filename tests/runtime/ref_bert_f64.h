@@ -25,6 +25,15 @@ void ref64_embed_forward(const sky_model_cfg *c, const double *w, const int32_t 
 double ref64_head_forward(const sky_model_cfg *c, const double *w, const double *x,
 			  const int32_t *labels, double *logits);
 
+/* The row-wise pieces on their own, for kernel tests (y may equal x):
+ * LayerNorm over each of n rows of h (biased variance, eps inside the
+ * root); softmax over each of n rows of cols after adding mask[j] (NULL:
+ * none); exact GELU x * Phi(x) element-wise. */
+void ref64_layernorm(const double *x, int n, int h, const double *g, const double *b, double eps,
+		     double *y);
+void ref64_softmax(const double *x, int n, int cols, const double *mask, double *y);
+void ref64_gelu(const double *x, size_t n, double *y);
+
 /* Helpers for tests: float <-> double copies, and norms of differences. */
 void ref64_from_f32(double *d, const float *s, size_t n);
 void ref64_to_f32(float *d, const double *s, size_t n);
