@@ -17,7 +17,7 @@ static size_t count(const char *hay, const char *needle)
 	return n;
 }
 
-static void three_stage_plan(sky_job *j)
+static void small_plan(sky_job *j)
 {
 	test_job(j, 6, 4, SKY_SCHED_1F1B);
 	sky_rng r;
@@ -29,7 +29,7 @@ static void three_stage_plan(sky_job *j)
 SKY_TEST(plan_draws_one_row_per_stage_with_its_board_and_units)
 {
 	sky_job j;
-	three_stage_plan(&j);
+	small_plan(&j);
 	snprintf(g_f.board[g_p.stage[0].board].id, SKY_BOARD_ID_MAX, "b<&\"x");
 	int n = sky_svg_plan(&g_f, &j, &g_p, "plan <one>", g_buf, sizeof g_buf);
 	SKY_EXPECT(n > 0);
@@ -56,14 +56,14 @@ SKY_TEST(plan_draws_one_row_per_stage_with_its_board_and_units)
 SKY_TEST(plan_refuses_what_it_cannot_draw_and_small_buffers)
 {
 	sky_job j;
-	three_stage_plan(&j);
+	small_plan(&j);
 	int n = sky_svg_plan(&g_f, &j, &g_p, NULL, g_buf, sizeof g_buf);
 	SKY_EXPECT(n > 0);
 	SKY_EXPECT_EQ(sky_svg_plan(&g_f, &j, &g_p, NULL, g_buf, (size_t)n), SKY_ERANGE);
 	SKY_EXPECT_EQ(sky_svg_plan(&g_f, &j, &g_p, NULL, g_buf, 100), SKY_ERANGE);
-	g_p.stage[1].last_unit = 2 * j.model.layers; /* past the model */
+	g_p.stage[g_p.n_stages - 1].last_unit = 2 * j.model.layers; /* past the model */
 	SKY_EXPECT_EQ(sky_svg_plan(&g_f, &j, &g_p, NULL, g_buf, sizeof g_buf), SKY_EINVAL);
-	three_stage_plan(&j);
+	small_plan(&j);
 	g_p.stage[0].board = g_f.n;
 	SKY_EXPECT_EQ(sky_svg_plan(&g_f, &j, &g_p, NULL, g_buf, sizeof g_buf), SKY_EINVAL);
 }
