@@ -32,8 +32,13 @@ for t in "$@"; do
 	f=$(grep -c '^FAIL ' "$log")
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 		f=1
-		[ "$rc" -eq 124 ] && echo "FAIL ${label}$name: timed out after ${timeout_s}s" >>"$log" \
-			|| echo "FAIL ${label}$name: exited with status $rc" >>"$log"
+		if [ "$rc" -eq 124 ]; then
+			echo "FAIL ${label}$name: timed out after ${timeout_s}s" >>"$log"
+		elif [ "$rc" -eq 137 ]; then # a prefix's `timeout -s KILL` (or another SIGKILL)
+			echo "FAIL ${label}$name: killed (SIGKILL: past its timeout -s KILL bound?)" >>"$log"
+		else
+			echo "FAIL ${label}$name: exited with status $rc" >>"$log"
+		fi
 	fi
 	passed=$((passed + p))
 	failed=$((failed + f))
