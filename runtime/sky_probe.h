@@ -52,6 +52,13 @@ typedef struct sky_probe_result {
 	int has_int8;
 	double int8_fwd_s;    /* median int8 whole-layer forward */
 	int runs;             /* measured runs done */
+	int timed_batch;      /* the shape the fp32 runs were timed at: the job's, */
+	int timed_seq;        /* or a smaller one when that would not fit the bound */
+	double scale_attn;    /* FLOP ratio job/timed shape applied to the attention */
+	double scale_ffn;     /* and the feed-forward figures (1 at the job's shape) */
+	int int8_batch;       /* the shape the int8 forward was timed at */
+	int int8_seq;
+	int ladder_steps;     /* fp32 shapes tried, the timed one included */
 	double layer_cv;      /* coefficient of variation of whole-layer times over the runs */
 	double probe_s;       /* wall time of the probe, warm-up included */
 	uint64_t arena_bytes; /* what the probe's arena held */
