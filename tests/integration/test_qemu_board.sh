@@ -47,11 +47,16 @@ PIDS=""
 PLAN_PID=""
 cleanup() {
 	for p in $PIDS $PLAN_PID; do kill "$p" 2>/dev/null; done
-	# a qemu guest gets 10 s to exit on SIGTERM, then SIGKILL
+	# 10 s to exit on SIGTERM, then SIGKILL; for the qemu board $p is
+	# timeout(1), which passes SIGTERM on but leaves its child running when
+	# killed itself, so the child (the spinning guest, if any) goes first
 	_end=$(($(date +%s) + 10))
 	for p in $PIDS $PLAN_PID; do
 		while kill -0 "$p" 2>/dev/null && [ "$(date +%s)" -le "$_end" ]; do sleep 0.2; done
-		kill -9 "$p" 2>/dev/null
+		if kill -0 "$p" 2>/dev/null; then
+			for c in $(ps -o pid= --ppid "$p" 2>/dev/null); do kill -9 "$c" 2>/dev/null; done
+			kill -9 "$p" 2>/dev/null
+		fi
 		wait "$p" 2>/dev/null
 	done
 	sky_broker_stop
