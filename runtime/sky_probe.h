@@ -23,8 +23,9 @@
  * most of it two full-shape fp32 runs of 29 s). Scaled against a probe of the
  * job's shape itself (tools/probe-scale-check.sh, median of rounds): natively
  * from batch 1-4 x seq 128, fp32 1.06x, int8 1.03x; from the first rung
- * natively 2.0x and 1.55x (small GEMMs run slower per FLOP); under qemu from
- * the first rung 0.95x and 1.13x (noisy: single rounds 0.3x-1.3x).
+ * natively 2.0x and 1.55x (small GEMMs run slower per FLOP); under qemu
+ * -cpu max from the first rung 0.75x and 1.13x (5 rounds; single rounds
+ * 0.3x-1.5x, the machine's load changing under 150-450 s full probes).
  * Compute goes through sky_profile_stretch, so a board emulating a slower
  * board (profile speed < 1) measures the time its steps will really take.
  *
