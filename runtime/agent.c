@@ -764,6 +764,8 @@ int sky_agent_run(const sky_agent_opts *o, sky_diag *d)
 	}
 	if ((rc = sky_profile_load(&a.prof, o->profile_path, d)) != 0)
 		goto exit;
+	if (o->speed > 0 && (rc = sky_profile_set_cores(&a.prof, o->speed, d)) != 0)
+		goto exit;
 	sky_profile_apply_threads(&a.prof);
 	snprintf(a.caps.id, sizeof a.caps.id, "%s", a.idn.id);
 	a.caps.keepalive_s = o->keepalive_s;

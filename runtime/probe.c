@@ -79,6 +79,89 @@ static void carve(sky_arena *a, const sky_model_cfg *c, probe_bufs *b)
 		out = el_; \
 	} while (0)
 
+/* ---- the shape ladder ----------------------------------------------------------
+ *
+ * One run at the job's shapes can take longer than the whole bound on a slow
+ * board (mini under qemu: 29 s per fp32 layer run). So the probe climbs a
+ * ladder of smaller shapes that do the same kind of work, from one short
+ * sequence up to the job's micro-batch: seq doubles from LADDER_SEQ0 to S with
+ * one sequence, then the batch doubles to B. Each step's time, scaled by the
+ * FLOP ratio, predicts the next; the probe jumps to the largest shape whose
+ * warm-up and MIN_RUNS measured runs are predicted to fit what is left of the
+ * bound, and times there. Figures from a smaller shape are scaled to the job's
+ * shape block by block by the FLOP ratio: exact in work for a sub-batch (every
+ * block is linear in B), and by the formula's S^2 term for a shorter sequence. */
+
+#define LADDER_SEQ0 16
+#define LADDER_MAX 48
+#define MIN_RUNS 3        /* a shape is chosen only if warm-up + this many runs fit */
+#define FP32_SHARE 0.6    /* of max_s for the fp32 part when int8 is timed too */
+
+typedef struct probe_shape {
+	int batch, seq;
+} probe_shape;
+
+static int ladder(const sky_model_cfg *c, probe_shape *out)
+{
+	int n = 0;
+	int s = c->seq < LADDER_SEQ0 ? c->seq : LADDER_SEQ0;
+	for (; n < LADDER_MAX / 2; s *= 2) {
+		out[n++] = (probe_shape){1, s < c->seq ? s : c->seq};
+		if (s >= c->seq)
+			break;
+	}
+	for (int b = 2; n < LADDER_MAX; b *= 2) {
+		if (b >= c->batch) {
+			if (c->batch > 1)
+				out[n++] = (probe_shape){c->batch, c->seq};
+			break;
+		}
+		out[n++] = (probe_shape){b, c->seq};
+	}
+	return n;
+}
+
+static sky_model_cfg at_shape(const sky_model_cfg *c, probe_shape sh)
+{
+	sky_model_cfg x = *c;
+	x.batch = sh.batch;
+	x.seq = sh.seq;
+	return x;
+}
+
+/* Forward FLOPs of each block (sky_model_layer_flops_fwd split in two):
+ * attention B*S*8*H^2 + 4*B*S^2*H, feed-forward B*S*4*H*F. Backward is twice
+ * either, so one ratio scales both directions. */
+static double flops_attn(const sky_model_cfg *c, probe_shape sh)
+{
+	double t = (double)sh.batch * sh.seq, h = c->hidden;
+	return t * 8.0 * h * h + 4.0 * t * sh.seq * h;
+}
+static double flops_ffn(const sky_model_cfg *c, probe_shape sh)
+{
+	return (double)sh.batch * sh.seq * 4.0 * c->hidden * c->ffn;
+}
+static double flops_layer(const sky_model_cfg *c, probe_shape sh)
+{
+	return flops_attn(c, sh) + flops_ffn(c, sh);
+}
+
+/* The largest step above `at` whose predicted cost fits `left` seconds, or
+ * -1: `runs` runs of run_s plus a setup of scaled_s, both scaled from `at` by
+ * the FLOP ratio, plus fixed_s that no shape changes. */
+static int next_step(const sky_model_cfg *c, const probe_shape *lad, int n, int at, double run_s,
+		     double scaled_s, double fixed_s, int runs, double left)
+{
+	for (int j = n - 1; j > at; j--) {
+		double k = flops_layer(c, lad[j]) / flops_layer(c, lad[at]);
+		if ((run_s * runs + scaled_s) * k + fixed_s <= left)
+			return j;
+	}
+	return -1;
+}
+
+/* ---- int8 --------------------------------------------------------------------- */
+
 /* The int8 layer's buffers, carved the same way in both arena passes. */
 typedef struct s8_bufs {
 	sky_layer_s8 L;
@@ -96,14 +179,49 @@ static void carve_s8(sky_arena *a, const sky_model_cfg *c, s8_bufs *b)
 	b->y = sky_arena_floats(a, th, SKY_LIFE_ACT);
 }
 
-/* Quantises the probe's layer (calibrated on x) and times its int8 forward:
- * median of the measured runs, at most until `deadline` (monotonic s) after
- * the first. Returns 0 or an error (then the report simply has no int8). */
+/* What setting up the int8 layer at one shape took: the calibration
+ * (scales with the shape) and the quantisation of the weights (does not). */
+typedef struct s8_setup_times {
+	double calib_s, quant_s;
+} s8_setup_times;
+
+/* Carves the int8 layer for shape c into mem (sized for the job's shape, so
+ * big enough for every smaller one) and quantises w calibrated on x.
+ * Returns 0 or the calibration/quantisation errors. */
+static int s8_setup(const sky_model_cfg *c, void *mem, size_t cap, s8_bufs *b, const float *w,
+		    const float *x, s8_setup_times *t, sky_diag *d)
+{
+	sky_arena a;
+	int rc;
+	sky_arena_init(&a, mem, cap);
+	carve_s8(&a, c, b);
+	if ((rc = sky_arena_seal(&a)) != 0)
+		return sky_diag_set(d, rc, "probe int8: arena carving failed");
+	sky_layer_s8_calib cal;
+	sky_layer_s8_calib_init(&cal);
+	double t0 = sky_clock_s();
+	if ((rc = sky_layer_s8_calibrate(c, w, x, NULL, b->calib_scratch, &cal, d)) != 0)
+		return rc;
+	double t1 = sky_clock_s();
+	if ((rc = sky_layer_s8_from_f32(&b->L, w, &cal, b->tmp, d)) != 0)
+		return rc;
+	t->calib_s = t1 - t0;
+	t->quant_s = sky_clock_s() - t1;
+	return 0;
+}
+
+/* Quantises the probe's layer (calibrated on x) and times its int8 forward,
+ * climbing the ladder like the fp32 part: median of the measured runs at the
+ * chosen shape, scaled to the job's, no new run once `deadline` (monotonic s)
+ * is reached (the first measured run always happens). Returns 0 or an error
+ * (then the report simply has no int8). */
 static int time_int8(const sky_probe_opts *o, sky_profile *prof, const float *w, const float *x,
-		     int runs, double deadline, double *out, sky_diag *d)
+		     int runs, double deadline, sky_probe_result *r, sky_diag *d)
 {
 	const sky_model_cfg *c = &o->model;
 	static s8_bufs b; /* sky_layer_s8 is large; one probe at a time */
+	probe_shape lad[LADDER_MAX];
+	int n = ladder(c, lad);
 	sky_arena a;
 	int rc;
 	sky_arena_init(&a, NULL, 0);
@@ -112,31 +230,58 @@ static int time_int8(const sky_probe_opts *o, sky_profile *prof, const float *w,
 	void *mem = malloc(need);
 	if (!mem)
 		return sky_diag_set(d, SKY_ENOMEM, "probe int8: cannot allocate %zu bytes", need);
-	sky_arena_init(&a, mem, need);
-	carve_s8(&a, c, &b);
-	if ((rc = sky_arena_seal(&a)) != 0)
+	/* climb and measure as the fp32 part does; a jump also costs a new
+	 * calibration (predicted from this shape's, scaled) and quantisation */
+	int at = 0, warm = 0, m = 0;
+	int warmup = o->warmup < 1 ? 1 : o->warmup;
+	s8_setup_times st;
+	double t[MAX_RUNS], el;
+	sky_model_cfg sc = at_shape(c, lad[0]);
+	if ((rc = s8_setup(&sc, mem, need, &b, w, x, &st, d)) != 0)
 		goto exit;
-	sky_layer_s8_calib cal;
-	sky_layer_s8_calib_init(&cal);
-	if ((rc = sky_layer_s8_calibrate(c, w, x, NULL, b.calib_scratch, &cal, d)) != 0 ||
-	    (rc = sky_layer_s8_from_f32(&b.L, w, &cal, b.tmp, d)) != 0)
-		goto exit;
-	double t[MAX_RUNS];
-	int n = 0;
-	for (int it = 0; it < o->warmup + runs; it++) {
-		double el;
+	for (;;) {
 		TIMED(el, rc = sky_layer_s8_forward(&b.L, x, NULL, b.y));
 		if (rc)
 			goto exit;
-		if (it >= o->warmup)
-			t[n++] = el;
-		if (n >= 1 && sky_clock_s() >= deadline)
+		if (warm < warmup)
+			warm++;
+		else
+			t[m++] = el;
+		double left = deadline - sky_clock_s();
+		if (m >= runs || (m >= 1 && left <= 0))
 			break;
+		int j = next_step(c, lad, n, at, el, st.calib_s, st.quant_s, warmup + MIN_RUNS, left);
+		if (j >= 0) {
+			at = j;
+			sc = at_shape(c, lad[at]);
+			warm = m = 0;
+			if ((rc = s8_setup(&sc, mem, need, &b, w, x, &st, d)) != 0)
+				goto exit;
+		}
 	}
-	*out = median(t, n);
+	r->int8_batch = lad[at].batch;
+	r->int8_seq = lad[at].seq;
+	r->int8_fwd_s = median(t, m) * flops_layer(c, lad[n - 1]) / flops_layer(c, lad[at]);
 exit:
 	free(mem);
 	return rc;
+}
+
+/* One fp32 layer run at shape c, block by block, each stretched. */
+typedef struct f32_times {
+	double fa, ff, bf, ba;
+} f32_times;
+
+static void run_f32(const sky_model_cfg *c, sky_profile *prof, const probe_bufs *b, f32_times *t)
+{
+	TIMED(t->fa, sky_layer_forward(c, b->w, b->x, NULL, b->h1, b->saved_a, b->scratch,
+				       SKY_BLOCK_ATTN));
+	TIMED(t->ff, sky_layer_forward(c, b->w, b->h1, NULL, b->y, b->saved_f, b->scratch,
+				       SKY_BLOCK_FFN));
+	TIMED(t->bf, sky_layer_backward(c, b->w, NULL, b->saved_f, b->dy, b->dh1, b->dw, b->scratch,
+					SKY_BLOCK_FFN));
+	TIMED(t->ba, sky_layer_backward(c, b->w, NULL, b->saved_a, b->dh1, b->dx, b->dw, b->scratch,
+					SKY_BLOCK_ATTN));
 }
 
 int sky_probe_run(const sky_probe_opts *o, sky_profile *prof, sky_probe_result *r, sky_diag *d)
@@ -149,8 +294,10 @@ int sky_probe_run(const sky_probe_opts *o, sky_profile *prof, sky_probe_result *
 	if (sky_model_validate(c) != 0)
 		return sky_diag_set(d, SKY_EINVAL, "probe: model %s has invalid shapes", c->name);
 	int runs = o->runs < 1 ? 1 : o->runs > MAX_RUNS ? MAX_RUNS : o->runs;
+	double max_s = o->max_s > 0 ? o->max_s : 0;
+	double fp32_deadline = t_start + (o->int8 ? FP32_SHARE : 1.0) * max_s;
 
-	/* measure, allocate once, seal */
+	/* measure, allocate once (for the job's shape, the largest), seal */
 	sky_arena a;
 	probe_bufs b;
 	sky_arena_init(&a, NULL, 0);
@@ -179,36 +326,52 @@ int sky_probe_run(const sky_probe_opts *o, sky_profile *prof, sky_probe_result *
 		b.dy[i] = 0.01f * sky_rng_normal(&rng);
 	}
 
+	/* Climb and measure in one loop: the first runs at a shape are its
+	 * warm-up, the rest are measured; after every run, the latest time
+	 * (warm after the first) decides whether a larger shape still fits, and
+	 * a jump there starts over. */
+	probe_shape lad[LADDER_MAX];
+	int nl = ladder(c, lad), at = 0, warm = 0, n = 0;
+	int warmup = o->warmup < 1 ? 1 : o->warmup;
+	sky_model_cfg sc = at_shape(c, lad[0]);
+	f32_times ft;
 	double fa[MAX_RUNS], ff[MAX_RUNS], bf[MAX_RUNS], ba[MAX_RUNS], layer[MAX_RUNS];
-	int n = 0;
-	for (int it = 0; it < o->warmup + runs; it++) {
-		double t_fa, t_ff, t_bf, t_ba;
-		TIMED(t_fa, sky_layer_forward(c, b.w, b.x, NULL, b.h1, b.saved_a, b.scratch,
-					      SKY_BLOCK_ATTN));
-		TIMED(t_ff, sky_layer_forward(c, b.w, b.h1, NULL, b.y, b.saved_f, b.scratch,
-					      SKY_BLOCK_FFN));
-		TIMED(t_bf, sky_layer_backward(c, b.w, NULL, b.saved_f, b.dy, b.dh1, b.dw, b.scratch,
-					       SKY_BLOCK_FFN));
-		TIMED(t_ba, sky_layer_backward(c, b.w, NULL, b.saved_a, b.dh1, b.dx, b.dw, b.scratch,
-					       SKY_BLOCK_ATTN));
-		if (it >= o->warmup) {
-			fa[n] = t_fa;
-			ff[n] = t_ff;
-			bf[n] = t_bf;
-			ba[n] = t_ba;
-			layer[n] = t_fa + t_ff + t_bf + t_ba;
+	r->ladder_steps = 1;
+	for (;;) {
+		run_f32(&sc, prof, &b, &ft);
+		double run_s = ft.fa + ft.ff + ft.bf + ft.ba;
+		if (warm < warmup) {
+			warm++;
+		} else {
+			fa[n] = ft.fa;
+			ff[n] = ft.ff;
+			bf[n] = ft.bf;
+			ba[n] = ft.ba;
+			layer[n] = run_s;
 			n++;
 		}
-		/* the bound: no new run once max_s is spent (the first measured
-		 * run always happens) */
-		if (n >= 1 && sky_clock_s() - t_start >= o->max_s)
+		double left = fp32_deadline - sky_clock_s();
+		/* the bound: no new run once the fp32 share is spent (the first
+		 * measured run always happens) */
+		if (n >= runs || (n >= 1 && left <= 0))
 			break;
+		int j = next_step(c, lad, nl, at, run_s, 0, 0, warmup + MIN_RUNS, left);
+		if (j >= 0) {
+			at = j;
+			sc = at_shape(c, lad[at]);
+			warm = n = 0;
+			r->ladder_steps++;
+		}
 	}
 	r->runs = n;
-	r->fp32.fwd_attn_s = median(fa, n);
-	r->fp32.fwd_ffn_s = median(ff, n);
-	r->fp32.bwd_ffn_s = median(bf, n);
-	r->fp32.bwd_attn_s = median(ba, n);
+	r->timed_batch = lad[at].batch;
+	r->timed_seq = lad[at].seq;
+	r->scale_attn = flops_attn(c, lad[nl - 1]) / flops_attn(c, lad[at]);
+	r->scale_ffn = flops_ffn(c, lad[nl - 1]) / flops_ffn(c, lad[at]);
+	r->fp32.fwd_attn_s = median(fa, n) * r->scale_attn;
+	r->fp32.fwd_ffn_s = median(ff, n) * r->scale_ffn;
+	r->fp32.bwd_ffn_s = median(bf, n) * r->scale_ffn;
+	r->fp32.bwd_attn_s = median(ba, n) * r->scale_attn;
 	double mean = 0, var = 0;
 	for (int i = 0; i < n; i++)
 		mean += layer[i] / n;
@@ -223,16 +386,17 @@ int sky_probe_run(const sky_probe_opts *o, sky_profile *prof, sky_probe_result *
 		r->mem_budget = sky_profile_mem_budget(&p);
 	}
 	/* a kernel that produced NaN would make every later figure a lie */
-	if (!isfinite(b.dx[0]) || !isfinite(b.y[th - 1])) {
+	size_t sth = (size_t)sky_model_tokens(&sc) * (size_t)c->hidden;
+	if (!isfinite(b.dx[0]) || !isfinite(b.y[sth - 1])) {
 		rc = sky_diag_set(d, SKY_EINVAL, "probe: layer output is not finite");
 		goto exit;
 	}
 	if (o->int8) {
-		/* the int8 forward gets the same bound, counted from now */
+		/* the int8 forward gets the rest of the bound */
 		sky_diag d8;
 		sky_diag_clear(&d8);
-		double deadline = sky_clock_s() + o->max_s;
-		if (time_int8(o, prof, b.w, b.x, runs, deadline, &r->int8_fwd_s, &d8) == 0)
+		double deadline = t_start + max_s;
+		if (time_int8(o, prof, b.w, b.x, runs, deadline, r, &d8) == 0)
 			r->has_int8 = 1;
 		else
 			SKY_WARN("probe: no int8 figure (%s)", d8.msg);
@@ -332,10 +496,11 @@ int sky_probe_cached(const char *state_dir, const char *id, const sky_probe_opts
 	c->probe_s = r.probe_s;
 	c->probed_at = sky_clock_unix();
 	c->mem_bytes = (int64_t)r.mem_budget;
-	SKY_INFO("probe: %s layer fwd %.3f ms bwd %.3f ms (median of %d, cv %.3f), int8 fwd %.3f ms, "
-		 "in %.2f s",
+	SKY_INFO("probe: %s layer fwd %.3f ms bwd %.3f ms (median of %d at batch %d x seq %d%s, "
+		 "cv %.3f), int8 fwd %.3f ms, in %.2f s",
 		 o->model.name, 1e3 * (r.fp32.fwd_attn_s + r.fp32.fwd_ffn_s),
-		 1e3 * (r.fp32.bwd_attn_s + r.fp32.bwd_ffn_s), r.runs, r.layer_cv,
+		 1e3 * (r.fp32.bwd_attn_s + r.fp32.bwd_ffn_s), r.runs, r.timed_batch, r.timed_seq,
+		 r.scale_attn == 1 ? "" : ", scaled to the job's shape", r.layer_cv,
 		 r.has_int8 ? 1e3 * r.int8_fwd_s : 0.0, r.probe_s);
 	cache_write(path, key, c);
 	return 0;

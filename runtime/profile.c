@@ -191,6 +191,21 @@ uint64_t sky_profile_mem_budget(const sky_profile *p)
 	return cap < avail ? cap : avail;
 }
 
+int sky_profile_set_cores(sky_profile *p, double f, sky_diag *d)
+{
+	if (!isfinite(f) || !(f > 0) || f > SKY_PROFILE_MAX_CORES)
+		return sky_diag_set(d, SKY_ERANGE, "speed must be a number in (0, %g], got %g",
+				    SKY_PROFILE_MAX_CORES, f);
+	if (f > p->threads)
+		return sky_diag_set(d, SKY_ERANGE,
+				    "speed %g asks for %g cores' worth but profile %s gives this board "
+				    "%d OpenBLAS thread%s; a board can be slowed, not sped up (use a "
+				    "profile with threads >= %g)",
+				    f, f, p->name, p->threads, p->threads == 1 ? "" : "s", ceil(f));
+	p->speed = f / p->threads;
+	return 0;
+}
+
 void sky_profile_apply_threads(const sky_profile *p) { openblas_set_num_threads(p->threads); }
 
 double sky_profile_stretch(sky_profile *p, double elapsed_s)

@@ -5,14 +5,27 @@
  * attention backward: the half-layers a plan cuts at), on random weights
  * and inputs, and, when the int8 kernels can run it, the whole layer's int8
  * forward (sky_layer_s8.h, calibrated on the probe's own input; inference
- * only). Warm-up runs are not counted; each figure is the median of
- * the measured runs. The whole probe is bounded: it stops starting runs
- * once max_s is spent (default 3 s) for the fp32 runs, and again for the
- * int8 runs, so it takes at most 2 x max_s plus one warm-up and one
- * measured run of each, plus the int8 calibration (on `mini`, 1 thread:
- * about 0.5-0.8 s in all, since 7 runs finish well inside the bound; the
- * first run always happens, so a board too slow for the bound still
- * reports).
+ * only). Each figure is the median of the measured runs.
+ *
+ * The bound (max_s, default 3 s) holds on a slow board too. A board that
+ * cannot run the job's shape a few times within it times a smaller shape
+ * and scales: the probe climbs a ladder from one sequence of 16 tokens (seq
+ * doubling up to S, then the batch doubling up to B), jumping after each run
+ * to the largest rung whose warm-up and three runs are predicted (from that
+ * run, by FLOPs) to fit what is left, and scales the medians to the job's
+ * shape by each block's FLOP ratio: exact in work for a sub-batch, by the
+ * formula's S^2 term for a shorter sequence. The fp32 part gets 60% of
+ * max_s, the int8 part (its calibration and quantisation included) the rest.
+ * Only a floor can pass the bound: the first rung's warm-up and one measured
+ * run, then int8's first-rung setup, warm-up and run. On this 2-core machine
+ * (loaded) a `mini` probe took 2.0-2.4 s natively (3 s bound; 0.26-0.31 s
+ * at 0.3 s) and 2.9-6.8 s under qemu-aarch64 -cpu max (3 s; was 80 s,
+ * most of it two full-shape fp32 runs of 29 s). Scaled against a probe of the
+ * job's shape itself (tools/probe-scale-check.sh, median of rounds): natively
+ * from batch 1-4 x seq 128, fp32 1.06x, int8 1.03x; from the first rung
+ * natively 2.0x and 1.55x (small GEMMs run slower per FLOP); under qemu
+ * -cpu max from the first rung 0.75x and 1.13x (5 rounds; single rounds
+ * 0.3x-1.5x, the machine's load changing under 150-450 s full probes).
  * Compute goes through sky_profile_stretch, so a board emulating a slower
  * board (profile speed < 1) measures the time its steps will really take.
  *
@@ -40,9 +53,9 @@
 
 typedef struct sky_probe_opts {
 	sky_model_cfg model; /* hidden, heads, ffn, seq, batch are what count */
-	int warmup;          /* unmeasured runs first (default 1) */
+	int warmup;          /* unmeasured runs at each shape tried (default 1; at least 1) */
 	int runs;            /* measured runs, at most (default 7) */
-	double max_s;        /* stop starting runs after this (default 3 s) */
+	double max_s;        /* the bound on the whole probe (default 3 s); see above */
 	uint64_t seed;
 	int int8;            /* 1: also time the int8 forward (default 1) */
 } sky_probe_opts;
@@ -52,6 +65,13 @@ typedef struct sky_probe_result {
 	int has_int8;
 	double int8_fwd_s;    /* median int8 whole-layer forward */
 	int runs;             /* measured runs done */
+	int timed_batch;      /* the shape the fp32 runs were timed at: the job's, */
+	int timed_seq;        /* or a smaller one when that would not fit the bound */
+	double scale_attn;    /* FLOP ratio job/timed shape applied to the attention */
+	double scale_ffn;     /* and the feed-forward figures (1 at the job's shape) */
+	int int8_batch;       /* the shape the int8 forward was timed at */
+	int int8_seq;
+	int ladder_steps;     /* fp32 shapes tried, the timed one included */
 	double layer_cv;      /* coefficient of variation of whole-layer times over the runs */
 	double probe_s;       /* wall time of the probe, warm-up included */
 	uint64_t arena_bytes; /* what the probe's arena held */

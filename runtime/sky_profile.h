@@ -24,6 +24,7 @@
 #define SKY_PROFILE_MAX_THREADS 256
 #define SKY_PROFILE_MAX_MEM_MB (64ull << 20) /* 64 TiB: anything larger is a typo */
 #define SKY_PROFILE_MAX_BYTES (64 << 10)     /* a profile file bigger than this is refused */
+#define SKY_PROFILE_MAX_CORES 64.0           /* skyd --speed: at most 64 cores' worth */
 
 typedef struct sky_profile {
 	char name[32];
@@ -59,6 +60,12 @@ int sky_profile_load(sky_profile *p, const char *path, sky_diag *d);
 uint64_t sky_profile_mem_budget(const sky_profile *p);
 /* Sets the OpenBLAS thread count to p->threads. */
 void sky_profile_apply_threads(const sky_profile *p);
+/* skyd --speed F: makes the board F times as fast as one core of this
+ * machine by setting p->speed = F / p->threads. Its threads are taken as
+ * that many cores' worth (the probe then measures what they really do), and
+ * the stretch can only slow a board down, so F must be in (0, 64] and at
+ * most p->threads. Returns 0 or SKY_ERANGE (d names the bound, *p unchanged). */
+int sky_profile_set_cores(sky_profile *p, double f, sky_diag *d);
 /* Stretches a compute phase that took elapsed_s seconds to elapsed_s / speed
  * by sleeping the difference. Sleep has millisecond resolution, so the part
  * below 1 ms is carried in p->owed_s to the next call: over many phases the

@@ -105,8 +105,13 @@ for t in "$@"; do
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 		f=1
 		record test "$leg" "$prog:(did not finish)" FAIL
-		[ "$rc" -eq 124 ] && echo "FAIL ${tag}$name: timed out after ${timeout_s}s" >>"$log" \
-			|| echo "FAIL ${tag}$name: exited with status $rc" >>"$log"
+		if [ "$rc" -eq 124 ]; then
+			echo "FAIL ${tag}$name: timed out after ${timeout_s}s" >>"$log"
+		elif [ "$rc" -eq 137 ]; then # a prefix's `timeout -s KILL` (or another SIGKILL)
+			echo "FAIL ${tag}$name: killed (SIGKILL: past its timeout -s KILL bound?)" >>"$log"
+		else
+			echo "FAIL ${tag}$name: exited with status $rc" >>"$log"
+		fi
 	elif [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then
 		f=1
 		record test "$leg" "$prog:(reported no tests)" FAIL

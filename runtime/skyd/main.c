@@ -6,10 +6,12 @@
 #include "sky_err.h"
 #include "sky_log.h"
 #include "sky_model.h"
+#include "sky_profile.h"
 #include "sky_signal.h"
 #include "sky_version.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +36,9 @@ static void usage(FILE *to)
 		"  --keepalive S      MQTT keepalive in seconds (default 10); the planner marks the\n"
 		"                     board offline 1.5 x S after it last heard from it\n"
 		"  --probe-seconds S  bound on the probe (default 3)\n"
+		"  --speed F          emulate a board F times as fast as one core of this machine\n"
+		"                     (0 < F <= 64, at most the profile's threads; overrides its\n"
+		"                     speed): compute is stretched to 1/F, and the probe sees it\n"
 		"  --no-link-probe    skip the echo through the broker\n"
 		"  --log-level L      error, warn, info (default), debug\n"
 		"enrollment (once; skipped when DIR already holds an identity):\n"
@@ -112,6 +117,16 @@ int main(int argc, char **argv)
 			if (parse_int(a, v, 0, 3600, &n))
 				return 2;
 			o.probe_max_s = (double)n;
+		} else if (!strcmp(a, "--speed")) {
+			char *end = NULL;
+			errno = 0;
+			o.speed = strtod(v, &end);
+			if (end == v || *end || errno || !isfinite(o.speed) || !(o.speed > 0) ||
+			    o.speed > SKY_PROFILE_MAX_CORES) {
+				fprintf(stderr, "skyd: --speed expects a number in (0, %g], got '%s'\n",
+					SKY_PROFILE_MAX_CORES, v);
+				return 2;
+			}
 		} else if (!strcmp(a, "--log-level")) {
 			sky_log_level l;
 			if (sky_log_parse_level(v, &l) != 0) {
@@ -147,6 +162,14 @@ int main(int argc, char **argv)
 	}
 	sky_diag d;
 	sky_diag_clear(&d);
+	if (o.speed > 0) { /* refuse a speed the profile cannot give before enrolling */
+		sky_profile p;
+		if (sky_profile_load(&p, o.profile_path, &d) != 0 ||
+		    sky_profile_set_cores(&p, o.speed, &d) != 0) {
+			fprintf(stderr, "skyd: --speed: %s\n", d.msg);
+			return 2;
+		}
+	}
 	if (enroll) {
 		int rc = sky_agent_enroll(&o, &d);
 		if (rc) {

@@ -59,10 +59,11 @@ else
 fi
 
 # 1b. the same check for an aarch64 board under qemu, when make check has
-#     cross-built it (a board checked against the reference, as in the field)
+#     cross-built it (a board checked against the reference, as in the field;
+#     -L / and the KILL bound: see QEMU_KILL_S in the Makefile)
 A=build/generic-aarch64/bin/sky
 if [ -x "$A" ] && command -v qemu-aarch64 >/dev/null 2>&1; then
-	if OPENBLAS_NUM_THREADS=1 timeout 300 qemu-aarch64 -L /usr/aarch64-linux-gnu -cpu cortex-a72 \
+	if OPENBLAS_NUM_THREADS=1 timeout -s KILL 300 qemu-aarch64 -L / -cpu cortex-a72 \
 		"$A" layer --model tiny --prefix encoder.layer.0. --weights "$G/weights.safetensors" \
 		--input "$G/input.safetensors" --grad "$G/grad.safetensors" \
 		--out "$T/arm_out.safetensors" >"$T/run.txt" 2>&1 &&

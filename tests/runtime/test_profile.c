@@ -204,3 +204,34 @@ SKY_TEST(threads_reach_openblas)
 	sky_profile_apply_threads(&p);
 	SKY_EXPECT_EQ(openblas_get_num_threads(), 1);
 }
+
+SKY_TEST(set_cores_is_speed_per_thread_and_refuses_what_it_cannot_emulate)
+{
+	sky_profile p;
+	sky_diag d;
+	sky_profile_defaults(&p); /* 1 thread */
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_profile_set_cores(&p, 0.25, &d), 0);
+	SKY_EXPECT(p.speed == 0.25);
+	SKY_EXPECT_EQ(sky_profile_set_cores(&p, 1.0, &d), 0);
+	SKY_EXPECT(p.speed == 1.0);
+	p.threads = 4;
+	SKY_EXPECT_EQ(sky_profile_set_cores(&p, 2.0, &d), 0);
+	SKY_EXPECT(p.speed == 0.5); /* 4 threads taken as 4 cores, slowed to 2 */
+	/* faster than its threads: the stretch cannot speed a board up */
+	p.speed = 0.5;
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_profile_set_cores(&p, 5.0, &d), SKY_ERANGE);
+	SKY_EXPECT_MSG(strstr(d.msg, "4 OpenBLAS threads") && strstr(d.msg, "threads >= 5"), "%s",
+		       d.msg);
+	SKY_EXPECT(p.speed == 0.5); /* unchanged */
+	const double bad[] = {0.0, -1.0, 64.5, NAN, INFINITY};
+	p.threads = SKY_PROFILE_MAX_THREADS;
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		sky_diag_clear(&d);
+		SKY_EXPECT_EQ(sky_profile_set_cores(&p, bad[i], &d), SKY_ERANGE);
+		SKY_EXPECT_MSG(strstr(d.msg, "(0, 64]"), "%s", d.msg);
+	}
+	SKY_EXPECT_EQ(sky_profile_set_cores(&p, 64.0, &d), 0);
+	SKY_EXPECT(p.speed == 64.0 / SKY_PROFILE_MAX_THREADS);
+}

@@ -129,7 +129,9 @@ int sky_bench_probe(int argc, char **argv)
 		       1e3 * (r.fp32.fwd_attn_s + r.fp32.fwd_ffn_s), 1e3 * r.fp32.fwd_attn_s,
 		       1e3 * r.fp32.fwd_ffn_s, 1e3 * (r.fp32.bwd_attn_s + r.fp32.bwd_ffn_s),
 		       1e3 * r.fp32.bwd_attn_s, 1e3 * r.fp32.bwd_ffn_s);
-		printf("  median of %d runs, cv within the last probe %.3f\n", r.runs, r.layer_cv);
+		printf("  median of %d runs at batch %d x seq %d (%s), cv within the last probe %.3f\n",
+		       r.runs, r.timed_batch, r.timed_seq,
+		       r.scale_attn == 1 ? "the job's shape" : "scaled by FLOPs", r.layer_cv);
 		if (r.has_int8)
 			printf("  int8 layer fwd %.3f ms (%.2fx the fp32 forward)\n", 1e3 * r.int8_fwd_s,
 			       (r.fp32.fwd_attn_s + r.fp32.fwd_ffn_s) / r.int8_fwd_s);
@@ -160,6 +162,10 @@ int sky_bench_probe(int argc, char **argv)
 	else
 		cJSON_AddNullToObject(o, "int8_fwd_ms");
 	cJSON_AddNumberToObject(o, "runs", r.runs);
+	cJSON_AddNumberToObject(o, "timed_batch", r.timed_batch);
+	cJSON_AddNumberToObject(o, "timed_seq", r.timed_seq);
+	cJSON_AddNumberToObject(o, "int8_batch", r.int8_batch);
+	cJSON_AddNumberToObject(o, "int8_seq", r.int8_seq);
 	cJSON_AddNumberToObject(o, "cv_within_probe", r.layer_cv);
 	cJSON_AddNumberToObject(o, "repeat", (double)repeat);
 	cJSON_AddNumberToObject(o, "layer_ms_mean", 1e3 * mean);
