@@ -36,6 +36,8 @@ static sky_cpu_features query(void)
 	if (__get_cpuid_count(1, 0, &a, &b, &c, &d)) {
 		int fma = (c >> 12) & 1, osxsave = (c >> 27) & 1;
 		f.crc32c = (c >> 20) & 1; /* SSE4.2 */
+		/* AES-NI (25), PCLMULQDQ (1), SSSE3 (9), SSE4.1 (19) */
+		f.aesgcm = ((c >> 25) & 1) && ((c >> 1) & 1) && ((c >> 9) & 1) && ((c >> 19) & 1);
 		unsigned long long xcr0 = 0;
 		if (osxsave) {
 			unsigned lo, hi;
@@ -75,6 +77,8 @@ static sky_cpu_features query(void)
 			f.dotprod = 0;
 		if (has_name(off, n, "crc32c"))
 			f.crc32c = 0;
+		if (has_name(off, n, "aesgcm"))
+			f.aesgcm = 0;
 		off += n + (off[n] == ',');
 	}
 #if defined(__x86_64__)
@@ -99,9 +103,9 @@ sky_cpu_features sky_cpu_get_features(void)
 
 void sky_cpu_features_str(sky_cpu_features f, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s%s%s%s%s%s%s", f.avx2 ? "avx2," : "", f.avx512 ? "avx512," : "",
+	snprintf(buf, len, "%s%s%s%s%s%s%s%s", f.avx2 ? "avx2," : "", f.avx512 ? "avx512," : "",
 		 f.avx512vnni ? "avx512vnni," : "", f.amx ? "amx," : "", f.neon ? "neon," : "",
-		 f.dotprod ? "dotprod," : "", f.crc32c ? "crc32c," : "");
+		 f.dotprod ? "dotprod," : "", f.crc32c ? "crc32c," : "", f.aesgcm ? "aesgcm," : "");
 	size_t n = strlen(buf);
 	if (n > 0)
 		buf[n - 1] = '\0';
