@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "sky_cpu.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,15 +91,18 @@ static sky_cpu_features query(void)
 	return f;
 }
 
+static sky_cpu_features g_cached;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void fill_cache(void) { g_cached = query(); }
+
 sky_cpu_features sky_cpu_get_features(void)
 {
-	static int done;
-	static sky_cpu_features cached;
-	if (!done) {
-		cached = query();
-		done = 1;
-	}
-	return cached;
+	/* once, even when threads race to it (frame keys and CRCs ask from the
+	 * data plane's threads); its own once-control, not sky_once's shared
+	 * lock, because callers ask from inside their own sky_once */
+	pthread_once(&g_once, fill_cache);
+	return g_cached;
 }
 
 void sky_cpu_features_str(sky_cpu_features f, char *buf, size_t len)
