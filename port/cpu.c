@@ -22,6 +22,12 @@
 #ifndef HWCAP_CRC32
 #define HWCAP_CRC32 (1 << 7) /* Linux arch/arm64 uapi hwcap.h */
 #endif
+#ifndef HWCAP_AES
+#define HWCAP_AES (1 << 3)
+#endif
+#ifndef HWCAP_PMULL
+#define HWCAP_PMULL (1 << 4)
+#endif
 #endif
 
 static int has_name(const char *tok, size_t n, const char *name)
@@ -60,6 +66,7 @@ static sky_cpu_features query(void)
 	f.neon = 1;
 	f.dotprod = (hw & HWCAP_ASIMDDP) != 0;
 	f.crc32c = (hw & HWCAP_CRC32) != 0;
+	f.aesgcm = (hw & HWCAP_AES) && (hw & HWCAP_PMULL);
 #endif
 	const char *off = getenv("SKY_CPU_DISABLE");
 	while (off && *off) {

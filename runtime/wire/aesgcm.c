@@ -1,4 +1,6 @@
-/* AES-256-GCM on AES-NI and PCLMULQDQ; see aesgcm_internal.h.
+/* AES-256-GCM on AES-NI + PCLMULQDQ (x86) or the Armv8 Crypto Extension
+ * (AESE/AESMC + PMULL); see aesgcm_internal.h. The algorithm is written
+ * once over a handful of 128-bit primitives that each architecture defines.
  *
  * GHASH works on byte-reversed blocks: reversing a block's 16 bytes and
  * loading it little-endian puts the coefficient of x^k at bit 127-k (GCM's
@@ -21,71 +23,162 @@
 #include <mbedtls/platform_util.h>
 #include <string.h>
 
+/* ---- per-architecture primitives on one 128-bit register ------------------ */
 #if defined(__x86_64__)
 #include <immintrin.h>
-
+#define HAVE_ACCEL 1
 #define TGT __attribute__((target("aes,pclmul,ssse3,sse4.1")))
-#define RK(ks, i) _mm_load_si128((const __m128i *)(ks) + (i))
-#define HPOW(ks, p) _mm_load_si128((const __m128i *)(ks) + 15 + (p) - 1) /* H^p, p = 1..4 */
-#define ROUNDS 14                                                         /* AES-256 */
+typedef __m128i v128;
+#define V_LOAD(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
+#define V_STORE(p, v) _mm_storeu_si128((__m128i *)(void *)(p), (v))
+#define V_XOR(a, b) _mm_xor_si128((a), (b))
+#define V_OR(a, b) _mm_or_si128((a), (b))
+#define V_ZERO() _mm_setzero_si128()
+#define V_SHL64(x, n) _mm_slli_epi64((x), (n)) /* each 64-bit lane */
+#define V_SHR64(x, n) _mm_srli_epi64((x), (n))
+#define V_LANE_UP(x) _mm_slli_si128((x), 8)   /* low lane to high, low = 0 */
+#define V_LANE_DOWN(x) _mm_srli_si128((x), 8) /* high lane to low, high = 0 */
+#define V_LANES(lo, hi) _mm_set_epi64x((long long)(hi), (long long)(lo))
 
-TGT static inline __m128i rev(__m128i x)
+TGT static inline v128 rev(v128 x)
 {
 	return _mm_shuffle_epi8(x, _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
 }
-
-TGT static inline __m128i aes_block(const unsigned char *ks, __m128i x)
+/* Carry-less products of the 64-bit lanes: low x low, high x high, and the
+ * sum of the two cross products. */
+TGT static inline v128 clmul_ll(v128 a, v128 b) { return _mm_clmulepi64_si128(a, b, 0x00); }
+TGT static inline v128 clmul_hh(v128 a, v128 b) { return _mm_clmulepi64_si128(a, b, 0x11); }
+TGT static inline v128 clmul_x(v128 a, v128 b)
 {
-	x = _mm_xor_si128(x, RK(ks, 0));
+	return _mm_xor_si128(_mm_clmulepi64_si128(a, b, 0x01), _mm_clmulepi64_si128(a, b, 0x10));
+}
+/* AES-NI: aesenc = ShiftRows, SubBytes, MixColumns, then the round key */
+#define AES_FIRST(x, k) _mm_xor_si128((x), (k))
+#define AES_ROUND(x, k) _mm_aesenc_si128((x), (k))
+#define AES_LAST(x, k, k2) ((void)(k), _mm_aesenclast_si128((x), (k2))) /* k went in the rounds */
+#define AES_FEATURE(f) ((f).aesgcm)
+TGT static inline v128 counter_block(v128 j0, uint32_t c)
+{
+	return _mm_insert_epi32(j0, (int)__builtin_bswap32(c), 3);
+}
+
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#define HAVE_ACCEL 1
+#define TGT __attribute__((target("+crypto")))
+typedef uint8x16_t v128;
+#define V_LOAD(p) vld1q_u8((const uint8_t *)(p))
+#define V_STORE(p, v) vst1q_u8((uint8_t *)(p), (v))
+#define V_XOR(a, b) veorq_u8((a), (b))
+#define V_OR(a, b) vorrq_u8((a), (b))
+#define V_ZERO() vdupq_n_u8(0)
+#define V_SHL64(x, n) vreinterpretq_u8_u64(vshlq_n_u64(vreinterpretq_u64_u8(x), (n)))
+#define V_SHR64(x, n) vreinterpretq_u8_u64(vshrq_n_u64(vreinterpretq_u64_u8(x), (n)))
+#define V_LANE_UP(x) vextq_u8(vdupq_n_u8(0), (x), 8)
+#define V_LANE_DOWN(x) vextq_u8((x), vdupq_n_u8(0), 8)
+#define V_LANES(lo, hi) vreinterpretq_u8_u64(vcombine_u64(vcreate_u64(lo), vcreate_u64(hi)))
+
+TGT static inline v128 rev(v128 x)
+{
+	x = vrev64q_u8(x);
+	return vextq_u8(x, x, 8);
+}
+TGT static inline poly64_t lane(v128 x, int hi)
+{
+	return (poly64_t)(hi ? vgetq_lane_u64(vreinterpretq_u64_u8(x), 1)
+			     : vgetq_lane_u64(vreinterpretq_u64_u8(x), 0));
+}
+TGT static inline v128 clmul_ll(v128 a, v128 b)
+{
+	return vreinterpretq_u8_p128(vmull_p64(lane(a, 0), lane(b, 0)));
+}
+TGT static inline v128 clmul_hh(v128 a, v128 b)
+{
+	return vreinterpretq_u8_p128(vmull_p64(lane(a, 1), lane(b, 1)));
+}
+TGT static inline v128 clmul_x(v128 a, v128 b)
+{
+	return veorq_u8(vreinterpretq_u8_p128(vmull_p64(lane(a, 0), lane(b, 1))),
+			vreinterpretq_u8_p128(vmull_p64(lane(a, 1), lane(b, 0))));
+}
+/* Armv8: aese = round key, SubBytes, ShiftRows; aesmc = MixColumns. The
+ * same rounds as AES-NI's, with the key addition one step earlier. */
+#define AES_FIRST(x, k) (x) /* the first key goes in with the first aese */
+#define AES_ROUND(x, k) vaesmcq_u8(vaeseq_u8((x), (k)))
+#define AES_LAST(x, k, k2) veorq_u8(vaeseq_u8((x), (k)), (k2))
+#define AES_FEATURE(f) ((f).aesgcm)
+TGT static inline v128 counter_block(v128 j0, uint32_t c)
+{
+	return vreinterpretq_u8_u32(
+		vsetq_lane_u32(__builtin_bswap32(c), vreinterpretq_u32_u8(j0), 3));
+}
+#endif
+
+/* ---- AES-256 CTR and GHASH, written once over the primitives ------------ */
+#ifdef HAVE_ACCEL
+#define ROUNDS 14 /* AES-256 */
+#define RK(ks, i) V_LOAD((ks) + 16 * (i))
+#define HPOW(ks, p) V_LOAD((ks) + 16 * (15 + (p) - 1)) /* H^p, p = 1..4 */
+
+/* AES-NI adds round key i after round i's other steps, Armv8 before them;
+ * AES_FIRST/AES_ROUND/AES_LAST place the 15 keys accordingly: on x86 key 0
+ * first, keys 1..13 in the rounds, key 14 last; on Armv8 keys 0..12 in the
+ * rounds, key 13 in the last aese and key 14 added after it. */
+#if defined(__x86_64__)
+#define RK_ROUND(r) (r)       /* rounds r = 1..13 use key r */
+#else
+#define RK_ROUND(r) ((r) - 1) /* rounds r = 1..13 use key r-1 */
+#endif
+
+TGT static inline v128 aes_block(const unsigned char *ks, v128 x)
+{
+	x = AES_FIRST(x, RK(ks, 0));
 	for (int r = 1; r < ROUNDS; r++)
-		x = _mm_aesenc_si128(x, RK(ks, r));
-	return _mm_aesenclast_si128(x, RK(ks, ROUNDS));
+		x = AES_ROUND(x, RK(ks, RK_ROUND(r)));
+	return AES_LAST(x, RK(ks, ROUNDS - 1), RK(ks, ROUNDS));
 }
 
 /* Unreduced product a*b added into (lo, mid, hi). */
-TGT static inline void mul_add(__m128i a, __m128i b, __m128i *lo, __m128i *mid, __m128i *hi)
+TGT static inline void mul_add(v128 a, v128 b, v128 *lo, v128 *mid, v128 *hi)
 {
-	*lo = _mm_xor_si128(*lo, _mm_clmulepi64_si128(a, b, 0x00));
-	*hi = _mm_xor_si128(*hi, _mm_clmulepi64_si128(a, b, 0x11));
-	*mid = _mm_xor_si128(*mid, _mm_xor_si128(_mm_clmulepi64_si128(a, b, 0x01),
-						 _mm_clmulepi64_si128(a, b, 0x10)));
+	*lo = V_XOR(*lo, clmul_ll(a, b));
+	*hi = V_XOR(*hi, clmul_hh(a, b));
+	*mid = V_XOR(*mid, clmul_x(a, b));
 }
 
 /* 128-bit right shift by n (1..63) */
-#define SHR128(x, n) _mm_or_si128(_mm_srli_epi64((x), (n)), _mm_slli_epi64(_mm_srli_si128((x), 8), 64 - (n)))
+#define SHR128(x, n) V_OR(V_SHR64((x), (n)), V_SHL64(V_LANE_DOWN(x), 64 - (n)))
 
-TGT static inline __m128i reduce(__m128i lo, __m128i mid, __m128i hi)
+TGT static inline v128 reduce(v128 lo, v128 mid, v128 hi)
 {
-	lo = _mm_xor_si128(lo, _mm_slli_si128(mid, 8));
-	hi = _mm_xor_si128(hi, _mm_srli_si128(mid, 8));
+	lo = V_XOR(lo, V_LANE_UP(mid));
+	hi = V_XOR(hi, V_LANE_DOWN(mid));
 	/* the 256-bit product hi:lo, shifted left by one bit */
-	__m128i clo = _mm_srli_epi64(lo, 63), chi = _mm_srli_epi64(hi, 63);
-	lo = _mm_or_si128(_mm_slli_epi64(lo, 1), _mm_slli_si128(clo, 8));
-	hi = _mm_or_si128(_mm_or_si128(_mm_slli_epi64(hi, 1), _mm_slli_si128(chi, 8)),
-			  _mm_srli_si128(clo, 8));
+	v128 clo = V_SHR64(lo, 63), chi = V_SHR64(hi, 63);
+	lo = V_OR(V_SHL64(lo, 1), V_LANE_UP(clo));
+	hi = V_OR(V_OR(V_SHL64(hi, 1), V_LANE_UP(chi)), V_LANE_DOWN(clo));
 	/* fold the lower half (degrees 128..255) into the upper */
-	__m128i over = _mm_xor_si128(_mm_xor_si128(_mm_slli_epi64(lo, 63), _mm_slli_epi64(lo, 62)),
-				     _mm_slli_epi64(lo, 57));
-	__m128i g = _mm_xor_si128(lo, _mm_slli_si128(over, 8));
-	__m128i r = _mm_xor_si128(hi, g);
-	r = _mm_xor_si128(r, SHR128(g, 1));
-	r = _mm_xor_si128(r, SHR128(g, 2));
-	return _mm_xor_si128(r, SHR128(g, 7));
+	v128 over = V_XOR(V_XOR(V_SHL64(lo, 63), V_SHL64(lo, 62)), V_SHL64(lo, 57));
+	v128 g = V_XOR(lo, V_LANE_UP(over));
+	v128 r = V_XOR(hi, g);
+	r = V_XOR(r, SHR128(g, 1));
+	r = V_XOR(r, SHR128(g, 2));
+	return V_XOR(r, SHR128(g, 7));
 }
 
-TGT static inline __m128i gmul(__m128i a, __m128i b)
+TGT static inline v128 gmul(v128 a, v128 b)
 {
-	__m128i lo = _mm_setzero_si128(), mid = lo, hi = lo;
+	v128 lo = V_ZERO(), mid = lo, hi = lo;
 	mul_add(a, b, &lo, &mid, &hi);
 	return reduce(lo, mid, hi);
 }
 
 /* y = (y ^ b0) H^4 ^ b1 H^3 ^ b2 H^2 ^ b3 H, blocks already byte-reversed */
-TGT static inline __m128i ghash4(const unsigned char *ks, __m128i y, __m128i b0, __m128i b1,
-				 __m128i b2, __m128i b3)
+TGT static inline v128 ghash4(const unsigned char *ks, v128 y, v128 b0, v128 b1, v128 b2,
+			      v128 b3)
 {
-	__m128i lo = _mm_setzero_si128(), mid = lo, hi = lo;
-	mul_add(_mm_xor_si128(y, b0), HPOW(ks, 4), &lo, &mid, &hi);
+	v128 lo = V_ZERO(), mid = lo, hi = lo;
+	mul_add(V_XOR(y, b0), HPOW(ks, 4), &lo, &mid, &hi);
 	mul_add(b1, HPOW(ks, 3), &lo, &mid, &hi);
 	mul_add(b2, HPOW(ks, 2), &lo, &mid, &hi);
 	mul_add(b3, HPOW(ks, 1), &lo, &mid, &hi);
@@ -93,78 +186,68 @@ TGT static inline __m128i ghash4(const unsigned char *ks, __m128i y, __m128i b0,
 }
 
 /* GHASH over p[0..n), the last partial block zero-padded. */
-TGT static __m128i ghash_bytes(const unsigned char *ks, __m128i y, const unsigned char *p,
-			       size_t n)
+TGT static v128 ghash_bytes(const unsigned char *ks, v128 y, const unsigned char *p, size_t n)
 {
 	for (; n >= 64; n -= 64, p += 64)
-		y = ghash4(ks, y, rev(_mm_loadu_si128((const __m128i *)p)),
-			   rev(_mm_loadu_si128((const __m128i *)p + 1)),
-			   rev(_mm_loadu_si128((const __m128i *)p + 2)),
-			   rev(_mm_loadu_si128((const __m128i *)p + 3)));
+		y = ghash4(ks, y, rev(V_LOAD(p)), rev(V_LOAD(p + 16)), rev(V_LOAD(p + 32)),
+			   rev(V_LOAD(p + 48)));
 	for (; n >= 16; n -= 16, p += 16)
-		y = gmul(_mm_xor_si128(y, rev(_mm_loadu_si128((const __m128i *)p))), HPOW(ks, 1));
+		y = gmul(V_XOR(y, rev(V_LOAD(p))), HPOW(ks, 1));
 	if (n) {
 		unsigned char last[16] = {0};
 		memcpy(last, p, n);
-		y = gmul(_mm_xor_si128(y, rev(_mm_loadu_si128((const __m128i *)last))), HPOW(ks, 1));
+		y = gmul(V_XOR(y, rev(V_LOAD(last))), HPOW(ks, 1));
 	}
 	return y;
 }
 
-TGT static inline __m128i counter_block(__m128i j0, uint32_t c)
+TGT static void init_accel(unsigned char *ks, const mbedtls_aes_context *aes)
 {
-	return _mm_insert_epi32(j0, (int)__builtin_bswap32(c), 3);
-}
-
-TGT static void init_x86(unsigned char *ks, const mbedtls_aes_context *aes)
-{
-	for (int r = 0; r <= ROUNDS; r++)
-		_mm_store_si128((__m128i *)ks + r, _mm_loadu_si128((const __m128i *)aes->rk + r));
-	__m128i h = rev(aes_block(ks, _mm_setzero_si128())), p = h;
+	/* Mbed TLS keeps the round keys in FIPS-197 byte order (AES-NI's
+	 * layout, and on a little-endian CPU its table code's too) */
+	memcpy(ks, aes->rk, 16 * (ROUNDS + 1));
+	v128 h = rev(aes_block(ks, V_ZERO())), p = h;
 	for (int i = 1; i <= 4; i++) {
-		_mm_store_si128((__m128i *)ks + 15 + i - 1, p);
+		V_STORE(ks + 16 * (15 + i - 1), p);
 		p = gmul(p, h);
 	}
 }
 
-TGT static void start_x86(const unsigned char *ks, sky_aesgcm_op *op, const unsigned char nonce[12],
-			  const unsigned char *aad, size_t aad_len)
+TGT static void start_accel(const unsigned char *ks, sky_aesgcm_op *op,
+			    const unsigned char nonce[12], const unsigned char *aad, size_t aad_len)
 {
-	unsigned char j0[16];
-	memcpy(j0, nonce, 12);
-	j0[12] = j0[13] = j0[14] = 0;
-	j0[15] = 1;
-	memcpy(op->j0, j0, 16);
+	memcpy(op->j0, nonce, 12);
+	op->j0[12] = op->j0[13] = op->j0[14] = 0;
+	op->j0[15] = 1;
 	op->ctr = 2; /* counter 1 is J0, for the tag */
 	op->aad_bytes = aad_len;
 	op->text_bytes = 0;
-	_mm_store_si128((__m128i *)op->y, ghash_bytes(ks, _mm_setzero_si128(), aad, aad_len));
+	V_STORE(op->y, ghash_bytes(ks, V_ZERO(), aad, aad_len));
 }
 
-TGT static void update_x86(const unsigned char *ks, sky_aesgcm_op *op, int decrypt,
-			   const unsigned char *in, unsigned char *out, size_t n)
+TGT static void update_accel(const unsigned char *ks, sky_aesgcm_op *op, int decrypt,
+			     const unsigned char *in, unsigned char *out, size_t n)
 {
-	__m128i y = _mm_load_si128((const __m128i *)op->y);
-	__m128i j0 = _mm_load_si128((const __m128i *)op->j0);
+	v128 y = V_LOAD(op->y), j0 = V_LOAD(op->j0);
 	uint32_t c = op->ctr;
 	op->text_bytes += n;
-	/* eight blocks in flight: AES-NI has a latency of several cycles per
-	 * round and a throughput of one or two per cycle */
+	/* eight blocks in flight: an AES round has a latency of several cycles
+	 * and a throughput of one or two per cycle */
 	for (; n >= 128; n -= 128, in += 128, out += 128) {
-		__m128i x[8], t[8];
+		v128 x[8], t[8];
 		for (int i = 0; i < 8; i++)
-			x[i] = _mm_xor_si128(counter_block(j0, c + (uint32_t)i), RK(ks, 0));
+			x[i] = AES_FIRST(counter_block(j0, c + (uint32_t)i), RK(ks, 0));
 		c += 8;
 		for (int r = 1; r < ROUNDS; r++) {
-			__m128i k = RK(ks, r);
+			v128 k = RK(ks, RK_ROUND(r));
 			for (int i = 0; i < 8; i++)
-				x[i] = _mm_aesenc_si128(x[i], k);
+				x[i] = AES_ROUND(x[i], k);
 		}
+		v128 k13 = RK(ks, ROUNDS - 1), k14 = RK(ks, ROUNDS);
 		for (int i = 0; i < 8; i++) {
-			__m128i ki = _mm_aesenclast_si128(x[i], RK(ks, ROUNDS));
-			__m128i v = _mm_loadu_si128((const __m128i *)in + i);
-			__m128i o = _mm_xor_si128(v, ki);
-			_mm_storeu_si128((__m128i *)out + i, o);
+			v128 v = V_LOAD(in + 16 * i);
+			v128 o = V_XOR(v, AES_LAST(x[i], k13, k14));
+			V_STORE(out + 16 * i, o);
 			t[i] = rev(decrypt ? v : o);
 		}
 		y = ghash4(ks, y, t[0], t[1], t[2], t[3]);
@@ -173,44 +256,43 @@ TGT static void update_x86(const unsigned char *ks, sky_aesgcm_op *op, int decry
 	while (n) {
 		size_t m = n < 16 ? n : 16;
 		unsigned char ksb[16], blk[16] = {0};
-		_mm_storeu_si128((__m128i *)ksb, aes_block(ks, counter_block(j0, c++)));
+		V_STORE(ksb, aes_block(ks, counter_block(j0, c++)));
 		if (decrypt)
 			memcpy(blk, in, m); /* GHASH reads the ciphertext, before in == out loses it */
 		for (size_t i = 0; i < m; i++)
 			out[i] = in[i] ^ ksb[i];
 		if (!decrypt)
 			memcpy(blk, out, m);
-		y = gmul(_mm_xor_si128(y, rev(_mm_loadu_si128((const __m128i *)blk))), HPOW(ks, 1));
+		y = gmul(V_XOR(y, rev(V_LOAD(blk))), HPOW(ks, 1));
 		in += m;
 		out += m;
 		n -= m;
 	}
 	op->ctr = c;
-	_mm_store_si128((__m128i *)op->y, y);
+	V_STORE(op->y, y);
 }
 
-TGT static void finish_x86(const unsigned char *ks, sky_aesgcm_op *op, unsigned char tag[16])
+TGT static void finish_accel(const unsigned char *ks, sky_aesgcm_op *op, unsigned char tag[16])
 {
-	__m128i y = _mm_load_si128((const __m128i *)op->y);
+	v128 y = V_LOAD(op->y);
 	/* len(A) || len(C) in bits, each 64-bit big-endian; reversed, that is
 	 * the little-endian pair (len C, len A) */
-	__m128i lens = _mm_set_epi64x((long long)(op->aad_bytes * 8), (long long)(op->text_bytes * 8));
-	y = gmul(_mm_xor_si128(y, lens), HPOW(ks, 1));
-	__m128i t = _mm_xor_si128(rev(y), aes_block(ks, _mm_load_si128((const __m128i *)op->j0)));
-	_mm_storeu_si128((__m128i *)tag, t);
+	v128 lens = V_LANES(op->text_bytes * 8, op->aad_bytes * 8);
+	y = gmul(V_XOR(y, lens), HPOW(ks, 1));
+	V_STORE(tag, V_XOR(rev(y), aes_block(ks, V_LOAD(op->j0))));
 }
 #endif
 
 int sky_aesgcm_init(unsigned char *ks, const unsigned char key[32])
 {
-#if defined(__x86_64__)
-	if (!sky_cpu_get_features().aesgcm)
+#ifdef HAVE_ACCEL
+	if (!AES_FEATURE(sky_cpu_get_features()))
 		return 0;
 	mbedtls_aes_context aes;
 	mbedtls_aes_init(&aes);
 	int ok = mbedtls_aes_setkey_enc(&aes, key, 256) == 0 && aes.nr == ROUNDS;
 	if (ok)
-		init_x86(ks, &aes);
+		init_accel(ks, &aes);
 	mbedtls_aes_free(&aes); /* wipes its copy of the round keys */
 	return ok;
 #else
@@ -223,22 +305,22 @@ int sky_aesgcm_init(unsigned char *ks, const unsigned char key[32])
 void sky_aesgcm_start(const unsigned char *ks, sky_aesgcm_op *op, const unsigned char nonce[12],
 		      const unsigned char *aad, size_t aad_len)
 {
-#if defined(__x86_64__)
-	start_x86(ks, op, nonce, aad, aad_len);
+#ifdef HAVE_ACCEL
+	start_accel(ks, op, nonce, aad, aad_len);
 #endif
 }
 
 void sky_aesgcm_update(const unsigned char *ks, sky_aesgcm_op *op, int decrypt,
 		       const unsigned char *in, unsigned char *out, size_t n)
 {
-#if defined(__x86_64__)
-	update_x86(ks, op, decrypt, in, out, n);
+#ifdef HAVE_ACCEL
+	update_accel(ks, op, decrypt, in, out, n);
 #endif
 }
 
 void sky_aesgcm_finish(const unsigned char *ks, sky_aesgcm_op *op, unsigned char tag[16])
 {
-#if defined(__x86_64__)
-	finish_x86(ks, op, tag);
+#ifdef HAVE_ACCEL
+	finish_accel(ks, op, tag);
 #endif
 }

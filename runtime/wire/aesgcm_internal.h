@@ -1,5 +1,6 @@
-/* AES-256-GCM with the x86 AES-NI and PCLMULQDQ instructions, for sealed
- * tensor frames (frameseal.c only; no public header includes this).
+/* AES-256-GCM on the CPU's AES and carry-less multiply instructions (x86
+ * AES-NI + PCLMULQDQ, Armv8 AESE/AESMC + PMULL), for sealed tensor frames
+ * (frameseal.c only; no public header includes this).
  *
  * Why: Mbed TLS 2.28's GCM runs one 16-byte block at a time (one AES-NI
  * call and one carry-less multiply with a full reduction per block), about
@@ -9,9 +10,9 @@
  * (mbedtls_aes_setkey_enc) and produces exactly Mbed TLS's output: Mbed
  * TLS's mbedtls_gcm_* is the reference, and tests/wire/test_frameseal.c
  * compares the two byte for byte (ciphertext and tag) over many lengths.
- * Elsewhere (aarch64, or x86 without the instructions, or
- * SKY_CPU_DISABLE=aesgcm) sky_aesgcm_init() returns 0 and frames go
- * through Mbed TLS.
+ * Without the instructions (a Raspberry Pi 4's Cortex-A72 has no Crypto
+ * Extension) or with SKY_CPU_DISABLE=aesgcm, sky_aesgcm_init() returns 0
+ * and frames go through Mbed TLS.
  *
  * The nonce is 96 bits (J0 = nonce | 0x00000001, NIST SP 800-38D §7.1). */
 #ifndef SKY_AESGCM_INTERNAL_H

@@ -88,7 +88,11 @@ void sky_frame_key_free(sky_frame_key *k)
 
 const char *sky_frame_key_impl(const sky_frame_key *k)
 {
+#if defined(__aarch64__)
+	return !k || !k->sealed ? "none" : k->accel ? "armv8-aes-pmull" : "mbedtls";
+#else
 	return !k || !k->sealed ? "none" : k->accel ? "aesni-pclmul" : "mbedtls";
+#endif
 }
 
 size_t sky_frame_packed_bytes(const sky_frame_key *k, size_t payload_bytes)
