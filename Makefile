@@ -134,6 +134,9 @@ $(ALL_LIBS):
 $(B)/bin/skyd: $(call obj,$(SKYD_SRC)) $(LIB_RT) $(LIB_PLAN) $(LIB_SHARED) $(LIB_PORT)
 $(B)/bin/skyplan: $(call obj,$(SKYPLAN_SRC)) $(LIB_PLAN) $(LIB_RT) $(LIB_SHARED) $(LIB_PORT)
 $(B)/bin/sky: $(call obj,$(SKY_SRC)) $(ALL_LIBS)
+# Only the planner serves HTTP (skyplan --metrics), so only it and the
+# planner's tests link libmicrohttpd; skyd and sky do not depend on it.
+$(B)/bin/skyplan $(B)/tests/planner/%: LIBS += -lmicrohttpd
 $(BINS):
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(BOARD_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) \
