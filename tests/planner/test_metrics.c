@@ -159,6 +159,7 @@ SKY_TEST(help_and_type_once_per_family)
 	char seen[64][80];
 	int n_seen = 0, families = 0;
 	char cur[80] = "";
+	int typed = 1;
 	for (char *line = strtok(g_buf, "\n"); line; line = strtok(NULL, "\n")) {
 		char name[80];
 		if (!strncmp(line, "# HELP ", 7)) {
@@ -167,19 +168,24 @@ SKY_TEST(help_and_type_once_per_family)
 				SKY_EXPECT_MSG(strcmp(seen[i], name) != 0, "family %s twice", name);
 			if (n_seen < 64)
 				snprintf(seen[n_seen++], sizeof seen[0], "%s", name);
+			SKY_EXPECT_MSG(typed, "family before %s has no TYPE", name);
 			snprintf(cur, sizeof cur, "%s", name);
+			typed = 0;
 			families++;
 			continue;
 		}
 		if (!strncmp(line, "# TYPE ", 7)) {
 			char type[16];
 			SKY_EXPECT(sscanf(line + 7, "%79s %15s", name, type) == 2);
-			SKY_EXPECT_MSG(!strcmp(name, cur), "TYPE %s not right after its HELP", name);
+			SKY_EXPECT_MSG(!strcmp(name, cur) && !typed, "TYPE %s not once after its HELP",
+				       name);
+			typed = 1;
 			SKY_EXPECT(!strcmp(type, "gauge") || !strcmp(type, "counter"));
 			if (!strcmp(type, "counter"))
 				SKY_EXPECT_MSG(strstr(name, "_total") != NULL, "counter %s", name);
 			continue;
 		}
+		SKY_EXPECT_MSG(typed, "sample '%s' before its TYPE", line);
 		size_t k = strcspn(line, "{ ");
 		SKY_EXPECT_MSG(k == strlen(cur) && !strncmp(line, cur, k),
 			       "sample '%s' outside its family %s", line, cur);
