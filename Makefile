@@ -175,13 +175,14 @@ CROSS_B := build/generic-aarch64
 TOTALS := build/check-totals
 
 # The ThreadSanitizer leg: the tests whose code runs on more than one thread
-# (once-only initialisation, the worker pool, Paho's callback thread, and the fleet test's
+# (once-only initialisation, the worker pool, Paho's callback thread, the metrics
+# snapshot served on libmicrohttpd's thread, and the fleet and metrics tests'
 # skyd/skyplan/sky processes), built with SANITIZE=thread into
 # build/host-tsan. tests/tsan.sh fails a test on any report from any of its
 # processes. `make check-tsan` runs only this leg.
 TSAN_B := build/host-tsan
-TSAN_UNIT := tests/port/test_once tests/port/test_pool tests/wire/test_mqtt
-TSAN_SCRIPTS := tests/integration/test_fleet.sh
+TSAN_UNIT := tests/port/test_once tests/port/test_pool tests/wire/test_mqtt tests/planner/test_metrics
+TSAN_SCRIPTS := tests/integration/test_fleet.sh tests/integration/test_metrics.sh
 TSAN_RUN := OPENBLAS_NUM_THREADS=1 SKY_BUILD=$(TSAN_B) tests/run.sh --label tsan \
 	--prefix tests/tsan.sh $(addprefix $(TSAN_B)/,$(TSAN_UNIT)) $(TSAN_SCRIPTS)
 tsan-build: all $(addprefix $(B)/,$(TSAN_UNIT))

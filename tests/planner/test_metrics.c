@@ -3,9 +3,11 @@
 #include "sky_metrics.h"
 #include "sky_metrics_http.h"
 #include "sky_registry.h"
+#include "sky_thread.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -376,5 +378,57 @@ SKY_TEST(refuses_a_bad_address)
 		SKY_EXPECT_MSG(d.msg[0] != '\0', "'%s': no reason", bad[i]);
 		SKY_EXPECT(h == NULL);
 	}
+	sky_metrics_free(&g_m);
+}
+
+/* The main loop publishes while the HTTP thread serves: every scrape is one
+ * whole snapshot, never a mix of two. */
+static _Atomic int g_stop;
+static sky_registry g_r2;
+
+static void *publisher(void *arg)
+{
+	for (long i = 0; !atomic_load(&g_stop); i++)
+		sky_metrics_publish(&g_m, (i & 1) ? &g_r2 : &g_r, 7);
+	return NULL;
+}
+
+SKY_TEST(scrapes_while_publishing_see_whole_snapshots)
+{
+	static char resp[SKY_METRICS_MAX_TEXT + 1024];
+	sky_metrics_http *h = NULL;
+	sky_metrics_init(&g_m);
+	small_registry();
+	g_r2 = g_r;
+	for (int i = 0; i < 200; i++) { /* a bigger second registry */
+		char id[16];
+		snprintf(id, sizeof id, "x%d", i);
+		sky_registry_add(&g_r2, id);
+	}
+	int na = sky_metrics_render(&g_m, &g_r, 7, g_buf, sizeof g_buf);
+	int nb = sky_metrics_render(&g_m, &g_r2, 7, g_buf2, sizeof g_buf2);
+	SKY_EXPECT(na > 0 && nb > na);
+	int port = start_on_free_port(&h, &g_m);
+	SKY_EXPECT(port > 0);
+	if (!port)
+		return;
+	sky_metrics_publish(&g_m, &g_r, 7);
+	sky_thread t;
+	atomic_store(&g_stop, 0);
+	SKY_EXPECT_EQ(sky_thread_start(&t, publisher, NULL), 0);
+	int a = 0, b = 0;
+	for (int i = 0; i < 40; i++) {
+		SKY_EXPECT(http(port, "GET", "/metrics", resp, sizeof resp) > 0);
+		const char *body = strstr(resp, "\r\n\r\n");
+		SKY_EXPECT(body != NULL);
+		if (!body)
+			break;
+		a += !strcmp(body + 4, g_buf);
+		b += !strcmp(body + 4, g_buf2);
+	}
+	atomic_store(&g_stop, 1);
+	sky_thread_join(&t);
+	SKY_EXPECT_EQ(a + b, 40);
+	sky_metrics_http_stop(h);
 	sky_metrics_free(&g_m);
 }
