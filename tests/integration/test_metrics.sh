@@ -9,7 +9,9 @@
 #     same snapshot time) agree: boards online, offline and enrolled, each
 #     board's online flag and probe forward, backward and memory figures,
 #     the job's plan epoch; and again after a board is stopped;
-#   - a planned job has a predicted step time and re-plans 0.
+#   - a planned job has a predicted step time and re-plans 0;
+#   - tools/grafana/sky-fleet.json is JSON (schema 36+) and every metric its
+#     panels query is one the scrape defines.
 # Prints PASS/FAIL lines. Bounded: every wait has a deadline.
 set -u
 cd "$(dirname "$0")/../.."
@@ -142,6 +144,26 @@ if command -v promtool >/dev/null 2>&1; then
 	fi
 else
 	echo "SKIP metrics_promtool_check: promtool not installed (Debian package prometheus)"
+fi
+
+# ---- the Grafana dashboard queries only metrics that a scrape defines -----------------
+D=tools/grafana/sky-fleet.json
+missing=""
+for m in $(grep -o '"expr": "[^"]*' "$D" | grep -o 'sky_[a-z0-9_]*' | sort -u); do
+	grep -q "^# TYPE $m " "$W/scrape.txt" || missing="$missing $m"
+done
+n=$(grep -o '"expr": "[^"]*' "$D" | grep -o 'sky_[a-z0-9_]*' | sort -u | wc -l)
+schema=$(sed -n 's/^  "schemaVersion": \([0-9]*\),$/\1/p' "$D")
+if [ -z "$missing" ] && [ "$n" -ge 15 ] && [ "${schema:-0}" -ge 36 ]; then
+	pass metrics_dashboard_queries_scraped_metrics
+else
+	fail metrics_dashboard_queries_scraped_metrics "$n metrics, schema '$schema', not in the scrape:$missing"
+fi
+if command -v python3 >/dev/null 2>&1; then
+	python3 -m json.tool "$D" >/dev/null 2>"$W/dash.err" && pass metrics_dashboard_is_json ||
+		fail metrics_dashboard_is_json "$(head -2 "$W/dash.err")"
+else
+	echo "SKIP metrics_dashboard_is_json: no python3 to parse it"
 fi
 
 # ---- a scrape and sky fleet status at the same moment ------------------------------
