@@ -11,7 +11,8 @@
 #     the job's plan epoch; and again after a board is stopped;
 #   - a planned job has a predicted step time and re-plans 0;
 #   - tools/grafana/sky-fleet.json is JSON (schema 36+) and every metric its
-#     panels query is one the scrape defines.
+#     panels query is one the scrape defines; a real Prometheus (if
+#     installed) scrapes skyplan and evaluates every panel's query.
 # Prints PASS/FAIL lines. Bounded: every wait has a deadline.
 set -u
 cd "$(dirname "$0")/../.."
@@ -31,7 +32,9 @@ W=$(mktemp -d "${TMPDIR:-/tmp}/sky-metrics.XXXXXX")
 printf 'leak:libpaho-mqtt3as\n' >"$W/lsan.supp" # see test_fleet.sh
 export LSAN_OPTIONS="suppressions=$W/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 PLAN_PID=""
+PROM_PID=""
 cleanup() {
+	[ -n "$PROM_PID" ] && kill "$PROM_PID" 2>/dev/null && wait "$PROM_PID" 2>/dev/null
 	for b in $BOARDS; do
 		p=$(cat "$W/$b.pid" 2>/dev/null) && kill "$p" 2>/dev/null
 	done
@@ -164,6 +167,50 @@ if command -v python3 >/dev/null 2>&1; then
 		fail metrics_dashboard_is_json "$(head -2 "$W/dash.err")"
 else
 	echo "SKIP metrics_dashboard_is_json: no python3 to parse it"
+fi
+
+# ---- a real Prometheus scrapes skyplan; every dashboard query evaluates -----------
+if command -v prometheus >/dev/null 2>&1; then
+	PPORT=$(_sky_free_port)
+	cat >"$W/prometheus.yml" <<EOC
+global:
+  scrape_interval: 1s
+scrape_configs:
+  - job_name: sky
+    static_configs:
+      - targets: ['127.0.0.1:$MPORT']
+EOC
+	prometheus --config.file="$W/prometheus.yml" --storage.tsdb.path="$W/tsdb" \
+		--web.listen-address="127.0.0.1:$PPORT" >"$W/prometheus.log" 2>&1 &
+	PROM_PID=$!
+	query() { curl -sf --max-time 10 -G "http://127.0.0.1:$PPORT/api/v1/query" \
+		--data-urlencode "query=$1"; }
+	three_scraped() { query 'count(sky_board_layer_forward_seconds)' 2>/dev/null |
+		grep -q '"value":\[[0-9.]*,"3"\]'; }
+	WAIT_S=60
+	if wait_for three_scraped; then
+		pass metrics_prometheus_scrapes_skyplan
+		bad=""
+		sed -n 's/^ *"expr": "\(.*\)",\{0,1\}$/\1/p' "$D" | sed 's/\\"/"/g' |
+			sed 's/\$instance/.*/g; s/\$__rate_interval/1m/g' >"$W/exprs"
+		while IFS= read -r e; do
+			query "$e" >"$W/q.json" 2>/dev/null && grep -q '"status":"success"' "$W/q.json" ||
+				bad="$bad [$e]"
+		done <"$W/exprs"
+		[ -z "$bad" ] && [ "$(wc -l <"$W/exprs")" -ge 20 ] &&
+			pass metrics_dashboard_queries_evaluate ||
+			fail metrics_dashboard_queries_evaluate "$(wc -l <"$W/exprs") queries; failed:$bad"
+		query 'sum(sky_boards{instance=~".*",state="online"})' | grep -q '"3"\]' &&
+			pass metrics_prometheus_sees_three_online ||
+			fail metrics_prometheus_sees_three_online "$(query 'sky_boards' | head -c 300)"
+	else
+		fail metrics_prometheus_scrapes_skyplan "$(tail -3 "$W/prometheus.log")"
+	fi
+	kill "$PROM_PID" 2>/dev/null
+	wait "$PROM_PID" 2>/dev/null
+	PROM_PID=""
+else
+	echo "SKIP metrics_prometheus_scrapes_skyplan: prometheus not installed"
 fi
 
 # ---- a scrape and sky fleet status at the same moment ------------------------------
