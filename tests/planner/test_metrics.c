@@ -432,3 +432,51 @@ SKY_TEST(scrapes_while_publishing_see_whole_snapshots)
 	sky_metrics_http_stop(h);
 	sky_metrics_free(&g_m);
 }
+
+/* The largest registry (every board with the longest id, a report and a
+ * stage; every job) and a full feed fit SKY_METRICS_MAX_TEXT. */
+SKY_TEST(the_largest_fleet_fits)
+{
+	static sky_registry big;
+	sky_metrics_init(&g_m);
+	sky_registry_init(&big);
+	char id[SKY_TOPIC_SEGMENT_MAX + 1];
+	for (int i = 0; i < SKY_REG_MAX_BOARDS; i++) {
+		snprintf(id, sizeof id, "%0*d", SKY_TOPIC_SEGMENT_MAX, i);
+		sky_reg_board *b = sky_registry_add(&big, id);
+		SKY_EXPECT(b != NULL);
+		if (!b)
+			return;
+		b->state = SKY_REG_ONLINE;
+		b->last_seen = 1764511200;
+		b->has_caps = 1;
+		b->caps.fp32 = (sky_caps_times){0.1, 0.2, 0.3, 0.4};
+		b->caps.has_int8 = 1;
+		b->caps.int8_fwd_s = 0.1;
+		b->caps.mem_bytes = 1ll << 40;
+		b->caps.link_bw = 1.0 / 3;
+		b->caps.link_lat_s = 1.0 / 7;
+		b->caps.probe_s = 1.0 / 9;
+		snprintf(b->job, sizeof b->job, "%s", id);
+		b->stage = 65535;
+	}
+	big.n_jobs = SKY_REG_MAX_JOBS;
+	for (int j = 0; j < SKY_REG_MAX_JOBS; j++) {
+		snprintf(big.jobs[j].job, sizeof big.jobs[j].job, "%0*d", SKY_TOPIC_SEGMENT_MAX, j);
+		big.jobs[j].epoch = 1ll << 52;
+	}
+	char reason[SKY_METRICS_REASON_MAX + 1];
+	for (int j = 0; j < SKY_METRICS_MAX_JOBS; j++) {
+		sky_metrics_set_step_measured(&g_m, big.jobs[j].job, 1.0 / 3);
+		sky_metrics_set_step_predicted(&g_m, big.jobs[j].job, 1.0 / 3);
+		for (int k = 0; k < SKY_METRICS_MAX_REASONS; k++) {
+			snprintf(reason, sizeof reason, "%0*d", SKY_METRICS_REASON_MAX, k);
+			SKY_EXPECT_EQ(sky_metrics_add_frames_dropped(&g_m, big.jobs[j].job, reason,
+								     1l << 40), 0);
+		}
+	}
+	int n = sky_metrics_render(&g_m, &big, 1764511200, g_buf, sizeof g_buf);
+	SKY_EXPECT_MSG(n > 0, "render: %d", n);
+	printf("MEASURE metrics_largest_fleet_bytes %d (of %u)\n", n, SKY_METRICS_MAX_TEXT);
+	sky_metrics_free(&g_m);
+}
