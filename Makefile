@@ -134,6 +134,9 @@ $(ALL_LIBS):
 $(B)/bin/skyd: $(call obj,$(SKYD_SRC)) $(LIB_RT) $(LIB_PLAN) $(LIB_SHARED) $(LIB_PORT)
 $(B)/bin/skyplan: $(call obj,$(SKYPLAN_SRC)) $(LIB_PLAN) $(LIB_RT) $(LIB_SHARED) $(LIB_PORT)
 $(B)/bin/sky: $(call obj,$(SKY_SRC)) $(ALL_LIBS)
+# Only the planner serves HTTP (skyplan --metrics), so only it and the
+# planner's tests link libmicrohttpd; skyd and sky do not depend on it.
+$(B)/bin/skyplan $(B)/tests/planner/%: LIBS += -lmicrohttpd
 $(BINS):
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(BOARD_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) \
@@ -189,13 +192,14 @@ qemu_leg = if OPENBLAS_NUM_THREADS=1 SKY_TEST_TOTALS=$(TOTALS) tests/run.sh --la
 	false; fi
 
 # The ThreadSanitizer leg: the tests whose code runs on more than one thread
-# (once-only initialisation, the worker pool, Paho's callback thread, and the fleet test's
+# (once-only initialisation, the worker pool, Paho's callback thread, the metrics
+# snapshot served on libmicrohttpd's thread, and the fleet and metrics tests'
 # skyd/skyplan/sky processes), built with SANITIZE=thread into
 # build/host-tsan. tests/tsan.sh fails a test on any report from any of its
 # processes. `make check-tsan` runs only this leg.
 TSAN_B := build/host-tsan
-TSAN_UNIT := tests/port/test_once tests/port/test_pool tests/wire/test_mqtt
-TSAN_SCRIPTS := tests/integration/test_fleet.sh
+TSAN_UNIT := tests/port/test_once tests/port/test_pool tests/wire/test_mqtt tests/planner/test_metrics
+TSAN_SCRIPTS := tests/integration/test_fleet.sh tests/integration/test_metrics.sh
 TSAN_RUN := OPENBLAS_NUM_THREADS=1 SKY_BUILD=$(TSAN_B) tests/run.sh --label tsan \
 	--prefix tests/tsan.sh $(addprefix $(TSAN_B)/,$(TSAN_UNIT)) $(TSAN_SCRIPTS)
 tsan-build: all $(addprefix $(B)/,$(TSAN_UNIT))

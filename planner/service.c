@@ -6,6 +6,7 @@
 #include "sky_file.h"
 #include "sky_json.h"
 #include "sky_log.h"
+#include "sky_metrics.h"
 #include "sky_model.h"
 #include "sky_mqtt.h"
 #include "sky_plan.h"
@@ -658,7 +659,10 @@ static void save_state(svc *s)
 {
 	char path[640];
 	sky_mutex_lock(&s->lock);
-	int n = sky_registry_to_json(&s->reg, sky_clock_unix(), s->status_buf, sizeof s->status_buf);
+	int64_t unix_s = sky_clock_unix();
+	int n = sky_registry_to_json(&s->reg, unix_s, s->status_buf, sizeof s->status_buf);
+	/* the scrape's snapshot from the same registry and clock as fleet.json */
+	sky_metrics_publish(sky_metrics_default(), &s->reg, unix_s);
 	s->reg.changed = 0;
 	sky_mutex_unlock(&s->lock);
 	if (state_file(s, "fleet.json", path, sizeof path) != 0 || n < 0 || sky_file_write(path, s->status_buf, (size_t)n, 0644) != 0)
@@ -803,6 +807,11 @@ static int try_plan(svc *s, pending_job *pj)
 	if (j >= 0)
 		s->on_broker[j] = p->epoch;
 	s->reg.c.plans_published++;
+	{ /* the prediction a measured step is compared with (metrics) */
+		static sky_sim_result sim;
+		if (sky_sim_run(&s->plan, &job, &sim, NULL) == 0)
+			sky_metrics_set_step_predicted(sky_metrics_default(), p->job, sim.step_s);
+	}
 	SKY_INFO("job %s epoch %lld published: %d stages over %d boards (%s), bottleneck %.3f ms "
 		 "per micro-batch",
 		 p->job, (long long)p->epoch, p->n_stages, s->fleet.n, p->algo,

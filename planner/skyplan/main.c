@@ -1,6 +1,9 @@
 /* skyplan: the planner service beside the broker (planner/sky_service.h). */
 #include "sky_err.h"
 #include "sky_log.h"
+#include "sky_metrics.h"
+#include "sky_metrics_http.h"
+#include "sky_net.h"
 #include "sky_service.h"
 #include "sky_signal.h"
 #include "sky_version.h"
@@ -14,7 +17,7 @@ static void usage(FILE *to)
 {
 	fprintf(to,
 		"usage: skyplan --pki DIR --broker HOST:PORT [--state DIR] [--job FILE]\n"
-		"               [--keepalive S] [--log-level L]\n"
+		"               [--keepalive S] [--metrics ADDR:PORT] [--log-level L]\n"
 		"\n"
 		"skyplan is Sky's planner service (%s). It connects to the broker as the planner\n"
 		"(DIR/planner.crt), answers enrollment requests with the fleet CA in DIR, keeps the\n"
@@ -30,6 +33,9 @@ static void usage(FILE *to)
 		"                     republishes if the broker has lost them\n"
 		"  --job FILE         submit this job at start (same JSON as `sky job submit`)\n"
 		"  --keepalive S      the planner's MQTT keepalive (default 10)\n"
+		"  --metrics ADDR:PORT serve Prometheus metrics at http://ADDR:PORT/metrics\n"
+		"                     (e.g. 127.0.0.1:9464; [::1]:9464 for IPv6): the figures of\n"
+		"                     `sky fleet status`, refreshed whenever fleet.json is saved\n"
 		"  --log-level L      error, warn, info (default), debug\n",
 		SKY_VERSION);
 }
@@ -37,6 +43,7 @@ static void usage(FILE *to)
 int main(int argc, char **argv)
 {
 	sky_service_opts o;
+	const char *metrics = NULL;
 	memset(&o, 0, sizeof o);
 	o.keepalive_s = 10;
 	sky_log_set_name("skyplan");
@@ -67,6 +74,16 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			o.keepalive_s = (int)n;
+		} else if (!strcmp(a, "--metrics")) {
+			char host[SKY_NET_HOST_MAX + 1];
+			int port;
+			sky_diag pd;
+			sky_diag_clear(&pd);
+			if (sky_net_parse_hostport(v, host, sizeof host, &port, &pd) != 0) {
+				fprintf(stderr, "skyplan: --metrics: %s\n", pd.msg);
+				return 2;
+			}
+			metrics = v;
 		} else if (!strcmp(a, "--log-level")) {
 			sky_log_level l;
 			if (sky_log_parse_level(v, &l) != 0) {
@@ -90,7 +107,16 @@ int main(int argc, char **argv)
 	}
 	sky_diag d;
 	sky_diag_clear(&d);
+	sky_metrics_http *mh = NULL;
+	if (metrics) {
+		if (sky_metrics_http_start(&mh, metrics, sky_metrics_default(), &d) != 0) {
+			SKY_ERROR("--metrics: %s", d.msg);
+			return 1;
+		}
+		SKY_INFO("metrics at http://%s/metrics", metrics);
+	}
 	int rc = sky_service_run(&o, &d);
+	sky_metrics_http_stop(mh);
 	if (rc) {
 		SKY_ERROR("%s", d.msg[0] ? d.msg : sky_strerror(rc));
 		return 1;
