@@ -16,7 +16,9 @@ set -u
 name=$(basename "$1")
 dir=$(mktemp -d "${TMPDIR:-/tmp}/sky-tsan.XXXXXX")
 # second_deadlock_stack: lock-order reports show both acquisitions
-TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 log_path=$dir/report${TSAN_OPTIONS:+ $TSAN_OPTIONS}"
+# suppressions: only uninstrumented third-party libraries (tests/tsan.supp says why)
+supp=$(cd "$(dirname "$0")" && pwd)/tsan.supp
+TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 suppressions=$supp log_path=$dir/report${TSAN_OPTIONS:+ $TSAN_OPTIONS}"
 export TSAN_OPTIONS
 "$@"
 rc=$?
