@@ -1,6 +1,7 @@
 /* skyplan: the planner service beside the broker (planner/sky_service.h). */
 #include "sky_err.h"
 #include "sky_log.h"
+#include "sky_notify.h"
 #include "sky_service.h"
 #include "sky_signal.h"
 #include "sky_version.h"
@@ -14,7 +15,7 @@ static void usage(FILE *to)
 {
 	fprintf(to,
 		"usage: skyplan --pki DIR --broker HOST:PORT [--state DIR] [--job FILE]\n"
-		"               [--keepalive S] [--log-level L]\n"
+		"               [--keepalive S] [--log-level L] [--log-journal]\n"
 		"\n"
 		"skyplan is Sky's planner service (%s). It connects to the broker as the planner\n"
 		"(DIR/planner.crt), answers enrollment requests with the fleet CA in DIR, keeps the\n"
@@ -29,7 +30,9 @@ static void usage(FILE *to)
 		"                     republishes if the broker has lost them\n"
 		"  --job FILE         submit this job at start (same JSON as `sky job submit`)\n"
 		"  --keepalive S      the planner's MQTT keepalive (default 10)\n"
-		"  --log-level L      error, warn, info (default), debug\n",
+		"  --log-level L      error, warn, info (default), debug\n"
+		"  --log-journal      journald lines (<3>..<7> priority, no time stamp); the default\n"
+		"                     when stderr is the journal ($JOURNAL_STREAM)\n",
 		SKY_VERSION);
 }
 
@@ -44,6 +47,10 @@ int main(int argc, char **argv)
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout);
 			return 0;
+		}
+		if (!strcmp(a, "--log-journal")) {
+			sky_log_set_journal(1);
+			continue;
 		}
 		if (!v) {
 			fprintf(stderr, "skyplan: %s needs a value (see --help)\n", a);
@@ -90,6 +97,7 @@ int main(int argc, char **argv)
 	sky_diag d;
 	sky_diag_clear(&d);
 	int rc = sky_service_run(&o, &d);
+	sky_notify_stopping();
 	if (rc) {
 		SKY_ERROR("%s", d.msg[0] ? d.msg : sky_strerror(rc));
 		return 1;
