@@ -6,8 +6,9 @@ set -eu
 
 native="build-essential make pkg-config libopenblas-dev libmbedtls-dev libpaho-mqtt-dev
 libcjson-dev mosquitto mosquitto-clients gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
-clang libclang-rt-14-dev openssl iproute2"
-cross="libopenblas-dev:arm64 libmbedtls-dev:arm64 libpaho-mqtt-dev:arm64 libcjson-dev:arm64"
+clang libclang-rt-14-dev openssl iproute2 libsystemd-dev systemd dpkg-dev lintian python3"
+cross="libopenblas-dev:arm64 libmbedtls-dev:arm64 libpaho-mqtt-dev:arm64 libcjson-dev:arm64
+libsystemd-dev:arm64"
 
 want_native=1
 want_cross=1
