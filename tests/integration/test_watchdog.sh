@@ -104,10 +104,10 @@ sleep 1
 n_stopped=$(pings "$W/board.notify")
 sleep 3 # 12 ping intervals
 n_after=$(pings "$W/board.notify")
-if [ "$n_after" -eq "$n_stopped" ]; then
+if [ "$n_stopped" -gt 0 ] && [ "$n_after" -eq "$n_stopped" ]; then
 	pass watchdog_pings_stop_while_stopped
 else
-	fail watchdog_pings_stop_while_stopped "$((n_after - n_stopped)) pings while stopped"
+	fail watchdog_pings_stop_while_stopped "$n_stopped pings before the stop, $((n_after - n_stopped)) while stopped"
 fi
 kill -CONT "$SKYD_PID"
 WAIT_S=15
