@@ -5,6 +5,7 @@
 #     every Depends package installed here for that architecture; the same
 #     for the arm64 packages of build/generic-aarch64 when it is built;
 #   - lintian reports no errors; systemd-analyze verify passes both units;
+#     the bash completion completes commands, sub-commands and options;
 #   - the packages unpacked (dpkg -x): skyplan and skyd started with their
 #     units' ExecStart command lines (only /usr/bin, /etc/sky, /var/lib/...
 #     moved into a temp dir) on a loopback fleet: the board enrolls from
@@ -150,6 +151,21 @@ if systemd-analyze verify "$W/units/skyd.service" "$W/units/skyplan.service" >"$
 	pass deb_units_verify
 else
 	fail deb_units_verify "$(head -3 "$W/verify.log" | tr '\n' '|')"
+fi
+
+# the bash completion, as bash would call it for "sky tr<TAB>", "sky train --st<TAB>",
+# "sky pki t<TAB>"; options come from the installed binary's --help
+complete_words() { # WORD...: prints the candidates for the last word
+	bash -c '. "$0"; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _sky; echo "${COMPREPLY[*]}"' \
+		"$R/usr/share/bash-completion/completions/sky" "$@"
+}
+c1=$(complete_words "$R/usr/bin/sky" tr)
+c2=$(complete_words "$R/usr/bin/sky" train --st)
+c3=$(complete_words "$R/usr/bin/sky" pki t)
+if [ "$c1" = train ] && [ "$c2" = --steps ] && [ "$c3" = token ]; then
+	pass deb_bash_completion
+else
+	fail deb_bash_completion "got '$c1' '$c2' '$c3'"
 fi
 
 if ! sky_broker_start "$W/broker"; then
