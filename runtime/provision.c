@@ -1,15 +1,13 @@
 #include "sky_provision.h"
 
 #include "sky_clock.h"
+#include "sky_cpu.h"
 #include "sky_file.h"
 #include "sky_log.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 /* Reads DIR/name as one line of text into out. Returns 1 if the file
  * exists and was read, 0 if it does not exist, or an error. */
@@ -43,9 +41,8 @@ static int read_line(const char *dir, const char *name, char *out, size_t cap, s
 int sky_provision_load(const char *dir, sky_provision *p, sky_diag *d)
 {
 	int rc;
-	struct stat st;
 	memset(p, 0, sizeof *p);
-	if (!dir || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+	if (!dir || !sky_file_is_dir(dir))
 		return sky_diag_set(d, SKY_ENOTFOUND, "config dir %s: not a directory",
 				    dir ? dir : "(none)");
 	if ((rc = read_line(dir, "broker", p->broker, sizeof p->broker, d)) < 0)
@@ -56,8 +53,8 @@ int sky_provision_load(const char *dir, sky_provision *p, sky_diag *d)
 		snprintf(p->token_path, sizeof p->token_path, "%s/token", dir);
 	if ((rc = read_line(dir, "id", p->id, sizeof p->id, d)) < 0)
 		return rc;
-	if (rc == 0 && gethostname(p->id, sizeof p->id - 1) != 0)
-		p->id[0] = '\0';
+	if (rc == 0)
+		sky_host_name(p->id, sizeof p->id);
 	char path[SKY_PROVISION_PATH];
 	if (snprintf(path, sizeof path, "%s/claim/ca.crt", dir) < (int)sizeof path &&
 	    sky_file_exists(path))
@@ -72,11 +69,11 @@ int sky_provision_spend_token(const sky_provision *p, const char *state_dir, sky
 {
 	if (!p->token_path[0])
 		return 0;
-	if (unlink(p->token_path) == 0) {
+	int err = sky_file_remove(p->token_path);
+	if (err == 0) {
 		SKY_INFO("enroll: token spent; removed %s", p->token_path);
 		return 0;
 	}
-	int err = errno;
 	char path[SKY_PROVISION_PATH + 32], when[32], text[SKY_PROVISION_PATH + 96];
 	snprintf(path, sizeof path, "%s/token.used", state_dir);
 	sky_clock_utc_iso(when, sizeof when);
@@ -84,8 +81,8 @@ int sky_provision_spend_token(const sky_provision *p, const char *state_dir, sky
 	int rc = sky_file_write(path, text, (size_t)n, 0600);
 	if (rc != 0)
 		return sky_diag_set(d, SKY_EIO, "enroll: cannot remove %s (%s) nor write %s",
-				    p->token_path, strerror(err), path);
+				    p->token_path, sky_strerror(err), path);
 	SKY_INFO("enroll: token spent; %s stays (%s), marked used in %s", p->token_path,
-		 strerror(err), path);
+		 sky_strerror(err), path);
 	return 0;
 }
