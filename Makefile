@@ -8,6 +8,7 @@
 #   make bench              benchmarks, JSON into build/bench/
 #   make fuzz               libFuzzer harnesses, each for FUZZ_SECONDS
 #   make install            into $(DESTDIR)$(PREFIX)/bin and $(DESTDIR)$(SYSCONFDIR)/sky
+#   make deb [BOARD=b]      Debian packages sky-board and sky-planner into build/<b>/deb/
 #   make SANITIZE=address,undefined check
 #   make check-tsan         the ThreadSanitizer leg of check on its own
 
@@ -61,7 +62,7 @@ INC_ALL := $(INC_RT) -Iplanner -Itests
 BASE_CFLAGS := -std=gnu11 -Wall -Wextra -Wshadow -Wno-unused-parameter -fno-strict-aliasing \
 	-MMD -MP -DSKY_BOARD=\"$(BOARD)\" $(SAN_FLAGS)
 # Paho: the asynchronous client with TLS (OpenSSL underneath).
-LIBS := -lpaho-mqtt3as -lmbedtls -lmbedx509 -lmbedcrypto -lcjson -lopenblas -lpthread -lm
+LIBS := -lpaho-mqtt3as -lmbedtls -lmbedx509 -lmbedcrypto -lcjson -lopenblas -lsystemd -lpthread -lm
 
 PORT_SRC := $(wildcard port/*.c)
 SHARED_SRC := $(wildcard runtime/model/*.c runtime/wire/*.c)
@@ -249,8 +250,16 @@ install: all
 	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 boards/$(BOARD)/profile.conf $(DESTDIR)$(SYSCONFDIR)/sky/profile.conf
 
+# Debian packages (tools/deb/build.sh): sky-board (skyd, the board's
+# profile, its systemd unit) and sky-planner (skyplan, sky, its unit).
+deb: all
+ifneq ($(SANITIZE),)
+	$(error make deb packages release builds: leave SANITIZE empty)
+endif
+	STRIP=$(BOARD_CROSS)strip tools/deb/build.sh $(BOARD) $(B)
+
 clean:
 	rm -rf build
 
-.PHONY: FORCE all tests cross-tests tsan-build check check-tsan deps demo bench fuzz install clean
+.PHONY: FORCE all tests cross-tests tsan-build check check-tsan deps demo bench fuzz install deb clean
 -include $(shell find $(O) -name '*.d' 2>/dev/null)

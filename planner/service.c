@@ -14,6 +14,7 @@
 #include "sky_ratelimit.h"
 #include "sky_registry.h"
 #include "sky_sign.h"
+#include "sky_notify.h"
 #include "sky_signal.h"
 #include "sky_thread.h"
 #include "sky_topics.h"
@@ -912,7 +913,9 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 	SKY_INFO("serving: state in %s, epoch %lld", s->state_dir, (long long)s->epoch);
 	double last_save = 0;
 	int backoff_ms = 1000;
+	sky_notify_ready();
 	while (!sky_signal_stop_requested()) {
+		sky_notify_watchdog(); /* from this loop only: a wedged loop stops pinging */
 		if (!s->m || atomic_load(&s->lost)) {
 			drop(s);
 			sky_diag cd;

@@ -189,3 +189,16 @@ int sky_file_exe_dir(char *buf, size_t len)
 	*slash = '\0';
 	return 0;
 }
+
+int sky_file_is_dir(const char *path)
+{
+	struct stat st;
+	return path && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int sky_file_remove(const char *path)
+{
+	if (unlink(path) == 0)
+		return 0;
+	return errno == ENOENT ? SKY_ENOTFOUND : SKY_EIO;
+}

@@ -8,12 +8,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* -1: not yet read from the environment. Atomic: Paho's thread logs too
  * (a lost connection), and may be the first to read it. */
 static _Atomic int g_level = -1;
 static const char *g_name = "sky";
+/* -1: not yet decided from $JOURNAL_STREAM; 0 plain lines; 1 journald. */
+static _Atomic int g_journal = -1;
 
 static const char *const k_names[] = {"error", "warn", "info", "debug"};
 
@@ -26,6 +29,32 @@ int sky_log_parse_level(const char *text, sky_log_level *out)
 		}
 	}
 	return SKY_EINVAL;
+}
+
+/* syslog(3) priorities: LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG */
+static const int k_prio[] = {3, 4, 6, 7};
+
+void sky_log_set_journal(int on) { atomic_store(&g_journal, on ? 1 : 0); }
+
+int sky_log_journal_stream(const char *env, int fd)
+{
+	unsigned long long dev = 0, ino = 0;
+	struct stat st;
+	if (!env || sscanf(env, "%llu:%llu", &dev, &ino) != 2 || fstat(fd, &st) != 0)
+		return 0;
+	return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
+
+static int journal_mode(void)
+{
+	int cur = atomic_load(&g_journal);
+	if (cur < 0) {
+		/* as sky_log_enabled: racing threads compute the same answer */
+		int j = sky_log_journal_stream(getenv("JOURNAL_STREAM"), 2);
+		atomic_compare_exchange_strong(&g_journal, &cur, j);
+		cur = atomic_load(&g_journal);
+	}
+	return cur;
 }
 
 void sky_log_set_level(sky_log_level level) { atomic_store(&g_level, (int)level); }
@@ -49,11 +78,17 @@ void sky_log(sky_log_level level, const char *fmt, ...)
 {
 	if (!sky_log_enabled(level))
 		return;
-	char when[32];
-	sky_clock_utc_iso(when, sizeof when);
 	char line[1024];
-	int n = snprintf(line, sizeof line, "%s %s[%d] %s: ", when, g_name, (int)getpid(),
-			 k_names[level]);
+	int n;
+	if (journal_mode()) {
+		/* journald reads the <N> as the priority and adds time, name and pid */
+		n = snprintf(line, sizeof line, "<%d>", k_prio[level]);
+	} else {
+		char when[32];
+		sky_clock_utc_iso(when, sizeof when);
+		n = snprintf(line, sizeof line, "%s %s[%d] %s: ", when, g_name, (int)getpid(),
+			     k_names[level]);
+	}
 	va_list ap;
 	va_start(ap, fmt);
 	if (n > 0 && (size_t)n < sizeof line)

@@ -43,6 +43,11 @@ int sky_file_write(const char *path, const void *data, size_t len, unsigned mode
 
 /* Returns 1 if path exists, else 0. */
 int sky_file_exists(const char *path);
+/* Returns 1 if path is a directory (or a link to one), else 0. */
+int sky_file_is_dir(const char *path);
+/* Removes the file path. Returns 0, SKY_ENOTFOUND, or SKY_EIO (not allowed:
+ * a read-only file system, no write permission on its directory). */
+int sky_file_remove(const char *path);
 /* Creates dir and its parents with the given mode. Returns 0 or SKY_EIO. */
 int sky_file_mkdirs(const char *dir, unsigned mode);
 /* Permission bits of path (e.g. 0600), or SKY_ENOTFOUND. */

@@ -1,7 +1,13 @@
 /* Logging with levels, to stderr, one line per call:
  *   2026-11-30T14:00:00.123Z skyd[1234] warn: message
  * The level comes from sky_log_set_level() or the SKY_LOG environment
- * variable (error, warn, info, debug); the default is info. */
+ * variable (error, warn, info, debug); the default is info.
+ *
+ * When stderr is the systemd journal ($JOURNAL_STREAM names stderr's device
+ * and inode, as systemd sets it for StandardError=journal) or after
+ * sky_log_set_journal(1), lines carry a syslog priority prefix instead of
+ * the time, name and pid, which journald adds itself:
+ *   <4>message            (<3> error, <4> warn, <6> info, <7> debug) */
 #ifndef SKY_LOG_H
 #define SKY_LOG_H
 
@@ -13,6 +19,11 @@ int sky_log_parse_level(const char *text, sky_log_level *out);
 /* Program name shown in each line (default "sky"). Keeps the pointer. */
 void sky_log_set_name(const char *name);
 int sky_log_enabled(sky_log_level level);
+/* 1: journald lines from now on; 0: plain lines (overrides $JOURNAL_STREAM). */
+void sky_log_set_journal(int on);
+/* 1 if env ("DEV:INO", the $JOURNAL_STREAM format) names the file open on
+ * fd, else 0 (NULL or malformed env, or fstat fails). Exposed for tests. */
+int sky_log_journal_stream(const char *env, int fd);
 void sky_log(sky_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define SKY_ERROR(...) sky_log(SKY_LOG_ERROR, __VA_ARGS__)

@@ -12,6 +12,7 @@
 #include "sky_probe.h"
 #include "sky_profile.h"
 #include "sky_sign.h"
+#include "sky_notify.h"
 #include "sky_signal.h"
 #include "sky_thread.h"
 #include "sky_topics.h"
@@ -779,7 +780,9 @@ int sky_agent_run(const sky_agent_opts *o, sky_diag *d)
 	int backoff_ms = 1000;
 	double next_hb = 0;
 	int64_t hb_seq = 0;
+	sky_notify_ready(); /* identity, profile and probe are in hand */
 	while (!sky_signal_stop_requested()) {
+		sky_notify_watchdog(); /* from this loop only: a wedged loop stops pinging */
 		if (!a.m || atomic_load(&a.lost)) {
 			if (a.m) {
 				disconnect(&a, 0);

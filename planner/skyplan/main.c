@@ -4,6 +4,7 @@
 #include "sky_metrics.h"
 #include "sky_metrics_http.h"
 #include "sky_net.h"
+#include "sky_notify.h"
 #include "sky_service.h"
 #include "sky_signal.h"
 #include "sky_version.h"
@@ -17,7 +18,7 @@ static void usage(FILE *to)
 {
 	fprintf(to,
 		"usage: skyplan --pki DIR --broker HOST:PORT [--state DIR] [--job FILE]\n"
-		"               [--keepalive S] [--metrics ADDR:PORT] [--log-level L]\n"
+		"               [--keepalive S] [--metrics ADDR:PORT] [--log-level L] [--log-journal]\n"
 		"\n"
 		"skyplan is Sky's planner service (%s). It connects to the broker as the planner\n"
 		"(DIR/planner.crt), answers enrollment requests with the fleet CA in DIR, keeps the\n"
@@ -36,7 +37,9 @@ static void usage(FILE *to)
 		"  --metrics ADDR:PORT serve Prometheus metrics at http://ADDR:PORT/metrics\n"
 		"                     (e.g. 127.0.0.1:9464; [::1]:9464 for IPv6): the figures of\n"
 		"                     `sky fleet status`, refreshed whenever fleet.json is saved\n"
-		"  --log-level L      error, warn, info (default), debug\n",
+		"  --log-level L      error, warn, info (default), debug\n"
+		"  --log-journal      journald lines (<3>..<7> priority, no time stamp); the default\n"
+		"                     when stderr is the journal ($JOURNAL_STREAM)\n",
 		SKY_VERSION);
 }
 
@@ -52,6 +55,10 @@ int main(int argc, char **argv)
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout);
 			return 0;
+		}
+		if (!strcmp(a, "--log-journal")) {
+			sky_log_set_journal(1);
+			continue;
 		}
 		if (!v) {
 			fprintf(stderr, "skyplan: %s needs a value (see --help)\n", a);
@@ -116,6 +123,7 @@ int main(int argc, char **argv)
 		SKY_INFO("metrics at http://%s/metrics", metrics);
 	}
 	int rc = sky_service_run(&o, &d);
+	sky_notify_stopping();
 	sky_metrics_http_stop(mh);
 	if (rc) {
 		SKY_ERROR("%s", d.msg[0] ? d.msg : sky_strerror(rc));

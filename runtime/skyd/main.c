@@ -5,8 +5,11 @@
 #include "sky_agent.h"
 #include "sky_err.h"
 #include "sky_log.h"
+#include "sky_identity.h"
 #include "sky_model.h"
 #include "sky_profile.h"
+#include "sky_notify.h"
+#include "sky_provision.h"
 #include "sky_signal.h"
 #include "sky_version.h"
 
@@ -20,6 +23,7 @@ static void usage(FILE *to)
 {
 	fprintf(to,
 		"usage: skyd --state DIR --broker HOST:PORT [options]\n"
+		"       skyd --state DIR --config-dir /etc/sky [options]\n"
 		"       skyd --enroll --claim TOKEN --id ID --pki-ca CLAIM/ca.crt --state DIR --broker HOST:PORT\n"
 		"\n"
 		"skyd is Sky's board daemon (%s). It probes the board at the job's shapes, publishes\n"
@@ -41,6 +45,15 @@ static void usage(FILE *to)
 		"                     speed): compute is stretched to 1/F, and the probe sees it\n"
 		"  --no-link-probe    skip the echo through the broker\n"
 		"  --log-level L      error, warn, info (default), debug\n"
+		"  --log-journal      journald lines (<3>..<7> priority, no time stamp); the default\n"
+		"                     when stderr is the journal ($JOURNAL_STREAM)\n"
+		"provisioning (a board image's first boot; the systemd unit's default):\n"
+		"  --config-dir DIR   read DIR/broker (unless --broker), DIR/id (unless --id; else\n"
+		"                     the host name), DIR/profile.conf (unless --profile); while\n"
+		"                     --state holds no identity, enroll with DIR/token and the claim\n"
+		"                     bundle DIR/claim/{ca.crt,claim.crt,claim.key}, then remove\n"
+		"                     DIR/token (or, if DIR is read-only, mark it spent in\n"
+		"                     --state/token.used) and run\n"
 		"enrollment (once; skipped when DIR already holds an identity):\n"
 		"  --enroll           enroll first, then run\n"
 		"  --enroll-only      enroll and exit\n"
@@ -69,6 +82,9 @@ int main(int argc, char **argv)
 	int enroll = 0, enroll_only = 0;
 	long layers = 0, seq = 0, batch = 0, n;
 	const char *model = "tiny";
+	const char *config_dir = NULL;
+	static sky_provision prov;
+	int provisioned = 0;
 	sky_log_set_name("skyd");
 	sky_agent_opts_default(&o);
 	for (int i = 1; i < argc; i++) {
@@ -83,11 +99,15 @@ int main(int argc, char **argv)
 			enroll = enroll_only = 1, used = 0;
 		} else if (!strcmp(a, "--no-link-probe")) {
 			o.no_link_probe = 1, used = 0;
+		} else if (!strcmp(a, "--log-journal")) {
+			sky_log_set_journal(1), used = 0;
 		} else if (!v) {
 			fprintf(stderr, "skyd: %s needs a value (see --help)\n", a);
 			return 2;
 		} else if (!strcmp(a, "--state")) {
 			o.state_dir = v;
+		} else if (!strcmp(a, "--config-dir")) {
+			config_dir = v;
 		} else if (!strcmp(a, "--broker")) {
 			o.broker = v;
 		} else if (!strcmp(a, "--id")) {
@@ -140,6 +160,33 @@ int main(int argc, char **argv)
 		}
 		i += used;
 	}
+	if (config_dir && o.state_dir) {
+		sky_diag pd;
+		sky_diag_clear(&pd);
+		if (sky_provision_load(config_dir, &prov, &pd) != 0) {
+			fprintf(stderr, "skyd: %s\n", pd.msg);
+			return 2;
+		}
+		if (!o.broker && prov.broker[0])
+			o.broker = prov.broker;
+		if (!o.profile_path && prov.profile[0])
+			o.profile_path = prov.profile;
+		if (!sky_identity_enrolled(o.state_dir)) {
+			if (!prov.token[0] || !prov.claim_ca[0]) {
+				fprintf(stderr,
+					"skyd: %s holds no identity, and %s has no %s to enroll with\n",
+					o.state_dir, config_dir, !prov.token[0] ? "token" : "claim/ca.crt");
+				return 2;
+			}
+			if (!o.id)
+				o.id = prov.id;
+			if (!o.claim_token)
+				o.claim_token = prov.token;
+			if (!o.claim_ca)
+				o.claim_ca = prov.claim_ca;
+			enroll = provisioned = 1;
+		}
+	}
 	if (!o.state_dir || !o.broker) {
 		fprintf(stderr, "skyd: --state and --broker are required (see --help)\n");
 		return 2;
@@ -176,10 +223,13 @@ int main(int argc, char **argv)
 			SKY_ERROR("enrollment failed: %s", d.msg[0] ? d.msg : sky_strerror(rc));
 			return 1;
 		}
+		if (provisioned && (rc = sky_provision_spend_token(&prov, o.state_dir, &d)) != 0)
+			SKY_WARN("%s", d.msg); /* enrolled all the same; the token is one-time */
 		if (enroll_only)
 			return 0;
 	}
 	int rc = sky_agent_run(&o, &d);
+	sky_notify_stopping();
 	if (rc) {
 		SKY_ERROR("%s", d.msg[0] ? d.msg : sky_strerror(rc));
 		return 1;
