@@ -18,6 +18,9 @@
 #ifndef HWCAP_ASIMDDP
 #define HWCAP_ASIMDDP (1 << 20) /* Linux arch/arm64 uapi hwcap.h */
 #endif
+#ifndef HWCAP_CRC32
+#define HWCAP_CRC32 (1 << 7) /* Linux arch/arm64 uapi hwcap.h */
+#endif
 #endif
 
 static int has_name(const char *tok, size_t n, const char *name)
@@ -32,6 +35,7 @@ static sky_cpu_features query(void)
 	unsigned a, b, c, d;
 	if (__get_cpuid_count(1, 0, &a, &b, &c, &d)) {
 		int fma = (c >> 12) & 1, osxsave = (c >> 27) & 1;
+		f.crc32c = (c >> 20) & 1; /* SSE4.2 */
 		unsigned long long xcr0 = 0;
 		if (osxsave) {
 			unsigned lo, hi;
@@ -52,6 +56,7 @@ static sky_cpu_features query(void)
 	unsigned long hw = getauxval(AT_HWCAP);
 	f.neon = 1;
 	f.dotprod = (hw & HWCAP_ASIMDDP) != 0;
+	f.crc32c = (hw & HWCAP_CRC32) != 0;
 #endif
 	const char *off = getenv("SKY_CPU_DISABLE");
 	while (off && *off) {
@@ -68,6 +73,8 @@ static sky_cpu_features query(void)
 			f.neon = f.dotprod = 0;
 		if (has_name(off, n, "dotprod"))
 			f.dotprod = 0;
+		if (has_name(off, n, "crc32c"))
+			f.crc32c = 0;
 		off += n + (off[n] == ',');
 	}
 #if defined(__x86_64__)
@@ -92,9 +99,9 @@ sky_cpu_features sky_cpu_get_features(void)
 
 void sky_cpu_features_str(sky_cpu_features f, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s%s%s%s%s%s", f.avx2 ? "avx2," : "", f.avx512 ? "avx512," : "",
+	snprintf(buf, len, "%s%s%s%s%s%s%s", f.avx2 ? "avx2," : "", f.avx512 ? "avx512," : "",
 		 f.avx512vnni ? "avx512vnni," : "", f.amx ? "amx," : "", f.neon ? "neon," : "",
-		 f.dotprod ? "dotprod," : "");
+		 f.dotprod ? "dotprod," : "", f.crc32c ? "crc32c," : "");
 	size_t n = strlen(buf);
 	if (n > 0)
 		buf[n - 1] = '\0';

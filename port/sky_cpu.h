@@ -15,13 +15,15 @@ typedef struct sky_cpu_features {
 				  * (implies avx512vnni: its kernels' epilogue is AVX-512) */
 	unsigned neon : 1;       /* aarch64: Advanced SIMD (always on aarch64) */
 	unsigned dotprod : 1;    /* aarch64: sdot/udot (Armv8.2 DotProd) */
+	unsigned crc32c : 1;     /* x86: SSE4.2 crc32 instruction; aarch64: CRC32 extension
+				  * (crc32c{b,h,w,x}); used by runtime/wire/sky_crc32c.h */
 } sky_cpu_features;
 
 /* Features of the CPU this process runs on (queried once, then cached).
  * SKY_CPU_DISABLE="avx512vnni,dotprod,..." masks features off, so tests and
  * benchmarks can force a slower kernel variant. */
 sky_cpu_features sky_cpu_get_features(void);
-/* Comma-separated names of the set features ("avx2,avx512,avx512vnni,amx"). */
+/* Comma-separated names of the set features ("avx2,avx512,avx512vnni,amx,crc32c"). */
 void sky_cpu_features_str(sky_cpu_features f, char *buf, size_t len);
 /* "x86_64" or "aarch64" (the build's architecture). */
 const char *sky_cpu_arch(void);

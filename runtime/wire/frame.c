@@ -81,7 +81,18 @@ static int check(const sky_frame_hdr *h, sky_diag *d)
 		return sky_diag_set(d, SKY_EFORMAT, "frame: stage %d out of range", h->stage);
 	if (!sky_topic_segment_ok(h->job))
 		return sky_diag_set(d, SKY_EFORMAT, "frame: job id is not a legal id");
+	if (h->epoch < 0 || h->step < 0)
+		return sky_diag_set(d, SKY_EFORMAT, "frame: epoch %lld / step %lld (must be >= 0)",
+				    (long long)h->epoch, (long long)h->step);
+	if (h->flags & ~SKY_FRAME_FLAG_SEALED)
+		return sky_diag_set(d, SKY_EFORMAT, "frame: flags 0x%x (only bit 0, sealed, is known)",
+				    h->flags);
 	return 0;
+}
+
+uint64_t sky_frame_wire_payload(const sky_frame_hdr *h)
+{
+	return h->payload_bytes + (h->flags & SKY_FRAME_FLAG_SEALED ? SKY_FRAME_SEAL_OVERHEAD : 0);
 }
 
 int sky_frame_encode(sky_frame_hdr *h, unsigned char *out, size_t cap, sky_diag *d)
@@ -102,12 +113,15 @@ int sky_frame_encode(sky_frame_hdr *h, unsigned char *out, size_t cap, sky_diag 
 	out[6] = (unsigned char)h->dtype;
 	out[7] = (unsigned char)h->ndim;
 	put16(out + 8, (unsigned)h->stage);
-	put16(out + 10, 0);
+	put16(out + 10, h->flags);
 	put32(out + 12, h->micro_batch);
 	for (int i = 0; i < SKY_FRAME_MAX_DIMS; i++)
 		put32(out + 16 + 4 * i, h->shape[i]);
 	put64(out + 32, h->payload_bytes);
 	memcpy(out + 40, h->job, strlen(h->job)); /* <= 64 by check() */
+	put64(out + SKY_FRAME_OFF_EPOCH, (uint64_t)h->epoch);
+	put64(out + SKY_FRAME_OFF_STEP, (uint64_t)h->step);
+	put32(out + SKY_FRAME_OFF_CRC, h->crc);
 	return SKY_FRAME_HEADER_BYTES;
 }
 
@@ -121,14 +135,27 @@ int sky_frame_decode(const unsigned char *buf, size_t len, uint64_t max_payload,
 				    SKY_FRAME_HEADER_BYTES);
 	if (memcmp(buf, SKY_FRAME_MAGIC, 4) != 0)
 		return sky_diag_set(d, SKY_EFORMAT, "frame: bad magic");
+	if (buf[4] == 1)
+		return sky_diag_set(d, SKY_EFORMAT,
+				    "frame: version 1 frame (no epoch, step or checksum); this receiver "
+				    "needs version %d: update the sender",
+				    SKY_FRAME_VERSION);
 	if (buf[4] != SKY_FRAME_VERSION)
 		return sky_diag_set(d, SKY_EFORMAT, "frame: version %u, expected %d", buf[4],
 				    SKY_FRAME_VERSION);
-	if (get16(buf + 10) != 0)
-		return sky_diag_set(d, SKY_EFORMAT, "frame: flags 0x%x, expected 0", get16(buf + 10));
-	for (int i = 104; i < SKY_FRAME_HEADER_BYTES; i++)
+	h->flags = get16(buf + 10);
+	if (h->flags & ~SKY_FRAME_FLAG_SEALED)
+		return sky_diag_set(d, SKY_EFORMAT, "frame: flags 0x%x (only bit 0, sealed, is known)",
+				    h->flags);
+	for (int i = SKY_FRAME_OFF_CRC + 4; i < SKY_FRAME_HEADER_BYTES; i++)
 		if (buf[i])
 			return sky_diag_set(d, SKY_EFORMAT, "frame: reserved byte %d is not zero", i);
+	uint64_t epoch = get64(buf + SKY_FRAME_OFF_EPOCH), step = get64(buf + SKY_FRAME_OFF_STEP);
+	if (epoch > INT64_MAX || step > INT64_MAX)
+		return sky_diag_set(d, SKY_EFORMAT, "frame: epoch or step over 2^63-1");
+	h->epoch = (int64_t)epoch;
+	h->step = (int64_t)step;
+	h->crc = get32(buf + SKY_FRAME_OFF_CRC);
 	h->direction = buf[5];
 	h->dtype = buf[6];
 	h->ndim = buf[7];
@@ -161,9 +188,13 @@ int sky_frame_decode(const unsigned char *buf, size_t len, uint64_t max_payload,
 				    "frame: declares %llu payload bytes but shape x dtype is %s%llu",
 				    (unsigned long long)h->payload_bytes, ovf ? "over 2^64, " : "",
 				    (unsigned long long)want);
-	if (len > SKY_FRAME_HEADER_BYTES && len - SKY_FRAME_HEADER_BYTES != h->payload_bytes)
+	if (len > SKY_FRAME_HEADER_BYTES && len - SKY_FRAME_HEADER_BYTES != sky_frame_wire_payload(h))
 		return sky_diag_set(d, SKY_ERANGE,
-				    "frame: message carries %zu payload bytes, header declares %llu",
-				    len - SKY_FRAME_HEADER_BYTES, (unsigned long long)h->payload_bytes);
+				    "frame: message carries %zu bytes after the header, header declares "
+				    "%llu%s",
+				    len - SKY_FRAME_HEADER_BYTES,
+				    (unsigned long long)sky_frame_wire_payload(h),
+				    h->flags & SKY_FRAME_FLAG_SEALED ? " (sealed: nonce + payload + tag)"
+								     : "");
 	return 0;
 }

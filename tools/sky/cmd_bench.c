@@ -4,11 +4,14 @@
 #include <stdio.h>
 #include <string.h>
 
+int sky_bench_frame(int argc, char **argv);
 int sky_bench_layer(int argc, char **argv);
 int sky_bench_planner(int argc, char **argv);
 int sky_bench_probe(int argc, char **argv);
 
 static const sky_cmd k_benches[] = {
+	{"frame", "CRC32C, and tensor frame pack+unpack plain vs sealed (AES-GCM), 1 and 3 MiB",
+	 sky_bench_frame},
 	{"layer", "one encoder layer fwd and fwd+bwd vs OpenBLAS sgemm (--precision fp32|int8)",
 	 sky_bench_layer},
 	{"planner", "time to plan 1,024 boards x 1,000 layers, and the paper's 64 x 160",
@@ -29,6 +32,6 @@ int sky_cmd_bench(int argc, char **argv)
 		if (strcmp(argv[1], k_benches[i].name) == 0)
 			return k_benches[i].run(argc - 1, argv + 1);
 	}
-	fprintf(stderr, "sky bench: unknown benchmark '%s' (layer, planner, probe)\n", argv[1]);
+	fprintf(stderr, "sky bench: unknown benchmark '%s' (frame, layer, planner, probe)\n", argv[1]);
 	return 2;
 }
