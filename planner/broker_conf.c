@@ -31,6 +31,7 @@ static const char k_acl[] =
 	"topic write sky/v1/enroll/+/cert\n"
 	"topic readwrite sky/v1/job/+/plan\n"
 	"topic read sky/v1/job/+/metrics\n"
+	"topic read sky/v1/job/+/part/+\n"
 	"topic readwrite sky/v1/jobs/submit\n"
 	"\n"
 	"# The claim identity: a new board may only ask for its certificate.\n"
@@ -50,7 +51,8 @@ static const char k_acl[] =
 	"pattern read sky/v1/board/%u/cmd\n"
 	"pattern read sky/v1/job/+/plan\n"
 	"pattern write sky/v1/job/+/metrics\n"
-	"pattern readwrite sky/v1/job/+/stage/#\n";
+	"pattern readwrite sky/v1/job/+/stage/#\n"
+	"pattern write sky/v1/job/+/part/%u\n";
 
 int sky_ca_write_broker_conf(const char *dir, int port, unsigned long max_packet, sky_diag *d)
 {

@@ -20,6 +20,9 @@
  *   sky/v1/job/<job>/metrics                board -> planner               0   no   step times JSON
  *   sky/v1/job/<job>/stage/<k>/fwd          stage k-1 board -> stage k     0   no   tensor frame (sky_frame.h)
  *   sky/v1/job/<job>/stage/<k>/bwd          stage k+1 board -> stage k     0   no   tensor frame (sky_frame.h)
+ *   sky/v1/job/<job>/stage/<k>/ready        stage k board -> every stage   1   yes  frame: stage k subscribed (sky_transport.h)
+ *   sky/v1/job/<job>/stage/<k>/norm         stage k board -> every stage   1   no   frame: its blocks' squared gradient sums
+ *   sky/v1/job/<job>/part/<id>              board <id> -> collector        1   yes  its stage's trained tensors (safetensors bytes)
  *   sky/v1/jobs/submit                      operator (sky job submit) -> planner 1 no job JSON
  *   sky/v1/enroll/<nonce>/csr               claim identity -> planner      1   no   enrollment request JSON (token, id, CSR PEM)
  *   sky/v1/enroll/<nonce>/cert              planner -> claim identity      1   no   enrollment reply JSON (cert, CA, planner cert PEMs, or error)
@@ -27,10 +30,11 @@
  * ACL summary (for the generated mosquitto ACL; identities are cert CNs):
  *   board <id>: write sky/v1/board/<id>/{caps,status,heartbeat,plan-ack,echo};
  *               read  sky/v1/board/<id>/{echo,cmd}, sky/v1/job/+/plan;
- *               read+write sky/v1/job/+/stage/#, write sky/v1/job/+/metrics.
+ *               read+write sky/v1/job/+/stage/#, write sky/v1/job/+/metrics,
+ *               write sky/v1/job/+/part/<id>.
  *   claim identity (SKY_TOPIC_CLAIM_CN): write sky/v1/enroll/+/csr, read sky/v1/enroll/+/cert.
  *   planner (SKY_TOPIC_PLANNER_CN): read sky/v1/board/#, sky/v1/enroll/+/csr, sky/v1/jobs/submit,
- *               sky/v1/job/+/metrics; write sky/v1/job/+/plan, sky/v1/enroll/+/cert,
+ *               sky/v1/job/+/metrics, sky/v1/job/+/part/+; write sky/v1/job/+/plan, sky/v1/enroll/+/cert,
  *               sky/v1/board/+/cmd, sky/v1/jobs/submit (sky job submit uses this identity).
  *   everything else: denied.
  * The board's LWT is set at CONNECT on its own status topic, so the ACL
@@ -62,6 +66,9 @@
 #define SKY_TOPIC_METRICS "metrics"
 #define SKY_TOPIC_FWD "fwd"
 #define SKY_TOPIC_BWD "bwd"
+#define SKY_TOPIC_READY "ready"
+#define SKY_TOPIC_NORM "norm"
+
 
 /* Leaves under sky/v1/enroll/<nonce>/ */
 #define SKY_TOPIC_CSR "csr"
@@ -173,6 +180,31 @@ static inline int sky_topic_stage(char *buf, size_t cap, const char *job, int st
 		return SKY_EINVAL;
 	n = snprintf(buf, cap, SKY_TOPIC_ROOT "/job/%s/stage/%d/%s", job, stage,
 		     bwd ? SKY_TOPIC_BWD : SKY_TOPIC_FWD);
+	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
+}
+
+/* sky/v1/job/<job>/stage/<k>/<leaf> for any leaf (SKY_TOPIC_READY, ...);
+ * stage -1 writes the filter "+" in its place (subscriptions only). */
+static inline int sky_topic_stage_leaf(char *buf, size_t cap, const char *job, int stage,
+				       const char *leaf)
+{
+	int n;
+	if (!sky_topic_segment_ok(job) || stage < -1 || stage > 65535)
+		return SKY_EINVAL;
+	if (stage < 0)
+		n = snprintf(buf, cap, SKY_TOPIC_ROOT "/job/%s/stage/+/%s", job, leaf);
+	else
+		n = snprintf(buf, cap, SKY_TOPIC_ROOT "/job/%s/stage/%d/%s", job, stage, leaf);
+	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
+}
+
+/* sky/v1/job/<job>/part/<board>; board NULL writes the filter "+". */
+static inline int sky_topic_part(char *buf, size_t cap, const char *job, const char *board)
+{
+	int n;
+	if (!sky_topic_segment_ok(job) || (board && !sky_topic_segment_ok(board)))
+		return SKY_EINVAL;
+	n = snprintf(buf, cap, SKY_TOPIC_ROOT "/job/%s/part/%s", job, board ? board : "+");
 	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
 }
 
