@@ -1,6 +1,7 @@
 /* sky job submit: hands a job to skyplan over MQTT (sky/v1/jobs/submit),
  * connected with the planner identity from the PKI directory, and with
  * --wait follows it until every stage's board has acknowledged the plan. */
+#include "job_follow.h"
 #include "sky_caps.h"
 #include "sky_cli.h"
 #include "sky_clock.h"
@@ -378,6 +379,10 @@ int sky_cmd_job(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "submit"))
 		return cmd_submit(argc - 1, argv + 1);
-	fprintf(stderr, "sky job: unknown subcommand '%s' (submit)\n", argv[1]);
+	if (!strcmp(argv[1], "watch"))
+		return sky_job_watch(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "collect"))
+		return sky_job_collect(argc - 1, argv + 1);
+	fprintf(stderr, "sky job: unknown subcommand '%s' (submit, watch, collect)\n", argv[1]);
 	return 2;
 }
