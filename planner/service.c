@@ -5,6 +5,7 @@
 #include "sky_clock.h"
 #include "sky_file.h"
 #include "sky_jobkey.h"
+#include "sky_jobstat.h"
 #include "sky_json.h"
 #include "sky_log.h"
 #include "sky_model.h"
@@ -187,6 +188,7 @@ typedef struct svc {
 	sky_mqtt *m;
 	volatile int lost;
 	pending_job pending[MAX_PENDING];
+	sky_jobstat jobs; /* training jobs, from their metrics (under lock) */
 	int n_pending;
 	int64_t epoch;
 	/* working memory for planning (large structs, kept out of the stack) */
@@ -331,6 +333,9 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 	} else if (sky_topic_parse(topic, tl, "job", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
 		   strcmp(leaf, SKY_TOPIC_PLAN) == 0) {
 		on_plan(s, topic, (const char *)p, len);
+	} else if (sky_topic_parse(topic, tl, "job", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
+		   strcmp(leaf, SKY_TOPIC_METRICS) == 0) {
+		sky_jobstat_on_metrics(&s->jobs, seg, (const char *)p, len, sky_clock_s());
 	} else if (sky_topic_parse(topic, tl, "enroll", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
 		   strcmp(leaf, SKY_TOPIC_CSR) == 0) {
 		handle_enroll(s, seg, (const char *)p, len);
@@ -368,7 +373,7 @@ static int connect_svc(svc *s, sky_diag *d)
 			      SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_HEARTBEAT,
 			      SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_CAPS,
 			      SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_PLAN_ACK, SKY_TOPIC_SUB_ALL_CSRS,
-			      SKY_TOPIC_SUB_ALL_PLANS,
+			      SKY_TOPIC_SUB_ALL_PLANS, SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_METRICS,
 			      SKY_TOPIC_JOB_SUBMIT};
 	for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
 		if ((rc = sky_mqtt_subscribe(m, subs[i], 1, 5000, d)) != 0)
@@ -394,6 +399,14 @@ static void save_state(svc *s)
 	s->reg.changed = 0;
 	sky_mutex_unlock(&s->lock);
 	if (state_file(s, "fleet.json", path, sizeof path) != 0 || n < 0 || sky_file_write(path, s->status_buf, (size_t)n, 0644) != 0)
+		SKY_WARN("cannot write %s", path);
+	/* training jobs beside it, once there are any (sky fleet status shows them) */
+	sky_mutex_lock(&s->lock);
+	int jn = s->jobs.n ? sky_jobstat_to_json(&s->jobs, s->status_buf, sizeof s->status_buf) : 0;
+	s->jobs.changed = 0;
+	sky_mutex_unlock(&s->lock);
+	if (jn > 0 && (state_file(s, "jobs.json", path, sizeof path) != 0 ||
+		       sky_file_write(path, s->status_buf, (size_t)jn, 0644) != 0))
 		SKY_WARN("cannot write %s", path);
 }
 
@@ -696,7 +709,7 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 				k++;
 			}
 		}
-		int changed = s->reg.changed;
+		int changed = s->reg.changed || s->jobs.changed;
 		sky_mutex_unlock(&s->lock);
 		if ((changed && now - last_save >= 0.2) || now - last_save >= 2.0) {
 			save_state(s);

@@ -126,7 +126,28 @@ same_as_one_board() {
 	fi
 }
 
+# inject JOB TOPIC FRAME-OPTIONS...: a crafted frame, published retained with
+# board b1's identity, so the receiving stage gets it when it subscribes at
+# the job's start, before any right frame
+inject() {
+	job=$1
+	topic=$2
+	shift 2
+	f="$W/inject.$(echo "$topic" | tr / _)"
+	"$SKY" job frame --job "$job" --shape 8,16,32 --out "$f" "$@" || fail inject_frame "$*"
+	mosquitto_pub $(sky_mq_tls "$W/b1/state/board.crt" "$W/b1/state/board.key") -q 1 -r \
+		-t "sky/v1/job/$job/$topic" -f "$f" || fail inject_publish "$topic"
+}
+next_epoch() { echo $(($(cat "$STATE/epoch" 2>/dev/null || echo 0) + 1)); }
+# dropped JOB REASON COUNT: sky fleet status lists the job's drops by reason
+dropped() {
+	"$SKY" fleet status --state "$STATE" 2>/dev/null | sed -n "/^job $1 /,/^job /p" |
+		grep -o "dropped:.*" | grep -q " $2 $3"
+}
+
 # ---- plan 1: 4 layers, even split, GPipe, AdamW, sealed frames ---------------
+# a board's plaintext frame, right in every field, cannot enter a sealed job
+inject ja stage/1/fwd --epoch "$(next_epoch)" --step 0 --stage 1 --dir fwd --mb 0
 run_job ja 4 --algo even --sched gpipe --steps 4 --micro 4 --optimizer adamw --seed 5 --clip 0.05 \
 	--warmup 1
 wrc=$?
@@ -134,6 +155,8 @@ wrc=$?
 	fail ja_watch_one_line_per_step "rc $wrc: $(cat "$W/ja.watch" "$W/ja.watch.err" | head -5)"
 grep -q "sealed frames" "$W/b1.log" && pass ja_frames_sealed || fail ja_frames_sealed "no 'sealed frames' in b1.log"
 same_as_one_board ja 4 --steps 4 --micro 4 --optim adamw --seed 5 --clip 0.05 --warmup 1
+wait_for 10 dropped ja auth 1 && pass ja_plaintext_frame_dropped_as_auth ||
+	fail ja_plaintext_frame_dropped_as_auth "$("$SKY" fleet status --state "$STATE" | grep -A5 "^job ja")"
 sed -n 's/.*half-layers *\([0-9]*-[0-9]*\) .*/\1/p' "$W/ja.submit" | tr '\n' ' ' >"$W/ja.split"
 echo "MEASURE ja_plan_half_layers $(cat "$W/ja.split")"
 
@@ -147,6 +170,25 @@ sed -n 's/.*half-layers *\([0-9]*-[0-9]*\) .*/\1/p' "$W/jb.submit" | tr '\n' ' '
 echo "MEASURE jb_plan_half_layers $(cat "$W/jb.split")"
 [ "$(cat "$W/ja.split")" != "$(cat "$W/jb.split")" ] && pass two_different_plans ||
 	fail two_different_plans "both split $(cat "$W/ja.split")"
+
+# ---- bad frames from a board's identity: dropped, counted, and the job still
+# equals one board -----------------------------------------------------------------
+E=$(next_epoch)
+inject je stage/1/fwd --epoch $((E + 7)) --step 0 --stage 1 --dir fwd --mb 0
+inject je stage/2/fwd --epoch "$E" --step 999 --stage 2 --dir fwd --mb 0
+inject je stage/3/fwd --epoch "$E" --step 0 --stage 3 --dir fwd --mb 0 --shape 8,16,31
+inject je stage/0/bwd --epoch "$E" --step 0 --stage 0 --dir bwd --mb 0 --defect checksum
+inject je stage/1/bwd --epoch "$E" --step 0 --stage 1 --dir bwd --mb 1 --defect truncated
+inject je stage/2/bwd --epoch "$E" --step 0 --stage 2 --dir bwd --mb 0 --shape 8,16,64
+run_job je 4 --algo even --sched 1f1b --steps 3 --micro 2 --optimizer adamw --seed 4 --plaintext-frames ||
+	fail je_job_ends "$(cat "$W/je.watch.err")"
+same_as_one_board je 4 --steps 3 --micro 2 --optim adamw --seed 4
+for r in epoch step shape checksum truncated oversize; do
+	wait_for 10 dropped je $r 1 && pass "je_bad_frame_dropped_and_counted_$r" ||
+		fail "je_bad_frame_dropped_and_counted_$r" \
+			"$("$SKY" fleet status --state "$STATE" | sed -n '/^job je /,$p' | head -6)"
+done
+"$SKY" fleet status --state "$STATE" | sed -n '/^job je /,/^job /p' | head -5 | sed 's/^/  /'
 
 # the collected file is a model sky eval reads
 "$SKY" eval --weights "$W/jb.safetensors" >"$W/jb.eval" 2>&1 &&

@@ -383,6 +383,8 @@ int sky_cmd_job(int argc, char **argv)
 		return sky_job_watch(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "collect"))
 		return sky_job_collect(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "frame"))
+		return sky_job_frame(argc - 1, argv + 1);
 	fprintf(stderr, "sky job: unknown subcommand '%s' (submit, watch, collect)\n", argv[1]);
 	return 2;
 }

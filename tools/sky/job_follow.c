@@ -8,6 +8,8 @@
 #include "sky_cli.h"
 #include "sky_clock.h"
 #include "sky_embed.h"
+#include "sky_file.h"
+#include "sky_frameseal.h"
 #include "sky_err.h"
 #include "sky_head.h"
 #include "sky_json.h"
@@ -402,5 +404,99 @@ exit:
 	for (int i = 0; i < f->n_parts; i++)
 		free(f->parts[i].bytes);
 	mbedtls_x509_crt_free(&f->planner);
+	return rc;
+}
+
+/* ---- frame (tests) ------------------------------------------------------------- */
+
+int sky_job_frame(int argc, char **argv)
+{
+	const char *out = NULL, *defect = "none";
+	sky_frame_hdr h;
+	long v;
+	memset(&h, 0, sizeof h);
+	h.dtype = SKY_FRAME_F32;
+	h.ndim = 3;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			printf("usage: sky job frame --job J --epoch E --step S --stage K --dir fwd|bwd "
+			       "--mb M --shape B,S,H [--defect none|checksum|truncated] --out FILE\n"
+			       "Writes one plaintext f32 tensor frame (payload 0.5, 1.5, ...) with the\n"
+			       "given header, for tests that publish bad frames into a job.\n");
+			return 0;
+		}
+		if (!val) {
+			fprintf(stderr, "sky job frame: %s needs a value\n", a);
+			return 2;
+		}
+		i++;
+		int rc = 0;
+		if (!strcmp(a, "--job"))
+			snprintf(h.job, sizeof h.job, "%s", val);
+		else if (!strcmp(a, "--epoch") && !(rc = sky_cli_int("job frame", a, val, 0, 0x7fffffffL, &v)))
+			h.epoch = v;
+		else if (!strcmp(a, "--step") && !(rc = sky_cli_int("job frame", a, val, 0, 0x7fffffffL, &v)))
+			h.step = v;
+		else if (!strcmp(a, "--stage") && !(rc = sky_cli_int("job frame", a, val, 0, 65535, &v)))
+			h.stage = (int)v;
+		else if (!strcmp(a, "--mb") && !(rc = sky_cli_int("job frame", a, val, 0, 1 << 20, &v)))
+			h.micro_batch = (uint32_t)v;
+		else if (!strcmp(a, "--dir"))
+			h.direction = !strcmp(val, "bwd") ? SKY_FRAME_BWD : SKY_FRAME_FWD;
+		else if (!strcmp(a, "--shape")) {
+			unsigned b = 0, sq = 0, hd = 0;
+			if (sscanf(val, "%u,%u,%u", &b, &sq, &hd) != 3 || !b || !sq || !hd) {
+				fprintf(stderr, "sky job frame: --shape expects B,S,H\n");
+				return 2;
+			}
+			h.shape[0] = b, h.shape[1] = sq, h.shape[2] = hd;
+		} else if (!strcmp(a, "--defect"))
+			defect = val;
+		else if (!strcmp(a, "--out"))
+			out = val;
+		else if (!rc) {
+			fprintf(stderr, "sky job frame: unknown option '%s'\n", a);
+			return 2;
+		}
+		if (rc)
+			return 2;
+	}
+	if (!out || !h.job[0] || !h.shape[0]) {
+		fprintf(stderr, "sky job frame: --job, --shape and --out are required\n");
+		return 2;
+	}
+	size_t n = (size_t)h.shape[0] * h.shape[1] * h.shape[2];
+	float *p = malloc(n * sizeof *p);
+	size_t cap = SKY_FRAME_HEADER_BYTES + n * sizeof *p;
+	unsigned char *buf = malloc(cap);
+	int rc = 1;
+	sky_diag d;
+	sky_diag_clear(&d);
+	if (!p || !buf)
+		goto exit;
+	for (size_t i = 0; i < n; i++)
+		p[i] = 0.5f + (float)i;
+	int len = sky_frame_pack(NULL, &h, p, n * sizeof *p, buf, cap, &d);
+	if (len < 0) {
+		fprintf(stderr, "sky job frame: %s\n", d.msg);
+		goto exit;
+	}
+	if (!strcmp(defect, "checksum"))
+		buf[SKY_FRAME_HEADER_BYTES + 5] ^= 0x10; /* a bit flips after the CRC was taken */
+	else if (!strcmp(defect, "truncated"))
+		len -= 7;
+	else if (strcmp(defect, "none") != 0) {
+		fprintf(stderr, "sky job frame: unknown --defect '%s'\n", defect);
+		goto exit;
+	}
+	if (sky_file_write(out, buf, (size_t)len, 0644) != 0) {
+		fprintf(stderr, "sky job frame: cannot write %s\n", out);
+		goto exit;
+	}
+	rc = 0;
+exit:
+	free(p);
+	free(buf);
 	return rc;
 }
