@@ -1,5 +1,5 @@
 /* Pipeline stages against one board: the same seed gives the same initial
- * tensors; a pipeline of stages (one thread each, a fake transport of
+ * tensors; a pipeline of stages (one process each, a fake transport of
  * mailboxes in memory under the sky_stage_io callbacks) gives the same
  * per-step losses and the same final weights as sky_bert_train_step, bit
  * for bit, under several plans, both schedules and both optimizers; a step
@@ -14,11 +14,13 @@
 #include "sky_layer.h"
 #include "sky_stage.h"
 #include "sky_task.h"
-#include "sky_thread.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define MAX_ST 6
 #define MAX_MB 8
@@ -52,54 +54,46 @@ SKY_TEST(stage_layer_init_half_equals_the_whole_layer)
 	free(f);
 }
 
-/* ---- a pipeline in one process ------------------------------------------ */
+/* ---- a pipeline of processes ----------------------------------------------
+ * One process per stage (fork: the qemu leg of make check runs these tests
+ * too, and threads are not safe under every qemu-user set-up), talking
+ * through mailboxes in shared memory under the sky_stage_io callbacks. */
+
+#define BOX_FLOATS 4096 /* tiny: B*S*H = 8*16*32 */
+#define PARAM_MAX 40000
 
 typedef struct mailbox {
-	sky_mutex lock;
-	int full;
+	atomic_int full;
 	long step;
-	float *data; /* T*H */
+	float data[BOX_FLOATS];
 } mailbox;
 
-typedef struct pipe_run pipe_run;
+typedef struct shm {
+	mailbox box[MAX_ST][2][MAX_MB]; /* [receiving stage][dir][mb] */
+	double norm[2][64];             /* by step parity */
+	atomic_int norm_in[2];
+	float loss[MAX_ST][STEPS];
+	int rc[MAX_ST];
+	unsigned long allocs[MAX_ST];   /* during the steps, per process */
+	float params[MAX_ST][PARAM_MAX];
+} shm;
 
 typedef struct stage_run {
-	pipe_run *p;
-	int k;
+	shm *sh;
+	int k, n;
 	sky_stage s;
 	void *buf;
-	float loss[STEPS];
 	int held[2]; /* the micro-batch whose mailbox recv handed out, per direction */
-	int rc;
-	sky_thread t;
 } stage_run;
 
-struct pipe_run {
-	int n;
-	size_t th;
-	mailbox box[MAX_ST][2][MAX_MB]; /* [receiving stage][dir][mb] */
-	sky_mutex norm_lock;
-	double norm[2][64];  /* by step parity */
-	int norm_in[2];
-	long steps, warmup;
-	float lr;
-	atomic_int go, done;
-	unsigned long allocs_before, allocs_after;
-	stage_run st[MAX_ST];
-};
+static void spin(void) { sky_sleep_ms(0); }
 
 static int fake_recv(void *ctx, int dir, long step, int mb, const float **data)
 {
 	stage_run *r = ctx;
-	mailbox *b = &r->p->box[r->k][dir][mb];
-	for (;;) {
-		sky_mutex_lock(&b->lock);
-		int ok = b->full && b->step == step;
-		sky_mutex_unlock(&b->lock);
-		if (ok)
-			break;
-		sky_sleep_ms(0);
-	}
+	mailbox *b = &r->sh->box[r->k][dir][mb];
+	while (!(atomic_load(&b->full) && b->step == step))
+		spin();
 	*data = b->data;
 	r->held[dir] = mb;
 	return 0;
@@ -108,72 +102,56 @@ static int fake_recv(void *ctx, int dir, long step, int mb, const float **data)
 static void fake_release(void *ctx, int dir)
 {
 	stage_run *r = ctx;
-	mailbox *b = &r->p->box[r->k][dir][r->held[dir]];
-	sky_mutex_lock(&b->lock);
-	b->full = 0;
-	sky_mutex_unlock(&b->lock);
+	atomic_store(&r->sh->box[r->k][dir][r->held[dir]].full, 0);
 }
 
 static int fake_send(void *ctx, int dir, long step, int mb, float *buf, size_t n)
 {
 	stage_run *r = ctx;
 	int to = dir == SKY_STAGE_FWD ? r->k + 1 : r->k - 1;
-	mailbox *b = &r->p->box[to][dir][mb];
-	for (;;) { /* the previous step's tensor must have been consumed */
-		sky_mutex_lock(&b->lock);
-		if (!b->full) {
-			memcpy(b->data, buf, n * sizeof *buf);
-			b->step = step;
-			b->full = 1;
-			sky_mutex_unlock(&b->lock);
-			return 0;
-		}
-		sky_mutex_unlock(&b->lock);
-		sky_sleep_ms(0);
-	}
+	mailbox *b = &r->sh->box[to][dir][mb];
+	while (atomic_load(&b->full)) /* the previous step's tensor must have been consumed */
+		spin();
+	memcpy(b->data, buf, n * sizeof *buf);
+	b->step = step;
+	atomic_store(&b->full, 1);
+	return 0;
 }
 
 static int fake_share(void *ctx, long step, const double *mine, int b0, int n, double *all,
 		      int n_all)
 {
 	stage_run *r = ctx;
-	pipe_run *p = r->p;
+	shm *sh = r->sh;
 	int par = (int)(step & 1);
-	sky_mutex_lock(&p->norm_lock);
-	memcpy(p->norm[par] + b0, mine, (size_t)n * sizeof *mine);
-	p->norm_in[par]++;
-	sky_mutex_unlock(&p->norm_lock);
-	for (;;) {
-		sky_mutex_lock(&p->norm_lock);
-		int ready = p->norm_in[par] >= p->n;
-		sky_mutex_unlock(&p->norm_lock);
-		if (ready)
-			break;
-		sky_sleep_ms(0);
-	}
-	memcpy(all, p->norm[par], (size_t)n_all * sizeof *all);
+	memcpy(sh->norm[par] + b0, mine, (size_t)n * sizeof *mine);
+	atomic_fetch_add(&sh->norm_in[par], 1);
+	while (atomic_load(&sh->norm_in[par]) < r->n)
+		spin();
+	memcpy(all, sh->norm[par], (size_t)n_all * sizeof *all);
 	/* the last reader of this parity resets it for step + 2 */
-	sky_mutex_lock(&p->norm_lock);
-	if (++p->norm_in[par] == 2 * p->n)
-		p->norm_in[par] = 0;
-	sky_mutex_unlock(&p->norm_lock);
+	if (atomic_fetch_add(&sh->norm_in[par], 1) + 1 == 2 * r->n)
+		atomic_store(&sh->norm_in[par], 0);
 	return 0;
 }
 
-static void *stage_main(void *arg)
+/* The child: its steps, then its results into shared memory. */
+static void stage_child(stage_run *r, long steps, long warmup, float lr)
 {
-	stage_run *r = arg;
-	pipe_run *p = r->p;
 	sky_stage_io io = {.ctx = r, .recv = fake_recv, .release = fake_release, .send = fake_send,
 			   .share_norm = fake_share};
-	atomic_fetch_add(&p->go, 1);
-	while (atomic_load(&p->go) < p->n + 1) /* main thread counts allocations first */
-		sky_sleep_ms(0);
-	for (long s = 0; s < p->steps && !r->rc; s++)
-		r->rc = sky_stage_step(&r->s, &io, sky_optim_lr_at(p->lr, s, p->steps, p->warmup),
-				       &r->loss[s]);
-	atomic_fetch_add(&p->done, 1);
-	return NULL;
+	shm *sh = r->sh;
+	alarm(300); /* a pipeline that deadlocks ends the child, and the test fails */
+	unsigned long before = sky_test_allocs();
+	int rc = 0;
+	for (long s = 0; s < steps && !rc; s++)
+		rc = sky_stage_step(&r->s, &io, sky_optim_lr_at(lr, s, steps, warmup),
+				    &sh->loss[r->k][s]);
+	sh->allocs[r->k] = sky_test_allocs() - before;
+	sh->rc[r->k] = rc;
+	if (r->s.n_params <= PARAM_MAX)
+		memcpy(sh->params[r->k], r->s.params, r->s.n_params * sizeof(float));
+	_exit(0);
 }
 
 typedef struct setup {
@@ -224,23 +202,15 @@ static void compare(const setup *u, const char *what)
 	}
 
 	/* the pipeline */
-	static pipe_run p;
-	memset(&p, 0, sizeof p);
-	p.n = u->n;
-	p.th = T * (size_t)c.hidden;
-	p.steps = STEPS;
-	p.warmup = warmup;
-	p.lr = o.optim.lr;
-	sky_mutex_init(&p.norm_lock);
-	for (int k = 0; k < MAX_ST; k++)
-		for (int d = 0; d < 2; d++)
-			for (int i = 0; i < MAX_MB; i++) {
-				sky_mutex_init(&p.box[k][d][i].lock);
-				p.box[k][d][i].data = malloc(p.th * sizeof(float));
-			}
+	shm *sh = mmap(NULL, sizeof(shm), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	SKY_EXPECT(sh != MAP_FAILED);
+	if (sh == MAP_FAILED)
+		return;
+	memset(sh, 0, sizeof *sh);
+	static stage_run st[MAX_ST];
 	int first = 0;
 	for (int k = 0; k < u->n; k++) {
-		stage_run *r = &p.st[k];
+		stage_run *r = &st[k];
 		sky_stage_cfg sc;
 		memset(&sc, 0, sizeof sc);
 		sc.model = c;
@@ -265,9 +235,10 @@ static void compare(const setup *u, const char *what)
 		SKY_EXPECT(sky_stage_carve(&r->s, &sc, &sa, &d) == 0);
 		SKY_EXPECT(sky_arena_seal(&sa) == 0);
 		sky_stage_init(&r->s);
-		/* initial weights: block for block what sky_bert_init made */
-		r->p = &p;
+		r->sh = sh;
 		r->k = k;
+		r->n = u->n;
+		SKY_EXPECT(T * (size_t)c.hidden <= BOX_FLOATS && r->s.n_params <= PARAM_MAX);
 	}
 	/* initial weights equal to a fresh sky_bert's, block by block */
 	{
@@ -280,7 +251,7 @@ static void compare(const setup *u, const char *what)
 		for (int k = 0; k < u->n; k++)
 			for (int b = 0; b < 2 * c.layers + 2; b++) {
 				size_t n = 0;
-				const float *sp = sky_stage_block(&p.st[k].s, b, &n), *bp;
+				const float *sp = sky_stage_block(&st[k].s, b, &n), *bp;
 				if (!sp)
 					continue;
 				if (b == 0)
@@ -295,32 +266,34 @@ static void compare(const setup *u, const char *what)
 			}
 		free(b0);
 	}
+	fflush(NULL); /* the children must not write the parent's buffered output again */
+	pid_t pid[MAX_ST];
 	for (int k = 0; k < u->n; k++)
-		sky_thread_start(&p.st[k].t, stage_main, &p.st[k]);
-	while (atomic_load(&p.go) < p.n)
-		sky_sleep_ms(0);
-	p.allocs_before = sky_test_allocs();
-	atomic_fetch_add(&p.go, 1);
-	while (atomic_load(&p.done) < p.n)
-		sky_sleep_ms(1);
-	p.allocs_after = sky_test_allocs();
-	for (int k = 0; k < u->n; k++)
-		sky_thread_join(&p.st[k].t);
-	SKY_EXPECT_MSG(p.allocs_after == p.allocs_before, "%s: %lu allocations during the steps",
-		       what, p.allocs_after - p.allocs_before);
-	stage_run *last = &p.st[u->n - 1];
-	for (int k = 0; k < u->n; k++)
-		SKY_EXPECT_MSG(p.st[k].rc == 0, "%s: stage %d: %s", what, k, sky_strerror(p.st[k].rc));
+		if ((pid[k] = fork()) == 0)
+			stage_child(&st[k], STEPS, warmup, o.optim.lr);
+	for (int k = 0; k < u->n; k++) {
+		int status = 0;
+		SKY_EXPECT(pid[k] > 0 && waitpid(pid[k], &status, 0) == pid[k]);
+		SKY_EXPECT_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			       "%s: stage %d's process ended with status %d", what, k, status);
+	}
+	for (int k = 0; k < u->n; k++) {
+		SKY_EXPECT_MSG(sh->rc[k] == 0, "%s: stage %d: %s", what, k, sky_strerror(sh->rc[k]));
+		SKY_EXPECT_MSG(sh->allocs[k] == 0, "%s: stage %d allocated %lu times during the steps",
+			       what, k, sh->allocs[k]);
+	}
+	const float *last_loss = sh->loss[u->n - 1];
 	for (long s = 0; s < STEPS; s++)
-		SKY_EXPECT_MSG(memcmp(&last->loss[s], &loss1[s], sizeof(float)) == 0,
+		SKY_EXPECT_MSG(memcmp(&last_loss[s], &loss1[s], sizeof(float)) == 0,
 			       "%s: step %ld loss %.9g on the pipeline, %.9g on one board", what,
-			       s + 1, (double)last->loss[s], (double)loss1[s]);
-	/* final weights, block by block */
+			       s + 1, (double)last_loss[s], (double)loss1[s]);
+	/* final weights, block by block (each child copied its params out) */
 	int diff = 0;
-	for (int k = 0; k < u->n; k++)
+	for (int k = 0; k < u->n; k++) {
+		st[k].s.params = sh->params[k];
 		for (int b = 0; b < 2 * c.layers + 2; b++) {
 			size_t n = 0;
-			const float *sp = sky_stage_block(&p.st[k].s, b, &n), *bp;
+			const float *sp = sky_stage_block(&st[k].s, b, &n), *bp;
 			if (!sp)
 				continue;
 			if (b == 0)
@@ -332,17 +305,12 @@ static void compare(const setup *u, const char *what)
 				     ((b - 1) % 2 ? sky_layer_half_offset(&c, SKY_BLOCK_FFN) : 0);
 			diff += memcmp(sp, bp, n * sizeof(float)) != 0;
 		}
+	}
 	SKY_EXPECT_MSG(diff == 0, "%s: %d blocks differ after %d steps", what, diff, STEPS);
-	SKY_EXPECT(last->loss[STEPS - 1] > 0);
+	SKY_EXPECT(last_loss[STEPS - 1] > 0);
 	for (int k = 0; k < u->n; k++)
-		free(p.st[k].buf);
-	for (int k = 0; k < MAX_ST; k++)
-		for (int d = 0; d < 2; d++)
-			for (int i = 0; i < MAX_MB; i++) {
-				free(p.box[k][d][i].data);
-				sky_mutex_free(&p.box[k][d][i].lock);
-			}
-	sky_mutex_free(&p.norm_lock);
+		free(st[k].buf);
+	munmap(sh, sizeof *sh);
 	free(ids);
 	free(types);
 	free(attn);
