@@ -86,7 +86,8 @@ typedef struct stage_run {
 	int held[2]; /* the micro-batch whose mailbox recv handed out, per direction */
 } stage_run;
 
-static void spin(void) { sky_sleep_ms(0); }
+/* a waiting stage sleeps: under qemu a spinning process starves the computing one */
+static void spin(void) { sky_sleep_ms(1); }
 
 static int fake_recv(void *ctx, int dir, long step, int mb, const float **data)
 {
