@@ -177,8 +177,8 @@ int sky_ca_init_dir(const char *dir, const sky_ca_opts *o, sky_diag *d)
 		rc = sky_diag_set(d, SKY_EIO, "%s: cannot create", dir);
 		goto exit;
 	}
-	static const char *const subdirs[] = {SKY_CA_CLAIM_DIR, "tokens", "issued"};
-	for (size_t i = 0; i < 3; i++) {
+	static const char *const subdirs[] = {SKY_CA_CLAIM_DIR, "tokens", "issued", SKY_CA_CERTS_DIR};
+	for (size_t i = 0; i < sizeof subdirs / sizeof subdirs[0]; i++) {
 		if ((rc = join(sub, dir, subdirs[i], d)) != 0)
 			goto exit;
 		if (sky_file_mkdirs(sub, 0700) != 0) {
@@ -638,6 +638,14 @@ static int record_issued(sky_ca *ca, const char *id, const char *pem, sky_diag *
 	int n = snprintf(line, sizeof line, "%s %lld\n", sn, (long long)sky_clock_unix());
 	if (sky_file_write(path, line, (size_t)n, 0644) != 0)
 		rc = sky_diag_set(d, SKY_EIO, "%s: cannot record the issued certificate", path);
+	/* and the certificate itself: the planner wraps each job's frame key
+	 * for its public key (sky_jobkey.h) */
+	snprintf(rel, sizeof rel, SKY_CA_CERTS_DIR "/%s.crt", id);
+	if (!rc && join(path, ca->dir, SKY_CA_CERTS_DIR, d) == 0)
+		sky_file_mkdirs(path, 0700); /* a PKI made before certs/ existed */
+	if (!rc && (rc = join(path, ca->dir, rel, d)) == 0 &&
+	    sky_file_write(path, pem, strlen(pem), 0644) != 0)
+		rc = sky_diag_set(d, SKY_EIO, "%s: cannot keep the issued certificate", path);
 exit:
 	mbedtls_x509_crt_free(&crt);
 	return rc;

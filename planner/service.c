@@ -4,6 +4,8 @@
 #include "sky_caps.h"
 #include "sky_clock.h"
 #include "sky_file.h"
+#include "sky_jobkey.h"
+#include "sky_jobstat.h"
 #include "sky_json.h"
 #include "sky_log.h"
 #include "sky_metrics.h"
@@ -39,6 +41,60 @@ static int opt_str(const cJSON *doc, const char *key, char *buf, size_t cap, sky
 	if (!cJSON_GetObjectItemCaseSensitive(doc, key))
 		return 0;
 	return sky_json_str(doc, key, buf, cap, "job", d);
+}
+
+static int opt_num(const cJSON *doc, const char *key, double lo, double hi, double *out,
+		   sky_diag *d)
+{
+	if (!cJSON_GetObjectItemCaseSensitive(doc, key))
+		return 0;
+	return sky_json_num(doc, key, lo, hi, out, "job", d);
+}
+
+/* The training settings, with `sky train`'s defaults. */
+static int parse_train(const cJSON *doc, sky_job_req *j, sky_diag *d)
+{
+	char task[16] = "";
+	int rc;
+	const cJSON *pt = cJSON_GetObjectItemCaseSensitive(doc, "plaintext_frames");
+	if ((rc = opt_str(doc, "task", task, sizeof task, d)) != 0)
+		return rc;
+	if (!task[0])
+		return 0;
+	if (strcmp(task, "train") != 0)
+		return sky_diag_set(d, SKY_EINVAL, "job %s: unknown task '%s' (train)", j->job, task);
+	j->train = 1;
+	j->steps = 10;
+	j->seed = 1;
+	j->warmup = -1;
+	j->clip = 1.0;
+	j->lr = -1;
+	snprintf(j->optim, sizeof j->optim, "adamw");
+	if ((rc = opt_int(doc, "steps", 1, SKY_PLANMSG_MAX_STEPS, &j->steps, d)) ||
+	    (rc = opt_str(doc, "optim", j->optim, sizeof j->optim, d)) ||
+	    (rc = opt_num(doc, "lr", 1e-9, 100, &j->lr, d)) ||
+	    (rc = opt_int(doc, "seed", 0, 0x7fffffff, &j->seed, d)) ||
+	    (rc = opt_int(doc, "warmup", 0, SKY_PLANMSG_MAX_STEPS, &j->warmup, d)) ||
+	    (rc = opt_num(doc, "clip", 0, 1e9, &j->clip, d)) ||
+	    (rc = opt_num(doc, "stall_s", 0, 1e5, &j->stall_s, d)))
+		return rc;
+	if (pt && !cJSON_IsBool(pt))
+		return sky_diag_set(d, SKY_EFORMAT, "job %s: plaintext_frames must be true or false",
+				    j->job);
+	j->plaintext = pt && cJSON_IsTrue(pt);
+	/* the runtime's sky_optim_parse, which the planner does not link */
+	int sgd = strcmp(j->optim, "sgd") == 0;
+	if (!sgd && strcmp(j->optim, "adamw") != 0)
+		return sky_diag_set(d, SKY_EINVAL, "job %s: unknown optim '%s' (adamw, sgd)", j->job,
+				    j->optim);
+	if (j->lr < 0)
+		j->lr = sgd ? 0.05 : 1e-3;
+	if (j->warmup < 0)
+		j->warmup = j->steps / 10;
+	if (j->warmup > j->steps)
+		return sky_diag_set(d, SKY_ERANGE, "job %s: warmup %d is more than steps %d", j->job,
+				    j->warmup, j->steps);
+	return 0;
 }
 
 int sky_job_req_parse(const char *buf, size_t len, sky_job_req *j, sky_diag *d)
@@ -81,6 +137,8 @@ int sky_job_req_parse(const char *buf, size_t len, sky_job_req *j, sky_diag *d)
 	if (cJSON_GetObjectItemCaseSensitive(doc, "wait_s") &&
 	    (rc = sky_json_num(doc, "wait_s", 0, 3600, &j->wait_s, "job", d)))
 		goto exit;
+	if ((rc = parse_train(doc, j, d)) != 0)
+		goto exit;
 	if (!sky_topic_segment_ok(j->job))
 		rc = sky_diag_set(d, SKY_EINVAL, "job: id '%s' is not 1-64 of [A-Za-z0-9_.-]", j->job);
 	else if (sky_model_preset(j->model, &m) != 0)
@@ -111,11 +169,19 @@ int sky_job_req_encode(const sky_job_req *j, char *buf, size_t cap)
 	char sid[64] = "";
 	if (j->submit_id[0])
 		snprintf(sid, sizeof sid, ",\"submit_id\":\"%s\"", j->submit_id);
+	char train[320] = "";
+	if (j->train) /* %.17g: the lr a board uses is exactly the one asked for */
+		snprintf(train, sizeof train,
+			 ",\"task\":\"train\",\"steps\":%d,\"optim\":\"%s\",\"lr\":%.17g,"
+			 "\"seed\":%d,\"warmup\":%d,\"clip\":%.17g,\"stall_s\":%g,"
+			 "\"plaintext_frames\":%s",
+			 j->steps, j->optim, j->lr, j->seed, j->warmup, j->clip, j->stall_s,
+			 j->plaintext ? "true" : "false");
 	int n = snprintf(buf, cap,
 			 "{\"job\":\"%s\",\"model\":\"%s\"%s,\"micro_batches\":%d,\"algo\":\"%s\","
-			 "\"sched\":\"%s\",\"min_boards\":%d,\"wait_s\":%g%s}",
+			 "\"sched\":\"%s\",\"min_boards\":%d,\"wait_s\":%g%s%s}",
 			 j->job, j->model, shapes, j->micro_batches, j->algo, j->sched, j->min_boards,
-			 j->wait_s, sid);
+			 j->wait_s, sid, train);
 	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : n;
 }
 
@@ -193,6 +259,7 @@ typedef struct svc {
 	sky_mqtt *m;
 	_Atomic int lost; /* set on Paho's thread (on_lost); not under the lock */
 	pending_job pending[MAX_PENDING];
+	sky_jobstat jobs; /* training jobs, from their metrics (under lock) */
 	int n_pending;
 	int64_t epoch;
 	/* retained plans on the broker since the last connect, per registry
@@ -561,6 +628,9 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 	} else if (sky_topic_parse(topic, tl, "job", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
 		   strcmp(leaf, SKY_TOPIC_PLAN) == 0) {
 		on_plan(s, topic, (const char *)p, len, retained);
+	} else if (sky_topic_parse(topic, tl, "job", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
+		   strcmp(leaf, SKY_TOPIC_METRICS) == 0) {
+		sky_jobstat_on_metrics(&s->jobs, seg, (const char *)p, len, sky_clock_s());
 	} else if (sky_topic_parse(topic, tl, "enroll", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
 		   strcmp(leaf, SKY_TOPIC_CSR) == 0) {
 		handle_enroll(s, seg, (const char *)p, len);
@@ -628,7 +698,7 @@ static int connect_svc(svc *s, sky_diag *d)
 			      SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_HEARTBEAT,
 			      SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_CAPS,
 			      SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_PLAN_ACK, SKY_TOPIC_SUB_ALL_CSRS,
-			      SKY_TOPIC_SUB_ALL_PLANS,
+			      SKY_TOPIC_SUB_ALL_PLANS, SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_METRICS,
 			      SKY_TOPIC_SUB_ALL_SUBMITS};
 	sky_mutex_lock(&s->lock);
 	memset(s->on_broker, 0, sizeof s->on_broker);
@@ -668,6 +738,14 @@ static void save_state(svc *s)
 	sky_mutex_unlock(&s->lock);
 	if (state_file(s, "fleet.json", path, sizeof path) != 0 || n < 0 || sky_file_write(path, s->status_buf, (size_t)n, 0644) != 0)
 		SKY_WARN("cannot write %s", path);
+	/* training jobs beside it, once there are any (sky fleet status shows them) */
+	sky_mutex_lock(&s->lock);
+	int jn = s->jobs.n ? sky_jobstat_to_json(&s->jobs, s->status_buf, sizeof s->status_buf) : 0;
+	s->jobs.changed = 0;
+	sky_mutex_unlock(&s->lock);
+	if (jn > 0 && (state_file(s, "jobs.json", path, sizeof path) != 0 ||
+		       sky_file_write(path, s->status_buf, (size_t)jn, 0644) != 0))
+		SKY_WARN("cannot write %s", path);
 }
 
 static void ask_probe(svc *s, const char *id, const pending_job *pj)
@@ -679,6 +757,58 @@ static void ask_probe(svc *s, const char *id, const pending_job *pj)
 		sky_mqtt_publish(s->m, topic, buf, (size_t)n, 1, 0, NULL);
 	SKY_INFO("asked board %s to probe %s (seq %d, batch %d) for job %s", id, pj->model.name,
 		 pj->model.seq, pj->model.batch, pj->req.job);
+}
+
+/* The training section of the plan: the job's settings and the
+ * simulator's step time for this plan. */
+static int fill_train(svc *s, const pending_job *pj, const sky_job *job, sky_planmsg *p,
+		      sky_diag *d)
+{
+	sky_plan_train *t = &p->train;
+	const sky_job_req *r = &pj->req;
+	static sky_sim_result sim;
+	memset(t, 0, sizeof *t);
+	t->steps = r->steps;
+	snprintf(t->sched, sizeof t->sched, "%s", r->sched);
+	snprintf(t->optim, sizeof t->optim, "%s", r->optim);
+	t->lr = r->lr;
+	t->seed = r->seed;
+	t->warmup = r->warmup;
+	t->clip = r->clip;
+	t->stall_s = r->stall_s;
+	t->sealed = !r->plaintext;
+	if (sky_sim_run(&s->plan, job, &sim, NULL) == 0)
+		t->predicted_step_s = sim.step_s;
+	(void)d;
+	return 0;
+}
+
+/* A fresh frame key for the job, wrapped for each stage's board with the
+ * public key of the certificate the CA issued it. */
+static int wrap_keys(svc *s, sky_planmsg *p, sky_diag *d)
+{
+	unsigned char key[SKY_JOBKEY_BYTES];
+	int rc = sky_jobkey_generate(&s->signer.rng, key, d);
+	for (int k = 0; k < p->n_stages && !rc; k++) {
+		char path[700];
+		mbedtls_x509_crt crt;
+		mbedtls_x509_crt_init(&crt);
+		snprintf(path, sizeof path, "%s/" SKY_CA_CERTS_DIR "/%s.crt", s->o->pki_dir,
+			 p->stages[k].board);
+		if (mbedtls_x509_crt_parse_file(&crt, path) != 0)
+			rc = sky_diag_set(d, SKY_ENOTFOUND,
+					  "no certificate of board %s in %s to wrap the frame key "
+					  "for (enrolled before this planner kept them? re-enroll, or "
+					  "submit with --plaintext-frames)",
+					  p->stages[k].board, path);
+		else if ((rc = sky_jobkey_wrap(&crt.pk, key, p->job, p->stages[k].board, p->epoch,
+					       &s->signer.rng, p->stages[k].key,
+					       sizeof p->stages[k].key, d)) > 0)
+			rc = 0;
+		mbedtls_x509_crt_free(&crt);
+	}
+	memset(key, 0, sizeof key);
+	return rc;
 }
 
 /* Plans pending job pj if enough boards are ready. Returns 1 when the job
@@ -776,6 +906,10 @@ static int try_plan(svc *s, pending_job *pj)
 		p->stages[k].in_flight = st->in_flight < 1 ? 1 : st->in_flight;
 		p->stages[k].arena_bytes = st->mem_bytes;
 	}
+	if (pj->req.train && fill_train(s, pj, &job, p, &d) != 0) {
+		SKY_WARN("job %s: not planned: %s", pj->req.job, d.msg);
+		return 1;
+	}
 	/* the epoch only grows, across restarts too: persist it before use */
 	char path[640];
 	p->epoch = s->epoch + 1;
@@ -785,6 +919,10 @@ static int try_plan(svc *s, pending_job *pj)
 		return 1;
 	}
 	s->epoch = p->epoch;
+	if (p->train.sealed && wrap_keys(s, p, &d) != 0) {
+		SKY_WARN("job %s: not planned: %s", pj->req.job, d.msg);
+		return 1;
+	}
 	int plen = sky_planmsg_encode(p, s->payload, sizeof s->payload, &d);
 	int elen = plen > 0 ? sky_sign_envelope(&s->signer, s->payload, (size_t)plen, s->envelope,
 						sizeof s->envelope, &d)
@@ -953,7 +1091,7 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 				k++;
 			}
 		}
-		int changed = s->reg.changed;
+		int changed = s->reg.changed || s->jobs.changed;
 		/* a flood that stopped still gets its "N more suppressed" line */
 		long sup = sky_log_throttle_flush(&s->enroll_log, now);
 		if (sup > 0)

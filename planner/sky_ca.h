@@ -60,6 +60,7 @@
 #define SKY_CA_PLANNER_KEY_FILE "planner.key"
 #define SKY_CA_PLANNER_CERT_FILE "planner.crt"
 #define SKY_CA_CLAIM_DIR "claim"
+#define SKY_CA_CERTS_DIR "certs" /* <id>.crt: each board's certificate as issued (frame keys are wrapped for it) */
 #define SKY_CA_CLAIM_KEY_FILE "claim/claim.key"
 #define SKY_CA_CLAIM_CERT_FILE "claim/claim.crt"
 #define SKY_CA_CLAIM_CA_FILE "claim/ca.crt"

@@ -16,7 +16,14 @@
  *     (all but job and model optional), and answers every submission on
  *     sky/v1/jobs/<operator CN>/reply (sky_job_reply), so a submit is never
  *     lost silently: the operator resends until it hears back. A resend
- *     (same operator, same submit_id) is answered again, not queued twice. A job waits until min_boards online
+ *     (same operator, same submit_id) is answered again, not queued twice.
+ *     A training job adds
+ *       "task":"train","steps":5,"optim":"adamw","lr":0.001,"seed":1,
+ *       "warmup":0,"clip":1,"stall_s":0,"plaintext_frames":false
+ *     and its plan carries them (sky_planmsg.h), with the simulated step
+ *     time and, unless plaintext, a fresh frame key wrapped for each
+ *     stage's board (sky_jobkey.h; the board's certificate as the CA
+ *     issued it, <pki>/certs/<id>.crt). A job waits until min_boards online
  *     boards (default: every online board) report capabilities at its
  *     shapes; boards that reported other shapes are asked to probe again
  *     (sky/v1/board/<id>/cmd). After wait_s it plans with whatever matches.
@@ -67,6 +74,17 @@ typedef struct sky_job_req {
 	int min_boards;         /* 0: every online board */
 	double wait_s;          /* default 30 */
 	char submit_id[33];     /* "" or 8-32 of [0-9a-f]: names one submission, resends included */
+	/* training ("task":"train"; otherwise the boards only hold the plan):
+	 * what `sky train`'s options of the same names mean */
+	int train;              /* 1 for "task":"train" */
+	int steps;              /* default 10 */
+	char optim[8];          /* adamw (default), sgd */
+	double lr;              /* default: adamw 1e-3, sgd 0.05 */
+	int seed;               /* default 1 */
+	int warmup;             /* default steps / 10 */
+	double clip;            /* default 1 */
+	double stall_s;         /* frame deadline, 0: derived from the predicted step */
+	int plaintext;          /* 1: frames not sealed ("plaintext_frames":true) */
 } sky_job_req;
 
 /* Parses and checks a job document. Returns 0 or SKY_EFORMAT / SKY_ERANGE /

@@ -5,6 +5,7 @@
 #include "sky_enroll.h"
 #include "sky_file.h"
 #include "sky_identity.h"
+#include "sky_jobkey.h"
 #include "sky_json.h"
 #include "sky_log.h"
 #include "sky_mqtt.h"
@@ -16,6 +17,7 @@
 #include "sky_signal.h"
 #include "sky_thread.h"
 #include "sky_topics.h"
+#include "sky_trainjob.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -56,6 +58,19 @@ static int read_counter(const char *dir, const char *file, int64_t *out, const c
 	       : rc == SKY_ERANGE    ? "beyond 2^53 - 1"
 				     : "unreadable";
 	return rc;
+}
+
+/* The epoch of the last training plan this board finished (<state>/trained),
+ * so a restart does not run a finished job again; 0 when there is none. A
+ * file that cannot be read is said and taken as none. */
+static int64_t trained_epoch(const char *dir)
+{
+	int64_t v = 0;
+	const char *why = "";
+	int rc = read_counter(dir, "trained", &v, &why);
+	if (rc && rc != SKY_ENOTFOUND)
+		SKY_WARN("%s/trained is %s: taking it as no finished training job", dir, why);
+	return rc ? 0 : v;
 }
 
 static int write_counter(const char *dir, const char *file, int64_t v)
@@ -235,8 +250,14 @@ typedef struct agent {
 	int stage;
 	char *plan_env;    /* its envelope, kept to recognise a verbatim re-delivery */
 	size_t plan_env_len;
-	void *arena;
+	sky_trainjob jobs[2];  /* the stage of the plan we hold, and room for the next */
+	sky_trainjob *job;     /* jobs[0] or [1] once a plan is held */
 	int64_t arena_bytes;
+	int train_pending;     /* the held plan trains and has not run yet */
+	int training;          /* the job runs (main thread only: messages are
+				* dispatched on it, inside the job's polls) */
+	double next_hb;
+	int64_t hb_seq;
 	sky_planack ack;   /* the last answer to a plan, re-sent on reconnect */
 	int has_ack;
 	long plans_rejected;
@@ -251,21 +272,9 @@ typedef struct agent {
 
 int64_t sky_agent_stage_bytes(const sky_planmsg *p, int stage)
 {
-	sky_model_cfg c;
-	if (sky_model_preset(p->shape.name, &c) != 0)
-		return SKY_ENOTFOUND;
-	c.hidden = p->shape.hidden;
-	c.heads = p->shape.heads;
-	c.ffn = p->shape.ffn;
-	c.layers = p->layers;
-	c.seq = p->shape.seq;
-	c.batch = p->shape.batch;
-	if (c.seq > c.max_pos)
-		c.max_pos = c.seq;
-	if (sky_model_validate(&c) != 0 || stage < 0 || stage >= p->n_stages)
+	if (stage < 0 || stage >= p->n_stages)
 		return SKY_EINVAL;
-	const sky_plan_stage *st = &p->stages[stage];
-	return sky_probe_stage_bytes(&c, st->first, st->last, 2 * p->layers, st->in_flight, NULL, 0);
+	return sky_trainjob_bytes(p, stage, NULL);
 }
 
 /* Encodes k stamped with the current session and publishes it. */
@@ -315,6 +324,75 @@ static void refuse(agent *a, const sky_planmsg *p, int stage, int64_t bytes, con
 	sky_planack k;
 	fill_ack(a, &k, p, stage, 0, bytes, reason);
 	send_ack(a, &k);
+}
+
+/* ---- the job's network: the agent's MQTT connection ---------------------- */
+
+/* Also called between a training job's frames, so a long job keeps the
+ * board online and systemd's watchdog fed. */
+static void heartbeat(agent *a)
+{
+	sky_notify_watchdog();
+	double now = sky_clock_s();
+	if (!a->m || now < a->next_hb)
+		return;
+	char buf[SKY_STATUS_MAX_BYTES], topic[SKY_TOPIC_BUF];
+	sky_status st = {.online = 1, .session = a->session, .keepalive_s = a->o->keepalive_s,
+			 .seq = ++a->hb_seq};
+	snprintf(st.boot, sizeof st.boot, "%s", a->boot);
+	int n = sky_status_encode(&st, buf, sizeof buf);
+	sky_topic_board(topic, sizeof topic, a->idn.id, SKY_TOPIC_HEARTBEAT);
+	sky_mqtt_publish(a->m, topic, buf, (size_t)n, 0, 0, NULL);
+	/* four heartbeats per keepalive: the planner's deadline is 1.5 x keepalive */
+	a->next_hb = now + a->o->keepalive_s / 4.0;
+}
+
+static int net_publish(void *ctx, const char *topic, const void *data, size_t len, int qos,
+		       int retained)
+{
+	agent *a = ctx;
+	return a->m ? sky_mqtt_publish(a->m, topic, data, len, qos, retained, NULL) : SKY_ENET;
+}
+
+static void net_poll(void *ctx, int wait_ms)
+{
+	agent *a = ctx;
+	heartbeat(a); /* the planner must not think a training board is gone */
+	if (a->m)
+		sky_mqtt_poll(a->m, wait_ms);
+}
+
+static int net_stopped(void *ctx)
+{
+	agent *a = ctx;
+	return sky_signal_stop_requested() || a->lost || !a->m;
+}
+
+static int net_subscribe(void *ctx, const char *filter)
+{
+	agent *a = ctx;
+	return a->m ? sky_mqtt_subscribe(a->m, filter, 1, 5000, NULL) : SKY_ENET;
+}
+
+/* Runs the training job of the plan we hold (on the main thread). */
+static void run_job(agent *a)
+{
+	sky_diag d;
+	sky_diag_clear(&d);
+	a->train_pending = 0;
+	a->training = 1;
+	int rc = sky_trainjob_run(a->job, a->o->state_dir, 120.0, &d);
+	a->training = 0;
+	if (rc == SKY_ENET && (a->lost || sky_signal_stop_requested())) {
+		/* not the job's fault: run it again from its start after a reconnect */
+		SKY_WARN("job %s interrupted: %s", a->plan.job, d.msg);
+		a->train_pending = !sky_signal_stop_requested();
+		return;
+	}
+	/* ran (or stopped for good): a restart must not run it again */
+	write_counter(a->o->state_dir, "trained", a->plan.epoch);
+	if (rc)
+		SKY_ERROR("%s", d.msg);
 }
 
 /* Verifies and, if acceptable, takes a plan. from_disk: at start, from
@@ -388,38 +466,51 @@ static int take_plan(agent *a, const char *topic, const char *msg, size_t len, i
 		refuse(a, p, stage, need, why);
 		return SKY_ENOMEM;
 	}
-	/* measure done; allocate once, carve, seal */
-	void *mem = malloc((size_t)need);
-	if (!mem || sky_agent_stage_bytes(p, stage) != need) {
-		free(mem);
-		refuse(a, p, stage, need, "allocation failed");
-		return SKY_ENOMEM;
+	/* the job's frame key, wrapped for this board's certificate key */
+	unsigned char key[SKY_JOBKEY_BYTES];
+	if (p->train.steps > 0 && p->train.sealed) {
+		sky_jobkey_refusal why = SKY_JOBKEY_OK;
+		const char *blob = p->stages[stage].key;
+		if (sky_jobkey_unwrap(&a->idn.key, blob, strlen(blob), p->job, a->idn.id, p->epoch,
+				      key, &why, &d) != 0) {
+			char r[320];
+			snprintf(r, sizeof r, "frame key refused (%s): %s",
+				 sky_jobkey_refusal_name(why), d.msg);
+			SKY_WARN("plan %s epoch %lld refused: %s", p->job, (long long)p->epoch, r);
+			refuse(a, p, stage, need, r);
+			return SKY_EAUTH;
+		}
 	}
-	{
-		sky_model_cfg c;
-		sky_model_preset(p->shape.name, &c);
-		c.hidden = p->shape.hidden, c.heads = p->shape.heads, c.ffn = p->shape.ffn;
-		c.layers = p->layers, c.seq = p->shape.seq, c.batch = p->shape.batch;
-		if (c.seq > c.max_pos)
-			c.max_pos = c.seq;
-		sky_probe_stage_bytes(&c, p->stages[stage].first, p->stages[stage].last,
-				      2 * p->layers, p->stages[stage].in_flight, mem, (uint64_t)need);
+	/* measured; the stage's one arena is allocated, carved and sealed here */
+	sky_trainjob *next = a->job == &a->jobs[0] ? &a->jobs[1] : &a->jobs[0];
+	sky_transport_net net = {.ctx = a, .publish = net_publish, .poll = net_poll,
+				 .stopped = net_stopped, .subscribe = net_subscribe};
+	rc = sky_trainjob_setup(next, p, stage, a->idn.id,
+				p->train.steps > 0 && p->train.sealed ? key : NULL, &net, &d);
+	memset(key, 0, sizeof key);
+	if (rc) {
+		SKY_WARN("plan %s epoch %lld refused: %s", p->job, (long long)p->epoch, d.msg);
+		refuse(a, p, stage, need, d.msg);
+		return rc;
 	}
 	char *env = malloc(len);
 	if (!env) {
-		free(mem);
+		sky_trainjob_free(next);
 		return SKY_ENOMEM;
 	}
 	memcpy(env, msg, len);
-	free(a->arena);
+	if (a->job)
+		sky_trainjob_free(a->job);
 	free(a->plan_env);
-	a->arena = mem;
+	a->job = next;
 	a->arena_bytes = need;
 	a->plan_env = env;
 	a->plan_env_len = len;
 	a->plan = *p;
+	a->job->plan = &a->plan; /* the job keeps pointing at the plan we hold */
 	a->stage = stage;
 	a->epoch = p->epoch;
+	a->train_pending = p->train.steps > 0 && trained_epoch(a->o->state_dir) < p->epoch;
 	fill_ack(a, &a->ack, p, stage, 1, need, NULL);
 	a->has_ack = 1;
 	SKY_INFO("plan %s epoch %lld accepted: stage %d of %d, half-layers %d-%d, arena %lld bytes "
@@ -443,8 +534,17 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 	char seg[SKY_TOPIC_SEGMENT_MAX + 1], leaf[16];
 	if (strlen(topic) != tl)
 		return; /* an embedded NUL: not one of ours */
+	/* frames, norms and the start barrier of the job that runs */
+	if (a->training && sky_transport_on_msg(&a->job->tr, topic, p, len))
+		return;
 	if (sky_topic_parse(topic, tl, "job", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
 	    strcmp(leaf, SKY_TOPIC_PLAN) == 0) {
+		if (a->training) {
+			/* the running job owns the arena; re-planning mid-job is the
+			 * faults issue's */
+			SKY_WARN("plan on %s ignored: job %s is training", topic, a->plan.job);
+			return;
+		}
 		sky_mutex_lock(&a->lock);
 		take_plan(a, topic, (const char *)p, len, 0);
 		sky_mutex_unlock(&a->lock);
@@ -778,11 +878,9 @@ int sky_agent_run(const sky_agent_opts *o, sky_diag *d)
 	load_saved_plan(&a);
 
 	int backoff_ms = 1000;
-	double next_hb = 0;
-	int64_t hb_seq = 0;
 	sky_notify_ready(); /* identity, profile and probe are in hand */
 	while (!sky_signal_stop_requested()) {
-		sky_notify_watchdog(); /* from this loop only: a wedged loop stops pinging */
+		sky_notify_watchdog(); /* from this thread only (here and between a job's frames): a wedged loop stops pinging */
 		if (!a.m || atomic_load(&a.lost)) {
 			if (a.m) {
 				disconnect(&a, 0);
@@ -799,7 +897,7 @@ int sky_agent_run(const sky_agent_opts *o, sky_diag *d)
 				continue;
 			}
 			backoff_ms = 1000;
-			next_hb = 0;
+			a.next_hb = 0;
 		}
 		if (atomic_exchange(&a.probe_requested, 0)) {
 			sky_diag pd;
@@ -812,18 +910,9 @@ int sky_agent_run(const sky_agent_opts *o, sky_diag *d)
 				SKY_ERROR("requested probe failed: %s", pd.msg);
 			}
 		}
-		double now = sky_clock_s();
-		if (now >= next_hb) {
-			char buf[SKY_STATUS_MAX_BYTES], topic[SKY_TOPIC_BUF];
-			sky_status st = {.online = 1, .session = a.session, .keepalive_s = o->keepalive_s,
-					 .seq = ++hb_seq};
-			snprintf(st.boot, sizeof st.boot, "%s", a.boot);
-			int n = sky_status_encode(&st, buf, sizeof buf);
-			sky_topic_board(topic, sizeof topic, a.idn.id, SKY_TOPIC_HEARTBEAT);
-			sky_mqtt_publish(a.m, topic, buf, (size_t)n, 0, 0, NULL);
-			/* four heartbeats per keepalive: the planner's deadline is 1.5 x keepalive */
-			next_hb = now + o->keepalive_s / 4.0;
-		}
+		heartbeat(&a);
+		if (a.train_pending && a.job && a.m && !a.lost)
+			run_job(&a);
 		/* messages are handled here, on this thread (sky_mqtt_poll) */
 		sky_mqtt_poll(a.m, 20);
 	}
@@ -832,7 +921,8 @@ int sky_agent_run(const sky_agent_opts *o, sky_diag *d)
 	rc = 0;
 exit:
 	disconnect(&a, 0);
-	free(a.arena);
+	sky_trainjob_free(&a.jobs[0]);
+	sky_trainjob_free(&a.jobs[1]);
 	free(a.plan_env);
 	sky_identity_free(&a.idn);
 	sky_mutex_free(&a.lock);

@@ -10,6 +10,7 @@
 #include "sky_log.h"
 #include "sky_safetensors.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,6 +163,24 @@ int sky_bert_accumulate(sky_bert *m, const sky_bert_batch *b, float scale, float
 	return 0;
 }
 
+float sky_bert_clip(sky_bert *m, float max_norm)
+{
+	/* block by block, in the order a pipeline's stages share: adding each
+	 * block's sum to the total as it comes is what sky_optim_norm does */
+	const sky_model_cfg *c = &m->cfg;
+	const size_t fo = sky_layer_half_offset(c, SKY_BLOCK_FFN);
+	double tot = sky_optim_sumsq(m->grads, m->n_embed);
+	for (int l = 0; l < c->layers; l++) {
+		const float *g = m->grads + m->off_layer0 + (size_t)l * m->stride_layer;
+		tot += sky_optim_sumsq(g, fo);
+		tot += sky_optim_sumsq(g + fo, m->n_layer - fo);
+	}
+	tot += sky_optim_sumsq(m->grads + m->off_head, m->n_head);
+	float norm = (float)sqrt(tot);
+	sky_optim_clip_scale(m->grads, m->n_params, norm, max_norm);
+	return norm;
+}
+
 int sky_bert_train_step(sky_bert *m, const sky_bert_batch *mb, float *loss)
 {
 	const int n = m->opts.micro;
@@ -193,7 +212,7 @@ int sky_bert_train_step(sky_bert *m, const sky_bert_batch *mb, float *loss)
 		total += l;
 	}
 	if (m->opts.clip_norm > 0)
-		sky_optim_clip(m->grads, m->n_params, m->opts.clip_norm);
+		sky_bert_clip(m, m->opts.clip_norm);
 	m->step++;
 	sky_optim_step(&m->opts.optim, m->params, m->grads, m->opt_state, m->n_params, m->step);
 	if (loss)

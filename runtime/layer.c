@@ -139,24 +139,84 @@ void sky_layer_bind(const sky_model_cfg *c, float *flat, sky_layer_view *v)
 	v->ln2_b = p;
 }
 
-void sky_layer_init(const sky_model_cfg *c, float *flat, unsigned long long seed)
+/* the attention block's tensors are the first ten of the table */
+#define ATTN_TENSORS 10
+
+size_t sky_layer_half_offset(const sky_model_cfg *c, int block)
+{
+	size_t h = (size_t)c->hidden;
+	return block == SKY_BLOCK_FFN ? 4 * h * h + 6 * h : 0;
+}
+
+size_t sky_layer_half_floats(const sky_model_cfg *c, int block)
+{
+	size_t h = (size_t)c->hidden, f = (size_t)c->ffn;
+	return block == SKY_BLOCK_FFN ? 2 * h * f + f + 3 * h : 4 * h * h + 6 * h;
+}
+
+/* Points v's block at half (its own parameters only); the other block's
+ * pointers are NULL. */
+static void bind_half(const sky_model_cfg *c, float *half, int block, sky_layer_view *v)
+{
+	size_t h = (size_t)c->hidden, f = (size_t)c->ffn;
+	float *p = half;
+	memset(v, 0, sizeof *v);
+	if (block == SKY_BLOCK_ATTN) {
+		v->wqkv = p, p += 3 * h * h;
+		v->bqkv = p, p += 3 * h;
+		v->wo = p, p += h * h;
+		v->bo = p, p += h;
+		v->ln1_g = p, p += h;
+		v->ln1_b = p;
+	} else {
+		v->w1 = p, p += f * h;
+		v->b1 = p, p += f;
+		v->w2 = p, p += h * f;
+		v->b2 = p, p += h;
+		v->ln2_g = p, p += h;
+		v->ln2_b = p;
+	}
+}
+
+/* Fills the tensors [lo, hi) of the table at base - skip: the random
+ * stream still runs through every weight before lo, so each tensor gets
+ * the numbers sky_layer_init gives it. */
+static void init_tensors(const sky_model_cfg *c, float *base, size_t skip, unsigned long long seed,
+			 int lo, int hi)
 {
 	sky_tensor_info t[SKY_LAYER_NTENSORS];
 	sky_layer_tensors(c, t);
 	sky_rng r;
 	sky_rng_seed(&r, seed);
-	for (int i = 0; i < SKY_LAYER_NTENSORS; i++) {
-		float *p = flat + t[i].offset;
+	for (int i = 0; i < hi; i++) {
+		float *p = i >= lo ? base + (t[i].offset - skip) : NULL;
 		if (t[i].ndim == 2) {
-			for (size_t k = 0; k < t[i].count; k++)
-				p[k] = 0.02f * sky_rng_normal(&r);
-		} else {
+			for (size_t k = 0; k < t[i].count; k++) {
+				float v = 0.02f * sky_rng_normal(&r);
+				if (p)
+					p[k] = v;
+			}
+		} else if (p) {
 			/* LayerNorm weights ("...LayerNorm.weight") start at 1, biases at 0 */
 			float v = strstr(t[i].name, "LayerNorm.weight") ? 1.0f : 0.0f;
 			for (size_t k = 0; k < t[i].count; k++)
 				p[k] = v;
 		}
 	}
+}
+
+void sky_layer_init_half(const sky_model_cfg *c, float *half, unsigned long long seed, int block)
+{
+	if (block == SKY_BLOCK_FFN)
+		init_tensors(c, half, sky_layer_half_offset(c, SKY_BLOCK_FFN), seed, ATTN_TENSORS,
+			     SKY_LAYER_NTENSORS);
+	else
+		init_tensors(c, half, 0, seed, 0, ATTN_TENSORS);
+}
+
+void sky_layer_init(const sky_model_cfg *c, float *flat, unsigned long long seed)
+{
+	init_tensors(c, flat, 0, seed, 0, SKY_LAYER_NTENSORS);
 }
 
 /* The attention block forward: h1 = LN1((softmax(q k^T / sqrt d + mask) v) Wo^T + bo + x).
@@ -341,4 +401,33 @@ void sky_layer_backward(const sky_model_cfg *c, const float *w, const float *mas
 		ffn_backward(c, &v, &dv, saved, &SL, dy, dh1, scratch, &XL);
 		attn_backward(c, &v, &dv, saved, &SL, dh1, dx, scratch, &XL);
 	}
+}
+
+void sky_layer_half_forward(const sky_model_cfg *c, const float *w, const float *x,
+			    const float *mask, float *y, float *saved, float *scratch, int block)
+{
+	sky_layer_view v;
+	bind_half(c, (float *)w, block, &v);
+	saved_layout SL = layout_saved(c, block);
+	scratch_layout XL = layout_scratch(c);
+	if (block == SKY_BLOCK_ATTN)
+		attn_forward(c, &v, x, mask, y, saved, &SL, scratch, &XL);
+	else
+		ffn_forward(c, &v, x, y, saved, &SL, scratch, &XL);
+}
+
+void sky_layer_half_backward(const sky_model_cfg *c, const float *w, const float *mask,
+			     const float *saved, const float *dy, float *dx, float *dw,
+			     float *scratch, int block)
+{
+	sky_layer_view v, dv;
+	(void)mask; /* a constant: no gradient flows through it */
+	bind_half(c, (float *)w, block, &v);
+	bind_half(c, dw, block, &dv);
+	saved_layout SL = layout_saved(c, block);
+	scratch_layout XL = layout_scratch(c);
+	if (block == SKY_BLOCK_ATTN)
+		attn_backward(c, &v, &dv, saved, &SL, dy, dx, scratch, &XL);
+	else
+		ffn_backward(c, &v, &dv, saved, &SL, dy, dx, scratch, &XL);
 }

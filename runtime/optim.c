@@ -85,3 +85,35 @@ float sky_optim_clip(float *g, size_t n, float max_norm)
 	}
 	return norm;
 }
+
+double sky_optim_sumsq(const float *g, size_t n)
+{
+	double s = 0;
+	for (size_t i = 0; i < n; i++)
+		s += (double)g[i] * g[i];
+	return s;
+}
+
+float sky_optim_norm(const double *block_sumsq, int n_blocks)
+{
+	double s = 0;
+	for (int i = 0; i < n_blocks; i++)
+		s += block_sumsq[i];
+	return (float)sqrt(s);
+}
+
+void sky_optim_clip_scale(float *g, size_t n, float norm, float max_norm)
+{
+	if (max_norm > 0 && norm > max_norm) {
+		float k = max_norm / (norm + 1e-6f);
+		for (size_t i = 0; i < n; i++)
+			g[i] *= k;
+	}
+}
+
+float sky_optim_lr_at(float lr, long s, long steps, long warmup)
+{
+	if (s < warmup)
+		return lr * (float)(s + 1) / (float)warmup;
+	return lr * (float)(steps - s) / (float)(steps - warmup);
+}

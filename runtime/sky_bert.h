@@ -80,6 +80,11 @@ float *sky_bert_head_params(const sky_bert *m);
  * token id or label (logged; parameters are then unchanged). Allocates
  * nothing. */
 int sky_bert_train_step(sky_bert *m, const sky_bert_batch *mb, float *loss);
+/* Clips m->grads to global norm max_norm (0: only measures) and returns
+ * the norm before clipping. The squared norm is summed per block
+ * (embeddings, each half-layer, head; sky_optim.h) so that a pipeline of
+ * stages computes the same float. */
+float sky_bert_clip(sky_bert *m, float max_norm);
 /* Inference on one micro-batch: pred (B) gets the argmax class, *loss the
  * mean loss when labels are given (loss may be NULL). Logits stay in
  * m->logits. Returns 0 or SKY_EINVAL. */

@@ -50,6 +50,16 @@ typedef struct sky_layer_view {
 int sky_layer_tensors(const sky_model_cfg *c, sky_tensor_info *out);
 /* Points v into flat (sky_model_layer_params(c) floats). */
 void sky_layer_bind(const sky_model_cfg *c, float *flat, sky_layer_view *v);
+/* Half-layers (a pipeline stage may hold just one block of a layer): the
+ * attention block's parameters are the first sky_layer_half_floats(c,
+ * SKY_BLOCK_ATTN) floats of the layer's flat block, the feed-forward
+ * block's the rest, from sky_layer_half_offset(c, SKY_BLOCK_FFN) on. */
+size_t sky_layer_half_floats(const sky_model_cfg *c, int block);
+size_t sky_layer_half_offset(const sky_model_cfg *c, int block);
+/* sky_layer_init of the whole layer, but only block's half is written to
+ * half (sky_layer_half_floats floats): equal, float for float, to that part
+ * of what sky_layer_init(c, flat, seed) writes. block is ATTN or FFN. */
+void sky_layer_init_half(const sky_model_cfg *c, float *half, unsigned long long seed, int block);
 /* Deterministic init as BERT does: weights N(0, 0.02), biases 0,
  * LayerNorm gamma 1, beta 0. */
 void sky_layer_init(const sky_model_cfg *c, float *flat, unsigned long long seed);
@@ -81,4 +91,13 @@ void sky_layer_backward(const sky_model_cfg *c, const float *w, const float *mas
 			const float *saved, const float *dy, float *dx, float *dw, float *scratch,
 			int blocks);
 
+/* Forward / backward of one block (ATTN or FFN) whose parameters (and
+ * gradients) are that half alone (sky_layer_half_floats), as a stage that
+ * holds half a layer keeps them; otherwise as sky_layer_forward/backward
+ * with that block, with the same arithmetic. */
+void sky_layer_half_forward(const sky_model_cfg *c, const float *w, const float *x,
+			    const float *mask, float *y, float *saved, float *scratch, int block);
+void sky_layer_half_backward(const sky_model_cfg *c, const float *w, const float *mask,
+			     const float *saved, const float *dy, float *dx, float *dw,
+			     float *scratch, int block);
 #endif

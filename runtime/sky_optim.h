@@ -44,4 +44,21 @@ void sky_optim_step(const sky_optim_cfg *o, float *w, const float *g, float *sta
  * the norm before scaling (as torch.nn.utils.clip_grad_norm_). */
 float sky_optim_clip(float *g, size_t n, float max_norm);
 
+
+/* Global-norm clipping split into parts that several boards can share
+ * bit for bit: each block's squared sum (sky_optim_sumsq, in double, one
+ * pass in index order), the norm from every block's sum added in block
+ * order (sky_optim_norm), and the scaling (sky_optim_clip_scale: g *=
+ * max_norm / (norm + 1e-6) when norm > max_norm > 0, as torch does). One
+ * board (sky_bert) and a pipeline of stages both clip this way, with the
+ * blocks embeddings, then each half-layer in order, then the head. */
+double sky_optim_sumsq(const float *g, size_t n);
+float sky_optim_norm(const double *block_sumsq, int n_blocks);
+void sky_optim_clip_scale(float *g, size_t n, float norm, float max_norm);
+
+/* The learning rate of step s (0-based) of steps: linear warm-up over
+ * warmup steps to lr, then linear decay to 0, as BERT fine-tuning does
+ * (and as `sky train` and every stage of a fleet compute it, in float). */
+float sky_optim_lr_at(float lr, long s, long steps, long warmup);
+
 #endif

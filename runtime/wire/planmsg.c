@@ -61,6 +61,26 @@ int sky_planmsg_validate(const sky_planmsg *p, sky_diag *d)
 	if (next != 2 * p->layers)
 		return sky_diag_set(d, SKY_ERANGE, "plan %s: stages end at half-layer %d, model has %d",
 				    p->job, next - 1, 2 * p->layers);
+	const sky_plan_train *t = &p->train;
+	if (t->steps < 0 || t->steps > SKY_PLANMSG_MAX_STEPS)
+		return sky_diag_set(d, SKY_ERANGE, "plan %s: train.steps %d", p->job, t->steps);
+	if (t->steps > 0) {
+		if (strcmp(t->sched, "gpipe") != 0 && strcmp(t->sched, "1f1b") != 0)
+			return sky_diag_set(d, SKY_EINVAL, "plan %s: train.sched '%s'", p->job, t->sched);
+		if (strcmp(t->optim, "adamw") != 0 && strcmp(t->optim, "sgd") != 0)
+			return sky_diag_set(d, SKY_EINVAL, "plan %s: train.optim '%s'", p->job, t->optim);
+		if (!(t->lr > 0 && t->lr <= 100) || !(t->clip >= 0 && t->clip <= 1e9) ||
+		    t->seed < 0 || t->seed > 0x7fffffff || t->warmup < 0 || t->warmup > t->steps ||
+		    !(t->predicted_step_s >= 0 && t->predicted_step_s < 1e6) ||
+		    !(t->stall_s >= 0 && t->stall_s < 1e6))
+			return sky_diag_set(d, SKY_ERANGE, "plan %s: a train setting is out of range",
+					    p->job);
+		for (int i = 0; i < p->n_stages; i++)
+			if (t->sealed && !p->stages[i].key[0])
+				return sky_diag_set(d, SKY_EINVAL,
+						    "plan %s: sealed frames but stage %d has no key",
+						    p->job, i);
+	}
 	return 0;
 }
 
@@ -87,6 +107,20 @@ int sky_planmsg_encode(const sky_planmsg *p, char *buf, size_t cap, sky_diag *d)
 		cJSON_AddNumberToObject(m, "seq", p->shape.seq);
 		cJSON_AddNumberToObject(m, "batch", p->shape.batch);
 	}
+	const sky_plan_train *t = &p->train;
+	cJSON *tr = t->steps > 0 ? cJSON_AddObjectToObject(doc, "train") : NULL;
+	if (tr) {
+		cJSON_AddNumberToObject(tr, "steps", t->steps);
+		cJSON_AddStringToObject(tr, "sched", t->sched);
+		cJSON_AddStringToObject(tr, "optim", t->optim);
+		cJSON_AddNumberToObject(tr, "lr", t->lr);
+		cJSON_AddNumberToObject(tr, "seed", (double)t->seed);
+		cJSON_AddNumberToObject(tr, "warmup", t->warmup);
+		cJSON_AddNumberToObject(tr, "clip", t->clip);
+		cJSON_AddNumberToObject(tr, "predicted_step_s", t->predicted_step_s);
+		cJSON_AddNumberToObject(tr, "stall_s", t->stall_s);
+		cJSON_AddBoolToObject(tr, "sealed", t->sealed != 0);
+	}
 	cJSON *arr = cJSON_AddArrayToObject(doc, "stages");
 	for (int i = 0; arr && i < p->n_stages; i++) {
 		cJSON *st = cJSON_CreateObject();
@@ -97,6 +131,8 @@ int sky_planmsg_encode(const sky_planmsg *p, char *buf, size_t cap, sky_diag *d)
 		cJSON_AddNumberToObject(st, "last", p->stages[i].last);
 		cJSON_AddNumberToObject(st, "in_flight", p->stages[i].in_flight);
 		cJSON_AddNumberToObject(st, "arena_bytes", (double)p->stages[i].arena_bytes);
+		if (p->stages[i].key[0])
+			cJSON_AddStringToObject(st, "key", p->stages[i].key);
 		cJSON_AddItemToArray(arr, st);
 	}
 	rc = sky_json_print(doc, buf, cap);
@@ -141,6 +177,31 @@ int sky_planmsg_decode(const char *buf, size_t len, sky_planmsg *p, sky_diag *d)
 	    (rc = sky_json_int(m, "seq", 1, SKY_CAPS_MAX_DIM, &p->shape.seq, "plan.model", d)) ||
 	    (rc = sky_json_int(m, "batch", 1, SKY_CAPS_MAX_BATCH, &p->shape.batch, "plan.model", d)))
 		goto exit;
+	const cJSON *tr = cJSON_GetObjectItemCaseSensitive(doc, "train");
+	if (tr) {
+		sky_plan_train *t = &p->train;
+		const cJSON *sealed = cJSON_GetObjectItemCaseSensitive(tr, "sealed");
+		if (!cJSON_IsObject(tr)) {
+			rc = sky_diag_set(d, SKY_EFORMAT, "plan %s: 'train' must be an object", p->job);
+			goto exit;
+		}
+		if ((rc = sky_json_int(tr, "steps", 1, SKY_PLANMSG_MAX_STEPS, &t->steps, "plan.train", d)) ||
+		    (rc = sky_json_str(tr, "sched", t->sched, sizeof t->sched, "plan.train", d)) ||
+		    (rc = sky_json_str(tr, "optim", t->optim, sizeof t->optim, "plan.train", d)) ||
+		    (rc = sky_json_num(tr, "lr", 0, 100, &t->lr, "plan.train", d)) ||
+		    (rc = sky_json_i64(tr, "seed", 0, 0x7fffffff, &t->seed, "plan.train", d)) ||
+		    (rc = sky_json_int(tr, "warmup", 0, SKY_PLANMSG_MAX_STEPS, &t->warmup, "plan.train", d)) ||
+		    (rc = sky_json_num(tr, "clip", 0, 1e9, &t->clip, "plan.train", d)) ||
+		    (rc = sky_json_num(tr, "predicted_step_s", 0, 1e6, &t->predicted_step_s, "plan.train", d)) ||
+		    (rc = sky_json_num(tr, "stall_s", 0, 1e6, &t->stall_s, "plan.train", d)))
+			goto exit;
+		if (!cJSON_IsBool(sealed)) {
+			rc = sky_diag_set(d, SKY_EFORMAT, "plan %s: train.sealed must be true or false",
+					  p->job);
+			goto exit;
+		}
+		t->sealed = cJSON_IsTrue(sealed);
+	}
 	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(doc, "stages");
 	if (!cJSON_IsArray(arr)) {
 		rc = sky_diag_set(d, SKY_EFORMAT, "plan %s: 'stages' must be an array", p->job);
@@ -169,6 +230,9 @@ int sky_planmsg_decode(const char *buf, size_t len, sky_planmsg *p, sky_diag *d)
 		    (rc = sky_json_int(st, "in_flight", 1, SKY_PLANMSG_MAX_MICRO, &s->in_flight, what, d)) ||
 		    (rc = sky_json_i64(st, "arena_bytes", 0, SKY_CAPS_MAX_MEM_BYTES, &s->arena_bytes,
 				       what, d)))
+			goto exit;
+		if (cJSON_GetObjectItemCaseSensitive(st, "key") &&
+		    (rc = sky_json_str(st, "key", s->key, sizeof s->key, what, d)))
 			goto exit;
 		i++;
 	}

@@ -16,12 +16,22 @@
  * GPipe, fewer under 1F1B); the board
  * measures its own figure and reports both in its plan-ack. The epoch is a
  * planner-wide counter that only grows: a board runs a plan only if its
- * epoch is newer than the last one it ran (replay protection). */
+ * epoch is newer than the last one it ran (replay protection).
+ *
+ * A training job adds (optional; without it the boards only hold the plan):
+ *   "train":{"steps":5,"sched":"1f1b","optim":"adamw","lr":0.001,"seed":1,
+ *            "warmup":0,"clip":1,"predicted_step_s":0.12,"stall_s":0,
+ *            "sealed":true}
+ * and, when sealed, each stage a "key": the per-job frame key wrapped for
+ * that board's certificate key (sky_jobkey.h, base64). The settings mean
+ * what `sky train`'s options of the same names mean; stall_s 0 lets the
+ * board derive its frame deadline from predicted_step_s. */
 #ifndef SKY_PLANMSG_H
 #define SKY_PLANMSG_H
 
 #include "sky_caps.h"
 #include "sky_err.h"
+#include "sky_jobkey.h"
 #include "sky_topics.h"
 
 #include <stddef.h>
@@ -31,13 +41,27 @@
 #define SKY_PLANMSG_MAX_STAGES 1024
 #define SKY_PLANMSG_MAX_LAYERS 4096
 #define SKY_PLANMSG_MAX_MICRO 1024
+#define SKY_PLANMSG_MAX_STEPS 100000000
 
 typedef struct sky_plan_stage {
 	char board[SKY_TOPIC_SEGMENT_MAX + 1];
 	int first, last;     /* half-layer range, inclusive */
 	int in_flight;       /* micro-batches whose activations it holds at once */
 	int64_t arena_bytes; /* planner's expectation */
+	char key[SKY_JOBKEY_B64_MAX]; /* wrapped frame key ("" when not sealed) */
 } sky_plan_stage;
+
+typedef struct sky_plan_train {
+	int steps;               /* 0: no training section */
+	char sched[8];           /* gpipe, 1f1b */
+	char optim[8];           /* adamw, sgd */
+	double lr, clip;
+	int64_t seed;
+	int warmup;
+	double predicted_step_s; /* the planner's simulated step (0: unknown) */
+	double stall_s;          /* frame deadline (0: derived) */
+	int sealed;              /* frames AES-GCM sealed under the job key */
+} sky_plan_train;
 
 typedef struct sky_planmsg {
 	char job[SKY_TOPIC_SEGMENT_MAX + 1];
@@ -47,6 +71,7 @@ typedef struct sky_planmsg {
 	sky_caps_shape shape;
 	int layers;         /* encoder layers L */
 	int n_stages;
+	sky_plan_train train;     /* steps 0: not a training plan */
 	sky_plan_stage stages[SKY_PLANMSG_MAX_STAGES];
 } sky_planmsg;
 

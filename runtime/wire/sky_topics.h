@@ -20,6 +20,9 @@
  *   sky/v1/job/<job>/metrics                board -> planner               0   no   step times JSON
  *   sky/v1/job/<job>/stage/<k>/fwd          stage k-1 board -> stage k     0   no   tensor frame (sky_frame.h)
  *   sky/v1/job/<job>/stage/<k>/bwd          stage k+1 board -> stage k     0   no   tensor frame (sky_frame.h)
+ *   sky/v1/job/<job>/stage/<k>/ready        stage k board -> every stage   1   yes  frame: stage k subscribed (sky_transport.h)
+ *   sky/v1/job/<job>/stage/<k>/norm         stage k board -> every stage   1   no   frame: its blocks' squared gradient sums
+ *   sky/v1/job/<job>/part/<id>              board <id> -> collector        1   yes  its stage's trained tensors (safetensors bytes)
  *   sky/v1/jobs/<op>/submit                 operator <op> (sky job submit) -> planner 1 no job JSON (+ "submit_id")
  *   sky/v1/jobs/<op>/reply                  planner -> operator <op>       1   no   submit ack or refusal JSON
  *   sky/v1/enroll/<nonce>/csr               claim identity -> planner      1   no   enrollment request JSON (token, id, CSR PEM)
@@ -28,15 +31,17 @@
  * ACL summary (for the generated mosquitto ACL; identities are cert CNs):
  *   board <id>: write sky/v1/board/<id>/{caps,status,heartbeat,plan-ack,echo};
  *               read  sky/v1/board/<id>/{echo,cmd}, sky/v1/job/+/plan;
- *               read+write sky/v1/job/+/stage/#, write sky/v1/job/+/metrics.
+ *               read+write sky/v1/job/+/stage/#, write sky/v1/job/+/metrics,
+ *               write sky/v1/job/+/part/<id>.
  *   claim identity (SKY_TOPIC_CLAIM_CN), on the claim listener only: write
  *               sky/v1/enroll/+/csr, read sky/v1/enroll/+/cert.
  *   planner (SKY_TOPIC_PLANNER_CN): read sky/v1/board/#, sky/v1/enroll/+/csr, sky/v1/jobs/+/submit,
- *               sky/v1/job/+/metrics; write sky/v1/job/+/plan, sky/v1/enroll/+/cert,
+ *               sky/v1/job/+/metrics, sky/v1/job/+/part/+; write sky/v1/job/+/plan, sky/v1/enroll/+/cert,
  *               sky/v1/board/+/cmd, sky/v1/jobs/+/reply.
  *   operator <op> (SKY_TOPIC_OPERATOR_CN, or "sky-op-<name>" from `sky pki operator`):
  *               write sky/v1/jobs/<op>/submit; read sky/v1/jobs/<op>/reply,
- *               sky/v1/job/+/plan, sky/v1/board/+/plan-ack.
+ *               sky/v1/job/+/plan, sky/v1/board/+/plan-ack,
+ *               sky/v1/job/+/metrics (sky job watch), sky/v1/job/+/part/+ (sky job collect).
  *   everything else: denied.
  * The operator's CN in its submit topic is vouched for by the ACL, so the
  * planner knows whom to answer; a board cannot submit at all.
@@ -76,6 +81,9 @@
 #define SKY_TOPIC_METRICS "metrics"
 #define SKY_TOPIC_FWD "fwd"
 #define SKY_TOPIC_BWD "bwd"
+#define SKY_TOPIC_READY "ready"
+#define SKY_TOPIC_NORM "norm"
+
 
 /* Leaves under sky/v1/enroll/<nonce>/ */
 #define SKY_TOPIC_CSR "csr"
@@ -209,6 +217,31 @@ static inline int sky_topic_stage(char *buf, size_t cap, const char *job, int st
 	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
 }
 
+/* sky/v1/job/<job>/stage/<k>/<leaf> for any leaf (SKY_TOPIC_READY, ...);
+ * stage -1 writes the filter "+" in its place (subscriptions only). */
+static inline int sky_topic_stage_leaf(char *buf, size_t cap, const char *job, int stage,
+				       const char *leaf)
+{
+	int n;
+	if (!sky_topic_segment_ok(job) || stage < -1 || stage > 65535)
+		return SKY_EINVAL;
+	if (stage < 0)
+		n = snprintf(buf, cap, SKY_TOPIC_ROOT "/job/%s/stage/+/%s", job, leaf);
+	else
+		n = snprintf(buf, cap, SKY_TOPIC_ROOT "/job/%s/stage/%d/%s", job, stage, leaf);
+	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
+}
+
+/* sky/v1/job/<job>/part/<board>; board NULL writes the filter "+". */
+static inline int sky_topic_part(char *buf, size_t cap, const char *job, const char *board)
+{
+	int n;
+	if (!sky_topic_segment_ok(job) || (board && !sky_topic_segment_ok(board)))
+		return SKY_EINVAL;
+	n = snprintf(buf, cap, SKY_TOPIC_ROOT "/job/%s/part/%s", job, board ? board : "+");
+	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
+}
+
 /* Splits a received topic "sky/v1/<kind>/<seg>/<leaf>" (exactly five
  * levels). Copies seg (segment-checked) and leaf into the buffers. Returns
  * 0, or SKY_EINVAL if the topic has another form, kind differs, or seg is
@@ -268,6 +301,8 @@ static inline size_t sky_topic_max_bytes(const char *topic)
 		 {"/" SKY_TOPIC_BWD, SKY_FRAME_MAX_PAYLOAD_DEFAULT + 4096u},
 		 {"/" SKY_TOPIC_CSR, SKY_ENROLL_REQ_MAX_BYTES},
 		 {"/" SKY_TOPIC_CERT, SKY_ENROLL_REPLY_MAX_BYTES},
+		 {"/" SKY_TOPIC_READY, SKY_FRAME_MAX_PAYLOAD_DEFAULT + 4096u},
+		 {"/" SKY_TOPIC_NORM, SKY_FRAME_MAX_PAYLOAD_DEFAULT + 4096u},
 		 {"/" SKY_TOPIC_SUBMIT, SKY_JOB_MAX_BYTES},
 		 {"/" SKY_TOPIC_REPLY, SKY_JOB_REPLY_MAX_BYTES}};
 	size_t n = topic ? strlen(topic) : 0;
@@ -278,6 +313,11 @@ static inline size_t sky_topic_max_bytes(const char *topic)
 		if (n > l && memcmp(topic + n - l, k[i].leaf, l) == 0)
 			return k[i].max;
 	}
+	/* sky/v1/job/<job>/part/<board>: a stage's trained tensors, as large
+	 * as the broker lets a message be */
+	const char *last = strrchr(topic, '/');
+	if (last && last - topic > 5 && memcmp(last - 5, "/part", 5) == 0)
+		return SKY_MQTT_MAX_PACKET;
 	return 0;
 }
 

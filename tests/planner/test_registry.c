@@ -269,8 +269,8 @@ SKY_TEST(assignment_and_acks)
 	g_p.shape.batch = 8;
 	g_p.layers = 2;
 	g_p.n_stages = 2;
-	g_p.stages[0] = (sky_plan_stage){"b1", 0, 1, 2, 1000};
-	g_p.stages[1] = (sky_plan_stage){"b2", 2, 3, 1, 900};
+	g_p.stages[0] = (sky_plan_stage){.board = "b1", .first = 0, .last = 1, .in_flight = 2, .arena_bytes = 1000};
+	g_p.stages[1] = (sky_plan_stage){.board = "b2", .first = 2, .last = 3, .in_flight = 1, .arena_bytes = 900};
 	sky_registry_assign(&g_r, &g_p);
 	sky_reg_board *b1 = sky_registry_find(&g_r, "b1"), *b2 = sky_registry_find(&g_r, "b2");
 	SKY_EXPECT(b1->stage == 0 && b2->stage == 1 && sky_reg_ack(b1) == 0);
@@ -290,14 +290,14 @@ SKY_TEST(assignment_and_acks)
 	/* a new plan without b2 clears its assignment */
 	g_p.epoch = 4;
 	g_p.n_stages = 1;
-	g_p.stages[0] = (sky_plan_stage){"b1", 0, 3, 2, 2000};
+	g_p.stages[0] = (sky_plan_stage){.board = "b1", .first = 0, .last = 3, .in_flight = 2, .arena_bytes = 2000};
 	sky_registry_assign(&g_r, &g_p);
 	SKY_EXPECT(b2->job[0] == 0 && b1->epoch == 4 && sky_reg_ack(b1) == 0);
 	/* the old plan read back after a restart changes nothing */
 	g_p.epoch = 3;
 	g_p.n_stages = 2;
-	g_p.stages[0] = (sky_plan_stage){"b1", 0, 1, 2, 1000};
-	g_p.stages[1] = (sky_plan_stage){"b2", 2, 3, 1, 900};
+	g_p.stages[0] = (sky_plan_stage){.board = "b1", .first = 0, .last = 1, .in_flight = 2, .arena_bytes = 1000};
+	g_p.stages[1] = (sky_plan_stage){.board = "b2", .first = 2, .last = 3, .in_flight = 1, .arena_bytes = 900};
 	sky_registry_assign(&g_r, &g_p);
 	SKY_EXPECT(b1->epoch == 4 && b1->last == 3);
 	SKY_EXPECT(b2->job[0] == 0);
@@ -360,8 +360,8 @@ SKY_TEST(restore_keeps_boots_sessions_assignments_and_jobs)
 	g_p.shape.batch = 8;
 	g_p.layers = 2;
 	g_p.n_stages = 2;
-	g_p.stages[0] = (sky_plan_stage){"b1", 0, 2, 2, 1000};
-	g_p.stages[1] = (sky_plan_stage){"b2", 3, 3, 1, 900};
+	g_p.stages[0] = (sky_plan_stage){.board = "b1", .first = 0, .last = 2, .in_flight = 2, .arena_bytes = 1000};
+	g_p.stages[1] = (sky_plan_stage){.board = "b2", .first = 3, .last = 3, .in_flight = 1, .arena_bytes = 900};
 	sky_registry_assign(&g_r, &g_p);
 	int n = sky_registry_to_json(&g_r, 1764511200, out, sizeof out);
 	SKY_EXPECT(n > 0);

@@ -1,5 +1,6 @@
 #include "sky_test.h"
 
+#include "sky_frame.h"
 #include "sky_topics.h"
 
 #include <string.h>
@@ -66,6 +67,11 @@ SKY_TEST(each_topic_class_has_its_own_size_limit)
 	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/board/b1/heartbeat"), SKY_STATUS_MAX_BYTES);
 	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/board/b1/plan-ack"), SKY_PLAN_ACK_MAX_BYTES);
 	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/job/j1/plan"), SKY_PLAN_MAX_BYTES);
+	/* the data plane's own topics: a class each, or their messages would be dropped */
+	SKY_EXPECT(sky_topic_max_bytes("sky/v1/job/j1/stage/2/ready") > 0);
+	SKY_EXPECT(sky_topic_max_bytes("sky/v1/job/j1/stage/0/norm") > SKY_FRAME_HEADER_BYTES);
+	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/job/j1/part/b07"), SKY_MQTT_MAX_PACKET);
+	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/job/j1/parts"), 0);
 	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/enroll/n1/csr"), SKY_ENROLL_REQ_MAX_BYTES);
 	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/jobs/sky-operator/submit"), SKY_JOB_MAX_BYTES);
 	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/jobs/sky-operator/reply"), SKY_JOB_REPLY_MAX_BYTES);

@@ -18,7 +18,10 @@ static void usage(FILE *to)
 	fprintf(to, "usage: sky fleet status (--state DIR | --pki DIR) [--json]\n"
 		    "Prints each board skyplan knows: id, state (enrolled, online, offline), last\n"
 		    "seen (UTC), version, capabilities and current assignment, from DIR/fleet.json\n"
-		    "(skyplan --state DIR; default <pki>/state). --json prints the document as is.\n");
+		    "(skyplan --state DIR; default <pki>/state). --json prints the document as is.\n"
+		    "Training jobs (DIR/jobs.json, from their metrics) follow, one line per stage:\n"
+		    "step, loss, step time, busy fraction, frames dropped by reason, stall; with\n"
+		    "--json as a second object {\"jobs\":[...]}.\n");
 }
 
 static const char *str(const cJSON *o, const char *k)
@@ -31,6 +34,50 @@ static double num(const cJSON *o, const char *k)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
 	return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+/* The training jobs skyplan wrote beside fleet_path (jobs.json), if any. */
+static void jobs(const char *fleet_path, int json)
+{
+	char path[1100];
+	static char buf[1u << 20];
+	snprintf(path, sizeof path, "%.*sjobs.json", (int)(strlen(fleet_path) - strlen("fleet.json")),
+		 fleet_path);
+	long n = sky_file_read(path, buf, sizeof buf);
+	if (n <= 0)
+		return;
+	if (json) {
+		fwrite(buf, 1, (size_t)n, stdout);
+		return;
+	}
+	sky_diag d;
+	cJSON *doc = sky_json_parse(buf, (size_t)n, &d);
+	const cJSON *j, *st;
+	cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(doc, "jobs"))
+	{
+		printf("job %s epoch %.0f, %.0f steps:\n", str(j, "job"), num(j, "epoch"), num(j, "steps"));
+		cJSON_ArrayForEach(st, cJSON_GetObjectItemCaseSensitive(j, "stages"))
+		{
+			char drops[300] = "";
+			size_t k = 0;
+			const cJSON *r;
+			cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(st, "drops"))
+				if (cJSON_IsNumber(r) && k < sizeof drops - 40)
+					k += (size_t)snprintf(drops + k, sizeof drops - k, " %s %.0f", r->string,
+							      r->valuedouble);
+			const cJSON *loss = cJSON_GetObjectItemCaseSensitive(st, "loss");
+			char ls[32] = "";
+			if (cJSON_IsNumber(loss))
+				snprintf(ls, sizeof ls, " loss %.4f", loss->valuedouble);
+			const char *stall = str(st, "stall");
+			printf("  stage %-3.0f %-16s step %.0f%s%s, %.1f ms/step, busy %.2f, dropped:%s%s%s\n",
+			       num(st, "stage"), str(st, "board"), num(st, "step"), ls,
+			       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "done")) ? " (done)" : "",
+			       1e3 * num(st, "step_s"), num(st, "busy"), k ? drops : " none",
+			       stall[0] && strcmp(stall, "-") ? "; " : "", stall[0] && strcmp(stall, "-") ? stall : "");
+		}
+	}
+	sky_json_free(doc);
 }
 
 static int status(int argc, char **argv)
@@ -88,6 +135,7 @@ static int status(int argc, char **argv)
 		if (n == 0 || buf[n - 1] != '\n')
 			putchar('\n');
 		sky_json_free(doc);
+		jobs(path, 1);
 		return 0;
 	}
 	const cJSON *boards = cJSON_GetObjectItemCaseSensitive(doc, "boards");
@@ -126,6 +174,7 @@ static int status(int argc, char **argv)
 	       count, online, num(k, "caps_rejected"), num(k, "stale_ignored"), num(k, "timeouts"),
 	       str(doc, "updated_at"));
 	sky_json_free(doc);
+	jobs(path, 0);
 	return 0;
 }
 

@@ -4,7 +4,9 @@
  * sky/v1/jobs/<operator CN>/reply, sending again (same submit_id, so the
  * planner queues it once) until it comes or --ack-timeout runs out; with
  * --wait it then follows the job until every stage's board has
- * acknowledged the plan. */
+ * acknowledged the plan. sky job watch and sky job collect are in
+ * job_follow.c. */
+#include "job_follow.h"
 #include "sky_caps.h"
 #include "sky_cli.h"
 #include "sky_clock.h"
@@ -104,6 +106,10 @@ static void usage(FILE *to)
 		"                      [--micro-batches M] [--algo even|sky|optimal] [--sched gpipe|1f1b]\n"
 		"                      [--min-boards N] [--wait-boards-s S] [--wait SECONDS]\n"
 		"                      [--ack-timeout SECONDS] [--json]\n"
+		"                      [--task train --steps N --micro M --optimizer adamw|sgd --lr X\n"
+		"                       --seed S --warmup W --clip C --stall-s S --plaintext-frames]\n"
+		"       sky job watch JOB --pki DIR --broker HOST:PORT [--timeout S] [--json]\n"
+		"       sky job collect JOB --pki DIR --broker HOST:PORT --out F.safetensors [--timeout S]\n"
 		"Publishes the job on sky/v1/jobs/<operator>/submit as the operator identity\n"
 		"(DIR/operator.crt and operator.key with DIR/ca.crt: the PKI directory, or a\n"
 		"bundle from `sky pki operator`) and waits for skyplan's answer on\n"
@@ -113,7 +119,17 @@ static void usage(FILE *to)
 		"all) have reported at its shapes (at most --wait-boards-s later, default 30)\n"
 		"and publishes the signed plan. With --wait, follows the plan and each stage's\n"
 		"plan-ack for up to SECONDS more (plans verified with DIR/planner.crt) and\n"
-		"exits 0 only if every stage's board accepted it.\n");
+		"exits 0 only if every stage's board accepted it.\n"
+		"--task train makes the fleet train: the boards run --steps optimizer steps of\n"
+		"--micro micro-batches under --sched, with `sky train`'s optimizer, seed, warm-up\n"
+		"and clip (same defaults), frames AES-GCM sealed unless --plaintext-frames;\n"
+		"--stall-s bounds the wait for one frame (default 10 x the predicted step + 30 s).\n"
+		"watch prints one line per step (loss, step time, predicted, busy per stage) until\n"
+		"the job ends (exit 0) or stalls (exit 1). collect gathers every stage's part\n"
+		"into one safetensors file with HuggingFace names, which `sky eval` reads.\n"
+		"watch and collect connect as the operator too: the broker names a connection by\n"
+		"its certificate, so run one tool per operator identity at a time (more\n"
+		"identities: `sky pki operator --name NAME`).\n");
 }
 
 static int cmd_submit(int argc, char **argv)
@@ -128,6 +144,13 @@ static int cmd_submit(int argc, char **argv)
 	snprintf(j.algo, sizeof j.algo, "optimal");
 	snprintf(j.sched, sizeof j.sched, "1f1b");
 	j.wait_s = 30;
+	/* training settings: `sky train`'s defaults, filled in below */
+	j.steps = 10;
+	j.seed = 1;
+	j.warmup = -1;
+	j.clip = 1.0;
+	j.lr = -1;
+	snprintf(j.optim, sizeof j.optim, "adamw");
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -136,6 +159,10 @@ static int cmd_submit(int argc, char **argv)
 		}
 		if (!strcmp(a, "--json")) {
 			json = 1;
+			continue;
+		}
+		if (!strcmp(a, "--plaintext-frames")) {
+			j.plaintext = 1;
 			continue;
 		}
 		if (!val) {
@@ -169,7 +196,36 @@ static int cmd_submit(int argc, char **argv)
 			if (sky_cli_int("job submit", a, val, 1, SKY_CAPS_MAX_BATCH, &v))
 				return 2;
 			j.batch = (int)v;
-		} else if (!strcmp(a, "--micro-batches")) {
+		} else if (!strcmp(a, "--task")) {
+			if (strcmp(val, "train") != 0) {
+				fprintf(stderr, "sky job submit: --task expects train, got '%s'\n", val);
+				return 2;
+			}
+			j.train = 1;
+		} else if (!strcmp(a, "--steps")) {
+			if (sky_cli_int("job submit", a, val, 1, SKY_PLANMSG_MAX_STEPS, &v))
+				return 2;
+			j.steps = (int)v;
+		} else if (!strcmp(a, "--optimizer") || !strcmp(a, "--optim")) {
+			snprintf(j.optim, sizeof j.optim, "%s", val);
+		} else if (!strcmp(a, "--lr")) {
+			if (sky_cli_double("job submit", a, val, 1e-9, 100, &j.lr))
+				return 2;
+		} else if (!strcmp(a, "--seed")) {
+			if (sky_cli_int("job submit", a, val, 0, 0x7fffffffL, &v))
+				return 2;
+			j.seed = (int)v;
+		} else if (!strcmp(a, "--warmup")) {
+			if (sky_cli_int("job submit", a, val, 0, SKY_PLANMSG_MAX_STEPS, &v))
+				return 2;
+			j.warmup = (int)v;
+		} else if (!strcmp(a, "--clip")) {
+			if (sky_cli_double("job submit", a, val, 0, 1e9, &j.clip))
+				return 2;
+		} else if (!strcmp(a, "--stall-s")) {
+			if (sky_cli_double("job submit", a, val, 0, 1e5, &j.stall_s))
+				return 2;
+		} else if (!strcmp(a, "--micro-batches") || !strcmp(a, "--micro")) {
 			if (sky_cli_int("job submit", a, val, 1, SKY_PLANMSG_MAX_MICRO, &v))
 				return 2;
 			j.micro_batches = (int)v;
@@ -211,8 +267,15 @@ static int cmd_submit(int argc, char **argv)
 			fprintf(stderr, "sky job submit: %s: %s\n", file, d.msg);
 			return 2;
 		}
-	} else if (!j.job[0]) {
-		snprintf(j.job, sizeof j.job, "job-%lld", (long long)sky_clock_unix());
+	} else {
+		if (!j.job[0])
+			snprintf(j.job, sizeof j.job, "job-%lld", (long long)sky_clock_unix());
+		if (j.train) {
+			if (j.lr < 0)
+				j.lr = strcmp(j.optim, "sgd") == 0 ? 0.05 : 1e-3;
+			if (j.warmup < 0)
+				j.warmup = j.steps / 10;
+		}
 	}
 	/* names this submission: a resend carries it too, so skyplan queues it
 	 * once and answers each copy */
@@ -431,6 +494,12 @@ int sky_cmd_job(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "submit"))
 		return cmd_submit(argc - 1, argv + 1);
-	fprintf(stderr, "sky job: unknown subcommand '%s' (submit)\n", argv[1]);
+	if (!strcmp(argv[1], "watch"))
+		return sky_job_watch(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "collect"))
+		return sky_job_collect(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "frame"))
+		return sky_job_frame(argc - 1, argv + 1);
+	fprintf(stderr, "sky job: unknown subcommand '%s' (submit, watch, collect)\n", argv[1]);
 	return 2;
 }

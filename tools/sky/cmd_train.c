@@ -272,10 +272,7 @@ int sky_cmd_train(int argc, char **argv)
 	const long warmup = a.warmup >= 0 ? a.warmup : a.steps / 10;
 	for (long s = 0; s < a.steps; s++) {
 		/* linear warm-up then linear decay, as BERT fine-tuning does */
-		if (s < warmup)
-			r.m.opts.optim.lr = lr * (float)(s + 1) / (float)warmup;
-		else
-			r.m.opts.optim.lr = lr * (float)(a.steps - s) / (float)(a.steps - warmup);
+		r.m.opts.optim.lr = sky_optim_lr_at(lr, s, a.steps, warmup);
 		for (int i = 0; i < o.micro && !rc; i++)
 			rc = fill(&c, (uint64_t)a.seed, SKY_TASK_TRAIN, (uint64_t)(s * o.micro + i),
 				  &r.mb[i], &r.view[i]);

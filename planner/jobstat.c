@@ -1,0 +1,116 @@
+/* The planner's view of training jobs from their metrics (sky_jobstat.h). */
+#include "sky_jobstat.h"
+
+#include "sky_json.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int sky_jobstat_on_metrics(sky_jobstat *t, const char *job, const char *buf, size_t len,
+			   double now)
+{
+	sky_diag d;
+	if (len > SKY_METRICS_MAX_BYTES)
+		return SKY_EFORMAT;
+	cJSON *doc = sky_json_parse(buf, len, &d);
+	int stage = 0, step = 0, steps = 0;
+	int64_t epoch = 0;
+	char board[SKY_TOPIC_SEGMENT_MAX + 1] = "";
+	if (!doc || sky_json_int(doc, "stage", 0, 65535, &stage, "metrics", NULL) != 0 ||
+	    sky_json_int(doc, "step", 0, 1 << 30, &step, "metrics", NULL) != 0 ||
+	    sky_json_str(doc, "board", board, sizeof board, "metrics", NULL) != 0) {
+		sky_json_free(doc);
+		return SKY_EFORMAT;
+	}
+	sky_json_i64(doc, "epoch", 0, 1ll << 53, &epoch, "metrics", NULL);
+	sky_json_int(doc, "steps", 0, 1 << 30, &steps, "metrics", NULL);
+	sky_jobstat_row *r = NULL;
+	for (int i = 0; i < t->n && !r; i++)
+		if (!strcmp(t->row[i].job, job) && t->row[i].stage == stage)
+			r = &t->row[i];
+	if (!r) {
+		if (t->n == SKY_JOBSTAT_MAX) { /* forget the row heard from longest ago */
+			int old = 0;
+			for (int i = 1; i < t->n; i++)
+				old = t->row[i].seen < t->row[old].seen ? i : old;
+			t->row[old] = t->row[--t->n];
+		}
+		r = &t->row[t->n++];
+		memset(r, 0, sizeof *r);
+		snprintf(r->job, sizeof r->job, "%s", job);
+		r->stage = stage;
+	}
+	if (epoch && epoch != r->epoch) { /* a new plan of the job: start the row again */
+		memset(r->drops, 0, sizeof r->drops);
+		r->stall[0] = '\0';
+		r->done = r->has_loss = 0;
+	}
+	snprintf(r->board, sizeof r->board, "%s", board);
+	r->epoch = epoch ? epoch : r->epoch;
+	r->seen = now;
+	if (steps)
+		r->steps = steps;
+	if (step >= r->step)
+		r->step = step;
+	double v;
+	if (sky_json_num(doc, "loss", -1e30, 1e30, &v, "metrics", NULL) == 0)
+		r->loss = v, r->has_loss = 1;
+	if (sky_json_num(doc, "step_s", 0, 1e9, &v, "metrics", NULL) == 0)
+		r->step_s = v;
+	if (sky_json_num(doc, "busy", 0, 1e3, &v, "metrics", NULL) == 0)
+		r->busy = v;
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "done")))
+		r->done = 1;
+	const cJSON *dr = cJSON_GetObjectItemCaseSensitive(doc, "drops");
+	if (cJSON_IsObject(dr) && sky_json_print(dr, r->drops, sizeof r->drops) < 0)
+		snprintf(r->drops, sizeof r->drops, "{}");
+	if (cJSON_GetObjectItemCaseSensitive(doc, "stall"))
+		sky_json_str(doc, "message", r->stall, sizeof r->stall, "metrics", NULL);
+	sky_json_free(doc);
+	t->changed = 1;
+	return 0;
+}
+
+int sky_jobstat_to_json(const sky_jobstat *t, char *buf, size_t cap)
+{
+	size_t n = 0;
+#define PUT(...) \
+	do { \
+		int w_ = snprintf(buf + n, n < cap ? cap - n : 0, __VA_ARGS__); \
+		if (w_ < 0 || (n += (size_t)w_) >= cap) \
+			return SKY_ERANGE; \
+	} while (0)
+	PUT("{\"jobs\":[");
+	int first_job = 1;
+	for (int i = 0; i < t->n; i++) {
+		const sky_jobstat_row *r = &t->row[i];
+		int seen = 0;
+		for (int j = 0; j < i && !seen; j++)
+			seen = !strcmp(t->row[j].job, r->job);
+		if (seen)
+			continue; /* its rows went out with the first one */
+		PUT("%s{\"job\":\"%s\",\"epoch\":%lld,\"steps\":%d,\"stages\":[", first_job ? "" : ",",
+		    r->job, (long long)r->epoch, r->steps);
+		first_job = 0;
+		int first = 1;
+		for (int j = i; j < t->n; j++) {
+			const sky_jobstat_row *s = &t->row[j];
+			if (strcmp(s->job, r->job))
+				continue;
+			PUT("%s{\"stage\":%d,\"board\":\"%s\",\"step\":%d,", first ? "" : ",", s->stage,
+			    s->board, s->step);
+			if (s->has_loss)
+				PUT("\"loss\":%.9g,", s->loss);
+			PUT("\"step_s\":%.6f,\"busy\":%.4f,\"done\":%s,\"stall\":\"", s->step_s, s->busy,
+			    s->done ? "true" : "false");
+			for (const char *c = s->stall; *c; c++) /* the message is ours: no quotes, but be safe */
+				PUT("%c", *c == '"' || *c == '\\' ? '\'' : *c);
+			PUT("\",\"drops\":%s}", s->drops[0] ? s->drops : "{}");
+			first = 0;
+		}
+		PUT("]}");
+	}
+	PUT("]}\n");
+#undef PUT
+	return (int)n;
+}

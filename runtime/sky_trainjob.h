@@ -1,0 +1,72 @@
+/* A board's part of a training job: the stage (sky_stage.h) and its frame
+ * transport (sky_transport.h) built from a signed plan, in one arena that
+ * is measured, allocated once and sealed when the plan is accepted; then,
+ * when the job runs, the start barrier, the steps (metrics published on
+ * sky/v1/job/<job>/metrics after each), and at the end the stage's trained
+ * tensors (its part) published retained on sky/v1/job/<job>/part/<board>
+ * and written
+ * to <state>/parts/.
+ *
+ * Metrics, one JSON object per stage and step (SKY_METRICS_MAX_BYTES):
+ *   {"v":1,"job":"j1","epoch":3,"stage":1,"board":"b02","step":2,"steps":5,
+ *    "loss":0.69 (last stage only),"step_s":0.031,"busy":0.62,"wait_s":0.01,
+ *    "send_s":0.001,"predicted_step_s":0.02,"frames_in":8,"frames_out":8,
+ *    "drops":{"epoch":1,...} (only non-zero reasons),
+ *    "ops":[["F",0,0.12,1.5],["S",0,1.5,1.52],["W",1,1.6,2.0],...]}
+ * ops are [kind, micro-batch, t0_ms, t1_ms] from the step's start: F
+ * forward, B backward, S send, W wait for a frame (or the norms, mb -1).
+ * When the job ends: {"v":1,...,"step":N,"done":true,"part_bytes":B}; on a
+ * stall {"stage":k,...,"stall":{...},"message":"..."} (sky_transport.h)
+ * and the board stops the job. */
+#ifndef SKY_TRAINJOB_H
+#define SKY_TRAINJOB_H
+
+#include "sky_err.h"
+#include "sky_frameseal.h"
+#include "sky_planmsg.h"
+#include "sky_stage.h"
+#include "sky_transport.h"
+
+#include <stdint.h>
+
+typedef struct sky_trainjob {
+	const sky_planmsg *plan; /* the caller's, kept while the job lives */
+	int stage;
+	sky_stage st;
+	sky_transport tr;
+	void *mem;
+	size_t bytes;
+	int first[SKY_PLANMSG_MAX_STAGES], last[SKY_PLANMSG_MAX_STAGES];
+	unsigned char key[SKY_FRAME_KEY_BYTES];
+	int sealed;
+	long steps_done;
+	float last_loss;
+	char metrics[SKY_METRICS_MAX_BYTES];
+} sky_trainjob;
+
+/* The model configuration a plan describes (preset, with the plan's
+ * shapes and layers). Returns 0 or SKY_ENOTFOUND (unknown preset) /
+ * SKY_EINVAL. */
+int sky_trainjob_model(const sky_planmsg *p, sky_model_cfg *c);
+
+/* Bytes of arena stage `stage` of plan p needs (stage and transport).
+ * Returns the count (> 0) or a negative SKY_E* with d set. */
+int64_t sky_trainjob_bytes(const sky_planmsg *p, int stage, sky_diag *d);
+
+/* Measures, allocates once, carves and seals; initial weights from the
+ * plan's seed. key: the unwrapped frame key (NULL: plaintext, allowed only
+ * when the plan says so). p must outlive j. Returns 0, or SKY_ENOMEM /
+ * SKY_EINVAL / SKY_ECRYPTO with d set. */
+int sky_trainjob_setup(sky_trainjob *j, const sky_planmsg *p, int stage, const char *board,
+		       const unsigned char *key, const sky_transport_net *net, sky_diag *d);
+
+/* Runs the job: subscribes, waits for every stage (start barrier, up to
+ * start_s), then the plan's steps, then publishes the part and writes it
+ * to state_dir/parts/ (state_dir may be NULL). Returns 0 or the first
+ * error (stall: SKY_ETIMEOUT, d holds the stall message). */
+int sky_trainjob_run(sky_trainjob *j, const char *state_dir, double start_s, sky_diag *d);
+
+/* Frees the arena and wipes the key. NULL-safe; may be called twice. */
+void sky_trainjob_free(sky_trainjob *j);
+
+#endif

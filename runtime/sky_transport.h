@@ -1,0 +1,153 @@
+/* Frame transport of one pipeline stage: activations forward on
+ * sky/v1/job/<job>/stage/<k+1>/fwd, gradients back on .../stage/<k-1>/bwd,
+ * the clip norm's squared sums on .../stage/<k>/norm, and a start barrier
+ * on .../stage/<k>/ready (sky_topics.h). It implements the sky_stage_io
+ * callbacks (sky_transport_io), over a network given as callbacks too
+ * (sky_transport_net: MQTT in skyd, a fake in tests).
+ *
+ * Sending never waits for delivery: a frame is packed (the header is
+ * written into the headroom in front of the stage's tensor, so a
+ * plaintext frame goes out without a copy of ours; a sealed one is
+ * encrypted in one pass into a send buffer) and queued.
+ *
+ * Receiving: every message on our topics comes in through
+ * sky_transport_on_msg, on the thread that runs the stage (MQTT messages
+ * are dispatched by the stage's own polls). A frame is checked against the
+ * plan (sky_frame_unpack: job, epoch, step, micro-batch, shape, checksum,
+ * tag) and copied, once, into a free slot of a ring per direction, all in
+ * the arena: the forward ring has as many slots as the previous stage has
+ * micro-batches in flight, the backward ring as this stage has (a
+ * neighbour can be at most that far ahead: it waits for our frames
+ * otherwise). A frame that disagrees with the plan is dropped and counted
+ * per reason (sky_frame_drop, plus "duplicate" for a (step, micro-batch)
+ * seen before and "ring_full"); only steps cur and cur + 1 are accepted.
+ *
+ * A wait longer than stall_s publishes a stall on the job's metrics topic
+ * and fails the step with SKY_ETIMEOUT, naming stage, step and micro-batch
+ * (sky_transport_stall says what). */
+#ifndef SKY_TRANSPORT_H
+#define SKY_TRANSPORT_H
+
+#include "sky_arena.h"
+#include "sky_err.h"
+#include "sky_frameseal.h"
+#include "sky_stage.h"
+#include "sky_topics.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* drop reasons beyond sky_frame_drop's */
+enum {
+	SKY_TDROP_DUPLICATE = SKY_DROP_N, /* (step, micro-batch) already received */
+	SKY_TDROP_RING_FULL,              /* no free slot (a neighbour too far ahead) */
+	SKY_TDROP_N
+};
+/* Short name of a drop counter index ("epoch", "duplicate", ...). */
+const char *sky_transport_drop_name(int i);
+
+typedef struct sky_transport_net {
+	void *ctx;
+	/* Queues a message; never waits for delivery. Returns 0 or SKY_E*. */
+	int (*publish)(void *ctx, const char *topic, const void *data, size_t len, int qos,
+		       int retained);
+	/* Delivers queued messages (they come back through
+	 * sky_transport_on_msg), waiting up to wait_ms for one. */
+	void (*poll)(void *ctx, int wait_ms);
+	/* Optional: 1 when the job must stop (signal, connection lost). */
+	int (*stopped)(void *ctx);
+	/* Subscribes (waiting for the broker's answer). Returns 0 or SKY_E*. */
+	int (*subscribe)(void *ctx, const char *filter);
+} sky_transport_net;
+
+typedef struct sky_transport_cfg {
+	const char *job, *board;
+	int64_t epoch;
+	int stage, n_stages, micro;
+	int batch, seq, hidden;     /* a tensor is (batch, seq, hidden) f32 */
+	int fwd_slots, bwd_slots;   /* ring sizes (in_flight of stage k-1 and of k) */
+	const int *first, *last;    /* (n_stages) each stage's half-layers, for the norm blocks */
+	const unsigned char *key;   /* SKY_FRAME_KEY_BYTES; NULL: plaintext frames */
+	double stall_s;             /* longest wait for one frame */
+} sky_transport_cfg;
+
+typedef struct sky_transport_slot {
+	int64_t step;
+	int mb;
+	int state; /* 0 free, 1 full, 2 handed to the stage */
+	float *data;
+} sky_transport_slot;
+
+typedef struct sky_transport_ev {
+	char kind; /* F B S W */
+	int mb;
+	float t0_ms, t1_ms; /* from the step's start */
+} sky_transport_ev;
+
+#define SKY_TRANSPORT_MAX_STAGES 1024
+
+typedef struct sky_transport {
+	sky_transport_cfg cfg;
+	sky_transport_net net;
+	char job[SKY_TOPIC_SEGMENT_MAX + 1], board[SKY_TOPIC_SEGMENT_MAX + 1];
+	char topic_fwd_out[SKY_TOPIC_BUF], topic_bwd_out[SKY_TOPIC_BUF];
+	char topic_fwd_in[SKY_TOPIC_BUF], topic_bwd_in[SKY_TOPIC_BUF];
+	char topic_norm[SKY_TOPIC_BUF], topic_ready[SKY_TOPIC_BUF], topic_metrics[SKY_TOPIC_BUF];
+	sky_frame_key send_key, recv_key;
+	int sealed;
+	size_t tensor_bytes;
+	sky_transport_slot *ring[2]; /* [SKY_STAGE_FWD / BWD] */
+	int n_slots[2];
+	int held[2];                 /* slot handed out per direction, -1 none */
+	int64_t next_step[2];        /* next (step, mb) the stage will consume */
+	int next_mb[2];
+	int64_t step;                /* the step being run */
+	unsigned char *sendbuf;      /* sealed frames and norm frames */
+	size_t sendbuf_cap;
+	double *norm_all;            /* (n_all) */
+	double *norm_buf;            /* (n_all) a received norm frame */
+	unsigned char *norm_got;     /* (n_stages) */
+	int norm_n;                  /* stages whose sums for this step arrived */
+	int64_t norm_done;           /* last step whose exchange completed (-1) */
+	int n_all;
+	unsigned char *ready;        /* (n_stages) */
+	int n_ready;
+	long drops[SKY_TDROP_N];
+	long frames_in, frames_out;
+	double bytes_in, bytes_out;
+	/* this step's op events, for the metrics */
+	sky_transport_ev *ev;
+	int n_ev, cap_ev;
+	double step_t0;
+	double busy_s, wait_s, send_s;
+	char stall[256];             /* what the last stall was, "" if none */
+} sky_transport;
+
+/* Carves the transport's buffers from a (measuring or real) arena and,
+ * with a real one, sets it up (topics, frame keys). net may be NULL
+ * while measuring. Returns 0, SKY_EINVAL (bad cfg; d says), SKY_ECRYPTO
+ * (key) or the arena's status. */
+int sky_transport_carve(sky_transport *t, const sky_transport_cfg *cfg,
+			const sky_transport_net *net, sky_arena *a, sky_diag *d);
+/* Wipes the frame keys. NULL-safe. */
+void sky_transport_free(sky_transport *t);
+
+/* The stage's I/O through this transport (ctx is t). */
+sky_stage_io sky_transport_io(sky_transport *t);
+
+/* Hands a received message to the transport. Returns 1 if the topic was
+ * one of its own (taken or dropped and counted), 0 if not. */
+int sky_transport_on_msg(sky_transport *t, const char *topic, const unsigned char *p, size_t len);
+
+/* Topics to subscribe to before sky_transport_start: fills up to 4 filters,
+ * returns how many. */
+int sky_transport_topics(const sky_transport *t, char topics[][SKY_TOPIC_BUF], int cap);
+/* The start barrier: publishes this stage's ready (retained) and waits up
+ * to timeout_s until every stage's has arrived for this epoch. Returns 0,
+ * SKY_ETIMEOUT (d names the missing stages) or SKY_ENET (stopped). */
+int sky_transport_start(sky_transport *t, double timeout_s, sky_diag *d);
+/* Marks the start of step (0-based): frames of step and step + 1 are
+ * accepted from now; clears the step's events. */
+void sky_transport_begin_step(sky_transport *t, int64_t step);
+
+#endif

@@ -1,0 +1,308 @@
+/* A board's training job (see sky_trainjob.h): plan -> stage + transport
+ * in one sealed arena -> start barrier -> steps with metrics -> part. */
+#include "sky_trainjob.h"
+
+#include "sky_clock.h"
+#include "sky_file.h"
+#include "sky_log.h"
+#include "sky_safetensors.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int sky_trainjob_model(const sky_planmsg *p, sky_model_cfg *c)
+{
+	if (sky_model_preset(p->shape.name, c) != 0)
+		return SKY_ENOTFOUND;
+	c->hidden = p->shape.hidden;
+	c->heads = p->shape.heads;
+	c->ffn = p->shape.ffn;
+	c->layers = p->layers;
+	c->seq = p->shape.seq;
+	c->batch = p->shape.batch;
+	if (c->seq > c->max_pos)
+		c->max_pos = c->seq;
+	return sky_model_validate(c) == 0 ? 0 : SKY_EINVAL;
+}
+
+/* The stage and transport configurations of plan p for stage k. */
+static int configs(const sky_planmsg *p, int k, sky_stage_cfg *sc, sky_transport_cfg *tc,
+		   int *first, int *last, sky_diag *d)
+{
+	const sky_plan_train *t = &p->train;
+	memset(sc, 0, sizeof *sc);
+	memset(tc, 0, sizeof *tc);
+	if (k < 0 || k >= p->n_stages)
+		return sky_diag_set(d, SKY_EINVAL, "plan %s: no stage %d", p->job, k);
+	int rc = sky_trainjob_model(p, &sc->model);
+	if (rc)
+		return sky_diag_set(d, rc, "plan %s: model %s is not known to this build", p->job,
+				    p->shape.name);
+	sc->stage = k;
+	sc->n_stages = p->n_stages;
+	sc->first = p->stages[k].first;
+	sc->last = p->stages[k].last;
+	sc->micro = p->micro_batches;
+	sc->in_flight = p->stages[k].in_flight;
+	sky_optim_kind kind = SKY_OPTIM_ADAMW;
+	if (t->steps > 0) {
+		sky_schedule_parse(t->sched, &sc->sched);
+		sky_optim_parse(t->optim, &kind);
+	} else {
+		/* a plan without training: the planner's in_flight says which */
+		sc->sched = sc->in_flight >= sc->micro ? SKY_SCHEDULE_GPIPE : SKY_SCHEDULE_1F1B;
+	}
+	sky_optim_default(&sc->optim, kind);
+	if (t->steps > 0) {
+		sc->optim.lr = (float)t->lr; /* as `sky train` turns --lr into a float */
+		sc->clip_norm = (float)t->clip;
+		sc->seed = (uint64_t)t->seed;
+	}
+	for (int i = 0; i < p->n_stages; i++) {
+		first[i] = p->stages[i].first;
+		last[i] = p->stages[i].last;
+	}
+	tc->job = p->job;
+	tc->epoch = p->epoch;
+	tc->stage = k;
+	tc->n_stages = p->n_stages;
+	tc->micro = p->micro_batches;
+	tc->batch = sc->model.batch;
+	tc->seq = sc->model.seq;
+	tc->hidden = sc->model.hidden;
+	tc->fwd_slots = k > 0 ? p->stages[k - 1].in_flight : 1;
+	tc->bwd_slots = p->stages[k].in_flight;
+	tc->first = first;
+	tc->last = last;
+	/* generous: a loaded machine may run a step many times slower than
+	 * the planner predicted */
+	tc->stall_s = t->stall_s > 0 ? t->stall_s : 10.0 * t->predicted_step_s + 30.0;
+	return 0;
+}
+
+static int carve_all(sky_trainjob *j, const sky_planmsg *p, int k, const unsigned char *key,
+		     const sky_transport_net *net, sky_arena *a, const char *board, sky_diag *d)
+{
+	sky_stage_cfg sc;
+	sky_transport_cfg tc;
+	int rc = configs(p, k, &sc, &tc, j->first, j->last, d);
+	if (rc)
+		return rc;
+	tc.board = board;
+	tc.key = key;
+	if ((rc = sky_stage_carve(&j->st, &sc, a, d)) != 0)
+		return rc;
+	return sky_transport_carve(&j->tr, &tc, net, a, d);
+}
+
+int64_t sky_trainjob_bytes(const sky_planmsg *p, int stage, sky_diag *d)
+{
+	static sky_trainjob j; /* big (two stage tables); measuring only */
+	static const unsigned char dummy[SKY_FRAME_KEY_BYTES];
+	sky_arena a;
+	sky_arena_init(&a, NULL, 0);
+	int rc = carve_all(&j, p, stage, p->train.sealed ? dummy : NULL, NULL, &a, "measure", d);
+	if (rc)
+		return rc;
+	return (int64_t)sky_arena_required(&a);
+}
+
+int sky_trainjob_setup(sky_trainjob *j, const sky_planmsg *p, int stage, const char *board,
+		       const unsigned char *key, const sky_transport_net *net, sky_diag *d)
+{
+	memset(j, 0, sizeof *j);
+	if (p->train.sealed && !key)
+		return sky_diag_set(d, SKY_EINVAL, "plan %s: sealed frames but no key", p->job);
+	int64_t need = sky_trainjob_bytes(p, stage, d);
+	if (need < 0)
+		return (int)need;
+	if (key) {
+		memcpy(j->key, key, sizeof j->key);
+		j->sealed = 1;
+	}
+	/* measured; allocate once, carve, seal */
+	j->mem = malloc((size_t)need);
+	if (!j->mem)
+		return sky_diag_set(d, SKY_ENOMEM, "cannot allocate the %lld-byte arena",
+				    (long long)need);
+	j->bytes = (size_t)need;
+	sky_arena a;
+	sky_arena_init(&a, j->mem, j->bytes);
+	int rc = carve_all(j, p, stage, j->sealed ? j->key : NULL, net, &a, board, d);
+	if (!rc && (rc = sky_arena_seal(&a)) != 0)
+		sky_diag_set(d, rc, "arena: %s", sky_strerror(rc));
+	if (rc) {
+		sky_trainjob_free(j);
+		return rc;
+	}
+	j->plan = p;
+	j->stage = stage;
+	sky_stage_init(&j->st);
+	return 0;
+}
+
+void sky_trainjob_free(sky_trainjob *j)
+{
+	if (!j)
+		return;
+	sky_transport_free(&j->tr);
+	free(j->mem);
+	j->mem = NULL;
+	memset(j->key, 0, sizeof j->key);
+}
+
+/* ---- running ------------------------------------------------------------------ */
+
+/* snprintf into the metrics buffer, tracking the length; stops at the cap */
+#define PUT(...) \
+	do { \
+		if (n < cap) { \
+			int w_ = snprintf(b + n, cap - n, __VA_ARGS__); \
+			n = w_ < 0 ? cap : n + (size_t)w_; \
+		} \
+	} while (0)
+
+static void publish_metrics(sky_trainjob *j, double step_s, float loss)
+{
+	sky_transport *t = &j->tr;
+	char *b = j->metrics;
+	const size_t cap = sizeof j->metrics - 64; /* room to close the arrays */
+	size_t n = 0;
+	PUT("{\"v\":1,\"job\":\"%s\",\"epoch\":%lld,\"stage\":%d,\"board\":\"%s\",\"step\":%ld,"
+	    "\"steps\":%d",
+	    j->plan->job, (long long)j->plan->epoch, j->stage, t->board, j->steps_done,
+	    j->plan->train.steps);
+	if (j->st.has_head)
+		PUT(",\"loss\":%.9g", (double)loss);
+	PUT(",\"step_s\":%.6f,\"busy\":%.4f,\"wait_s\":%.6f,\"send_s\":%.6f,\"predicted_step_s\":%g,"
+	    "\"frames_in\":%ld,\"frames_out\":%ld,\"drops\":{",
+	    step_s, step_s > 0 ? t->busy_s / step_s : 0.0, t->wait_s, t->send_s,
+	    j->plan->train.predicted_step_s, t->frames_in, t->frames_out);
+	int first = 1;
+	for (int i = 0; i < SKY_TDROP_N; i++)
+		if (t->drops[i]) {
+			PUT("%s\"%s\":%ld", first ? "" : ",", sky_transport_drop_name(i), t->drops[i]);
+			first = 0;
+		}
+	PUT("},\"ops\":[");
+	for (int i = 0; i < t->n_ev; i++)
+		PUT("%s[\"%c\",%d,%.3f,%.3f]", i ? "," : "", t->ev[i].kind, t->ev[i].mb,
+		    (double)t->ev[i].t0_ms, (double)t->ev[i].t1_ms);
+	if (n >= cap) /* too many ops for one message: drop them, keep the figures */
+		n = (size_t)(strstr(b, ",\"ops\":[") - b) + 8;
+	n += (size_t)snprintf(b + n, sizeof j->metrics - n, "]}");
+	t->net.publish(t->net.ctx, t->topic_metrics, b, n, 0, 0);
+}
+
+/* The part: this stage's tensors as a safetensors image, retained on
+ * sky/v1/job/<job>/part/<board> (the collector reads it with the planner
+ * identity; the ACL lets only that board write there)
+ * and written to <state>/parts/. Uses the heap: the job is over. */
+static int publish_part(sky_trainjob *j, const char *state_dir, size_t *bytes, sky_diag *d)
+{
+	const sky_planmsg *p = j->plan;
+	int cap = sky_stage_max_entries(&j->st.cfg.model, &j->st.cfg), rc;
+	enum { NAME_CAP = 96 };
+	sky_st_entry *e = calloc((size_t)cap, sizeof *e);
+	char *names = calloc((size_t)cap, NAME_CAP), epoch[32], stage[16], path[1024];
+	void *img = NULL;
+	size_t size = 0, len = 0;
+	if (!e || !names) {
+		rc = sky_diag_set(d, SKY_ENOMEM, "part: out of memory");
+		goto exit;
+	}
+	int n = sky_stage_entries(&j->st, e, cap, names, NAME_CAP, d);
+	if (n < 0) {
+		rc = n;
+		goto exit;
+	}
+	snprintf(epoch, sizeof epoch, "%lld", (long long)p->epoch);
+	snprintf(stage, sizeof stage, "%d", j->stage);
+	const sky_st_meta meta[] = {{"format", "pt"}, {"sky_model", p->shape.name},
+				    {"sky_job", p->job}, {"sky_epoch", epoch}, {"sky_stage", stage}};
+	if ((rc = sky_st_encoded_size(e, n, meta, 5, &size, d)) != 0)
+		goto exit;
+	if (!(img = malloc(size))) {
+		rc = sky_diag_set(d, SKY_ENOMEM, "part: %zu bytes", size);
+		goto exit;
+	}
+	if ((rc = sky_st_encode(e, n, meta, 5, img, size, &len, d)) != 0)
+		goto exit;
+	char topic[SKY_TOPIC_BUF];
+	sky_topic_part(topic, sizeof topic, p->job, j->tr.board);
+	if (len > SKY_FRAME_MAX_PAYLOAD_DEFAULT) {
+		SKY_WARN("job %s: part of %zu bytes is over the %u-byte message limit; only written "
+			 "to the state directory",
+			 p->job, len, SKY_FRAME_MAX_PAYLOAD_DEFAULT);
+	} else if ((rc = j->tr.net.publish(j->tr.net.ctx, topic, img, len, 1, 1)) != 0) {
+		sky_diag_set(d, rc, "part: cannot publish on %s", topic);
+		goto exit;
+	}
+	if (state_dir) {
+		snprintf(path, sizeof path, "%s/parts", state_dir);
+		sky_file_mkdirs(path, 0700);
+		snprintf(path, sizeof path, "%s/parts/%s-e%lld-stage%d.safetensors", state_dir, p->job,
+			 (long long)p->epoch, j->stage);
+		if (sky_file_write(path, img, len, 0644) != 0)
+			SKY_WARN("job %s: cannot write %s", p->job, path);
+	}
+	*bytes = len;
+exit:
+	free(e);
+	free(names);
+	free(img);
+	return rc;
+}
+
+int sky_trainjob_run(sky_trainjob *j, const char *state_dir, double start_s, sky_diag *d)
+{
+	const sky_planmsg *p = j->plan;
+	const sky_plan_train *t = &p->train;
+	sky_transport *tr = &j->tr;
+	char topics[4][SKY_TOPIC_BUF];
+	int rc = 0;
+	int nt = sky_transport_topics(tr, topics, 4);
+	for (int i = 0; i < nt && !rc; i++)
+		if (tr->net.subscribe && (rc = tr->net.subscribe(tr->net.ctx, topics[i])) != 0)
+			return sky_diag_set(d, rc, "job %s: cannot subscribe to %s", p->job, topics[i]);
+	SKY_INFO("job %s epoch %lld: stage %d of %d waiting for the other stages", p->job,
+		 (long long)p->epoch, j->stage, p->n_stages);
+	if ((rc = sky_transport_start(tr, start_s, d)) != 0)
+		return rc;
+	SKY_INFO("job %s: all %d stages ready; %d steps, %s, %d micro-batches, %s frames", p->job,
+		 p->n_stages, t->steps, t->sched, p->micro_batches, j->sealed ? "sealed" : "plaintext");
+	sky_stage_io io = sky_transport_io(tr);
+	const float lr = (float)t->lr;
+	for (long s = j->st.step; s < t->steps; s++) {
+		float loss = 0;
+		sky_transport_begin_step(tr, s);
+		double t0 = sky_clock_s();
+		rc = sky_stage_step(&j->st, &io, sky_optim_lr_at(lr, s, t->steps, t->warmup), &loss);
+		double el = sky_clock_s() - t0;
+		if (rc) {
+			if (tr->stall[0])
+				return sky_diag_set(d, rc, "job %s stopped: %s", p->job, tr->stall);
+			return sky_diag_set(d, rc, "job %s stopped at step %ld: %s", p->job, s + 1,
+					    sky_strerror(rc));
+		}
+		j->steps_done = s + 1;
+		j->last_loss = loss;
+		publish_metrics(j, el, loss);
+		if (j->st.has_head)
+			SKY_INFO("job %s step %ld loss %.4f (%.1f ms)", p->job, s + 1, (double)loss,
+				 el * 1e3);
+	}
+	size_t part = 0;
+	if ((rc = publish_part(j, state_dir, &part, d)) != 0)
+		return rc;
+	char done[256];
+	int n = snprintf(done, sizeof done,
+			 "{\"v\":1,\"job\":\"%s\",\"epoch\":%lld,\"stage\":%d,\"board\":\"%s\","
+			 "\"step\":%ld,\"steps\":%d,\"done\":true,\"part_bytes\":%zu}",
+			 p->job, (long long)p->epoch, j->stage, tr->board, j->steps_done, t->steps, part);
+	tr->net.publish(tr->net.ctx, tr->topic_metrics, done, (size_t)n, 1, 0);
+	SKY_INFO("job %s: stage %d done after %ld steps; part of %zu bytes published", p->job,
+		 j->stage, j->steps_done, part);
+	return 0;
+}

@@ -1,0 +1,562 @@
+/* A stage's frame transport (see sky_transport.h): pack and queue on send,
+ * check and copy into an arena ring on receive, wait with a deadline. */
+#include "sky_transport.h"
+
+#include "sky_clock.h"
+#include "sky_crc32c.h"
+#include "sky_log.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const char *sky_transport_drop_name(int i)
+{
+	if (i == SKY_TDROP_DUPLICATE)
+		return "duplicate";
+	if (i == SKY_TDROP_RING_FULL)
+		return "ring_full";
+	return sky_frame_drop_name((sky_frame_drop)i);
+}
+
+/* 2L + 2: the last stage ends at half-layer 2L - 1 */
+static int n_all_of(const sky_transport_cfg *c) { return c->last[c->n_stages - 1] + 1 + 2; }
+
+/* norm blocks of stage k: [lo, lo + n) (sky_stage.h numbering) */
+static void stage_blocks(const sky_transport_cfg *c, int k, int *lo, int *n)
+{
+	int units = c->last[k] - c->first[k] + 1;
+	int embed = c->first[k] == 0, head = k == c->n_stages - 1;
+	*lo = embed ? 0 : 1 + c->first[k];
+	*n = units + embed + head;
+}
+
+int sky_transport_carve(sky_transport *t, const sky_transport_cfg *cfg,
+			const sky_transport_net *net, sky_arena *a, sky_diag *d)
+{
+	memset(t, 0, sizeof *t);
+	if (!cfg->job || !sky_topic_segment_ok(cfg->job) || !cfg->board || cfg->n_stages < 1 ||
+	    cfg->n_stages > SKY_TRANSPORT_MAX_STAGES || cfg->stage < 0 ||
+	    cfg->stage >= cfg->n_stages || cfg->micro < 1 || cfg->fwd_slots < 1 ||
+	    cfg->bwd_slots < 1 || cfg->batch < 1 || cfg->seq < 1 || cfg->hidden < 1 ||
+	    !cfg->first || !cfg->last || !(cfg->stall_s > 0))
+		return sky_diag_set(d, SKY_EINVAL, "transport: bad configuration");
+	t->cfg = *cfg;
+	if (net)
+		t->net = *net;
+	snprintf(t->job, sizeof t->job, "%s", cfg->job);
+	snprintf(t->board, sizeof t->board, "%s", cfg->board);
+	t->cfg.job = t->job;
+	t->cfg.board = t->board;
+	t->tensor_bytes = (size_t)cfg->batch * cfg->seq * cfg->hidden * sizeof(float);
+	t->sealed = cfg->key != NULL;
+	t->n_slots[SKY_STAGE_FWD] = cfg->stage > 0 ? cfg->fwd_slots : 0;
+	t->n_slots[SKY_STAGE_BWD] = cfg->stage < cfg->n_stages - 1 ? cfg->bwd_slots : 0;
+	for (int dir = 0; dir < 2; dir++) {
+		t->ring[dir] = sky_arena_alloc(a, (size_t)t->n_slots[dir] * sizeof(sky_transport_slot),
+					       SKY_LIFE_ACT);
+		for (int i = 0; i < t->n_slots[dir]; i++) {
+			float *p = sky_arena_alloc(a, t->tensor_bytes, SKY_LIFE_ACT);
+			if (t->ring[dir]) {
+				t->ring[dir][i] = (sky_transport_slot){-1, -1, 0, p};
+			}
+		}
+		t->held[dir] = -1;
+		t->next_step[dir] = 0;
+		t->next_mb[dir] = 0;
+	}
+	t->n_all = n_all_of(cfg);
+	size_t norm_frame = sky_frame_packed_bytes(&(sky_frame_key){.sealed = t->sealed},
+						   (size_t)t->n_all * sizeof(double));
+	size_t tensor_frame = t->sealed ? sky_frame_packed_bytes(&(sky_frame_key){.sealed = 1},
+								 t->tensor_bytes)
+					: 0;
+	t->sendbuf_cap = norm_frame > tensor_frame ? norm_frame : tensor_frame;
+	t->sendbuf = sky_arena_alloc(a, t->sendbuf_cap, SKY_LIFE_SCRATCH);
+	t->norm_all = sky_arena_alloc(a, (size_t)t->n_all * sizeof(double), SKY_LIFE_SCRATCH);
+	t->norm_buf = sky_arena_alloc(a, (size_t)t->n_all * sizeof(double), SKY_LIFE_SCRATCH);
+	t->norm_got = sky_arena_alloc(a, (size_t)cfg->n_stages, SKY_LIFE_SCRATCH);
+	t->ready = sky_arena_alloc(a, (size_t)cfg->n_stages, SKY_LIFE_SCRATCH);
+	t->cap_ev = 8 * cfg->micro + 8;
+	t->ev = sky_arena_alloc(a, (size_t)t->cap_ev * sizeof *t->ev, SKY_LIFE_SCRATCH);
+	int rc = sky_arena_status(a);
+	if (rc)
+		return sky_diag_set(d, rc, "transport: arena: %s", sky_strerror(rc));
+	if (!a->base)
+		return 0; /* measuring */
+	memset(t->norm_got, 0, (size_t)cfg->n_stages);
+	memset(t->ready, 0, (size_t)cfg->n_stages);
+	t->norm_done = -1;
+	const int k = cfg->stage;
+	if (k + 1 < cfg->n_stages)
+		sky_topic_stage(t->topic_fwd_out, sizeof t->topic_fwd_out, t->job, k + 1, 0);
+	if (k > 0)
+		sky_topic_stage(t->topic_bwd_out, sizeof t->topic_bwd_out, t->job, k - 1, 1);
+	sky_topic_stage(t->topic_fwd_in, sizeof t->topic_fwd_in, t->job, k, 0);
+	sky_topic_stage(t->topic_bwd_in, sizeof t->topic_bwd_in, t->job, k, 1);
+	sky_topic_stage_leaf(t->topic_norm, sizeof t->topic_norm, t->job, k, SKY_TOPIC_NORM);
+	sky_topic_stage_leaf(t->topic_ready, sizeof t->topic_ready, t->job, k, SKY_TOPIC_READY);
+	sky_topic_job(t->topic_metrics, sizeof t->topic_metrics, t->job, SKY_TOPIC_METRICS);
+	/* one key object per direction of use: each has its own nonce counter */
+	if (sky_frame_key_init(&t->send_key, cfg->key) != 0 ||
+	    sky_frame_key_init(&t->recv_key, cfg->key) != 0)
+		return sky_diag_set(d, SKY_ECRYPTO, "transport: the frame key cannot be set up");
+	return 0;
+}
+
+void sky_transport_free(sky_transport *t)
+{
+	if (!t)
+		return;
+	sky_frame_key_free(&t->send_key);
+	sky_frame_key_free(&t->recv_key);
+}
+
+static void add_event(sky_transport *t, char kind, int mb, double t0_s, double t1_s)
+{
+	if (t->n_ev >= t->cap_ev)
+		return;
+	t->ev[t->n_ev++] = (sky_transport_ev){kind, mb, (float)((t0_s - t->step_t0) * 1e3),
+					      (float)((t1_s - t->step_t0) * 1e3)};
+	if (kind == 'F' || kind == 'B')
+		t->busy_s += t1_s - t0_s;
+	else if (kind == 'W')
+		t->wait_s += t1_s - t0_s;
+	else if (kind == 'S')
+		t->send_s += t1_s - t0_s;
+}
+
+void sky_transport_begin_step(sky_transport *t, int64_t step)
+{
+	t->step = step;
+	t->n_ev = 0;
+	t->busy_s = t->wait_s = t->send_s = 0;
+	t->step_t0 = sky_clock_s();
+}
+
+/* ---- receiving ------------------------------------------------------------ */
+
+static void frame_expect(const sky_transport *t, sky_frame_expect *w, int dir, int stage,
+			 int64_t step, uint32_t micro, int dtype, uint32_t elems)
+{
+	memset(w, 0, sizeof *w);
+	w->job = t->job;
+	w->epoch = t->cfg.epoch;
+	w->step = step;
+	w->direction = dir;
+	w->stage = stage;
+	w->micro_batches = micro;
+	w->dtype = dtype;
+	if (dtype == SKY_FRAME_F32) {
+		w->ndim = 3;
+		w->shape[0] = (uint32_t)t->cfg.batch;
+		w->shape[1] = (uint32_t)t->cfg.seq;
+		w->shape[2] = (uint32_t)t->cfg.hidden;
+	} else {
+		w->ndim = 1;
+		w->shape[0] = elems;
+	}
+}
+
+static void count_drop(sky_transport *t, int why, const char *topic, const char *msg)
+{
+	t->drops[why]++;
+	SKY_DEBUG("frame on %s dropped (%s): %s", topic, sky_transport_drop_name(why), msg);
+}
+
+static int before(int64_t s1, int m1, int64_t s2, int m2) { return s1 < s2 || (s1 == s2 && m1 < m2); }
+
+static void on_tensor(sky_transport *t, int dir, const char *topic, const unsigned char *p,
+		      size_t len)
+{
+	sky_frame_hdr h;
+	sky_frame_drop why = SKY_DROP_NONE;
+	sky_diag d;
+	sky_diag_clear(&d);
+	/* which step it claims: only cur and cur + 1 can be ours */
+	int64_t step = t->step;
+	if (sky_frame_decode(p, len, UINT64_MAX, &h, NULL) == 0 &&
+	    (h.step == t->step || h.step == t->step + 1))
+		step = h.step;
+	sky_frame_expect w;
+	frame_expect(t, &w, dir, t->cfg.stage, step, (uint32_t)t->cfg.micro, SKY_FRAME_F32, 0);
+	/* a duplicate is refused before it takes a slot */
+	if (sky_frame_decode(p, len, UINT64_MAX, &h, NULL) == 0 && h.step == step &&
+	    h.micro_batch < (uint32_t)t->cfg.micro && h.epoch == t->cfg.epoch) {
+		int dup = before(step, (int)h.micro_batch, t->next_step[dir], t->next_mb[dir]);
+		for (int i = 0; i < t->n_slots[dir] && !dup; i++)
+			dup = t->ring[dir][i].state && t->ring[dir][i].step == step &&
+			      t->ring[dir][i].mb == (int)h.micro_batch;
+		if (dup) {
+			count_drop(t, SKY_TDROP_DUPLICATE, topic, "seen before");
+			return;
+		}
+	}
+	int slot = -1;
+	for (int i = 0; i < t->n_slots[dir] && slot < 0; i++)
+		if (t->ring[dir][i].state == 0)
+			slot = i;
+	if (slot < 0) {
+		count_drop(t, SKY_TDROP_RING_FULL, topic, "no free slot");
+		return;
+	}
+	sky_transport_slot *s = &t->ring[dir][slot];
+	if (sky_frame_unpack(&t->recv_key, p, len, &w, &h, s->data, t->tensor_bytes, &why, &d) != 0) {
+		count_drop(t, why, topic, d.msg);
+		return;
+	}
+	s->step = h.step;
+	s->mb = (int)h.micro_batch;
+	s->state = 1;
+	t->frames_in++;
+	t->bytes_in += (double)len;
+}
+
+static void on_norm(sky_transport *t, int from, const char *topic, const unsigned char *p,
+		    size_t len)
+{
+	sky_frame_hdr h;
+	sky_frame_drop why = SKY_DROP_NONE;
+	sky_diag d;
+	sky_diag_clear(&d);
+	sky_frame_expect w;
+	frame_expect(t, &w, SKY_FRAME_FWD, from, t->step, 1, SKY_FRAME_S32, (uint32_t)(2 * t->n_all));
+	if (from == t->cfg.stage)
+		return; /* our own, back from the broker */
+	if (sky_frame_unpack(&t->recv_key, p, len, &w, &h, t->norm_buf,
+			     (size_t)t->n_all * sizeof(double), &why, &d) != 0) {
+		count_drop(t, why, topic, d.msg);
+		return;
+	}
+	if (t->norm_got[from] || t->norm_done >= t->step) {
+		count_drop(t, SKY_TDROP_DUPLICATE, topic, "norm seen before");
+		return;
+	}
+	int lo, n;
+	stage_blocks(&t->cfg, from, &lo, &n);
+	memcpy(t->norm_all + lo, t->norm_buf + lo, (size_t)n * sizeof(double));
+	t->norm_got[from] = 1;
+	t->norm_n++;
+}
+
+static void on_ready(sky_transport *t, int from, const unsigned char *p, size_t len)
+{
+	sky_frame_hdr h;
+	sky_frame_drop why;
+	sky_frame_expect w;
+	int32_t v = -1;
+	frame_expect(t, &w, SKY_FRAME_FWD, from, 0, 1, SKY_FRAME_S32, 1);
+	/* a retained ready of an earlier epoch is expected: not counted */
+	if (sky_frame_unpack(&t->recv_key, p, len, &w, &h, &v, sizeof v, &why, NULL) == 0 &&
+	    v == from && !t->ready[from]) {
+		t->ready[from] = 1;
+		t->n_ready++;
+	}
+}
+
+/* "sky/v1/job/<job>/stage/<k>/<leaf>" -> k and leaf, if job is ours */
+static int parse_stage_topic(const sky_transport *t, const char *topic, int *k, const char **leaf)
+{
+	char pre[SKY_TOPIC_BUF];
+	int n = snprintf(pre, sizeof pre, SKY_TOPIC_ROOT "/job/%s/stage/", t->job);
+	if (n <= 0 || strncmp(topic, pre, (size_t)n) != 0)
+		return 0;
+	const char *s = topic + n;
+	int v = 0, digits = 0;
+	while (*s >= '0' && *s <= '9' && digits < 6) {
+		v = v * 10 + (*s++ - '0');
+		digits++;
+	}
+	if (!digits || *s != '/' || v >= t->cfg.n_stages)
+		return 0;
+	*k = v;
+	*leaf = s + 1;
+	return 1;
+}
+
+int sky_transport_on_msg(sky_transport *t, const char *topic, const unsigned char *p, size_t len)
+{
+	int k;
+	const char *leaf;
+	if (!parse_stage_topic(t, topic, &k, &leaf))
+		return 0;
+	if (k == t->cfg.stage && strcmp(leaf, SKY_TOPIC_FWD) == 0 && t->n_slots[SKY_STAGE_FWD])
+		on_tensor(t, SKY_STAGE_FWD, topic, p, len);
+	else if (k == t->cfg.stage && strcmp(leaf, SKY_TOPIC_BWD) == 0 && t->n_slots[SKY_STAGE_BWD])
+		on_tensor(t, SKY_STAGE_BWD, topic, p, len);
+	else if (strcmp(leaf, SKY_TOPIC_NORM) == 0)
+		on_norm(t, k, topic, p, len);
+	else if (strcmp(leaf, SKY_TOPIC_READY) == 0)
+		on_ready(t, k, p, len);
+	else
+		return 0;
+	return 1;
+}
+
+/* Publishes a stall on the metrics topic and says what in t->stall. */
+static void stall(sky_transport *t, const char *what, int mb, double waited)
+{
+	char buf[512];
+	snprintf(t->stall, sizeof t->stall,
+		 "stage %d stalled at step %lld micro-batch %d: no %s within %.1f s", t->cfg.stage,
+		 (long long)t->step + 1, mb, what, waited);
+	int n = snprintf(buf, sizeof buf,
+			 "{\"v\":1,\"stage\":%d,\"board\":\"%s\",\"step\":%lld,\"stall\":{\"mb\":%d,"
+			 "\"waiting_for\":\"%s\",\"waited_s\":%.3f},\"message\":\"%s\"}",
+			 t->cfg.stage, t->board, (long long)t->step + 1, mb, what, waited, t->stall);
+	if (t->net.publish && n > 0 && (size_t)n < sizeof buf)
+		t->net.publish(t->net.ctx, t->topic_metrics, buf, (size_t)n, 1, 0);
+	SKY_ERROR("job %s: %s", t->job, t->stall);
+}
+
+/* Polls until done(t, arg) or the deadline. Returns 0, SKY_ETIMEOUT or
+ * SKY_ENET (stopped). The wait is recorded as a W event of mb. */
+static int wait_until(sky_transport *t, int (*done)(sky_transport *, const void *), const void *arg,
+		      double limit_s, int mb)
+{
+	if (done(t, arg))
+		return 0;
+	double t0 = sky_clock_s(), end = t0 + limit_s;
+	int rc = 0;
+	while (!done(t, arg)) {
+		double now = sky_clock_s();
+		if (now >= end) {
+			rc = SKY_ETIMEOUT;
+			break;
+		}
+		if (t->net.stopped && t->net.stopped(t->net.ctx)) {
+			rc = SKY_ENET;
+			break;
+		}
+		double left = (end - now) * 1e3;
+		t->net.poll(t->net.ctx, left < 50 ? (int)left + 1 : 50);
+	}
+	if (mb >= 0)
+		add_event(t, 'W', mb, t0, sky_clock_s());
+	return rc;
+}
+
+typedef struct want_frame {
+	int dir, mb;
+	int64_t step;
+} want_frame;
+
+static int find_slot(const sky_transport *t, const want_frame *w)
+{
+	for (int i = 0; i < t->n_slots[w->dir]; i++) {
+		const sky_transport_slot *s = &t->ring[w->dir][i];
+		if (s->state == 1 && s->step == w->step && s->mb == w->mb)
+			return i;
+	}
+	return -1;
+}
+
+static int frame_here(sky_transport *t, const void *arg) { return find_slot(t, arg) >= 0; }
+
+static int io_recv(void *ctx, int dir, long step, int mb, const float **data)
+{
+	sky_transport *t = ctx;
+	want_frame w = {dir, mb, step};
+	int rc = wait_until(t, frame_here, &w, t->cfg.stall_s, mb);
+	if (rc) {
+		if (rc == SKY_ETIMEOUT) {
+			char what[96];
+			snprintf(what, sizeof what, "%s from stage %d",
+				 dir == SKY_STAGE_FWD ? "activation" : "gradient",
+				 dir == SKY_STAGE_FWD ? t->cfg.stage - 1 : t->cfg.stage + 1);
+			stall(t, what, mb, t->cfg.stall_s);
+		}
+		return rc;
+	}
+	int i = find_slot(t, &w);
+	t->ring[dir][i].state = 2;
+	t->held[dir] = i;
+	t->next_step[dir] = mb + 1 == t->cfg.micro ? step + 1 : step;
+	t->next_mb[dir] = mb + 1 == t->cfg.micro ? 0 : mb + 1;
+	*data = t->ring[dir][i].data;
+	return 0;
+}
+
+static void io_release(void *ctx, int dir)
+{
+	sky_transport *t = ctx;
+	if (t->held[dir] >= 0)
+		t->ring[dir][t->held[dir]].state = 0;
+	t->held[dir] = -1;
+}
+
+/* ---- sending -------------------------------------------------------------- */
+
+static void tensor_hdr(const sky_transport *t, sky_frame_hdr *h, int dir, int to, int64_t step,
+		       int mb)
+{
+	memset(h, 0, sizeof *h);
+	h->direction = dir;
+	h->dtype = SKY_FRAME_F32;
+	h->ndim = 3;
+	h->shape[0] = (uint32_t)t->cfg.batch;
+	h->shape[1] = (uint32_t)t->cfg.seq;
+	h->shape[2] = (uint32_t)t->cfg.hidden;
+	h->stage = to;
+	h->micro_batch = (uint32_t)mb;
+	snprintf(h->job, sizeof h->job, "%s", t->job);
+	h->epoch = t->cfg.epoch;
+	h->step = step;
+}
+
+static int io_send(void *ctx, int dir, long step, int mb, float *buf, size_t n)
+{
+	sky_transport *t = ctx;
+	sky_frame_hdr h;
+	sky_diag d;
+	sky_diag_clear(&d);
+	double t0 = sky_clock_s();
+	int to = dir == SKY_STAGE_FWD ? t->cfg.stage + 1 : t->cfg.stage - 1;
+	const char *topic = dir == SKY_STAGE_FWD ? t->topic_fwd_out : t->topic_bwd_out;
+	size_t bytes = n * sizeof *buf;
+	const unsigned char *out;
+	size_t len;
+	int rc;
+	tensor_hdr(t, &h, dir, to, step, mb);
+	if (bytes != t->tensor_bytes)
+		return SKY_EINVAL;
+	if (!t->sealed) {
+		/* the header goes into the headroom in front of the tensor: no copy */
+		unsigned char *hp = (unsigned char *)buf - SKY_FRAME_HEADER_BYTES;
+		h.flags = 0;
+		h.crc = sky_crc32c(0, buf, bytes);
+		if ((rc = sky_frame_encode(&h, hp, SKY_FRAME_HEADER_BYTES, &d)) < 0)
+			return rc;
+		out = hp;
+		len = SKY_FRAME_HEADER_BYTES + bytes;
+	} else {
+		rc = sky_frame_pack(&t->send_key, &h, buf, bytes, t->sendbuf, t->sendbuf_cap, &d);
+		if (rc < 0)
+			return rc;
+		out = t->sendbuf;
+		len = (size_t)rc;
+	}
+	rc = t->net.publish(t->net.ctx, topic, out, len, 0, 0);
+	if (rc == 0) {
+		t->frames_out++;
+		t->bytes_out += (double)len;
+	}
+	add_event(t, 'S', mb, t0, sky_clock_s());
+	return rc;
+}
+
+static int norms_here(sky_transport *t, const void *arg)
+{
+	(void)arg;
+	return t->norm_n >= t->cfg.n_stages - 1;
+}
+
+static int io_share_norm(void *ctx, long step, const double *mine, int b0, int n, double *all,
+			 int n_all)
+{
+	sky_transport *t = ctx;
+	sky_frame_hdr h;
+	sky_diag d;
+	sky_diag_clear(&d);
+	if (n_all != t->n_all)
+		return SKY_EINVAL;
+	memcpy(t->norm_all + b0, mine, (size_t)n * sizeof *mine);
+	if (t->cfg.n_stages > 1) {
+		/* the whole vector goes out (others' blocks are ignored by the
+		 * receivers): its shape is the same from every stage */
+		memset(t->norm_buf, 0, (size_t)n_all * sizeof(double));
+		memcpy(t->norm_buf + b0, mine, (size_t)n * sizeof *mine);
+		memset(&h, 0, sizeof h);
+		h.direction = SKY_FRAME_FWD;
+		h.dtype = SKY_FRAME_S32;
+		h.ndim = 1;
+		h.shape[0] = (uint32_t)(2 * n_all); /* doubles as pairs of 32-bit words, little-endian */
+		h.stage = t->cfg.stage;
+		snprintf(h.job, sizeof h.job, "%s", t->job);
+		h.epoch = t->cfg.epoch;
+		h.step = step;
+		int rc = sky_frame_pack(t->sealed ? &t->send_key : NULL, &h, t->norm_buf,
+					(size_t)n_all * sizeof(double), t->sendbuf, t->sendbuf_cap, &d);
+		if (rc < 0)
+			return rc;
+		if ((rc = t->net.publish(t->net.ctx, t->topic_norm, t->sendbuf, (size_t)rc, 1, 0)) != 0)
+			return rc;
+		rc = wait_until(t, norms_here, NULL, t->cfg.stall_s, -1);
+		if (rc) {
+			if (rc == SKY_ETIMEOUT)
+				stall(t, "gradient norm from every stage", -1, t->cfg.stall_s);
+			return rc;
+		}
+	}
+	memcpy(all, t->norm_all, (size_t)n_all * sizeof *all);
+	memset(t->norm_got, 0, (size_t)t->cfg.n_stages);
+	t->norm_n = 0;
+	t->norm_done = step;
+	return 0;
+}
+
+static void io_event(void *ctx, char kind, int mb, double t0, double t1)
+{
+	add_event(ctx, kind, mb, t0, t1);
+}
+
+sky_stage_io sky_transport_io(sky_transport *t)
+{
+	return (sky_stage_io){.ctx = t, .recv = io_recv, .release = io_release, .send = io_send,
+			      .share_norm = io_share_norm, .event = io_event};
+}
+
+int sky_transport_topics(const sky_transport *t, char topics[][SKY_TOPIC_BUF], int cap)
+{
+	int n = 0;
+	if (t->n_slots[SKY_STAGE_FWD] && n < cap)
+		snprintf(topics[n++], SKY_TOPIC_BUF, "%s", t->topic_fwd_in);
+	if (t->n_slots[SKY_STAGE_BWD] && n < cap)
+		snprintf(topics[n++], SKY_TOPIC_BUF, "%s", t->topic_bwd_in);
+	if (n < cap)
+		sky_topic_stage_leaf(topics[n++], SKY_TOPIC_BUF, t->job, -1, SKY_TOPIC_NORM);
+	if (n < cap)
+		sky_topic_stage_leaf(topics[n++], SKY_TOPIC_BUF, t->job, -1, SKY_TOPIC_READY);
+	return n;
+}
+
+static int all_ready(sky_transport *t, const void *arg)
+{
+	(void)arg;
+	return t->n_ready >= t->cfg.n_stages;
+}
+
+int sky_transport_start(sky_transport *t, double timeout_s, sky_diag *d)
+{
+	sky_frame_hdr h;
+	int32_t v = t->cfg.stage;
+	memset(&h, 0, sizeof h);
+	h.direction = SKY_FRAME_FWD;
+	h.dtype = SKY_FRAME_S32;
+	h.ndim = 1;
+	h.shape[0] = 1;
+	h.stage = t->cfg.stage;
+	snprintf(h.job, sizeof h.job, "%s", t->job);
+	h.epoch = t->cfg.epoch;
+	int rc = sky_frame_pack(t->sealed ? &t->send_key : NULL, &h, &v, sizeof v, t->sendbuf,
+				t->sendbuf_cap, d);
+	if (rc < 0)
+		return rc;
+	if (!t->ready[t->cfg.stage]) {
+		t->ready[t->cfg.stage] = 1;
+		t->n_ready++;
+	}
+	/* retained: a stage that subscribes later still sees that we are here */
+	if ((rc = t->net.publish(t->net.ctx, t->topic_ready, t->sendbuf, (size_t)rc, 1, 1)) != 0)
+		return sky_diag_set(d, rc, "transport: cannot publish ready");
+	rc = wait_until(t, all_ready, NULL, timeout_s, -1);
+	if (rc) {
+		char miss[128] = "";
+		size_t k = 0;
+		for (int i = 0; i < t->cfg.n_stages && k + 8 < sizeof miss; i++)
+			if (!t->ready[i])
+				k += (size_t)snprintf(miss + k, sizeof miss - k, "%s%d", k ? "," : "", i);
+		return sky_diag_set(d, rc, "job %s: stages %s not ready within %.0f s", t->job, miss,
+				    timeout_s);
+	}
+	return 0;
+}

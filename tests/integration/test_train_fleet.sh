@@ -1,0 +1,227 @@
+#!/bin/sh
+# The fleet trains: mosquitto (tests/integration/broker.sh), skyplan and 4
+# skyd processes enroll, probe and train a tiny BERT together over MQTT,
+# under two plans (4 layers split evenly, GPipe, AdamW, sealed frames; 3
+# layers split by the paper's algorithm, 1F1B, SGD, plaintext frames). Each
+# job must reproduce `sky train` on one board with the same seed,
+# micro-batching and optimizer: the same per-step losses (sky job watch)
+# and the same final weights, byte for byte (the file sky job collect
+# assembles against `sky train --save`; OpenBLAS on one thread). The
+# collected file evaluates with sky eval. Then a board is stopped (SIGSTOP)
+# in a job with a short frame deadline: its neighbours report a stall
+# naming stage, step and micro-batch, and the watch exits 1.
+#
+# PASS/FAIL lines, MEASURE lines; bounded (every wait has a deadline).
+set -u
+cd "$(dirname "$0")/../.."
+. tests/integration/broker.sh
+
+fails=0
+pass() { echo "PASS $1"; }
+fail() {
+	echo "FAIL $1: $2"
+	fails=$((fails + 1))
+}
+W=$(mktemp -d "${TMPDIR:-/tmp}/sky-train.XXXXXX")
+printf 'leak:libpaho-mqtt3as\n' >"$W/lsan.supp"
+export LSAN_OPTIONS="suppressions=$W/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export OPENBLAS_NUM_THREADS=1
+PIDS=""
+PLAN_PID=""
+cleanup() {
+	for p in $PIDS $PLAN_PID; do
+		kill -CONT "$p" 2>/dev/null
+		kill "$p" 2>/dev/null
+	done
+	for p in $PIDS $PLAN_PID; do wait "$p" 2>/dev/null; done
+	sky_broker_stop
+	if [ "$fails" -eq 0 ] && [ -z "${SKY_KEEP:-}" ]; then rm -rf "$W"; else echo "(logs kept in $W)"; fi
+}
+trap cleanup EXIT
+wait_for() { # wait_for SECONDS command...: polls every 0.1 s
+	_end=$(($(date +%s) + $1))
+	shift
+	while [ "$(date +%s)" -le "$_end" ]; do
+		"$@" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+if ! sky_broker_start "$W/broker"; then
+	fail train_broker "mosquitto did not start"
+	exit 1
+fi
+BR="127.0.0.1:$SKY_BROKER_PORT"
+PKI=$SKY_PKI_DIR
+SKY="$SKY_BIN/sky"
+STATE="$W/skyplan"
+"$SKY_BIN/skyplan" --pki "$PKI" --broker "$BR" --state "$STATE" >"$W/skyplan.log" 2>&1 &
+PLAN_PID=$!
+wait_for 10 grep -q "serving" "$W/skyplan.log" || {
+	fail train_skyplan_starts "$(tail -3 "$W/skyplan.log")"
+	exit 1
+}
+N=4
+BOARD_PID="" # b3's, stopped in the last part
+for i in 1 2 3 4; do
+	b="b$i"
+	mkdir -p "$W/$b"
+	cp -r "$PKI/claim" "$W/$b/claim"
+	tok=$("$SKY" pki token --dir "$PKI" --ttl 300) || fail train_token "sky pki token failed"
+	"$SKY_BIN/skyd" --enroll --claim "$tok" --id "$b" --pki-ca "$W/$b/claim/ca.crt" \
+		--state "$W/$b/state" --broker "$BR" --keepalive 2 --model tiny --layers 4 \
+		--probe-seconds 1 >"$W/$b.log" 2>&1 &
+	PIDS="$PIDS $!"
+	[ $i = 3 ] && BOARD_PID=$!
+done
+online() {
+	[ "$("$SKY" fleet status --state "$STATE" --json 2>/dev/null | grep -o '"caps":{' | wc -l)" -eq $N ]
+}
+wait_for 60 online || fail train_boards_report "not all $N boards reported"
+
+# run_job NAME LAYERS SUBMIT-OPTIONS...: watch (started first: metrics are
+# not retained), submit, wait for the watch to see the job end, collect
+run_job() {
+	name=$1
+	layers=$2
+	shift 2
+	"$SKY" job watch "$name" --pki "$PKI" --broker "$BR" --timeout 120 --json \
+		>"$W/$name.watch" 2>"$W/$name.watch.err" &
+	wpid=$!
+	sleep 0.5 # the watch subscribes before the job can start
+	"$SKY" job submit --pki "$PKI" --broker "$BR" --model tiny --layers "$layers" --job "$name" \
+		--min-boards $N --task train --wait 30 "$@" >"$W/$name.submit" 2>&1 ||
+		fail "${name}_submitted" "$(cat "$W/$name.submit")"
+	wait $wpid
+	wrc=$?
+	"$SKY" job collect "$name" --pki "$PKI" --broker "$BR" --out "$W/$name.safetensors" \
+		--timeout 30 >"$W/$name.collect" 2>&1 || fail "${name}_collect" "$(cat "$W/$name.collect")"
+	return $wrc
+}
+
+# same_as_one_board NAME LAYERS TRAIN-OPTIONS...: sky train with the same
+# settings; compare each step's loss (4 decimals, what sky train prints;
+# the weights below are compared exactly) and the weights' bytes
+same_as_one_board() {
+	name=$1
+	layers=$2
+	shift 2
+	"$SKY" train --model tiny --layers "$layers" --eval 4 --save "$W/$name.ref.safetensors" "$@" \
+		>"$W/$name.ref" 2>&1 || fail "${name}_sky_train" "$(tail -2 "$W/$name.ref")"
+	sed -n 's/^step \([0-9]*\) loss \([0-9.]*\) .*/\1 \2/p' "$W/$name.ref" >"$W/$name.ref.loss"
+	sed -n 's/.*"step":\([0-9]*\),"loss":\([-0-9.e]*\),.*/\1 \2/p' "$W/$name.watch" |
+		awk '{printf "%d %.4f\n", $1, $2}' >"$W/$name.fleet.loss"
+	if [ -s "$W/$name.ref.loss" ] && cmp -s "$W/$name.ref.loss" "$W/$name.fleet.loss"; then
+		pass "${name}_per_step_losses_equal_sky_train"
+	else
+		fail "${name}_per_step_losses_equal_sky_train" \
+			"one board: $(tr '\n' ' ' <"$W/$name.ref.loss"); fleet: $(tr '\n' ' ' <"$W/$name.fleet.loss")"
+	fi
+	if cmp -s "$W/$name.safetensors" "$W/$name.ref.safetensors"; then
+		pass "${name}_final_weights_bit_exact_with_sky_train"
+	else
+		fail "${name}_final_weights_bit_exact_with_sky_train" \
+			"$(cmp "$W/$name.safetensors" "$W/$name.ref.safetensors" 2>&1 | head -1)"
+	fi
+}
+
+# inject JOB TOPIC FRAME-OPTIONS...: a crafted frame, published retained with
+# board b1's identity, so the receiving stage gets it when it subscribes at
+# the job's start, before any right frame
+inject() {
+	job=$1
+	topic=$2
+	shift 2
+	f="$W/inject.$(echo "$topic" | tr / _)"
+	"$SKY" job frame --job "$job" --shape 8,16,32 --out "$f" "$@" || fail inject_frame "$*"
+	mosquitto_pub $(sky_mq_tls "$W/b1/state/board.crt" "$W/b1/state/board.key") -q 1 -r \
+		-t "sky/v1/job/$job/$topic" -f "$f" || fail inject_publish "$topic"
+}
+next_epoch() { echo $(($(cat "$STATE/epoch" 2>/dev/null || echo 0) + 1)); }
+# dropped JOB REASON COUNT: sky fleet status lists the job's drops by reason
+dropped() {
+	"$SKY" fleet status --state "$STATE" 2>/dev/null | sed -n "/^job $1 /,/^job /p" |
+		grep -o "dropped:.*" | grep -q " $2 $3"
+}
+
+# ---- plan 1: 4 layers, even split, GPipe, AdamW, sealed frames ---------------
+# a board's plaintext frame, right in every field, cannot enter a sealed job
+inject ja stage/1/fwd --epoch "$(next_epoch)" --step 0 --stage 1 --dir fwd --mb 0
+run_job ja 4 --algo even --sched gpipe --steps 4 --micro 4 --optimizer adamw --seed 5 --clip 0.05 \
+	--warmup 1
+wrc=$?
+[ $wrc -eq 0 ] && [ "$(grep -c '"step"' "$W/ja.watch")" -eq 4 ] && pass ja_watch_one_line_per_step ||
+	fail ja_watch_one_line_per_step "rc $wrc: $(cat "$W/ja.watch" "$W/ja.watch.err" | head -5)"
+grep -q "sealed frames" "$W/b1.log" && pass ja_frames_sealed || fail ja_frames_sealed "no 'sealed frames' in b1.log"
+same_as_one_board ja 4 --steps 4 --micro 4 --optim adamw --seed 5 --clip 0.05 --warmup 1
+wait_for 10 dropped ja auth 1 && pass ja_plaintext_frame_dropped_as_auth ||
+	fail ja_plaintext_frame_dropped_as_auth "$("$SKY" fleet status --state "$STATE" | grep -A5 "^job ja")"
+sed -n 's/.*half-layers *\([0-9]*-[0-9]*\) .*/\1/p' "$W/ja.submit" | tr '\n' ' ' >"$W/ja.split"
+echo "MEASURE ja_plan_half_layers $(cat "$W/ja.split")"
+
+# ---- plan 2: 3 layers, the paper's split, 1F1B, SGD, plaintext frames --------
+run_job jb 3 --algo sky --sched 1f1b --steps 5 --micro 3 --optimizer sgd --lr 0.05 --seed 9 \
+	--plaintext-frames
+wrc=$?
+[ $wrc -eq 0 ] && pass jb_job_ends || fail jb_job_ends "watch rc $wrc: $(cat "$W/jb.watch.err")"
+same_as_one_board jb 3 --steps 5 --micro 3 --optim sgd --lr 0.05 --seed 9
+sed -n 's/.*half-layers *\([0-9]*-[0-9]*\) .*/\1/p' "$W/jb.submit" | tr '\n' ' ' >"$W/jb.split"
+echo "MEASURE jb_plan_half_layers $(cat "$W/jb.split")"
+[ "$(cat "$W/ja.split")" != "$(cat "$W/jb.split")" ] && pass two_different_plans ||
+	fail two_different_plans "both split $(cat "$W/ja.split")"
+
+# ---- bad frames from a board's identity: dropped, counted, and the job still
+# equals one board -----------------------------------------------------------------
+E=$(next_epoch)
+inject je stage/1/fwd --epoch $((E + 7)) --step 0 --stage 1 --dir fwd --mb 0
+inject je stage/2/fwd --epoch "$E" --step 999 --stage 2 --dir fwd --mb 0
+inject je stage/3/fwd --epoch "$E" --step 0 --stage 3 --dir fwd --mb 0 --shape 8,16,31
+inject je stage/0/bwd --epoch "$E" --step 0 --stage 0 --dir bwd --mb 0 --defect checksum
+inject je stage/1/bwd --epoch "$E" --step 0 --stage 1 --dir bwd --mb 1 --defect truncated
+inject je stage/2/bwd --epoch "$E" --step 0 --stage 2 --dir bwd --mb 0 --shape 8,16,64
+run_job je 4 --algo even --sched 1f1b --steps 3 --micro 2 --optimizer adamw --seed 4 --plaintext-frames ||
+	fail je_job_ends "$(cat "$W/je.watch.err")"
+same_as_one_board je 4 --steps 3 --micro 2 --optim adamw --seed 4
+for r in epoch step shape checksum truncated oversize; do
+	wait_for 10 dropped je $r 1 && pass "je_bad_frame_dropped_and_counted_$r" ||
+		fail "je_bad_frame_dropped_and_counted_$r" \
+			"$("$SKY" fleet status --state "$STATE" | sed -n '/^job je /,$p' | head -6)"
+done
+"$SKY" fleet status --state "$STATE" | sed -n '/^job je /,/^job /p' | head -5 | sed 's/^/  /'
+
+# the collected file is a model sky eval reads
+"$SKY" eval --weights "$W/jb.safetensors" >"$W/jb.eval" 2>&1 &&
+	pass collected_file_evaluates || fail collected_file_evaluates "$(tail -3 "$W/jb.eval")"
+
+# ---- a longer job learns (loss falls) ---------------------------------------
+run_job jc 2 --algo even --sched 1f1b --steps 40 --micro 2 --optimizer adamw --lr 0.003 --seed 3
+first=$(sed -n 's/.*"step":1,"loss":\([-0-9.e]*\),.*/\1/p' "$W/jc.watch")
+last=$(sed -n 's/.*"step":40,"loss":\([-0-9.e]*\),.*/\1/p' "$W/jc.watch")
+echo "MEASURE jc_loss_first_last $first $last"
+[ -n "$first" ] && [ -n "$last" ] && awk "BEGIN{exit !($last < $first - 0.05)}" &&
+	pass jc_1f1b_loss_falls || fail jc_1f1b_loss_falls "first $first last $last"
+
+# ---- a board stopped mid-job: its neighbours report a stall, the watch exits 1 --
+"$SKY" job watch jd --pki "$PKI" --broker "$BR" --timeout 120 >"$W/jd.watch" 2>&1 &
+wpid=$!
+sleep 0.5
+"$SKY" job submit --pki "$PKI" --broker "$BR" --model tiny --layers 4 --job jd --min-boards $N \
+	--task train --algo even --sched gpipe --steps 100000 --micro 2 --stall-s 3 --wait 30 \
+	>"$W/jd.submit" 2>&1 || fail jd_submitted "$(cat "$W/jd.submit")"
+wait_for 60 grep -q "^step 1 " "$W/jd.watch" || fail jd_steps "no step line: $(head -3 "$W/jd.watch")"
+kill -STOP "$BOARD_PID"
+wait $wpid
+wrc=$?
+kill -CONT "$BOARD_PID"
+stall=$(grep -m1 "^STALL" "$W/jd.watch")
+echo "MEASURE stall_line $stall"
+if [ $wrc -ne 0 ] && echo "$stall" | grep -q "stage [0-9] stalled at step [0-9]* micro-batch [-0-9]*: no"; then
+	pass stall_reported_with_stage_step_mb
+else
+	fail stall_reported_with_stage_step_mb "rc $wrc: $(head -3 "$W/jd.watch")"
+fi
+grep -h "job jd stopped" "$W"/b*.log | head -2 | sed 's/^/  /'
+[ "$(grep -l "job jd stopped: stage" "$W"/b*.log | wc -l)" -ge 1 ] && pass stalled_boards_stop_the_job ||
+	fail stalled_boards_stop_the_job "no board logged 'job jd stopped'"
+exit $((fails > 0))

@@ -1,0 +1,72 @@
+/* GPipe and 1F1B op orders: every micro-batch forward once and backward
+ * once, backwards in order, forwards before their backwards, and never
+ * more live activations than the schedule's in_flight. */
+#include "sky_test.h"
+
+#include "sky_schedule.h"
+
+#include <string.h>
+
+static void ops_str(sky_schedule_kind k, int stage, int n, int m, char *out)
+{
+	sky_schedule_op ops[64];
+	int c = sky_schedule_ops(k, stage, n, m, ops, 64);
+	out[0] = '\0';
+	for (int i = 0; i < c; i++) {
+		char t[8];
+		snprintf(t, sizeof t, "%c%d ", ops[i].kind, ops[i].mb);
+		strcat(out, t);
+	}
+}
+
+SKY_TEST(schedule_gpipe_all_forwards_then_backwards_in_order)
+{
+	char s[256];
+	ops_str(SKY_SCHEDULE_GPIPE, 1, 3, 3, s);
+	SKY_EXPECT_MSG(strcmp(s, "F0 F1 F2 B0 B1 B2 ") == 0, "%s", s);
+	SKY_EXPECT_EQ(sky_schedule_in_flight(SKY_SCHEDULE_GPIPE, 1, 3, 3), 3);
+}
+
+SKY_TEST(schedule_1f1b_warms_up_by_the_stages_below)
+{
+	char s[256];
+	ops_str(SKY_SCHEDULE_1F1B, 0, 3, 4, s); /* two warm-up forwards */
+	SKY_EXPECT_MSG(strcmp(s, "F0 F1 F2 B0 F3 B1 B2 B3 ") == 0, "%s", s);
+	ops_str(SKY_SCHEDULE_1F1B, 2, 3, 4, s); /* the last stage alternates */
+	SKY_EXPECT_MSG(strcmp(s, "F0 B0 F1 B1 F2 B2 F3 B3 ") == 0, "%s", s);
+	ops_str(SKY_SCHEDULE_1F1B, 0, 8, 2, s); /* fewer micro-batches than stages */
+	SKY_EXPECT_MSG(strcmp(s, "F0 F1 B0 B1 ") == 0, "%s", s);
+}
+
+SKY_TEST(schedule_invariants_and_in_flight)
+{
+	for (int k = 0; k < 2; k++)
+		for (int n = 1; n <= 6; n++)
+			for (int st = 0; st < n; st++)
+				for (int m = 1; m <= 9; m++) {
+					sky_schedule_op ops[32];
+					int c = sky_schedule_ops((sky_schedule_kind)k, st, n, m, ops, 32);
+					SKY_EXPECT_EQ(c, 2 * m);
+					int f = 0, b = 0, live = 0, peak = 0;
+					for (int i = 0; i < c; i++) {
+						if (ops[i].kind == 'F') {
+							SKY_EXPECT_EQ(ops[i].mb, f++);
+							live++;
+						} else {
+							SKY_EXPECT_EQ(ops[i].mb, b++);
+							SKY_EXPECT(b <= f);
+							live--;
+						}
+						peak = live > peak ? live : peak;
+					}
+					SKY_EXPECT_EQ(peak, sky_schedule_in_flight((sky_schedule_kind)k, st,
+										   n, m));
+				}
+	sky_schedule_op ops[4];
+	SKY_EXPECT_EQ(sky_schedule_ops(SKY_SCHEDULE_GPIPE, 0, 1, 3, ops, 4), SKY_ERANGE);
+	SKY_EXPECT_EQ(sky_schedule_ops(SKY_SCHEDULE_GPIPE, 2, 2, 1, ops, 4), SKY_EINVAL);
+	sky_schedule_kind k;
+	SKY_EXPECT(sky_schedule_parse("1f1b", &k) == 0 && k == SKY_SCHEDULE_1F1B);
+	SKY_EXPECT(sky_schedule_parse("gpipe", &k) == 0 && k == SKY_SCHEDULE_GPIPE);
+	SKY_EXPECT_EQ(sky_schedule_parse("pipedream", &k), SKY_EINVAL);
+}

@@ -1,0 +1,435 @@
+/* The frame transport: every kind of bad frame is dropped and counted under
+ * its reason, and the step goes on with the right frame that follows; and a
+ * pipeline of stages whose transports talk through an in-memory network
+ * (a fake under sky_transport_net, one thread per stage, sealed frames)
+ * reproduces sky_bert_train_step bit for bit without allocating. The
+ * pipeline runs one process per stage (fork), its network in shared
+ * memory: the qemu leg of make check runs this test too, and threads are
+ * not safe under every qemu-user set-up. */
+#include "sky_test.h"
+
+#include "sky_arena.h"
+#include "sky_bert.h"
+#include "sky_clock.h"
+#include "sky_frameseal.h"
+#include "sky_layer.h"
+#include "sky_task.h"
+#include "sky_transport.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_ST 4
+#define QCAP 64
+#define MSG_MAX (20u << 10) /* a tiny tensor frame: 16 KiB + header + seal */
+
+static const unsigned char k_key[SKY_FRAME_KEY_BYTES] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+
+/* ---- a network in memory -------------------------------------------------- */
+
+typedef struct msg {
+	char topic[SKY_TOPIC_BUF];
+	size_t len;
+	unsigned char data[MSG_MAX];
+} msg;
+
+typedef struct inbox { /* in shared memory */
+	atomic_flag lock;
+	msg q[QCAP];
+	int head, n;
+} inbox;
+
+static void lock(inbox *b)
+{
+	while (atomic_flag_test_and_set(&b->lock))
+		sky_sleep_ms(0);
+}
+static void unlock(inbox *b) { atomic_flag_clear(&b->lock); }
+
+typedef struct net net;
+typedef struct node {
+	net *nw;
+	int k;
+	sky_transport t;
+	sky_stage s;
+	void *mem;
+	long published;
+} node;
+
+typedef struct shm {
+	inbox in[MAX_ST];
+	float loss[MAX_ST][8];
+	int rc[MAX_ST];
+	unsigned long allocs[MAX_ST];
+	long drops[MAX_ST][SKY_TDROP_N];
+	float params[MAX_ST][40000];
+} shm;
+
+struct net {
+	int n;
+	node nd[MAX_ST];
+	shm *sh;
+	long steps, warmup;
+	float lr;
+};
+
+static int fake_publish(void *ctx, const char *topic, const void *data, size_t len, int qos,
+			int retained)
+{
+	node *me = ctx;
+	(void)qos, (void)retained;
+	me->published++;
+	for (int i = 0; i < me->nw->n; i++) { /* every node sees every topic; each keeps its own */
+		inbox *b = &me->nw->sh->in[i];
+		if (len > MSG_MAX)
+			return SKY_ERANGE;
+		for (;;) {
+			lock(b);
+			if (b->n < QCAP)
+				break;
+			unlock(b);
+			sky_sleep_ms(1);
+		}
+		msg *m = &b->q[(b->head + b->n) % QCAP];
+		snprintf(m->topic, sizeof m->topic, "%s", topic);
+		memcpy(m->data, data, len);
+		m->len = len;
+		b->n++;
+		unlock(b);
+	}
+	return 0;
+}
+
+static void fake_poll(void *ctx, int wait_ms)
+{
+	node *me = ctx;
+	if (!me->nw->sh)
+		return;
+	inbox *b = &me->nw->sh->in[me->k];
+	double end = sky_clock_s() + wait_ms / 1e3;
+	for (;;) {
+		lock(b);
+		if (b->n) {
+			msg *m = &b->q[b->head];
+			/* handled under the lock: the slot must not be reused meanwhile */
+			sky_transport_on_msg(&me->t, m->topic, m->data, m->len);
+			b->head = (b->head + 1) % QCAP;
+			b->n--;
+			unlock(b);
+			return;
+		}
+		unlock(b);
+		if (sky_clock_s() >= end)
+			return;
+		sky_sleep_ms(1); /* under qemu a spinning process starves the computing one */
+	}
+}
+
+/* ---- bad frames ------------------------------------------------------------- */
+
+static sky_model_cfg tiny(int layers)
+{
+	sky_model_cfg c;
+	sky_model_preset("tiny", &c);
+	c.layers = layers;
+	return c;
+}
+
+static int g_first[3] = {0, 2, 4}, g_last[3] = {1, 3, 5};
+
+/* A transport for stage 1 of 3 over a net that goes nowhere. */
+static sky_transport *make_stage1(const unsigned char *key, void **mem)
+{
+	static sky_transport t;
+	static node dummy;
+	static net nowhere; /* no nodes: a publish goes nowhere */
+	dummy.nw = &nowhere;
+	sky_model_cfg c = tiny(3);
+	sky_transport_cfg tc = {.job = "jt", .board = "b2", .epoch = 5, .stage = 1, .n_stages = 3,
+				.micro = 2, .batch = c.batch, .seq = c.seq, .hidden = c.hidden,
+				.fwd_slots = 2, .bwd_slots = 2, .first = g_first, .last = g_last,
+				.key = key, .stall_s = 0.2};
+	sky_transport_net nt = {.ctx = &dummy, .publish = fake_publish, .poll = fake_poll};
+	sky_arena a;
+	sky_diag d;
+	sky_arena_init(&a, NULL, 0);
+	SKY_EXPECT(sky_transport_carve(&t, &tc, &nt, &a, &d) == 0);
+	size_t n = sky_arena_required(&a);
+	*mem = malloc(n);
+	sky_arena_init(&a, *mem, n);
+	SKY_EXPECT_MSG(sky_transport_carve(&t, &tc, &nt, &a, &d) == 0, "%s", d.msg);
+	return &t;
+}
+
+/* A forward frame for stage 1: (job, epoch, step, mb) as given, shape
+ * (B, S, H + extra_h), payload value v, packed with key (NULL: plain). */
+static size_t frame(unsigned char *out, size_t cap, const char *job, int64_t epoch, int64_t step,
+		    int mb, int extra_h, float v, const unsigned char *key)
+{
+	sky_model_cfg c = tiny(3);
+	size_t n = (size_t)c.batch * c.seq * (c.hidden + extra_h);
+	float *p = malloc(n * sizeof *p);
+	for (size_t i = 0; i < n; i++)
+		p[i] = v + (float)i;
+	sky_frame_key k;
+	memset(&k, 0, sizeof k);
+	sky_frame_key_init(&k, key);
+	sky_frame_hdr h = {.direction = SKY_FRAME_FWD, .dtype = SKY_FRAME_F32, .ndim = 3,
+			   .stage = 1, .micro_batch = (uint32_t)mb,
+			   .shape = {(uint32_t)c.batch, (uint32_t)c.seq, (uint32_t)(c.hidden + extra_h)},
+			   .epoch = epoch, .step = step};
+	snprintf(h.job, sizeof h.job, "%s", job);
+	int rc = sky_frame_pack(&k, &h, p, n * sizeof *p, out, cap, NULL);
+	sky_frame_key_free(&k);
+	free(p);
+	return rc > 0 ? (size_t)rc : 0;
+}
+
+static void drops_case(const unsigned char *key)
+{
+	void *mem;
+	sky_transport *t = make_stage1(key, &mem);
+	sky_transport_begin_step(t, 0);
+	const char *topic = "sky/v1/job/jt/stage/1/fwd";
+	static unsigned char buf[MSG_MAX];
+	unsigned char other[SKY_FRAME_KEY_BYTES] = {9};
+	size_t n;
+	long want[SKY_TDROP_N] = {0};
+#define DELIVER(len, reason) \
+	do { \
+		SKY_EXPECT(sky_transport_on_msg(t, topic, buf, (len)) == 1); \
+		want[reason]++; \
+		for (int r_ = 0; r_ < SKY_TDROP_N; r_++) \
+			SKY_EXPECT_MSG(t->drops[r_] == want[r_], "%s: %s counted %ld, expected %ld", \
+				       #reason, sky_transport_drop_name(r_), t->drops[r_], want[r_]); \
+	} while (0)
+	n = frame(buf, sizeof buf, "jt", 4, 0, 0, 0, 1.0f, key);
+	DELIVER(n, SKY_DROP_EPOCH);
+	n = frame(buf, sizeof buf, "jt", 5, 7, 0, 0, 1.0f, key);
+	DELIVER(n, SKY_DROP_STEP);
+	n = frame(buf, sizeof buf, "jt", 5, 0, 2, 0, 1.0f, key);
+	DELIVER(n, SKY_DROP_MICRO);
+	n = frame(buf, sizeof buf, "other", 5, 0, 0, 0, 1.0f, key);
+	DELIVER(n, SKY_DROP_JOB);
+	n = frame(buf, sizeof buf, "jt", 5, 0, 0, -2, 1.0f, key);
+	DELIVER(n, SKY_DROP_SHAPE);
+	n = frame(buf, sizeof buf, "jt", 5, 0, 0, 2, 1.0f, key);
+	DELIVER(n, SKY_DROP_OVERSIZE);
+	n = frame(buf, sizeof buf, "jt", 5, 0, 0, 0, 1.0f, key);
+	DELIVER(n - 9, SKY_DROP_TRUNCATED);
+	buf[SKY_FRAME_HEADER_BYTES + 40] ^= 1; /* a payload bit flips on the way */
+	DELIVER(n, SKY_DROP_CHECKSUM);
+	if (key) { /* sealed job: another key's frame, and a plaintext one */
+		n = frame(buf, sizeof buf, "jt", 5, 0, 0, 0, 1.0f, other);
+		DELIVER(n, SKY_DROP_AUTH);
+		n = frame(buf, sizeof buf, "jt", 5, 0, 0, 0, 1.0f, NULL);
+		DELIVER(n, SKY_DROP_AUTH);
+	}
+	buf[0] = 'X';
+	DELIVER(n, SKY_DROP_FORMAT);
+	/* nothing bad reached the ring: the stage still waits, then the right
+	 * frame comes and is the one it gets */
+	const float *x = NULL;
+	sky_stage_io io = sky_transport_io(t);
+	n = frame(buf, sizeof buf, "jt", 5, 0, 0, 0, 3.0f, key);
+	SKY_EXPECT(sky_transport_on_msg(t, topic, buf, n) == 1);
+	DELIVER(n, SKY_TDROP_DUPLICATE); /* the same micro-batch again */
+	SKY_EXPECT_EQ(io.recv(io.ctx, SKY_STAGE_FWD, 0, 0, &x), 0);
+	SKY_EXPECT(x && x[0] == 3.0f && x[100] == 103.0f);
+	io.release(io.ctx, SKY_STAGE_FWD);
+	DELIVER(n, SKY_TDROP_DUPLICATE); /* and once more after it was used */
+	/* a frame of the next step is kept for it */
+	n = frame(buf, sizeof buf, "jt", 5, 1, 0, 0, 5.0f, key);
+	SKY_EXPECT(sky_transport_on_msg(t, topic, buf, n) == 1);
+	/* a frame that never comes: a stall naming stage, step and micro-batch */
+	SKY_EXPECT_EQ(io.recv(io.ctx, SKY_STAGE_FWD, 0, 1, &x), SKY_ETIMEOUT);
+	SKY_EXPECT_MSG(strstr(t->stall, "stage 1 stalled at step 1 micro-batch 1: no activation "
+					"from stage 0") != NULL,
+		       "%s", t->stall);
+	sky_transport_begin_step(t, 1);
+	SKY_EXPECT_EQ(io.recv(io.ctx, SKY_STAGE_FWD, 1, 0, &x), 0);
+	SKY_EXPECT(x[0] == 5.0f);
+	for (int r = 0; r < SKY_TDROP_N; r++)
+		SKY_EXPECT_EQ(t->drops[r], want[r]);
+#undef DELIVER
+	sky_transport_free(t);
+	free(mem);
+}
+
+SKY_TEST(transport_drops_bad_plain_frames_by_reason_and_takes_the_right_one)
+{
+	drops_case(NULL);
+}
+
+SKY_TEST(transport_drops_bad_sealed_frames_by_reason_and_takes_the_right_one)
+{
+	drops_case(k_key);
+}
+
+/* ---- a pipeline over the fake network ------------------------------------------ */
+
+/* A stage's process: start barrier, steps, results into shared memory. */
+static void node_child(node *me)
+{
+	net *nw = me->nw;
+	shm *sh = nw->sh;
+	sky_stage_io io = sky_transport_io(&me->t);
+	sky_diag d;
+	alarm(300); /* a deadlock ends the child, and the test fails */
+	unsigned long before = sky_test_allocs();
+	int rc = sky_transport_start(&me->t, 30, &d);
+	for (long s = 0; s < nw->steps && !rc; s++) {
+		sky_transport_begin_step(&me->t, s);
+		rc = sky_stage_step(&me->s, &io, sky_optim_lr_at(nw->lr, s, nw->steps, nw->warmup),
+				    &sh->loss[me->k][s]);
+	}
+	sh->allocs[me->k] = sky_test_allocs() - before;
+	sh->rc[me->k] = rc;
+	memcpy(sh->drops[me->k], me->t.drops, sizeof me->t.drops);
+	if (me->s.n_params <= 40000)
+		memcpy(sh->params[me->k], me->s.params, me->s.n_params * sizeof(float));
+	_exit(0);
+}
+
+SKY_TEST(transport_pipeline_sealed_equals_one_board_and_allocates_nothing)
+{
+	static net nw;
+	memset(&nw, 0, sizeof nw);
+	sky_model_cfg c = tiny(2);
+	const int micro = 3, steps = 3;
+	const unsigned long long seed = 11;
+	int first[3] = {0, 1, 3}, last[3] = {0, 2, 3}; /* uneven halves */
+	nw.n = 3;
+	nw.steps = steps;
+	nw.warmup = 1;
+	nw.lr = 1e-3f;
+	/* one board */
+	sky_bert_opts o;
+	memset(&o, 0, sizeof o);
+	sky_optim_default(&o.optim, SKY_OPTIM_ADAMW);
+	o.micro = micro;
+	o.clip_norm = 0.01f; /* small enough to clip: the norm exchange matters */
+	size_t nb = 0;
+	sky_bert_arena_bytes(&c, &o, &nb);
+	void *bb = malloc(nb);
+	sky_arena a;
+	sky_arena_init(&a, bb, nb);
+	sky_bert m;
+	SKY_EXPECT(sky_bert_carve(&m, &c, &o, &a) == 0);
+	sky_bert_init(&m, seed);
+	const size_t T = (size_t)sky_model_tokens(&c);
+	int32_t *ids = malloc(8 * T * 4), *types = malloc(8 * T * 4), *attn = malloc(8 * T * 4),
+		*labels = malloc(8 * (size_t)c.batch * 4);
+	sky_bert_batch mb[8];
+	float loss1[8];
+	for (long s = 0; s < steps; s++) {
+		for (int i = 0; i < micro; i++) {
+			sky_task_batch(&c, seed, SKY_TASK_TRAIN, (uint64_t)(s * micro + i), ids + i * T,
+				       types + i * T, attn + i * T, labels + i * c.batch);
+			mb[i] = (sky_bert_batch){ids + i * T, types + i * T, attn + i * T,
+						 labels + i * c.batch};
+		}
+		m.opts.optim.lr = sky_optim_lr_at(o.optim.lr, s, steps, nw.warmup);
+		SKY_EXPECT(sky_bert_train_step(&m, mb, &loss1[s]) == 0);
+	}
+	/* the pipeline */
+	nw.sh = mmap(NULL, sizeof(shm), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	SKY_EXPECT(nw.sh != MAP_FAILED);
+	if (nw.sh == MAP_FAILED)
+		return;
+	memset(nw.sh, 0, sizeof *nw.sh);
+	for (int k = 0; k < nw.n; k++)
+		atomic_flag_clear(&nw.sh->in[k].lock);
+	for (int k = 0; k < nw.n; k++) {
+		node *nd = &nw.nd[k];
+		nd->nw = &nw;
+		nd->k = k;
+		sky_stage_cfg sc;
+		memset(&sc, 0, sizeof sc);
+		sc.model = c;
+		sc.stage = k;
+		sc.n_stages = nw.n;
+		sc.first = first[k];
+		sc.last = last[k];
+		sc.micro = micro;
+		sc.sched = SKY_SCHEDULE_1F1B;
+		sc.in_flight = sky_schedule_in_flight(sc.sched, k, nw.n, micro);
+		sc.optim = o.optim;
+		sc.clip_norm = o.clip_norm;
+		sc.seed = seed;
+		sky_transport_cfg tc = {.job = "jp", .board = "b", .epoch = 2, .stage = k,
+					.n_stages = nw.n, .micro = micro, .batch = c.batch,
+					.seq = c.seq, .hidden = c.hidden,
+					.fwd_slots = k ? sky_schedule_in_flight(sc.sched, k - 1, nw.n, micro) : 1,
+					.bwd_slots = sc.in_flight, .first = first, .last = last,
+					.key = k_key, .stall_s = 30};
+		sky_transport_net nt = {.ctx = nd, .publish = fake_publish, .poll = fake_poll};
+		sky_diag d;
+		sky_arena_init(&a, NULL, 0);
+		SKY_EXPECT(sky_stage_carve(&nd->s, &sc, &a, &d) == 0);
+		SKY_EXPECT(sky_transport_carve(&nd->t, &tc, &nt, &a, &d) == 0);
+		size_t n = sky_arena_required(&a);
+		nd->mem = malloc(n);
+		sky_arena_init(&a, nd->mem, n);
+		SKY_EXPECT(sky_stage_carve(&nd->s, &sc, &a, &d) == 0);
+		SKY_EXPECT_MSG(sky_transport_carve(&nd->t, &tc, &nt, &a, &d) == 0, "%s", d.msg);
+		SKY_EXPECT(sky_arena_seal(&a) == 0);
+		sky_stage_init(&nd->s);
+	}
+	fflush(NULL);
+	pid_t pid[MAX_ST];
+	for (int k = 0; k < nw.n; k++)
+		if ((pid[k] = fork()) == 0)
+			node_child(&nw.nd[k]);
+	for (int k = 0; k < nw.n; k++) {
+		int status = 0;
+		SKY_EXPECT(pid[k] > 0 && waitpid(pid[k], &status, 0) == pid[k]);
+		SKY_EXPECT_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			       "stage %d's process ended with status %d", k, status);
+	}
+	shm *sh = nw.sh;
+	for (int k = 0; k < nw.n; k++) {
+		SKY_EXPECT_MSG(sh->rc[k] == 0, "stage %d: %s", k, sky_strerror(sh->rc[k]));
+		SKY_EXPECT_MSG(sh->allocs[k] == 0, "stage %d allocated %lu times during start and steps",
+			       k, sh->allocs[k]);
+		for (int r = 0; r < SKY_TDROP_N; r++)
+			SKY_EXPECT_MSG(sh->drops[k][r] == 0, "stage %d dropped %ld (%s)", k,
+				       sh->drops[k][r], sky_transport_drop_name(r));
+		nw.nd[k].s.params = sh->params[k];
+	}
+	for (int s = 0; s < steps; s++)
+		SKY_EXPECT_MSG(memcmp(&sh->loss[nw.n - 1][s], &loss1[s], sizeof(float)) == 0,
+			       "step %d: %.9g vs %.9g", s + 1, (double)sh->loss[nw.n - 1][s],
+			       (double)loss1[s]);
+	int diff = 0;
+	for (int k = 0; k < nw.n; k++)
+		for (int b = 0; b < 2 * c.layers + 2; b++) {
+			size_t n = 0;
+			const float *sp = sky_stage_block(&nw.nd[k].s, b, &n), *bp;
+			if (!sp)
+				continue;
+			if (b == 0)
+				bp = sky_bert_embed_params(&m);
+			else if (b == 2 * c.layers + 1)
+				bp = sky_bert_head_params(&m);
+			else
+				bp = sky_bert_layer_params(&m, (b - 1) / 2) +
+				     ((b - 1) % 2 ? sky_layer_half_offset(&c, SKY_BLOCK_FFN) : 0);
+			diff += memcmp(sp, bp, n * sizeof(float)) != 0;
+		}
+	SKY_EXPECT_MSG(diff == 0, "%d blocks differ", diff);
+	for (int k = 0; k < nw.n; k++) {
+		sky_transport_free(&nw.nd[k].t);
+		free(nw.nd[k].mem);
+	}
+	munmap(nw.sh, sizeof *nw.sh);
+	free(ids);
+	free(types);
+	free(attn);
+	free(labels);
+	free(bb);
+}

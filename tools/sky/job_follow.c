@@ -1,0 +1,505 @@
+/* sky job watch: one line per training step from the stages' metrics;
+ * sky job collect: every stage's trained part into one safetensors file.
+ * Both connect with the operator identity (DIR/operator.crt, which the ACL
+ * lets read sky/v1/job/+/metrics and sky/v1/job/+/part/+) and read the
+ * job's signed plan (retained, verified with DIR/planner.crt) to know its
+ * stages. */
+#include "job_follow.h"
+
+#include "sky_cli.h"
+#include "sky_clock.h"
+#include "sky_embed.h"
+#include "sky_file.h"
+#include "sky_frameseal.h"
+#include "sky_err.h"
+#include "sky_head.h"
+#include "sky_json.h"
+#include "sky_layer.h"
+#include "sky_mqtt.h"
+#include "sky_planmsg.h"
+#include "sky_rng.h"
+#include "sky_safetensors.h"
+#include "sky_sign.h"
+#include "sky_thread.h"
+#include "sky_topics.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct follow_opts {
+	const char *job, *pki, *broker, *out;
+	double timeout_s;
+	int json;
+} follow_opts;
+
+static int parse_opts(const char *cmd, int argc, char **argv, follow_opts *o, int need_out)
+{
+	memset(o, 0, sizeof *o);
+	o->timeout_s = 600;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			printf("usage: sky job %s JOB --pki DIR --broker HOST:PORT%s [--timeout S]%s\n",
+			       cmd, need_out ? " --out F.safetensors" : "", need_out ? "" : " [--json]");
+			return 1;
+		}
+		if (!strcmp(a, "--json")) {
+			o->json = 1;
+			continue;
+		}
+		if (a[0] != '-') {
+			o->job = a;
+			continue;
+		}
+		if (!v) {
+			fprintf(stderr, "sky job %s: %s needs a value\n", cmd, a);
+			return -1;
+		}
+		i++;
+		if (!strcmp(a, "--pki"))
+			o->pki = v;
+		else if (!strcmp(a, "--broker"))
+			o->broker = v;
+		else if (!strcmp(a, "--out") && need_out)
+			o->out = v;
+		else if (!strcmp(a, "--timeout")) {
+			if (sky_cli_double(cmd, a, v, 0.1, 1e6, &o->timeout_s))
+				return -1;
+		} else {
+			fprintf(stderr, "sky job %s: unknown option '%s' (see --help)\n", cmd, a);
+			return -1;
+		}
+	}
+	if (!o->job || !sky_topic_segment_ok(o->job) || !o->pki || !o->broker || (need_out && !o->out)) {
+		fprintf(stderr, "sky job %s: JOB, --pki and --broker%s are required\n", cmd,
+			need_out ? " and --out" : "");
+		return -1;
+	}
+	return 0;
+}
+
+/* What both commands follow: the plan, and the job's messages. */
+#define MAX_STEPS 100000
+typedef struct part {
+	unsigned char *bytes;
+	size_t len;
+} part;
+
+typedef struct follow {
+	sky_mutex lock;
+	mbedtls_x509_crt planner;
+	char plan_topic[SKY_TOPIC_BUF], metrics_topic[SKY_TOPIC_BUF], part_prefix[SKY_TOPIC_BUF];
+	int have_plan;
+	sky_planmsg plan;
+	char payload[SKY_SIGN_MAX_PAYLOAD + 1];
+	/* watch */
+	char lines[64][SKY_METRICS_MAX_BYTES + 1]; /* metrics waiting for the main loop */
+	size_t line_len[64];
+	int n_lines;
+	/* collect */
+	part parts[SKY_PLANMSG_MAX_STAGES];
+	char part_board[SKY_PLANMSG_MAX_STAGES][SKY_TOPIC_SEGMENT_MAX + 1];
+	int n_parts;
+} follow;
+
+static follow g_f;
+
+static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char *p, size_t len,
+		   int retained)
+{
+	follow *f = ctx;
+	(void)retained;
+	if (strlen(topic) != tl)
+		return;
+	sky_mutex_lock(&f->lock);
+	size_t pl = strlen(f->part_prefix);
+	if (!strcmp(topic, f->plan_topic)) {
+		size_t plen = 0;
+		static sky_planmsg tmp;
+		if (sky_verify_envelope(&f->planner, (const char *)p, len, f->payload, sizeof f->payload,
+					&plen, NULL) == 0 &&
+		    sky_planmsg_decode(f->payload, plen, &tmp, NULL) == 0 &&
+		    (!f->have_plan || tmp.epoch >= f->plan.epoch)) {
+			f->plan = tmp;
+			f->have_plan = 1;
+		}
+	} else if (!strcmp(topic, f->metrics_topic)) {
+		if (f->n_lines < 64 && len <= SKY_METRICS_MAX_BYTES) {
+			memcpy(f->lines[f->n_lines], p, len);
+			f->line_len[f->n_lines++] = len;
+		}
+	} else if (!strncmp(topic, f->part_prefix, pl) && sky_topic_segment_ok(topic + pl) &&
+		   f->n_parts < SKY_PLANMSG_MAX_STAGES && len > 0) {
+		unsigned char *b = malloc(len);
+		if (b) {
+			memcpy(b, p, len);
+			int i = 0;
+			while (i < f->n_parts && strcmp(f->part_board[i], topic + pl))
+				i++;
+			if (i == f->n_parts)
+				f->n_parts++;
+			else
+				free(f->parts[i].bytes);
+			snprintf(f->part_board[i], sizeof f->part_board[i], "%s", topic + pl);
+			f->parts[i] = (part){b, len};
+		}
+	}
+	sky_mutex_unlock(&f->lock);
+}
+
+static sky_mqtt *connect_follow(const char *cmd, const follow_opts *o, follow *f, sky_diag *d)
+{
+	char ca[600], crt[600], key[600], client[48];
+	snprintf(ca, sizeof ca, "%s/ca.crt", o->pki);
+	char pcrt[600];
+	snprintf(crt, sizeof crt, "%s/operator.crt", o->pki);
+	snprintf(key, sizeof key, "%s/operator.key", o->pki);
+	snprintf(pcrt, sizeof pcrt, "%s/planner.crt", o->pki);
+	sky_rng rng;
+	sky_rng_seed(&rng, sky_clock_ns());
+	snprintf(client, sizeof client, "sky-%s-%08llx", cmd,
+		 (unsigned long long)(sky_rng_u64(&rng) >> 32));
+	sky_mutex_init(&f->lock);
+	mbedtls_x509_crt_init(&f->planner);
+	sky_topic_job(f->plan_topic, sizeof f->plan_topic, o->job, SKY_TOPIC_PLAN);
+	sky_topic_job(f->metrics_topic, sizeof f->metrics_topic, o->job, SKY_TOPIC_METRICS);
+	snprintf(f->part_prefix, sizeof f->part_prefix, SKY_TOPIC_ROOT "/job/%s/part/", o->job);
+	if (sky_sign_load_cert(&f->planner, pcrt, d) != 0)
+		return NULL;
+	sky_mqtt_opts mo = {.broker = o->broker, .client_id = client, .ca_file = ca, .cert_file = crt,
+			    .key_file = key, .keepalive_s = 30, .on_msg = on_msg, .ctx = f};
+	sky_mqtt *m = NULL;
+	if (sky_mqtt_connect(&m, &mo, d) != 0)
+		return NULL;
+	return m;
+}
+
+/* ---- watch ------------------------------------------------------------------- */
+
+typedef struct step_row {
+	int seen;        /* stages that reported */
+	double step_s;   /* slowest stage */
+	double loss;
+	int has_loss;
+	float busy[64];
+} step_row;
+
+int sky_job_watch(int argc, char **argv)
+{
+	follow_opts o;
+	int prc = parse_opts("watch", argc, argv, &o, 0);
+	if (prc)
+		return prc > 0 ? 0 : 2;
+	follow *f = &g_f;
+	memset(f, 0, sizeof *f);
+	sky_diag d;
+	sky_diag_clear(&d);
+	int rc = 1;
+	step_row *rows = calloc(MAX_STEPS + 1, sizeof *rows);
+	sky_mqtt *m = connect_follow("watch", &o, f, &d);
+	if (!rows || !m || sky_mqtt_subscribe(m, f->metrics_topic, 1, 5000, &d) != 0 ||
+	    sky_mqtt_subscribe(m, f->plan_topic, 1, 5000, &d) != 0) {
+		fprintf(stderr, "sky job watch: %s\n", d.msg[0] ? d.msg : "out of memory");
+		goto exit;
+	}
+	double end = sky_clock_s() + o.timeout_s;
+	int done = 0, printed = 0, stalled = 0;
+	while (sky_clock_s() < end && !stalled) {
+		sky_mqtt_poll(m, 50);
+		sky_mutex_lock(&f->lock);
+		int n_stages = f->have_plan ? f->plan.n_stages : 0;
+		double predicted = f->have_plan ? f->plan.train.predicted_step_s : 0;
+		for (int i = 0; i < f->n_lines; i++) {
+			sky_diag jd;
+			cJSON *doc = sky_json_parse(f->lines[i], f->line_len[i], &jd);
+			int stage = -1, step = 0;
+			double v = 0;
+			if (!doc || sky_json_int(doc, "stage", 0, 63, &stage, "m", NULL) != 0 ||
+			    sky_json_int(doc, "step", 0, MAX_STEPS, &step, "m", NULL) != 0) {
+				sky_json_free(doc);
+				continue;
+			}
+			const cJSON *st = cJSON_GetObjectItemCaseSensitive(doc, "stall");
+			if (st) {
+				char msg[300] = "";
+				sky_json_str(doc, "message", msg, sizeof msg, "m", NULL);
+				printf("STALL %s\n", msg);
+				stalled = 1;
+			} else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "done"))) {
+				done++;
+			} else if (step >= 1) {
+				step_row *r = &rows[step];
+				r->seen++;
+				if (sky_json_num(doc, "step_s", 0, 1e9, &v, "m", NULL) == 0 && v > r->step_s)
+					r->step_s = v;
+				if (sky_json_num(doc, "busy", 0, 1e3, &v, "m", NULL) == 0)
+					r->busy[stage] = (float)v;
+				if (sky_json_num(doc, "loss", -1e30, 1e30, &r->loss, "m", NULL) == 0)
+					r->has_loss = 1;
+			}
+			sky_json_free(doc);
+		}
+		f->n_lines = 0;
+		sky_mutex_unlock(&f->lock);
+		/* a line per step once every stage has reported it, in order */
+		while (n_stages > 0 && printed < MAX_STEPS && rows[printed + 1].seen >= n_stages) {
+			step_row *r = &rows[++printed];
+			if (o.json) {
+				printf("{\"step\":%d,\"loss\":%.9g,\"step_s\":%.6f,\"predicted_step_s\":%.6f,"
+				       "\"busy\":[",
+				       printed, r->loss, r->step_s, predicted);
+				for (int k = 0; k < n_stages && k < 64; k++)
+					printf("%s%.3f", k ? "," : "", (double)r->busy[k]);
+				printf("]}\n");
+			} else {
+				printf("step %d loss %.6f step %.3f s predicted %.3f s busy", printed,
+				       r->loss, r->step_s, predicted);
+				for (int k = 0; k < n_stages && k < 64; k++)
+					printf(" %.2f", (double)r->busy[k]);
+				printf("\n");
+			}
+			fflush(stdout);
+		}
+		if (n_stages > 0 && done >= n_stages) {
+			rc = 0;
+			break;
+		}
+	}
+	if (rc && !stalled)
+		fprintf(stderr, "sky job watch: job %s did not end within %g s\n", o.job, o.timeout_s);
+exit:
+	sky_mqtt_close(m, 1000);
+	mbedtls_x509_crt_free(&f->planner);
+	free(rows);
+	return rc;
+}
+
+/* ---- collect ------------------------------------------------------------------ */
+
+enum { NAME_CAP = 96 };
+
+int sky_job_collect(int argc, char **argv)
+{
+	follow_opts o;
+	int prc = parse_opts("collect", argc, argv, &o, 1);
+	if (prc)
+		return prc > 0 ? 0 : 2;
+	follow *f = &g_f;
+	memset(f, 0, sizeof *f);
+	sky_diag d;
+	sky_diag_clear(&d);
+	int rc = 1, n_files = 0;
+	char topic[SKY_TOPIC_BUF];
+	sky_st_file *files = NULL;
+	sky_st_entry *e = NULL;
+	char *names = NULL;
+	sky_mqtt *m = connect_follow("collect", &o, f, &d);
+	sky_topic_part(topic, sizeof topic, o.job, NULL);
+	if (!m || sky_mqtt_subscribe(m, f->plan_topic, 1, 5000, &d) != 0 ||
+	    sky_mqtt_subscribe(m, topic, 1, 5000, &d) != 0) {
+		fprintf(stderr, "sky job collect: %s\n", d.msg);
+		goto exit;
+	}
+	/* the plan and one part per stage (retained: they are there if the job ended) */
+	double end = sky_clock_s() + o.timeout_s;
+	int have = 0;
+	while (sky_clock_s() < end) {
+		sky_mqtt_poll(m, 50);
+		sky_mutex_lock(&f->lock);
+		have = 0;
+		for (int k = 0; f->have_plan && k < f->plan.n_stages; k++)
+			for (int i = 0; i < f->n_parts; i++)
+				have += !strcmp(f->part_board[i], f->plan.stages[k].board);
+		int all = f->have_plan && have == f->plan.n_stages;
+		sky_mutex_unlock(&f->lock);
+		if (all)
+			break;
+	}
+	sky_mutex_lock(&f->lock); /* Paho may still deliver; hold it while we read */
+	const sky_planmsg *p = &f->plan;
+	if (!f->have_plan || have < p->n_stages) {
+		fprintf(stderr, "sky job collect: job %s: %s within %g s (%d of %d parts)\n", o.job,
+			f->have_plan ? "not every stage's part arrived" : "no plan", o.timeout_s, have,
+			f->have_plan ? p->n_stages : 0);
+		goto unlock;
+	}
+	files = calloc((size_t)p->n_stages, sizeof *files);
+	if (!files)
+		goto unlock;
+	char epoch[32];
+	snprintf(epoch, sizeof epoch, "%lld", (long long)p->epoch);
+	for (int k = 0; k < p->n_stages; k++) {
+		int i = 0;
+		while (strcmp(f->part_board[i], p->stages[k].board))
+			i++;
+		sky_st_init(&files[k]);
+		n_files = k + 1;
+		const char *pe;
+		if (sky_st_parse(&files[k], f->parts[i].bytes, f->parts[i].len, &d) != 0 ||
+		    !(pe = sky_st_meta_get(&files[k], "sky_epoch")) || strcmp(pe, epoch) != 0) {
+			fprintf(stderr, "sky job collect: part of %s (stage %d) %s\n", p->stages[k].board,
+				k, d.msg[0] ? d.msg : "is from another epoch of the job");
+			goto unlock;
+		}
+	}
+	/* the tensors in sky_bert_save's order and names, each from the part
+	 * that holds it: the file equals what one board would save */
+	sky_model_cfg c;
+	memset(&c, 0, sizeof c);
+	c.hidden = p->shape.hidden;
+	c.ffn = p->shape.ffn;
+	sky_model_preset(p->shape.name, &c);
+	c.hidden = p->shape.hidden, c.heads = p->shape.heads, c.ffn = p->shape.ffn;
+	c.layers = p->layers, c.seq = p->shape.seq, c.batch = p->shape.batch;
+	if (c.seq > c.max_pos)
+		c.max_pos = c.seq;
+	int n = SKY_EMBED_NTENSORS + c.layers * SKY_LAYER_NTENSORS + SKY_HEAD_NTENSORS, k = 0;
+	e = calloc((size_t)n, sizeof *e);
+	names = calloc((size_t)n, NAME_CAP);
+	if (!e || !names)
+		goto unlock;
+	sky_tensor_info te[SKY_EMBED_NTENSORS], tl[SKY_LAYER_NTENSORS], th[SKY_HEAD_NTENSORS];
+	sky_embed_tensors(&c, te);
+	sky_layer_tensors(&c, tl);
+	sky_head_tensors(&c, th);
+	for (int b = -1; b <= c.layers; b++) {
+		const sky_tensor_info *t = b < 0 ? te : b == c.layers ? th : tl;
+		int nt = b < 0 ? SKY_EMBED_NTENSORS : b == c.layers ? SKY_HEAD_NTENSORS : SKY_LAYER_NTENSORS;
+		for (int i = 0; i < nt; i++, k++) {
+			char *nm = names + (size_t)k * NAME_CAP;
+			if (b < 0 || (b == c.layers && i < 2))
+				snprintf(nm, NAME_CAP, "bert.%s", t[i].name);
+			else if (b == c.layers)
+				snprintf(nm, NAME_CAP, "%s", t[i].name);
+			else
+				snprintf(nm, NAME_CAP, "bert.encoder.layer.%d.%s", b, t[i].name);
+			const sky_st_tensor *x = NULL;
+			for (int s = 0; s < p->n_stages && !x; s++)
+				x = sky_st_find(&files[s], nm);
+			if (!x || x->dtype != SKY_ST_F32 || x->count != t[i].count) {
+				fprintf(stderr, "sky job collect: no stage holds %s (F32, %zu floats)\n", nm,
+					t[i].count);
+				goto unlock;
+			}
+			e[k] = (sky_st_entry){.name = nm, .dtype = SKY_ST_F32, .ndim = t[i].ndim,
+					      .shape = {t[i].shape[0], t[i].ndim == 2 ? t[i].shape[1] : 0},
+					      .data = x->data};
+		}
+	}
+	const sky_st_meta meta[] = {{"format", "pt"}, {"sky_model", c.name}};
+	if (sky_st_write(o.out, e, k, meta, 2, &d) != 0) {
+		fprintf(stderr, "sky job collect: cannot write %s: %s\n", o.out, d.msg);
+		goto unlock;
+	}
+	printf("job %s epoch %lld: %d tensors from %d stages written to %s\n", o.job,
+	       (long long)p->epoch, k, p->n_stages, o.out);
+	rc = 0;
+unlock:
+	sky_mutex_unlock(&f->lock);
+exit:
+	sky_mqtt_close(m, 1000);
+	for (int i = 0; i < n_files; i++)
+		sky_st_close(&files[i]);
+	free(files);
+	free(e);
+	free(names);
+	for (int i = 0; i < f->n_parts; i++)
+		free(f->parts[i].bytes);
+	mbedtls_x509_crt_free(&f->planner);
+	return rc;
+}
+
+/* ---- frame (tests) ------------------------------------------------------------- */
+
+int sky_job_frame(int argc, char **argv)
+{
+	const char *out = NULL, *defect = "none";
+	sky_frame_hdr h;
+	long v;
+	memset(&h, 0, sizeof h);
+	h.dtype = SKY_FRAME_F32;
+	h.ndim = 3;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			printf("usage: sky job frame --job J --epoch E --step S --stage K --dir fwd|bwd "
+			       "--mb M --shape B,S,H [--defect none|checksum|truncated] --out FILE\n"
+			       "Writes one plaintext f32 tensor frame (payload 0.5, 1.5, ...) with the\n"
+			       "given header, for tests that publish bad frames into a job.\n");
+			return 0;
+		}
+		if (!val) {
+			fprintf(stderr, "sky job frame: %s needs a value\n", a);
+			return 2;
+		}
+		i++;
+		int rc = 0;
+		if (!strcmp(a, "--job"))
+			snprintf(h.job, sizeof h.job, "%s", val);
+		else if (!strcmp(a, "--epoch") && !(rc = sky_cli_int("job frame", a, val, 0, 0x7fffffffL, &v)))
+			h.epoch = v;
+		else if (!strcmp(a, "--step") && !(rc = sky_cli_int("job frame", a, val, 0, 0x7fffffffL, &v)))
+			h.step = v;
+		else if (!strcmp(a, "--stage") && !(rc = sky_cli_int("job frame", a, val, 0, 65535, &v)))
+			h.stage = (int)v;
+		else if (!strcmp(a, "--mb") && !(rc = sky_cli_int("job frame", a, val, 0, 1 << 20, &v)))
+			h.micro_batch = (uint32_t)v;
+		else if (!strcmp(a, "--dir"))
+			h.direction = !strcmp(val, "bwd") ? SKY_FRAME_BWD : SKY_FRAME_FWD;
+		else if (!strcmp(a, "--shape")) {
+			unsigned b = 0, sq = 0, hd = 0;
+			if (sscanf(val, "%u,%u,%u", &b, &sq, &hd) != 3 || !b || !sq || !hd) {
+				fprintf(stderr, "sky job frame: --shape expects B,S,H\n");
+				return 2;
+			}
+			h.shape[0] = b, h.shape[1] = sq, h.shape[2] = hd;
+		} else if (!strcmp(a, "--defect"))
+			defect = val;
+		else if (!strcmp(a, "--out"))
+			out = val;
+		else if (!rc) {
+			fprintf(stderr, "sky job frame: unknown option '%s'\n", a);
+			return 2;
+		}
+		if (rc)
+			return 2;
+	}
+	if (!out || !h.job[0] || !h.shape[0]) {
+		fprintf(stderr, "sky job frame: --job, --shape and --out are required\n");
+		return 2;
+	}
+	size_t n = (size_t)h.shape[0] * h.shape[1] * h.shape[2];
+	float *p = malloc(n * sizeof *p);
+	size_t cap = SKY_FRAME_HEADER_BYTES + n * sizeof *p;
+	unsigned char *buf = malloc(cap);
+	int rc = 1;
+	sky_diag d;
+	sky_diag_clear(&d);
+	if (!p || !buf)
+		goto exit;
+	for (size_t i = 0; i < n; i++)
+		p[i] = 0.5f + (float)i;
+	int len = sky_frame_pack(NULL, &h, p, n * sizeof *p, buf, cap, &d);
+	if (len < 0) {
+		fprintf(stderr, "sky job frame: %s\n", d.msg);
+		goto exit;
+	}
+	if (!strcmp(defect, "checksum"))
+		buf[SKY_FRAME_HEADER_BYTES + 5] ^= 0x10; /* a bit flips after the CRC was taken */
+	else if (!strcmp(defect, "truncated"))
+		len -= 7;
+	else if (strcmp(defect, "none") != 0) {
+		fprintf(stderr, "sky job frame: unknown --defect '%s'\n", defect);
+		goto exit;
+	}
+	if (sky_file_write(out, buf, (size_t)len, 0644) != 0) {
+		fprintf(stderr, "sky job frame: cannot write %s\n", out);
+		goto exit;
+	}
+	rc = 0;
+exit:
+	free(p);
+	free(buf);
+	return rc;
+}
