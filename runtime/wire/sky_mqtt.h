@@ -80,7 +80,9 @@ long sky_mqtt_dropped(sky_mqtt *m);
 /* Messages dropped because they were over their topic class's limit. */
 long sky_mqtt_oversize(sky_mqtt *m);
 /* The claim listener's address for a fleet broker "HOST:PORT": the same
- * host, port + 1 (planner/broker_conf.c). Returns 0, SKY_EINVAL (no port,
+ * host, port + 1 (planner/broker_conf.c). New boards enroll there, and
+ * operator tools (sky job submit/watch/collect) connect there, because it
+ * keeps their own random client ids, so several may run at once. Returns 0, SKY_EINVAL (no port,
  * or 65535) or SKY_ERANGE (out too small). */
 int sky_mqtt_claim_broker(const char *broker, char *out, size_t cap);
 /* 1 while connected. */

@@ -163,7 +163,11 @@ SKY_TEST(broker_config_and_acl)
 	acl[n > 0 ? n : 0] = '\0';
 	SKY_EXPECT(strstr(acl, "user sky-claim\ntopic write sky/v1/enroll/+/csr\n"
 			       "topic read sky/v1/enroll/+/cert\n") != NULL);
-	SKY_EXPECT(strstr(acl, "pattern") == NULL && strstr(acl, "board") == NULL);
+	/* boards get nothing on this listener; operators their own sections (their
+	 * tools connect here), which write nothing under the board tree */
+	SKY_EXPECT(strstr(acl, "pattern") == NULL);
+	SKY_EXPECT(strstr(acl, "\nuser " SKY_CA_OPERATOR_CN "\n") != NULL);
+	SKY_EXPECT(strstr(acl, "write sky/v1/board") == NULL && strstr(acl, "readwrite") == NULL);
 	/* port + 1 is the claim listener: 65535 leaves no room */
 	SKY_EXPECT_EQ(sky_ca_write_broker_conf(pki(), 65535, 0, NULL), SKY_EINVAL);
 	SKY_EXPECT_EQ(sky_ca_write_broker_conf(pki(), 70000, 0, NULL), SKY_EINVAL);

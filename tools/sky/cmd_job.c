@@ -127,9 +127,8 @@ static void usage(FILE *to)
 		"watch prints one line per step (loss, step time, predicted, busy per stage) until\n"
 		"the job ends (exit 0) or stalls (exit 1). collect gathers every stage's part\n"
 		"into one safetensors file with HuggingFace names, which `sky eval` reads.\n"
-		"watch and collect connect as the operator too: the broker names a connection by\n"
-		"its certificate, so run one tool per operator identity at a time (more\n"
-		"identities: `sky pki operator --name NAME`).\n");
+		"All three connect as the operator to the listener beside the fleet's (the\n"
+		"broker's port + 1), with random client ids, so they may run at once.\n");
 }
 
 static int cmd_submit(int argc, char **argv)
@@ -332,8 +331,18 @@ static int cmd_submit(int argc, char **argv)
 		fprintf(stderr, "sky job submit: %s\n", d.msg);
 		return 1;
 	}
-	sky_mqtt_opts mo = {.broker = broker, .client_id = client, .ca_file = ca, .cert_file = crt,
-			    .key_file = key, .keepalive_s = 30, .on_msg = on_msg, .ctx = f};
+	/* operator tools use the listener beside the fleet's (port + 1), where
+	 * their random client ids are kept: submit, watch and collect of one
+	 * operator may run at once (sky_mqtt_claim_broker) */
+	char tools_broker[300];
+	if (sky_mqtt_claim_broker(broker, tools_broker, sizeof tools_broker) != 0) {
+		fprintf(stderr, "sky job submit: --broker must be HOST:PORT (port below 65535), got '%s'\n",
+			broker);
+		return 2;
+	}
+	sky_mqtt_opts mo = {.broker = tools_broker, .client_id = client, .ca_file = ca,
+			    .cert_file = crt, .key_file = key, .keepalive_s = 30, .on_msg = on_msg,
+			    .ctx = f};
 	sky_mqtt *m = NULL;
 	int rc = 1, sends = 0;
 	char last_err[256] = "";

@@ -167,7 +167,13 @@ static sky_mqtt *connect_follow(const char *cmd, const follow_opts *o, follow *f
 	snprintf(f->part_prefix, sizeof f->part_prefix, SKY_TOPIC_ROOT "/job/%s/part/", o->job);
 	if (sky_sign_load_cert(&f->planner, pcrt, d) != 0)
 		return NULL;
-	sky_mqtt_opts mo = {.broker = o->broker, .client_id = client, .ca_file = ca, .cert_file = crt,
+	char tools_broker[300]; /* operator tools: the listener beside the fleet's */
+	if (sky_mqtt_claim_broker(o->broker, tools_broker, sizeof tools_broker) != 0) {
+		sky_diag_set(d, SKY_EINVAL, "--broker must be HOST:PORT (port below 65535), got '%s'",
+			     o->broker);
+		return NULL;
+	}
+	sky_mqtt_opts mo = {.broker = tools_broker, .client_id = client, .ca_file = ca, .cert_file = crt,
 			    .key_file = key, .keepalive_s = 30, .on_msg = on_msg, .ctx = f};
 	sky_mqtt *m = NULL;
 	if (sky_mqtt_connect(&m, &mo, d) != 0)
