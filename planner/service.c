@@ -104,6 +104,7 @@ int sky_job_req_parse(const char *buf, size_t len, sky_job_req *j, sky_diag *d)
 	j->micro_batches = 4;
 	snprintf(j->algo, sizeof j->algo, "optimal");
 	snprintf(j->sched, sizeof j->sched, "1f1b");
+	snprintf(j->objective, sizeof j->objective, "step");
 	j->wait_s = 30;
 	if (!buf || len > SKY_JOB_MAX_BYTES)
 		return sky_diag_set(d, SKY_ERANGE, "job: %zu bytes, limit %u", len, SKY_JOB_MAX_BYTES);
@@ -113,6 +114,7 @@ int sky_job_req_parse(const char *buf, size_t len, sky_job_req *j, sky_diag *d)
 	sky_model_cfg m;
 	sky_algo algo;
 	sky_sched sched;
+	sky_objective objective;
 	/* first, so that even a refusal can name the submission it answers */
 	if ((rc = opt_str(doc, "submit_id", j->submit_id, sizeof j->submit_id, d)))
 		goto exit;
@@ -132,7 +134,8 @@ int sky_job_req_parse(const char *buf, size_t len, sky_job_req *j, sky_diag *d)
 	    (rc = opt_int(doc, "micro_batches", 1, SKY_PLANMSG_MAX_MICRO, &j->micro_batches, d)) ||
 	    (rc = opt_int(doc, "min_boards", 0, SKY_REG_MAX_BOARDS, &j->min_boards, d)) ||
 	    (rc = opt_str(doc, "algo", j->algo, sizeof j->algo, d)) ||
-	    (rc = opt_str(doc, "sched", j->sched, sizeof j->sched, d)))
+	    (rc = opt_str(doc, "sched", j->sched, sizeof j->sched, d)) ||
+	    (rc = opt_str(doc, "objective", j->objective, sizeof j->objective, d)))
 		goto exit;
 	if (cJSON_GetObjectItemCaseSensitive(doc, "wait_s") &&
 	    (rc = sky_json_num(doc, "wait_s", 0, 3600, &j->wait_s, "job", d)))
@@ -150,6 +153,9 @@ int sky_job_req_parse(const char *buf, size_t len, sky_job_req *j, sky_diag *d)
 	else if (sky_sched_parse(j->sched, &sched) != 0)
 		rc = sky_diag_set(d, SKY_EINVAL, "job %s: unknown sched '%s' (gpipe, 1f1b)", j->job,
 				  j->sched);
+	else if (sky_objective_parse(j->objective, &objective) != 0)
+		rc = sky_diag_set(d, SKY_EINVAL, "job %s: unknown objective '%s' (step, bottleneck)",
+				  j->job, j->objective);
 exit:
 	sky_json_free(doc);
 	return rc;
@@ -179,9 +185,9 @@ int sky_job_req_encode(const sky_job_req *j, char *buf, size_t cap)
 			 j->plaintext ? "true" : "false");
 	int n = snprintf(buf, cap,
 			 "{\"job\":\"%s\",\"model\":\"%s\"%s,\"micro_batches\":%d,\"algo\":\"%s\","
-			 "\"sched\":\"%s\",\"min_boards\":%d,\"wait_s\":%g%s%s}",
-			 j->job, j->model, shapes, j->micro_batches, j->algo, j->sched, j->min_boards,
-			 j->wait_s, sid, train);
+			 "\"sched\":\"%s\",\"objective\":\"%s\",\"min_boards\":%d,\"wait_s\":%g%s%s}",
+			 j->job, j->model, shapes, j->micro_batches, j->algo, j->sched, j->objective,
+			 j->min_boards, j->wait_s, sid, train);
 	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : n;
 }
 
@@ -884,6 +890,7 @@ static int try_plan(svc *s, pending_job *pj)
 	job.micro_batches = pj->req.micro_batches;
 	sky_algo_parse(pj->req.algo, &algo);
 	sky_sched_parse(pj->req.sched, &job.sched);
+	sky_objective_parse(pj->req.objective, &job.objective);
 	int rc = sky_plan_partition(&s->fleet, &job, algo, &s->plan, &d);
 	if (rc) {
 		SKY_WARN("job %s: no plan: %s", pj->req.job, d.msg);

@@ -11,7 +11,7 @@
  *   - takes jobs from operators on sky/v1/jobs/<operator CN>/submit (the
  *     ACL lets only that operator publish there) or from a job file:
  *       {"job":"j1","model":"tiny","layers":4,"seq":16,"batch":8,
- *        "micro_batches":4,"algo":"optimal","sched":"1f1b",
+ *        "micro_batches":4,"algo":"optimal","sched":"1f1b","objective":"step",
  *        "min_boards":16,"wait_s":30,"submit_id":"<hex>"}
  *     (all but job and model optional), and answers every submission on
  *     sky/v1/jobs/<operator CN>/reply (sky_job_reply), so a submit is never
@@ -71,6 +71,7 @@ typedef struct sky_job_req {
 	int micro_batches;      /* default 4 */
 	char algo[16];          /* even, sky, optimal (default) */
 	char sched[8];          /* gpipe, 1f1b (default) */
+	char objective[16];     /* what optimal minimises: step (default), bottleneck */
 	int min_boards;         /* 0: every online board */
 	double wait_s;          /* default 30 */
 	char submit_id[33];     /* "" or 8-32 of [0-9a-f]: names one submission, resends included */

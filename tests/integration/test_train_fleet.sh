@@ -127,15 +127,20 @@ same_as_one_board() {
 }
 
 # inject JOB TOPIC FRAME-OPTIONS...: a crafted frame, published retained with
-# board b1's identity, so the receiving stage gets it when it subscribes at
-# the job's start, before any right frame
+# the identity of bx, a board enrolled in the fleet but in no job (the ACL lets
+# any board use every job's stage topics; a running board's own certificate
+# would close that board's connection, the broker naming clients by their
+# certificate), so the receiving stage gets it when it subscribes at the
+# job's start, before any right frame
+"$SKY" pki issue --dir "$PKI" --id bx --state "$W/bx" >/dev/null 2>"$W/bx.err" ||
+	fail outsider_board_issued "$(cat "$W/bx.err")"
 inject() {
 	job=$1
 	topic=$2
 	shift 2
 	f="$W/inject.$(echo "$topic" | tr / _)"
 	"$SKY" job frame --job "$job" --shape 8,16,32 --out "$f" "$@" || fail inject_frame "$*"
-	mosquitto_pub $(sky_mq_tls "$W/b1/state/board.crt" "$W/b1/state/board.key") -q 1 -r \
+	mosquitto_pub $(sky_mq_tls "$W/bx/board.crt" "$W/bx/board.key") -q 1 -r \
 		-t "sky/v1/job/$job/$topic" -f "$f" || fail inject_publish "$topic"
 }
 next_epoch() { echo $(($(cat "$STATE/epoch" 2>/dev/null || echo 0) + 1)); }

@@ -104,6 +104,7 @@ static void usage(FILE *to)
 		"usage: sky job submit --pki DIR --broker HOST:PORT (--model NAME | --file JOB.json)\n"
 		"                      [--job ID] [--layers L] [--seq S] [--batch B]\n"
 		"                      [--micro-batches M] [--algo even|sky|optimal] [--sched gpipe|1f1b]\n"
+		"                      [--objective step|bottleneck]\n"
 		"                      [--min-boards N] [--wait-boards-s S] [--wait SECONDS]\n"
 		"                      [--ack-timeout SECONDS] [--json]\n"
 		"                      [--task train --steps N --micro M --optimizer adamw|sgd --lr X\n"
@@ -142,6 +143,7 @@ static int cmd_submit(int argc, char **argv)
 	j.micro_batches = 4;
 	snprintf(j.algo, sizeof j.algo, "optimal");
 	snprintf(j.sched, sizeof j.sched, "1f1b");
+	snprintf(j.objective, sizeof j.objective, "step");
 	j.wait_s = 30;
 	/* training settings: `sky train`'s defaults, filled in below */
 	j.steps = 10;
@@ -183,6 +185,8 @@ static int cmd_submit(int argc, char **argv)
 			snprintf(j.algo, sizeof j.algo, "%s", val);
 		else if (!strcmp(a, "--sched"))
 			snprintf(j.sched, sizeof j.sched, "%s", val);
+		else if (!strcmp(a, "--objective"))
+			snprintf(j.objective, sizeof j.objective, "%s", val);
 		else if (!strcmp(a, "--layers")) {
 			if (sky_cli_int("job submit", a, val, 1, SKY_PLANMSG_MAX_LAYERS, &v))
 				return 2;
