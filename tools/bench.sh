@@ -18,9 +18,14 @@ fi
 # picks, the int8 GEMMs alone, cosine and speed-up against fp32; then PyTorch's dynamically
 # quantised layer (oneDNN) at the same shapes, if present
 "$B/bin/sky" bench layer --model base --precision int8 --json | tee build/bench/layer_int8.json
+# the same on two threads (the worker pool; the bits do not change with the thread count)
+"$B/bin/sky" bench layer --model base --precision int8 --threads 2 --json |
+	tee build/bench/layer_int8_2threads.json
 if /usr/bin/python3 -c "import torch" 2>/dev/null; then
 	/usr/bin/python3 tools/bench_torch_int8.py | tee build/bench/layer_torch_int8.json
 fi
+# tensor frames: CRC32C (instruction and plain C), pack + unpack plaintext and sealed (AES-GCM)
+"$B/bin/sky" bench frame --json | tee build/bench/frame.json
 # the board probe skyd runs at start (mini, 1 thread): per-block layer times, and the
 # spread of the reported layer time over 5 whole probes (coefficient of variation)
 "$B/bin/sky" bench probe --model mini --repeat 5 --json | tee build/bench/probe.json
