@@ -57,16 +57,31 @@ static const char k_acl[] =
 	"pattern readwrite sky/v1/job/+/stage/#\n"
 	"pattern write sky/v1/job/+/part/%u\n";
 
-/* One operator's section: submit jobs and read the answers under its own
- * CN, follow plans and plan-acks (sky job submit --wait), a job's metrics
- * (sky job watch) and its trained parts (sky job collect); nothing else,
- * the board patterns and the stages' frames included. */
-static const char k_acl_operator[] =
+/* One operator's sections. On the fleet listener the board patterns
+ * above apply to every user, an operator included (it could write
+ * sky/v1/job/+/metrics and part/<its CN>), and mosquitto's "deny" takes
+ * reads too: so there it denies the job's data topics and may only submit
+ * and follow plans. Its tools connect to the claim listener
+ * (sky_mqtt_claim_broker), whose ACL has no patterns: there it also reads
+ * a job's metrics (sky job watch) and trained parts (sky job collect), and
+ * writes nothing but its submissions. */
+static const char k_acl_operator_fleet[] =
 	"\n"
-	"# Operator %s (sky job submit).\n"
+	"# Operator %s (sky job submit; its tools use the claim listener).\n"
 	"user %s\n"
 	"topic deny sky/v1/board/%s/#\n"
 	"topic deny sky/v1/job/+/stage/#\n"
+	"topic deny sky/v1/job/+/metrics\n"
+	"topic deny sky/v1/job/+/part/#\n"
+	"topic write sky/v1/jobs/%s/submit\n"
+	"topic read sky/v1/jobs/%s/reply\n"
+	"topic read sky/v1/job/+/plan\n"
+	"topic read sky/v1/board/+/plan-ack\n";
+
+static const char k_acl_operator_tools[] =
+	"\n"
+	"# Operator %s (sky job submit, watch, collect).\n"
+	"user %s\n"
 	"topic write sky/v1/jobs/%s/submit\n"
 	"topic read sky/v1/jobs/%s/reply\n"
 	"topic read sky/v1/job/+/plan\n"
@@ -81,9 +96,11 @@ static const char k_acl_claim[] =
 	"topic write sky/v1/enroll/+/csr\n"
 	"topic read sky/v1/enroll/+/cert\n";
 
-/* Appends the operator sections (the default operator, then every name
- * in <dir>/operators.list) to acl. Returns the new length or SKY_ERANGE. */
-static int add_operators(const char *dir, char *acl, size_t n, size_t cap, sky_diag *d)
+/* Appends one operator section (a template with five %s for the CN) per
+ * operator (the default one, then every name in <dir>/operators.list) to
+ * acl. Returns the new length or SKY_ERANGE. */
+static int add_operators(const char *dir, const char *section, char *acl, size_t n, size_t cap,
+			 sky_diag *d)
 {
 	char path[PATH_MAX + 32], list[4096], cn[SKY_ENROLL_ID_MAX + 1];
 	snprintf(path, sizeof path, "%s/" SKY_CA_OPERATORS_FILE, dir);
@@ -109,7 +126,7 @@ static int add_operators(const char *dir, char *acl, size_t n, size_t cap, sky_d
 				return SKY_EINVAL;
 		}
 		first = 0;
-		int k = snprintf(acl + n, cap - n, k_acl_operator, cn, cn, cn, cn, cn);
+		int k = snprintf(acl + n, cap - n, section, cn, cn, cn, cn, cn);
 		if (k < 0 || (size_t)k >= cap - n)
 			return sky_diag_set(d, SKY_ERANGE, "ACL: too many operators");
 		n += (size_t)k;
@@ -122,18 +139,18 @@ int sky_ca_rewrite_acl(const char *dir, sky_diag *d)
 	static char acl[64u << 10];
 	char path[PATH_MAX + 32];
 	memcpy(acl, k_acl, sizeof k_acl);
-	int an = add_operators(dir, acl, sizeof k_acl - 1, sizeof acl, d);
+	int an = add_operators(dir, k_acl_operator_fleet, acl, sizeof k_acl - 1, sizeof acl, d);
 	if (an < 0)
 		return an;
 	snprintf(path, sizeof path, "%s/" SKY_CA_ACL_FILE, dir);
 	if (sky_file_write(path, acl, (size_t)an, 0644) != 0)
 		return sky_diag_set(d, SKY_EIO, "%s: cannot write", path);
-	/* the operators' sections on the claim listener too: their tools
-	 * connect there (sky_mqtt_tools_broker), where client ids are their own
-	 * random "sky:..." ids, so one operator may run submit, watch and
+	/* the operators' tool sections on the claim listener: their tools
+	 * connect there (sky_mqtt_claim_broker), where client ids are their
+	 * own random "sky:..." ids, so one operator may run submit, watch and
 	 * collect at once without the broker closing one for another */
 	memcpy(acl, k_acl_claim, sizeof k_acl_claim);
-	an = add_operators(dir, acl, sizeof k_acl_claim - 1, sizeof acl, d);
+	an = add_operators(dir, k_acl_operator_tools, acl, sizeof k_acl_claim - 1, sizeof acl, d);
 	if (an < 0)
 		return an;
 	snprintf(path, sizeof path, "%s/" SKY_CA_ACL_CLAIM_FILE, dir);
