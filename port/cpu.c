@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "sky_cpu.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,12 @@
 #ifndef HWCAP_CRC32
 #define HWCAP_CRC32 (1 << 7) /* Linux arch/arm64 uapi hwcap.h */
 #endif
+#ifndef HWCAP_AES
+#define HWCAP_AES (1 << 3)
+#endif
+#ifndef HWCAP_PMULL
+#define HWCAP_PMULL (1 << 4)
+#endif
 #endif
 
 static int has_name(const char *tok, size_t n, const char *name)
@@ -36,6 +43,8 @@ static sky_cpu_features query(void)
 	if (__get_cpuid_count(1, 0, &a, &b, &c, &d)) {
 		int fma = (c >> 12) & 1, osxsave = (c >> 27) & 1;
 		f.crc32c = (c >> 20) & 1; /* SSE4.2 */
+		/* AES-NI (25), PCLMULQDQ (1), SSSE3 (9), SSE4.1 (19) */
+		f.aesgcm = ((c >> 25) & 1) && ((c >> 1) & 1) && ((c >> 9) & 1) && ((c >> 19) & 1);
 		unsigned long long xcr0 = 0;
 		if (osxsave) {
 			unsigned lo, hi;
@@ -57,6 +66,7 @@ static sky_cpu_features query(void)
 	f.neon = 1;
 	f.dotprod = (hw & HWCAP_ASIMDDP) != 0;
 	f.crc32c = (hw & HWCAP_CRC32) != 0;
+	f.aesgcm = (hw & HWCAP_AES) && (hw & HWCAP_PMULL);
 #endif
 	const char *off = getenv("SKY_CPU_DISABLE");
 	while (off && *off) {
@@ -75,6 +85,8 @@ static sky_cpu_features query(void)
 			f.dotprod = 0;
 		if (has_name(off, n, "crc32c"))
 			f.crc32c = 0;
+		if (has_name(off, n, "aesgcm"))
+			f.aesgcm = 0;
 		off += n + (off[n] == ',');
 	}
 #if defined(__x86_64__)
@@ -86,22 +98,25 @@ static sky_cpu_features query(void)
 	return f;
 }
 
+static sky_cpu_features g_cached;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void fill_cache(void) { g_cached = query(); }
+
 sky_cpu_features sky_cpu_get_features(void)
 {
-	static int done;
-	static sky_cpu_features cached;
-	if (!done) {
-		cached = query();
-		done = 1;
-	}
-	return cached;
+	/* once, even when threads race to it (frame keys and CRCs ask from the
+	 * data plane's threads); its own once-control, not sky_once's shared
+	 * lock, because callers ask from inside their own sky_once */
+	pthread_once(&g_once, fill_cache);
+	return g_cached;
 }
 
 void sky_cpu_features_str(sky_cpu_features f, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s%s%s%s%s%s%s", f.avx2 ? "avx2," : "", f.avx512 ? "avx512," : "",
+	snprintf(buf, len, "%s%s%s%s%s%s%s%s", f.avx2 ? "avx2," : "", f.avx512 ? "avx512," : "",
 		 f.avx512vnni ? "avx512vnni," : "", f.amx ? "amx," : "", f.neon ? "neon," : "",
-		 f.dotprod ? "dotprod," : "", f.crc32c ? "crc32c," : "");
+		 f.dotprod ? "dotprod," : "", f.crc32c ? "crc32c," : "", f.aesgcm ? "aesgcm," : "");
 	size_t n = strlen(buf);
 	if (n > 0)
 		buf[n - 1] = '\0';

@@ -17,6 +17,9 @@ typedef struct sky_cpu_features {
 	unsigned dotprod : 1;    /* aarch64: sdot/udot (Armv8.2 DotProd) */
 	unsigned crc32c : 1;     /* x86: SSE4.2 crc32 instruction; aarch64: CRC32 extension
 				  * (crc32c{b,h,w,x}); used by runtime/wire/sky_crc32c.h */
+	unsigned aesgcm : 1;     /* x86: AES-NI + PCLMULQDQ + SSSE3 + SSE4.1; aarch64: AES +
+				  * PMULL (Armv8 Crypto Extension); for sealed frames
+				  * (runtime/wire/aesgcm_internal.h) */
 } sky_cpu_features;
 
 /* Features of the CPU this process runs on (queried once, then cached).

@@ -14,7 +14,8 @@ void sky_mutex_unlock(sky_mutex *m);
 void sky_mutex_free(sky_mutex *m);
 
 /* Runs fn exactly once per flag (a zero-initialised int), even when threads
- * race to it; every caller returns after fn has finished. */
+ * race to it; every caller returns after fn has finished. fn may call
+ * sky_once for other flags (not for its own). */
 void sky_once(int *flag, void (*fn)(void));
 
 typedef struct sky_thread {

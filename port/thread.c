@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP */
 #include "sky_thread.h"
 
 #include "sky_err.h"
@@ -19,7 +20,9 @@ void sky_mutex_free(sky_mutex *m) { pthread_mutex_destroy((pthread_mutex_t *)m->
 
 void sky_once(int *flag, void (*fn)(void))
 {
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	/* recursive: fn may itself call sky_once for another flag (the CRC32C
+	 * setup asks for the CPU's features, whoever first needs a CRC) */
+	static pthread_mutex_t lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 	if (__atomic_load_n(flag, __ATOMIC_ACQUIRE))
 		return;
 	pthread_mutex_lock(&lock);

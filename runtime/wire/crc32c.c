@@ -16,7 +16,7 @@
 #include <string.h>
 
 #if defined(__x86_64__)
-#include <nmmintrin.h>
+#include <immintrin.h>
 #define HW_TARGET __attribute__((target("sse4.2")))
 #define HW_NAME "sse4.2x3"
 #elif defined(__aarch64__)

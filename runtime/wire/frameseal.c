@@ -1,6 +1,7 @@
 /* Packing and unpacking whole tensor frames; see sky_frameseal.h. */
 #include "sky_frameseal.h"
 
+#include "aesgcm_internal.h"
 #include "sky_crc32c.h"
 #include "sky_sign.h"
 
@@ -12,6 +13,40 @@
  * the CRC and the copy or cipher pass over it; a multiple of 16 as GCM's
  * update calls require. */
 #define CHUNK (32u << 10)
+
+_Static_assert(SKY_FRAME_ACCEL_BYTES == SKY_AESGCM_KEY_BYTES, "accel key schedule size");
+
+/* One GCM operation, on whichever implementation the key uses. Returns 0
+ * or an Mbed TLS error. */
+static int gcm_start(sky_frame_key *k, sky_aesgcm_op *op, int decrypt,
+		     const unsigned char *nonce, const unsigned char *aad)
+{
+	if (k->accel) {
+		sky_aesgcm_start(k->accel_ks, op, nonce, aad, SKY_FRAME_HEADER_BYTES);
+		return 0;
+	}
+	return mbedtls_gcm_starts(&k->gcm, decrypt ? MBEDTLS_GCM_DECRYPT : MBEDTLS_GCM_ENCRYPT,
+				  nonce, SKY_FRAME_SEAL_NONCE_BYTES, aad, SKY_FRAME_HEADER_BYTES);
+}
+
+static int gcm_update(sky_frame_key *k, sky_aesgcm_op *op, int decrypt, const unsigned char *in,
+		      unsigned char *out, size_t n)
+{
+	if (k->accel) {
+		sky_aesgcm_update(k->accel_ks, op, decrypt, in, out, n);
+		return 0;
+	}
+	return mbedtls_gcm_update(&k->gcm, n, in, out);
+}
+
+static int gcm_finish(sky_frame_key *k, sky_aesgcm_op *op, unsigned char *tag)
+{
+	if (k->accel) {
+		sky_aesgcm_finish(k->accel_ks, op, tag);
+		return 0;
+	}
+	return mbedtls_gcm_finish(&k->gcm, tag, SKY_FRAME_SEAL_TAG_BYTES);
+}
 
 static void put32le(unsigned char *p, uint32_t v)
 {
@@ -36,6 +71,7 @@ int sky_frame_key_init(sky_frame_key *k, const unsigned char key[SKY_FRAME_KEY_B
 		rc = SKY_ECRYPTO;
 	if (rc)
 		return SKY_ECRYPTO;
+	k->accel = sky_aesgcm_init(k->accel_ks, key);
 	k->sealed = 1;
 	k->ready = 1;
 	return 0;
@@ -48,6 +84,15 @@ void sky_frame_key_free(sky_frame_key *k)
 	/* mbedtls_gcm_free of a zeroed context is safe and wipes it */
 	mbedtls_gcm_free(&k->gcm);
 	mbedtls_platform_zeroize(k, sizeof *k);
+}
+
+const char *sky_frame_key_impl(const sky_frame_key *k)
+{
+#if defined(__aarch64__)
+	return !k || !k->sealed ? "none" : k->accel ? "armv8-aes-pmull" : "mbedtls";
+#else
+	return !k || !k->sealed ? "none" : k->accel ? "aesni-pclmul" : "mbedtls";
+#endif
 }
 
 size_t sky_frame_packed_bytes(const sky_frame_key *k, size_t payload_bytes)
@@ -101,17 +146,17 @@ int sky_frame_pack(sky_frame_key *k, sky_frame_hdr *h, const void *payload, size
 		nonce[10] = (unsigned char)(c >> 8);
 		nonce[11] = (unsigned char)c;
 		/* the header (crc still zero) is the associated data */
-		if (mbedtls_gcm_starts(&k->gcm, MBEDTLS_GCM_ENCRYPT, nonce, SKY_FRAME_SEAL_NONCE_BYTES,
-				       out, SKY_FRAME_HEADER_BYTES) != 0)
+		sky_aesgcm_op op;
+		if (gcm_start(k, &op, 0, nonce, out) != 0)
 			return sky_diag_set(d, SKY_ECRYPTO, "frame pack: GCM start failed");
 		crc = sky_crc32c(0, nonce, SKY_FRAME_SEAL_NONCE_BYTES);
 		for (size_t off = 0; off < n; off += CHUNK) {
 			size_t m = n - off < CHUNK ? n - off : CHUNK;
-			if (mbedtls_gcm_update(&k->gcm, m, src + off, ct + off) != 0)
+			if (gcm_update(k, &op, 0, src + off, ct + off, m) != 0)
 				return sky_diag_set(d, SKY_ECRYPTO, "frame pack: GCM encryption failed");
 			crc = sky_crc32c(crc, ct + off, m);
 		}
-		if (mbedtls_gcm_finish(&k->gcm, ct + n, SKY_FRAME_SEAL_TAG_BYTES) != 0)
+		if (gcm_finish(k, &op, ct + n) != 0)
 			return sky_diag_set(d, SKY_ECRYPTO, "frame pack: GCM tag failed");
 		crc = sky_crc32c(crc, ct + n, SKY_FRAME_SEAL_TAG_BYTES);
 	}
@@ -247,20 +292,20 @@ int sky_frame_unpack(sky_frame_key *k, const unsigned char *msg, size_t len,
 	memcpy(aad, msg, sizeof aad);
 	memset(aad + SKY_FRAME_OFF_CRC, 0, 4);
 	const unsigned char *nonce = src, *ct = src + SKY_FRAME_SEAL_NONCE_BYTES, *mtag = ct + n;
-	if (mbedtls_gcm_starts(&k->gcm, MBEDTLS_GCM_DECRYPT, nonce, SKY_FRAME_SEAL_NONCE_BYTES, aad,
-			       sizeof aad) != 0)
+	sky_aesgcm_op op;
+	if (gcm_start(k, &op, 1, nonce, aad) != 0)
 		return drop(why, SKY_DROP_AUTH, sky_diag_set(d, SKY_EAUTH, "frame: GCM start failed"));
 	crc = sky_crc32c(0, nonce, SKY_FRAME_SEAL_NONCE_BYTES);
 	for (uint64_t off = 0; off < n; off += CHUNK) {
 		size_t m = n - off < CHUNK ? (size_t)(n - off) : CHUNK;
 		crc = sky_crc32c(crc, ct + off, m);
-		if (mbedtls_gcm_update(&k->gcm, m, ct + off, out + off) != 0) {
+		if (gcm_update(k, &op, 1, ct + off, out + off, m) != 0) {
 			rc = sky_diag_set(d, SKY_EAUTH, "frame: GCM decryption failed");
 			goto refuse_auth;
 		}
 	}
 	crc = sky_crc32c(crc, mtag, SKY_FRAME_SEAL_TAG_BYTES);
-	if (mbedtls_gcm_finish(&k->gcm, tag, sizeof tag) != 0) {
+	if (gcm_finish(k, &op, tag) != 0) {
 		rc = sky_diag_set(d, SKY_EAUTH, "frame: GCM tag failed");
 		goto refuse_auth;
 	}

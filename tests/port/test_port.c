@@ -1,4 +1,5 @@
 #include "sky_test.h"
+#include "sky_thread.h"
 
 #include "sky_clock.h"
 #include "sky_cpu.h"
@@ -95,4 +96,21 @@ SKY_TEST(errors_have_words)
 	sky_diag_set(&d, SKY_EIO, "later");
 	SKY_EXPECT(strcmp(d.msg, "tensor x") == 0); /* the first cause is kept */
 	SKY_EXPECT_EQ(sky_diag_set(NULL, SKY_EIO, "x"), SKY_EIO);
+}
+
+static int g_outer_flag, g_inner_flag, g_outer_runs, g_inner_runs;
+static void inner_once(void) { g_inner_runs++; }
+static void outer_once(void)
+{
+	g_outer_runs++;
+	sky_once(&g_inner_flag, inner_once); /* nested, another flag: must not deadlock */
+}
+
+SKY_TEST(once_runs_once_and_nests)
+{
+	sky_once(&g_outer_flag, outer_once);
+	sky_once(&g_outer_flag, outer_once);
+	sky_once(&g_inner_flag, inner_once);
+	SKY_EXPECT_EQ(g_outer_runs, 1);
+	SKY_EXPECT_EQ(g_inner_runs, 1);
 }

@@ -137,10 +137,10 @@ static int bench_size(const sky_bench_opts *o, size_t n)
 	double pu[2] = {pk[0].median + up[0].median, pk[1].median + up[1].median};
 	if (!o->json) {
 		printf("%zu MiB f32: crc32c %.2f GB/s (%s), %.2f GB/s (slice8); pack+unpack plain "
-		       "%.0f MB/s (%.3f + %.3f ms), sealed %.0f MB/s (%.3f + %.3f ms)\n",
+		       "%.0f MB/s (%.3f + %.3f ms), sealed %.0f MB/s (%.3f + %.3f ms, %s)\n",
 		       n >> 20, rate(n, &crc) / 1e9, sky_crc32c_impl(), rate(n, &crc_sw) / 1e9,
 		       n / pu[0] / 1e6, pk[0].median * 1e3, up[0].median * 1e3, n / pu[1] / 1e6,
-		       pk[1].median * 1e3, up[1].median * 1e3);
+		       pk[1].median * 1e3, up[1].median * 1e3, sky_frame_key_impl(&sealed));
 		rc = 0;
 		goto exit;
 	}
@@ -151,6 +151,7 @@ static int bench_size(const sky_bench_opts *o, size_t n)
 	cJSON_AddStringToObject(obj, "dtype", "f32");
 	cJSON_AddNumberToObject(obj, "payload_bytes", (double)n);
 	cJSON_AddStringToObject(obj, "crc32c_impl", sky_crc32c_impl());
+	cJSON_AddStringToObject(obj, "seal_impl", sky_frame_key_impl(&sealed));
 	cJSON_AddNumberToObject(obj, "crc32c_gbs", rate(n, &crc) / 1e9);
 	cJSON_AddNumberToObject(obj, "crc32c_slice8_gbs", rate(n, &crc_sw) / 1e9);
 	cJSON_AddNumberToObject(obj, "plain_pack_unpack_mbs", n / pu[0] / 1e6);
