@@ -1,6 +1,6 @@
-/* A listening TCP socket for a local server (skyplan's metrics endpoint).
- * Sky's MQTT connections go through Paho; this is only for the few places
- * that accept connections, so the socket calls stay in port/. */
+/* Sockets, for the few places Paho does not cover, so the socket calls
+ * stay in port/: a listening TCP socket for a local server (skyplan's
+ * metrics endpoint), and TCP_NODELAY on Paho's own sockets. */
 #ifndef SKY_NET_H
 #define SKY_NET_H
 
@@ -24,5 +24,13 @@ int sky_net_listen(const char *addr_port, int backlog, sky_diag *d);
 
 /* Closes a descriptor from sky_net_listen; a negative one is ignored. */
 void sky_net_close(int fd);
+
+/* Turns Nagle's algorithm off (TCP_NODELAY) on every TCP socket of this
+ * process connected to remote port `port`. Paho C 1.3 has no option for
+ * it, and without it a small message that follows another waits for the
+ * peer's delayed ACK: ~40 ms per hop on loopback. Finds the sockets
+ * through /proc/self/fd (Linux); elsewhere does nothing. Returns how many
+ * sockets it set. */
+int sky_net_nodelay_to_port(int port);
 
 #endif

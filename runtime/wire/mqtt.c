@@ -2,6 +2,7 @@
 
 #include "sky_clock.h"
 #include "sky_log.h"
+#include "sky_net.h"
 #include "sky_thread.h"
 #include "sky_topics.h"
 
@@ -297,6 +298,9 @@ int sky_mqtt_connect(sky_mqtt **out, const sky_mqtt_opts *o, sky_diag *d)
 		goto fail;
 	}
 	atomic_store(&m->connected, 1);
+	/* no Nagle on our side of the link (the broker's config sets its own):
+	 * frames and their small neighbours must not wait for a delayed ACK */
+	sky_net_nodelay_to_port(atoi(strrchr(o->broker, ':') + 1));
 	*out = m;
 	return 0;
 fail:
