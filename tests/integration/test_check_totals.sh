@@ -10,12 +10,7 @@ set -u
 cd "$(dirname "$0")/../.."
 unset SKY_TEST_TOTALS # make check's own file is not ours to write
 
-fails=0
-pass() { echo "PASS $1"; }
-fail() {
-	echo "FAIL $1: $2"
-	fails=$((fails + 1))
-}
+. tests/integration/lib.sh
 W=$(mktemp -d "${TMPDIR:-/tmp}/sky-totals.XXXXXX")
 trap 'rm -rf "$W"' EXIT
 

@@ -25,20 +25,13 @@ cd "$(dirname "$0")/../.."
 
 B=${SKY_BUILD:-build/host}
 BOARD=$(basename "$B")
-fails=0
-pass() { echo "PASS $1"; }
-fail() {
-	echo "FAIL $1: $2"
-	fails=$((fails + 1))
-}
+. tests/integration/lib.sh
 if [ ! -f "boards/$BOARD/profile.conf" ]; then
 	echo "SKIP deb: $B is not a board's build directory"
 	exit 0
 fi
-W=$(mktemp -d "${TMPDIR:-/tmp}/sky-deb.XXXXXX")
+sky_test_workdir deb
 chmod 0711 "$W" # user sky walks through to its own directories
-printf 'leak:libpaho-mqtt3as\n' >"$W/lsan.supp" # see test_fleet.sh
-export LSAN_OPTIONS="suppressions=$W/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 PIDS=""
 INSTALLED=0
 cleanup() {

@@ -20,20 +20,9 @@ cd "$(dirname "$0")/../.."
 N=16
 K=2 # keepalive (s): deadline for offline is 1.5 x K + 1 s
 LAYERS=16 # even split: 16 layers, one per board, so every board holds a stage
-fails=0
-pass() { echo "PASS $1"; }
-fail() {
-	echo "FAIL $1: $2"
-	fails=$((fails + 1))
-}
+. tests/integration/lib.sh
 
-W=$(mktemp -d "${TMPDIR:-/tmp}/sky-fleet.XXXXXX")
-# Under SANITIZE=address, Paho C 1.3.11 itself leaks a few hundred bytes of
-# its own bookkeeping when a client whose connection was lost is destroyed
-# (every frame inside libpaho); that is not Sky's to fix, so LeakSanitizer
-# is told to ignore leaks allocated inside that library only.
-printf 'leak:libpaho-mqtt3as\n' >"$W/lsan.supp"
-export LSAN_OPTIONS="suppressions=$W/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+sky_test_workdir fleet
 PIDS=""
 PLAN_PID=""
 cleanup() {

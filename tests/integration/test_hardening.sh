@@ -24,16 +24,9 @@ set -u
 cd "$(dirname "$0")/../.."
 . tests/integration/broker.sh
 
-fails=0
-pass() { echo "PASS $1"; }
-fail() {
-	echo "FAIL $1: $2"
-	fails=$((fails + 1))
-}
+. tests/integration/lib.sh
 
-W=$(mktemp -d "${TMPDIR:-/tmp}/sky-hardening.XXXXXX")
-printf 'leak:libpaho-mqtt3as\n' >"$W/lsan.supp" # see test_fleet.sh
-export LSAN_OPTIONS="suppressions=$W/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+sky_test_workdir hardening
 PIDS=""
 PLAN_PID=""
 FLOOD_PIDS=""

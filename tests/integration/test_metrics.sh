@@ -21,16 +21,9 @@ cd "$(dirname "$0")/../.."
 K=2
 LAYERS=3
 BOARDS="m1 m2 m3"
-fails=0
-pass() { echo "PASS $1"; }
-fail() {
-	echo "FAIL $1: $2"
-	fails=$((fails + 1))
-}
+. tests/integration/lib.sh
 
-W=$(mktemp -d "${TMPDIR:-/tmp}/sky-metrics.XXXXXX")
-printf 'leak:libpaho-mqtt3as\n' >"$W/lsan.supp" # see test_fleet.sh
-export LSAN_OPTIONS="suppressions=$W/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+sky_test_workdir metrics
 PLAN_PID=""
 PROM_PID=""
 cleanup() {

@@ -14,12 +14,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/integration/broker.sh
 
-fails=0
-pass() { echo "PASS $1"; }
-fail() {
-	echo "FAIL $1: $2"
-	fails=$((fails + 1))
-}
+. tests/integration/lib.sh
 SKY="$SKY_BIN/sky"
 
 sky_broker_start || {

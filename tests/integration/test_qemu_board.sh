@@ -33,16 +33,9 @@ BATCH=2 # sequences per micro-batch: keeps the natives' stage arenas small
 LAYERS=32 # 64 half-layers: the natives' bottleneck stays above one qemu half-layer
 SPEED1=0.04
 SPEED2=0.02
-fails=0
-pass() { echo "PASS $1"; }
-fail() {
-	echo "FAIL $1: $2"
-	fails=$((fails + 1))
-}
+. tests/integration/lib.sh
 
-W=$(mktemp -d "${TMPDIR:-/tmp}/sky-qemu.XXXXXX")
-printf 'leak:libpaho-mqtt3as\n' >"$W/lsan.supp" # see test_fleet.sh
-export LSAN_OPTIONS="suppressions=$W/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+sky_test_workdir qemu
 PIDS=""
 PLAN_PID=""
 cleanup() {

@@ -24,16 +24,9 @@ cd "$(dirname "$0")/../.."
 K=2 # keepalive (s)
 LAYERS=3 # 6 half-layers, two per board under the even split
 BOARDS="s1 s2 s3"
-fails=0
-pass() { echo "PASS $1"; }
-fail() {
-	echo "FAIL $1: $2"
-	fails=$((fails + 1))
-}
+. tests/integration/lib.sh
 
-W=$(mktemp -d "${TMPDIR:-/tmp}/sky-state.XXXXXX")
-printf 'leak:libpaho-mqtt3as\n' >"$W/lsan.supp" # see test_fleet.sh
-export LSAN_OPTIONS="suppressions=$W/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+sky_test_workdir state
 PLAN_PID=""
 cleanup() {
 	for b in $BOARDS; do

@@ -16,15 +16,8 @@ set -u
 cd "$(dirname "$0")/../.."
 . tests/integration/broker.sh
 
-fails=0
-pass() { echo "PASS $1"; }
-fail() {
-	echo "FAIL $1: $2"
-	fails=$((fails + 1))
-}
-W=$(mktemp -d "${TMPDIR:-/tmp}/sky-train.XXXXXX")
-printf 'leak:libpaho-mqtt3as\n' >"$W/lsan.supp"
-export LSAN_OPTIONS="suppressions=$W/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+. tests/integration/lib.sh
+sky_test_workdir train
 export OPENBLAS_NUM_THREADS=1
 PIDS=""
 PLAN_PID=""

@@ -14,15 +14,8 @@ set -u
 cd "$(dirname "$0")/../.."
 . tests/integration/broker.sh
 
-fails=0
-pass() { echo "PASS $1"; }
-fail() {
-	echo "FAIL $1: $2"
-	fails=$((fails + 1))
-}
-W=$(mktemp -d "${TMPDIR:-/tmp}/sky-watchdog.XXXXXX")
-printf 'leak:libpaho-mqtt3as\n' >"$W/lsan.supp" # see test_fleet.sh
-export LSAN_OPTIONS="suppressions=$W/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+. tests/integration/lib.sh
+sky_test_workdir watchdog
 PIDS=""
 cleanup() {
 	[ -n "${SKYD_PID:-}" ] && kill -CONT "$SKYD_PID" 2>/dev/null
