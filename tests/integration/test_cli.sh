@@ -69,8 +69,36 @@ rc=$?
 if [ $rc -eq 2 ] && grep -q -- "--quiet takes no value" "$tmp/err"; then pass train_flag_value
 else fail train_flag_value "rc $rc: $(cat "$tmp/err")"; fi
 
+# options after a positional argument, in a subcommand (sky pki verify FILE
+# --opt): getopt permutes, and the subcommand's parse starts afresh after
+# the command's own
+echo x >"$tmp/env"
+"$SKY" pki verify "$tmp/env" --no-such-option >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q -- "sky pki verify: unknown option '--no-such-option'" "$tmp/err"; then
+	pass options_after_positional
+else fail options_after_positional "rc $rc: $(cat "$tmp/err")"; fi
+"$SKY" pki verify "$tmp/env" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q -- "--cert is required" "$tmp/err"; then pass positional_then_required
+else fail positional_then_required "rc $rc: $(cat "$tmp/err")"; fi
+
 # plan with --opt=value: the same plan as with --opt value
 "$SKY" plan --paper --micro-batches=4 --algo=even --json >"$tmp/p1" 2>"$tmp/err"
 "$SKY" plan --paper --micro-batches 4 --algo even --json >"$tmp/p2" 2>>"$tmp/err"
 if [ -s "$tmp/p1" ] && cmp -s "$tmp/p1" "$tmp/p2"; then pass plan_opt_equals
 else fail plan_opt_equals "$(head -c 300 "$tmp/p1"; head -c 300 "$tmp/err")"; fi
+
+# the bash completion (tools/deb) completes values after = as after a space
+C=tools/deb/sky.bash-completion
+complete_words() { # WORD...: prints the candidates for the last word
+	bash -c '. "$0"; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _sky; echo "${COMPREPLY[*]}"' \
+		"$C" "$@"
+}
+c1=$(complete_words "$SKY" train --model ti)
+c2=$(complete_words "$SKY" train --model = ti)
+c3=$(complete_words "$SKY" plan --objective=bo)
+c4=$(complete_words "$SKY" train --ver)
+if [ "$c1" = tiny ] && [ "$c2" = tiny ] && [ "$c3" = bottleneck ] && [ "$c4" = --version ]; then
+	pass completion_opt_equals
+else fail completion_opt_equals "got '$c1' '$c2' '$c3' '$c4'"; fi

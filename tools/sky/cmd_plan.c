@@ -41,7 +41,7 @@ static void usage(const char *cmd, FILE *to, const char *extra)
 		"  --write-fleet F.json  also save the fleet planned for (e.g. the paper's) as a file\n"
 		"%s"
 		"  --json                machine-readable output\n"
-		"  -h, --help, --version; values as --opt VALUE or --opt=VALUE\n",
+		"  -h, --help; --version; an option's value follows a space or =\n",
 		cmd, sky_model_preset_names(), extra);
 }
 

@@ -49,7 +49,7 @@ static void usage(FILE *to)
 		"                  BertForSequenceClassification names)\n"
 		"  --quiet         no per-step lines\n"
 		"  --json          final summary as one JSON object on stdout (steps to stderr)\n"
-		"  options take their value as --opt VALUE or --opt=VALUE; -h/--help, --version\n",
+		"  -h, --help; --version; an option's value follows a space or =\n",
 		sky_model_preset_names());
 }
 
