@@ -26,9 +26,10 @@ typedef struct sky_bench_stats {
 #define SKY_BENCH_MAX_RUNS 1000
 
 void sky_bench_opts_default(sky_bench_opts *o);
-/* If argv[*i] is a common option, consumes it (and its value), advances *i
- * and returns 1; returns 0 if it is not one; SKY_EINVAL (message printed)
- * for a bad value. */
+/* The argv-walking form, for a benchmark that has no option table yet (the
+ * others use SKY_BENCH_OPT_TABLE and sky_bench_opt below): if argv[*i] is a
+ * common option, consumes it (and its value), advances *i and returns 1;
+ * returns 0 if it is not one; SKY_EINVAL (message printed) for a bad value. */
 int sky_bench_common_opt(const char *cmd, int argc, char **argv, int *i, sky_bench_opts *o);
 /* The common options for a getopt_long table (sky_opt.h): put
  * SKY_BENCH_OPT_TABLE before SKY_OPT_STD and pass every option the parse
