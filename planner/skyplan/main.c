@@ -5,6 +5,7 @@
 #include "sky_metrics_http.h"
 #include "sky_net.h"
 #include "sky_notify.h"
+#include "sky_opt.h"
 #include "sky_service.h"
 #include "sky_signal.h"
 #include "sky_version.h"
@@ -50,29 +51,46 @@ int main(int argc, char **argv)
 	memset(&o, 0, sizeof o);
 	o.keepalive_s = 10;
 	sky_log_set_name("skyplan");
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+	enum {
+		O_LOG_JOURNAL = SKY_OPT_FIRST, O_PKI, O_BROKER, O_STATE, O_JOB, O_KEEPALIVE,
+		O_METRICS, O_LOG_LEVEL
+	};
+	static const struct option k_opts[] = {{"log-journal", no_argument, NULL, O_LOG_JOURNAL},
+					       {"pki", required_argument, NULL, O_PKI},
+					       {"broker", required_argument, NULL, O_BROKER},
+					       {"state", required_argument, NULL, O_STATE},
+					       {"job", required_argument, NULL, O_JOB},
+					       {"keepalive", required_argument, NULL, O_KEEPALIVE},
+					       {"metrics", required_argument, NULL, O_METRICS},
+					       {"log-level", required_argument, NULL, O_LOG_LEVEL},
+					       SKY_OPT_STD,
+					       {0}};
+	sky_opt op;
+	sky_opt_begin(&op, "skyplan", argc, argv, k_opts, 0);
+	for (int c; (c = sky_opt_next(&op)) != SKY_OPT_END;) {
+		const char *v = op.arg;
+		switch (c) {
+		case SKY_OPT_HELP:
 			usage(stdout);
 			return 0;
-		}
-		if (!strcmp(a, "--log-journal")) {
+		case SKY_OPT_VERSION:
+			return 0;
+		case O_LOG_JOURNAL:
 			sky_log_set_journal(1);
-			continue;
-		}
-		if (!v) {
-			fprintf(stderr, "skyplan: %s needs a value (see --help)\n", a);
-			return 2;
-		}
-		if (!strcmp(a, "--pki")) {
+			break;
+		case O_PKI:
 			o.pki_dir = v;
-		} else if (!strcmp(a, "--broker")) {
+			break;
+		case O_BROKER:
 			o.broker = v;
-		} else if (!strcmp(a, "--state")) {
+			break;
+		case O_STATE:
 			o.state_dir = v;
-		} else if (!strcmp(a, "--job")) {
+			break;
+		case O_JOB:
 			o.job_file = v;
-		} else if (!strcmp(a, "--keepalive")) {
+			break;
+		case O_KEEPALIVE: {
 			char *end = NULL;
 			errno = 0;
 			long n = strtol(v, &end, 10);
@@ -81,7 +99,9 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			o.keepalive_s = (int)n;
-		} else if (!strcmp(a, "--metrics")) {
+			break;
+		}
+		case O_METRICS: {
 			char host[SKY_NET_HOST_MAX + 1];
 			int port;
 			sky_diag pd;
@@ -91,18 +111,24 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			metrics = v;
-		} else if (!strcmp(a, "--log-level")) {
+			break;
+		}
+		case O_LOG_LEVEL: {
 			sky_log_level l;
 			if (sky_log_parse_level(v, &l) != 0) {
 				fprintf(stderr, "skyplan: --log-level expects error, warn, info or debug\n");
 				return 2;
 			}
 			sky_log_set_level(l);
-		} else {
-			fprintf(stderr, "skyplan: unknown option '%s' (see --help)\n", a);
+			break;
+		}
+		default:
 			return 2;
 		}
-		i++;
+	}
+	if (op.next < argc) {
+		fprintf(stderr, "skyplan: unexpected argument '%s' (see --help)\n", argv[op.next]);
+		return 2;
 	}
 	if (!o.pki_dir || !o.broker) {
 		fprintf(stderr, "skyplan: --pki and --broker are required (see --help)\n");

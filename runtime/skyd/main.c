@@ -9,6 +9,7 @@
 #include "sky_model.h"
 #include "sky_profile.h"
 #include "sky_notify.h"
+#include "sky_opt.h"
 #include "sky_provision.h"
 #include "sky_signal.h"
 #include "sky_version.h"
@@ -87,57 +88,102 @@ int main(int argc, char **argv)
 	int provisioned = 0;
 	sky_log_set_name("skyd");
 	sky_agent_opts_default(&o);
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		int used = 1;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+	enum {
+		O_ENROLL = SKY_OPT_FIRST, O_ENROLL_ONLY, O_NO_LINK_PROBE, O_LOG_JOURNAL, O_STATE,
+		O_CONFIG_DIR, O_BROKER, O_ID, O_PROFILE, O_MODEL, O_CLAIM, O_PKI_CA, O_LAYERS, O_SEQ,
+		O_BATCH, O_KEEPALIVE, O_PROBE_SECONDS, O_SPEED, O_LOG_LEVEL
+	};
+	static const struct option k_opts[] = {
+		{"enroll", no_argument, NULL, O_ENROLL},
+		{"enroll-only", no_argument, NULL, O_ENROLL_ONLY},
+		{"no-link-probe", no_argument, NULL, O_NO_LINK_PROBE},
+		{"log-journal", no_argument, NULL, O_LOG_JOURNAL},
+		{"state", required_argument, NULL, O_STATE},
+		{"config-dir", required_argument, NULL, O_CONFIG_DIR},
+		{"broker", required_argument, NULL, O_BROKER},
+		{"id", required_argument, NULL, O_ID},
+		{"profile", required_argument, NULL, O_PROFILE},
+		{"model", required_argument, NULL, O_MODEL},
+		{"claim", required_argument, NULL, O_CLAIM},
+		{"pki-ca", required_argument, NULL, O_PKI_CA},
+		{"layers", required_argument, NULL, O_LAYERS},
+		{"seq", required_argument, NULL, O_SEQ},
+		{"batch", required_argument, NULL, O_BATCH},
+		{"keepalive", required_argument, NULL, O_KEEPALIVE},
+		{"probe-seconds", required_argument, NULL, O_PROBE_SECONDS},
+		{"speed", required_argument, NULL, O_SPEED},
+		{"log-level", required_argument, NULL, O_LOG_LEVEL},
+		SKY_OPT_STD,
+		{0}};
+	sky_opt op;
+	sky_opt_begin(&op, "skyd", argc, argv, k_opts, 0);
+	for (int c; (c = sky_opt_next(&op)) != SKY_OPT_END;) {
+		const char *a = op.name, *v = op.arg;
+		switch (c) {
+		case SKY_OPT_HELP:
 			usage(stdout);
 			return 0;
-		} else if (!strcmp(a, "--enroll")) {
-			enroll = 1, used = 0;
-		} else if (!strcmp(a, "--enroll-only")) {
-			enroll = enroll_only = 1, used = 0;
-		} else if (!strcmp(a, "--no-link-probe")) {
-			o.no_link_probe = 1, used = 0;
-		} else if (!strcmp(a, "--log-journal")) {
-			sky_log_set_journal(1), used = 0;
-		} else if (!v) {
-			fprintf(stderr, "skyd: %s needs a value (see --help)\n", a);
-			return 2;
-		} else if (!strcmp(a, "--state")) {
+		case SKY_OPT_VERSION:
+			return 0;
+		case O_ENROLL:
+			enroll = 1;
+			break;
+		case O_ENROLL_ONLY:
+			enroll = enroll_only = 1;
+			break;
+		case O_NO_LINK_PROBE:
+			o.no_link_probe = 1;
+			break;
+		case O_LOG_JOURNAL:
+			sky_log_set_journal(1);
+			break;
+		case O_STATE:
 			o.state_dir = v;
-		} else if (!strcmp(a, "--config-dir")) {
+			break;
+		case O_CONFIG_DIR:
 			config_dir = v;
-		} else if (!strcmp(a, "--broker")) {
+			break;
+		case O_BROKER:
 			o.broker = v;
-		} else if (!strcmp(a, "--id")) {
+			break;
+		case O_ID:
 			o.id = v;
-		} else if (!strcmp(a, "--profile")) {
+			break;
+		case O_PROFILE:
 			o.profile_path = v;
-		} else if (!strcmp(a, "--model")) {
+			break;
+		case O_MODEL:
 			model = v;
-		} else if (!strcmp(a, "--claim")) {
+			break;
+		case O_CLAIM:
 			o.claim_token = v;
-		} else if (!strcmp(a, "--pki-ca")) {
+			break;
+		case O_PKI_CA:
 			o.claim_ca = v;
-		} else if (!strcmp(a, "--layers")) {
+			break;
+		case O_LAYERS:
 			if (parse_int(a, v, 1, 4096, &layers))
 				return 2;
-		} else if (!strcmp(a, "--seq")) {
+			break;
+		case O_SEQ:
 			if (parse_int(a, v, 1, 65536, &seq))
 				return 2;
-		} else if (!strcmp(a, "--batch")) {
+			break;
+		case O_BATCH:
 			if (parse_int(a, v, 1, 4096, &batch))
 				return 2;
-		} else if (!strcmp(a, "--keepalive")) {
+			break;
+		case O_KEEPALIVE:
 			if (parse_int(a, v, 1, 3600, &n))
 				return 2;
 			o.keepalive_s = (int)n;
-		} else if (!strcmp(a, "--probe-seconds")) {
+			break;
+		case O_PROBE_SECONDS:
 			if (parse_int(a, v, 0, 3600, &n))
 				return 2;
 			o.probe_max_s = (double)n;
-		} else if (!strcmp(a, "--speed")) {
+			break;
+		case O_SPEED: {
 			char *end = NULL;
 			errno = 0;
 			o.speed = strtod(v, &end);
@@ -147,18 +193,24 @@ int main(int argc, char **argv)
 					SKY_PROFILE_MAX_CORES, v);
 				return 2;
 			}
-		} else if (!strcmp(a, "--log-level")) {
+			break;
+		}
+		case O_LOG_LEVEL: {
 			sky_log_level l;
 			if (sky_log_parse_level(v, &l) != 0) {
 				fprintf(stderr, "skyd: --log-level expects error, warn, info or debug\n");
 				return 2;
 			}
 			sky_log_set_level(l);
-		} else {
-			fprintf(stderr, "skyd: unknown option '%s' (see --help)\n", a);
+			break;
+		}
+		default:
 			return 2;
 		}
-		i += used;
+	}
+	if (op.next < argc) {
+		fprintf(stderr, "skyd: unexpected argument '%s' (see --help)\n", argv[op.next]);
+		return 2;
 	}
 	if (config_dir && o.state_dir) {
 		sky_diag pd;

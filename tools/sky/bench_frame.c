@@ -180,26 +180,35 @@ int sky_bench_frame(int argc, char **argv)
 	o.max_s = 5;
 	long mib[MAX_SIZES] = {1, 3};
 	int n_sizes = 2;
-	for (int i = 1; i < argc;) {
-		int c = sky_bench_common_opt("bench frame", argc, argv, &i, &o);
-		if (c < 0)
+	enum { O_MIB = SKY_BENCH_OPT_OWN };
+	static const struct option k_opts[] = {
+		{"mib", required_argument, NULL, O_MIB}, SKY_BENCH_OPT_TABLE, SKY_OPT_STD, {0}};
+	sky_opt po;
+	sky_opt_begin(&po, "sky bench frame", argc, argv, k_opts, 0);
+	for (int c; (c = sky_opt_next(&po)) != SKY_OPT_END;) {
+		int rc = sky_bench_opt("bench frame", c, po.name, po.arg, &o);
+		if (rc < 0)
 			return 2;
-		if (c)
+		if (rc)
 			continue;
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+		if (c == SKY_OPT_HELP) {
 			usage(stdout);
 			return 0;
-		} else if (strcmp(a, "--mib") == 0) {
-			if (parse_sizes(v, mib, &n_sizes)) {
+		} else if (c == SKY_OPT_VERSION) {
+			return 0;
+		} else if (c == O_MIB) {
+			if (parse_sizes(po.arg, mib, &n_sizes)) {
 				fprintf(stderr, "sky bench frame: --mib wants sizes 1..32, comma-separated\n");
 				return 2;
 			}
 		} else {
-			fprintf(stderr, "sky bench frame: unknown option '%s' (see --help)\n", a);
 			return 2;
 		}
-		i += 2;
+	}
+	if (po.next < argc) {
+		fprintf(stderr, "sky bench frame: unexpected argument '%s' (see --help)\n",
+			argv[po.next]);
+		return 2;
 	}
 	for (int s = 0; s < n_sizes; s++)
 		if (bench_size(&o, (size_t)mib[s] << 20))

@@ -293,33 +293,47 @@ int sky_bench_layer(int argc, char **argv)
 	int seq_given = 0;
 	a.precision = "fp32";
 	sky_bench_opts_default(&a.o);
-	for (int i = 1; i < argc;) {
-		int rc = sky_bench_common_opt(cmd, argc, argv, &i, &a.o);
+	enum { O_MODEL = SKY_BENCH_OPT_OWN, O_PRECISION, O_BATCH, O_SEQ };
+	static const struct option k_opts[] = {{"model", required_argument, NULL, O_MODEL},
+					       {"precision", required_argument, NULL, O_PRECISION},
+					       {"batch", required_argument, NULL, O_BATCH},
+					       {"seq", required_argument, NULL, O_SEQ},
+					       SKY_BENCH_OPT_TABLE,
+					       SKY_OPT_STD,
+					       {0}};
+	sky_opt po;
+	sky_opt_begin(&po, "sky bench layer", argc, argv, k_opts, 0);
+	for (int c; (c = sky_opt_next(&po)) != SKY_OPT_END;) {
+		int rc = sky_bench_opt(cmd, c, po.name, po.arg, &a.o);
 		if (rc < 0)
 			return 2;
 		if (rc > 0)
 			continue;
-		const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-		if (strcmp(opt, "--help") == 0 || strcmp(opt, "-h") == 0) {
+		const char *opt = po.name, *val = po.arg;
+		if (c == SKY_OPT_HELP) {
 			usage(stdout);
 			return 0;
-		} else if (strcmp(opt, "--model") == 0 && val) {
+		} else if (c == SKY_OPT_VERSION) {
+			return 0;
+		} else if (c == O_MODEL) {
 			model = val;
-		} else if (strcmp(opt, "--precision") == 0 && val) {
+		} else if (c == O_PRECISION) {
 			a.precision = val;
-		} else if (strcmp(opt, "--batch") == 0) {
+		} else if (c == O_BATCH) {
 			if (sky_cli_int(cmd, opt, val, 1, 4096, &batch))
 				return 2;
-		} else if (strcmp(opt, "--seq") == 0) {
+		} else if (c == O_SEQ) {
 			if (sky_cli_int(cmd, opt, val, 1, 65536, &seq))
 				return 2;
 			seq_given = 1;
 		} else {
-			fprintf(stderr, "sky %s: unknown option or missing value '%s'\n", cmd, opt);
-			usage(stderr);
 			return 2;
 		}
-		i += 2;
+	}
+	if (po.next < argc) {
+		fprintf(stderr, "sky %s: unexpected argument '%s'\n", cmd, argv[po.next]);
+		usage(stderr);
+		return 2;
 	}
 	if (sky_model_preset(model, &a.cfg) != 0) {
 		fprintf(stderr, "sky %s: unknown model '%s' (%s)\n", cmd, model,

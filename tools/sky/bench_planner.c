@@ -56,31 +56,41 @@ int sky_bench_planner(int argc, char **argv)
 	sky_bench_opts o;
 	sky_bench_opts_default(&o);
 	sky_objective objective = SKY_OBJ_STEP;
-	for (int i = 1; i < argc;) {
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+	enum { O_OBJECTIVE = SKY_BENCH_OPT_OWN };
+	static const struct option k_opts[] = {{"objective", required_argument, NULL, O_OBJECTIVE},
+					       SKY_BENCH_OPT_TABLE,
+					       SKY_OPT_STD,
+					       {0}};
+	sky_opt po;
+	sky_opt_begin(&po, "sky bench planner", argc, argv, k_opts, 0);
+	for (int c; (c = sky_opt_next(&po)) != SKY_OPT_END;) {
+		int orc = sky_bench_opt("bench planner", c, po.name, po.arg, &o);
+		if (orc < 0)
+			return 2;
+		if (orc)
+			continue;
+		if (c == SKY_OPT_HELP) {
 			printf("usage: sky bench planner [options]\n"
 			       "time `optimal` on 1,024 boards x 1,000 layers (memory-bound) and on the "
 			       "paper's 63 x 160\n"
 			       "  --objective O         step (default) or bottleneck\n%s",
 			       sky_bench_common_help());
 			return 0;
-		}
-		if (strcmp(argv[i], "--objective") == 0) {
-			if (i + 1 >= argc || sky_objective_parse(argv[i + 1], &objective)) {
+		} else if (c == SKY_OPT_VERSION) {
+			return 0;
+		} else if (c == O_OBJECTIVE) {
+			if (sky_objective_parse(po.arg, &objective)) {
 				fprintf(stderr, "sky bench planner: --objective expects step or "
 						"bottleneck\n");
 				return 2;
 			}
-			i += 2;
-			continue;
-		}
-		int rc = sky_bench_common_opt("bench planner", argc, argv, &i, &o);
-		if (rc < 0)
-			return 2;
-		if (rc == 0) {
-			fprintf(stderr, "sky bench planner: unknown option '%s'\n", argv[i]);
+		} else {
 			return 2;
 		}
+	}
+	if (po.next < argc) {
+		fprintf(stderr, "sky bench planner: unexpected argument '%s'\n", argv[po.next]);
+		return 2;
 	}
 	int rc = 1;
 	sky_fleet *f = malloc(sizeof *f), *pf = malloc(sizeof *pf);

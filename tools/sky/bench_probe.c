@@ -41,34 +41,50 @@ int sky_bench_probe(int argc, char **argv)
 	bo.threads = 0; /* 0: the profile's */
 	const char *model = "mini", *profile_path = NULL;
 	long seq = 0, batch = 0, repeat = 5;
-	for (int i = 1; i < argc;) {
-		int c = sky_bench_common_opt("bench probe", argc, argv, &i, &bo);
-		if (c < 0)
+	enum { O_MODEL = SKY_BENCH_OPT_OWN, O_PROFILE, O_SEQ, O_BATCH, O_REPEAT };
+	static const struct option k_opts[] = {{"model", required_argument, NULL, O_MODEL},
+					       {"profile", required_argument, NULL, O_PROFILE},
+					       {"seq", required_argument, NULL, O_SEQ},
+					       {"batch", required_argument, NULL, O_BATCH},
+					       {"repeat", required_argument, NULL, O_REPEAT},
+					       SKY_BENCH_OPT_TABLE,
+					       SKY_OPT_STD,
+					       {0}};
+	sky_opt op;
+	sky_opt_begin(&op, "sky bench probe", argc, argv, k_opts, 0);
+	for (int c; (c = sky_opt_next(&op)) != SKY_OPT_END;) {
+		int orc = sky_bench_opt("bench probe", c, op.name, op.arg, &bo);
+		if (orc < 0)
 			return 2;
-		if (c)
+		if (orc)
 			continue;
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+		const char *a = op.name, *v = op.arg;
+		if (c == SKY_OPT_HELP) {
 			usage(stdout);
 			return 0;
-		} else if (strcmp(a, "--model") == 0 && v) {
+		} else if (c == SKY_OPT_VERSION) {
+			return 0;
+		} else if (c == O_MODEL) {
 			model = v;
-		} else if (strcmp(a, "--profile") == 0 && v) {
+		} else if (c == O_PROFILE) {
 			profile_path = v;
-		} else if (strcmp(a, "--seq") == 0) {
+		} else if (c == O_SEQ) {
 			if (sky_cli_int("bench probe", a, v, 1, 65536, &seq))
 				return 2;
-		} else if (strcmp(a, "--batch") == 0) {
+		} else if (c == O_BATCH) {
 			if (sky_cli_int("bench probe", a, v, 1, 4096, &batch))
 				return 2;
-		} else if (strcmp(a, "--repeat") == 0) {
+		} else if (c == O_REPEAT) {
 			if (sky_cli_int("bench probe", a, v, 1, MAX_REPEAT, &repeat))
 				return 2;
 		} else {
-			fprintf(stderr, "sky bench probe: unknown option '%s' (see --help)\n", a);
 			return 2;
 		}
-		i += 2;
+	}
+	if (op.next < argc) {
+		fprintf(stderr, "sky bench probe: unexpected argument '%s' (see --help)\n",
+			argv[op.next]);
+		return 2;
 	}
 	sky_model_cfg cfg;
 	if (sky_model_preset(model, &cfg) != 0) {

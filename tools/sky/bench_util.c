@@ -63,6 +63,37 @@ int sky_bench_common_opt(const char *cmd, int argc, char **argv, int *i, sky_ben
 	return 1;
 }
 
+int sky_bench_opt(const char *cmd, int c, const char *name, const char *arg, sky_bench_opts *o)
+{
+	long n;
+	switch (c) {
+	case SKY_BENCH_O_JSON:
+		o->json = 1;
+		return 1;
+	case SKY_BENCH_O_WARMUP:
+		if (sky_cli_int(cmd, name, arg, 0, 1000, &n))
+			return SKY_EINVAL;
+		o->warmup = (int)n;
+		return 1;
+	case SKY_BENCH_O_RUNS:
+		if (sky_cli_int(cmd, name, arg, 1, SKY_BENCH_MAX_RUNS, &n))
+			return SKY_EINVAL;
+		o->runs = (int)n;
+		return 1;
+	case SKY_BENCH_O_THREADS:
+		if (sky_cli_int(cmd, name, arg, 1, 256, &n))
+			return SKY_EINVAL;
+		o->threads = (int)n;
+		return 1;
+	case SKY_BENCH_O_MAX_S:
+		if (sky_cli_double(cmd, name, arg, 0.001, 86400, &o->max_s))
+			return SKY_EINVAL;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;

@@ -6,6 +6,8 @@
 #ifndef SKY_BENCH_UTIL_H
 #define SKY_BENCH_UTIL_H
 
+#include "sky_opt.h"
+
 #include <cjson/cJSON.h>
 
 typedef struct sky_bench_opts {
@@ -24,10 +26,35 @@ typedef struct sky_bench_stats {
 #define SKY_BENCH_MAX_RUNS 1000
 
 void sky_bench_opts_default(sky_bench_opts *o);
-/* If argv[*i] is a common option, consumes it (and its value), advances *i
- * and returns 1; returns 0 if it is not one; SKY_EINVAL (message printed)
- * for a bad value. */
+/* The argv-walking form, for a benchmark that has no option table yet (the
+ * others use SKY_BENCH_OPT_TABLE and sky_bench_opt below): if argv[*i] is a
+ * common option, consumes it (and its value), advances *i and returns 1;
+ * returns 0 if it is not one; SKY_EINVAL (message printed) for a bad value. */
 int sky_bench_common_opt(const char *cmd, int argc, char **argv, int *i, sky_bench_opts *o);
+/* The common options for a getopt_long table (sky_opt.h): put
+ * SKY_BENCH_OPT_TABLE before SKY_OPT_STD and pass every option the parse
+ * returns to sky_bench_opt first. A benchmark's own values start at
+ * SKY_BENCH_OPT_OWN. */
+enum {
+	SKY_BENCH_O_WARMUP = 300,
+	SKY_BENCH_O_RUNS,
+	SKY_BENCH_O_MAX_S,
+	SKY_BENCH_O_THREADS,
+	SKY_BENCH_O_JSON,
+	SKY_BENCH_OPT_OWN
+};
+#define SKY_BENCH_OPT_TABLE                                                                \
+	{"warmup", required_argument, NULL, SKY_BENCH_O_WARMUP},                          \
+	    {"runs", required_argument, NULL, SKY_BENCH_O_RUNS},                          \
+	    {"max-seconds", required_argument, NULL, SKY_BENCH_O_MAX_S},                  \
+	    {"threads", required_argument, NULL, SKY_BENCH_O_THREADS},                    \
+	{                                                                                  \
+		"json", no_argument, NULL, SKY_BENCH_O_JSON                                \
+	}
+/* If option c (value arg, spelt name) is a common one, sets it in o and
+ * returns 1; returns 0 if it is not one; SKY_EINVAL (message printed) for a
+ * bad value. */
+int sky_bench_opt(const char *cmd, int c, const char *name, const char *arg, sky_bench_opts *o);
 /* One line of help text listing the common options. */
 const char *sky_bench_common_help(void);
 

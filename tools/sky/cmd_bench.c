@@ -1,5 +1,6 @@
 /* sky bench <what>: one file per benchmark (bench_<what>.c). */
 #include "sky_cli.h"
+#include "sky_opt.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -19,19 +20,36 @@ static const sky_cmd k_benches[] = {
 	{"probe", "the board probe skyd runs (layer times, memory, link)", sky_bench_probe},
 };
 
+static void usage(FILE *to)
+{
+	fprintf(to, "usage: sky bench <what> [options] (sky bench <what> --help)\n\n");
+	for (size_t i = 0; i < sizeof k_benches / sizeof k_benches[0]; i++)
+		fprintf(to, "  %-8s %s\n", k_benches[i].name, k_benches[i].summary);
+}
+
 int sky_cmd_bench(int argc, char **argv)
 {
-	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-		FILE *to = argc < 2 ? stderr : stdout;
-		fprintf(to, "usage: sky bench <what> [options] (sky bench <what> --help)\n\n");
-		for (size_t i = 0; i < sizeof k_benches / sizeof k_benches[0]; i++)
-			fprintf(to, "  %-8s %s\n", k_benches[i].name, k_benches[i].summary);
-		return argc < 2 ? 2 : 0;
+	int sub;
+	switch (sky_cli_sub("sky bench", argc, argv, &sub)) {
+	case SKY_OPT_HELP:
+		usage(stdout);
+		return 0;
+	case SKY_OPT_VERSION:
+		return 0;
+	case SKY_OPT_END:
+		break;
+	default:
+		return 2;
+	}
+	if (sub >= argc) {
+		usage(stderr);
+		return 2;
 	}
 	for (size_t i = 0; i < sizeof k_benches / sizeof k_benches[0]; i++) {
-		if (strcmp(argv[1], k_benches[i].name) == 0)
-			return k_benches[i].run(argc - 1, argv + 1);
+		if (strcmp(argv[sub], k_benches[i].name) == 0)
+			return k_benches[i].run(argc - sub, argv + sub);
 	}
-	fprintf(stderr, "sky bench: unknown benchmark '%s' (frame, layer, planner, probe)\n", argv[1]);
+	fprintf(stderr, "sky bench: unknown benchmark '%s' (frame, layer, planner, probe)\n",
+		argv[sub]);
 	return 2;
 }

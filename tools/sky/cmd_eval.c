@@ -48,34 +48,48 @@ static int parse(int argc, char **argv, e_args *a)
 	memset(a, 0, sizeof *a);
 	a->batches = 64;
 	a->task.seed = 1;
-	for (int i = 1; i < argc; i++) {
-		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
+	enum { O_WEIGHTS = SKY_OPT_FIRST, O_PRECISION, O_BATCHES, O_JSON };
+	static const struct option k_opts[] = {{"weights", required_argument, NULL, O_WEIGHTS},
+					       {"precision", required_argument, NULL, O_PRECISION},
+					       {"batches", required_argument, NULL, O_BATCHES},
+					       {"json", no_argument, NULL, O_JSON},
+					       SKY_QUANT_CLI_OPT_TABLE,
+					       SKY_OPT_STD,
+					       {0}};
+	sky_opt op;
+	sky_opt_begin(&op, "sky eval", argc, argv, k_opts, 0);
+	for (int c; (c = sky_opt_next(&op)) != SKY_OPT_END;) {
+		const char *o = op.name, *v = op.arg;
+		int rc = 0;
+		switch (c) {
+		case SKY_OPT_HELP:
 			usage(stdout);
 			return 1;
-		} else if (strcmp(o, "--json") == 0) {
+		case SKY_OPT_VERSION:
+			return 1;
+		case O_JSON:
 			a->json = 1;
-			continue;
-		}
-		if (!v) {
-			fprintf(stderr, "sky eval: %s needs a value\n", o);
-			return -1;
-		}
-		int rc = 0;
-		if (strcmp(o, "--weights") == 0)
+			break;
+		case O_WEIGHTS:
 			a->weights = v;
-		else if (strcmp(o, "--precision") == 0)
+			break;
+		case O_PRECISION:
 			a->precision = v;
-		else if (strcmp(o, "--batches") == 0)
+			break;
+		case O_BATCHES:
 			rc = sky_cli_int(cmd, o, v, 1, 1000000, &a->batches);
-		else if ((rc = sky_quant_cli_task_opt(cmd, o, v, &a->task)) == 0) {
-			fprintf(stderr, "sky eval: unknown option '%s'\n", o);
-			usage(stderr);
-			return -1;
+			break;
+		default:
+			if ((rc = sky_quant_cli_task_opt(cmd, c, o, v, &a->task)) == 0)
+				return -1;
 		}
 		if (rc < 0)
 			return -1;
-		i++;
+	}
+	if (op.next < argc) {
+		fprintf(stderr, "sky eval: unexpected argument '%s'\n", argv[op.next]);
+		usage(stderr);
+		return -1;
 	}
 	if (!a->weights) {
 		fprintf(stderr, "sky eval: --weights is required\n");

@@ -7,6 +7,7 @@
 #include "sky_err.h"
 #include "sky_file.h"
 #include "sky_json.h"
+#include "sky_opt.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -84,20 +85,38 @@ static int status(int argc, char **argv)
 {
 	const char *state = NULL, *pki = NULL;
 	int json = 0;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			json = 1;
-		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+	enum { O_JSON = SKY_OPT_FIRST, O_STATE, O_PKI };
+	static const struct option k_opts[] = {{"json", no_argument, NULL, O_JSON},
+					       {"state", required_argument, NULL, O_STATE},
+					       {"pki", required_argument, NULL, O_PKI},
+					       SKY_OPT_STD,
+					       {0}};
+	sky_opt op;
+	sky_opt_begin(&op, "sky fleet status", argc, argv, k_opts, 0);
+	for (int c; (c = sky_opt_next(&op)) != SKY_OPT_END;) {
+		switch (c) {
+		case SKY_OPT_HELP:
 			usage(stdout);
 			return 0;
-		} else if (!strcmp(argv[i], "--state") && i + 1 < argc)
-			state = argv[++i];
-		else if (!strcmp(argv[i], "--pki") && i + 1 < argc)
-			pki = argv[++i];
-		else {
-			fprintf(stderr, "sky fleet status: unknown option '%s' (see --help)\n", argv[i]);
+		case SKY_OPT_VERSION:
+			return 0;
+		case O_JSON:
+			json = 1;
+			break;
+		case O_STATE:
+			state = op.arg;
+			break;
+		case O_PKI:
+			pki = op.arg;
+			break;
+		default:
 			return 2;
 		}
+	}
+	if (op.next < argc) {
+		fprintf(stderr, "sky fleet status: unexpected argument '%s' (see --help)\n",
+			argv[op.next]);
+		return 2;
 	}
 	if (!state && !pki) {
 		usage(stderr);
@@ -180,12 +199,24 @@ static int status(int argc, char **argv)
 
 int sky_cmd_fleet(int argc, char **argv)
 {
-	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-		usage(argc < 2 ? stderr : stdout);
-		return argc < 2 ? 2 : 0;
+	int sub;
+	switch (sky_cli_sub("sky fleet", argc, argv, &sub)) {
+	case SKY_OPT_HELP:
+		usage(stdout);
+		return 0;
+	case SKY_OPT_VERSION:
+		return 0;
+	case SKY_OPT_END:
+		break;
+	default:
+		return 2;
 	}
-	if (!strcmp(argv[1], "status"))
-		return status(argc - 1, argv + 1);
-	fprintf(stderr, "sky fleet: unknown subcommand '%s' (status)\n", argv[1]);
+	if (sub >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[sub], "status"))
+		return status(argc - sub, argv + sub);
+	fprintf(stderr, "sky fleet: unknown subcommand '%s' (status)\n", argv[sub]);
 	return 2;
 }

@@ -15,6 +15,7 @@
 #include "sky_json.h"
 #include "sky_log.h"
 #include "sky_mqtt.h"
+#include "sky_opt.h"
 #include "sky_planmsg.h"
 #include "sky_service.h"
 #include "sky_sign.h"
@@ -152,103 +153,154 @@ static int cmd_submit(int argc, char **argv)
 	j.clip = 1.0;
 	j.lr = -1;
 	snprintf(j.optim, sizeof j.optim, "adamw");
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+	enum {
+		O_PKI = SKY_OPT_FIRST, O_BROKER, O_FILE, O_JOB, O_MODEL, O_ALGO, O_SCHED, O_OBJECTIVE,
+		O_LAYERS, O_SEQ, O_BATCH, O_TASK, O_STEPS, O_OPTIM, O_LR, O_SEED, O_WARMUP, O_CLIP,
+		O_STALL, O_MICRO, O_MIN_BOARDS, O_WAIT_BOARDS, O_ACK, O_WAIT, O_JSON, O_PLAINTEXT
+	};
+	static const struct option k_opts[] = {
+		{"pki", required_argument, NULL, O_PKI},
+		{"broker", required_argument, NULL, O_BROKER},
+		{"file", required_argument, NULL, O_FILE},
+		{"job", required_argument, NULL, O_JOB},
+		{"model", required_argument, NULL, O_MODEL},
+		{"algo", required_argument, NULL, O_ALGO},
+		{"sched", required_argument, NULL, O_SCHED},
+		{"objective", required_argument, NULL, O_OBJECTIVE},
+		{"layers", required_argument, NULL, O_LAYERS},
+		{"seq", required_argument, NULL, O_SEQ},
+		{"batch", required_argument, NULL, O_BATCH},
+		{"task", required_argument, NULL, O_TASK},
+		{"steps", required_argument, NULL, O_STEPS},
+		{"optimizer", required_argument, NULL, O_OPTIM},
+		{"optim", required_argument, NULL, O_OPTIM},
+		{"lr", required_argument, NULL, O_LR},
+		{"seed", required_argument, NULL, O_SEED},
+		{"warmup", required_argument, NULL, O_WARMUP},
+		{"clip", required_argument, NULL, O_CLIP},
+		{"stall-s", required_argument, NULL, O_STALL},
+		{"micro-batches", required_argument, NULL, O_MICRO},
+		{"micro", required_argument, NULL, O_MICRO},
+		{"min-boards", required_argument, NULL, O_MIN_BOARDS},
+		{"wait-boards-s", required_argument, NULL, O_WAIT_BOARDS},
+		{"ack-timeout", required_argument, NULL, O_ACK},
+		{"wait", required_argument, NULL, O_WAIT},
+		{"json", no_argument, NULL, O_JSON},
+		{"plaintext-frames", no_argument, NULL, O_PLAINTEXT},
+		SKY_OPT_STD,
+		{0}};
+	const char *cmd = "job submit";
+	sky_opt cli;
+	sky_opt_begin(&cli, "sky job submit", argc, argv, k_opts, 0);
+	for (int c; (c = sky_opt_next(&cli)) != SKY_OPT_END;) {
+		const char *a = cli.name, *val = cli.arg;
+		int rc = 0;
+		switch (c) {
+		case SKY_OPT_HELP:
 			usage(stdout);
 			return 0;
-		}
-		if (!strcmp(a, "--json")) {
+		case SKY_OPT_VERSION:
+			return 0;
+		case O_JSON:
 			json = 1;
-			continue;
-		}
-		if (!strcmp(a, "--plaintext-frames")) {
+			break;
+		case O_PLAINTEXT:
 			j.plaintext = 1;
-			continue;
-		}
-		if (!val) {
-			fprintf(stderr, "sky job submit: %s needs a value\n", a);
-			return 2;
-		}
-		i++;
-		if (!strcmp(a, "--pki"))
+			break;
+		case O_PKI:
 			pki = val;
-		else if (!strcmp(a, "--broker"))
+			break;
+		case O_BROKER:
 			broker = val;
-		else if (!strcmp(a, "--file"))
+			break;
+		case O_FILE:
 			file = val;
-		else if (!strcmp(a, "--job"))
+			break;
+		case O_JOB:
 			snprintf(j.job, sizeof j.job, "%s", val);
-		else if (!strcmp(a, "--model"))
+			break;
+		case O_MODEL:
 			snprintf(j.model, sizeof j.model, "%s", val);
-		else if (!strcmp(a, "--algo"))
+			break;
+		case O_ALGO:
 			snprintf(j.algo, sizeof j.algo, "%s", val);
-		else if (!strcmp(a, "--sched"))
+			break;
+		case O_SCHED:
 			snprintf(j.sched, sizeof j.sched, "%s", val);
-		else if (!strcmp(a, "--objective"))
+			break;
+		case O_OBJECTIVE:
 			snprintf(j.objective, sizeof j.objective, "%s", val);
-		else if (!strcmp(a, "--layers")) {
-			if (sky_cli_int("job submit", a, val, 1, SKY_PLANMSG_MAX_LAYERS, &v))
-				return 2;
-			j.layers = (int)v;
-		} else if (!strcmp(a, "--seq")) {
-			if (sky_cli_int("job submit", a, val, 1, SKY_CAPS_MAX_DIM, &v))
-				return 2;
-			j.seq = (int)v;
-		} else if (!strcmp(a, "--batch")) {
-			if (sky_cli_int("job submit", a, val, 1, SKY_CAPS_MAX_BATCH, &v))
-				return 2;
-			j.batch = (int)v;
-		} else if (!strcmp(a, "--task")) {
+			break;
+		case O_OPTIM:
+			snprintf(j.optim, sizeof j.optim, "%s", val);
+			break;
+		case O_LAYERS:
+			if (!(rc = sky_cli_int(cmd, a, val, 1, SKY_PLANMSG_MAX_LAYERS, &v)))
+				j.layers = (int)v;
+			break;
+		case O_SEQ:
+			if (!(rc = sky_cli_int(cmd, a, val, 1, SKY_CAPS_MAX_DIM, &v)))
+				j.seq = (int)v;
+			break;
+		case O_BATCH:
+			if (!(rc = sky_cli_int(cmd, a, val, 1, SKY_CAPS_MAX_BATCH, &v)))
+				j.batch = (int)v;
+			break;
+		case O_TASK:
 			if (strcmp(val, "train") != 0) {
 				fprintf(stderr, "sky job submit: --task expects train, got '%s'\n", val);
 				return 2;
 			}
 			j.train = 1;
-		} else if (!strcmp(a, "--steps")) {
-			if (sky_cli_int("job submit", a, val, 1, SKY_PLANMSG_MAX_STEPS, &v))
-				return 2;
-			j.steps = (int)v;
-		} else if (!strcmp(a, "--optimizer") || !strcmp(a, "--optim")) {
-			snprintf(j.optim, sizeof j.optim, "%s", val);
-		} else if (!strcmp(a, "--lr")) {
-			if (sky_cli_double("job submit", a, val, 1e-9, 100, &j.lr))
-				return 2;
-		} else if (!strcmp(a, "--seed")) {
-			if (sky_cli_int("job submit", a, val, 0, 0x7fffffffL, &v))
-				return 2;
-			j.seed = (int)v;
-		} else if (!strcmp(a, "--warmup")) {
-			if (sky_cli_int("job submit", a, val, 0, SKY_PLANMSG_MAX_STEPS, &v))
-				return 2;
-			j.warmup = (int)v;
-		} else if (!strcmp(a, "--clip")) {
-			if (sky_cli_double("job submit", a, val, 0, 1e9, &j.clip))
-				return 2;
-		} else if (!strcmp(a, "--stall-s")) {
-			if (sky_cli_double("job submit", a, val, 0, 1e5, &j.stall_s))
-				return 2;
-		} else if (!strcmp(a, "--micro-batches") || !strcmp(a, "--micro")) {
-			if (sky_cli_int("job submit", a, val, 1, SKY_PLANMSG_MAX_MICRO, &v))
-				return 2;
-			j.micro_batches = (int)v;
-		} else if (!strcmp(a, "--min-boards")) {
-			if (sky_cli_int("job submit", a, val, 0, 1024, &v))
-				return 2;
-			j.min_boards = (int)v;
-		} else if (!strcmp(a, "--wait-boards-s")) {
-			if (sky_cli_double("job submit", a, val, 0, 3600, &j.wait_s))
-				return 2;
-		} else if (!strcmp(a, "--ack-timeout")) {
-			if (sky_cli_double("job submit", a, val, 0.1, 3600, &ack_s))
-				return 2;
-		} else if (!strcmp(a, "--wait")) {
-			if (sky_cli_double("job submit", a, val, 0, 3600, &wait_s))
-				return 2;
-		} else {
-			fprintf(stderr, "sky job submit: unknown option '%s' (see --help)\n", a);
+			break;
+		case O_STEPS:
+			if (!(rc = sky_cli_int(cmd, a, val, 1, SKY_PLANMSG_MAX_STEPS, &v)))
+				j.steps = (int)v;
+			break;
+		case O_LR:
+			rc = sky_cli_double(cmd, a, val, 1e-9, 100, &j.lr);
+			break;
+		case O_SEED:
+			if (!(rc = sky_cli_int(cmd, a, val, 0, 0x7fffffffL, &v)))
+				j.seed = (int)v;
+			break;
+		case O_WARMUP:
+			if (!(rc = sky_cli_int(cmd, a, val, 0, SKY_PLANMSG_MAX_STEPS, &v)))
+				j.warmup = (int)v;
+			break;
+		case O_CLIP:
+			rc = sky_cli_double(cmd, a, val, 0, 1e9, &j.clip);
+			break;
+		case O_STALL:
+			rc = sky_cli_double(cmd, a, val, 0, 1e5, &j.stall_s);
+			break;
+		case O_MICRO:
+			if (!(rc = sky_cli_int(cmd, a, val, 1, SKY_PLANMSG_MAX_MICRO, &v)))
+				j.micro_batches = (int)v;
+			break;
+		case O_MIN_BOARDS:
+			if (!(rc = sky_cli_int(cmd, a, val, 0, 1024, &v)))
+				j.min_boards = (int)v;
+			break;
+		case O_WAIT_BOARDS:
+			rc = sky_cli_double(cmd, a, val, 0, 3600, &j.wait_s);
+			break;
+		case O_ACK:
+			rc = sky_cli_double(cmd, a, val, 0.1, 3600, &ack_s);
+			break;
+		case O_WAIT:
+			rc = sky_cli_double(cmd, a, val, 0, 3600, &wait_s);
+			break;
+		default:
 			return 2;
 		}
+		if (rc)
+			return 2;
+	}
+	if (cli.next < argc) {
+		fprintf(stderr, "sky job submit: unexpected argument '%s' (see --help)\n",
+			argv[cli.next]);
+		return 2;
 	}
 	if (!pki || !broker || (!file && !j.model[0])) {
 		fprintf(stderr, "sky job submit: --pki, --broker and --model (or --file) are required\n");
@@ -501,18 +553,32 @@ fail:
 
 int sky_cmd_job(int argc, char **argv)
 {
-	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-		usage(argc < 2 ? stderr : stdout);
-		return argc < 2 ? 2 : 0;
+	int sub;
+	switch (sky_cli_sub("sky job", argc, argv, &sub)) {
+	case SKY_OPT_HELP:
+		usage(stdout);
+		return 0;
+	case SKY_OPT_VERSION:
+		return 0;
+	case SKY_OPT_END:
+		break;
+	default:
+		return 2;
 	}
-	if (!strcmp(argv[1], "submit"))
-		return cmd_submit(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "watch"))
-		return sky_job_watch(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "collect"))
-		return sky_job_collect(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "frame"))
-		return sky_job_frame(argc - 1, argv + 1);
-	fprintf(stderr, "sky job: unknown subcommand '%s' (submit, watch, collect)\n", argv[1]);
+	if (sub >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	argc -= sub;
+	argv += sub;
+	if (!strcmp(argv[0], "submit"))
+		return cmd_submit(argc, argv);
+	if (!strcmp(argv[0], "watch"))
+		return sky_job_watch(argc, argv);
+	if (!strcmp(argv[0], "collect"))
+		return sky_job_collect(argc, argv);
+	if (!strcmp(argv[0], "frame"))
+		return sky_job_frame(argc, argv);
+	fprintf(stderr, "sky job: unknown subcommand '%s' (submit, watch, collect)\n", argv[0]);
 	return 2;
 }

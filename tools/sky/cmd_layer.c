@@ -18,6 +18,7 @@
 #include "sky_json.h"
 #include "sky_layer.h"
 #include "sky_model.h"
+#include "sky_opt.h"
 #include "sky_profile.h"
 #include "sky_rng.h"
 #include "sky_safetensors.h"
@@ -602,63 +603,105 @@ int sky_cmd_layer(int argc, char **argv)
 	j.prefix = "";
 	j.precision = "fp32";
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-		int takes = 1;
-		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+	enum {
+		O_JSON = SKY_OPT_FIRST, O_MODEL, O_WEIGHTS, O_INPUT, O_OUT, O_GRAD, O_PREFIX,
+		O_PRECISION, O_PROFILE, O_MAKE_EXAMPLE, O_COMPARE, O_TOL, O_ATOL, O_BATCH, O_SEQ,
+		O_SEED
+	};
+	static const struct option k_opts[] = {{"json", no_argument, NULL, O_JSON},
+					       {"model", required_argument, NULL, O_MODEL},
+					       {"weights", required_argument, NULL, O_WEIGHTS},
+					       {"input", required_argument, NULL, O_INPUT},
+					       {"out", required_argument, NULL, O_OUT},
+					       {"grad", required_argument, NULL, O_GRAD},
+					       {"prefix", required_argument, NULL, O_PREFIX},
+					       {"precision", required_argument, NULL, O_PRECISION},
+					       {"profile", required_argument, NULL, O_PROFILE},
+					       {"make-example", required_argument, NULL, O_MAKE_EXAMPLE},
+					       {"compare", required_argument, NULL, O_COMPARE},
+					       {"tol", required_argument, NULL, O_TOL},
+					       {"atol", required_argument, NULL, O_ATOL},
+					       {"batch", required_argument, NULL, O_BATCH},
+					       {"seq", required_argument, NULL, O_SEQ},
+					       {"seed", required_argument, NULL, O_SEED},
+					       SKY_OPT_STD,
+					       {0}};
+	sky_opt op;
+	sky_opt_begin(&op, "sky layer", argc, argv, k_opts, 0);
+	for (int c; (c = sky_opt_next(&op)) != SKY_OPT_END;) {
+		const char *v = op.arg;
+		switch (c) {
+		case SKY_OPT_HELP:
 			help(stdout);
 			return 0;
-		} else if (strcmp(a, "--json") == 0) {
-			j.json = 1, takes = 0;
-		} else if (!v) {
-			fprintf(stderr, "sky layer: %s needs a value (sky layer --help)\n", a);
-			return 2;
-		} else if (strcmp(a, "--model") == 0) {
+		case SKY_OPT_VERSION:
+			return 0;
+		case O_JSON:
+			j.json = 1;
+			break;
+		case O_MODEL:
 			model = v;
-		} else if (strcmp(a, "--weights") == 0) {
+			break;
+		case O_WEIGHTS:
 			j.weights_path = v;
-		} else if (strcmp(a, "--input") == 0) {
+			break;
+		case O_INPUT:
 			j.input_path = v;
-		} else if (strcmp(a, "--out") == 0) {
+			break;
+		case O_OUT:
 			j.out_path = v;
-		} else if (strcmp(a, "--grad") == 0) {
+			break;
+		case O_GRAD:
 			j.grad_path = v;
-		} else if (strcmp(a, "--prefix") == 0) {
+			break;
+		case O_PREFIX:
 			j.prefix = v;
-		} else if (strcmp(a, "--precision") == 0) {
+			break;
+		case O_PRECISION:
 			j.precision = v;
-		} else if (strcmp(a, "--profile") == 0) {
+			break;
+		case O_PROFILE:
 			profile = v;
-		} else if (strcmp(a, "--make-example") == 0) {
+			break;
+		case O_MAKE_EXAMPLE:
 			example = v;
-		} else if (strcmp(a, "--compare") == 0) {
-			if (i + 2 >= argc) {
-				fprintf(stderr, "sky layer: --compare needs two files\n");
-				return 2;
-			}
-			cmp_ref = v, cmp_got = argv[i + 2];
-			i++;
-		} else if (strcmp(a, "--tol") == 0) {
+			break;
+		case O_COMPARE:
+			cmp_ref = v; /* the second file is the positional argument */
+			break;
+		case O_TOL:
 			if (sky_cli_double("layer", "--tol", v, 0, 1e30, &tol))
 				return 2;
-		} else if (strcmp(a, "--atol") == 0) {
+			break;
+		case O_ATOL:
 			if (sky_cli_double("layer", "--atol", v, 0, 1e30, &atol))
 				return 2;
-		} else if (strcmp(a, "--batch") == 0) {
+			break;
+		case O_BATCH:
 			if (sky_cli_int("layer", "--batch", v, 1, 4096, &batch))
 				return 2;
-		} else if (strcmp(a, "--seq") == 0) {
+			break;
+		case O_SEQ:
 			if (sky_cli_int("layer", "--seq", v, 1, 4096, &seq))
 				return 2;
-		} else if (strcmp(a, "--seed") == 0) {
+			break;
+		case O_SEED:
 			if (sky_cli_int("layer", "--seed", v, 0, 2147483647L, &seed))
 				return 2;
-		} else {
-			fprintf(stderr, "sky layer: unknown option '%s' (sky layer --help)\n", a);
+			break;
+		default:
 			return 2;
 		}
-		i += takes;
+	}
+	if (cmp_ref && op.next + 1 == argc) {
+		cmp_got = argv[op.next];
+	} else if (cmp_ref) {
+		fprintf(stderr, "sky layer: --compare needs two files\n");
+		return 2;
+	} else if (op.next < argc) {
+		fprintf(stderr, "sky layer: unexpected argument '%s' (sky layer --help)\n",
+			argv[op.next]);
+		return 2;
 	}
 	if (cmp_ref)
 		return compare(cmp_ref, cmp_got, tol, atol, j.json);

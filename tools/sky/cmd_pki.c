@@ -11,6 +11,7 @@
 #include "sky_file.h"
 #include "sky_identity.h"
 #include "sky_json.h"
+#include "sky_opt.h"
 #include "sky_sign.h"
 
 #include <mbedtls/version.h>
@@ -78,29 +79,47 @@ static int cmd_init(int argc, char **argv)
 {
 	const char *dir = NULL;
 	sky_ca_opts o = {.port = DEFAULT_PORT};
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+	enum { O_DIR = SKY_OPT_FIRST, O_PORT, O_MAX_PACKET, O_FORCE };
+	static const struct option k_opts[] = {{"dir", required_argument, NULL, O_DIR},
+					       {"port", required_argument, NULL, O_PORT},
+					       {"max-packet", required_argument, NULL, O_MAX_PACKET},
+					       {"force", no_argument, NULL, O_FORCE},
+					       SKY_OPT_STD,
+					       {0}};
+	sky_opt op;
+	sky_opt_begin(&op, "sky pki init", argc, argv, k_opts, 0);
+	for (int c; (c = sky_opt_next(&op)) != SKY_OPT_END;) {
 		long x;
-		if (strcmp(a, "--dir") == 0 && v) {
-			dir = v;
-			i++;
-		} else if (strcmp(a, "--port") == 0) {
+		switch (c) {
+		case SKY_OPT_HELP:
+			usage(stdout);
+			return 0;
+		case SKY_OPT_VERSION:
+			return 0;
+		case O_DIR:
+			dir = op.arg;
+			break;
+		case O_PORT:
 			/* N and N + 1 (the claim listener) */
-			if (sky_cli_int("pki init", "--port", v, 1, 65534, &x) != 0)
+			if (sky_cli_int("pki init", "--port", op.arg, 1, 65534, &x) != 0)
 				return 2;
 			o.port = (int)x;
-			i++;
-		} else if (strcmp(a, "--max-packet") == 0) {
-			if (sky_cli_int("pki init", "--max-packet", v, 1024, 268435455L, &x) != 0)
+			break;
+		case O_MAX_PACKET:
+			if (sky_cli_int("pki init", "--max-packet", op.arg, 1024, 268435455L, &x) != 0)
 				return 2;
 			o.max_packet = (unsigned long)x;
-			i++;
-		} else if (strcmp(a, "--force") == 0) {
+			break;
+		case O_FORCE:
 			o.force = 1;
-		} else {
-			fprintf(stderr, "sky pki init: unknown or incomplete option '%s'\n", a);
+			break;
+		default:
 			return 2;
 		}
+	}
+	if (op.next < argc) {
+		fprintf(stderr, "sky pki init: unexpected argument '%s'\n", argv[op.next]);
+		return 2;
 	}
 	if (!dir) {
 		fprintf(stderr, "sky pki init: --dir is required\n");
@@ -124,22 +143,38 @@ static int cmd_token(int argc, char **argv)
 {
 	const char *dir = NULL, *id = NULL;
 	long ttl = SKY_CA_DEFAULT_TOKEN_TTL;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (strcmp(a, "--dir") == 0 && v) {
-			dir = v;
-			i++;
-		} else if (strcmp(a, "--id") == 0 && v) {
-			id = v;
-			i++;
-		} else if (strcmp(a, "--ttl") == 0) {
-			if (sky_cli_int("pki token", "--ttl", v, 1, SKY_CA_MAX_TOKEN_TTL, &ttl) != 0)
+	enum { O_DIR = SKY_OPT_FIRST, O_ID, O_TTL };
+	static const struct option k_opts[] = {{"dir", required_argument, NULL, O_DIR},
+					       {"id", required_argument, NULL, O_ID},
+					       {"ttl", required_argument, NULL, O_TTL},
+					       SKY_OPT_STD,
+					       {0}};
+	sky_opt op;
+	sky_opt_begin(&op, "sky pki token", argc, argv, k_opts, 0);
+	for (int c; (c = sky_opt_next(&op)) != SKY_OPT_END;) {
+		switch (c) {
+		case SKY_OPT_HELP:
+			usage(stdout);
+			return 0;
+		case SKY_OPT_VERSION:
+			return 0;
+		case O_DIR:
+			dir = op.arg;
+			break;
+		case O_ID:
+			id = op.arg;
+			break;
+		case O_TTL:
+			if (sky_cli_int("pki token", "--ttl", op.arg, 1, SKY_CA_MAX_TOKEN_TTL, &ttl) != 0)
 				return 2;
-			i++;
-		} else {
-			fprintf(stderr, "sky pki token: unknown or incomplete option '%s'\n", a);
+			break;
+		default:
 			return 2;
 		}
+	}
+	if (op.next < argc) {
+		fprintf(stderr, "sky pki token: unexpected argument '%s'\n", argv[op.next]);
+		return 2;
 	}
 	if (!dir) {
 		fprintf(stderr, "sky pki token: --dir is required\n");
@@ -164,18 +199,33 @@ static int cmd_token(int argc, char **argv)
 static int cmd_operator(int argc, char **argv)
 {
 	const char *dir = NULL, *name = NULL;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (strcmp(a, "--dir") == 0 && v) {
-			dir = v;
-			i++;
-		} else if (strcmp(a, "--name") == 0 && v) {
-			name = v;
-			i++;
-		} else {
-			fprintf(stderr, "sky pki operator: unknown or incomplete option '%s'\n", a);
+	enum { O_DIR = SKY_OPT_FIRST, O_NAME };
+	static const struct option k_opts[] = {{"dir", required_argument, NULL, O_DIR},
+					       {"name", required_argument, NULL, O_NAME},
+					       SKY_OPT_STD,
+					       {0}};
+	sky_opt op;
+	sky_opt_begin(&op, "sky pki operator", argc, argv, k_opts, 0);
+	for (int c; (c = sky_opt_next(&op)) != SKY_OPT_END;) {
+		switch (c) {
+		case SKY_OPT_HELP:
+			usage(stdout);
+			return 0;
+		case SKY_OPT_VERSION:
+			return 0;
+		case O_DIR:
+			dir = op.arg;
+			break;
+		case O_NAME:
+			name = op.arg;
+			break;
+		default:
 			return 2;
 		}
+	}
+	if (op.next < argc) {
+		fprintf(stderr, "sky pki operator: unexpected argument '%s'\n", argv[op.next]);
+		return 2;
 	}
 	if (!dir || !name) {
 		fprintf(stderr, "sky pki operator: --dir and --name are required\n");
@@ -196,25 +246,41 @@ static int cmd_operator(int argc, char **argv)
 static int cmd_issue(int argc, char **argv)
 {
 	const char *dir = NULL, *id = NULL, *state = NULL, *token = NULL;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!v) {
-			fprintf(stderr, "sky pki issue: unknown or incomplete option '%s'\n", a);
+	enum { O_DIR = SKY_OPT_FIRST, O_ID, O_STATE, O_TOKEN };
+	static const struct option k_opts[] = {{"dir", required_argument, NULL, O_DIR},
+					       {"id", required_argument, NULL, O_ID},
+					       {"state", required_argument, NULL, O_STATE},
+					       {"token", required_argument, NULL, O_TOKEN},
+					       SKY_OPT_STD,
+					       {0}};
+	sky_opt op;
+	sky_opt_begin(&op, "sky pki issue", argc, argv, k_opts, 0);
+	for (int c; (c = sky_opt_next(&op)) != SKY_OPT_END;) {
+		switch (c) {
+		case SKY_OPT_HELP:
+			usage(stdout);
+			return 0;
+		case SKY_OPT_VERSION:
+			return 0;
+		case O_DIR:
+			dir = op.arg;
+			break;
+		case O_ID:
+			id = op.arg;
+			break;
+		case O_STATE:
+			state = op.arg;
+			break;
+		case O_TOKEN:
+			token = op.arg;
+			break;
+		default:
 			return 2;
 		}
-		if (strcmp(a, "--dir") == 0)
-			dir = v;
-		else if (strcmp(a, "--id") == 0)
-			id = v;
-		else if (strcmp(a, "--state") == 0)
-			state = v;
-		else if (strcmp(a, "--token") == 0)
-			token = v;
-		else {
-			fprintf(stderr, "sky pki issue: unknown option '%s'\n", a);
-			return 2;
-		}
-		i++;
+	}
+	if (op.next < argc) {
+		fprintf(stderr, "sky pki issue: unexpected argument '%s'\n", argv[op.next]);
+		return 2;
 	}
 	if (!dir || !id || !state) {
 		fprintf(stderr, "sky pki issue: --dir, --id and --state are required\n");
@@ -269,20 +335,40 @@ static int cmd_sign(int argc, char **argv, int verify)
 {
 	const char *key = NULL, *cert = NULL, *in = NULL;
 	const char *name = verify ? "pki verify" : "pki sign";
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!verify && strcmp(a, "--key") == 0 && v) {
-			key = v;
-			i++;
-		} else if (strcmp(a, "--cert") == 0 && v) {
-			cert = v;
-			i++;
-		} else if (a[0] != '-' || strcmp(a, "-") == 0) {
-			in = a;
-		} else {
-			fprintf(stderr, "sky %s: unknown or incomplete option '%s'\n", name, a);
+	enum { O_KEY = SKY_OPT_FIRST, O_CERT };
+	static const struct option k_sign_opts[] = {{"key", required_argument, NULL, O_KEY},
+						    {"cert", required_argument, NULL, O_CERT},
+						    SKY_OPT_STD,
+						    {0}};
+	static const struct option k_verify_opts[] = {{"cert", required_argument, NULL, O_CERT},
+						      SKY_OPT_STD,
+						      {0}};
+	sky_opt op;
+	sky_opt_begin(&op, verify ? "sky pki verify" : "sky pki sign", argc, argv,
+		      verify ? k_verify_opts : k_sign_opts, 0);
+	for (int c; (c = sky_opt_next(&op)) != SKY_OPT_END;) {
+		switch (c) {
+		case SKY_OPT_HELP:
+			usage(stdout);
+			return 0;
+		case SKY_OPT_VERSION:
+			return 0;
+		case O_KEY:
+			key = op.arg;
+			break;
+		case O_CERT:
+			cert = op.arg;
+			break;
+		default:
 			return 2;
 		}
+	}
+	if (op.next < argc)
+		in = argv[op.next]; /* "-" or none: stdin */
+	if (op.next + 1 < argc) {
+		fprintf(stderr, "sky %s: one FILE, got '%s' and '%s'\n", name, argv[op.next],
+			argv[op.next + 1]);
+		return 2;
 	}
 	if (!cert || (!verify && !key)) {
 		fprintf(stderr, "sky %s: %s required\n", name,
@@ -411,18 +497,33 @@ static int cmd_bench(int argc, char **argv)
 	sky_bench_opts o;
 	sky_bench_opts_default(&o);
 	o.runs = 50;
-	for (int i = 1; i < argc; i++) {
-		int c = sky_bench_common_opt("pki bench", argc, argv, &i, &o);
-		if (c < 0)
+	enum { O_DIR = SKY_BENCH_OPT_OWN };
+	static const struct option k_opts[] = {
+		{"dir", required_argument, NULL, O_DIR}, SKY_BENCH_OPT_TABLE, SKY_OPT_STD, {0}};
+	sky_opt op;
+	sky_opt_begin(&op, "sky pki bench", argc, argv, k_opts, 0);
+	for (int c; (c = sky_opt_next(&op)) != SKY_OPT_END;) {
+		int orc = sky_bench_opt("pki bench", c, op.name, op.arg, &o);
+		if (orc < 0)
 			return 2;
-		if (c > 0)
+		if (orc > 0)
 			continue;
-		if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
-			dir = argv[++i];
-		} else {
-			fprintf(stderr, "sky pki bench: unknown or incomplete option '%s'\n", argv[i]);
+		switch (c) {
+		case SKY_OPT_HELP:
+			usage(stdout);
+			return 0;
+		case SKY_OPT_VERSION:
+			return 0;
+		case O_DIR:
+			dir = op.arg;
+			break;
+		default:
 			return 2;
 		}
+	}
+	if (op.next < argc) {
+		fprintf(stderr, "sky pki bench: unexpected argument '%s'\n", argv[op.next]);
+		return 2;
 	}
 	if (!dir) {
 		fprintf(stderr, "sky pki bench: --dir is required (a scratch PKI is made there)\n");
@@ -500,16 +601,24 @@ exit:
 
 int sky_cmd_pki(int argc, char **argv)
 {
-	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-		usage(argc < 2 ? stderr : stdout);
-		return argc < 2 ? 2 : 0;
+	int sub;
+	switch (sky_cli_sub("sky pki", argc, argv, &sub)) {
+	case SKY_OPT_HELP:
+		usage(stdout);
+		return 0;
+	case SKY_OPT_VERSION:
+		return 0;
+	case SKY_OPT_END:
+		break;
+	default:
+		return 2;
 	}
-	for (int i = 2; i < argc; i++) {
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			usage(stdout);
-			return 0;
-		}
+	if (sub >= argc) {
+		usage(stderr);
+		return 2;
 	}
+	argc -= sub - 1;
+	argv += sub - 1;
 	if (strcmp(argv[1], "init") == 0)
 		return cmd_init(argc - 1, argv + 1);
 	if (strcmp(argv[1], "token") == 0)

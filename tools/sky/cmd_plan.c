@@ -3,6 +3,7 @@
 
 #include "sky_cli.h"
 #include "sky_file.h"
+#include "sky_opt.h"
 #include "sky_json.h"
 #include "sky_svg.h"
 
@@ -39,22 +40,37 @@ static void usage(const char *cmd, FILE *to, const char *extra)
 		"                        the bottleneck (the slowest stage, exact per board order)\n"
 		"  --write-fleet F.json  also save the fleet planned for (e.g. the paper's) as a file\n"
 		"%s"
-		"  --json                machine-readable output\n",
+		"  --json                machine-readable output\n"
+		"  -h, --help; --version; an option's value follows a space or =\n",
 		cmd, sky_model_preset_names(), extra);
 }
 
-static int takes_value(const char *opt)
-{
-	static const char *const opts[] = {"--fleet",	   "--write-fleet",   "--model",
-					   "--algo",	   "--objective",     "--optimizer",
-					   "--schedule",   "--precision",     "--layers",
-					   "--seq",	   "--micro-batch",   "--micro-batches",
-					   "--order-evals", "--svg"};
-	for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
-		if (strcmp(opt, opts[i]) == 0)
-			return 1;
-	return 0;
-}
+enum {
+	O_FLEET = SKY_OPT_FIRST, O_WRITE_FLEET, O_MODEL, O_ALGO, O_OBJECTIVE, O_OPTIMIZER,
+	O_SCHEDULE, O_PRECISION, O_LAYERS, O_SEQ, O_MICRO_BATCH, O_MICRO_BATCHES, O_ORDER_EVALS,
+	O_SVG, O_JSON, O_PAPER, O_KEEP_ORDER
+};
+
+static const struct option k_opts[] = {
+	{"fleet", required_argument, NULL, O_FLEET},
+	{"write-fleet", required_argument, NULL, O_WRITE_FLEET},
+	{"model", required_argument, NULL, O_MODEL},
+	{"algo", required_argument, NULL, O_ALGO},
+	{"objective", required_argument, NULL, O_OBJECTIVE},
+	{"optimizer", required_argument, NULL, O_OPTIMIZER},
+	{"schedule", required_argument, NULL, O_SCHEDULE},
+	{"precision", required_argument, NULL, O_PRECISION},
+	{"layers", required_argument, NULL, O_LAYERS},
+	{"seq", required_argument, NULL, O_SEQ},
+	{"micro-batch", required_argument, NULL, O_MICRO_BATCH},
+	{"micro-batches", required_argument, NULL, O_MICRO_BATCHES},
+	{"order-evals", required_argument, NULL, O_ORDER_EVALS},
+	{"svg", required_argument, NULL, O_SVG},
+	{"json", no_argument, NULL, O_JSON},
+	{"paper", no_argument, NULL, O_PAPER},
+	{"keep-order", no_argument, NULL, O_KEEP_ORDER},
+	SKY_OPT_STD,
+	{0}};
 
 int plan_cli_parse(const char *cmd, int argc, char **argv, plan_cli *c, const char *help_extra,
 		   const char *default_algos)
@@ -64,57 +80,82 @@ int plan_cli_parse(const char *cmd, int argc, char **argv, plan_cli *c, const ch
 	const char *model = NULL, *optim = NULL, *sched = NULL, *prec = NULL, *obj = NULL;
 	long layers = 0, seq = 0, mb = 0, m = 0, evals = -1;
 	int keep = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+	char prog[32];
+	snprintf(prog, sizeof prog, "sky %s", cmd);
+	sky_opt p;
+	sky_opt_begin(&p, prog, argc, argv, k_opts, 0);
+	for (int o; (o = sky_opt_next(&p)) != SKY_OPT_END;) {
+		const char *a = p.name, *v = p.arg;
+		switch (o) {
+		case SKY_OPT_HELP:
 			usage(cmd, stdout, help_extra);
 			return 1;
-		} else if (strcmp(a, "--json") == 0) {
+		case SKY_OPT_VERSION:
+			return 1;
+		case O_JSON:
 			c->json = 1;
-		} else if (strcmp(a, "--paper") == 0) {
+			break;
+		case O_PAPER:
 			c->paper = 1;
-		} else if (strcmp(a, "--keep-order") == 0) {
+			break;
+		case O_KEEP_ORDER:
 			keep = 1;
-		} else if (!v && takes_value(a)) {
-			fprintf(stderr, "sky %s: %s needs a value\n", cmd, a);
-			return 2;
-		} else if (strcmp(a, "--fleet") == 0) {
-			c->fleet_path = argv[++i];
-		} else if (strcmp(a, "--svg") == 0) {
-			c->svg = argv[++i];
-		} else if (strcmp(a, "--write-fleet") == 0) {
-			c->write_fleet = argv[++i];
-		} else if (strcmp(a, "--model") == 0) {
-			model = argv[++i];
-		} else if (strcmp(a, "--algo") == 0) {
-			c->algos = argv[++i];
-		} else if (strcmp(a, "--objective") == 0) {
-			obj = argv[++i];
-		} else if (strcmp(a, "--optimizer") == 0) {
-			optim = argv[++i];
-		} else if (strcmp(a, "--schedule") == 0) {
-			sched = argv[++i];
-		} else if (strcmp(a, "--precision") == 0) {
-			prec = argv[++i];
-		} else if (strcmp(a, "--layers") == 0) {
-			if (sky_cli_int(cmd, a, argv[++i], 1, SKY_PLAN_MAX_LAYERS, &layers))
+			break;
+		case O_FLEET:
+			c->fleet_path = v;
+			break;
+		case O_SVG:
+			c->svg = v;
+			break;
+		case O_WRITE_FLEET:
+			c->write_fleet = v;
+			break;
+		case O_MODEL:
+			model = v;
+			break;
+		case O_ALGO:
+			c->algos = v;
+			break;
+		case O_OBJECTIVE:
+			obj = v;
+			break;
+		case O_OPTIMIZER:
+			optim = v;
+			break;
+		case O_SCHEDULE:
+			sched = v;
+			break;
+		case O_PRECISION:
+			prec = v;
+			break;
+		case O_LAYERS:
+			if (sky_cli_int(cmd, a, v, 1, SKY_PLAN_MAX_LAYERS, &layers))
 				return 2;
-		} else if (strcmp(a, "--seq") == 0) {
-			if (sky_cli_int(cmd, a, argv[++i], 1, 1 << 16, &seq))
+			break;
+		case O_SEQ:
+			if (sky_cli_int(cmd, a, v, 1, 1 << 16, &seq))
 				return 2;
-		} else if (strcmp(a, "--micro-batch") == 0) {
-			if (sky_cli_int(cmd, a, argv[++i], 1, 1 << 16, &mb))
+			break;
+		case O_MICRO_BATCH:
+			if (sky_cli_int(cmd, a, v, 1, 1 << 16, &mb))
 				return 2;
-		} else if (strcmp(a, "--micro-batches") == 0) {
-			if (sky_cli_int(cmd, a, argv[++i], 1, SKY_PLAN_MAX_MICRO, &m))
+			break;
+		case O_MICRO_BATCHES:
+			if (sky_cli_int(cmd, a, v, 1, SKY_PLAN_MAX_MICRO, &m))
 				return 2;
-		} else if (strcmp(a, "--order-evals") == 0) {
-			if (sky_cli_int(cmd, a, argv[++i], 0, 1000000, &evals))
+			break;
+		case O_ORDER_EVALS:
+			if (sky_cli_int(cmd, a, v, 0, 1000000, &evals))
 				return 2;
-		} else {
-			fprintf(stderr, "sky %s: unknown option '%s' (sky %s --help)\n", cmd, a, cmd);
+			break;
+		default:
 			return 2;
 		}
+	}
+	if (p.next < argc) {
+		fprintf(stderr, "sky %s: unexpected argument '%s' (sky %s --help)\n", cmd,
+			argv[p.next], cmd);
+		return 2;
 	}
 	if (!c->paper == !c->fleet_path) {
 		fprintf(stderr, "sky %s: give exactly one of --fleet F.json and --paper\n", cmd);

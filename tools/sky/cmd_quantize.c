@@ -51,34 +51,48 @@ static int parse(int argc, char **argv, q_args *a)
 	memset(a, 0, sizeof *a);
 	a->calib = 8;
 	a->task.seed = 1;
-	for (int i = 1; i < argc; i++) {
-		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
+	enum { O_IN = SKY_OPT_FIRST, O_OUT, O_CALIB, O_JSON };
+	static const struct option k_opts[] = {{"in", required_argument, NULL, O_IN},
+					       {"out", required_argument, NULL, O_OUT},
+					       {"calib", required_argument, NULL, O_CALIB},
+					       {"json", no_argument, NULL, O_JSON},
+					       SKY_QUANT_CLI_OPT_TABLE,
+					       SKY_OPT_STD,
+					       {0}};
+	sky_opt op;
+	sky_opt_begin(&op, "sky quantize", argc, argv, k_opts, 0);
+	for (int c; (c = sky_opt_next(&op)) != SKY_OPT_END;) {
+		const char *o = op.name, *v = op.arg;
+		int rc = 0;
+		switch (c) {
+		case SKY_OPT_HELP:
 			usage(stdout);
 			return 1;
-		} else if (strcmp(o, "--json") == 0) {
+		case SKY_OPT_VERSION:
+			return 1;
+		case O_JSON:
 			a->json = 1;
-			continue;
-		}
-		if (!v) {
-			fprintf(stderr, "sky quantize: %s needs a value\n", o);
-			return -1;
-		}
-		int rc = 0;
-		if (strcmp(o, "--in") == 0)
+			break;
+		case O_IN:
 			a->in = v;
-		else if (strcmp(o, "--out") == 0)
+			break;
+		case O_OUT:
 			a->out = v;
-		else if (strcmp(o, "--calib") == 0)
+			break;
+		case O_CALIB:
 			rc = sky_cli_int(cmd, o, v, 1, 100000, &a->calib);
-		else if ((rc = sky_quant_cli_task_opt(cmd, o, v, &a->task)) == 0) {
-			fprintf(stderr, "sky quantize: unknown option '%s'\n", o);
-			usage(stderr);
-			return -1;
+			break;
+		default:
+			if ((rc = sky_quant_cli_task_opt(cmd, c, o, v, &a->task)) == 0)
+				return -1;
 		}
 		if (rc < 0)
 			return -1;
-		i++;
+	}
+	if (op.next < argc) {
+		fprintf(stderr, "sky quantize: unexpected argument '%s'\n", argv[op.next]);
+		usage(stderr);
+		return -1;
 	}
 	if (!a->in || !a->out) {
 		fprintf(stderr, "sky quantize: --in and --out are required\n");

@@ -9,6 +9,7 @@
 #include "sky_clock.h"
 #include "sky_err.h"
 #include "sky_model.h"
+#include "sky_opt.h"
 #include "sky_task.h"
 
 #include <cblas.h>
@@ -47,14 +48,28 @@ static void usage(FILE *to)
 		"  --save FILE     write the trained weights as safetensors (HuggingFace\n"
 		"                  BertForSequenceClassification names)\n"
 		"  --quiet         no per-step lines\n"
-		"  --json          final summary as one JSON object on stdout (steps to stderr)\n",
+		"  --json          final summary as one JSON object on stdout (steps to stderr)\n"
+		"  -h, --help; --version; an option's value follows a space or =\n",
 		sky_model_preset_names());
 }
 
-/* options that take a value, each followed by a space */
-static const char k_value_opts[] = "--model --optim --save --layers --steps --seed --batch --seq "
-				   "--micro --eval --threads --lr --clip --warmup ";
+enum {
+	O_MODEL = SKY_OPT_FIRST, O_OPTIM, O_SAVE, O_LAYERS, O_STEPS, O_SEED, O_BATCH, O_SEQ,
+	O_MICRO, O_EVAL, O_THREADS, O_LR, O_CLIP, O_WARMUP, O_JSON, O_QUIET
+};
 
+static const struct option k_opts[] = {
+	{"model", required_argument, NULL, O_MODEL},	 {"optim", required_argument, NULL, O_OPTIM},
+	{"save", required_argument, NULL, O_SAVE},	 {"layers", required_argument, NULL, O_LAYERS},
+	{"steps", required_argument, NULL, O_STEPS},	 {"seed", required_argument, NULL, O_SEED},
+	{"batch", required_argument, NULL, O_BATCH},	 {"seq", required_argument, NULL, O_SEQ},
+	{"micro", required_argument, NULL, O_MICRO},	 {"eval", required_argument, NULL, O_EVAL},
+	{"threads", required_argument, NULL, O_THREADS}, {"lr", required_argument, NULL, O_LR},
+	{"clip", required_argument, NULL, O_CLIP},	 {"warmup", required_argument, NULL, O_WARMUP},
+	{"json", no_argument, NULL, O_JSON},		 {"quiet", no_argument, NULL, O_QUIET},
+	SKY_OPT_STD,					 {0}};
+
+/* Returns 0 to go on, 1 after --help/--version, SKY_EINVAL (reported). */
 static int parse(int argc, char **argv, train_args *a)
 {
 	const char *cmd = "train";
@@ -69,59 +84,75 @@ static int parse(int argc, char **argv, train_args *a)
 	a->lr = -1;
 	a->warmup = -1;
 	a->clip = 1.0;
-	for (int i = 1; i < argc; i++) {
-		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+	sky_opt p;
+	sky_opt_begin(&p, "sky train", argc, argv, k_opts, 0);
+	for (int c; (c = sky_opt_next(&p)) != SKY_OPT_END;) {
+		const char *o = p.name, *v = p.arg;
 		int rc = 0;
-		if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
+		switch (c) {
+		case SKY_OPT_HELP:
 			usage(stdout);
 			return 1;
-		} else if (strcmp(o, "--json") == 0) {
+		case SKY_OPT_VERSION:
+			return 1;
+		case O_JSON:
 			a->json = 1;
-			continue;
-		} else if (strcmp(o, "--quiet") == 0) {
+			break;
+		case O_QUIET:
 			a->quiet = 1;
-			continue;
-		} else if (strncmp(o, "--", 2) != 0 || !strstr(k_value_opts, o)) {
-			fprintf(stderr, "sky train: unknown option '%s' (sky train --help)\n", o);
-			return SKY_EINVAL;
-		} else if (!v) {
-			fprintf(stderr, "sky train: %s needs a value (sky train --help)\n", o);
-			return SKY_EINVAL;
-		} else if (strcmp(o, "--model") == 0) {
+			break;
+		case O_MODEL:
 			a->model = v;
-		} else if (strcmp(o, "--optim") == 0) {
+			break;
+		case O_OPTIM:
 			a->optim = v;
-		} else if (strcmp(o, "--save") == 0) {
+			break;
+		case O_SAVE:
 			a->save = v;
-		} else if (strcmp(o, "--layers") == 0) {
+			break;
+		case O_LAYERS:
 			rc = sky_cli_int(cmd, o, v, 1, 1000, &a->layers);
-		} else if (strcmp(o, "--steps") == 0) {
+			break;
+		case O_STEPS:
 			rc = sky_cli_int(cmd, o, v, 1, 100000000, &a->steps);
-		} else if (strcmp(o, "--seed") == 0) {
+			break;
+		case O_SEED:
 			rc = sky_cli_int(cmd, o, v, 0, 0x7fffffffL, &a->seed);
-		} else if (strcmp(o, "--batch") == 0) {
+			break;
+		case O_BATCH:
 			rc = sky_cli_int(cmd, o, v, 1, 65536, &a->batch);
-		} else if (strcmp(o, "--seq") == 0) {
+			break;
+		case O_SEQ:
 			rc = sky_cli_int(cmd, o, v, 4, 65536, &a->seq);
-		} else if (strcmp(o, "--micro") == 0) {
+			break;
+		case O_MICRO:
 			rc = sky_cli_int(cmd, o, v, 1, 4096, &a->micro);
-		} else if (strcmp(o, "--eval") == 0) {
+			break;
+		case O_EVAL:
 			rc = sky_cli_int(cmd, o, v, 1, 1000000, &a->eval);
-		} else if (strcmp(o, "--threads") == 0) {
+			break;
+		case O_THREADS:
 			rc = sky_cli_int(cmd, o, v, 1, 256, &a->threads);
-		} else if (strcmp(o, "--warmup") == 0) {
+			break;
+		case O_WARMUP:
 			rc = sky_cli_int(cmd, o, v, 0, 100000000, &a->warmup);
-		} else if (strcmp(o, "--lr") == 0) {
+			break;
+		case O_LR:
 			rc = sky_cli_double(cmd, o, v, 1e-9, 100, &a->lr);
-		} else if (strcmp(o, "--clip") == 0) {
+			break;
+		case O_CLIP:
 			rc = sky_cli_double(cmd, o, v, 0, 1e9, &a->clip);
-		} else {
-			fprintf(stderr, "sky train: unknown option '%s' (sky train --help)\n", o);
+			break;
+		default:
 			return SKY_EINVAL;
 		}
 		if (rc)
 			return SKY_EINVAL;
-		i++;
+	}
+	if (p.next < argc) {
+		fprintf(stderr, "sky train: unexpected argument '%s' (sky train --help)\n",
+			argv[p.next]);
+		return SKY_EINVAL;
 	}
 	return 0;
 }

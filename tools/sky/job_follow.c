@@ -16,6 +16,7 @@
 #include "sky_json.h"
 #include "sky_layer.h"
 #include "sky_mqtt.h"
+#include "sky_opt.h"
 #include "sky_planmsg.h"
 #include "sky_rng.h"
 #include "sky_safetensors.h"
@@ -37,39 +38,57 @@ static int parse_opts(const char *cmd, int argc, char **argv, follow_opts *o, in
 {
 	memset(o, 0, sizeof *o);
 	o->timeout_s = 600;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+	enum { O_PKI = SKY_OPT_FIRST, O_BROKER, O_OUT, O_TIMEOUT, O_JSON };
+	static const struct option k_opts[] = {{"pki", required_argument, NULL, O_PKI},
+					       {"broker", required_argument, NULL, O_BROKER},
+					       {"out", required_argument, NULL, O_OUT},
+					       {"timeout", required_argument, NULL, O_TIMEOUT},
+					       {"json", no_argument, NULL, O_JSON},
+					       SKY_OPT_STD,
+					       {0}};
+	char prog[32];
+	snprintf(prog, sizeof prog, "sky job %s", cmd);
+	sky_opt op;
+	sky_opt_begin(&op, prog, argc, argv, k_opts, 0);
+	for (int c; (c = sky_opt_next(&op)) != SKY_OPT_END;) {
+		const char *a = op.name, *v = op.arg;
+		switch (c) {
+		case SKY_OPT_HELP:
 			printf("usage: sky job %s JOB --pki DIR --broker HOST:PORT%s [--timeout S]%s\n",
 			       cmd, need_out ? " --out F.safetensors" : "", need_out ? "" : " [--json]");
 			return 1;
-		}
-		if (!strcmp(a, "--json")) {
+		case SKY_OPT_VERSION:
+			return 1;
+		case O_JSON:
 			o->json = 1;
-			continue;
-		}
-		if (a[0] != '-') {
-			o->job = a;
-			continue;
-		}
-		if (!v) {
-			fprintf(stderr, "sky job %s: %s needs a value\n", cmd, a);
-			return -1;
-		}
-		i++;
-		if (!strcmp(a, "--pki"))
+			break;
+		case O_PKI:
 			o->pki = v;
-		else if (!strcmp(a, "--broker"))
+			break;
+		case O_BROKER:
 			o->broker = v;
-		else if (!strcmp(a, "--out") && need_out)
+			break;
+		case O_OUT:
+			if (!need_out) {
+				fprintf(stderr, "sky job %s: unknown option '%s' (see --help)\n", cmd, a);
+				return -1;
+			}
 			o->out = v;
-		else if (!strcmp(a, "--timeout")) {
+			break;
+		case O_TIMEOUT:
 			if (sky_cli_double(cmd, a, v, 0.1, 1e6, &o->timeout_s))
 				return -1;
-		} else {
-			fprintf(stderr, "sky job %s: unknown option '%s' (see --help)\n", cmd, a);
+			break;
+		default:
 			return -1;
 		}
+	}
+	if (op.next < argc)
+		o->job = argv[op.next];
+	if (op.next + 1 < argc) {
+		fprintf(stderr, "sky job %s: one JOB, got '%s' and '%s'\n", cmd, argv[op.next],
+			argv[op.next + 1]);
+		return -1;
 	}
 	if (!o->job || !sky_topic_segment_ok(o->job) || !o->pki || !o->broker || (need_out && !o->out)) {
 		fprintf(stderr, "sky job %s: JOB, --pki and --broker%s are required\n", cmd,
@@ -426,50 +445,78 @@ int sky_job_frame(int argc, char **argv)
 	memset(&h, 0, sizeof h);
 	h.dtype = SKY_FRAME_F32;
 	h.ndim = 3;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+	enum { O_JOB = SKY_OPT_FIRST, O_EPOCH, O_STEP, O_STAGE, O_MB, O_DIR, O_SHAPE, O_DEFECT, O_OUT };
+	static const struct option k_opts[] = {{"job", required_argument, NULL, O_JOB},
+					       {"epoch", required_argument, NULL, O_EPOCH},
+					       {"step", required_argument, NULL, O_STEP},
+					       {"stage", required_argument, NULL, O_STAGE},
+					       {"mb", required_argument, NULL, O_MB},
+					       {"dir", required_argument, NULL, O_DIR},
+					       {"shape", required_argument, NULL, O_SHAPE},
+					       {"defect", required_argument, NULL, O_DEFECT},
+					       {"out", required_argument, NULL, O_OUT},
+					       SKY_OPT_STD,
+					       {0}};
+	sky_opt op;
+	sky_opt_begin(&op, "sky job frame", argc, argv, k_opts, 0);
+	for (int c; (c = sky_opt_next(&op)) != SKY_OPT_END;) {
+		const char *a = op.name, *val = op.arg;
+		int rc = 0;
+		switch (c) {
+		case SKY_OPT_HELP:
 			printf("usage: sky job frame --job J --epoch E --step S --stage K --dir fwd|bwd "
 			       "--mb M --shape B,S,H [--defect none|checksum|truncated] --out FILE\n"
 			       "Writes one plaintext f32 tensor frame (payload 0.5, 1.5, ...) with the\n"
 			       "given header, for tests that publish bad frames into a job.\n");
 			return 0;
-		}
-		if (!val) {
-			fprintf(stderr, "sky job frame: %s needs a value\n", a);
-			return 2;
-		}
-		i++;
-		int rc = 0;
-		if (!strcmp(a, "--job"))
+		case SKY_OPT_VERSION:
+			return 0;
+		case O_JOB:
 			snprintf(h.job, sizeof h.job, "%s", val);
-		else if (!strcmp(a, "--epoch") && !(rc = sky_cli_int("job frame", a, val, 0, 0x7fffffffL, &v)))
-			h.epoch = v;
-		else if (!strcmp(a, "--step") && !(rc = sky_cli_int("job frame", a, val, 0, 0x7fffffffL, &v)))
-			h.step = v;
-		else if (!strcmp(a, "--stage") && !(rc = sky_cli_int("job frame", a, val, 0, 65535, &v)))
-			h.stage = (int)v;
-		else if (!strcmp(a, "--mb") && !(rc = sky_cli_int("job frame", a, val, 0, 1 << 20, &v)))
-			h.micro_batch = (uint32_t)v;
-		else if (!strcmp(a, "--dir"))
+			break;
+		case O_EPOCH:
+			if (!(rc = sky_cli_int("job frame", a, val, 0, 0x7fffffffL, &v)))
+				h.epoch = v;
+			break;
+		case O_STEP:
+			if (!(rc = sky_cli_int("job frame", a, val, 0, 0x7fffffffL, &v)))
+				h.step = v;
+			break;
+		case O_STAGE:
+			if (!(rc = sky_cli_int("job frame", a, val, 0, 65535, &v)))
+				h.stage = (int)v;
+			break;
+		case O_MB:
+			if (!(rc = sky_cli_int("job frame", a, val, 0, 1 << 20, &v)))
+				h.micro_batch = (uint32_t)v;
+			break;
+		case O_DIR:
 			h.direction = !strcmp(val, "bwd") ? SKY_FRAME_BWD : SKY_FRAME_FWD;
-		else if (!strcmp(a, "--shape")) {
+			break;
+		case O_SHAPE: {
 			unsigned b = 0, sq = 0, hd = 0;
 			if (sscanf(val, "%u,%u,%u", &b, &sq, &hd) != 3 || !b || !sq || !hd) {
 				fprintf(stderr, "sky job frame: --shape expects B,S,H\n");
 				return 2;
 			}
 			h.shape[0] = b, h.shape[1] = sq, h.shape[2] = hd;
-		} else if (!strcmp(a, "--defect"))
+			break;
+		}
+		case O_DEFECT:
 			defect = val;
-		else if (!strcmp(a, "--out"))
+			break;
+		case O_OUT:
 			out = val;
-		else if (!rc) {
-			fprintf(stderr, "sky job frame: unknown option '%s'\n", a);
+			break;
+		default:
 			return 2;
 		}
 		if (rc)
 			return 2;
+	}
+	if (op.next < argc) {
+		fprintf(stderr, "sky job frame: unexpected argument '%s'\n", argv[op.next]);
+		return 2;
 	}
 	if (!out || !h.job[0] || !h.shape[0]) {
 		fprintf(stderr, "sky job frame: --job, --shape and --out are required\n");

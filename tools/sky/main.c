@@ -3,6 +3,7 @@
 
 #include "sky_err.h"
 #include "sky_log.h"
+#include "sky_opt.h"
 #include "sky_version.h"
 
 #include <errno.h>
@@ -64,6 +65,16 @@ int sky_cli_double(const char *cmd, const char *opt, const char *text, double mi
 	}
 	*out = v;
 	return 0;
+}
+
+int sky_cli_sub(const char *prog, int argc, char **argv, int *sub)
+{
+	static const struct option k_opts[] = {SKY_OPT_STD, {0}};
+	sky_opt p;
+	sky_opt_begin(&p, prog, argc, argv, k_opts, 1);
+	int c = sky_opt_next(&p);
+	*sub = p.next;
+	return c;
 }
 
 int sky_cmd_version(int argc, char **argv)

@@ -9,20 +9,26 @@
 #include <stdio.h>
 #include <string.h>
 
-int sky_quant_cli_task_opt(const char *cmd, const char *o, const char *v, sky_quant_cli_task *t)
+int sky_quant_cli_task_opt(const char *cmd, int c, const char *o, const char *v,
+			   sky_quant_cli_task *t)
 {
 	int rc;
-	if (strcmp(o, "--model") == 0) {
+	switch (c) {
+	case SKY_QUANT_O_MODEL:
 		t->model = v;
 		return 1;
-	} else if (strcmp(o, "--seq") == 0)
+	case SKY_QUANT_O_SEQ:
 		rc = sky_cli_int(cmd, o, v, 1, 65536, &t->seq);
-	else if (strcmp(o, "--batch") == 0)
+		break;
+	case SKY_QUANT_O_BATCH:
 		rc = sky_cli_int(cmd, o, v, 1, 4096, &t->batch);
-	else if (strcmp(o, "--seed") == 0)
+		break;
+	case SKY_QUANT_O_SEED:
 		rc = sky_cli_int(cmd, o, v, 0, 0x7fffffffL, &t->seed);
-	else
+		break;
+	default:
 		return 0;
+	}
 	return rc ? rc : 1;
 }
 

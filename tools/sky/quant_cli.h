@@ -6,6 +6,7 @@
 #define SKY_QUANT_CLI_H
 
 #include "sky_model.h"
+#include "sky_opt.h"
 #include "sky_safetensors.h"
 
 typedef struct sky_quant_cli_task {
@@ -14,10 +15,22 @@ typedef struct sky_quant_cli_task {
 	long seed;         /* --seed: the task's seed, as given to sky train */
 } sky_quant_cli_task;
 
-/* If o is --model, --seq, --batch or --seed, parses its value v into t and
- * returns 1; returns 0 if o is none of them; SKY_EINVAL (message printed by
+/* --model, --seq, --batch and --seed for a getopt_long table (sky_opt.h);
+ * a command's own option values must stay below SKY_QUANT_O_MODEL. */
+enum { SKY_QUANT_O_MODEL = 400, SKY_QUANT_O_SEQ, SKY_QUANT_O_BATCH, SKY_QUANT_O_SEED };
+#define SKY_QUANT_CLI_OPT_TABLE                                                            \
+	{"model", required_argument, NULL, SKY_QUANT_O_MODEL},                            \
+	    {"seq", required_argument, NULL, SKY_QUANT_O_SEQ},                            \
+	    {"batch", required_argument, NULL, SKY_QUANT_O_BATCH},                        \
+	{                                                                                  \
+		"seed", required_argument, NULL, SKY_QUANT_O_SEED                          \
+	}
+
+/* If option c (spelt o, value v) is one of the table's, parses v into t and
+ * returns 1; returns 0 if it is none of them; SKY_EINVAL (message printed by
  * sky_cli_int) for a bad value. */
-int sky_quant_cli_task_opt(const char *cmd, const char *o, const char *v, sky_quant_cli_task *t);
+int sky_quant_cli_task_opt(const char *cmd, int c, const char *o, const char *v,
+			   sky_quant_cli_task *t);
 
 /* The preset from --model or the file's metadata, with --seq/--batch.
  * Returns 0, or SKY_EINVAL (message printed) if the file names no model, the

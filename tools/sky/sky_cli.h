@@ -30,4 +30,12 @@ int sky_cli_int(const char *cmd, const char *opt, const char *text, long min, lo
 int sky_cli_double(const char *cmd, const char *opt, const char *text, double min, double max,
 		   double *out);
 
+/* For a command with subcommands (sky bench, job, pki, fleet): parses the
+ * options before the subcommand, -h/--help and --version only (prog names
+ * the command in messages, "sky job"). Returns SKY_OPT_END with *sub set to
+ * the subcommand's index in argv (argc when none is given),
+ * SKY_OPT_HELP (print usage to stdout, exit 0), SKY_OPT_VERSION (printed,
+ * exit 0) or SKY_OPT_BAD (reported, exit 2). */
+int sky_cli_sub(const char *prog, int argc, char **argv, int *sub);
+
 #endif
