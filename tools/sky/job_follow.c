@@ -29,6 +29,7 @@
 
 typedef struct follow_opts {
 	const char *job, *pki, *broker, *out;
+	const char *events; /* watch: every metrics message and the plan, a line each */
 	double timeout_s;
 	int json;
 } follow_opts;
@@ -41,7 +42,12 @@ static int parse_opts(const char *cmd, int argc, char **argv, follow_opts *o, in
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			printf("usage: sky job %s JOB --pki DIR --broker HOST:PORT%s [--timeout S]%s\n",
-			       cmd, need_out ? " --out F.safetensors" : "", need_out ? "" : " [--json]");
+			       cmd, need_out ? " --out F.safetensors" : "",
+			       need_out ? "" : " [--json] [--events F.jsonl]");
+			if (!need_out)
+				printf("--events F.jsonl: also write each stage's metrics message as received,\n"
+				       "one a line, and at the end the signed plan's payload as {\"plan\":...}\n"
+				       "(what `sky bench fleet --analyze` and `sky job timeline` read)\n");
 			return 1;
 		}
 		if (!strcmp(a, "--json")) {
@@ -63,6 +69,8 @@ static int parse_opts(const char *cmd, int argc, char **argv, follow_opts *o, in
 			o->broker = v;
 		else if (!strcmp(a, "--out") && need_out)
 			o->out = v;
+		else if (!strcmp(a, "--events") && !need_out)
+			o->events = v;
 		else if (!strcmp(a, "--timeout")) {
 			if (sky_cli_double(cmd, a, v, 0.1, 1e6, &o->timeout_s))
 				return -1;
@@ -202,11 +210,16 @@ int sky_job_watch(int argc, char **argv)
 	sky_diag d;
 	sky_diag_clear(&d);
 	int rc = 1;
+	FILE *ev = NULL;
 	step_row *rows = calloc(MAX_STEPS + 1, sizeof *rows);
 	sky_mqtt *m = connect_follow("watch", &o, f, &d);
 	if (!rows || !m || sky_mqtt_subscribe(m, f->metrics_topic, 1, 5000, &d) != 0 ||
 	    sky_mqtt_subscribe(m, f->plan_topic, 1, 5000, &d) != 0) {
 		fprintf(stderr, "sky job watch: %s\n", d.msg[0] ? d.msg : "out of memory");
+		goto exit;
+	}
+	if (o.events && !(ev = fopen(o.events, "w"))) {
+		fprintf(stderr, "sky job watch: cannot write %s\n", o.events);
 		goto exit;
 	}
 	double end = sky_clock_s() + o.timeout_s;
@@ -217,6 +230,10 @@ int sky_job_watch(int argc, char **argv)
 		int n_stages = f->have_plan ? f->plan.n_stages : 0;
 		double predicted = f->have_plan ? f->plan.train.predicted_step_s : 0;
 		for (int i = 0; i < f->n_lines; i++) {
+			if (ev && !memchr(f->lines[i], '\n', f->line_len[i])) {
+				fwrite(f->lines[i], 1, f->line_len[i], ev);
+				fputc('\n', ev);
+			}
 			sky_diag jd;
 			cJSON *doc = sky_json_parse(f->lines[i], f->line_len[i], &jd);
 			int stage = -1, step = 0;
@@ -274,7 +291,17 @@ int sky_job_watch(int argc, char **argv)
 	}
 	if (rc && !stalled)
 		fprintf(stderr, "sky job watch: job %s did not end within %g s\n", o.job, o.timeout_s);
+	if (ev && f->have_plan) {
+		static char pbuf[SKY_SIGN_MAX_PAYLOAD + 1];
+		int pn = sky_planmsg_encode(&f->plan, pbuf, sizeof pbuf, &d);
+		if (pn > 0)
+			fprintf(ev, "{\"plan\":%.*s}\n", pn, pbuf);
+	}
 exit:
+	if (ev && fclose(ev) != 0) {
+		fprintf(stderr, "sky job watch: cannot write %s\n", o.events);
+		rc = 1;
+	}
 	sky_mqtt_close(m, 1000);
 	mbedtls_x509_crt_free(&f->planner);
 	free(rows);
