@@ -31,6 +31,7 @@
 #include "sky_arena.h"
 #include "sky_err.h"
 #include "sky_frameseal.h"
+#include "sky_profile.h"
 #include "sky_stage.h"
 #include "sky_topics.h"
 
@@ -121,6 +122,10 @@ typedef struct sky_transport {
 	double step_t0;
 	double busy_s, wait_s, send_s;
 	char stall[256];             /* what the last stall was, "" if none */
+	/* optional (NULL: none): a board emulating a slower one (skyd --speed);
+	 * its forward and backward ops are stretched to 1/speed
+	 * (sky_profile_stretch), as the probe's are, and recorded so */
+	sky_profile *prof;
 } sky_transport;
 
 /* Carves the transport's buffers from a (measuring or real) arena and,

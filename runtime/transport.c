@@ -496,7 +496,10 @@ static int io_share_norm(void *ctx, long step, const double *mine, int b0, int n
 
 static void io_event(void *ctx, char kind, int mb, double t0, double t1)
 {
-	add_event(ctx, kind, mb, t0, t1);
+	sky_transport *t = ctx;
+	if (t->prof && (kind == 'F' || kind == 'B'))
+		t1 += sky_profile_stretch(t->prof, t1 - t0);
+	add_event(t, kind, mb, t0, t1);
 }
 
 sky_stage_io sky_transport_io(sky_transport *t)
