@@ -123,9 +123,12 @@ typedef struct sky_transport {
 	double busy_s, wait_s, send_s;
 	char stall[256];             /* what the last stall was, "" if none */
 	/* optional (NULL: none): a board emulating a slower one (skyd --speed);
-	 * its forward and backward ops are stretched to 1/speed
-	 * (sky_profile_stretch), as the probe's are, and recorded so */
+	 * its forward and backward ops are stretched to their CPU time / speed
+	 * (sky_profile_stretch_cpu), as the probe's are, and recorded so.
+	 * cpu_mark: the thread's CPU time when the stage got control back from
+	 * the transport (an op's CPU time is counted from there) */
 	sky_profile *prof;
+	double cpu_mark;
 } sky_transport;
 
 /* Carves the transport's buffers from a (measuring or real) arena and,

@@ -15,10 +15,11 @@
 set -u
 usage() {
 	cat <<'EOF'
-usage: sky bench fleet [--json] [--model NAME] [--layers L] [--steps N] [--micro M]
+usage: sky bench fleet [--json] [--model NAME] [--layers L] [--seq S] [--steps N] [--micro M]
                        [--algos "even sky optimal"] [--speeds "0.5 0.25 ..."] [--no-qemu]
                        [--no-plaintext] [--out DIR] [--keep] [--timeout S]
   --model, --layers  the job (default mini, 24 layers)
+  --seq S            tokens per sequence (default the preset's)
   --steps N          timed steps per job (default 3), after one warm-up step
   --micro M          micro-batches per step (default 4)
   --algos LIST       algorithms, in order (default "even sky optimal"); the first
@@ -35,6 +36,7 @@ EOF
 }
 MODEL=mini
 LAYERS=24
+SEQ=""
 STEPS=3
 MICRO=4
 ALGOS="even sky optimal"
@@ -55,7 +57,7 @@ while [ $# -gt 0 ]; do
 	--no-qemu) QEMU_BOARD=0 ;;
 	--no-plaintext) PLAIN=0 ;;
 	--keep) KEEP=1 ;;
-	--model | --layers | --steps | --micro | --algos | --speeds | --out | --timeout)
+	--model | --layers | --seq | --steps | --micro | --algos | --speeds | --out | --timeout)
 		[ $# -ge 2 ] || {
 			echo "sky bench fleet: $1 needs a value" >&2
 			exit 2
@@ -63,6 +65,7 @@ while [ $# -gt 0 ]; do
 		case "$1" in
 		--model) MODEL=$2 ;;
 		--layers) LAYERS=$2 ;;
+		--seq) SEQ=$2 ;;
 		--steps) STEPS=$2 ;;
 		--micro) MICRO=$2 ;;
 		--algos) ALGOS=$2 ;;
@@ -79,7 +82,7 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-for v in "$LAYERS" "$STEPS" "$MICRO" "$TIMEOUT"; do
+for v in "$LAYERS" "${SEQ:-1}" "$STEPS" "$MICRO" "$TIMEOUT"; do
 	case "$v" in
 	'' | *[!0-9]*)
 		echo "sky bench fleet: --layers, --steps, --micro and --timeout take whole numbers" >&2
@@ -146,6 +149,11 @@ STATE="$W/skyplan"
 PIDS="$!"
 wait_for 20 grep -q "serving" "$W/skyplan.log" || die "skyplan did not start: $(tail -3 "$W/skyplan.log")"
 
+SEQ_OPT=""
+[ -n "$SEQ" ] && SEQ_OPT="--seq $SEQ"
+reported() {
+	[ "$("$SKY" fleet status --state "$STATE" --json 2>/dev/null | grep -o '"caps":{' | wc -l)" -ge "$N" ]
+}
 # the boards: enroll with one-time tokens, probe at the job's shapes, report
 N=0
 start_board() { # start_board ID SPEED [COMMAND PREFIX...]
@@ -158,9 +166,12 @@ start_board() { # start_board ID SPEED [COMMAND PREFIX...]
 	tok=$("$SKY" pki token --dir "$PKI" --ttl 600) || die "sky pki token failed"
 	"$@" --enroll --claim "$tok" --id "$id" --pki-ca "$W/$id/claim/ca.crt" \
 		--state "$W/$id/state" --broker "$BR" --profile "$W/$id/profile.conf" --speed "$speed" \
-		--model "$MODEL" --layers "$LAYERS" --keepalive 5 --probe-seconds 2 >"$W/$id.log" 2>&1 &
+		--model "$MODEL" --layers "$LAYERS" $SEQ_OPT --keepalive 5 --probe-seconds 2 >"$W/$id.log" 2>&1 &
 	PIDS="$PIDS $!"
 	N=$((N + 1))
+	# one board probes at a time: probes run at once on a small machine
+	# would share its cores and report each board slower than it is
+	wait_for 120 reported || die "board $id did not report within 120 s: $(tail -3 "$W/$id.log")"
 }
 i=0
 for s in $SPEEDS; do
@@ -172,10 +183,6 @@ if [ "$QEMU_BOARD" = 1 ] && command -v qemu-aarch64 >/dev/null 2>&1 && [ -x "$AR
 	say "sky bench fleet: with an aarch64 board under qemu (arm)"
 fi
 say "sky bench fleet: $N boards (speeds $SPEEDS), $MODEL with $LAYERS layers, $MICRO micro-batches, 1 + $STEPS steps"
-reported() {
-	[ "$("$SKY" fleet status --state "$STATE" --json 2>/dev/null | grep -o '"caps":{' | wc -l)" -ge "$N" ]
-}
-wait_for 180 reported || die "not all $N boards reported within 180 s (logs in $W)"
 "$SKY" fleet status --state "$STATE" >"$W/fleet.txt" 2>&1
 
 # run_job NAME ALGO [SUBMIT OPTIONS...]: watch with --events, submit, wait
