@@ -195,7 +195,7 @@ run_job() {
 	wpid=$!
 	PIDS="$PIDS $wpid"
 	sleep 0.5 # the watch subscribes before the job can start
-	"$SKY" job submit --pki "$PKI" --broker "$BR" --model "$MODEL" --layers "$LAYERS" --job "$name" \
+	"$SKY" job submit --pki "$PKI" --broker "$BR" --model "$MODEL" --layers "$LAYERS" $SEQ_OPT --job "$name" \
 		--min-boards "$N" --task train --algo "$algo" --sched 1f1b --steps $((STEPS + 1)) \
 		--micro "$MICRO" --seed 1 --wait 120 "$@" \
 		>"$W/$name.submit" 2>&1 || die "job $name was not accepted: $(tail -3 "$W/$name.submit")"
@@ -233,9 +233,21 @@ for a in $ALGOS; do
 			mv "$W/first.json" "$W/results.jsonl"
 	fi
 done
-# the last algorithm's plan as the planner published it, on the fleet it planned for
-if "$SKY" fleet status --state "$STATE" --json >"$W/fleet.json" 2>/dev/null; then
-	:
+# the optimal plan drawn by `sky plan --svg` on the fleet as the boards reported it
+# (skyplan's fleet.json: each board's measured times per micro-batch, memory, link)
+f="$STATE/fleet.json"
+if [ -s "$f" ]; then
+	for k in id fwd_s bwd_s mem_bytes bw_Bps lat_s; do
+		grep -o "\"$k\":[^,}]*" "$f" | sed 's/^[^:]*://' >"$W/col.$k"
+	done
+	paste -d ' ' "$W/col.id" "$W/col.fwd_s" "$W/col.bwd_s" "$W/col.mem_bytes" "$W/col.bw_Bps" \
+		"$W/col.lat_s" | awk 'BEGIN { printf "{\"what\":\"sky bench fleet: as the boards reported\",\"boards\":[" }
+		{ printf "%s{\"id\":%s,\"fwd_s\":%s,\"bwd_s\":%s,\"mem_bytes\":%s,\"bw_Bps\":%s,\"lat_s\":%s}",
+			NR > 1 ? "," : "", $1, $2, $3, $4, $5, $6 }
+		END { print "]}" }' >"$W/plan-fleet.json"
+	"$SKY" plan --fleet "$W/plan-fleet.json" --model "$MODEL" --layers "$LAYERS" $SEQ_OPT \
+		--micro-batches "$MICRO" --schedule 1f1b --algo optimal --svg "$OUT/plan-optimal.svg" \
+		>"$W/plan.txt" 2>&1 || log "sky bench fleet: no plan picture: $(tail -1 "$W/plan.txt")"
 fi
 if [ "$JSON" = 1 ]; then
 	cat "$W/results.jsonl"
@@ -254,5 +266,5 @@ else
 	[ -n "$c" ] && echo "$last with plaintext frames: ${p} s a step; sealing costs ${c} s a step"
 fi
 cp "$W/results.jsonl" "$OUT/bench-fleet.jsonl"
-say "sky bench fleet: time lines in $OUT/timeline-*.svg, figures in $OUT/bench-fleet.jsonl"
+say "sky bench fleet: time lines in $OUT/timeline-*.svg, the optimal plan in $OUT/plan-optimal.svg, figures in $OUT/bench-fleet.jsonl"
 exit 0
