@@ -243,7 +243,7 @@ if [ -s "$f" ]; then
 	paste -d ' ' "$W/col.id" "$W/col.fwd_s" "$W/col.bwd_s" "$W/col.mem_bytes" "$W/col.bw_Bps" \
 		"$W/col.lat_s" | awk 'BEGIN { printf "{\"what\":\"sky bench fleet: as the boards reported\",\"boards\":[" }
 		{ printf "%s{\"id\":%s,\"fwd_s\":%s,\"bwd_s\":%s,\"mem_bytes\":%s,\"bw_Bps\":%s,\"lat_s\":%s}",
-			NR > 1 ? "," : "", $1, $2, $3, $4, $5, $6 }
+			(NR > 1 ? "," : ""), $1, $2, $3, $4, $5, $6 }
 		END { print "]}" }' >"$W/plan-fleet.json"
 	"$SKY" plan --fleet "$W/plan-fleet.json" --model "$MODEL" --layers "$LAYERS" $SEQ_OPT \
 		--micro-batches "$MICRO" --schedule 1f1b --algo optimal --svg "$OUT/plan-optimal.svg" \
