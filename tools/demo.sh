@@ -22,7 +22,7 @@ echo "== The planner on the Sky Computing paper's fleet: 160-layer BERT-large, 6
 echo "== Training a 4-layer tiny BERT on one board (synthetic task, one sealed arena)"
 "$B/bin/sky" train --model tiny --layers 4 --steps 300 --seed 1 --quiet
 echo "== The fleet trains: a loopback TLS broker, skyplan and six boards of emulated speed"
-echo "   1/2, 1/4, 1/4, 1/8, 1/8, 1/16 (+ an aarch64 board under qemu when built) enroll, probe,"
+echo "   1/2, 1/4, 1/4, 1/8, 1/8, 1/16 enroll, probe,"
 echo "   and train mini with 24 layers under the even split, the paper's (sky), and optimal"
 "$B/bin/sky" bench fleet --out build/demo --steps "${SKY_DEMO_STEPS:-2}"
 echo "== Pictures: $(ls build/demo/*.svg | tr '\n' ' ')"
