@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define MAX_STEPS 256
 #define MAX_STAGES 64
@@ -363,35 +362,30 @@ exit:
 }
 
 /* The orchestrating script: $SKY_TOOLS, else tools/ under the working
- * directory, else beside the build (<repo>/build/<board>/bin/sky). */
+ * directory, else beside the build (<repo>/build/<board>/bin/sky). build
+ * gets <repo>/build/<board> ("" if unknown). */
 static int find_script(char *out, size_t cap, char *build, size_t bcap)
 {
-	char exe[1024];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	char bin[1024];
 	build[0] = 0;
-	if (n > 0) {
-		exe[n] = 0;
-		char *s = strrchr(exe, '/'); /* .../bin/sky -> .../bin */
+	if (sky_file_exe_dir(bin, sizeof bin) == 0) {
+		char *s = strrchr(bin, '/'); /* .../build/<board>/bin -> .../build/<board> */
 		if (s) {
 			*s = 0;
-			s = strrchr(exe, '/'); /* -> build/<board> */
-			if (s) {
-				*s = 0;
-				snprintf(build, bcap, "%s", exe);
-			}
+			snprintf(build, bcap, "%s", bin);
 		}
 	}
 	const char *env = getenv("SKY_TOOLS");
 	if (env) {
 		snprintf(out, cap, "%s/bench_fleet.sh", env);
-		return access(out, X_OK) == 0 ? 0 : SKY_ENOTFOUND;
+		return sky_file_is_exec(out) ? 0 : SKY_ENOTFOUND;
 	}
 	snprintf(out, cap, "tools/bench_fleet.sh");
-	if (access(out, X_OK) == 0)
+	if (sky_file_is_exec(out))
 		return 0;
 	if (build[0]) {
 		snprintf(out, cap, "%s/../../tools/bench_fleet.sh", build);
-		if (access(out, X_OK) == 0)
+		if (sky_file_is_exec(out))
 			return 0;
 	}
 	return SKY_ENOTFOUND;
@@ -419,7 +413,7 @@ int sky_bench_fleet(int argc, char **argv)
 	args[0] = script;
 	for (int i = 1; i < argc; i++)
 		args[i] = argv[i];
-	execv(script, args);
+	sky_file_exec(script, args);
 	fprintf(stderr, "sky bench fleet: cannot run %s\n", script);
 	free(args);
 	return 1;
