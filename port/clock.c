@@ -14,6 +14,14 @@ uint64_t sky_clock_ns(void)
 
 double sky_clock_s(void) { return (double)sky_clock_ns() * 1e-9; }
 
+double sky_clock_thread_cpu_s(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+		return 0;
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 int64_t sky_clock_unix(void)
 {
 	struct timespec ts;

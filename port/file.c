@@ -190,6 +190,18 @@ int sky_file_exe_dir(char *buf, size_t len)
 	return 0;
 }
 
+int sky_file_is_exec(const char *path)
+{
+	struct stat st;
+	return path && stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+int sky_file_exec(const char *path, char *const argv[])
+{
+	execv(path, argv);
+	return SKY_EIO;
+}
+
 int sky_file_is_dir(const char *path)
 {
 	struct stat st;

@@ -9,6 +9,9 @@
 uint64_t sky_clock_ns(void);
 /* Seconds (monotonic) as a double, for durations. */
 double sky_clock_s(void);
+/* CPU time the calling thread has used, in seconds (0 if the system cannot
+ * tell). */
+double sky_clock_thread_cpu_s(void);
 /* Wall-clock seconds since the Unix epoch. */
 int64_t sky_clock_unix(void);
 /* Writes "YYYY-MM-DDTHH:MM:SS.mmmZ" (needs 25 bytes); truncates safely. */

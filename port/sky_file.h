@@ -54,5 +54,11 @@ int sky_file_mkdirs(const char *dir, unsigned mode);
 int sky_file_mode(const char *path);
 /* Directory holding the running executable, into buf. Returns 0 or SKY_EIO. */
 int sky_file_exe_dir(char *buf, size_t len);
+/* Returns 1 if path is a file this process may execute, else 0. */
+int sky_file_is_exec(const char *path);
+/* Replaces this process with the program at path, given argv (NULL
+ * terminated; the environment is kept). Returns only if it cannot:
+ * SKY_EIO. */
+int sky_file_exec(const char *path, char *const argv[]);
 
 #endif

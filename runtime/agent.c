@@ -493,6 +493,7 @@ static int take_plan(agent *a, const char *topic, const char *msg, size_t len, i
 		refuse(a, p, stage, need, d.msg);
 		return rc;
 	}
+	next->tr.prof = &a->prof; /* skyd --speed: the stage computes as slowly as it probed */
 	char *env = malloc(len);
 	if (!env) {
 		sky_trainjob_free(next);

@@ -68,14 +68,15 @@ static void carve(sky_arena *a, const sky_model_cfg *c, probe_bufs *b)
 	b->scratch = sky_arena_floats(a, sky_layer_scratch_floats(c), SKY_LIFE_SCRATCH);
 }
 
-/* Times one phase, stretched to the profile's emulated speed. */
+/* Times one phase, stretched to the profile's emulated speed (from the
+ * thread's CPU time: see sky_profile_stretch_cpu). */
 #define TIMED(out, call) \
 	do { \
-		double t0_ = sky_clock_s(); \
+		double t0_ = sky_clock_s(), c0_ = sky_clock_thread_cpu_s(); \
 		call; \
 		double el_ = sky_clock_s() - t0_; \
 		if (prof) \
-			el_ += sky_profile_stretch(prof, el_); \
+			el_ += sky_profile_stretch_cpu(prof, el_, sky_clock_thread_cpu_s() - c0_); \
 		out = el_; \
 	} while (0)
 

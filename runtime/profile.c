@@ -222,3 +222,21 @@ double sky_profile_stretch(sky_profile *p, double elapsed_s)
 	p->owed_s -= ms / 1000.0;
 	return ms / 1000.0;
 }
+
+double sky_profile_stretch_cpu(sky_profile *p, double wall_s, double cpu_s)
+{
+	if (!(cpu_s > 0) || !(wall_s >= 0) || !(p->speed > 0) || p->speed >= 1.0)
+		return 0;
+	double owe = cpu_s / p->speed - wall_s;
+	if (owe <= 0)
+		return 0;
+	p->owed_s += owe;
+	double ms = floor(p->owed_s * 1000.0);
+	if (ms < 1)
+		return 0;
+	if (ms > 4e9)
+		ms = 4e9;
+	sky_sleep_ms((unsigned)ms);
+	p->owed_s -= ms / 1000.0;
+	return ms / 1000.0;
+}

@@ -71,5 +71,13 @@ int sky_profile_set_cores(sky_profile *p, double f, sky_diag *d);
  * below 1 ms is carried in p->owed_s to the next call: over many phases the
  * total matches. Returns the seconds slept now. Not thread-safe per profile. */
 double sky_profile_stretch(sky_profile *p, double elapsed_s);
+/* The same from the CPU time the phase used (sky_clock_thread_cpu_s): it is
+ * made to last cpu_s / speed in all, sleeping what its wall time wall_s has
+ * not already taken. On a loaded machine a phase's wall time grows while
+ * its CPU time does not, so a slowed board stays as slow as its speed says
+ * instead of taking the load 1/speed times (a phase that already took
+ * longer owes nothing, and no credit is carried). Returns the seconds slept
+ * now. Not thread-safe per profile. */
+double sky_profile_stretch_cpu(sky_profile *p, double wall_s, double cpu_s);
 
 #endif

@@ -10,7 +10,7 @@
  * Metrics, one JSON object per stage and step (SKY_METRICS_MAX_BYTES):
  *   {"v":1,"job":"j1","epoch":3,"stage":1,"board":"b02","step":2,"steps":5,
  *    "loss":0.69 (last stage only),"step_s":0.031,"busy":0.62,"wait_s":0.01,
- *    "send_s":0.001,"predicted_step_s":0.02,"frames_in":8,"frames_out":8,
+ *    "send_s":0.001,"predicted_step_s":0.02,"frames_in":8,"frames_out":8,"bytes_out":65600,
  *    "drops":{"epoch":1,...} (only non-zero reasons),
  *    "ops":[["F",0,0.12,1.5],["S",0,1.5,1.52],["W",1,1.6,2.0],...]}
  * ops are [kind, micro-batch, t0_ms, t1_ms] from the step's start: F

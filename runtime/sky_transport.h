@@ -31,6 +31,7 @@
 #include "sky_arena.h"
 #include "sky_err.h"
 #include "sky_frameseal.h"
+#include "sky_profile.h"
 #include "sky_stage.h"
 #include "sky_topics.h"
 
@@ -121,6 +122,13 @@ typedef struct sky_transport {
 	double step_t0;
 	double busy_s, wait_s, send_s;
 	char stall[256];             /* what the last stall was, "" if none */
+	/* optional (NULL: none): a board emulating a slower one (skyd --speed);
+	 * its forward and backward ops are stretched to their CPU time / speed
+	 * (sky_profile_stretch_cpu), as the probe's are, and recorded so.
+	 * cpu_mark: the thread's CPU time when the stage got control back from
+	 * the transport (an op's CPU time is counted from there) */
+	sky_profile *prof;
+	double cpu_mark;
 } sky_transport;
 
 /* Carves the transport's buffers from a (measuring or real) arena and,

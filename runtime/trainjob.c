@@ -176,9 +176,9 @@ static void publish_metrics(sky_trainjob *j, double step_s, float loss)
 	if (j->st.has_head)
 		PUT(",\"loss\":%.9g", (double)loss);
 	PUT(",\"step_s\":%.6f,\"busy\":%.4f,\"wait_s\":%.6f,\"send_s\":%.6f,\"predicted_step_s\":%g,"
-	    "\"frames_in\":%ld,\"frames_out\":%ld,\"drops\":{",
+	    "\"frames_in\":%ld,\"frames_out\":%ld,\"bytes_out\":%.0f,\"drops\":{",
 	    step_s, step_s > 0 ? t->busy_s / step_s : 0.0, t->wait_s, t->send_s,
-	    j->plan->train.predicted_step_s, t->frames_in, t->frames_out);
+	    j->plan->train.predicted_step_s, t->frames_in, t->frames_out, t->bytes_out);
 	int first = 1;
 	for (int i = 0; i < SKY_TDROP_N; i++)
 		if (t->drops[i]) {

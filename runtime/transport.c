@@ -131,6 +131,7 @@ void sky_transport_begin_step(sky_transport *t, int64_t step)
 	t->n_ev = 0;
 	t->busy_s = t->wait_s = t->send_s = 0;
 	t->step_t0 = sky_clock_s();
+	t->cpu_mark = sky_clock_thread_cpu_s();
 }
 
 /* ---- receiving ------------------------------------------------------------ */
@@ -496,11 +497,46 @@ static int io_share_norm(void *ctx, long step, const double *mine, int b0, int n
 
 static void io_event(void *ctx, char kind, int mb, double t0, double t1)
 {
-	add_event(ctx, kind, mb, t0, t1);
+	sky_transport *t = ctx;
+	if (t->prof && (kind == 'F' || kind == 'B')) {
+		t1 += sky_profile_stretch_cpu(t->prof, t1 - t0, sky_clock_thread_cpu_s() - t->cpu_mark);
+		t->cpu_mark = sky_clock_thread_cpu_s();
+	}
+	add_event(t, kind, mb, t0, t1);
+}
+
+/* With an emulated speed, the stage computes from when a transport call
+ * returns: the CPU time of an op is counted from there (t->cpu_mark). */
+static int io_recv_m(void *ctx, int dir, long step, int mb, const float **data)
+{
+	sky_transport *t = ctx;
+	int rc = io_recv(ctx, dir, step, mb, data);
+	t->cpu_mark = sky_clock_thread_cpu_s();
+	return rc;
+}
+
+static int io_send_m(void *ctx, int dir, long step, int mb, float *buf, size_t n)
+{
+	sky_transport *t = ctx;
+	int rc = io_send(ctx, dir, step, mb, buf, n);
+	t->cpu_mark = sky_clock_thread_cpu_s();
+	return rc;
+}
+
+static int io_share_norm_m(void *ctx, long step, const double *mine, int b0, int n, double *all,
+			   int n_all)
+{
+	sky_transport *t = ctx;
+	int rc = io_share_norm(ctx, step, mine, b0, n, all, n_all);
+	t->cpu_mark = sky_clock_thread_cpu_s();
+	return rc;
 }
 
 sky_stage_io sky_transport_io(sky_transport *t)
 {
+	if (t->prof)
+		return (sky_stage_io){.ctx = t, .recv = io_recv_m, .release = io_release,
+				      .send = io_send_m, .share_norm = io_share_norm_m, .event = io_event};
 	return (sky_stage_io){.ctx = t, .recv = io_recv, .release = io_release, .send = io_send,
 			      .share_norm = io_share_norm, .event = io_event};
 }

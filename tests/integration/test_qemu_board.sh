@@ -3,10 +3,10 @@
 # the aarch64 skyd (make BOARD=generic-aarch64) under qemu-aarch64 -L /
 # -cpu max enrolls from a claim token, probes the job's shapes within its
 # bound, reports its capabilities and accepts its part of a signed plan next
-# to two native boards emulating 1/25 and 1/50 of a core (skyd --speed; the
+# to two native boards emulating 1/50 and 1/100 of a core (skyd --speed; the
 # fleet's total stays under this machine's cores). The planner (optimal)
-# must give each board a share that fits its measured speed: the 1/50 board
-# reports slower layers and gets fewer half-layers than the 1/25 one, and
+# must give each board a share that fits its measured speed: the 1/100 board
+# reports slower layers and gets fewer half-layers than the 1/50 one, and
 # the qemu board (slower still) fewer than either but at least one. The
 # native boards are slowed that far because against a native core the qemu
 # board (30-100 s per mini layer) is so slow that optimal leaves it out.
@@ -31,8 +31,12 @@ QEMU="timeout -s KILL 600 qemu-aarch64 -L / -cpu max"
 MODEL=mini
 BATCH=2 # sequences per micro-batch: keeps the natives' stage arenas small
 LAYERS=32 # 64 half-layers: the natives' bottleneck stays above one qemu half-layer
-SPEED1=0.04
-SPEED2=0.02
+# (the emulated speed counts CPU time since the stretch went by it; with the
+# wall-time stretch a loaded machine had slowed the natives further, and at
+# 0.04 and 0.02 optimal left the qemu board out: 0.39 and 0.91 s per layer
+# against its 5.4 s)
+SPEED1=0.02
+SPEED2=0.01
 . tests/integration/lib.sh
 
 sky_test_workdir qemu
@@ -172,11 +176,11 @@ else
 fi
 
 # ---- a job: every board, the qemu one included, takes its part -------------
-# the bottleneck objective: with 2 micro-batches the step objective rightly
-# leaves a 20x slower board out (its stage would lengthen fill and drain);
-# this test is about the share a slow board gets when it is in the plan
+# the bottleneck objective: the step objective may rightly leave a board this
+# much slower out (its stage lengthens fill and drain); this test is about
+# the share a slow board gets when it is in the plan
 "$SKY" job submit --pki "$PKI" --broker "$BR" --model $MODEL --layers $LAYERS --job jq \
-	--batch $BATCH --micro-batches 2 --min-boards 3 --algo optimal --objective bottleneck --wait 120 --json >"$W/job.json" 2>"$W/job.err"
+	--batch $BATCH --micro-batches 8 --min-boards 3 --algo optimal --objective bottleneck --wait 120 --json >"$W/job.json" 2>"$W/job.err"
 rc=$?
 if [ $rc -eq 0 ] && grep -q '"accepted":3,' "$W/job.json"; then
 	pass qemu_plan_accepted_by_all_three

@@ -196,6 +196,36 @@ SKY_TEST(stretch_sleeps_the_difference_and_carries_the_remainder)
 	SKY_EXPECT(sky_profile_stretch(&p, -1.0) == 0);
 }
 
+/* skyd --speed from CPU time: a phase lasts cpu / speed in all, whatever
+ * load stretched its wall time; what the wall time already took is not
+ * slept again, and a phase that took longer owes nothing (no credit). */
+SKY_TEST(stretch_cpu_makes_a_phase_last_its_cpu_time_over_speed)
+{
+	sky_profile p;
+	sky_profile_defaults(&p);
+	SKY_EXPECT(sky_profile_stretch_cpu(&p, 0.01, 0.01) == 0); /* full speed */
+	p.speed = 0.25;
+	/* 10 ms of CPU in 10 ms: 40 ms in all, 30 ms of sleep */
+	SKY_EXPECT_NEAR(sky_profile_stretch_cpu(&p, 0.010, 0.010), 0.030, 1e-12);
+	/* the same 10 ms of CPU took 25 ms on a busy machine: 15 ms of sleep,
+	 * where the wall-time stretch would sleep 75 */
+	SKY_EXPECT_NEAR(sky_profile_stretch_cpu(&p, 0.025, 0.010), 0.015, 1e-12);
+	/* longer than cpu / speed already: nothing, and nothing carried */
+	SKY_EXPECT(sky_profile_stretch_cpu(&p, 0.050, 0.010) == 0);
+	SKY_EXPECT(p.owed_s == 0);
+	SKY_EXPECT_NEAR(sky_profile_stretch_cpu(&p, 0.010, 0.010), 0.030, 1e-12);
+	SKY_EXPECT(sky_profile_stretch_cpu(&p, 0.010, -1.0) == 0);
+	/* the thread's CPU clock moves with work, not with sleep */
+	double c0 = sky_clock_thread_cpu_s();
+	sky_sleep_ms(20);
+	double c1 = sky_clock_thread_cpu_s();
+	volatile double x = 0;
+	for (int i = 0; i < 20000000 && sky_clock_thread_cpu_s() - c1 < 0.005; i++)
+		x += i;
+	SKY_EXPECT(c1 > 0 && c1 - c0 < 0.015);
+	SKY_EXPECT(sky_clock_thread_cpu_s() - c1 > 0);
+}
+
 SKY_TEST(threads_reach_openblas)
 {
 	sky_profile p;

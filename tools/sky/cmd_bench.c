@@ -5,12 +5,15 @@
 #include <stdio.h>
 #include <string.h>
 
+int sky_bench_fleet(int argc, char **argv);
 int sky_bench_frame(int argc, char **argv);
 int sky_bench_layer(int argc, char **argv);
 int sky_bench_planner(int argc, char **argv);
 int sky_bench_probe(int argc, char **argv);
 
 static const sky_cmd k_benches[] = {
+	{"fleet", "a loopback fleet of six boards trains under even, sky, optimal (--json)",
+	 sky_bench_fleet},
 	{"frame", "CRC32C, and tensor frame pack+unpack plain vs sealed (AES-GCM), 1 and 3 MiB",
 	 sky_bench_frame},
 	{"layer", "one encoder layer fwd and fwd+bwd vs OpenBLAS sgemm (--precision fp32|int8)",
@@ -49,7 +52,7 @@ int sky_cmd_bench(int argc, char **argv)
 		if (strcmp(argv[sub], k_benches[i].name) == 0)
 			return k_benches[i].run(argc - sub, argv + sub);
 	}
-	fprintf(stderr, "sky bench: unknown benchmark '%s' (frame, layer, planner, probe)\n",
+	fprintf(stderr, "sky bench: unknown benchmark '%s' (fleet, frame, layer, planner, probe)\n",
 		argv[sub]);
 	return 2;
 }

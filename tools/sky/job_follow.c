@@ -30,6 +30,7 @@
 
 typedef struct follow_opts {
 	const char *job, *pki, *broker, *out;
+	const char *events; /* watch: every metrics message and the plan, a line each */
 	double timeout_s;
 	int json;
 } follow_opts;
@@ -38,10 +39,11 @@ static int parse_opts(const char *cmd, int argc, char **argv, follow_opts *o, in
 {
 	memset(o, 0, sizeof *o);
 	o->timeout_s = 600;
-	enum { O_PKI = SKY_OPT_FIRST, O_BROKER, O_OUT, O_TIMEOUT, O_JSON };
+	enum { O_PKI = SKY_OPT_FIRST, O_BROKER, O_OUT, O_EVENTS, O_TIMEOUT, O_JSON };
 	static const struct option k_opts[] = {{"pki", required_argument, NULL, O_PKI},
 					       {"broker", required_argument, NULL, O_BROKER},
 					       {"out", required_argument, NULL, O_OUT},
+					       {"events", required_argument, NULL, O_EVENTS},
 					       {"timeout", required_argument, NULL, O_TIMEOUT},
 					       {"json", no_argument, NULL, O_JSON},
 					       SKY_OPT_STD,
@@ -55,7 +57,12 @@ static int parse_opts(const char *cmd, int argc, char **argv, follow_opts *o, in
 		switch (c) {
 		case SKY_OPT_HELP:
 			printf("usage: sky job %s JOB --pki DIR --broker HOST:PORT%s [--timeout S]%s\n",
-			       cmd, need_out ? " --out F.safetensors" : "", need_out ? "" : " [--json]");
+			       cmd, need_out ? " --out F.safetensors" : "",
+			       need_out ? "" : " [--json] [--events F.jsonl]");
+			if (!need_out)
+				printf("--events F.jsonl: also write each stage's metrics message as received,\n"
+				       "one a line, and at the end the signed plan's payload as {\"plan\":...}\n"
+				       "(what `sky bench fleet --analyze` reads)\n");
 			return 1;
 		case SKY_OPT_VERSION:
 			return 1;
@@ -74,6 +81,13 @@ static int parse_opts(const char *cmd, int argc, char **argv, follow_opts *o, in
 				return -1;
 			}
 			o->out = v;
+			break;
+		case O_EVENTS:
+			if (need_out) {
+				fprintf(stderr, "sky job %s: unknown option '%s' (see --help)\n", cmd, a);
+				return -1;
+			}
+			o->events = v;
 			break;
 		case O_TIMEOUT:
 			if (sky_cli_double(cmd, a, v, 0.1, 1e6, &o->timeout_s))
@@ -221,11 +235,16 @@ int sky_job_watch(int argc, char **argv)
 	sky_diag d;
 	sky_diag_clear(&d);
 	int rc = 1;
+	FILE *ev = NULL;
 	step_row *rows = calloc(MAX_STEPS + 1, sizeof *rows);
 	sky_mqtt *m = connect_follow("watch", &o, f, &d);
 	if (!rows || !m || sky_mqtt_subscribe(m, f->metrics_topic, 1, 5000, &d) != 0 ||
 	    sky_mqtt_subscribe(m, f->plan_topic, 1, 5000, &d) != 0) {
 		fprintf(stderr, "sky job watch: %s\n", d.msg[0] ? d.msg : "out of memory");
+		goto exit;
+	}
+	if (o.events && !(ev = fopen(o.events, "w"))) {
+		fprintf(stderr, "sky job watch: cannot write %s\n", o.events);
 		goto exit;
 	}
 	double end = sky_clock_s() + o.timeout_s;
@@ -236,6 +255,10 @@ int sky_job_watch(int argc, char **argv)
 		int n_stages = f->have_plan ? f->plan.n_stages : 0;
 		double predicted = f->have_plan ? f->plan.train.predicted_step_s : 0;
 		for (int i = 0; i < f->n_lines; i++) {
+			if (ev && !memchr(f->lines[i], '\n', f->line_len[i])) {
+				fwrite(f->lines[i], 1, f->line_len[i], ev);
+				fputc('\n', ev);
+			}
 			sky_diag jd;
 			cJSON *doc = sky_json_parse(f->lines[i], f->line_len[i], &jd);
 			int stage = -1, step = 0;
@@ -293,7 +316,17 @@ int sky_job_watch(int argc, char **argv)
 	}
 	if (rc && !stalled)
 		fprintf(stderr, "sky job watch: job %s did not end within %g s\n", o.job, o.timeout_s);
+	if (ev && f->have_plan) {
+		static char pbuf[SKY_SIGN_MAX_PAYLOAD + 1];
+		int pn = sky_planmsg_encode(&f->plan, pbuf, sizeof pbuf, &d);
+		if (pn > 0)
+			fprintf(ev, "{\"plan\":%.*s}\n", pn, pbuf);
+	}
 exit:
+	if (ev && fclose(ev) != 0) {
+		fprintf(stderr, "sky job watch: cannot write %s\n", o.events);
+		rc = 1;
+	}
 	sky_mqtt_close(m, 1000);
 	mbedtls_x509_crt_free(&f->planner);
 	free(rows);

@@ -1,0 +1,438 @@
+/* sky bench fleet: the fleet trains under each algorithm, measured.
+ *
+ * Two halves. The processes (a loopback TLS broker, skyplan, the boards,
+ * a job per algorithm) are orchestrated by tools/bench_fleet.sh, which
+ * `sky bench fleet` runs. What a job measured is read here, in C, from the
+ * file `sky job watch --events` wrote (each stage's metrics message per
+ * step, then the signed plan's payload): `sky bench fleet --analyze`
+ * prints one JSON object for the job and can draw one step's measured
+ * pipeline time line (planner/sky_svg.h).
+ *
+ * The measured step of a training step is its slowest stage's step_s (the
+ * stages meet at the end of a step in the clip-norm exchange); the figure
+ * reported is the median over the steps after the --skip warm-up ones. */
+#include "sky_cli.h"
+#include "sky_err.h"
+#include "sky_file.h"
+#include "sky_json.h"
+#include "sky_opt.h"
+#include "sky_planmsg.h"
+#include "sky_sign.h"
+#include "sky_svg.h"
+#include "sky_topics.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_STEPS 256
+#define MAX_STAGES 64
+#define MAX_SPANS 65536
+
+/* one stage's report of one step */
+typedef struct stage_step {
+	int seen;
+	double step_s, send_s, wait_s, bytes_out, loss;
+	int has_loss;
+} stage_step;
+
+typedef struct job_events {
+	sky_planmsg plan;
+	int have_plan;
+	int n_stages; /* from the plan, else the largest stage seen + 1 */
+	int last_step;
+	stage_step at[MAX_STEPS + 1][MAX_STAGES];
+	sky_svg_span *spans; /* ops of the step asked for (timeline_step) */
+	size_t n_spans;
+	int timeline_step;
+} job_events;
+
+static void add_ops(job_events *e, const cJSON *ops, int stage)
+{
+	const cJSON *op;
+	cJSON_ArrayForEach(op, ops)
+	{
+		if (!cJSON_IsArray(op) || cJSON_GetArraySize(op) != 4 || e->n_spans >= MAX_SPANS)
+			continue;
+		const cJSON *k = cJSON_GetArrayItem(op, 0), *mb = cJSON_GetArrayItem(op, 1),
+			    *t0 = cJSON_GetArrayItem(op, 2), *t1 = cJSON_GetArrayItem(op, 3);
+		if (!cJSON_IsString(k) || !k->valuestring[0] || !cJSON_IsNumber(mb) ||
+		    !cJSON_IsNumber(t0) || !cJSON_IsNumber(t1) || t1->valuedouble < t0->valuedouble)
+			continue;
+		e->spans[e->n_spans++] = (sky_svg_span){.stage = stage,
+							 .kind = k->valuestring[0],
+							 .mb = mb->valueint,
+							 .t0_s = t0->valuedouble / 1e3,
+							 .t1_s = t1->valuedouble / 1e3};
+	}
+}
+
+/* Reads an events file. timeline_step: whose ops to keep (0: none).
+ * Returns 0, SKY_EIO (cannot read) or SKY_EFORMAT (no step in it). */
+static int load_events(const char *path, job_events *e, int timeline_step, sky_diag *d)
+{
+	memset(e, 0, sizeof *e);
+	e->timeline_step = timeline_step;
+	size_t cap = SKY_SIGN_MAX_PAYLOAD + 64;
+	char *line = malloc(cap);
+	e->spans = malloc(MAX_SPANS * sizeof *e->spans);
+	FILE *fp = fopen(path, "r");
+	int rc = SKY_EIO;
+	if (!line || !e->spans) {
+		rc = SKY_ENOMEM;
+		sky_diag_set(d, rc, "out of memory");
+		goto exit;
+	}
+	if (!fp) {
+		sky_diag_set(d, rc, "cannot read %s", path);
+		goto exit;
+	}
+	int max_stage = -1;
+	while (fgets(line, (int)cap, fp)) {
+		size_t n = strlen(line);
+		while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+			line[--n] = 0;
+		static const char pre[] = "{\"plan\":";
+		if (!strncmp(line, pre, sizeof pre - 1) && n > sizeof pre) {
+			if (sky_planmsg_decode(line + sizeof pre - 1, n - sizeof pre, &e->plan, NULL) == 0)
+				e->have_plan = 1;
+			continue;
+		}
+		cJSON *doc = sky_json_parse(line, n, NULL);
+		int stage = -1, step = 0;
+		if (!doc || sky_json_int(doc, "stage", 0, MAX_STAGES - 1, &stage, "m", NULL) != 0 ||
+		    sky_json_int(doc, "step", 1, MAX_STEPS, &step, "m", NULL) != 0 ||
+		    cJSON_GetObjectItemCaseSensitive(doc, "done") ||
+		    cJSON_GetObjectItemCaseSensitive(doc, "stall")) {
+			sky_json_free(doc);
+			continue;
+		}
+		stage_step *s = &e->at[step][stage];
+		s->seen = 1;
+		sky_json_num(doc, "step_s", 0, 1e9, &s->step_s, "m", NULL);
+		sky_json_num(doc, "send_s", 0, 1e9, &s->send_s, "m", NULL);
+		sky_json_num(doc, "wait_s", 0, 1e9, &s->wait_s, "m", NULL);
+		sky_json_num(doc, "bytes_out", 0, 1e18, &s->bytes_out, "m", NULL);
+		if (sky_json_num(doc, "loss", -1e30, 1e30, &s->loss, "m", NULL) == 0)
+			s->has_loss = 1;
+		if (step == timeline_step)
+			add_ops(e, cJSON_GetObjectItemCaseSensitive(doc, "ops"), stage);
+		if (step > e->last_step)
+			e->last_step = step;
+		if (stage > max_stage)
+			max_stage = stage;
+		sky_json_free(doc);
+	}
+	e->n_stages = e->have_plan ? e->plan.n_stages : max_stage + 1;
+	if (e->n_stages > MAX_STAGES)
+		e->n_stages = MAX_STAGES;
+	rc = 0;
+	if (e->last_step < 1) {
+		rc = SKY_EFORMAT;
+		sky_diag_set(d, rc, "%s holds no step's metrics", path);
+	}
+exit:
+	if (fp)
+		fclose(fp);
+	free(line);
+	return rc;
+}
+
+/* A step every stage reported. */
+static int step_complete(const job_events *e, int step)
+{
+	for (int k = 0; k < e->n_stages; k++)
+		if (!e->at[step][k].seen)
+			return 0;
+	return 1;
+}
+
+static double step_time(const job_events *e, int step)
+{
+	double m = 0;
+	for (int k = 0; k < e->n_stages; k++)
+		if (e->at[step][k].step_s > m)
+			m = e->at[step][k].step_s;
+	return m;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+typedef struct job_figures {
+	int timed;                 /* steps measured */
+	double step_s;             /* median of the slowest stage's step_s */
+	double comm_share;         /* sum send_s / sum step_s over stages and timed steps */
+	double wait_share;         /* sum wait_s / sum step_s */
+	double frame_MBps;         /* bytes every stage sent in a step / the step */
+	double loss;               /* the last step's */
+	int median_step;           /* the step whose time is the median */
+} job_figures;
+
+static int figures(const job_events *e, int skip, job_figures *o, sky_diag *d)
+{
+	memset(o, 0, sizeof *o);
+	double t[MAX_STEPS];
+	int steps[MAX_STEPS];
+	double sum_step = 0, sum_send = 0, sum_wait = 0, bytes = 0, secs = 0;
+	for (int s = skip + 1; s <= e->last_step; s++) {
+		if (!step_complete(e, s))
+			continue;
+		steps[o->timed] = s;
+		t[o->timed++] = step_time(e, s);
+		for (int k = 0; k < e->n_stages; k++) {
+			const stage_step *x = &e->at[s][k];
+			sum_step += x->step_s;
+			sum_send += x->send_s;
+			sum_wait += x->wait_s;
+			/* bytes_out counts from the job's start: this step's is the difference */
+			if (s > 1 && e->at[s - 1][k].seen)
+				bytes += x->bytes_out - e->at[s - 1][k].bytes_out;
+		}
+		secs += step_time(e, s);
+	}
+	if (o->timed == 0) {
+		sky_diag_set(d, SKY_EFORMAT, "no complete step after the %d warm-up step%s", skip,
+			     skip == 1 ? "" : "s");
+		return SKY_EFORMAT;
+	}
+	double sorted[MAX_STEPS];
+	memcpy(sorted, t, (size_t)o->timed * sizeof *t);
+	qsort(sorted, (size_t)o->timed, sizeof *sorted, cmp_double);
+	o->step_s = o->timed % 2 ? sorted[o->timed / 2]
+				 : 0.5 * (sorted[o->timed / 2 - 1] + sorted[o->timed / 2]);
+	o->median_step = steps[0];
+	double best = INFINITY;
+	for (int i = 0; i < o->timed; i++)
+		if (fabs(t[i] - o->step_s) < best) {
+			best = fabs(t[i] - o->step_s);
+			o->median_step = steps[i];
+		}
+	o->comm_share = sum_step > 0 ? sum_send / sum_step : 0;
+	o->wait_share = sum_step > 0 ? sum_wait / sum_step : 0;
+	o->frame_MBps = secs > 0 ? bytes / secs / 1e6 : 0;
+	for (int s = e->last_step; s >= 1; s--)
+		for (int k = 0; k < e->n_stages; k++)
+			if (e->at[s][k].has_loss) {
+				o->loss = e->at[s][k].loss;
+				s = 0;
+				break;
+			}
+	return 0;
+}
+
+static int write_timeline(const job_events *e, const char *algo, int step, const char *path,
+			  sky_diag *d)
+{
+	const char *labels[MAX_STAGES];
+	static char names[MAX_STAGES][SKY_TOPIC_SEGMENT_MAX + 32];
+	for (int k = 0; k < e->n_stages; k++) {
+		if (e->have_plan)
+			snprintf(names[k], sizeof names[k], "%d %s h%d-%d", k, e->plan.stages[k].board,
+				 e->plan.stages[k].first, e->plan.stages[k].last);
+		else
+			snprintf(names[k], sizeof names[k], "stage %d", k);
+		labels[k] = names[k];
+	}
+	char title[200];
+	snprintf(title, sizeof title, "%s: measured step %d, %.2f s (each lane from its stage's step start)",
+		 algo, step, step_time(e, step));
+	size_t cap = 4u << 20;
+	char *buf = malloc(cap);
+	if (!buf) {
+		sky_diag_set(d, SKY_ENOMEM, "out of memory");
+		return SKY_ENOMEM;
+	}
+	int n = sky_svg_timeline(e->spans, e->n_spans, e->n_stages, labels, title, buf, cap);
+	int rc = n < 0 ? n : sky_file_write(path, buf, (size_t)n, 0644);
+	if (rc)
+		sky_diag_set(d, rc, "cannot draw or write %s: %s", path, sky_strerror(rc));
+	free(buf);
+	return rc;
+}
+
+static void usage(FILE *to)
+{
+	fprintf(to,
+		"usage: sky bench fleet [--json] [options of tools/bench_fleet.sh, see --help there]\n"
+		"       sky bench fleet --analyze EVENTS [--algo NAME] [--skip K] [--even-step S]\n"
+		"                       [--plaintext EVENTS] [--svg F.svg]\n"
+		"Without --analyze: runs tools/bench_fleet.sh (a loopback broker, skyplan, the\n"
+		"demo fleet, one training job per algorithm) with this build's binaries.\n"
+		"--analyze reads what `sky job watch --events` wrote for one job and prints one JSON\n"
+		"object: step_s_measured (median over the steps after K warm-up ones, default 1, of\n"
+		"the slowest stage's step), step_s_predicted (the plan's simulated step),\n"
+		"speedup_vs_even (S / measured, with --even-step S), comm_share (time sending\n"
+		"frames over stage time), wait_share (waiting for frames), frame_MBps (bytes sent\n"
+		"per step over the step), loss (last), the plan's stages; with --plaintext the same\n"
+		"job's plaintext-frames run: encryption_cost_s_per_step = measured - plaintext.\n"
+		"--svg draws the median step's measured time line per stage.\n");
+}
+
+static int analyze(int argc, char **argv)
+{
+	const char *events = NULL, *plain = NULL, *svg = NULL, *algo = NULL;
+	double even = 0;
+	long skip = 1;
+	enum { O_ANALYZE = SKY_OPT_FIRST, O_PLAIN, O_SVG, O_ALGO, O_EVEN, O_SKIP };
+	static const struct option k_opts[] = {{"analyze", required_argument, NULL, O_ANALYZE},
+					       {"plaintext", required_argument, NULL, O_PLAIN},
+					       {"svg", required_argument, NULL, O_SVG},
+					       {"algo", required_argument, NULL, O_ALGO},
+					       {"even-step", required_argument, NULL, O_EVEN},
+					       {"skip", required_argument, NULL, O_SKIP},
+					       SKY_OPT_STD,
+					       {0}};
+	sky_opt op;
+	sky_opt_begin(&op, "sky bench fleet", argc, argv, k_opts, 0);
+	for (int c; (c = sky_opt_next(&op)) != SKY_OPT_END;) {
+		const char *a = op.name, *v = op.arg;
+		switch (c) {
+		case SKY_OPT_HELP:
+			usage(stdout);
+			return 0;
+		case SKY_OPT_VERSION:
+			return 0;
+		case O_ANALYZE:
+			events = v;
+			break;
+		case O_PLAIN:
+			plain = v;
+			break;
+		case O_SVG:
+			svg = v;
+			break;
+		case O_ALGO:
+			algo = v;
+			break;
+		case O_EVEN:
+			if (sky_cli_double("bench fleet", a, v, 0, 1e9, &even))
+				return 2;
+			break;
+		case O_SKIP:
+			if (sky_cli_int("bench fleet", a, v, 0, MAX_STEPS - 1, &skip))
+				return 2;
+			break;
+		default:
+			return 2;
+		}
+	}
+	if (op.next < argc) {
+		fprintf(stderr, "sky bench fleet: unexpected argument '%s'\n", argv[op.next]);
+		return 2;
+	}
+	int rc = 1;
+	sky_diag d;
+	sky_diag_clear(&d);
+	job_events *e = calloc(1, sizeof *e), *p = plain ? calloc(1, sizeof *p) : NULL;
+	job_figures f, fp;
+	if (!e || (plain && !p)) {
+		fprintf(stderr, "sky bench fleet: out of memory\n");
+		goto exit;
+	}
+	if (load_events(events, e, 0, &d) != 0 || figures(e, (int)skip, &f, &d) != 0)
+		goto fail;
+	free(e->spans);
+	if (load_events(events, e, f.median_step, &d) != 0)
+		goto fail;
+	if (plain && (load_events(plain, p, 0, &d) != 0 || figures(p, (int)skip, &fp, &d) != 0))
+		goto fail;
+	if (!algo)
+		algo = e->have_plan ? e->plan.algo : "?";
+	if (svg && write_timeline(e, algo, f.median_step, svg, &d) != 0)
+		goto fail;
+	printf("{\"algo\":\"%s\",\"job\":\"%s\",\"stages\":%d,\"steps_timed\":%d,"
+	       "\"step_s_measured\":%.6f,\"step_s_predicted\":%.6f,",
+	       algo, e->have_plan ? e->plan.job : "", e->n_stages, f.timed, f.step_s,
+	       e->have_plan ? e->plan.train.predicted_step_s : 0.0);
+	if (even > 0)
+		printf("\"speedup_vs_even\":%.4f,", even / f.step_s);
+	if (e->have_plan && e->plan.train.predicted_step_s > 0)
+		printf("\"measured_over_predicted\":%.4f,", f.step_s / e->plan.train.predicted_step_s);
+	printf("\"comm_share\":%.4f,\"wait_share\":%.4f,\"frame_MBps\":%.3f,\"loss\":%.6f,"
+	       "\"sealed\":%s,",
+	       f.comm_share, f.wait_share, f.frame_MBps, f.loss,
+	       e->have_plan && e->plan.train.sealed ? "true" : "false");
+	if (plain)
+		printf("\"step_s_plaintext\":%.6f,\"encryption_cost_s_per_step\":%.6f,", fp.step_s,
+		       f.step_s - fp.step_s);
+	printf("\"plan\":[");
+	for (int k = 0; e->have_plan && k < e->plan.n_stages; k++)
+		printf("%s{\"stage\":%d,\"board\":\"%s\",\"first\":%d,\"last\":%d}", k ? "," : "", k,
+		       e->plan.stages[k].board, e->plan.stages[k].first, e->plan.stages[k].last);
+	printf("]}\n");
+	rc = 0;
+	goto exit;
+fail:
+	fprintf(stderr, "sky bench fleet: %s\n", d.msg);
+exit:
+	if (e)
+		free(e->spans);
+	if (p)
+		free(p->spans);
+	free(e);
+	free(p);
+	return rc;
+}
+
+/* The orchestrating script: $SKY_TOOLS, else tools/ under the working
+ * directory, else beside the build (<repo>/build/<board>/bin/sky). build
+ * gets <repo>/build/<board> ("" if unknown). */
+static int find_script(char *out, size_t cap, char *build, size_t bcap)
+{
+	char bin[1024];
+	build[0] = 0;
+	if (sky_file_exe_dir(bin, sizeof bin) == 0) {
+		char *s = strrchr(bin, '/'); /* .../build/<board>/bin -> .../build/<board> */
+		if (s) {
+			*s = 0;
+			snprintf(build, bcap, "%s", bin);
+		}
+	}
+	const char *env = getenv("SKY_TOOLS");
+	if (env) {
+		snprintf(out, cap, "%s/bench_fleet.sh", env);
+		return sky_file_is_exec(out) ? 0 : SKY_ENOTFOUND;
+	}
+	snprintf(out, cap, "tools/bench_fleet.sh");
+	if (sky_file_is_exec(out))
+		return 0;
+	if (build[0]) {
+		snprintf(out, cap, "%s/../../tools/bench_fleet.sh", build);
+		if (sky_file_is_exec(out))
+			return 0;
+	}
+	return SKY_ENOTFOUND;
+}
+
+int sky_bench_fleet(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--analyze") || !strncmp(argv[i], "--analyze=", 10))
+			return analyze(argc, argv);
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+			usage(stdout); /* and the script's own below */
+	char script[1200], build[1024];
+	if (find_script(script, sizeof script, build, sizeof build) != 0) {
+		fprintf(stderr, "sky bench fleet: tools/bench_fleet.sh not found (run from the "
+				"repository, or set SKY_TOOLS to its tools/ directory)\n");
+		return 1;
+	}
+	if (build[0] && !getenv("SKY_BUILD"))
+		setenv("SKY_BUILD", build, 1);
+	char **args = calloc((size_t)argc + 2, sizeof *args);
+	if (!args)
+		return 1;
+	args[0] = script;
+	for (int i = 1; i < argc; i++)
+		args[i] = argv[i];
+	sky_file_exec(script, args);
+	fprintf(stderr, "sky bench fleet: cannot run %s\n", script);
+	free(args);
+	return 1;
+}
