@@ -191,8 +191,10 @@ for case in "forged|$SIG signature does not verify with sky-planner's key" \
 		continue
 	fi
 	before=$(grep -cF "$why" "$W/b01.log")
-	mosquitto_pub $(planner_tls) -t sky/v1/job/j1/plan -f "$W/$kind.env" 2>/dev/null
-	WAIT_S=5
+	# (the planner's certificate: the broker names this client sky-planner and
+	# closes skyplan's connection meanwhile; skyplan reconnects on its own)
+	mosquitto_pub $(planner_tls) -q 1 -t sky/v1/job/j1/plan -f "$W/$kind.env" 2>/dev/null
+	WAIT_S=15 # a deadline, not a delay: seen to need more than 5 s once on a loaded machine
 	rejected_for() { [ "$(grep -cF "$why" "$W/b01.log")" -gt "$before" ]; }
 	if wait_for rejected_for && [ "$(cat "$W/b01/state/epoch" 2>/dev/null)" = "$held" ]; then
 		pass "fleet_${kind}_plan_rejected"
