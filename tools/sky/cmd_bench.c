@@ -32,27 +32,6 @@ static void usage(FILE *to)
 
 int sky_cmd_bench(int argc, char **argv)
 {
-	int sub;
-	switch (sky_cli_sub("sky bench", argc, argv, &sub)) {
-	case SKY_OPT_HELP:
-		usage(stdout);
-		return 0;
-	case SKY_OPT_VERSION:
-		return 0;
-	case SKY_OPT_END:
-		break;
-	default:
-		return 2;
-	}
-	if (sub >= argc) {
-		usage(stderr);
-		return 2;
-	}
-	for (size_t i = 0; i < sizeof k_benches / sizeof k_benches[0]; i++) {
-		if (strcmp(argv[sub], k_benches[i].name) == 0)
-			return k_benches[i].run(argc - sub, argv + sub);
-	}
-	fprintf(stderr, "sky bench: unknown benchmark '%s' (fleet, frame, layer, planner, probe)\n",
-		argv[sub]);
-	return 2;
+	return sky_cli_dispatch("sky bench", argc, argv, k_benches,
+				sizeof k_benches / sizeof k_benches[0], usage);
 }

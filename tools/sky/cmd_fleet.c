@@ -199,24 +199,6 @@ static int status(int argc, char **argv)
 
 int sky_cmd_fleet(int argc, char **argv)
 {
-	int sub;
-	switch (sky_cli_sub("sky fleet", argc, argv, &sub)) {
-	case SKY_OPT_HELP:
-		usage(stdout);
-		return 0;
-	case SKY_OPT_VERSION:
-		return 0;
-	case SKY_OPT_END:
-		break;
-	default:
-		return 2;
-	}
-	if (sub >= argc) {
-		usage(stderr);
-		return 2;
-	}
-	if (!strcmp(argv[sub], "status"))
-		return status(argc - sub, argv + sub);
-	fprintf(stderr, "sky fleet: unknown subcommand '%s' (status)\n", argv[sub]);
-	return 2;
+	static const sky_cmd subs[] = {{"status", "the fleet skyplan knows", status}};
+	return sky_cli_dispatch("sky fleet", argc, argv, subs, sizeof subs / sizeof subs[0], usage);
 }

@@ -553,32 +553,11 @@ fail:
 
 int sky_cmd_job(int argc, char **argv)
 {
-	int sub;
-	switch (sky_cli_sub("sky job", argc, argv, &sub)) {
-	case SKY_OPT_HELP:
-		usage(stdout);
-		return 0;
-	case SKY_OPT_VERSION:
-		return 0;
-	case SKY_OPT_END:
-		break;
-	default:
-		return 2;
-	}
-	if (sub >= argc) {
-		usage(stderr);
-		return 2;
-	}
-	argc -= sub;
-	argv += sub;
-	if (!strcmp(argv[0], "submit"))
-		return cmd_submit(argc, argv);
-	if (!strcmp(argv[0], "watch"))
-		return sky_job_watch(argc, argv);
-	if (!strcmp(argv[0], "collect"))
-		return sky_job_collect(argc, argv);
-	if (!strcmp(argv[0], "frame"))
-		return sky_job_frame(argc, argv);
-	fprintf(stderr, "sky job: unknown subcommand '%s' (submit, watch, collect)\n", argv[0]);
-	return 2;
+	static const sky_cmd subs[] = {
+		{"submit", "hand a job to skyplan", cmd_submit},
+		{"watch", "one line per training step", sky_job_watch},
+		{"collect", "the trained parts into one safetensors file", sky_job_collect},
+		{"frame", "craft a tensor frame (tests)", sky_job_frame},
+	};
+	return sky_cli_dispatch("sky job", argc, argv, subs, sizeof subs / sizeof subs[0], usage);
 }

@@ -599,41 +599,19 @@ exit:
 	return rc ? 1 : 0;
 }
 
+static int cmd_sign_only(int argc, char **argv) { return cmd_sign(argc, argv, 0); }
+static int cmd_verify(int argc, char **argv) { return cmd_sign(argc, argv, 1); }
+
 int sky_cmd_pki(int argc, char **argv)
 {
-	int sub;
-	switch (sky_cli_sub("sky pki", argc, argv, &sub)) {
-	case SKY_OPT_HELP:
-		usage(stdout);
-		return 0;
-	case SKY_OPT_VERSION:
-		return 0;
-	case SKY_OPT_END:
-		break;
-	default:
-		return 2;
-	}
-	if (sub >= argc) {
-		usage(stderr);
-		return 2;
-	}
-	argc -= sub - 1;
-	argv += sub - 1;
-	if (strcmp(argv[1], "init") == 0)
-		return cmd_init(argc - 1, argv + 1);
-	if (strcmp(argv[1], "token") == 0)
-		return cmd_token(argc - 1, argv + 1);
-	if (strcmp(argv[1], "issue") == 0)
-		return cmd_issue(argc - 1, argv + 1);
-	if (strcmp(argv[1], "operator") == 0)
-		return cmd_operator(argc - 1, argv + 1);
-	if (strcmp(argv[1], "sign") == 0)
-		return cmd_sign(argc - 1, argv + 1, 0);
-	if (strcmp(argv[1], "bench") == 0)
-		return cmd_bench(argc - 1, argv + 1);
-	if (strcmp(argv[1], "verify") == 0)
-		return cmd_sign(argc - 1, argv + 1, 1);
-	fprintf(stderr, "sky pki: unknown subcommand '%s'\n", argv[1]);
-	usage(stderr);
-	return 2;
+	static const sky_cmd subs[] = {
+		{"init", "the fleet's CA, identities and broker config", cmd_init},
+		{"token", "a one-time claim token", cmd_token},
+		{"issue", "enroll a board offline", cmd_issue},
+		{"operator", "another operator identity", cmd_operator},
+		{"sign", "a signed envelope, by hand", cmd_sign_only},
+		{"verify", "check an envelope", cmd_verify},
+		{"bench", "signing, verification, key generation, issue", cmd_bench},
+	};
+	return sky_cli_dispatch("sky pki", argc, argv, subs, sizeof subs / sizeof subs[0], usage);
 }

@@ -77,6 +77,35 @@ int sky_cli_sub(const char *prog, int argc, char **argv, int *sub)
 	return c;
 }
 
+int sky_cli_dispatch(const char *prog, int argc, char **argv, const sky_cmd *subs, size_t n,
+		     void (*print_usage)(FILE *to))
+{
+	int sub;
+	switch (sky_cli_sub(prog, argc, argv, &sub)) {
+	case SKY_OPT_HELP:
+		print_usage(stdout);
+		return 0;
+	case SKY_OPT_VERSION:
+		return 0;
+	case SKY_OPT_END:
+		break;
+	default:
+		return 2;
+	}
+	if (sub >= argc) {
+		print_usage(stderr);
+		return 2;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(argv[sub], subs[i].name) == 0)
+			return subs[i].run(argc - sub, argv + sub);
+	fprintf(stderr, "%s: unknown subcommand '%s' (", prog, argv[sub]);
+	for (size_t i = 0; i < n; i++)
+		fprintf(stderr, "%s%s", i ? ", " : "", subs[i].name);
+	fprintf(stderr, ")\n");
+	return 2;
+}
+
 int sky_cmd_version(int argc, char **argv)
 {
 	printf("sky %s (board %s)\n", SKY_VERSION, SKY_BOARD);

@@ -5,6 +5,9 @@
 #ifndef SKY_CLI_H
 #define SKY_CLI_H
 
+#include <stddef.h>
+#include <stdio.h>
+
 typedef struct sky_cmd {
 	const char *name;
 	const char *summary;
@@ -37,5 +40,13 @@ int sky_cli_double(const char *cmd, const char *opt, const char *text, double mi
  * SKY_OPT_HELP (print usage to stdout, exit 0), SKY_OPT_VERSION (printed,
  * exit 0) or SKY_OPT_BAD (reported, exit 2). */
 int sky_cli_sub(const char *prog, int argc, char **argv, int *sub);
+
+/* Runs the subcommand of a command with subcommands (sky bench, job, pki,
+ * fleet): options before it as sky_cli_sub, then subs[i].run with argv[0]
+ * the subcommand's name. --help prints usage to stdout (exit 0); no
+ * subcommand prints it to stderr (exit 2); an unknown one is named with the
+ * list of known ones (exit 2). Returns the exit code. */
+int sky_cli_dispatch(const char *prog, int argc, char **argv, const sky_cmd *subs, size_t n,
+		     void (*print_usage)(FILE *to));
 
 #endif
