@@ -1,5 +1,6 @@
 #include "sky_opt.h"
 
+#include "sky_err.h"
 #include "sky_version.h"
 
 #include <stdio.h>
@@ -76,4 +77,13 @@ int sky_opt_next(sky_opt *p)
 		snprintf(p->name, sizeof p->name, "-%c", c);
 	p->arg = optarg;
 	return c;
+}
+
+int sky_opt_no_args(const sky_opt *p)
+{
+	if (p->next >= p->argc)
+		return 0;
+	fprintf(stderr, "%s: unexpected argument '%s' (%s --help)\n", p->prog, p->argv[p->next],
+		p->prog);
+	return SKY_EINVAL;
 }

@@ -52,5 +52,9 @@ void sky_opt_begin(sky_opt *p, const char *prog, int argc, char **argv,
  * (already reported as "<prog>: unknown option '--x' (<prog> --help)",
  * "<prog>: --x needs a value" or "<prog>: --x takes no value"). */
 int sky_opt_next(sky_opt *p);
+/* After SKY_OPT_END, for a command that takes no positional arguments:
+ * returns 0, or says "<prog>: unexpected argument 'X' (<prog> --help)" on
+ * stderr and returns SKY_EINVAL. */
+int sky_opt_no_args(const sky_opt *p);
 
 #endif

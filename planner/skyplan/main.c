@@ -126,8 +126,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (op.next < argc) {
-		fprintf(stderr, "skyplan: unexpected argument '%s' (see --help)\n", argv[op.next]);
+	if (sky_opt_no_args(&op) != 0) {
 		return 2;
 	}
 	if (!o.pki_dir || !o.broker) {

@@ -208,8 +208,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (op.next < argc) {
-		fprintf(stderr, "skyd: unexpected argument '%s' (see --help)\n", argv[op.next]);
+	if (sky_opt_no_args(&op) != 0) {
 		return 2;
 	}
 	if (config_dir && o.state_dir) {

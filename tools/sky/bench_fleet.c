@@ -321,8 +321,7 @@ static int analyze(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (op.next < argc) {
-		fprintf(stderr, "sky bench fleet: unexpected argument '%s'\n", argv[op.next]);
+	if (sky_opt_no_args(&op) != 0) {
 		return 2;
 	}
 	int rc = 1;

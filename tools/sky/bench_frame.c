@@ -205,9 +205,7 @@ int sky_bench_frame(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (po.next < argc) {
-		fprintf(stderr, "sky bench frame: unexpected argument '%s' (see --help)\n",
-			argv[po.next]);
+	if (sky_opt_no_args(&po) != 0) {
 		return 2;
 	}
 	for (int s = 0; s < n_sizes; s++)

@@ -330,8 +330,7 @@ int sky_bench_layer(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (po.next < argc) {
-		fprintf(stderr, "sky %s: unexpected argument '%s'\n", cmd, argv[po.next]);
+	if (sky_opt_no_args(&po) != 0) {
 		usage(stderr);
 		return 2;
 	}

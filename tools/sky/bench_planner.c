@@ -88,8 +88,7 @@ int sky_bench_planner(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (po.next < argc) {
-		fprintf(stderr, "sky bench planner: unexpected argument '%s'\n", argv[po.next]);
+	if (sky_opt_no_args(&po) != 0) {
 		return 2;
 	}
 	int rc = 1;

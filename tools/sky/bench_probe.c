@@ -81,9 +81,7 @@ int sky_bench_probe(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (op.next < argc) {
-		fprintf(stderr, "sky bench probe: unexpected argument '%s' (see --help)\n",
-			argv[op.next]);
+	if (sky_opt_no_args(&op) != 0) {
 		return 2;
 	}
 	sky_model_cfg cfg;

@@ -113,9 +113,7 @@ static int status(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (op.next < argc) {
-		fprintf(stderr, "sky fleet status: unexpected argument '%s' (see --help)\n",
-			argv[op.next]);
+	if (sky_opt_no_args(&op) != 0) {
 		return 2;
 	}
 	if (!state && !pki) {

@@ -297,9 +297,7 @@ static int cmd_submit(int argc, char **argv)
 		if (rc)
 			return 2;
 	}
-	if (cli.next < argc) {
-		fprintf(stderr, "sky job submit: unexpected argument '%s' (see --help)\n",
-			argv[cli.next]);
+	if (sky_opt_no_args(&cli) != 0) {
 		return 2;
 	}
 	if (!pki || !broker || (!file && !j.model[0])) {

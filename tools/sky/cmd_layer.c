@@ -698,9 +698,7 @@ int sky_cmd_layer(int argc, char **argv)
 	} else if (cmp_ref) {
 		fprintf(stderr, "sky layer: --compare needs two files\n");
 		return 2;
-	} else if (op.next < argc) {
-		fprintf(stderr, "sky layer: unexpected argument '%s' (sky layer --help)\n",
-			argv[op.next]);
+	} else if (sky_opt_no_args(&op) != 0) {
 		return 2;
 	}
 	if (cmp_ref)

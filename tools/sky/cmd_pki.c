@@ -117,8 +117,7 @@ static int cmd_init(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (op.next < argc) {
-		fprintf(stderr, "sky pki init: unexpected argument '%s'\n", argv[op.next]);
+	if (sky_opt_no_args(&op) != 0) {
 		return 2;
 	}
 	if (!dir) {
@@ -172,8 +171,7 @@ static int cmd_token(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (op.next < argc) {
-		fprintf(stderr, "sky pki token: unexpected argument '%s'\n", argv[op.next]);
+	if (sky_opt_no_args(&op) != 0) {
 		return 2;
 	}
 	if (!dir) {
@@ -223,8 +221,7 @@ static int cmd_operator(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (op.next < argc) {
-		fprintf(stderr, "sky pki operator: unexpected argument '%s'\n", argv[op.next]);
+	if (sky_opt_no_args(&op) != 0) {
 		return 2;
 	}
 	if (!dir || !name) {
@@ -278,8 +275,7 @@ static int cmd_issue(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (op.next < argc) {
-		fprintf(stderr, "sky pki issue: unexpected argument '%s'\n", argv[op.next]);
+	if (sky_opt_no_args(&op) != 0) {
 		return 2;
 	}
 	if (!dir || !id || !state) {
@@ -521,8 +517,7 @@ static int cmd_bench(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (op.next < argc) {
-		fprintf(stderr, "sky pki bench: unexpected argument '%s'\n", argv[op.next]);
+	if (sky_opt_no_args(&op) != 0) {
 		return 2;
 	}
 	if (!dir) {

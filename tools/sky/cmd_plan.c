@@ -152,9 +152,7 @@ int plan_cli_parse(const char *cmd, int argc, char **argv, plan_cli *c, const ch
 			return 2;
 		}
 	}
-	if (p.next < argc) {
-		fprintf(stderr, "sky %s: unexpected argument '%s' (sky %s --help)\n", cmd,
-			argv[p.next], cmd);
+	if (sky_opt_no_args(&p) != 0) {
 		return 2;
 	}
 	if (!c->paper == !c->fleet_path) {

@@ -89,8 +89,7 @@ static int parse(int argc, char **argv, q_args *a)
 		if (rc < 0)
 			return -1;
 	}
-	if (op.next < argc) {
-		fprintf(stderr, "sky quantize: unexpected argument '%s'\n", argv[op.next]);
+	if (sky_opt_no_args(&op) != 0) {
 		usage(stderr);
 		return -1;
 	}

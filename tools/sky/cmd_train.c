@@ -149,9 +149,7 @@ static int parse(int argc, char **argv, train_args *a)
 		if (rc)
 			return SKY_EINVAL;
 	}
-	if (p.next < argc) {
-		fprintf(stderr, "sky train: unexpected argument '%s' (sky train --help)\n",
-			argv[p.next]);
+	if (sky_opt_no_args(&p) != 0) {
 		return SKY_EINVAL;
 	}
 	return 0;

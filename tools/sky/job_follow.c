@@ -547,8 +547,7 @@ int sky_job_frame(int argc, char **argv)
 		if (rc)
 			return 2;
 	}
-	if (op.next < argc) {
-		fprintf(stderr, "sky job frame: unexpected argument '%s'\n", argv[op.next]);
+	if (sky_opt_no_args(&op) != 0) {
 		return 2;
 	}
 	if (!out || !h.job[0] || !h.shape[0]) {
