@@ -69,6 +69,16 @@ rc=$?
 if [ $rc -eq 2 ] && grep -q -- "--quiet takes no value" "$tmp/err"; then pass train_flag_value
 else fail train_flag_value "rc $rc: $(cat "$tmp/err")"; fi
 
+# a command without positional arguments names a stray one (sky_opt_no_args)
+for c in "train" "fleet status" "pki token"; do
+	# shellcheck disable=SC2086
+	"$SKY" $c stray >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	if [ $rc -eq 2 ] && grep -q -- "sky $c: unexpected argument 'stray' (sky $c --help)" "$tmp/err"; then
+		pass "stray_argument_$(echo "$c" | tr ' ' _)"
+	else fail "stray_argument_$(echo "$c" | tr ' ' _)" "rc $rc: $(cat "$tmp/err")"; fi
+done
+
 # options after a positional argument, in a subcommand (sky pki verify FILE
 # --opt): getopt permutes, and the subcommand's parse starts afresh after
 # the command's own
