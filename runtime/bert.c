@@ -163,19 +163,36 @@ int sky_bert_accumulate(sky_bert *m, const sky_bert_batch *b, float scale, float
 	return 0;
 }
 
+float *sky_bert_block(const sky_bert *m, float *base, int b, size_t *n)
+{
+	const int L = m->cfg.layers;
+	if (b < 0 || b > 2 * L + 1)
+		return NULL;
+	if (b == 0) {
+		*n = m->n_embed;
+		return base;
+	}
+	if (b == 2 * L + 1) {
+		*n = m->n_head;
+		return base + m->off_head;
+	}
+	const size_t fo = sky_layer_half_offset(&m->cfg, SKY_BLOCK_FFN);
+	float *layer = base + m->off_layer0 + (size_t)((b - 1) / 2) * m->stride_layer;
+	int ffn = (b - 1) % 2;
+	*n = ffn ? m->n_layer - fo : fo;
+	return layer + (ffn ? fo : 0);
+}
+
 float sky_bert_clip(sky_bert *m, float max_norm)
 {
 	/* block by block, in the order a pipeline's stages share: adding each
 	 * block's sum to the total as it comes is what sky_optim_norm does */
-	const sky_model_cfg *c = &m->cfg;
-	const size_t fo = sky_layer_half_offset(c, SKY_BLOCK_FFN);
-	double tot = sky_optim_sumsq(m->grads, m->n_embed);
-	for (int l = 0; l < c->layers; l++) {
-		const float *g = m->grads + m->off_layer0 + (size_t)l * m->stride_layer;
-		tot += sky_optim_sumsq(g, fo);
-		tot += sky_optim_sumsq(g + fo, m->n_layer - fo);
+	double tot = 0;
+	size_t n = 0;
+	for (int b = 0; b <= 2 * m->cfg.layers + 1; b++) {
+		const float *g = sky_bert_block(m, m->grads, b, &n);
+		tot += sky_optim_sumsq(g, n);
 	}
-	tot += sky_optim_sumsq(m->grads + m->off_head, m->n_head);
 	float norm = (float)sqrt(tot);
 	sky_optim_clip_scale(m->grads, m->n_params, norm, max_norm);
 	return norm;

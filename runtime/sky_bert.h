@@ -80,6 +80,11 @@ float *sky_bert_head_params(const sky_bert *m);
  * token id or label (logged; parameters are then unchanged). Allocates
  * nothing. */
 int sky_bert_train_step(sky_bert *m, const sky_bert_batch *mb, float *loss);
+/* Norm block b of the model in base (m->params, m->grads, or a vector laid
+ * out alike): 0 the embeddings, 1 + 2l layer l's attention half, 2 + 2l its
+ * feed-forward half, 2L + 1 the head, the blocks a pipeline's stages hold
+ * (sky_stage_block). *n gets its floats. NULL for b outside [0, 2L + 1]. */
+float *sky_bert_block(const sky_bert *m, float *base, int b, size_t *n);
 /* Clips m->grads to global norm max_norm (0: only measures) and returns
  * the norm before clipping. The squared norm is summed per block
  * (embeddings, each half-layer, head; sky_optim.h) so that a pipeline of

@@ -412,13 +412,12 @@ SKY_TEST(transport_pipeline_sealed_equals_one_board_and_allocates_nothing)
 			const float *sp = sky_stage_block(&nw.nd[k].s, b, &n), *bp;
 			if (!sp)
 				continue;
-			if (b == 0)
-				bp = sky_bert_embed_params(&m);
-			else if (b == 2 * c.layers + 1)
-				bp = sky_bert_head_params(&m);
-			else
-				bp = sky_bert_layer_params(&m, (b - 1) / 2) +
-				     ((b - 1) % 2 ? sky_layer_half_offset(&c, SKY_BLOCK_FFN) : 0);
+			size_t n_one = 0;
+			bp = sky_bert_block(&m, m.params, b, &n_one);
+			SKY_EXPECT_MSG(bp && n_one == n, "block %d: %zu floats on the stage, %zu on one board",
+				       b, n, n_one);
+			if (!bp || n_one != n)
+				continue;
 			diff += memcmp(sp, bp, n * sizeof(float)) != 0;
 		}
 	SKY_EXPECT_MSG(diff == 0, "%d blocks differ", diff);
