@@ -1,9 +1,9 @@
 #include "sky_metrics.h"
 
+#include "sky_text.h"
 #include "sky_version.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,95 +119,72 @@ int sky_metrics_add_replan(sky_metrics *m, const char *job)
 
 /* ---- the text format -------------------------------------------------------- */
 
-typedef struct out {
-	char *buf;
-	size_t cap, len;
-	int full;
-} out;
-
-static void put(out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(out *o, const char *fmt, ...)
-{
-	if (o->full)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= o->cap - o->len) {
-		o->full = 1;
-		o->buf[o->len] = '\0';
-		return;
-	}
-	o->len += (size_t)n;
-}
-
 /* A label value: backslash, double quote and newline escaped (the text
  * format, version 0.0.4). */
-static void put_label(out *o, const char *name, const char *v)
+static void put_label(sky_text *o, const char *name, const char *v)
 {
-	put(o, "%s=\"", name);
+	sky_text_put(o, "%s=\"", name);
 	for (const char *c = v; *c && !o->full; c++) {
 		if (*c == '\\')
-			put(o, "\\\\");
+			sky_text_put(o, "\\\\");
 		else if (*c == '"')
-			put(o, "\\\"");
+			sky_text_put(o, "\\\"");
 		else if (*c == '\n')
-			put(o, "\\n");
+			sky_text_put(o, "\\n");
 		else
-			put(o, "%c", *c);
+			sky_text_put(o, "%c", *c);
 	}
-	put(o, "\"");
+	sky_text_put(o, "\"");
 }
 
 /* HELP and TYPE of a family; in HELP text backslash and newline are escaped */
-static void family(out *o, const char *name, const char *type, const char *help)
+static void family(sky_text *o, const char *name, const char *type, const char *help)
 {
-	put(o, "# HELP %s ", name);
+	sky_text_put(o, "# HELP %s ", name);
 	for (const char *c = help; *c && !o->full; c++) {
 		if (*c == '\\')
-			put(o, "\\\\");
+			sky_text_put(o, "\\\\");
 		else if (*c == '\n')
-			put(o, "\\n");
+			sky_text_put(o, "\\n");
 		else
-			put(o, "%c", *c);
+			sky_text_put(o, "%c", *c);
 	}
-	put(o, "\n# TYPE %s %s\n", name, type);
+	sky_text_put(o, "\n# TYPE %s %s\n", name, type);
 }
 
 /* A sample value: the shortest of %.15g / %.17g that reads back the same
  * (as cJSON writes fleet.json), so a scrape and `sky fleet status --json`
  * print the same digits; Prometheus' spellings for the non-finite. */
-static void put_value(out *o, double v)
+static void put_value(sky_text *o, double v)
 {
 	char b[40];
 	if (isnan(v)) {
-		put(o, " NaN\n");
+		sky_text_put(o, " NaN\n");
 		return;
 	}
 	if (isinf(v)) {
-		put(o, v > 0 ? " +Inf\n" : " -Inf\n");
+		sky_text_put(o, v > 0 ? " +Inf\n" : " -Inf\n");
 		return;
 	}
 	snprintf(b, sizeof b, "%.15g", v);
 	if (strtod(b, NULL) != v)
 		snprintf(b, sizeof b, "%.17g", v);
-	put(o, " %s\n", b);
+	sky_text_put(o, " %s\n", b);
 }
 
 /* name{l1="v1"[,l2="v2"]} value */
-static void sample(out *o, const char *name, const char *l1, const char *v1, const char *l2,
+static void sample(sky_text *o, const char *name, const char *l1, const char *v1, const char *l2,
 		   const char *v2, double v)
 {
-	put(o, "%s", name);
+	sky_text_put(o, "%s", name);
 	if (l1) {
-		put(o, "{");
+		sky_text_put(o, "{");
 		put_label(o, l1, v1);
 		if (l2) {
-			put(o, ",");
+			sky_text_put(o, ",");
 			put_label(o, l2, v2);
 		}
-		put(o, "}");
+		sky_text_put(o, "}");
 	}
 	put_value(o, v);
 }
@@ -256,7 +233,7 @@ static const struct {
 	 "How long the board's last probe took (caps probe_s)."},
 };
 
-static void render_registry(out *o, const sky_registry *r)
+static void render_registry(sky_text *o, const sky_registry *r)
 {
 	static const sky_reg_state states[] = {SKY_REG_ONLINE, SKY_REG_OFFLINE, SKY_REG_ENROLLED};
 	int n = r ? r->n : 0;
@@ -300,7 +277,7 @@ static void render_registry(out *o, const sky_registry *r)
 }
 
 /* Registry counters, named as in fleet.json's "counters". */
-static void render_counters(out *o, const sky_registry *r)
+static void render_counters(sky_text *o, const sky_registry *r)
 {
 	static const sky_reg_counters zero;
 	const sky_reg_counters *c = r ? &r->c : &zero;
@@ -339,7 +316,7 @@ static void render_counters(out *o, const sky_registry *r)
 }
 
 /* What the data plane fed; m->lock held. */
-static void render_fed(out *o, const sky_metrics *m, const sky_registry *r)
+static void render_fed(sky_text *o, const sky_metrics *m, const sky_registry *r)
 {
 	family(o, "sky_job_replans_total", "counter",
 	       "Plans of the job after its first, made because a board died, joined or drifted. "
@@ -387,8 +364,8 @@ int sky_metrics_render(sky_metrics *m, const sky_registry *r, int64_t unix_s, ch
 {
 	if (!m || !buf || cap == 0)
 		return SKY_EINVAL;
-	out o = {.buf = buf, .cap = cap};
-	buf[0] = '\0';
+	sky_text o;
+	sky_text_init(&o, buf, cap);
 	family(&o, "sky_build_info", "gauge", "The planner's version (the value is always 1).");
 	sample(&o, "sky_build_info", "version", SKY_VERSION, NULL, NULL, 1);
 	family(&o, "sky_registry_updated_timestamp_seconds", "gauge",
@@ -400,9 +377,7 @@ int sky_metrics_render(sky_metrics *m, const sky_registry *r, int64_t unix_s, ch
 	sky_mutex_lock(&m->lock);
 	render_fed(&o, m, r);
 	sky_mutex_unlock(&m->lock);
-	if (o.full)
-		return SKY_ERANGE;
-	return (int)o.len;
+	return sky_text_result(&o);
 }
 
 void sky_metrics_set_serving(sky_metrics *m, int on) { atomic_store(&m->serving, on ? 1 : 0); }

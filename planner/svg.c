@@ -1,71 +1,42 @@
 /* SVG pictures of plans and pipeline time lines; see sky_svg.h. */
 #include "sky_svg.h"
 
+#include "sky_text.h"
+
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-/* ---- a bounded text builder ------------------------------------------------ */
-
-typedef struct out {
-	char *buf;
-	size_t cap, len;
-	int err; /* sticky: once a write did not fit, everything after is dropped */
-} out;
-
-__attribute__((format(printf, 2, 3))) static void put(out *o, const char *fmt, ...)
-{
-	if (o->err)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= o->cap - o->len) {
-		o->err = SKY_ERANGE;
-		return;
-	}
-	o->len += (size_t)n;
-}
-
 /* XML text or attribute value; control characters (not allowed in XML 1.0)
  * become '?' */
-static void esc(out *o, const char *s)
+static void esc(sky_text *o, const char *s)
 {
 	for (; s && *s; s++) {
 		unsigned char c = (unsigned char)*s;
 		switch (c) {
-		case '&': put(o, "&amp;"); break;
-		case '<': put(o, "&lt;"); break;
-		case '>': put(o, "&gt;"); break;
-		case '"': put(o, "&quot;"); break;
-		default: put(o, "%c", c < 0x20 || c == 0x7f ? '?' : (char)c);
+		case '&': sky_text_put(o, "&amp;"); break;
+		case '<': sky_text_put(o, "&lt;"); break;
+		case '>': sky_text_put(o, "&gt;"); break;
+		case '"': sky_text_put(o, "&quot;"); break;
+		default: sky_text_put(o, "%c", c < 0x20 || c == 0x7f ? '?' : (char)c);
 		}
 	}
 }
 
-static int finish(out *o)
+static void begin(sky_text *o, int w, int h, const char *title)
 {
-	if (o->err)
-		return o->err;
-	return o->len > (size_t)0x7fffffff ? SKY_ERANGE : (int)o->len;
-}
-
-static void begin(out *o, int w, int h, const char *title)
-{
-	put(o,
-	    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-	    "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-	    "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n"
-	    "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
-	    w, h, w, h);
+	sky_text_put(o,
+		     "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		     "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+		     "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n"
+		     "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+		     w, h, w, h);
 	if (title && *title) {
-		put(o, "<title>");
+		sky_text_put(o, "<title>");
 		esc(o, title);
-		put(o, "</title>\n<text x=\"10\" y=\"20\" font-size=\"15\" font-weight=\"bold\">");
+		sky_text_put(o, "</title>\n<text x=\"10\" y=\"20\" font-size=\"15\" font-weight=\"bold\">");
 		esc(o, title);
-		put(o, "</text>\n");
+		sky_text_put(o, "</text>\n");
 	}
 }
 
@@ -99,70 +70,72 @@ int sky_svg_plan(const sky_fleet *f, const sky_job *j, const sky_plan *p, const 
 		    s->last_unit < s->first_unit || s->last_unit >= units || !isfinite(s->time_s))
 			return SKY_EINVAL;
 	}
-	out o = {buf, cap, 0, 0};
+	sky_text o;
+	sky_text_init(&o, buf, cap);
 	const int w = PLAN_LABEL_W + PLAN_UNITS_W + PLAN_TIME_W + 20;
 	const int h = PLAN_TOP + p->n_stages * PLAN_ROW_H + 40;
 	const double ux = (double)PLAN_UNITS_W / units;
 	const int x_units = PLAN_LABEL_W, x_time = PLAN_LABEL_W + PLAN_UNITS_W + 10;
 	begin(&o, w, h, title);
-	put(&o,
-	    "<text x=\"10\" y=\"40\" fill=\"#444\">%s, %d layers = %d half-layers, %d stage%s; "
-	    "bottleneck %.1f ms per micro-batch (lower bound %.1f ms)</text>\n",
-	    sky_algo_name(p->algo), j->model.layers, units, p->n_stages, p->n_stages == 1 ? "" : "s",
-	    p->bottleneck_s * 1e3, p->lower_bound_s * 1e3);
+	sky_text_put(&o,
+		     "<text x=\"10\" y=\"40\" fill=\"#444\">%s, %d layers = %d half-layers, %d stage%s; "
+		     "bottleneck %.1f ms per micro-batch (lower bound %.1f ms)</text>\n",
+		     sky_algo_name(p->algo), j->model.layers, units, p->n_stages, p->n_stages == 1 ? "" : "s",
+		     p->bottleneck_s * 1e3, p->lower_bound_s * 1e3);
 	/* layer axis: a tick every few layers, at the start of a layer (unit 2i) */
 	double step = tick_step(j->model.layers, 8);
 	if (step < 1)
 		step = 1;
 	for (double l = 0; l <= j->model.layers + 1e-9; l += step) {
 		double x = x_units + 2 * l * ux;
-		put(&o,
-		    "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ddd\"/>"
-		    "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#666\">%g</text>\n",
-		    x, PLAN_TOP - 6, x, PLAN_TOP + p->n_stages * PLAN_ROW_H, x, PLAN_TOP - 9, l);
+		sky_text_put(&o,
+			     "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ddd\"/>"
+			     "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#666\">%g</text>\n",
+			     x, PLAN_TOP - 6, x, PLAN_TOP + p->n_stages * PLAN_ROW_H, x, PLAN_TOP - 9, l);
 	}
-	put(&o, "<text x=\"%d\" y=\"%d\" fill=\"#666\">layer</text>\n", x_units - 40, PLAN_TOP - 9);
-	put(&o, "<text x=\"%d\" y=\"%d\" fill=\"#666\">time per micro-batch</text>\n", x_time + 16,
-	    PLAN_TOP - 9);
+	sky_text_put(&o, "<text x=\"%d\" y=\"%d\" fill=\"#666\">layer</text>\n", x_units - 40,
+		     PLAN_TOP - 9);
+	sky_text_put(&o, "<text x=\"%d\" y=\"%d\" fill=\"#666\">time per micro-batch</text>\n",
+		     x_time + 16, PLAN_TOP - 9);
 	double worst = p->bottleneck_s > 0 ? p->bottleneck_s : 1;
 	for (int k = 0; k < p->n_stages; k++) {
 		const sky_stage *s = &p->stage[k];
 		const sky_board *b = &f->board[s->board];
 		int y = PLAN_TOP + k * PLAN_ROW_H;
 		double x0 = x_units + s->first_unit * ux, bw = (s->last_unit - s->first_unit + 1) * ux;
-		put(&o, "<g><title>");
+		sky_text_put(&o, "<g><title>");
 		esc(&o, b->id);
-		put(&o,
-		    ": half-layers %d-%d (layer %d.%c to %d.%c), fwd %.2f ms, bwd %.2f ms, send "
-		    "%.2f ms per micro-batch, %d in flight, %.1f MB</title>\n",
-		    s->first_unit, s->last_unit, s->first_unit / 2, s->first_unit % 2 ? 'f' : 'a',
-		    s->last_unit / 2, s->last_unit % 2 ? 'f' : 'a', s->fwd_s * 1e3, s->bwd_s * 1e3,
-		    s->send_s * 1e3, s->in_flight, (double)s->mem_bytes / 1e6);
-		put(&o, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", x_units - 8, y + 15);
+		sky_text_put(&o,
+			     ": half-layers %d-%d (layer %d.%c to %d.%c), fwd %.2f ms, bwd %.2f ms, send "
+			     "%.2f ms per micro-batch, %d in flight, %.1f MB</title>\n",
+			     s->first_unit, s->last_unit, s->first_unit / 2, s->first_unit % 2 ? 'f' : 'a',
+			     s->last_unit / 2, s->last_unit % 2 ? 'f' : 'a', s->fwd_s * 1e3, s->bwd_s * 1e3,
+			     s->send_s * 1e3, s->in_flight, (double)s->mem_bytes / 1e6);
+		sky_text_put(&o, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", x_units - 8, y + 15);
 		esc(&o, b->id);
-		put(&o, "</text>\n");
-		put(&o,
-		    "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\" "
-		    "stroke=\"white\"/>\n",
-		    x0, y + 2, bw, PLAN_ROW_H - 4, k_stage_fill[k % N_FILL]);
+		sky_text_put(&o, "</text>\n");
+		sky_text_put(&o,
+			     "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\" "
+			     "stroke=\"white\"/>\n",
+			     x0, y + 2, bw, PLAN_ROW_H - 4, k_stage_fill[k % N_FILL]);
 		if (bw > 34)
-			put(&o,
-			    "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"white\" "
-			    "font-size=\"11\">%d</text>\n",
-			    x0 + bw / 2, y + 15, s->last_unit - s->first_unit + 1);
+			sky_text_put(&o,
+				     "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"white\" "
+				     "font-size=\"11\">%d</text>\n",
+				     x0 + bw / 2, y + 15, s->last_unit - s->first_unit + 1);
 		double tw = s->time_s / worst * (PLAN_TIME_W - 70);
 		int is_worst = k == p->bottleneck_stage;
-		put(&o,
-		    "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>"
-		    "<text x=\"%.1f\" y=\"%d\" fill=\"#333\">%.1f ms%s</text>\n</g>\n",
-		    x_time, y + 4, tw, PLAN_ROW_H - 8, is_worst ? "#e15759" : "#bab0ac",
-		    x_time + tw + 4, y + 15, s->time_s * 1e3, is_worst ? " *" : "");
+		sky_text_put(&o,
+			     "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>"
+			     "<text x=\"%.1f\" y=\"%d\" fill=\"#333\">%.1f ms%s</text>\n</g>\n",
+			     x_time, y + 4, tw, PLAN_ROW_H - 8, is_worst ? "#e15759" : "#bab0ac",
+			     x_time + tw + 4, y + 15, s->time_s * 1e3, is_worst ? " *" : "");
 	}
-	put(&o,
-	    "<text x=\"10\" y=\"%d\" fill=\"#666\">Numbers in bars: half-layers per stage. "
-	    "* the bottleneck stage.</text>\n</svg>\n",
-	    h - 12);
-	return finish(&o);
+	sky_text_put(&o,
+		     "<text x=\"10\" y=\"%d\" fill=\"#666\">Numbers in bars: half-layers per stage. "
+		     "* the bottleneck stage.</text>\n</svg>\n",
+		     h - 12);
+	return sky_text_result(&o);
 }
 
 /* ---- the time line ------------------------------------------------------------ */
@@ -197,7 +170,8 @@ int sky_svg_timeline(const sky_svg_span *s, size_t n, int n_stages, const char *
 		t0 = 0, t1 = 1;
 	if (!(t1 > t0))
 		t1 = t0 + 1e-3;
-	out o = {buf, cap, 0, 0};
+	sky_text o;
+	sky_text_init(&o, buf, cap);
 	const int w = TL_LABEL_W + TL_PLOT_W + 30, h = TL_TOP + n_stages * TL_ROW_H + 30;
 	const double sx = TL_PLOT_W / (t1 - t0);
 	begin(&o, w, h, title);
@@ -207,44 +181,44 @@ int sky_svg_timeline(const sky_svg_span *s, size_t n, int n_stages, const char *
 		{'W', "waiting"}};
 	for (size_t i = 0; i < sizeof legend / sizeof legend[0]; i++) {
 		int x = 10 + (int)i * 110;
-		put(&o,
-		    "<rect x=\"%d\" y=\"32\" width=\"14\" height=\"12\" fill=\"%s\" stroke=\"#aaa\"/>"
-		    "<text x=\"%d\" y=\"43\">%s</text>\n",
-		    x, kind_fill(legend[i].k), x + 19, legend[i].what);
+		sky_text_put(&o,
+			     "<rect x=\"%d\" y=\"32\" width=\"14\" height=\"12\" fill=\"%s\" stroke=\"#aaa\"/>"
+			     "<text x=\"%d\" y=\"43\">%s</text>\n",
+			     x, kind_fill(legend[i].k), x + 19, legend[i].what);
 	}
 	/* time axis in ms from the first span */
 	double span_ms = (t1 - t0) * 1e3, step = tick_step(span_ms, 10);
 	for (double t = 0; t <= span_ms + 1e-9; t += step) {
 		double x = TL_LABEL_W + t / 1e3 * sx;
-		put(&o,
-		    "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ddd\"/>"
-		    "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#666\">%g</text>\n",
-		    x, TL_TOP - 6, x, TL_TOP + n_stages * TL_ROW_H, x, TL_TOP - 9, t);
+		sky_text_put(&o,
+			     "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ddd\"/>"
+			     "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#666\">%g</text>\n",
+			     x, TL_TOP - 6, x, TL_TOP + n_stages * TL_ROW_H, x, TL_TOP - 9, t);
 	}
-	put(&o, "<text x=\"%d\" y=\"%d\" fill=\"#666\" text-anchor=\"end\">ms</text>\n",
-	    TL_LABEL_W - 8, TL_TOP - 9);
+	sky_text_put(&o, "<text x=\"%d\" y=\"%d\" fill=\"#666\" text-anchor=\"end\">ms</text>\n",
+		     TL_LABEL_W - 8, TL_TOP - 9);
 	for (int k = 0; k < n_stages; k++) {
 		int y = TL_TOP + k * TL_ROW_H;
-		put(&o, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", TL_LABEL_W - 8, y + 17);
+		sky_text_put(&o, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", TL_LABEL_W - 8, y + 17);
 		if (labels && labels[k])
 			esc(&o, labels[k]);
 		else
-			put(&o, "stage %d", k);
-		put(&o, "</text>\n");
+			sky_text_put(&o, "stage %d", k);
+		sky_text_put(&o, "</text>\n");
 	}
 	for (size_t i = 0; i < n; i++) {
 		double x = TL_LABEL_W + (s[i].t0_s - t0) * sx, bw = (s[i].t1_s - s[i].t0_s) * sx;
 		int y = TL_TOP + s[i].stage * TL_ROW_H;
-		put(&o,
-		    "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\"><title>%c",
-		    x, y + 3, bw > 0.3 ? bw : 0.3, TL_ROW_H - 6, kind_fill(s[i].kind),
-		    s[i].kind >= 0x20 && s[i].kind < 0x7f && !strchr("&<>\"", s[i].kind) ? s[i].kind
-											  : '?');
+		sky_text_put(&o,
+			     "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\"><title>%c",
+			     x, y + 3, bw > 0.3 ? bw : 0.3, TL_ROW_H - 6, kind_fill(s[i].kind),
+			     s[i].kind >= 0x20 && s[i].kind < 0x7f && !strchr("&<>\"", s[i].kind) ? s[i].kind
+											           : '?');
 		if (s[i].mb >= 0)
-			put(&o, " mb %d", s[i].mb);
-		put(&o, ": %.2f-%.2f ms</title></rect>\n", (s[i].t0_s - t0) * 1e3,
-		    (s[i].t1_s - t0) * 1e3);
+			sky_text_put(&o, " mb %d", s[i].mb);
+		sky_text_put(&o, ": %.2f-%.2f ms</title></rect>\n", (s[i].t0_s - t0) * 1e3,
+			     (s[i].t1_s - t0) * 1e3);
 	}
-	put(&o, "</svg>\n");
-	return finish(&o);
+	sky_text_put(&o, "</svg>\n");
+	return sky_text_result(&o);
 }
