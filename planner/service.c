@@ -767,12 +767,11 @@ static void ask_probe(svc *s, const char *id, const pending_job *pj)
 
 /* The training section of the plan: the job's settings and the
  * simulator's step time for this plan. */
-static int fill_train(svc *s, const pending_job *pj, const sky_job *job, sky_planmsg *p,
+static int fill_train(const pending_job *pj, double predicted_step_s, sky_planmsg *p,
 		      sky_diag *d)
 {
 	sky_plan_train *t = &p->train;
 	const sky_job_req *r = &pj->req;
-	static sky_sim_result sim;
 	memset(t, 0, sizeof *t);
 	t->steps = r->steps;
 	snprintf(t->sched, sizeof t->sched, "%s", r->sched);
@@ -783,8 +782,7 @@ static int fill_train(svc *s, const pending_job *pj, const sky_job *job, sky_pla
 	t->clip = r->clip;
 	t->stall_s = r->stall_s;
 	t->sealed = !r->plaintext;
-	if (sky_sim_run(&s->plan, job, &sim, NULL) == 0)
-		t->predicted_step_s = sim.step_s;
+	t->predicted_step_s = predicted_step_s;
 	(void)d;
 	return 0;
 }
@@ -896,6 +894,10 @@ static int try_plan(svc *s, pending_job *pj)
 		SKY_WARN("job %s: no plan: %s", pj->req.job, d.msg);
 		return 1;
 	}
+	/* the simulated step, once: the training plan carries it (the boards'
+	 * stall deadline) and the metrics compare measured steps with it */
+	static sky_sim_result sim;
+	double predicted_s = sky_sim_run(&s->plan, &job, &sim, NULL) == 0 ? sim.step_s : 0;
 	sky_planmsg *p = &s->msg;
 	memset(p, 0, sizeof *p);
 	snprintf(p->job, sizeof p->job, "%s", pj->req.job);
@@ -913,7 +915,7 @@ static int try_plan(svc *s, pending_job *pj)
 		p->stages[k].in_flight = st->in_flight < 1 ? 1 : st->in_flight;
 		p->stages[k].arena_bytes = st->mem_bytes;
 	}
-	if (pj->req.train && fill_train(s, pj, &job, p, &d) != 0) {
+	if (pj->req.train && fill_train(pj, predicted_s, p, &d) != 0) {
 		SKY_WARN("job %s: not planned: %s", pj->req.job, d.msg);
 		return 1;
 	}
@@ -953,11 +955,8 @@ static int try_plan(svc *s, pending_job *pj)
 	if (j >= 0)
 		s->on_broker[j] = p->epoch;
 	s->reg.c.plans_published++;
-	{ /* the prediction a measured step is compared with (metrics) */
-		static sky_sim_result sim;
-		if (sky_sim_run(&s->plan, &job, &sim, NULL) == 0)
-			sky_metrics_set_step_predicted(sky_metrics_default(), p->job, sim.step_s);
-	}
+	if (predicted_s > 0)
+		sky_metrics_set_step_predicted(sky_metrics_default(), p->job, predicted_s);
 	SKY_INFO("job %s epoch %lld published: %d stages over %d boards (%s), bottleneck %.3f ms "
 		 "per micro-batch",
 		 p->job, (long long)p->epoch, p->n_stages, s->fleet.n, p->algo,
