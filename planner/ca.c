@@ -220,30 +220,24 @@ int sky_ca_init_dir(const char *dir, const sky_ca_opts *o, sky_diag *d)
 	if ((rc = make_pair(dir, SKY_CA_BROKER_KEY_FILE, SKY_CA_BROKER_CERT_FILE, &broker, &rng,
 			    d)) != 0)
 		goto exit;
-	cert_spec planner = {.subject = "CN=" SKY_ENROLL_PLANNER_CN ",O=sky",
-			     .issuer = cadn,
-			     .issuer_key = &cakey,
-			     .days = CA_DAYS,
-			     .key_usage = MBEDTLS_X509_KU_DIGITAL_SIGNATURE};
-	if ((rc = make_pair(dir, SKY_CA_PLANNER_KEY_FILE, SKY_CA_PLANNER_CERT_FILE, &planner, &rng,
-			    d)) != 0)
-		goto exit;
-	cert_spec claim = {.subject = "CN=" SKY_ENROLL_CLAIM_CN ",O=sky",
-			   .issuer = cadn,
-			   .issuer_key = &cakey,
-			   .days = CA_DAYS,
-			   .key_usage = MBEDTLS_X509_KU_DIGITAL_SIGNATURE};
-	if ((rc = make_pair(dir, SKY_CA_CLAIM_KEY_FILE, SKY_CA_CLAIM_CERT_FILE, &claim, &rng, d)) !=
-	    0)
-		goto exit;
-	cert_spec op = {.subject = "CN=" SKY_CA_OPERATOR_CN ",O=sky",
-			.issuer = cadn,
-			.issuer_key = &cakey,
-			.days = CA_DAYS,
-			.key_usage = MBEDTLS_X509_KU_DIGITAL_SIGNATURE};
-	if ((rc = make_pair(dir, SKY_CA_OPERATOR_KEY_FILE, SKY_CA_OPERATOR_CERT_FILE, &op, &rng,
-			    d)) != 0)
-		goto exit;
+	/* the fleet's own identities: the planner (TLS and plan signatures), the
+	 * claim bundle new boards share, the default operator */
+	static const struct {
+		const char *subject, *key, *crt;
+	} ids[] = {
+		{"CN=" SKY_ENROLL_PLANNER_CN ",O=sky", SKY_CA_PLANNER_KEY_FILE, SKY_CA_PLANNER_CERT_FILE},
+		{"CN=" SKY_ENROLL_CLAIM_CN ",O=sky", SKY_CA_CLAIM_KEY_FILE, SKY_CA_CLAIM_CERT_FILE},
+		{"CN=" SKY_CA_OPERATOR_CN ",O=sky", SKY_CA_OPERATOR_KEY_FILE, SKY_CA_OPERATOR_CERT_FILE},
+	};
+	for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+		cert_spec id = {.subject = ids[i].subject,
+				.issuer = cadn,
+				.issuer_key = &cakey,
+				.days = CA_DAYS,
+				.key_usage = MBEDTLS_X509_KU_DIGITAL_SIGNATURE};
+		if ((rc = make_pair(dir, ids[i].key, ids[i].crt, &id, &rng, d)) != 0)
+			goto exit;
+	}
 	/* a new CA: operators issued by an old one are gone from the ACL */
 	if ((rc = join(sub, dir, SKY_CA_OPERATORS_FILE, d)) != 0)
 		goto exit;
