@@ -1,6 +1,7 @@
 /* The loopback mosquitto configuration and ACL for a fleet; see sky_ca.h. */
 #include "sky_ca.h"
 
+#include "sky_crl.h"
 #include "sky_file.h"
 #include "sky_topics.h"
 
@@ -186,6 +187,14 @@ int sky_ca_write_broker_conf(const char *dir, int port, unsigned long max_packet
 		return sky_diag_set(d, SKY_EINVAL,
 				    "broker port %d: the claim listener needs port + 1 too", port);
 	char path[PATH_MAX + 32], conf[8192];
+	/* crlfile must name a CRL of this CA, or the broker refuses every
+	 * client: a PKI made before revocation existed gets an empty one */
+	snprintf(path, sizeof path, "%s/" SKY_CRL_FILE, abs);
+	if (!sky_file_exists(path)) {
+		int crc = sky_crl_refresh(abs, d);
+		if (crc)
+			return crc;
+	}
 	/* Client ids are bound to certificates. On the fleet listener
 	 * use_username_as_clientid replaces whatever id a client sends with its
 	 * CN, so a board connecting as "bB" is still "bA", and only a second
@@ -207,12 +216,16 @@ int sky_ca_write_broker_conf(const char *dir, int port, unsigned long max_packet
 		"# every client id must start with this (see the claim listener)\n"
 		"clientid_prefixes " SKY_MQTT_CLIENT_PREFIX "\n"
 		"\n"
+		"# crlfile: certificates revoked by `sky pki revoke`; read at start and on\n"
+		"# SIGHUP (new handshakes only: a connection open before stays open)\n"
+		"\n"
 		"# the fleet listener: boards, planner, operators. Clients are named by\n"
 		"# their certificate CN, and the client id IS the CN: nobody can take\n"
 		"# another identity's id and close its connection\n"
 		"listener %d 127.0.0.1\n"
 		"allow_anonymous false\n"
 		"cafile %s/" SKY_CA_CERT_FILE "\n"
+		"crlfile %s/" SKY_CRL_FILE "\n"
 		"certfile %s/" SKY_CA_BROKER_CERT_FILE "\n"
 		"keyfile %s/" SKY_CA_BROKER_KEY_FILE "\n"
 		"tls_version tlsv1.2\n"
@@ -226,6 +239,7 @@ int sky_ca_write_broker_conf(const char *dir, int port, unsigned long max_packet
 		"listener %d 127.0.0.1\n"
 		"allow_anonymous false\n"
 		"cafile %s/" SKY_CA_CERT_FILE "\n"
+		"crlfile %s/" SKY_CRL_FILE "\n"
 		"certfile %s/" SKY_CA_BROKER_CERT_FILE "\n"
 		"keyfile %s/" SKY_CA_BROKER_KEY_FILE "\n"
 		"tls_version tlsv1.2\n"
@@ -248,7 +262,7 @@ int sky_ca_write_broker_conf(const char *dir, int port, unsigned long max_packet
 		"log_type warning\n"
 		"log_type notice\n"
 		"connection_messages true\n",
-		port, abs, abs, abs, abs, port + 1, abs, abs, abs, abs, max_packet);
+		port, abs, abs, abs, abs, abs, port + 1, abs, abs, abs, abs, abs, max_packet);
 	if (n < 0 || (size_t)n >= sizeof conf)
 		return sky_diag_set(d, SKY_ERANGE, "broker config: path too long");
 	/* saved on a clean stop and every 10 s; the planner republishes its

@@ -3,6 +3,7 @@
 #include "sky_ca.h"
 
 #include "sky_clock.h"
+#include "sky_crl.h"
 #include "sky_file.h"
 
 #include <mbedtls/md.h>
@@ -255,6 +256,13 @@ int sky_ca_init_dir(const char *dir, const sky_ca_opts *o, sky_diag *d)
 		rc = sky_diag_set(d, SKY_EIO, "%s: cannot write", sub);
 		goto exit;
 	}
+	/* a new CA starts with an empty revoked list and an empty CRL of its
+	 * own (the broker refuses every client without one, sky_crl.h) */
+	if ((rc = join(sub, dir, SKY_CRL_REVOKED_FILE, d)) != 0)
+		goto exit;
+	remove(sub);
+	if ((rc = sky_crl_refresh(dir, d)) != 0)
+		goto exit;
 	rc = sky_ca_write_broker_conf(dir, o->port, o->max_packet, d);
 exit:
 	mbedtls_pk_free(&cakey);
@@ -645,6 +653,21 @@ exit:
 	return rc;
 }
 
+int sky_ca_check_not_revoked(const char *dir, const char *id, sky_diag *d)
+{
+	sky_crl_list *l = malloc(sizeof *l);
+	if (!l)
+		return sky_diag_set(d, SKY_ENOMEM, "out of memory");
+	int rc = sky_crl_list_load(dir, l, d);
+	if (rc == 0 && sky_crl_list_has_id(l, id))
+		rc = sky_diag_set(d, SKY_EAUTH,
+				  "board '%s' is revoked (sky pki revoke): it cannot enroll again "
+				  "under this id",
+				  id);
+	free(l);
+	return rc;
+}
+
 int sky_ca_enroll(sky_ca *ca, const char *msg, size_t len, int64_t now, char *reply, size_t cap,
 		  size_t *reply_len, char *id_out, sky_diag *d)
 {
@@ -672,6 +695,10 @@ int sky_ca_enroll(sky_ca *ca, const char *msg, size_t len, int64_t now, char *re
 	}
 	if (id_out)
 		memcpy(id_out, req->id, strlen(req->id) + 1);
+	/* a revoked id stays revoked: no token brings it back (before the
+	 * token is looked at, so the refusal names the real reason) */
+	if ((rc = sky_ca_check_not_revoked(ca->dir, req->id, &why)) != 0)
+		goto exit;
 	/* token first without using it up, so a bad CSR does not burn it */
 	if ((rc = sky_ca_token_use(ca->dir, req->token, req->id, now, 0, &why)) != 0)
 		goto exit;

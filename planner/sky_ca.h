@@ -31,6 +31,8 @@
  *                                   using it deletes the file (one-time)
  *   <pki>/issued/<id>               "<serial hex> <unix time>\n" of the last
  *                                   certificate issued to board <id>
+ *   <pki>/revoked, crl.pem, crl.number  revoked boards and the CA's CRL
+ *                                   (sky_crl.h; mosquitto's crlfile)
  *
  * Board certificates: CN = board id, validity 1 year from issue (backdated
  * 5 minutes for clock skew), 128-bit random serial, basicConstraints
@@ -181,6 +183,12 @@ int sky_ca_issue(sky_ca *ca, const char *csr_pem, size_t csr_len, const char *id
  * id when it was readable, for the log line. */
 int sky_ca_enroll(sky_ca *ca, const char *msg, size_t len, int64_t now, char *reply, size_t cap,
 		  size_t *reply_len, char *id_out, sky_diag *d);
+
+/* Returns 0 if board id has no revoked certificate in <dir>/revoked
+ * (sky_crl.h), SKY_EAUTH with d saying it is revoked, or the list's read
+ * errors. sky_ca_enroll refuses a revoked id with this, before it looks at
+ * the token. */
+int sky_ca_check_not_revoked(const char *dir, const char *id, sky_diag *d);
 
 /* Loads the planner's signing identity (<dir>/planner.key and
  * planner.crt) into s, for sky_sign_envelope. Returns as sky_signer_load. */

@@ -2,6 +2,7 @@
 
 #include "sky_err.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -31,3 +32,12 @@ int sky_signal_install(void)
 int sky_signal_stop_requested(void) { return atomic_load(&g_stop); }
 
 void sky_signal_request_stop(int signo) { atomic_store(&g_stop, signo ? signo : SIGTERM); }
+
+int sky_signal_reload(long pid)
+{
+	if (pid < 2 || pid != (long)(pid_t)pid)
+		return SKY_EINVAL;
+	if (kill((pid_t)pid, SIGHUP) == 0)
+		return 0;
+	return errno == ESRCH ? SKY_ENOTFOUND : errno == EPERM ? SKY_EAUTH : SKY_EIO;
+}

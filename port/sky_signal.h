@@ -13,5 +13,9 @@ int sky_signal_install(void);
 int sky_signal_stop_requested(void);
 /* Sets the flag as a signal would (tests, and a daemon stopping itself). */
 void sky_signal_request_stop(int signo);
+/* Sends SIGHUP to process pid (mosquitto re-reads its config and CRL).
+ * Returns 0, SKY_EINVAL (pid < 2), SKY_ENOTFOUND (no such process) or
+ * SKY_EAUTH (not ours to signal). */
+int sky_signal_reload(long pid);
 
 #endif

@@ -7,12 +7,14 @@
 
 #include "sky_ca.h"
 #include "sky_clock.h"
+#include "sky_crl.h"
 #include "sky_err.h"
 #include "sky_file.h"
 #include "sky_identity.h"
 #include "sky_json.h"
 #include "sky_opt.h"
 #include "sky_sign.h"
+#include "sky_signal.h"
 
 #include <mbedtls/version.h>
 #include <stdio.h>
@@ -28,6 +30,7 @@ static void usage(FILE *to)
 		"       sky pki token --dir D [--ttl SECONDS] [--id BOARD]\n"
 		"       sky pki operator --dir D --name NAME\n"
 		"       sky pki issue --dir D --id BOARD --state S [--token T]\n"
+		"       sky pki revoke --dir D BOARD [--reason R] [--broker-pid PID]\n"
 		"       sky pki sign --key K --cert C [FILE]     (payload from FILE or stdin)\n"
 		"       sky pki verify --cert C [FILE]           (envelope from FILE or stdin)\n"
 		"       sky pki bench --dir D [--json] [common bench options]\n"
@@ -50,6 +53,14 @@ static void usage(FILE *to)
 		"issue  enrolls board BOARD offline: makes its key and CSR in state dir S (as\n"
 		"       skyd --enroll does), runs the CA's checks on them with token T (default:\n"
 		"       a fresh token bound to BOARD) and installs the certificates in S.\n"
+		"revoke puts BOARD's certificate on the fleet CA's CRL (D/crl.pem, list in\n"
+		"       D/revoked; again: no change). The CA then refuses to enroll BOARD again\n"
+		"       and skyplan drops it from the fleet. mosquitto re-reads the CRL on\n"
+		"       SIGHUP (sent to PID with --broker-pid) and then refuses the board's TLS\n"
+		"       handshakes; a connection open before stays open until the board\n"
+		"       reconnects or the broker restarts. R: unspecified, keyCompromise,\n"
+		"       cACompromise, affiliationChanged, superseded, cessationOfOperation\n"
+		"       (default: no reason code).\n"
 		"sign   prints a signed envelope (runtime/wire/sky_sign.h) of the payload.\n"
 		"verify checks an envelope against certificate C and prints its payload.\n"
 		"bench  times plan signing and verification (2 KiB plan), P-256 key\n"
@@ -325,6 +336,87 @@ exit:
 	free(req);
 	free(reply);
 	return rc ? 1 : 0;
+}
+
+static int cmd_revoke(int argc, char **argv)
+{
+	const char *dir = NULL, *id = NULL;
+	int reason = SKY_CRL_REASON_NONE;
+	long pid = 0;
+	enum { O_DIR = SKY_OPT_FIRST, O_REASON, O_PID };
+	static const struct option k_opts[] = {{"dir", required_argument, NULL, O_DIR},
+					       {"reason", required_argument, NULL, O_REASON},
+					       {"broker-pid", required_argument, NULL, O_PID},
+					       SKY_OPT_STD,
+					       {0}};
+	sky_diag d;
+	sky_diag_clear(&d);
+	sky_opt op;
+	sky_opt_begin(&op, "sky pki revoke", argc, argv, k_opts, 0);
+	for (int c; (c = sky_opt_next(&op)) != SKY_OPT_END;) {
+		switch (c) {
+		case SKY_OPT_HELP:
+			usage(stdout);
+			return 0;
+		case SKY_OPT_VERSION:
+			return 0;
+		case O_DIR:
+			dir = op.arg;
+			break;
+		case O_REASON:
+			if (sky_crl_reason_parse(op.arg, &reason, &d) != 0) {
+				fprintf(stderr, "sky pki revoke: %s\n", d.msg);
+				return 2;
+			}
+			break;
+		case O_PID:
+			if (sky_cli_int("pki revoke", "--broker-pid", op.arg, 2, 0x7fffffffL, &pid) != 0)
+				return 2;
+			break;
+		default:
+			return 2;
+		}
+	}
+	if (op.next < argc)
+		id = argv[op.next];
+	if (op.next + 1 < argc) {
+		fprintf(stderr, "sky pki revoke: one BOARD, got '%s' and '%s' (sky pki revoke --help)\n",
+			argv[op.next], argv[op.next + 1]);
+		return 2;
+	}
+	if (!dir || !id) {
+		fprintf(stderr, "sky pki revoke: --dir and BOARD are required\n");
+		return 2;
+	}
+	int rc = sky_crl_revoke(dir, id, reason, &d);
+	if (rc < 0) {
+		fprintf(stderr, "sky pki revoke: %s\n", d.msg[0] ? d.msg : sky_strerror(rc));
+		return 1;
+	}
+	if (rc == 1)
+		printf("board %s is already revoked; %s/%s unchanged\n", id, dir, SKY_CRL_FILE);
+	else
+		printf("revoked board %s%s%s: %s/%s re-signed; skyplan drops the board within a "
+		       "second\n",
+		       id, reason >= 0 ? " for " : "", reason >= 0 ? sky_crl_reason_name(reason) : "",
+		       dir, SKY_CRL_FILE);
+	if (pid > 0) {
+		int src = sky_signal_reload(pid);
+		if (src != 0) {
+			fprintf(stderr, "sky pki revoke: cannot signal the broker (pid %ld): %s\n", pid,
+				sky_strerror(src));
+			return 1;
+		}
+		printf("sent SIGHUP to the broker (pid %ld): it refuses the board's new TLS "
+		       "handshakes;\na connection it holds now lasts until the board reconnects or "
+		       "the broker restarts\n",
+		       pid);
+	} else {
+		printf("to apply it on the broker: kill -HUP <mosquitto pid> (or sky pki revoke "
+		       "--broker-pid PID),\nand restart mosquitto to cut a connection the board holds "
+		       "now\n");
+	}
+	return 0;
 }
 
 static int cmd_sign(int argc, char **argv, int verify)
@@ -604,6 +696,7 @@ int sky_cmd_pki(int argc, char **argv)
 		{"token", "a one-time claim token", cmd_token},
 		{"issue", "enroll a board offline", cmd_issue},
 		{"operator", "another operator identity", cmd_operator},
+		{"revoke", "put a board's certificate on the CRL", cmd_revoke},
 		{"sign", "a signed envelope, by hand", cmd_sign_only},
 		{"verify", "check an envelope", cmd_verify},
 		{"bench", "signing, verification, key generation, issue", cmd_bench},
