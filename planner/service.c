@@ -3,6 +3,7 @@
 #include "sky_ca.h"
 #include "sky_caps.h"
 #include "sky_clock.h"
+#include "sky_crl.h"
 #include "sky_file.h"
 #include "sky_jobkey.h"
 #include "sky_jobstat.h"
@@ -246,6 +247,10 @@ int sky_job_reply_decode(const char *buf, size_t len, sky_job_reply *r, sky_diag
 #define ENROLL_ALL_PER_S 16
 #define LOG_LINES_PER_WINDOW 5
 #define LOG_WINDOW_S 10.0
+#define REVOKED_CHECK_S 1.0
+/* how long a job re-planned without a revoked board waits for the boards
+ * it wants (every online board with matching capabilities) */
+#define REPLAN_WAIT_S 10.0
 
 typedef struct pending_job {
 	sky_job_req req;
@@ -293,7 +298,11 @@ typedef struct svc {
 	sky_bucket enroll_all;
 	sky_keyed_buckets enroll_nonce;
 	long enroll_limited;
-	sky_log_throttle enroll_log, oversize_log;
+	sky_log_throttle enroll_log, oversize_log, revoked_log;
+	/* the CA's revoked list (<pki>/revoked, sky_crl.h), read again every
+	 * REVOKED_CHECK_S: `sky pki revoke` needs no message to reach us */
+	sky_crl_list revoked;
+	double revoked_check_at; /* monotonic */
 } svc;
 
 static svc g_svc; /* one service per process; far too big for a stack */
@@ -619,6 +628,9 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 				 now_b->state == SKY_REG_ONLINE ? leaf : "its will or shutdown status");
 		if (rc < 0)
 			SKY_WARN("rejected %s from %s: %s", leaf, seg, d.msg);
+		else if (rc == 1 && now_b && now_b->state == SKY_REG_REVOKED)
+			throttled_warn(s, &s->revoked_log, "messages from revoked boards", "%s",
+				       d.msg);
 		else if (rc == 1)
 			SKY_INFO("%s", d.msg);
 		else if (strcmp(leaf, SKY_TOPIC_PLAN_ACK) == 0) {
@@ -815,6 +827,95 @@ static int wrap_keys(svc *s, sky_planmsg *p, sky_diag *d)
 	return rc;
 }
 
+/* Queues job again from its newest saved plan (its model, shapes and
+ * training settings), to be planned over the boards online now: the way a
+ * job is planned when it is submitted. Called with the lock held. */
+static void replan(svc *s, const char *job, const char *why)
+{
+	for (int k = 0; k < s->n_pending; k++)
+		if (strcmp(s->pending[k].req.job, job) == 0)
+			return; /* already waiting to be planned */
+	long n = load_plan(s, job);
+	if (n < 0) {
+		SKY_WARN("job %s: cannot re-plan (%s): its saved plan is unusable (%s)", job, why,
+			 sky_strerror((int)n));
+		return;
+	}
+	if (s->n_pending >= MAX_PENDING) {
+		SKY_WARN("job %s: cannot re-plan (%s): %d jobs already waiting", job, why,
+			 MAX_PENDING);
+		return;
+	}
+	const sky_planmsg *p = &s->msg;
+	pending_job *pj = &s->pending[s->n_pending];
+	memset(pj, 0, sizeof *pj);
+	sky_job_req *r = &pj->req;
+	snprintf(r->job, sizeof r->job, "%s", p->job);
+	snprintf(r->model, sizeof r->model, "%s", p->shape.name);
+	r->layers = p->layers;
+	r->seq = p->shape.seq;
+	r->batch = p->shape.batch;
+	r->micro_batches = p->micro_batches;
+	snprintf(r->algo, sizeof r->algo, "%s", p->algo);
+	snprintf(r->sched, sizeof r->sched, "%s", p->train.sched[0] ? p->train.sched : "1f1b");
+	snprintf(r->objective, sizeof r->objective, "step");
+	r->wait_s = REPLAN_WAIT_S;
+	if (p->train.steps > 0) {
+		r->train = 1;
+		r->steps = p->train.steps;
+		snprintf(r->optim, sizeof r->optim, "%s", p->train.optim);
+		r->lr = p->train.lr;
+		r->seed = (int)p->train.seed;
+		r->warmup = p->train.warmup;
+		r->clip = p->train.clip;
+		r->stall_s = p->train.stall_s;
+		r->plaintext = !p->train.sealed;
+	}
+	sky_model_preset(r->model, &pj->model);
+	pj->model.layers = r->layers;
+	pj->model.seq = r->seq;
+	pj->model.batch = r->batch;
+	pj->since = sky_clock_s();
+	s->n_pending++;
+	SKY_INFO("job %s epoch %lld: re-planning over the online boards (%s)", job,
+		 (long long)p->epoch, why);
+}
+
+/* Reads the CA's revoked list and drops every board on it that the
+ * registry does not hold as revoked yet: marked revoked (shown in sky
+ * fleet status, its messages ignored from now on) and its job re-planned
+ * without it. Called with the lock held. */
+static void check_revoked(svc *s)
+{
+	sky_diag d;
+	sky_diag_clear(&d);
+	if (sky_crl_list_load(s->o->pki_dir, &s->revoked, &d) != 0) {
+		throttled_warn(s, &s->revoked_log, "messages from revoked boards",
+			       "cannot read the revoked list: %s", d.msg);
+		return;
+	}
+	for (int i = 0; i < s->revoked.n; i++) {
+		const sky_crl_entry *e = &s->revoked.e[i];
+		sky_reg_board *b = sky_registry_find(&s->reg, e->id);
+		if (b && b->state == SKY_REG_REVOKED)
+			continue;
+		char job[SKY_TOPIC_SEGMENT_MAX + 1] = "";
+		int stage = b ? b->stage : -1;
+		if (b)
+			snprintf(job, sizeof job, "%s", b->job);
+		const char *why = e->reason >= 0 ? sky_crl_reason_name(e->reason) : "revoked";
+		if (sky_registry_revoke(&s->reg, e->id, why) != 1)
+			continue;
+		SKY_WARN("board %s revoked (%s; on the CA's CRL): dropped from the fleet%s%s", e->id,
+			 why, job[0] ? ", it held a stage of job " : "", job);
+		if (job[0]) {
+			char what[96];
+			snprintf(what, sizeof what, "board %s revoked, it held stage %d", e->id, stage);
+			replan(s, job, what);
+		}
+	}
+}
+
 /* Plans pending job pj if enough boards are ready. Returns 1 when the job
  * is done with (published or failed), 0 to keep waiting. Called with the
  * lock held. */
@@ -978,6 +1079,7 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 	sky_keyed_init(&s->enroll_nonce, ENROLL_NONCE_BURST, ENROLL_NONCE_PER_S);
 	sky_log_throttle_init(&s->enroll_log, LOG_LINES_PER_WINDOW, LOG_WINDOW_S);
 	sky_log_throttle_init(&s->oversize_log, LOG_LINES_PER_WINDOW, LOG_WINDOW_S);
+	sky_log_throttle_init(&s->revoked_log, LOG_LINES_PER_WINDOW, LOG_WINDOW_S);
 	if (o->state_dir)
 		snprintf(s->state_dir, sizeof s->state_dir, "%s", o->state_dir);
 	else
@@ -1086,6 +1188,10 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 						 "%d s, deadline 1.5x)",
 						 s->reg.b[i].id, now - s->reg.b[i].last_heard,
 						 s->reg.b[i].keepalive_s);
+		if (now >= s->revoked_check_at) {
+			s->revoked_check_at = now + REVOKED_CHECK_S;
+			check_revoked(s);
+		}
 		if (s->republish_at > 0 && now >= s->republish_at && s->m && !s->lost) {
 			s->republish_at = 0;
 			republish_missing(s);
@@ -1105,6 +1211,9 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 		sup = sky_log_throttle_flush(&s->oversize_log, now);
 		if (sup > 0)
 			suppressed_line(s, &s->oversize_log, "oversize messages", sup);
+		sup = sky_log_throttle_flush(&s->revoked_log, now);
+		if (sup > 0)
+			suppressed_line(s, &s->revoked_log, "messages from revoked boards", sup);
 		sky_mutex_unlock(&s->lock);
 		if ((changed && now - last_save >= 0.2) || now - last_save >= 2.0) {
 			save_state(s);

@@ -31,6 +31,11 @@
  *     epoch (persisted in <state>/epoch, so it only grows), signs the plan
  *     (sky_sign.h) and publishes it retained on sky/v1/job/<job>/plan;
  *   - collects plan-acks into the registry;
+ *   - reads the CA's revoked list (<pki>/revoked, sky_crl.h) at start and
+ *     every second: a board on it is marked revoked in the registry (its
+ *     messages are ignored from then on) and the job it held a stage of is
+ *     queued again from its saved plan, to be planned over the boards
+ *     online now (a new epoch without it);
  *   - keeps its own state, so a restart (of it, of the broker, or both)
  *     forgets nothing the fleet depends on: <state>/fleet.json (boards with
  *     their boot, session and retired boots, assignments with their

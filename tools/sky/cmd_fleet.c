@@ -17,9 +17,10 @@
 static void usage(FILE *to)
 {
 	fprintf(to, "usage: sky fleet status (--state DIR | --pki DIR) [--json]\n"
-		    "Prints each board skyplan knows: id, state (enrolled, online, offline), last\n"
-		    "seen (UTC), version, capabilities and current assignment, from DIR/fleet.json\n"
-		    "(skyplan --state DIR; default <pki>/state). --json prints the document as is.\n"
+		    "Prints each board skyplan knows: id, state (enrolled, online, offline,\n"
+		    "revoked), last seen (UTC), version, capabilities and current assignment, from\n"
+		    "DIR/fleet.json (skyplan --state DIR; default <pki>/state). --json prints the\n"
+		    "document as is.\n"
 		    "Training jobs (DIR/jobs.json, from their metrics) follow, one line per stage:\n"
 		    "step, loss, step time, busy fraction, frames dropped by reason, stall; with\n"
 		    "--json as a second object {\"jobs\":[...]}.\n");
@@ -159,7 +160,7 @@ static int status(int argc, char **argv)
 	printf("%-16s %-8s %-20s %-14s %9s %9s %9s %9s  %s\n", "ID", "STATE", "LAST SEEN (UTC)",
 	       "VERSION", "FWD ms", "BWD ms", "MEM MiB", "RTT ms", "ASSIGNMENT");
 	const cJSON *b;
-	int count = 0, online = 0;
+	int count = 0, online = 0, revoked = 0;
 	cJSON_ArrayForEach(b, boards)
 	{
 		const cJSON *c = cJSON_GetObjectItemCaseSensitive(b, "caps");
@@ -167,6 +168,7 @@ static int status(int argc, char **argv)
 		char caps[64] = "", asg[160] = "-";
 		count++;
 		online += !strcmp(str(b, "state"), "online");
+		revoked += !strcmp(str(b, "state"), "revoked");
 		if (cJSON_IsObject(c))
 			snprintf(caps, sizeof caps, "%9.3f %9.3f %9.0f %9.3f", 1e3 * num(c, "fwd_s"),
 				 1e3 * num(c, "bwd_s"), num(c, "mem_bytes") / 1048576.0,
@@ -186,6 +188,9 @@ static int status(int argc, char **argv)
 		       str(b, "version"), caps, asg);
 	}
 	const cJSON *k = cJSON_GetObjectItemCaseSensitive(doc, "counters");
+	if (revoked)
+		printf("%d revoked (sky pki revoke): their messages are ignored (%.0f so far)\n", revoked,
+		       num(k, "revoked_ignored"));
 	printf("%d boards, %d online; caps rejected %.0f, stale messages ignored %.0f, timeouts %.0f "
 	       "(as of %s)\n",
 	       count, online, num(k, "caps_rejected"), num(k, "stale_ignored"), num(k, "timeouts"),
