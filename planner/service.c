@@ -704,7 +704,10 @@ static int connect_svc(svc *s, sky_diag *d)
 			    .cert_file = crt, .key_file = key,
 			    .keepalive_s = s->o->keepalive_s > 0 ? s->o->keepalive_s : 10,
 			    .on_msg = on_msg, .on_lost = on_lost, .on_oversize = on_oversize,
-			    .ctx = s};
+			    /* the broker keeps our subscriptions and queues what
+			     * boards and operators send while we are away (one
+			     * planner per fleet: the session is its CN's) */
+			    .persistent = 1, .ctx = s};
 	sky_mqtt *m = NULL;
 	atomic_store(&s->lost, 0);
 	if ((rc = sky_mqtt_connect(&m, &mo, d)) != 0)
@@ -1158,7 +1161,8 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 	}
 	SKY_INFO("serving: state in %s, epoch %lld", s->state_dir, (long long)s->epoch);
 	double last_save = 0;
-	int backoff_ms = 1000;
+	sky_mqtt_backoff backoff; /* 0.5 s doubling to 5 s, jittered */
+	sky_mqtt_backoff_init(&backoff, 500, 5000, sky_clock_ns() ^ (uint64_t)(uintptr_t)s);
 	sky_notify_ready();
 	while (!sky_signal_stop_requested()) {
 		sky_notify_watchdog(); /* from this loop only: a wedged loop stops pinging */
@@ -1167,14 +1171,14 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 			sky_diag cd;
 			sky_diag_clear(&cd);
 			if (connect_svc(s, &cd) != 0) {
-				SKY_WARN("%s; retrying in %d ms", cd.msg, backoff_ms);
+				int ms = sky_mqtt_backoff_next(&backoff);
+				SKY_WARN("%s; retrying in %d ms", cd.msg, ms);
 				drop(s);
-				for (int t = 0; t < backoff_ms / 50 && !sky_signal_stop_requested(); t++)
+				for (int t = 0; t < ms / 50 && !sky_signal_stop_requested(); t++)
 					sky_sleep_ms(50);
-				backoff_ms = backoff_ms * 2 > 5000 ? 5000 : backoff_ms * 2;
 				continue;
 			}
-			backoff_ms = 1000;
+			sky_mqtt_backoff_reset(&backoff);
 		}
 		double now = sky_clock_s();
 		sky_mutex_lock(&s->lock);

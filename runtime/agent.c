@@ -20,6 +20,7 @@
 #include "sky_trainjob.h"
 
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -878,7 +879,10 @@ int sky_agent_run(const sky_agent_opts *o, sky_diag *d)
 		goto exit;
 	load_saved_plan(&a);
 
-	int backoff_ms = 1000;
+	/* 0.5 s doubling to 5 s, jittered: a fleet that lost its broker does
+	 * not come back in one burst */
+	sky_mqtt_backoff backoff;
+	sky_mqtt_backoff_init(&backoff, 500, 5000, sky_clock_ns() ^ (uint64_t)(uintptr_t)&a);
 	sky_notify_ready(); /* identity, profile and probe are in hand */
 	while (!sky_signal_stop_requested()) {
 		sky_notify_watchdog(); /* from this thread only (here and between a job's frames): a wedged loop stops pinging */
@@ -890,14 +894,14 @@ int sky_agent_run(const sky_agent_opts *o, sky_diag *d)
 			sky_diag cd;
 			sky_diag_clear(&cd);
 			if (connect_once(&a, &cd) != 0) {
-				SKY_WARN("%s; retrying in %d ms", cd.msg, backoff_ms);
+				int ms = sky_mqtt_backoff_next(&backoff);
+				SKY_WARN("%s; retrying in %d ms", cd.msg, ms);
 				disconnect(&a, 0);
-				for (int t = 0; t < backoff_ms / 50 && !sky_signal_stop_requested(); t++)
+				for (int t = 0; t < ms / 50 && !sky_signal_stop_requested(); t++)
 					sky_sleep_ms(50);
-				backoff_ms = backoff_ms * 2 > 5000 ? 5000 : backoff_ms * 2;
 				continue;
 			}
-			backoff_ms = 1000;
+			sky_mqtt_backoff_reset(&backoff);
 			a.next_hb = 0;
 		}
 		if (atomic_exchange(&a.probe_requested, 0)) {

@@ -401,6 +401,8 @@ static int cmd_submit(int argc, char **argv)
 	int rc = 1, sends = 0;
 	char last_err[256] = "";
 	double t0 = sky_clock_s(), next_send = t0;
+	sky_mqtt_backoff backoff; /* 0.25 s doubling to 2 s, jittered */
+	sky_mqtt_backoff_init(&backoff, 250, 2000, sky_clock_ns());
 	/* until answered: (re)connect, subscribe to the answers, send; a
 	 * connection that drops, or a planner that did not hear, gets it again */
 	for (;;) {
@@ -439,9 +441,10 @@ static int cmd_submit(int argc, char **argv)
 				}
 				sky_mqtt_close(m, 0);
 				m = NULL;
-				sky_sleep_ms(500);
+				sky_sleep_ms((unsigned)sky_mqtt_backoff_next(&backoff));
 				continue;
 			}
+			sky_mqtt_backoff_reset(&backoff);
 			next_send = sky_clock_s();
 		}
 		if (sky_clock_s() >= next_send) {

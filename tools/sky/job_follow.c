@@ -134,6 +134,9 @@ typedef struct follow {
 	part parts[SKY_PLANMSG_MAX_STAGES];
 	char part_board[SKY_PLANMSG_MAX_STAGES][SKY_TOPIC_SEGMENT_MAX + 1];
 	int n_parts;
+	/* how to connect again after the broker went away (reconnect) */
+	sky_mqtt_opts mo;
+	char ca[600], crt[600], key[600], client[48], broker[300];
 } follow;
 
 static follow g_f;
@@ -183,15 +186,14 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 
 static sky_mqtt *connect_follow(const char *cmd, const follow_opts *o, follow *f, sky_diag *d)
 {
-	char ca[600], crt[600], key[600], client[48];
-	snprintf(ca, sizeof ca, "%s/ca.crt", o->pki);
+	snprintf(f->ca, sizeof f->ca, "%s/ca.crt", o->pki);
 	char pcrt[600];
-	snprintf(crt, sizeof crt, "%s/operator.crt", o->pki);
-	snprintf(key, sizeof key, "%s/operator.key", o->pki);
+	snprintf(f->crt, sizeof f->crt, "%s/operator.crt", o->pki);
+	snprintf(f->key, sizeof f->key, "%s/operator.key", o->pki);
 	snprintf(pcrt, sizeof pcrt, "%s/planner.crt", o->pki);
 	sky_rng rng;
 	sky_rng_seed(&rng, sky_clock_ns());
-	snprintf(client, sizeof client, "sky-%s-%08llx", cmd,
+	snprintf(f->client, sizeof f->client, "sky-%s-%08llx", cmd,
 		 (unsigned long long)(sky_rng_u64(&rng) >> 32));
 	sky_mutex_init(&f->lock);
 	mbedtls_x509_crt_init(&f->planner);
@@ -200,18 +202,49 @@ static sky_mqtt *connect_follow(const char *cmd, const follow_opts *o, follow *f
 	snprintf(f->part_prefix, sizeof f->part_prefix, SKY_TOPIC_ROOT "/job/%s/part/", o->job);
 	if (sky_sign_load_cert(&f->planner, pcrt, d) != 0)
 		return NULL;
-	char tools_broker[300]; /* operator tools: the listener beside the fleet's */
-	if (sky_mqtt_claim_broker(o->broker, tools_broker, sizeof tools_broker) != 0) {
+	/* operator tools: the listener beside the fleet's */
+	if (sky_mqtt_claim_broker(o->broker, f->broker, sizeof f->broker) != 0) {
 		sky_diag_set(d, SKY_EINVAL, "--broker must be HOST:PORT (port below 65535), got '%s'",
 			     o->broker);
 		return NULL;
 	}
-	sky_mqtt_opts mo = {.broker = tools_broker, .client_id = client, .ca_file = ca, .cert_file = crt,
-			    .key_file = key, .keepalive_s = 30, .on_msg = on_msg, .ctx = f};
+	sky_mqtt_opts mo = {.broker = f->broker, .client_id = f->client, .ca_file = f->ca,
+			    .cert_file = f->crt, .key_file = f->key, .keepalive_s = 30,
+			    .on_msg = on_msg, .ctx = f};
+	f->mo = mo;
 	sky_mqtt *m = NULL;
 	if (sky_mqtt_connect(&m, &mo, d) != 0)
 		return NULL;
 	return m;
+}
+
+/* After the broker went away (a restart): connects again, at most once per
+ * backoff delay, and subscribes to filters again. Metrics sent while we
+ * were away are gone (they are not retained); the plan is retained. Returns
+ * 1 when connected. */
+static int reconnect_follow(follow *f, sky_mqtt **m, sky_mqtt_backoff *b, double *next_try,
+			    const char *const *filters, int n)
+{
+	if (sky_mqtt_connected(*m))
+		return 1;
+	if (sky_clock_s() < *next_try)
+		return 0;
+	sky_mqtt_close(*m, 0);
+	*m = NULL;
+	sky_diag d;
+	sky_diag_clear(&d);
+	int rc = sky_mqtt_connect(m, &f->mo, &d);
+	for (int i = 0; i < n && !rc; i++)
+		rc = sky_mqtt_subscribe(*m, filters[i], 1, 5000, &d);
+	if (rc) {
+		int ms = sky_mqtt_backoff_next(b);
+		fprintf(stderr, "sky job: %s; retrying in %d ms\n", d.msg, ms);
+		*next_try = sky_clock_s() + ms / 1e3;
+		return 0;
+	}
+	sky_mqtt_backoff_reset(b);
+	fprintf(stderr, "sky job: connected again to %s\n", f->mo.broker);
+	return 1;
 }
 
 /* ---- watch ------------------------------------------------------------------- */
@@ -247,9 +280,16 @@ int sky_job_watch(int argc, char **argv)
 		fprintf(stderr, "sky job watch: cannot write %s\n", o.events);
 		goto exit;
 	}
-	double end = sky_clock_s() + o.timeout_s;
+	double end = sky_clock_s() + o.timeout_s, next_try = 0;
 	int done = 0, printed = 0, stalled = 0;
+	sky_mqtt_backoff backoff; /* 0.25 s doubling to 2 s, jittered */
+	sky_mqtt_backoff_init(&backoff, 250, 2000, sky_clock_ns());
+	const char *const filters[] = {f->metrics_topic, f->plan_topic};
 	while (sky_clock_s() < end && !stalled) {
+		if (!reconnect_follow(f, &m, &backoff, &next_try, filters, 2)) {
+			sky_sleep_ms(50);
+			continue;
+		}
 		sky_mqtt_poll(m, 50);
 		sky_mutex_lock(&f->lock);
 		int n_stages = f->have_plan ? f->plan.n_stages : 0;
@@ -360,9 +400,16 @@ int sky_job_collect(int argc, char **argv)
 		goto exit;
 	}
 	/* the plan and one part per stage (retained: they are there if the job ended) */
-	double end = sky_clock_s() + o.timeout_s;
+	double end = sky_clock_s() + o.timeout_s, next_try = 0;
 	int have = 0;
+	sky_mqtt_backoff backoff; /* 0.25 s doubling to 2 s, jittered */
+	sky_mqtt_backoff_init(&backoff, 250, 2000, sky_clock_ns());
+	const char *const filters[] = {f->plan_topic, topic};
 	while (sky_clock_s() < end) {
+		if (!reconnect_follow(f, &m, &backoff, &next_try, filters, 2)) {
+			sky_sleep_ms(50);
+			continue;
+		}
 		sky_mqtt_poll(m, 50);
 		sky_mutex_lock(&f->lock);
 		have = 0;
