@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #define PATH_CAP 1024
 
@@ -31,10 +30,22 @@ static const struct {
 };
 #define N_REASONS (sizeof k_reasons / sizeof k_reasons[0])
 
+/* ASCII case-insensitive equality (strcasecmp is <strings.h>, an OS header) */
+static int same_ci(const char *a, const char *b)
+{
+	for (; *a && *b; a++, b++) {
+		char x = (*a >= 'A' && *a <= 'Z') ? (char)(*a + 32) : *a;
+		char y = (*b >= 'A' && *b <= 'Z') ? (char)(*b + 32) : *b;
+		if (x != y)
+			return 0;
+	}
+	return *a == *b;
+}
+
 int sky_crl_reason_parse(const char *name, int *code, sky_diag *d)
 {
 	for (size_t i = 0; name && i < N_REASONS; i++)
-		if (!strcasecmp(name, k_reasons[i].name) || !strcasecmp(name, k_reasons[i].alias)) {
+		if (same_ci(name, k_reasons[i].name) || same_ci(name, k_reasons[i].alias)) {
 			*code = k_reasons[i].code;
 			return 0;
 		}

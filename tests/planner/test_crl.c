@@ -230,7 +230,10 @@ SKY_TEST(unknown_or_bad_ids_are_refused_by_name)
 	SKY_EXPECT_EQ(code, SKY_CRL_REASON_KEY_COMPROMISE);
 	SKY_EXPECT_EQ(sky_crl_reason_parse("cessation-of-operation", &code, NULL), 0);
 	SKY_EXPECT_EQ(code, SKY_CRL_REASON_CESSATION);
+	SKY_EXPECT_EQ(sky_crl_reason_parse("SUPERSEDED", &code, NULL), 0);
+	SKY_EXPECT_EQ(code, SKY_CRL_REASON_SUPERSEDED);
 	SKY_EXPECT_EQ(sky_crl_reason_parse("because", &code, NULL), SKY_EINVAL);
+	SKY_EXPECT_EQ(sky_crl_reason_parse("keyCompromiseX", &code, NULL), SKY_EINVAL);
 }
 
 /* Many entries, serials with the top bit set (content with a leading 0x00)
