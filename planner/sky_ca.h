@@ -173,7 +173,8 @@ int sky_ca_issue(sky_ca *ca, const char *csr_pem, size_t csr_len, const char *id
 		 size_t cap, sky_diag *d);
 
 /* The whole enrollment step for skyplan: decodes the request msg (from
- * sky/v1/enroll/<nonce>/csr), checks the token without consuming it,
+ * sky/v1/enroll/<nonce>/csr), refuses a revoked id (SKY_EAUTH, "board '<id>'
+ * is revoked ..."; sky_ca_check_not_revoked), checks the token without consuming it,
  * checks the CSR and issues, consumes the token, records issued/<id>, and
  * writes the reply JSON for sky/v1/enroll/<nonce>/cert into reply (success
  * or refusal; a refusal says why in "error", without secrets). Returns 0
