@@ -6,7 +6,9 @@
 # and runs its half-layers; a client identity publishes requests and reads
 # the responses with mosquitto_pub/sub. Under several signed infer plans
 # (even, cuts in the middle of layers, 1, 2 and 4 threads per board, and
-# one board running the aarch64 build under qemu when it is there) every
+# b4 running the aarch64 build under qemu when it is there, always in the
+# middle of the pipeline: its int8 half-layers give the same bits as x86's;
+# the fp32 ends, embeddings and head, do not, see the report) every
 # request's logits equal `sky eval --precision int8 --tokens` on one board,
 # bit for bit. Each bad request gets its code (malformed, wrong_length,
 # bad_token, bad_mask, oversize, not_allowed, busy) and the fleet still
@@ -180,17 +182,21 @@ same_bits() {
 }
 
 # ---- plan 1: even split, whole layers, 1 thread --------------------------------
-plan sa 1 4 5 64 b1:0:1 b2:2:3 b3:4:5 b4:6:7 && same_bits sa
+plan sa 1 4 5 64 b1:0:1 b4:2:3 b3:4:5 b2:6:7 && same_bits sa
 head -1 "$W/sa.resp" | sed 's/^/  /'
 
 # ---- plan 2: cuts in the middle of layers, 2 threads ---------------------------
-plan sb 2 4 5 64 b1:0:2 b2:3:3 b3:4:6 b4:7:7 && same_bits sb
+plan sb 2 4 5 64 b1:0:2 b2:3:3 b4:4:6 b3:7:7 && same_bits sb
 # ---- plan 3: other boards first, uneven, 4 threads ------------------------------
 plan sc 4 2 5 64 b3:0:0 b4:1:4 b1:5:6 b2:7:7 && same_bits sc
 
-# the wire: int8 frames against what fp32 activations would take (4 bytes each)
-fb=$(grep -ho '"stage":0,"board":"b3","infer":true,[^}]*"frame_bytes":[0-9]*' "$W"/b*.log 2>/dev/null | head -1)
-grep -q "int8 frames" "$W/b1.log" && echo "MEASURE $(grep -ho 'serving stage 0 of 4.*' "$W/b3.log" | tail -1)"
+# the wire: one batch's int8 frame against the same frame with fp32
+# activations (4 bytes instead of 1 for each of B*S*H = 4*16*32 values)
+fb=$(sed -n 's/.*job sa epoch.*serving stage 0 of 4.* \([0-9]*\)-byte int8 frames.*/\1/p' "$W/b1.log" | head -1)
+if [ -n "$fb" ]; then
+	f32=$((fb + 3 * 4 * 16 * 32))
+	echo "MEASURE serve_frame_bytes int8 $fb fp32 $f32 ratio $(awk "BEGIN{printf \"%.3f\", $fb / $f32}") per_request_int8 $((fb / 4))"
+fi
 
 # ---- bad requests, then a good one ----------------------------------------------
 big=$(head -c 70000 /dev/zero | tr '\0' ' ')
@@ -204,16 +210,16 @@ big=$(head -c 70000 /dev/zero | tr '\0' ' ')
 	echo '{"v":1,"id":"g1","tokens":[5,9,33]}'
 } >"$W/bad.reqs"
 ask sc sky-client-t "$W/bad.reqs"
-check_code() { # ID CODE WORDS
+check_code() { # ID CODE WORDS [NAME]
 	if grep "\"id\":\"$1\"" "$W/sc.resp" | grep "\"code\":\"$2\"" | grep -q "$3"; then
-		pass "bad_request_answered_$2"
+		pass "bad_request_answered_${4:-$2}"
 	else
-		fail "bad_request_answered_$2" "$(grep "\"id\":\"$1\"" "$W/sc.resp" || echo none)"
+		fail "bad_request_answered_${4:-$2}" "$(grep "\"id\":\"$1\"" "$W/sc.resp" || echo none)"
 	fi
 }
 check_code "" malformed "not JSON"
 check_code w1 wrong_length "17 tokens"
-check_code w2 wrong_length "mask has 2"
+check_code w2 wrong_length "mask has 2" wrong_length_mask
 check_code t1 bad_token "token 1 is 64, the vocabulary has 64"
 check_code k1 bad_mask "mask 1 is 2"
 check_code "" oversize "the limit is 65536"
