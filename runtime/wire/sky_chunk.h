@@ -27,6 +27,7 @@
 #define SKY_CHUNK_H
 
 #include "sky_err.h"
+#include "sky_topics.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -104,7 +105,7 @@ int sky_sha256_file(const char *path, unsigned char sha[32], uint64_t *bytes);
 /* ---- slice request (board -> planner, sky/v1/board/<id>/slice-req) --------
  *   {"job":"j1","sha256":"<64 hex>","from":3}
  * from: the first chunk the board lacks (0: all). */
-#define SKY_SLICE_REQ_MAX_BYTES 512u
+/* SKY_SLICE_REQ_MAX_BYTES: sky_topics.h */
 typedef struct sky_slice_req {
 	char job[65];
 	unsigned char sha[32];
