@@ -125,11 +125,16 @@ void sky_deploy_on_weights(sky_deploy *dp, const char *op, const unsigned char *
 		/* a header we could read names the model whose upload it spoils */
 		if (why == SKY_CHUNK_BAD_HASH || (why == SKY_CHUNK_MALFORMED && len >= 64)) {
 			sky_deploy_upload *u = NULL;
+			int answered = 0;
+			for (int i = 0; i < SKY_DEPLOY_MAX_FAILURES; i++)
+				answered |= !memcmp(dp->failed[i].sha, c.file_sha, 32) &&
+					    dp->failed[i].why[0];
 			for (int i = 0; i < SKY_DEPLOY_MAX_UPLOADS; i++)
 				if (dp->up[i].active && !memcmp(dp->up[i].sha, c.file_sha, 32) &&
 				    !strcmp(dp->up[i].op, op))
 					u = &dp->up[i];
-			refuse_upload(dp, u, op, c.file_sha, d.msg, pub, ctx);
+			if (u || !answered) /* once per upload, not once per chunk */
+				refuse_upload(dp, u, op, c.file_sha, d.msg, pub, ctx);
 		} else {
 			SKY_WARN("upload from %s: chunk dropped: %s", op, d.msg);
 		}
@@ -186,6 +191,9 @@ void sky_deploy_on_weights(sky_deploy *dp, const char *op, const unsigned char *
 			 (unsigned long long)c.file_bytes, c.total);
 	}
 	if (!u) {
+		for (int i = 0; i < SKY_DEPLOY_MAX_FAILURES; i++)
+			if (!memcmp(dp->failed[i].sha, c.file_sha, 32) && dp->failed[i].why[0])
+				return; /* the rest of an upload already refused (and answered) */
 		char why_s[160];
 		snprintf(why_s, sizeof why_s, "chunk %u of %u came with no upload in progress (chunk 0 "
 			 "lost, or the upload was already refused)", c.index, c.total);

@@ -129,12 +129,24 @@ static int upload_phase(follow *f, sky_mqtt *m, const char *op, const char *path
 	sky_mutex_unlock(&f->lock);
 	uo->answered = upload_answered;
 	uo->ctx = f;
-	double t0 = sky_clock_s();
-	int sent = sky_upload(m, topic, path, sha, uo, d);
-	if (sent < 0)
-		return sent;
-	while (!upload_answered(f) && sky_clock_s() - t0 < ack_s && sky_mqtt_connected(m))
+	double t0 = sky_clock_s(), again = 0;
+	int sent = 0;
+	/* the chunks are not retained: a planner that was not listening (just
+	 * starting, restarting) never answers, so the upload goes again */
+	while (!upload_answered(f) && sky_clock_s() - t0 < ack_s && sky_mqtt_connected(m)) {
+		if (sky_clock_s() >= again) {
+			if (again > 0 && !json)
+				fprintf(stderr, "sky job submit: no answer to the upload yet; sending the "
+						"model again\n");
+			int n = sky_upload(m, topic, path, sha, uo, d);
+			if (n < 0)
+				return n;
+			sent += n;
+			sky_mqtt_flush(m, 10000);
+			again = sky_clock_s() + 5.0;
+		}
 		sky_mqtt_poll(m, 20);
+	}
 	int rc = 0;
 	sky_mutex_lock(&f->lock);
 	if (!f->answered)
