@@ -15,6 +15,7 @@
 #include "sky_sign.h"
 #include "sky_notify.h"
 #include "sky_signal.h"
+#include "sky_slicefetch.h"
 #include "sky_thread.h"
 #include "sky_topics.h"
 #include "sky_servejob.h"
@@ -271,6 +272,12 @@ typedef struct agent {
 	_Atomic uint64_t echo_seq_seen;
 	_Atomic int echo_bulk_seen;
 	double echo_last_s;
+	/* serving: the stage's slice, fetched before the plan is acknowledged;
+	 * the serving job is set up once the slice is in place, with the frame
+	 * key kept until then */
+	sky_slicefetch fetch;
+	unsigned char slice_key[SKY_JOBKEY_BYTES];
+	int slice_sealed;
 	/* scratch for plan handling (too big for Paho's stack) */
 	char payload[SKY_SIGN_MAX_PAYLOAD + 1];
 	sky_planmsg incoming;
@@ -380,6 +387,52 @@ static int net_subscribe(void *ctx, const char *filter)
 {
 	agent *a = ctx;
 	return a->m ? sky_mqtt_subscribe(a->m, filter, 1, 5000, NULL) : SKY_ENET;
+}
+
+static sky_transport_net agent_net(agent *a)
+{
+	sky_transport_net net = {.ctx = a, .publish = net_publish, .poll = net_poll,
+				 .stopped = net_stopped, .subscribe = net_subscribe};
+	return net;
+}
+
+/* The slice of the plan we hold is in place (path): set up its serving
+ * job if that waited for the slice, and acknowledge the plan (or refuse it
+ * if the stage cannot be set up). */
+static void slice_in_place(agent *a, const char *path)
+{
+	sky_mutex_lock(&a->lock);
+	if (a->has_ack == 0 && a->ack.ok && !strcmp(a->fetch.job, a->plan.job) &&
+	    a->fetch.epoch == a->plan.epoch) {
+		if (a->plan.infer.on && !a->sj) {
+			sky_diag d;
+			sky_diag_clear(&d);
+			sky_transport_net net = agent_net(a);
+			sky_servejob *sj = calloc(1, sizeof *sj);
+			int rc = sj ? sky_servejob_setup(sj, &a->plan, a->stage, a->idn.id,
+							 a->o->state_dir, a->prof.threads,
+							 a->slice_sealed ? a->slice_key : NULL, &net, &d)
+				    : SKY_ENOMEM;
+			memset(a->slice_key, 0, sizeof a->slice_key);
+			if (rc) {
+				SKY_WARN("plan %s epoch %lld refused: %s", a->plan.job,
+					 (long long)a->plan.epoch, d.msg);
+				refuse(a, &a->plan, a->stage, a->arena_bytes, d.msg);
+				a->has_ack = 1; /* answered: the refusal */
+				sky_servejob_free(sj);
+				free(sj);
+				sky_mutex_unlock(&a->lock);
+				return;
+			}
+			sj->plan = &a->plan;
+			a->sj = sj;
+		}
+		a->has_ack = 1;
+		SKY_INFO("plan %s epoch %lld: slice in place (%s); acknowledging", a->plan.job,
+			 (long long)a->plan.epoch, path);
+		publish_ack(a);
+	}
+	sky_mutex_unlock(&a->lock);
 }
 
 /* Runs the training job of the plan we hold (on the main thread). */
@@ -508,14 +561,30 @@ static int take_plan(agent *a, const char *topic, const char *msg, size_t len, i
 	sky_trainjob *next = a->job == &a->jobs[0] ? &a->jobs[1] : &a->jobs[0];
 	sky_transport_net net = {.ctx = a, .publish = net_publish, .poll = net_poll,
 				 .stopped = net_stopped, .subscribe = net_subscribe};
-	/* an infer plan: a serving job from the slice in the board's cache */
-	sky_servejob *sj = p->infer.on ? calloc(1, sizeof *sj) : NULL;
-	if (p->infer.on)
+	/* an infer plan: a serving job from the slice in the board's cache; a
+	 * slice not there yet is fetched first (sky_slicefetch.h), and the job
+	 * is set up when it is in place (slice_in_place) */
+	int slice_ready = 1;
+	if (p->infer.on) {
+		char sp[700];
+		sky_transport_net fnet = agent_net(a);
+		int hit = sky_slicefetch_start(&a->fetch, p->job, p->epoch, &p->stages[stage].slice,
+					       &fnet, sp, sizeof sp, &d);
+		if (hit < 0)
+			SKY_WARN("plan %s epoch %lld: slice: %s", p->job, (long long)p->epoch, d.msg);
+		slice_ready = hit == 1;
+		sky_diag_clear(&d);
+	}
+	sky_servejob *sj = p->infer.on && slice_ready ? calloc(1, sizeof *sj) : NULL;
+	rc = 0;
+	if (p->infer.on && slice_ready)
 		rc = sj ? sky_servejob_setup(sj, p, stage, a->idn.id, a->o->state_dir,
 					     a->prof.threads, sealed ? key : NULL, &net, &d)
 			: SKY_ENOMEM;
-	else
+	else if (!p->infer.on)
 		rc = sky_trainjob_setup(next, p, stage, a->idn.id, sealed ? key : NULL, &net, &d);
+	memcpy(a->slice_key, key, sizeof key);
+	a->slice_sealed = sealed;
 	memset(key, 0, sizeof key);
 	if (rc) {
 		SKY_WARN("plan %s epoch %lld refused: %s", p->job, (long long)p->epoch, d.msg);
@@ -539,7 +608,7 @@ static int take_plan(agent *a, const char *topic, const char *msg, size_t len, i
 	free(a->sj);
 	a->sj = sj;
 	free(a->plan_env);
-	a->job = sj ? NULL : next;
+	a->job = p->infer.on ? NULL : next;
 	a->arena_bytes = need;
 	a->plan_env = env;
 	a->plan_env_len = len;
@@ -551,8 +620,12 @@ static int take_plan(agent *a, const char *topic, const char *msg, size_t len, i
 	a->stage = stage;
 	a->epoch = p->epoch;
 	a->train_pending = p->train.steps > 0 && trained_epoch(a->o->state_dir) < p->epoch;
+	/* serving: the plan is acknowledged once the stage's slice is in the
+	 * cache (at once on a hit; else when the download completes) */
+	if (slice_ready || !p->infer.on)
+		memset(a->slice_key, 0, sizeof a->slice_key);
 	fill_ack(a, &a->ack, p, stage, 1, need, NULL);
-	a->has_ack = 1;
+	a->has_ack = slice_ready;
 	SKY_INFO("plan %s epoch %lld accepted: stage %d of %d, half-layers %d-%d, arena %lld bytes "
 		 "reserved (planner expected %lld)",
 		 p->job, (long long)p->epoch, stage, p->n_stages, p->stages[stage].first,
@@ -595,6 +668,14 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 			free(env);
 		}
 		return;
+	}
+	{
+		char sp[700];
+		int fr = sky_slicefetch_on_msg(&a->fetch, topic, p, len, sp, sizeof sp);
+		if (fr == 2)
+			slice_in_place(a, sp);
+		if (fr)
+			return;
 	}
 	if (sky_topic_parse(topic, tl, "job", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
 	    strcmp(leaf, SKY_TOPIC_PLAN) == 0) {
@@ -805,6 +886,7 @@ static int connect_once(agent *a, sky_diag *d)
 	sky_mutex_lock(&a->lock);
 	publish_ack(a); /* the planner may have restarted: say what we hold */
 	sky_mutex_unlock(&a->lock);
+	sky_slicefetch_reconnected(&a->fetch);
 	return 0;
 }
 
@@ -917,6 +999,7 @@ int sky_agent_run(const sky_agent_opts *o, sky_diag *d)
 	sky_identity_init(&a.idn);
 	if ((rc = sky_identity_load(&a.idn, o->state_dir, d)) != 0)
 		goto exit;
+	sky_slicefetch_init(&a.fetch, o->state_dir, a.idn.id);
 	if (o->id && strcmp(o->id, a.idn.id) != 0) {
 		rc = sky_diag_set(d, SKY_EAUTH, "--id %s but the certificate in %s is for %s", o->id,
 				  o->state_dir, a.idn.id);
@@ -970,6 +1053,10 @@ int sky_agent_run(const sky_agent_opts *o, sky_diag *d)
 			}
 		}
 		heartbeat(&a);
+		if (a.m && !a.lost) {
+			sky_transport_net fnet = agent_net(&a);
+			sky_slicefetch_tick(&a.fetch, sky_clock_s(), &fnet);
+		}
 		if (a.train_pending && a.job && a.m && !a.lost)
 			run_job(&a);
 		if (a.sj && a.m && !a.lost && !a.pending_env)
