@@ -6,9 +6,9 @@
 # and runs its half-layers; a client identity publishes requests and reads
 # the responses with mosquitto_pub/sub. Under several signed infer plans
 # (even, cuts in the middle of layers, 1, 2 and 4 threads per board, and
-# b4 running the aarch64 build under qemu when it is there, always in the
-# middle of the pipeline: its int8 half-layers give the same bits as x86's;
-# the fp32 ends, embeddings and head, do not, see the report) every
+# b4 running the aarch64 build under qemu when it is there: the last stage
+# (pooler and classifier), a middle one, the first (embeddings); the int8
+# layers and the fp32 ends, sky_ends.h, are the same bits on both) every
 # request's logits equal `sky eval --precision int8 --tokens` on one board,
 # bit for bit. Each bad request gets its code (malformed, wrong_length,
 # bad_token, bad_mask, oversize, not_allowed, busy) and the fleet still
@@ -181,14 +181,14 @@ same_bits() {
 	fi
 }
 
-# ---- plan 1: even split, whole layers, 1 thread --------------------------------
-plan sa 1 4 5 64 b1:0:1 b4:2:3 b3:4:5 b2:6:7 && same_bits sa
+# ---- plan 1: even split, whole layers, 1 thread (b4 last) ------------------------
+plan sa 1 4 5 64 b1:0:1 b2:2:3 b3:4:5 b4:6:7 && same_bits sa
 head -1 "$W/sa.resp" | sed 's/^/  /'
 
-# ---- plan 2: cuts in the middle of layers, 2 threads ---------------------------
+# ---- plan 2: cuts in the middle of layers, 2 threads (b4 in the middle) ----------
 plan sb 2 4 5 64 b1:0:2 b2:3:3 b4:4:6 b3:7:7 && same_bits sb
-# ---- plan 3: other boards first, uneven, 4 threads ------------------------------
-plan sc 4 2 5 64 b3:0:0 b4:1:4 b1:5:6 b2:7:7 && same_bits sc
+# ---- plan 3: other boards first, uneven, 4 threads (b4 first) ---------------------
+plan sc 4 2 5 64 b4:0:0 b3:1:4 b1:5:6 b2:7:7 && same_bits sc
 
 # the wire: one batch's int8 frame against the same frame with fp32
 # activations (4 bytes instead of 1 for each of B*S*H = 4*16*32 values)
