@@ -14,10 +14,13 @@
 # bad_token, bad_mask, oversize, not_allowed, busy) and the fleet still
 # answers a good one after them.
 #
-# Until `sky job submit --task infer` and `sky pki client` exist, the test
-# signs its plans with the planner key and makes the client certificate
-# with the fleet CA (openssl), with its ACL lines (no skyplan runs: a plan
-# published with the planner's certificate would close its connection).
+# The first plan is submitted through skyplan (`sky job submit --task
+# infer --weights`: upload, plan on int8 times, slices sent to the boards'
+# caches). The others pin what submit does not choose (cuts in the middle
+# of layers, where the qemu board sits, threads per board): skyplan is
+# stopped and the test signs them with the planner key, slices placed in
+# the caches by `sky slice`. Until `sky pki client` is merged, the client
+# certificates are made with the fleet CA (openssl), with their ACL lines.
 #
 # PASS/FAIL lines, MEASURE lines; bounded (every wait has a deadline).
 set -u
@@ -27,9 +30,10 @@ cd "$(dirname "$0")/../.."
 sky_test_workdir serve
 export OPENBLAS_NUM_THREADS=1
 PIDS=""
+PLAN_PID=""
 cleanup() {
-	for p in $PIDS; do kill "$p" 2>/dev/null; done
-	for p in $PIDS; do wait "$p" 2>/dev/null; done
+	for p in $PIDS $PLAN_PID; do kill "$p" 2>/dev/null; done
+	for p in $PIDS $PLAN_PID; do wait "$p" 2>/dev/null; done
 	sky_broker_stop
 	if [ "$fails" -eq 0 ] && [ -z "${SKY_KEEP:-}" ]; then rm -rf "$W"; else echo "(logs kept in $W)"; fi
 }
@@ -95,6 +99,7 @@ done
 
 # ---- plans ---------------------------------------------------------------------
 EPOCH=0
+STATE="$W/skyplan"
 CLIENTS='"sky-client-t"'
 # plan JOB THREADS BATCH WAIT_MS QUEUE board:first:last...: cuts each
 # stage's slice into its board's cache, signs the plan with the planner key
@@ -180,6 +185,30 @@ same_bits() {
 		fail "${job}_logits_bit_exact_with_sky_eval" "$bad of 5 differ ($(head -c 300 "$W/$job.resp"))"
 	fi
 }
+
+# ---- plan 0: submitted through skyplan (deploy's path), optimal split ------------
+"$SKY_BIN/skyplan" --pki "$PKI" --broker "$BR" --state "$STATE" >"$W/skyplan.log" 2>&1 &
+PLAN_PID=$!
+if wait_for 15 grep -q "serving" "$W/skyplan.log" &&
+	"$SKY" job submit --pki "$PKI" --broker "$BR" --job da --min-boards 4 --task infer \
+		--weights "$W/q.safetensors" --algo optimal --wait 120 --json >"$W/da.submit" \
+		2>"$W/da.submit.err"; then
+	first=$(grep -o '{"board":"b[0-9]","first":0,' "$W/da.submit" | head -1 | sed 's/.*"board":"\(b[0-9]\)".*/\1/')
+	if [ -n "$first" ] && wait_for 120 grep -q "job da: every stage is ready" "$W/$first.log"; then
+		same_bits da
+		echo "MEASURE da_plan $(grep -o '{"board":"b[0-9]","first":[0-9]*,"last":[0-9]*' "$W/da.submit" |
+			sed 's/{"board":"\(b[0-9]\)","first":\([0-9]*\),"last":\([0-9]*\)/\1:\2-\3/' | tr '\n' ' ')"
+		grep -q "sealed frames" "$W/$first.log" && pass da_frames_sealed || fail da_frames_sealed "$(grep "job da" "$W/$first.log" | head -3)"
+	else
+		fail da_fleet_ready "first stage '$first': $(grep -h "job da\|plan da" "$W"/b*.log | tail -5)"
+	fi
+else
+	fail da_submitted "$(tail -3 "$W/skyplan.log" "$W/da.submit.err")"
+fi
+kill $PLAN_PID 2>/dev/null
+wait $PLAN_PID 2>/dev/null
+PLAN_PID=""
+EPOCH=$(cat "$STATE/epoch" 2>/dev/null || echo 0)
 
 # ---- plan 1: even split, whole layers, 1 thread (b4 last) ------------------------
 plan sa 1 4 5 64 b1:0:1 b2:2:3 b3:4:5 b4:6:7 && same_bits sa
