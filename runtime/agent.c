@@ -15,8 +15,10 @@
 #include "sky_sign.h"
 #include "sky_notify.h"
 #include "sky_signal.h"
+#include "sky_slicefetch.h"
 #include "sky_thread.h"
 #include "sky_topics.h"
+#include "sky_servejob.h"
 #include "sky_trainjob.h"
 
 #include <stdatomic.h>
@@ -257,6 +259,11 @@ typedef struct agent {
 	int train_pending;     /* the held plan trains and has not run yet */
 	int training;          /* the job runs (main thread only: messages are
 				* dispatched on it, inside the job's polls) */
+	sky_servejob *sj;      /* the serving job of the infer plan we hold, or NULL */
+	int serving;           /* sj runs (main thread only, like training) */
+	char *pending_env;     /* a plan that came while serving, taken after */
+	size_t pending_len;
+	char pending_topic[SKY_TOPIC_BUF];
 	double next_hb;
 	int64_t hb_seq;
 	sky_planack ack;   /* the last answer to a plan, re-sent on reconnect */
@@ -266,6 +273,12 @@ typedef struct agent {
 	_Atomic uint64_t echo_seq_seen;
 	_Atomic int echo_bulk_seen;
 	double echo_last_s;
+	/* serving: the stage's slice, fetched before the plan is acknowledged;
+	 * the serving job is set up once the slice is in place, with the frame
+	 * key kept until then */
+	sky_slicefetch fetch;
+	unsigned char slice_key[SKY_JOBKEY_BYTES];
+	int slice_sealed;
 	/* scratch for plan handling (too big for Paho's stack) */
 	char payload[SKY_SIGN_MAX_PAYLOAD + 1];
 	sky_planmsg incoming;
@@ -275,6 +288,8 @@ int64_t sky_agent_stage_bytes(const sky_planmsg *p, int stage)
 {
 	if (stage < 0 || stage >= p->n_stages)
 		return SKY_EINVAL;
+	if (p->infer.on)
+		return sky_servejob_bytes(p, stage, 1, NULL);
 	return sky_trainjob_bytes(p, stage, NULL);
 }
 
@@ -375,6 +390,52 @@ static int net_subscribe(void *ctx, const char *filter)
 	return a->m ? sky_mqtt_subscribe(a->m, filter, 1, 5000, NULL) : SKY_ENET;
 }
 
+static sky_transport_net agent_net(agent *a)
+{
+	sky_transport_net net = {.ctx = a, .publish = net_publish, .poll = net_poll,
+				 .stopped = net_stopped, .subscribe = net_subscribe};
+	return net;
+}
+
+/* The slice of the plan we hold is in place (path): set up its serving
+ * job if that waited for the slice, and acknowledge the plan (or refuse it
+ * if the stage cannot be set up). */
+static void slice_in_place(agent *a, const char *path)
+{
+	sky_mutex_lock(&a->lock);
+	if (a->has_ack == 0 && a->ack.ok && !strcmp(a->fetch.job, a->plan.job) &&
+	    a->fetch.epoch == a->plan.epoch) {
+		if (a->plan.infer.on && !a->sj) {
+			sky_diag d;
+			sky_diag_clear(&d);
+			sky_transport_net net = agent_net(a);
+			sky_servejob *sj = calloc(1, sizeof *sj);
+			int rc = sj ? sky_servejob_setup(sj, &a->plan, a->stage, a->idn.id,
+							 a->o->state_dir, a->prof.threads,
+							 a->slice_sealed ? a->slice_key : NULL, &net, &d)
+				    : SKY_ENOMEM;
+			memset(a->slice_key, 0, sizeof a->slice_key);
+			if (rc) {
+				SKY_WARN("plan %s epoch %lld refused: %s", a->plan.job,
+					 (long long)a->plan.epoch, d.msg);
+				refuse(a, &a->plan, a->stage, a->arena_bytes, d.msg);
+				a->has_ack = 1; /* answered: the refusal */
+				sky_servejob_free(sj);
+				free(sj);
+				sky_mutex_unlock(&a->lock);
+				return;
+			}
+			sj->plan = &a->plan;
+			a->sj = sj;
+		}
+		a->has_ack = 1;
+		SKY_INFO("plan %s epoch %lld: slice in place (%s); acknowledging", a->plan.job,
+			 (long long)a->plan.epoch, path);
+		publish_ack(a);
+	}
+	sky_mutex_unlock(&a->lock);
+}
+
 /* Runs the training job of the plan we hold (on the main thread). */
 static void run_job(agent *a)
 {
@@ -392,6 +453,20 @@ static void run_job(agent *a)
 	}
 	/* ran (or stopped for good): a restart must not run it again */
 	write_counter(a->o->state_dir, "trained", a->plan.epoch);
+	if (rc)
+		SKY_ERROR("%s", d.msg);
+}
+
+/* Serves the infer plan we hold until a plan arrives or the board stops
+ * (on the main thread); a plan that came meanwhile is taken after. */
+static void run_serve(agent *a)
+{
+	sky_diag d;
+	sky_diag_clear(&d);
+	a->serving = 1;
+	int rc = sky_servejob_run(a->sj, &d);
+	a->serving = 0;
+	atomic_store(&a->sj->stop, 0);
 	if (rc)
 		SKY_ERROR("%s", d.msg);
 }
@@ -469,7 +544,8 @@ static int take_plan(agent *a, const char *topic, const char *msg, size_t len, i
 	}
 	/* the job's frame key, wrapped for this board's certificate key */
 	unsigned char key[SKY_JOBKEY_BYTES];
-	if (p->train.steps > 0 && p->train.sealed) {
+	int sealed = (p->train.steps > 0 && p->train.sealed) || (p->infer.on && p->infer.sealed);
+	if (sealed) {
 		sky_jobkey_refusal why = SKY_JOBKEY_OK;
 		const char *blob = p->stages[stage].key;
 		if (sky_jobkey_unwrap(&a->idn.key, blob, strlen(blob), p->job, a->idn.id, p->epoch,
@@ -486,35 +562,71 @@ static int take_plan(agent *a, const char *topic, const char *msg, size_t len, i
 	sky_trainjob *next = a->job == &a->jobs[0] ? &a->jobs[1] : &a->jobs[0];
 	sky_transport_net net = {.ctx = a, .publish = net_publish, .poll = net_poll,
 				 .stopped = net_stopped, .subscribe = net_subscribe};
-	rc = sky_trainjob_setup(next, p, stage, a->idn.id,
-				p->train.steps > 0 && p->train.sealed ? key : NULL, &net, &d);
+	/* an infer plan: a serving job from the slice in the board's cache; a
+	 * slice not there yet is fetched first (sky_slicefetch.h), and the job
+	 * is set up when it is in place (slice_in_place) */
+	int slice_ready = 1;
+	if (p->infer.on) {
+		char sp[700];
+		sky_transport_net fnet = agent_net(a);
+		int hit = sky_slicefetch_start(&a->fetch, p->job, p->epoch, &p->stages[stage].slice,
+					       &fnet, sp, sizeof sp, &d);
+		if (hit < 0)
+			SKY_WARN("plan %s epoch %lld: slice: %s", p->job, (long long)p->epoch, d.msg);
+		slice_ready = hit == 1;
+		sky_diag_clear(&d);
+	}
+	sky_servejob *sj = p->infer.on && slice_ready ? calloc(1, sizeof *sj) : NULL;
+	rc = 0;
+	if (p->infer.on && slice_ready)
+		rc = sj ? sky_servejob_setup(sj, p, stage, a->idn.id, a->o->state_dir,
+					     a->prof.threads, sealed ? key : NULL, &net, &d)
+			: SKY_ENOMEM;
+	else if (!p->infer.on)
+		rc = sky_trainjob_setup(next, p, stage, a->idn.id, sealed ? key : NULL, &net, &d);
+	memcpy(a->slice_key, key, sizeof key);
+	a->slice_sealed = sealed;
 	memset(key, 0, sizeof key);
 	if (rc) {
 		SKY_WARN("plan %s epoch %lld refused: %s", p->job, (long long)p->epoch, d.msg);
 		refuse(a, p, stage, need, d.msg);
+		sky_servejob_free(sj);
+		free(sj);
 		return rc;
 	}
 	next->tr.prof = &a->prof; /* skyd --speed: the stage computes as slowly as it probed */
 	char *env = malloc(len);
 	if (!env) {
 		sky_trainjob_free(next);
+		sky_servejob_free(sj);
+		free(sj);
 		return SKY_ENOMEM;
 	}
 	memcpy(env, msg, len);
 	if (a->job)
 		sky_trainjob_free(a->job);
+	sky_servejob_free(a->sj);
+	free(a->sj);
+	a->sj = sj;
 	free(a->plan_env);
-	a->job = next;
+	a->job = p->infer.on ? NULL : next;
 	a->arena_bytes = need;
 	a->plan_env = env;
 	a->plan_env_len = len;
 	a->plan = *p;
-	a->job->plan = &a->plan; /* the job keeps pointing at the plan we hold */
+	if (a->job)
+		a->job->plan = &a->plan; /* the job keeps pointing at the plan we hold */
+	if (a->sj)
+		a->sj->plan = &a->plan;
 	a->stage = stage;
 	a->epoch = p->epoch;
 	a->train_pending = p->train.steps > 0 && trained_epoch(a->o->state_dir) < p->epoch;
+	/* serving: the plan is acknowledged once the stage's slice is in the
+	 * cache (at once on a hit; else when the download completes) */
+	if (slice_ready || !p->infer.on)
+		memset(a->slice_key, 0, sizeof a->slice_key);
 	fill_ack(a, &a->ack, p, stage, 1, need, NULL);
-	a->has_ack = 1;
+	a->has_ack = slice_ready;
 	SKY_INFO("plan %s epoch %lld accepted: stage %d of %d, half-layers %d-%d, arena %lld bytes "
 		 "reserved (planner expected %lld)",
 		 p->job, (long long)p->epoch, stage, p->n_stages, p->stages[stage].first,
@@ -539,6 +651,33 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 	/* frames, norms and the start barrier of the job that runs */
 	if (a->training && sky_transport_on_msg(&a->job->tr, topic, p, len))
 		return;
+	/* requests, frames and readiness of the job that serves */
+	if (a->serving && sky_servejob_on_msg(a->sj, topic, p, len))
+		return;
+	if (sky_topic_parse(topic, tl, "job", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
+	    strcmp(leaf, SKY_TOPIC_PLAN) == 0 && a->serving) {
+		/* a plan ends the serving loop and is taken after it */
+		char *env = malloc(len ? len : 1);
+		if (env && len <= SKY_PLAN_MAX_BYTES) {
+			memcpy(env, p, len);
+			free(a->pending_env);
+			a->pending_env = env;
+			a->pending_len = len;
+			snprintf(a->pending_topic, sizeof a->pending_topic, "%s", topic);
+			atomic_store(&a->sj->stop, 1);
+		} else {
+			free(env);
+		}
+		return;
+	}
+	{
+		char sp[700];
+		int fr = sky_slicefetch_on_msg(&a->fetch, topic, p, len, sp, sizeof sp);
+		if (fr == 2)
+			slice_in_place(a, sp);
+		if (fr)
+			return;
+	}
 	if (sky_topic_parse(topic, tl, "job", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
 	    strcmp(leaf, SKY_TOPIC_PLAN) == 0) {
 		if (a->training) {
@@ -748,6 +887,7 @@ static int connect_once(agent *a, sky_diag *d)
 	sky_mutex_lock(&a->lock);
 	publish_ack(a); /* the planner may have restarted: say what we hold */
 	sky_mutex_unlock(&a->lock);
+	sky_slicefetch_reconnected(&a->fetch);
 	return 0;
 }
 
@@ -860,6 +1000,7 @@ int sky_agent_run(const sky_agent_opts *o, sky_diag *d)
 	sky_identity_init(&a.idn);
 	if ((rc = sky_identity_load(&a.idn, o->state_dir, d)) != 0)
 		goto exit;
+	sky_slicefetch_init(&a.fetch, o->state_dir, a.idn.id);
 	if (o->id && strcmp(o->id, a.idn.id) != 0) {
 		rc = sky_diag_set(d, SKY_EAUTH, "--id %s but the certificate in %s is for %s", o->id,
 				  o->state_dir, a.idn.id);
@@ -916,8 +1057,21 @@ int sky_agent_run(const sky_agent_opts *o, sky_diag *d)
 			}
 		}
 		heartbeat(&a);
+		if (a.m && !a.lost) {
+			sky_transport_net fnet = agent_net(&a);
+			sky_slicefetch_tick(&a.fetch, sky_clock_s(), &fnet);
+		}
 		if (a.train_pending && a.job && a.m && !a.lost)
 			run_job(&a);
+		if (a.sj && a.m && !a.lost && !a.pending_env)
+			run_serve(&a);
+		if (a.pending_env) {
+			sky_mutex_lock(&a.lock);
+			take_plan(&a, a.pending_topic, a.pending_env, a.pending_len, 0);
+			sky_mutex_unlock(&a.lock);
+			free(a.pending_env);
+			a.pending_env = NULL;
+		}
 		/* messages are handled here, on this thread (sky_mqtt_poll) */
 		sky_mqtt_poll(a.m, 20);
 	}
@@ -928,6 +1082,9 @@ exit:
 	disconnect(&a, 0);
 	sky_trainjob_free(&a.jobs[0]);
 	sky_trainjob_free(&a.jobs[1]);
+	sky_servejob_free(a.sj);
+	free(a.sj);
+	free(a.pending_env);
 	free(a.plan_env);
 	sky_identity_free(&a.idn);
 	sky_mutex_free(&a.lock);
