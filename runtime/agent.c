@@ -18,6 +18,7 @@
 #include "sky_slicefetch.h"
 #include "sky_thread.h"
 #include "sky_topics.h"
+#include "sky_servejob.h"
 #include "sky_trainjob.h"
 
 #include <stdatomic.h>
@@ -257,6 +258,11 @@ typedef struct agent {
 	int train_pending;     /* the held plan trains and has not run yet */
 	int training;          /* the job runs (main thread only: messages are
 				* dispatched on it, inside the job's polls) */
+	sky_servejob *sj;      /* the serving job of the infer plan we hold, or NULL */
+	int serving;           /* sj runs (main thread only, like training) */
+	char *pending_env;     /* a plan that came while serving, taken after */
+	size_t pending_len;
+	char pending_topic[SKY_TOPIC_BUF];
 	double next_hb;
 	int64_t hb_seq;
 	sky_planack ack;   /* the last answer to a plan, re-sent on reconnect */
@@ -266,8 +272,12 @@ typedef struct agent {
 	_Atomic uint64_t echo_seq_seen;
 	_Atomic int echo_bulk_seen;
 	double echo_last_s;
-	/* serving: the stage's slice, fetched before the plan is acknowledged */
+	/* serving: the stage's slice, fetched before the plan is acknowledged;
+	 * the serving job is set up once the slice is in place, with the frame
+	 * key kept until then */
 	sky_slicefetch fetch;
+	unsigned char slice_key[SKY_JOBKEY_BYTES];
+	int slice_sealed;
 	/* scratch for plan handling (too big for Paho's stack) */
 	char payload[SKY_SIGN_MAX_PAYLOAD + 1];
 	sky_planmsg incoming;
@@ -277,6 +287,8 @@ int64_t sky_agent_stage_bytes(const sky_planmsg *p, int stage)
 {
 	if (stage < 0 || stage >= p->n_stages)
 		return SKY_EINVAL;
+	if (p->infer.on)
+		return sky_servejob_bytes(p, stage, 1, NULL);
 	return sky_trainjob_bytes(p, stage, NULL);
 }
 
@@ -384,12 +396,37 @@ static sky_transport_net agent_net(agent *a)
 	return net;
 }
 
-/* The slice of the plan we hold is in place (path): acknowledge the plan. */
+/* The slice of the plan we hold is in place (path): set up its serving
+ * job if that waited for the slice, and acknowledge the plan (or refuse it
+ * if the stage cannot be set up). */
 static void slice_in_place(agent *a, const char *path)
 {
 	sky_mutex_lock(&a->lock);
 	if (a->has_ack == 0 && a->ack.ok && !strcmp(a->fetch.job, a->plan.job) &&
 	    a->fetch.epoch == a->plan.epoch) {
+		if (a->plan.infer.on && !a->sj) {
+			sky_diag d;
+			sky_diag_clear(&d);
+			sky_transport_net net = agent_net(a);
+			sky_servejob *sj = calloc(1, sizeof *sj);
+			int rc = sj ? sky_servejob_setup(sj, &a->plan, a->stage, a->idn.id,
+							 a->o->state_dir, a->prof.threads,
+							 a->slice_sealed ? a->slice_key : NULL, &net, &d)
+				    : SKY_ENOMEM;
+			memset(a->slice_key, 0, sizeof a->slice_key);
+			if (rc) {
+				SKY_WARN("plan %s epoch %lld refused: %s", a->plan.job,
+					 (long long)a->plan.epoch, d.msg);
+				refuse(a, &a->plan, a->stage, a->arena_bytes, d.msg);
+				a->has_ack = 1; /* answered: the refusal */
+				sky_servejob_free(sj);
+				free(sj);
+				sky_mutex_unlock(&a->lock);
+				return;
+			}
+			sj->plan = &a->plan;
+			a->sj = sj;
+		}
 		a->has_ack = 1;
 		SKY_INFO("plan %s epoch %lld: slice in place (%s); acknowledging", a->plan.job,
 			 (long long)a->plan.epoch, path);
@@ -415,6 +452,20 @@ static void run_job(agent *a)
 	}
 	/* ran (or stopped for good): a restart must not run it again */
 	write_counter(a->o->state_dir, "trained", a->plan.epoch);
+	if (rc)
+		SKY_ERROR("%s", d.msg);
+}
+
+/* Serves the infer plan we hold until a plan arrives or the board stops
+ * (on the main thread); a plan that came meanwhile is taken after. */
+static void run_serve(agent *a)
+{
+	sky_diag d;
+	sky_diag_clear(&d);
+	a->serving = 1;
+	int rc = sky_servejob_run(a->sj, &d);
+	a->serving = 0;
+	atomic_store(&a->sj->stop, 0);
 	if (rc)
 		SKY_ERROR("%s", d.msg);
 }
@@ -492,7 +543,8 @@ static int take_plan(agent *a, const char *topic, const char *msg, size_t len, i
 	}
 	/* the job's frame key, wrapped for this board's certificate key */
 	unsigned char key[SKY_JOBKEY_BYTES];
-	if (p->train.steps > 0 && p->train.sealed) {
+	int sealed = (p->train.steps > 0 && p->train.sealed) || (p->infer.on && p->infer.sealed);
+	if (sealed) {
 		sky_jobkey_refusal why = SKY_JOBKEY_OK;
 		const char *blob = p->stages[stage].key;
 		if (sky_jobkey_unwrap(&a->idn.key, blob, strlen(blob), p->job, a->idn.id, p->epoch,
@@ -509,35 +561,9 @@ static int take_plan(agent *a, const char *topic, const char *msg, size_t len, i
 	sky_trainjob *next = a->job == &a->jobs[0] ? &a->jobs[1] : &a->jobs[0];
 	sky_transport_net net = {.ctx = a, .publish = net_publish, .poll = net_poll,
 				 .stopped = net_stopped, .subscribe = net_subscribe};
-	rc = sky_trainjob_setup(next, p, stage, a->idn.id,
-				p->train.steps > 0 && p->train.sealed ? key : NULL, &net, &d);
-	memset(key, 0, sizeof key);
-	if (rc) {
-		SKY_WARN("plan %s epoch %lld refused: %s", p->job, (long long)p->epoch, d.msg);
-		refuse(a, p, stage, need, d.msg);
-		return rc;
-	}
-	next->tr.prof = &a->prof; /* skyd --speed: the stage computes as slowly as it probed */
-	char *env = malloc(len);
-	if (!env) {
-		sky_trainjob_free(next);
-		return SKY_ENOMEM;
-	}
-	memcpy(env, msg, len);
-	if (a->job)
-		sky_trainjob_free(a->job);
-	free(a->plan_env);
-	a->job = next;
-	a->arena_bytes = need;
-	a->plan_env = env;
-	a->plan_env_len = len;
-	a->plan = *p;
-	a->job->plan = &a->plan; /* the job keeps pointing at the plan we hold */
-	a->stage = stage;
-	a->epoch = p->epoch;
-	a->train_pending = p->train.steps > 0 && trained_epoch(a->o->state_dir) < p->epoch;
-	/* serving: the plan is acknowledged once the stage's slice is in the
-	 * cache (at once on a hit; else when the download completes) */
+	/* an infer plan: a serving job from the slice in the board's cache; a
+	 * slice not there yet is fetched first (sky_slicefetch.h), and the job
+	 * is set up when it is in place (slice_in_place) */
 	int slice_ready = 1;
 	if (p->infer.on) {
 		char sp[700];
@@ -547,7 +573,57 @@ static int take_plan(agent *a, const char *topic, const char *msg, size_t len, i
 		if (hit < 0)
 			SKY_WARN("plan %s epoch %lld: slice: %s", p->job, (long long)p->epoch, d.msg);
 		slice_ready = hit == 1;
+		sky_diag_clear(&d);
 	}
+	sky_servejob *sj = p->infer.on && slice_ready ? calloc(1, sizeof *sj) : NULL;
+	rc = 0;
+	if (p->infer.on && slice_ready)
+		rc = sj ? sky_servejob_setup(sj, p, stage, a->idn.id, a->o->state_dir,
+					     a->prof.threads, sealed ? key : NULL, &net, &d)
+			: SKY_ENOMEM;
+	else if (!p->infer.on)
+		rc = sky_trainjob_setup(next, p, stage, a->idn.id, sealed ? key : NULL, &net, &d);
+	memcpy(a->slice_key, key, sizeof key);
+	a->slice_sealed = sealed;
+	memset(key, 0, sizeof key);
+	if (rc) {
+		SKY_WARN("plan %s epoch %lld refused: %s", p->job, (long long)p->epoch, d.msg);
+		refuse(a, p, stage, need, d.msg);
+		sky_servejob_free(sj);
+		free(sj);
+		return rc;
+	}
+	next->tr.prof = &a->prof; /* skyd --speed: the stage computes as slowly as it probed */
+	char *env = malloc(len);
+	if (!env) {
+		sky_trainjob_free(next);
+		sky_servejob_free(sj);
+		free(sj);
+		return SKY_ENOMEM;
+	}
+	memcpy(env, msg, len);
+	if (a->job)
+		sky_trainjob_free(a->job);
+	sky_servejob_free(a->sj);
+	free(a->sj);
+	a->sj = sj;
+	free(a->plan_env);
+	a->job = p->infer.on ? NULL : next;
+	a->arena_bytes = need;
+	a->plan_env = env;
+	a->plan_env_len = len;
+	a->plan = *p;
+	if (a->job)
+		a->job->plan = &a->plan; /* the job keeps pointing at the plan we hold */
+	if (a->sj)
+		a->sj->plan = &a->plan;
+	a->stage = stage;
+	a->epoch = p->epoch;
+	a->train_pending = p->train.steps > 0 && trained_epoch(a->o->state_dir) < p->epoch;
+	/* serving: the plan is acknowledged once the stage's slice is in the
+	 * cache (at once on a hit; else when the download completes) */
+	if (slice_ready || !p->infer.on)
+		memset(a->slice_key, 0, sizeof a->slice_key);
 	fill_ack(a, &a->ack, p, stage, 1, need, NULL);
 	a->has_ack = slice_ready;
 	SKY_INFO("plan %s epoch %lld accepted: stage %d of %d, half-layers %d-%d, arena %lld bytes "
@@ -574,6 +650,25 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 	/* frames, norms and the start barrier of the job that runs */
 	if (a->training && sky_transport_on_msg(&a->job->tr, topic, p, len))
 		return;
+	/* requests, frames and readiness of the job that serves */
+	if (a->serving && sky_servejob_on_msg(a->sj, topic, p, len))
+		return;
+	if (sky_topic_parse(topic, tl, "job", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
+	    strcmp(leaf, SKY_TOPIC_PLAN) == 0 && a->serving) {
+		/* a plan ends the serving loop and is taken after it */
+		char *env = malloc(len ? len : 1);
+		if (env && len <= SKY_PLAN_MAX_BYTES) {
+			memcpy(env, p, len);
+			free(a->pending_env);
+			a->pending_env = env;
+			a->pending_len = len;
+			snprintf(a->pending_topic, sizeof a->pending_topic, "%s", topic);
+			atomic_store(&a->sj->stop, 1);
+		} else {
+			free(env);
+		}
+		return;
+	}
 	{
 		char sp[700];
 		int fr = sky_slicefetch_on_msg(&a->fetch, topic, p, len, sp, sizeof sp);
@@ -964,6 +1059,15 @@ int sky_agent_run(const sky_agent_opts *o, sky_diag *d)
 		}
 		if (a.train_pending && a.job && a.m && !a.lost)
 			run_job(&a);
+		if (a.sj && a.m && !a.lost && !a.pending_env)
+			run_serve(&a);
+		if (a.pending_env) {
+			sky_mutex_lock(&a.lock);
+			take_plan(&a, a.pending_topic, a.pending_env, a.pending_len, 0);
+			sky_mutex_unlock(&a.lock);
+			free(a.pending_env);
+			a.pending_env = NULL;
+		}
 		/* messages are handled here, on this thread (sky_mqtt_poll) */
 		sky_mqtt_poll(a.m, 20);
 	}
@@ -974,6 +1078,9 @@ exit:
 	disconnect(&a, 0);
 	sky_trainjob_free(&a.jobs[0]);
 	sky_trainjob_free(&a.jobs[1]);
+	sky_servejob_free(a.sj);
+	free(a.sj);
+	free(a.pending_env);
 	free(a.plan_env);
 	sky_identity_free(&a.idn);
 	sky_mutex_free(&a.lock);
