@@ -113,8 +113,8 @@ every_board_has_its_slice() {
 			echo "  $b: not in the plan of $1"
 			continue
 		}
-		want=$("$SKY" job slice --weights "$2" --first "$first" --last "$last" \
-			--out "$W/$1.$b.slice" | cut -d' ' -f1)
+		want=$("$SKY" slice --weights "$2" --first "$first" --last "$last" \
+			--out "$W/$1.$b.slice" | sed -n 's/.*"sha256":"\([0-9a-f]*\)".*/\1/p')
 		if [ -f "$W/$b/state/slices/$want.safetensors" ] &&
 			[ "$(sha256sum <"$W/$b/state/slices/$want.safetensors" | cut -d' ' -f1)" = "$want" ]; then
 			:
