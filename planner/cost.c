@@ -105,6 +105,21 @@ void plan_ctx_init(plan_ctx *c, const sky_job *j)
 	c->embed_saved_bytes = sky_cost_embed_saved_floats(m) * (int64_t)sizeof(float);
 	c->head_param_bytes = sky_model_head_params(m) * c->bpp;
 	c->head_saved_bytes = sky_cost_head_saved_floats(m) * (int64_t)sizeof(float);
+	if (j->infer) {
+		/* serving holds int8 layer weights (1 byte a parameter; the
+		 * per-channel scales are noise), the fp32 embeddings and head, no
+		 * gradients or optimizer state, and nothing saved for a backward:
+		 * a layer's scratch and the cut buffers (fixed_bytes) carry the
+		 * activations */
+		c->bpp = 1;
+		for (int h = 0; h < 2; h++) {
+			c->param_bytes[h] = sky_cost_half_params(m, h);
+			c->saved_bytes[h] = 0;
+		}
+		c->embed_param_bytes = sky_model_embed_params(m) * (int64_t)sizeof(float);
+		c->head_param_bytes = sky_model_head_params(m) * (int64_t)sizeof(float);
+		c->embed_saved_bytes = c->head_saved_bytes = 0;
+	}
 	double fa = sky_cost_half_flops_fwd(m, SKY_HALF_ATTN);
 	c->flops_attn_share = fa / (fa + sky_cost_half_flops_fwd(m, SKY_HALF_FFN));
 }

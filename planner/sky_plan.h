@@ -101,7 +101,9 @@ typedef struct sky_job {
 	sky_objective objective; /* what `optimal` minimises (default the step) */
 	/* 1: serving with int8 kernels: forward only (a stage's time is its
 	 * int8 forward; no backward), int8 activations between stages (a cut
-	 * is 1 byte per value, not 4), and only the forward message is sent.
+	 * is 1 byte per value, not 4), only the forward message is sent, and
+	 * a stage's memory is its int8 layer weights (1 byte a parameter), the
+	 * fp32 embeddings or head, a layer's scratch and the cut buffers.
 	 * Plan it with prec SKY_PREC_INT8 and the bottleneck objective (the
 	 * pipeline's throughput once full). */
 	int infer;

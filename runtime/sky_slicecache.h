@@ -60,6 +60,10 @@ int sky_slicecache_lookup(const char *dir, const unsigned char sha[32], char *pa
  * Returns how many files it removed. */
 int sky_slicecache_trim(const char *dir, int keep, const unsigned char *keep_sha);
 
+/* Reads <dir>/stats.json into st (the counts of earlier runs: a board's
+ * counters go on across restarts). Returns 0, or SKY_ENOTFOUND /
+ * SKY_EFORMAT with st zeroed. */
+int sky_slicecache_stats_load(const char *dir, sky_slice_stats *st);
 /* Writes st as JSON to <dir>/stats.json (atomically). Returns 0 or SKY_EIO. */
 int sky_slicecache_stats_save(const char *dir, const sky_slice_stats *st);
 

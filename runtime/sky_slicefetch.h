@@ -11,7 +11,8 @@
  * SKY_SLICEFETCH_RETRY_S the board asks again (from where it is), which
  * also covers a planner or a connection that restarted; after a reconnect
  * it subscribes and asks again at once. The counters go to
- * <state>/slices/stats.json (sky_slicecache_stats_save) and the log says
+ * <state>/slices/stats.json (sky_slicecache_stats_save; a restart goes on
+ * counting from it) and the log says
  * what happened: "slice cache hit", "resuming", "slice ... in place: N
  * chunks fetched, K resumed". */
 #ifndef SKY_SLICEFETCH_H

@@ -1,6 +1,7 @@
 #include "sky_slicecache.h"
 
 #include "sky_file.h"
+#include "sky_json.h"
 #include "sky_log.h"
 
 #include <stdio.h>
@@ -95,6 +96,49 @@ int sky_slicecache_trim(const char *dir, int keep, const unsigned char *keep_sha
 		t.mtime[oldest] = t.mtime[t.n];
 	}
 	return t.removed;
+}
+
+int sky_slicecache_stats_load(const char *dir, sky_slice_stats *st)
+{
+	char buf[1024], path[600];
+	memset(st, 0, sizeof *st);
+	int n = snprintf(path, sizeof path, "%s/stats.json", dir);
+	if (n < 0 || (size_t)n >= sizeof path)
+		return SKY_ERANGE;
+	long len = sky_file_read(path, buf, sizeof buf);
+	if (len < 0)
+		return (int)len;
+	cJSON *doc = sky_json_parse(buf, (size_t)len, NULL);
+	if (!doc)
+		return SKY_EFORMAT;
+	const struct {
+		const char *key;
+		long *v;
+	} k[] = {{"hits", &st->hits},
+		 {"misses", &st->misses},
+		 {"downloads", &st->downloads},
+		 {"chunks_received", &st->chunks_received},
+		 {"chunks_resumed", &st->chunks_resumed},
+		 {"file_hash_mismatch", &st->file_hash_mismatch}};
+	int64_t v;
+	int rc = 0;
+	for (size_t i = 0; i < sizeof k / sizeof k[0] && !rc; i++)
+		if ((rc = sky_json_i64(doc, k[i].key, 0, SKY_JSON_INT_MAX, &v, "stats", NULL)) == 0)
+			*k[i].v = (long)v;
+	if (!rc && (rc = sky_json_i64(doc, "bytes_received", 0, SKY_JSON_INT_MAX, &v, "stats",
+				      NULL)) == 0)
+		st->bytes_received = (long long)v;
+	const cJSON *dr = cJSON_GetObjectItemCaseSensitive(doc, "dropped");
+	for (int r = 1; r < SKY_CHUNK_NREASONS && !rc; r++)
+		if ((rc = sky_json_i64(dr, sky_chunk_reason_name((sky_chunk_reason)r), 0,
+				       SKY_JSON_INT_MAX, &v, "stats", NULL)) == 0)
+			st->dropped[r] = (long)v;
+	sky_json_free(doc);
+	if (rc) {
+		memset(st, 0, sizeof *st);
+		return SKY_EFORMAT;
+	}
+	return 0;
 }
 
 int sky_slicecache_stats_save(const char *dir, const sky_slice_stats *st)

@@ -13,6 +13,11 @@ void sky_slicefetch_init(sky_slicefetch *f, const char *state_dir, const char *b
 	memset(f, 0, sizeof *f);
 	snprintf(f->dir, sizeof f->dir, "%s/" SKY_SLICECACHE_DIR, state_dir);
 	snprintf(f->board, sizeof f->board, "%s", board);
+	/* the counters go on from the last run's */
+	int rc = sky_slicecache_stats_load(f->dir, &f->st);
+	if (rc && rc != SKY_ENOTFOUND)
+		SKY_WARN("slice cache: %s/stats.json is damaged; its counters start again at 0",
+			 f->dir);
 }
 
 static void save(sky_slicefetch *f)

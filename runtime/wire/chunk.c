@@ -98,8 +98,10 @@ int sky_chunk_decode(const unsigned char *buf, size_t len, sky_chunk *c, sky_chu
 		return sky_diag_set(d, SKY_ERANGE, "chunk: %zu bytes, limit %u", len,
 				    SKY_CHUNK_MAX_BYTES);
 	*why = SKY_CHUNK_MALFORMED;
-	if (!buf || len < SKY_CHUNK_HEADER_BYTES || memcmp(buf, "SKYC", 4) != 0 || buf[4] != 1)
-		return sky_diag_set(d, SKY_EFORMAT, "chunk: no chunk header (magic, version 1)");
+	if (!buf || len < SKY_CHUNK_HEADER_BYTES || memcmp(buf, "SKYC", 4) != 0 || buf[4] != 1 ||
+	    buf[6] != 0 || buf[7] != 0)
+		return sky_diag_set(d, SKY_EFORMAT,
+				    "chunk: no chunk header (magic, version 1, reserved 0)");
 	c->kind = buf[5];
 	c->index = get32(buf + 8);
 	c->total = get32(buf + 12);

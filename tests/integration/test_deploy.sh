@@ -113,8 +113,8 @@ every_board_has_its_slice() {
 			echo "  $b: not in the plan of $1"
 			continue
 		}
-		want=$("$SKY" job slice --weights "$2" --first "$first" --last "$last" \
-			--out "$W/$1.$b.slice" | cut -d' ' -f1)
+		want=$("$SKY" slice --weights "$2" --first "$first" --last "$last" \
+			--out "$W/$1.$b.slice" | sed -n 's/.*"sha256":"\([0-9a-f]*\)".*/\1/p')
 		if [ -f "$W/$b/state/slices/$want.safetensors" ] &&
 			[ "$(sha256sum <"$W/$b/state/slices/$want.safetensors" | cut -d' ' -f1)" = "$want" ]; then
 			:
@@ -223,10 +223,11 @@ fi
 kill "$PID_b1"
 wait "$PID_b1" 2>/dev/null
 start_board b1
-if wait_for 30 grep -q "slice cache hit: job d4 " "$W/b1.log"; then
+if wait_for 30 grep -q "slice cache hit: job d4 " "$W/b1.log" &&
+	wait_for 5 grep -q '"hits":3,"misses":2,' "$W/b1/state/slices/stats.json"; then
 	pass deploy_restart_after_download_is_a_cache_hit
 else
-	fail deploy_restart_after_download_is_a_cache_hit "$(grep -i slice "$W/b1.log" | tail -3)"
+	fail deploy_restart_after_download_is_a_cache_hit "$(grep -i slice "$W/b1.log" | tail -3; cat "$W/b1/state/slices/stats.json")"
 fi
 
 # ---- 4. refusals, each with its reason ------------------------------------------

@@ -128,6 +128,13 @@ SKY_TEST(serving_stage_time_by_hand)
 	SKY_EXPECT_NEAR(p.stage[0].send_s, link, 1e-12);
 	SKY_EXPECT_NEAR(p.stage[1].time_s, 1.5 * 0.75, 1e-12);
 	SKY_EXPECT_NEAR(p.stage[1].send_s, 0, 0);
+	/* memory: int8 FFN weights (2HF+F+3H bytes), no saved activations, the
+	 * scratch and 4 cuts of the served batch (fp32 buffers, as training's),
+	 * and the fp32 head */
+	int64_t H = 768, F = 3072, T = 1024, S = 128, D = 768 / 12;
+	int64_t want = (2 * H * F + F + 3 * H) + (5 * T * H + T * F + S * S + 3 * S * D) * 4 +
+		       4 * 3145728 + (H * H + H + 2 * H + 2) * 4;
+	SKY_EXPECT_EQ(p.stage[1].mem_bytes, want);
 	/* the partitioner agrees: with the bottleneck objective */
 	static sky_plan q;
 	SKY_EXPECT_EQ(sky_plan_partition(&f, &j, SKY_ALGO_OPTIMAL, &q, NULL), 0);

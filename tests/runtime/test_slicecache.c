@@ -155,6 +155,13 @@ SKY_TEST(bad_chunks_are_dropped_and_counted_by_reason)
 	SKY_EXPECT(len > 0);
 	buf[len > 0 ? len : 0] = 0;
 	SKY_EXPECT_MSG(strstr(buf, "\"bad_hash\":1,\"unasked\":2,\"bad_index\":1") != NULL, "%s", buf);
+	/* a restarted board reads them back and counts on */
+	sky_slice_stats back;
+	SKY_EXPECT_EQ(sky_slicecache_stats_load(dir, &back), 0);
+	SKY_EXPECT(memcmp(&back, &st, sizeof st) == 0);
+	SKY_EXPECT_EQ(sky_file_write(path, "{\"hits\":", 8, 0644), 0);
+	SKY_EXPECT_EQ(sky_slicecache_stats_load(dir, &back), SKY_EFORMAT);
+	SKY_EXPECT_EQ(back.dropped[SKY_CHUNK_UNASKED], 0);
 }
 
 /* Chunks each sound but from a part file damaged on disk: the whole hash

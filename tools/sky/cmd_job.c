@@ -21,7 +21,6 @@
 #include "sky_planmsg.h"
 #include "sky_service.h"
 #include "sky_sign.h"
-#include "sky_slice.h"
 #include "sky_thread.h"
 #include "sky_topics.h"
 
@@ -740,69 +739,6 @@ fail:
 	return 1;
 }
 
-/* sky job slice: the slice a board would get, cut here (sky_slice_cut),
- * with its SHA-256, to compare with a board's cache. */
-static int cmd_slice(int argc, char **argv)
-{
-	const char *weights = NULL, *out = NULL, *cmd = "job slice";
-	long first = -1, last = -1;
-	enum { O_W = SKY_OPT_FIRST, O_FIRST, O_LAST, O_OUT };
-	static const struct option k_opts[] = {{"weights", required_argument, NULL, O_W},
-					       {"first", required_argument, NULL, O_FIRST},
-					       {"last", required_argument, NULL, O_LAST},
-					       {"out", required_argument, NULL, O_OUT},
-					       SKY_OPT_STD,
-					       {0}};
-	sky_opt cli;
-	sky_opt_begin(&cli, "sky job slice", argc, argv, k_opts, 0);
-	for (int c; (c = sky_opt_next(&cli)) != SKY_OPT_END;) {
-		int rc = 0;
-		switch (c) {
-		case SKY_OPT_HELP:
-			printf("usage: sky job slice --weights INT8.safetensors --first A --last B --out F\n"
-			       "Cuts the slice of half-layers A..B (a serving stage's, as skyplan cuts it)\n"
-			       "into F and prints its SHA-256, the name a board caches it under\n"
-			       "(<state>/slices/<sha256>.safetensors).\n");
-			return 0;
-		case SKY_OPT_VERSION:
-			return 0;
-		case O_W:
-			weights = cli.arg;
-			break;
-		case O_OUT:
-			out = cli.arg;
-			break;
-		case O_FIRST:
-			rc = sky_cli_int(cmd, cli.name, cli.arg, 0, 2 * SKY_PLANMSG_MAX_LAYERS, &first);
-			break;
-		case O_LAST:
-			rc = sky_cli_int(cmd, cli.name, cli.arg, 0, 2 * SKY_PLANMSG_MAX_LAYERS, &last);
-			break;
-		default:
-			return 2;
-		}
-		if (rc)
-			return 2;
-	}
-	if (sky_opt_no_args(&cli) != 0)
-		return 2;
-	if (!weights || !out || first < 0 || last < 0) {
-		fprintf(stderr, "sky job slice: --weights, --first, --last and --out are required\n");
-		return 2;
-	}
-	char sha[SKY_SLICE_SHA_HEX + 1];
-	int64_t bytes = 0;
-	sky_diag d;
-	sky_diag_clear(&d);
-	if (sky_slice_cut(weights, (int)first, (int)last, out, sha, &bytes, &d) != 0) {
-		fprintf(stderr, "sky job slice: %s\n", d.msg);
-		return 1;
-	}
-	printf("%s  %s (%lld bytes, half-layers %ld-%ld)\n", sha, out, (long long)bytes, first,
-	       last);
-	return 0;
-}
-
 int sky_cmd_job(int argc, char **argv)
 {
 	static const sky_cmd subs[] = {
@@ -810,7 +746,6 @@ int sky_cmd_job(int argc, char **argv)
 		{"watch", "one line per training step", sky_job_watch},
 		{"collect", "the trained parts into one safetensors file", sky_job_collect},
 		{"frame", "craft a tensor frame (tests)", sky_job_frame},
-		{"slice", "cut a serving stage's slice here, with its SHA-256", cmd_slice},
 	};
 	return sky_cli_dispatch("sky job", argc, argv, subs, sizeof subs / sizeof subs[0], usage);
 }
