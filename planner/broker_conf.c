@@ -42,6 +42,8 @@ static const char k_acl[] =
 	"topic read sky/v1/job/+/part/+\n"
 	"topic read sky/v1/job/+/req/+\n"
 	"topic write sky/v1/job/+/resp/+\n"
+	"topic write sky/v1/job/+/slice/+\n"
+	"topic read sky/v1/jobs/+/weights\n"
 	"\n"
 	"# The claim identity enrolls on the claim listener; here it gets nothing.\n"
 	"user " SKY_ENROLL_CLAIM_CN "\n"
@@ -60,7 +62,9 @@ static const char k_acl[] =
 	"pattern write sky/v1/job/+/part/%u\n"
 	"# serving: the first stage reads requests, a stage answers the client\n"
 	"pattern read sky/v1/job/+/req/+\n"
-	"pattern write sky/v1/job/+/resp/+\n";
+	"pattern write sky/v1/job/+/resp/+\n"
+	"pattern read sky/v1/job/+/slice/%u\n"
+	"pattern write sky/v1/board/%u/slice-req\n";
 
 /* One operator's sections. On the fleet listener the board patterns
  * above apply to every user, an operator included (it could write
@@ -80,6 +84,7 @@ static const char k_acl_operator_fleet[] =
 	"topic deny sky/v1/job/+/part/#\n"
 	"topic deny sky/v1/job/+/req/#\n"
 	"topic deny sky/v1/job/+/resp/#\n"
+	"topic deny sky/v1/job/+/slice/#\n"
 	"topic write sky/v1/jobs/%s/submit\n"
 	"topic read sky/v1/jobs/%s/reply\n"
 	"topic read sky/v1/job/+/plan\n"
@@ -94,7 +99,8 @@ static const char k_acl_operator_tools[] =
 	"topic read sky/v1/job/+/plan\n"
 	"topic read sky/v1/board/+/plan-ack\n"
 	"topic read sky/v1/job/+/metrics\n"
-	"topic read sky/v1/job/+/part/+\n";
+	"topic read sky/v1/job/+/part/+\n"
+	"topic write sky/v1/jobs/%s/weights\n";
 
 /* One client's sections (sky infer, sky bench infer). Its tools connect
  * to the tools listener, whose ACL has no patterns: there its section is
