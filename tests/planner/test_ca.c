@@ -259,8 +259,8 @@ SKY_TEST(clients_get_a_bundle_and_only_their_own_serving_topics)
 	SKY_EXPECT(strstr(acl, "pattern read sky/v1/job/+/req/+\n") != NULL);
 	SKY_EXPECT(strstr(acl, "pattern write sky/v1/job/+/resp/+\n") != NULL);
 	SKY_EXPECT(strstr(acl, "user sky-op-alice\n") != NULL); /* the operators stay */
-	SKY_EXPECT(strstr(acl, "topic deny sky/v1/job/+/req/#\ntopic deny sky/v1/job/+/resp/#\n"
-			       "topic write sky/v1/jobs/sky-operator/submit\n") != NULL);
+	const char *op = strstr(acl, "user sky-operator\n");
+	SKY_EXPECT(op && strstr(op, "topic deny sky/v1/job/+/req/#\ntopic deny sky/v1/job/+/resp/#\n"));
 	/* the tools listener: its own requests and responses, nothing else */
 	file(p, sizeof p, SKY_CA_ACL_CLAIM_FILE);
 	n = sky_file_read(p, acl, sizeof acl - 1);
