@@ -1,6 +1,6 @@
 #!/bin/sh
-# sky bench fleet: a loopback TLS broker (tests/integration/broker.sh), skyplan
-# and a fleet of skyd of unequal emulated speed (skyd --speed), plus an
+# sky bench fleet: a loopback TLS broker, skyplan
+# and a fleet of skyd of unequal emulated speed (tools/fleet_lib.sh), plus an
 # aarch64 skyd under qemu when qemu-aarch64 and build/generic-aarch64/bin/skyd
 # are there; they enroll, probe and report; then one training job per
 # algorithm (a warm-up step that is not timed, then --steps timed ones),
@@ -109,93 +109,26 @@ done
 cd "$(dirname "$0")/.." || exit 1
 SKY_BUILD=${SKY_BUILD:-build/host}
 export SKY_BUILD
-. tests/integration/broker.sh
-SKY="$SKY_BIN/sky"
+FLEET_WHAT="sky bench fleet"
+. tools/fleet_lib.sh
 ARM=build/generic-aarch64/bin/skyd
-export OPENBLAS_NUM_THREADS=1
-say() { [ "$JSON" = 1 ] || echo "$*"; }
-log() { echo "$*" >&2; }
 
-W=$(mktemp -d "${TMPDIR:-/tmp}/sky-bench-fleet.XXXXXX") || exit 1
+fleet_begin
 mkdir -p "$OUT" || exit 1
-PIDS=""
-FAILED=0
-stop_all() {
-	trap - EXIT INT TERM HUP
-	for p in $PIDS; do kill "$p" 2>/dev/null; done
-	# every process gets 10 s to exit on SIGTERM, then SIGKILL
-	_end=$(($(date +%s) + 10))
-	for p in $PIDS; do
-		while kill -0 "$p" 2>/dev/null && [ "$(date +%s)" -lt "$_end" ]; do sleep 0.1; done
-		kill -9 "$p" 2>/dev/null
-		wait "$p" 2>/dev/null
-	done
-	PIDS=""
-	sky_broker_stop
-	if [ "$KEEP" = 1 ] || [ "$FAILED" = 1 ]; then
-		log "sky bench fleet: logs kept in $W"
-	else
-		rm -rf "$W"
-	fi
-}
-trap stop_all EXIT
-trap 'FAILED=1; stop_all; exit 130' INT TERM HUP
-die() {
-	log "sky bench fleet: $*"
-	FAILED=1
-	exit 1
-}
-wait_for() { # wait_for SECONDS command...: polls every 0.2 s
-	_end=$(($(date +%s) + $1))
-	shift
-	while [ "$(date +%s)" -le "$_end" ]; do
-		"$@" && return 0
-		sleep 0.2
-	done
-	return 1
-}
-
-sky_broker_start "$W/broker" >/dev/null || die "mosquitto did not start"
-BR="127.0.0.1:$SKY_BROKER_PORT"
-PKI=$SKY_PKI_DIR
-STATE="$W/skyplan"
-"$SKY_BIN/skyplan" --pki "$PKI" --broker "$BR" --state "$STATE" >"$W/skyplan.log" 2>&1 &
-PIDS="$!"
-wait_for 20 grep -q "serving" "$W/skyplan.log" || die "skyplan did not start: $(tail -3 "$W/skyplan.log")"
+fleet_start
 
 SEQ_OPT=""
 [ -n "$SEQ" ] && SEQ_OPT="--seq $SEQ"
-reported() {
-	[ "$("$SKY" fleet status --state "$STATE" --json 2>/dev/null | grep -o '"caps":{' | wc -l)" -ge "$N" ]
-}
 # the boards: enroll with one-time tokens, probe at the job's shapes, report
-N=0
-start_board() { # start_board ID SPEED [COMMAND PREFIX...]
-	id=$1
-	speed=$2
-	shift 2
-	mkdir -p "$W/$id"
-	cp -r "$PKI/claim" "$W/$id/claim"
-	printf 'name = %s\nthreads = 1\n' "$id" >"$W/$id/profile.conf"
-	tok=$("$SKY" pki token --dir "$PKI" --ttl 600) || die "sky pki token failed"
-	"$@" --enroll --claim "$tok" --id "$id" --pki-ca "$W/$id/claim/ca.crt" \
-		--state "$W/$id/state" --broker "$BR" --profile "$W/$id/profile.conf" --speed "$speed" \
-		--model "$MODEL" --layers "$LAYERS" $SEQ_OPT --keepalive 5 --probe-seconds 2 >"$W/$id.log" 2>&1 &
-	PIDS="$PIDS $!"
-	N=$((N + 1))
-	# one board probes at a time: probes run at once on a small machine
-	# would share its cores and report each board slower than it is
-	wait_for 120 reported || die "board $id did not report within 120 s: $(tail -3 "$W/$id.log")"
-}
 i=0
 for s in $SPEEDS; do
 	i=$((i + 1))
-	start_board "b$i" "$s" "$SKY_BIN/skyd"
+	fleet_board "b$i" "$s"
 done
 if [ "$QEMU_BOARD" = 1 ]; then
 	command -v qemu-aarch64 >/dev/null 2>&1 && [ -x "$ARM" ] ||
 		die "--qemu needs qemu-aarch64 and $ARM (make BOARD=generic-aarch64)"
-	start_board arm 1 timeout -s KILL "$((TIMEOUT * 6))" qemu-aarch64 -L / -cpu max "$ARM"
+	fleet_board arm 1 timeout -s KILL "$((TIMEOUT * 6))" qemu-aarch64 -L / -cpu max "$ARM"
 	say "sky bench fleet: with an aarch64 board under qemu (arm)"
 fi
 say "sky bench fleet: $N boards (speeds $SPEEDS), $MODEL with $LAYERS layers, $MICRO micro-batches, 1 + $STEPS steps"
