@@ -17,7 +17,7 @@ usage() {
 	cat <<'EOF'
 usage: sky bench fleet [--json] [--model NAME] [--layers L] [--seq S] [--steps N] [--micro M]
                        [--algos "even sky optimal"] [--speeds "0.5 0.25 ..."] [--qemu]
-                       [--no-plaintext] [--out DIR] [--keep] [--timeout S]
+                       [--no-plaintext] [--out DIR] [--collect F] [--keep] [--timeout S]
   --model, --layers  the job (default mini, 24 layers)
   --seq S            tokens per sequence (default the preset's)
   --steps N          timed steps per job (default 3), after one warm-up step
@@ -33,6 +33,8 @@ usage: sky bench fleet [--json] [--model NAME] [--layers L] [--seq S] [--steps N
                      plan's step takes minutes. --no-qemu: off (the default)
   --no-plaintext     skip the plaintext-frames run of the last algorithm
   --out DIR          where the SVGs and the events go (default build/demo)
+  --collect F        write the model the last algorithm's job trained to F
+                     (`sky job collect`: fp32 safetensors, HuggingFace names)
   --json             one JSON object per algorithm (default: a table)
   --keep             keep the work directory (logs) and say where
   --timeout S        bound on each job (default 600)
@@ -50,6 +52,7 @@ PLAIN=1
 OUT=build/demo
 JSON=0
 KEEP=0
+COLLECT=""
 TIMEOUT=600
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -71,7 +74,7 @@ while [ $# -gt 0 ]; do
 	--qemu) QEMU_BOARD=1 ;;
 	--no-plaintext) PLAIN=0 ;;
 	--keep) KEEP=1 ;;
-	--model | --layers | --seq | --steps | --micro | --algos | --speeds | --out | --timeout)
+	--model | --layers | --seq | --steps | --micro | --algos | --speeds | --out | --timeout | --collect)
 		[ $# -ge 2 ] || {
 			echo "sky bench fleet: $1 needs a value" >&2
 			exit 2
@@ -86,6 +89,7 @@ while [ $# -gt 0 ]; do
 		--speeds) SPEEDS=$2 ;;
 		--out) OUT=$2 ;;
 		--timeout) TIMEOUT=$2 ;;
+		--collect) COLLECT=$2 ;;
 		esac
 		shift
 		;;
@@ -104,6 +108,9 @@ for v in "$LAYERS" "${SEQ:-1}" "$STEPS" "$MICRO" "$TIMEOUT"; do
 		;;
 	esac
 done
+
+# (the collected model's path as the caller meant it, before the cd below)
+case "$COLLECT" in '' | /*) ;; *) COLLECT="$(pwd)/$COLLECT" ;; esac
 
 # from the repository root (broker.sh wants it)
 cd "$(dirname "$0")/.." || exit 1
@@ -161,6 +168,11 @@ for a in $ALGOS; do
 	cp "$W/bench-$a.events" "$OUT/events-$a.jsonl"
 	last=$a
 done
+if [ -n "$COLLECT" ] && [ -n "$last" ]; then
+	"$SKY" job collect "bench-$last" --pki "$PKI" --broker "$BR" --out "$COLLECT" --timeout 120 \
+		>"$W/collect.log" 2>&1 || die "cannot collect the model of bench-$last: $(tail -3 "$W/collect.log")"
+	say "sky bench fleet: the model bench-$last trained is in $COLLECT"
+fi
 if [ "$PLAIN" = 1 ] && [ -n "$last" ]; then
 	say "sky bench fleet: $last again with plaintext frames"
 	run_job "bench-$last-plain" "$last" --plaintext-frames
