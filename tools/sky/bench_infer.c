@@ -397,10 +397,12 @@ static int drive_run(int argc, char **argv)
 	v->measuring = 0;
 	v->sending = 0;
 	v->t1 = sky_clock_s();
-	/* what is still in flight is answered, not counted */
+	/* what is still in flight is answered, not counted (a bounded wait:
+	 * a request the fleet lost would hold it up to --timeout otherwise) */
 	t = sky_clock_s();
-	while (busy_slots(v) > 0 && sky_clock_s() - t < timeout_s)
+	while (busy_slots(v) > 0 && sky_clock_s() - t < (timeout_s < 30 ? timeout_s : 30))
 		poll_all(v, obs, 5);
+	int unanswered = busy_slots(v);
 	if (v->done == 0) {
 		fprintf(stderr, "sky bench infer: no response within the %g s window%s%s\n", seconds,
 			v->first_error[0] ? "; first error " : "", v->first_error);
@@ -416,11 +418,12 @@ static int drive_run(int argc, char **argv)
 	       "\"throughput_seq_s\":%.6f,\"throughput_predicted_seq_s\":%.6f,"
 	       "\"measured_over_predicted\":%.6f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
 	       "\"speedup_vs_even\":%.6f,\"bytes_per_request\":%.1f,\"bytes_per_request_fp32\":%.1f,"
-	       "\"frames\":%ld,\"frame_bytes\":%.0f,\"frame_bytes_fp32\":%.0f,\"plan\":[",
+	       "\"unanswered\":%d,\"frames\":%ld,\"frame_bytes\":%.0f,\"frame_bytes_fp32\":%.0f,"
+	       "\"plan\":[",
 	       algo, job, (long long)v->plan.epoch, v->plan.n_stages, v->n_clients, v->inflight,
 	       window, v->done, v->errors, thr, pred, pred > 0 ? thr / pred : 0,
 	       1e3 * quantile(v->lat, v->n_lat, 0.50), 1e3 * quantile(v->lat, v->n_lat, 0.99),
-	       even > 0 ? thr / even : 1.0, per, per32, v->frames, v->frame_bytes,
+	       even > 0 ? thr / even : 1.0, per, per32, unanswered, v->frames, v->frame_bytes,
 	       v->frame_bytes_fp32);
 	for (int k = 0; k < v->plan.n_stages; k++)
 		printf("%s{\"board\":\"%s\",\"first\":%d,\"last\":%d}", k ? "," : "",
