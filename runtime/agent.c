@@ -17,6 +17,7 @@
 #include "sky_signal.h"
 #include "sky_thread.h"
 #include "sky_topics.h"
+#include "sky_servejob.h"
 #include "sky_trainjob.h"
 
 #include <stdatomic.h>
@@ -256,6 +257,11 @@ typedef struct agent {
 	int train_pending;     /* the held plan trains and has not run yet */
 	int training;          /* the job runs (main thread only: messages are
 				* dispatched on it, inside the job's polls) */
+	sky_servejob *sj;      /* the serving job of the infer plan we hold, or NULL */
+	int serving;           /* sj runs (main thread only, like training) */
+	char *pending_env;     /* a plan that came while serving, taken after */
+	size_t pending_len;
+	char pending_topic[SKY_TOPIC_BUF];
 	double next_hb;
 	int64_t hb_seq;
 	sky_planack ack;   /* the last answer to a plan, re-sent on reconnect */
@@ -274,6 +280,8 @@ int64_t sky_agent_stage_bytes(const sky_planmsg *p, int stage)
 {
 	if (stage < 0 || stage >= p->n_stages)
 		return SKY_EINVAL;
+	if (p->infer.on)
+		return sky_servejob_bytes(p, stage, 1, NULL);
 	return sky_trainjob_bytes(p, stage, NULL);
 }
 
@@ -395,6 +403,20 @@ static void run_job(agent *a)
 		SKY_ERROR("%s", d.msg);
 }
 
+/* Serves the infer plan we hold until a plan arrives or the board stops
+ * (on the main thread); a plan that came meanwhile is taken after. */
+static void run_serve(agent *a)
+{
+	sky_diag d;
+	sky_diag_clear(&d);
+	a->serving = 1;
+	int rc = sky_servejob_run(a->sj, &d);
+	a->serving = 0;
+	atomic_store(&a->sj->stop, 0);
+	if (rc)
+		SKY_ERROR("%s", d.msg);
+}
+
 /* Verifies and, if acceptable, takes a plan. from_disk: at start, from
  * <state>/plan.env (no ack, no persistence). Called with a->lock held. */
 static int take_plan(agent *a, const char *topic, const char *msg, size_t len, int from_disk)
@@ -468,7 +490,8 @@ static int take_plan(agent *a, const char *topic, const char *msg, size_t len, i
 	}
 	/* the job's frame key, wrapped for this board's certificate key */
 	unsigned char key[SKY_JOBKEY_BYTES];
-	if (p->train.steps > 0 && p->train.sealed) {
+	int sealed = (p->train.steps > 0 && p->train.sealed) || (p->infer.on && p->infer.sealed);
+	if (sealed) {
 		sky_jobkey_refusal why = SKY_JOBKEY_OK;
 		const char *blob = p->stages[stage].key;
 		if (sky_jobkey_unwrap(&a->idn.key, blob, strlen(blob), p->job, a->idn.id, p->epoch,
@@ -485,30 +508,46 @@ static int take_plan(agent *a, const char *topic, const char *msg, size_t len, i
 	sky_trainjob *next = a->job == &a->jobs[0] ? &a->jobs[1] : &a->jobs[0];
 	sky_transport_net net = {.ctx = a, .publish = net_publish, .poll = net_poll,
 				 .stopped = net_stopped, .subscribe = net_subscribe};
-	rc = sky_trainjob_setup(next, p, stage, a->idn.id,
-				p->train.steps > 0 && p->train.sealed ? key : NULL, &net, &d);
+	/* an infer plan: a serving job from the slice in the board's cache */
+	sky_servejob *sj = p->infer.on ? calloc(1, sizeof *sj) : NULL;
+	if (p->infer.on)
+		rc = sj ? sky_servejob_setup(sj, p, stage, a->idn.id, a->o->state_dir,
+					     a->prof.threads, sealed ? key : NULL, &net, &d)
+			: SKY_ENOMEM;
+	else
+		rc = sky_trainjob_setup(next, p, stage, a->idn.id, sealed ? key : NULL, &net, &d);
 	memset(key, 0, sizeof key);
 	if (rc) {
 		SKY_WARN("plan %s epoch %lld refused: %s", p->job, (long long)p->epoch, d.msg);
 		refuse(a, p, stage, need, d.msg);
+		sky_servejob_free(sj);
+		free(sj);
 		return rc;
 	}
 	next->tr.prof = &a->prof; /* skyd --speed: the stage computes as slowly as it probed */
 	char *env = malloc(len);
 	if (!env) {
 		sky_trainjob_free(next);
+		sky_servejob_free(sj);
+		free(sj);
 		return SKY_ENOMEM;
 	}
 	memcpy(env, msg, len);
 	if (a->job)
 		sky_trainjob_free(a->job);
+	sky_servejob_free(a->sj);
+	free(a->sj);
+	a->sj = sj;
 	free(a->plan_env);
-	a->job = next;
+	a->job = sj ? NULL : next;
 	a->arena_bytes = need;
 	a->plan_env = env;
 	a->plan_env_len = len;
 	a->plan = *p;
-	a->job->plan = &a->plan; /* the job keeps pointing at the plan we hold */
+	if (a->job)
+		a->job->plan = &a->plan; /* the job keeps pointing at the plan we hold */
+	if (a->sj)
+		a->sj->plan = &a->plan;
 	a->stage = stage;
 	a->epoch = p->epoch;
 	a->train_pending = p->train.steps > 0 && trained_epoch(a->o->state_dir) < p->epoch;
@@ -538,6 +577,25 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 	/* frames, norms and the start barrier of the job that runs */
 	if (a->training && sky_transport_on_msg(&a->job->tr, topic, p, len))
 		return;
+	/* requests, frames and readiness of the job that serves */
+	if (a->serving && sky_servejob_on_msg(a->sj, topic, p, len))
+		return;
+	if (sky_topic_parse(topic, tl, "job", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
+	    strcmp(leaf, SKY_TOPIC_PLAN) == 0 && a->serving) {
+		/* a plan ends the serving loop and is taken after it */
+		char *env = malloc(len ? len : 1);
+		if (env && len <= SKY_PLAN_MAX_BYTES) {
+			memcpy(env, p, len);
+			free(a->pending_env);
+			a->pending_env = env;
+			a->pending_len = len;
+			snprintf(a->pending_topic, sizeof a->pending_topic, "%s", topic);
+			atomic_store(&a->sj->stop, 1);
+		} else {
+			free(env);
+		}
+		return;
+	}
 	if (sky_topic_parse(topic, tl, "job", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
 	    strcmp(leaf, SKY_TOPIC_PLAN) == 0) {
 		if (a->training) {
@@ -914,6 +972,15 @@ int sky_agent_run(const sky_agent_opts *o, sky_diag *d)
 		heartbeat(&a);
 		if (a.train_pending && a.job && a.m && !a.lost)
 			run_job(&a);
+		if (a.sj && a.m && !a.lost && !a.pending_env)
+			run_serve(&a);
+		if (a.pending_env) {
+			sky_mutex_lock(&a.lock);
+			take_plan(&a, a.pending_topic, a.pending_env, a.pending_len, 0);
+			sky_mutex_unlock(&a.lock);
+			free(a.pending_env);
+			a.pending_env = NULL;
+		}
 		/* messages are handled here, on this thread (sky_mqtt_poll) */
 		sky_mqtt_poll(a.m, 20);
 	}
@@ -924,6 +991,9 @@ exit:
 	disconnect(&a, 0);
 	sky_trainjob_free(&a.jobs[0]);
 	sky_trainjob_free(&a.jobs[1]);
+	sky_servejob_free(a.sj);
+	free(a.sj);
+	free(a.pending_env);
 	free(a.plan_env);
 	sky_identity_free(&a.idn);
 	sky_mutex_free(&a.lock);

@@ -18,6 +18,7 @@ int sky_cmd_train(int argc, char **argv);
 int sky_cmd_layer(int argc, char **argv);
 int sky_cmd_quantize(int argc, char **argv);
 int sky_cmd_eval(int argc, char **argv);
+int sky_cmd_slice(int argc, char **argv);
 int sky_cmd_bench(int argc, char **argv);
 int sky_cmd_plan(int argc, char **argv);
 int sky_cmd_sim(int argc, char **argv);
