@@ -113,6 +113,9 @@ $(O)/port/%.o: INC = $(INC_PORT)
 $(O)/runtime/%.o: INC = $(INC_RT)
 $(O)/runtime/model/%.o $(O)/runtime/wire/%.o: INC = $(INC_SHARED)
 $(O)/planner/%.o: INC = $(INC_PLAN)
+# skyplan's main hands the runtime's model-file code to the service
+# (planner/skyplan/main.c); the rest of the planner sees no runtime header
+$(O)/planner/skyplan/%.o: INC = $(INC_PLAN) -Iruntime -Iruntime/kernels
 $(O)/tools/%.o $(O)/tests/%.o: INC = $(INC_ALL)
 $(O)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)

@@ -52,6 +52,46 @@ static int opt_num(const cJSON *doc, const char *key, double lo, double hi, doub
 	return sky_json_num(doc, key, lo, hi, out, "job", d);
 }
 
+/* The serving settings (sky_service.h): the model's hash is required. */
+static int parse_infer(const cJSON *doc, sky_job_req *j, sky_diag *d)
+{
+	int rc;
+	j->infer = 1;
+	j->wait_ms = 2;
+	j->queue = 64;
+	if (!cJSON_GetObjectItemCaseSensitive(doc, "weights"))
+		return sky_diag_set(d, SKY_EINVAL,
+				    "job %s: task infer needs weights (the SHA-256 of the int8 model "
+				    "uploaded with it)",
+				    j->job);
+	if ((rc = sky_json_str(doc, "weights", j->weights, sizeof j->weights, "job", d)) ||
+	    (rc = opt_int(doc, "serve_batch", 1, SKY_CAPS_MAX_BATCH, &j->serve_batch, d)) ||
+	    (rc = opt_int(doc, "wait_ms", 0, SKY_PLAN_MAX_WAIT_MS, &j->wait_ms, d)) ||
+	    (rc = opt_int(doc, "queue", 1, SKY_PLAN_MAX_QUEUE, &j->queue, d)))
+		return rc;
+	if (!sky_plan_sha256_ok(j->weights))
+		return sky_diag_set(d, SKY_EFORMAT, "job %s: weights must be 64 lower-case hex digits",
+				    j->job);
+	const cJSON *cl = cJSON_GetObjectItemCaseSensitive(doc, "clients"), *c;
+	if (!cl)
+		return 0;
+	if (!cJSON_IsArray(cl) || cJSON_GetArraySize(cl) > SKY_JOB_MAX_CLIENTS)
+		return sky_diag_set(d, SKY_EFORMAT, "job %s: clients must be a list of at most %d CNs",
+				    j->job, SKY_JOB_MAX_CLIENTS);
+	cJSON_ArrayForEach(c, cl)
+	{
+		if (!cJSON_IsString(c) || !sky_topic_segment_ok(c->valuestring) ||
+		    strncmp(c->valuestring, SKY_TOPIC_CLIENT_PREFIX,
+			    sizeof SKY_TOPIC_CLIENT_PREFIX - 1) != 0)
+			return sky_diag_set(d, SKY_EINVAL,
+					    "job %s: clients[%d] is not a client CN (" SKY_TOPIC_CLIENT_PREFIX
+					    "<name>)",
+					    j->job, j->n_clients);
+		snprintf(j->clients[j->n_clients++], sizeof j->clients[0], "%s", c->valuestring);
+	}
+	return 0;
+}
+
 /* The training settings, with `sky train`'s defaults. */
 static int parse_train(const cJSON *doc, sky_job_req *j, sky_diag *d)
 {
@@ -62,8 +102,11 @@ static int parse_train(const cJSON *doc, sky_job_req *j, sky_diag *d)
 		return rc;
 	if (!task[0])
 		return 0;
+	if (strcmp(task, "infer") == 0)
+		return parse_infer(doc, j, d);
 	if (strcmp(task, "train") != 0)
-		return sky_diag_set(d, SKY_EINVAL, "job %s: unknown task '%s' (train)", j->job, task);
+		return sky_diag_set(d, SKY_EINVAL, "job %s: unknown task '%s' (train, infer)", j->job,
+				    task);
 	j->train = 1;
 	j->steps = 10;
 	j->seed = 1;
@@ -184,11 +227,27 @@ int sky_job_req_encode(const sky_job_req *j, char *buf, size_t cap)
 			 "\"plaintext_frames\":%s",
 			 j->steps, j->optim, j->lr, j->seed, j->warmup, j->clip, j->stall_s,
 			 j->plaintext ? "true" : "false");
+	char infer[SKY_JOB_MAX_CLIENTS * 68 + 256] = "";
+	if (j->infer) {
+		int k2 = snprintf(infer, sizeof infer,
+				  ",\"task\":\"infer\",\"weights\":\"%s\",\"wait_ms\":%d,\"queue\":%d",
+				  j->weights, j->wait_ms, j->queue);
+		if (j->serve_batch)
+			k2 += snprintf(infer + k2, sizeof infer - (size_t)k2, ",\"serve_batch\":%d",
+				       j->serve_batch);
+		if (j->n_clients)
+			k2 += snprintf(infer + k2, sizeof infer - (size_t)k2, ",\"clients\":[");
+		for (int i = 0; i < j->n_clients && k2 > 0 && (size_t)k2 < sizeof infer; i++)
+			k2 += snprintf(infer + k2, sizeof infer - (size_t)k2, "%s\"%s\"", i ? "," : "",
+				       j->clients[i]);
+		if (j->n_clients && k2 > 0 && (size_t)k2 < sizeof infer)
+			snprintf(infer + k2, sizeof infer - (size_t)k2, "]");
+	}
 	int n = snprintf(buf, cap,
 			 "{\"job\":\"%s\",\"model\":\"%s\"%s,\"micro_batches\":%d,\"algo\":\"%s\","
-			 "\"sched\":\"%s\",\"objective\":\"%s\",\"min_boards\":%d,\"wait_s\":%g%s%s}",
+			 "\"sched\":\"%s\",\"objective\":\"%s\",\"min_boards\":%d,\"wait_s\":%g%s%s%s}",
 			 j->job, j->model, shapes, j->micro_batches, j->algo, j->sched, j->objective,
-			 j->min_boards, j->wait_s, sid, train);
+			 j->min_boards, j->wait_s, sid, train, infer);
 	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : n;
 }
 
@@ -253,6 +312,7 @@ typedef struct pending_job {
 	sky_model_cfg model; /* with the job's layers, seq, batch */
 	double since;        /* when it arrived (monotonic) */
 	unsigned char asked[SKY_REG_MAX_BOARDS]; /* probe requested of registry board i */
+	unsigned char no_int8[SKY_REG_MAX_BOARDS]; /* infer: said that board i has no int8 times */
 } pending_job;
 
 typedef struct svc {
@@ -295,6 +355,7 @@ typedef struct svc {
 	sky_keyed_buckets enroll_nonce;
 	long enroll_limited;
 	sky_log_throttle enroll_log, oversize_log;
+	sky_deploy deploy; /* model uploads, slices, slice transfers (main thread) */
 	/* inference requests for jobs that do not serve (sky_nojob.h) */
 	sky_nojob nojob;
 	sky_log_throttle req_log;
@@ -308,6 +369,26 @@ static int state_file(const svc *s, const char *name, char *buf, size_t cap)
 {
 	int n = snprintf(buf, cap, "%s/%s", s->state_dir, name);
 	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
+}
+
+/* An infer job's model: uploaded, int8, of the job's shapes; and its batch
+ * within the model's. Returns 0 or the reason in d. */
+static int check_infer(svc *s, pending_job *pj, sky_diag *d)
+{
+	sky_job_req *r = &pj->req;
+	if (r->serve_batch == 0)
+		r->serve_batch = pj->model.batch;
+	if (r->serve_batch > pj->model.batch)
+		return sky_diag_set(d, SKY_ERANGE,
+				    "job %s: serve batch %d is above the model's batch %d (the "
+				    "micro-batch the boards probe and serve)",
+				    r->job, r->serve_batch, pj->model.batch);
+	sky_diag md;
+	sky_diag_clear(&md);
+	int rc = sky_deploy_check(&s->deploy, r->weights, &pj->model, &md);
+	if (rc)
+		return sky_diag_set(d, rc, "job %s: %s", r->job, md.msg);
+	return 0;
 }
 
 /* Parses and queues a job. Returns 0, or the reason it was refused in d
@@ -332,6 +413,10 @@ static int queue_job(svc *s, const char *buf, size_t len, const char *from, sky_
 		rc = sky_diag_set(d, SKY_EINVAL, "job %s refused: model %s has invalid shapes",
 				  pj.req.job, pj.req.model);
 		SKY_WARN("%s", d->msg);
+		return rc;
+	}
+	if (pj.req.infer && (rc = check_infer(s, &pj, d)) != 0) {
+		SKY_WARN("job %s from %s refused: %s", pj.req.job, from, d->msg);
 		return rc;
 	}
 	pj.since = sky_clock_s();
@@ -607,6 +692,33 @@ static void republish_missing(svc *s)
 	}
 }
 
+static int deploy_publish(void *ctx, const char *topic, const void *data, size_t len)
+{
+	svc *s = ctx;
+	return s->m ? sky_mqtt_publish(s->m, topic, data, len, 1, 0, NULL) : SKY_ENET;
+}
+
+/* Board id asks for its slice: sent if it is the one the job's newest plan
+ * (as saved, signed) gives that board. */
+static void handle_slice_req(svc *s, const char *id, const char *p, size_t len)
+{
+	sky_slice_req r;
+	sky_diag d;
+	sky_diag_clear(&d);
+	if (sky_slice_req_decode(p, len, &r, &d) != 0) {
+		SKY_WARN("slice request from %s ignored: %s", id, d.msg);
+		return;
+	}
+	const sky_plan_slice *want = NULL;
+	if (load_plan(s, r.job) > 0) {
+		int k = sky_planmsg_find(&s->msg, id);
+		if (k >= 0 && s->msg.infer.on)
+			want = &s->msg.stages[k].slice;
+	}
+	if (sky_deploy_on_slice_req(&s->deploy, id, &r, want, sky_clock_s(), &d) != 0)
+		SKY_WARN("slice request from %s refused: %s", id, d.msg);
+}
+
 static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char *p, size_t len,
 		   int retained)
 {
@@ -619,6 +731,15 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 	if (sky_topic_parse(topic, tl, "jobs", seg, sizeof seg, leaf, sizeof leaf) == 0) {
 		if (strcmp(leaf, SKY_TOPIC_SUBMIT) == 0)
 			handle_submit(s, seg, (const char *)p, len);
+		else if (strcmp(leaf, SKY_TOPIC_WEIGHTS) == 0)
+			sky_deploy_on_weights(&s->deploy, seg, p, len, deploy_publish, s);
+		return;
+	}
+	if (sky_topic_parse(topic, tl, "board", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
+	    strcmp(leaf, SKY_TOPIC_SLICE_REQ) == 0) {
+		sky_mutex_lock(&s->lock); /* s->msg is shared with the planning */
+		handle_slice_req(s, seg, (const char *)p, len);
+		sky_mutex_unlock(&s->lock);
 		return;
 	}
 	sky_mutex_lock(&s->lock);
@@ -732,7 +853,8 @@ static int connect_svc(svc *s, sky_diag *d)
 			      SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_CAPS,
 			      SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_PLAN_ACK, SKY_TOPIC_SUB_ALL_CSRS,
 			      SKY_TOPIC_SUB_ALL_PLANS, SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_METRICS,
-			      SKY_TOPIC_SUB_ALL_SUBMITS,
+			      SKY_TOPIC_SUB_ALL_SUBMITS, SKY_TOPIC_ROOT "/jobs/+/" SKY_TOPIC_WEIGHTS,
+			      SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_SLICE_REQ,
 			      /* requests, to answer those for jobs that do not serve */
 			      SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_REQ "/+"};
 	sky_mutex_lock(&s->lock);
@@ -816,6 +938,40 @@ static int fill_train(const pending_job *pj, double predicted_step_s, sky_planms
 	return 0;
 }
 
+/* The serving section of the plan and each stage's slice, cut from the
+ * stored model (sky_deploy.h). The predicted throughput is the served
+ * batch over the slowest stage's time (int8 forward and its send). */
+static int fill_infer(svc *s, const pending_job *pj, sky_planmsg *p, sky_diag *d)
+{
+	sky_plan_infer *in = &p->infer;
+	const sky_job_req *r = &pj->req;
+	memset(in, 0, sizeof *in);
+	in->on = 1;
+	in->batch = r->serve_batch;
+	in->wait_ms = r->wait_ms;
+	in->queue = r->queue;
+	in->n_clients = r->n_clients;
+	for (int i = 0; i < r->n_clients; i++)
+		snprintf(in->clients[i], sizeof in->clients[i], "%s", r->clients[i]);
+	in->predicted_seq_s = s->plan.bottleneck_s > 0 ? r->serve_batch / s->plan.bottleneck_s : 0;
+	in->threads = 0;
+	in->sealed = 1;
+	for (int k = 0; k < p->n_stages; k++) {
+		int rc = sky_deploy_cut(&s->deploy, r->weights, p->stages[k].first, p->stages[k].last,
+					&p->stages[k].slice, d);
+		if (rc)
+			return rc;
+		SKY_INFO("job %s stage %d (%s, half-layers %d-%d): slice %.16s.., %lld bytes in %d "
+			 "chunks",
+			 r->job, k, p->stages[k].board, p->stages[k].first, p->stages[k].last,
+			 p->stages[k].slice.sha256, (long long)p->stages[k].slice.bytes,
+			 p->stages[k].slice.chunks);
+	}
+	SKY_INFO("job %s: serving at batch %d, predicted %.1f sequences/s (bottleneck %.3f ms)",
+		 r->job, in->batch, in->predicted_seq_s, 1e3 * s->plan.bottleneck_s);
+	return 0;
+}
+
 /* A fresh frame key for the job, wrapped for each stage's board with the
  * public key of the certificate the CA issued it. */
 static int wrap_keys(svc *s, sky_planmsg *p, sky_diag *d)
@@ -876,6 +1032,15 @@ static int try_plan(svc *s, pending_job *pj)
 		}
 		if (strlen(b->id) >= SKY_BOARD_ID_MAX || s->fleet.n >= SKY_PLAN_MAX_BOARDS)
 			continue;
+		if (pj->req.infer && !(b->caps.has_int8 && b->caps.int8_fwd_s > 0)) {
+			if (!pj->no_int8[i]) {
+				pj->no_int8[i] = 1;
+				SKY_WARN("job %s: board %s is not used: it reported no int8 times "
+					 "(serving runs the int8 kernels)",
+					 pj->req.job, b->id);
+			}
+			continue;
+		}
 		sky_board *fb = &s->fleet.board[s->fleet.n];
 		memset(fb, 0, sizeof *fb);
 		snprintf(fb->id, sizeof fb->id, "%s", b->id);
@@ -887,6 +1052,12 @@ static int try_plan(svc *s, pending_job *pj)
 			/* there is no int8 backward: an int8 stage runs its backward in fp32 */
 			fb->fwd_int8_s = b->caps.int8_fwd_s;
 			fb->bwd_int8_s = fb->bwd_s;
+		}
+		if (pj->req.infer) {
+			/* measured at the model's micro-batch, served at the job's batch;
+			 * serving has no backward (the cost model ignores bwd_int8_s) */
+			fb->fwd_int8_s = b->caps.int8_fwd_s * pj->req.serve_batch / pj->model.batch;
+			fb->bwd_int8_s = fb->fwd_int8_s;
 		}
 		if (!(fb->attn_share > 0 && fb->attn_share < 1))
 			fb->attn_share = 0;
@@ -918,6 +1089,13 @@ static int try_plan(svc *s, pending_job *pj)
 	sky_algo_parse(pj->req.algo, &algo);
 	sky_sched_parse(pj->req.sched, &job.sched);
 	sky_objective_parse(pj->req.objective, &job.objective);
+	if (pj->req.infer) {
+		/* serving: int8 forward only, throughput (the slowest stage) */
+		job.infer = 1;
+		job.prec = SKY_PREC_INT8;
+		job.objective = SKY_OBJ_BOTTLENECK;
+		job.model.batch = pj->req.serve_batch;
+	}
 	int rc = sky_plan_partition(&s->fleet, &job, algo, &s->plan, &d);
 	if (rc) {
 		SKY_WARN("job %s: no plan: %s", pj->req.job, d.msg);
@@ -926,7 +1104,7 @@ static int try_plan(svc *s, pending_job *pj)
 	/* the simulated step, once: the training plan carries it (the boards'
 	 * stall deadline) and the metrics compare measured steps with it */
 	static sky_sim_result sim;
-	double predicted_s = sky_sim_run(&s->plan, &job, &sim, NULL) == 0 ? sim.step_s : 0;
+	double predicted_s = !job.infer && sky_sim_run(&s->plan, &job, &sim, NULL) == 0 ? sim.step_s : 0;
 	sky_planmsg *p = &s->msg;
 	memset(p, 0, sizeof *p);
 	snprintf(p->job, sizeof p->job, "%s", pj->req.job);
@@ -948,6 +1126,10 @@ static int try_plan(svc *s, pending_job *pj)
 		SKY_WARN("job %s: not planned: %s", pj->req.job, d.msg);
 		return 1;
 	}
+	if (pj->req.infer && fill_infer(s, pj, p, &d) != 0) {
+		SKY_WARN("job %s: not planned: %s", pj->req.job, d.msg);
+		return 1;
+	}
 	/* the epoch only grows, across restarts too: persist it before use */
 	char path[640];
 	p->epoch = s->epoch + 1;
@@ -957,7 +1139,7 @@ static int try_plan(svc *s, pending_job *pj)
 		return 1;
 	}
 	s->epoch = p->epoch;
-	if (p->train.sealed && wrap_keys(s, p, &d) != 0) {
+	if ((p->train.sealed || p->infer.sealed) && wrap_keys(s, p, &d) != 0) {
 		SKY_WARN("job %s: not planned: %s", pj->req.job, d.msg);
 		return 1;
 	}
@@ -1018,6 +1200,8 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 		rc = sky_diag_set(d, rc, "cannot create %s", s->state_dir);
 		goto exit;
 	}
+	sky_deploy_init(&s->deploy, s->state_dir, o->model_ops, o->slice_chunk_bytes,
+			o->slice_pace_ms);
 	mbedtls_x509_crt_init(&s->planner_crt);
 	if ((rc = sky_ca_open(&s->ca, o->pki_dir, d)) != 0 ||
 	    (rc = sky_ca_load_signer(&s->signer, o->pki_dir, d)) != 0)
@@ -1152,14 +1336,17 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 		}
 		/* messages are handled on this thread; tick again after ~100 ms */
 		while (sky_clock_s() - now < 0.1 && !atomic_load(&s->lost) &&
-		       !sky_signal_stop_requested())
-			sky_mqtt_poll(s->m, 5);
+		       !sky_signal_stop_requested()) {
+			int sending = sky_deploy_pump(&s->deploy, sky_clock_s(), deploy_publish, s);
+			sky_mqtt_poll(s->m, sending ? 1 : 5);
+		}
 	}
 	SKY_INFO("stopping on signal %d", sky_signal_stop_requested());
 	save_state(s);
 	rc = 0;
 exit:
 	drop(s);
+	sky_deploy_free(&s->deploy);
 	mbedtls_x509_crt_free(&s->planner_crt);
 	sky_signer_free(&s->signer);
 	sky_ca_free(&s->ca);

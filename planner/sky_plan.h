@@ -99,6 +99,12 @@ typedef struct sky_job {
 	int keep_order;      /* 1: plan for the fleet's order only (no reordering) */
 	int order_evals;     /* local-search budget: board orders tried after the seeds */
 	sky_objective objective; /* what `optimal` minimises (default the step) */
+	/* 1: serving with int8 kernels: forward only (a stage's time is its
+	 * int8 forward; no backward), int8 activations between stages (a cut
+	 * is 1 byte per value, not 4), and only the forward message is sent.
+	 * Plan it with prec SKY_PREC_INT8 and the bottleneck objective (the
+	 * pipeline's throughput once full). */
+	int infer;
 } sky_job;
 
 /* One pipeline stage. Times are per micro-batch. */

@@ -47,6 +47,7 @@
 #ifndef SKY_SERVICE_H
 #define SKY_SERVICE_H
 
+#include "sky_deploy.h"
 #include "sky_err.h"
 
 #include <stddef.h>
@@ -57,6 +58,12 @@ typedef struct sky_service_opts {
 	const char *state_dir; /* default <pki>/state */
 	const char *job_file;  /* optional: submit this job at start */
 	int keepalive_s;       /* the planner's own MQTT keepalive (default 10) */
+	/* serving (infer jobs): the model file operations, which live in the
+	 * runtime (skyplan's main passes them; NULL: infer jobs are refused),
+	 * and how slices are sent (sky_deploy.h) */
+	const sky_deploy_model_ops *model_ops;
+	int slice_chunk_bytes; /* 0: SKY_CHUNK_DEFAULT_BYTES */
+	int slice_pace_ms;     /* 0: chunks as fast as the loop sends them */
 } sky_service_opts;
 
 /* Runs until a stop signal (sky_signal.h). Returns 0 after a clean stop, or
@@ -64,6 +71,7 @@ typedef struct sky_service_opts {
 int sky_service_run(const sky_service_opts *o, sky_diag *d);
 
 /* A submitted job, as parsed from its JSON (bounded by SKY_JOB_MAX_BYTES). */
+#define SKY_JOB_MAX_CLIENTS 32
 typedef struct sky_job_req {
 	char job[65];
 	char model[16];
@@ -86,6 +94,18 @@ typedef struct sky_job_req {
 	double clip;            /* default 1 */
 	double stall_s;         /* frame deadline, 0: derived from the predicted step */
 	int plaintext;          /* 1: frames not sealed ("plaintext_frames":true) */
+	/* serving ("task":"infer"): the int8 model uploaded to the planner
+	 * before the submit (sky_deploy.h), named by its SHA-256:
+	 *   "task":"infer","weights":"<64 hex>","serve_batch":8,"wait_ms":2,
+	 *   "queue":64,"clients":["sky-client-demo"]
+	 * (all but weights optional) */
+	int infer;              /* 1 for "task":"infer" */
+	char weights[65];       /* the model's SHA-256, lower-case hex */
+	int serve_batch;        /* requests per micro-batch, 1..model batch (0: the model batch) */
+	int wait_ms;            /* first stage's wait for a batch (default 2) */
+	int queue;              /* first stage's queue bound (default 64) */
+	int n_clients;          /* 0: any sky-client-* */
+	char clients[SKY_JOB_MAX_CLIENTS][65];
 } sky_job_req;
 
 /* Parses and checks a job document. Returns 0 or SKY_EFORMAT / SKY_ERANGE /

@@ -15,6 +15,7 @@
 #include "sky_sign.h"
 #include "sky_notify.h"
 #include "sky_signal.h"
+#include "sky_slicefetch.h"
 #include "sky_thread.h"
 #include "sky_topics.h"
 #include "sky_servejob.h"
@@ -271,6 +272,8 @@ typedef struct agent {
 	_Atomic uint64_t echo_seq_seen;
 	_Atomic int echo_bulk_seen;
 	double echo_last_s;
+	/* serving: the stage's slice, fetched before the plan is acknowledged */
+	sky_slicefetch fetch;
 	/* scratch for plan handling (too big for Paho's stack) */
 	char payload[SKY_SIGN_MAX_PAYLOAD + 1];
 	sky_planmsg incoming;
@@ -380,6 +383,27 @@ static int net_subscribe(void *ctx, const char *filter)
 {
 	agent *a = ctx;
 	return a->m ? sky_mqtt_subscribe(a->m, filter, 1, 5000, NULL) : SKY_ENET;
+}
+
+static sky_transport_net agent_net(agent *a)
+{
+	sky_transport_net net = {.ctx = a, .publish = net_publish, .poll = net_poll,
+				 .stopped = net_stopped, .subscribe = net_subscribe};
+	return net;
+}
+
+/* The slice of the plan we hold is in place (path): acknowledge the plan. */
+static void slice_in_place(agent *a, const char *path)
+{
+	sky_mutex_lock(&a->lock);
+	if (a->has_ack == 0 && a->ack.ok && !strcmp(a->fetch.job, a->plan.job) &&
+	    a->fetch.epoch == a->plan.epoch) {
+		a->has_ack = 1;
+		SKY_INFO("plan %s epoch %lld: slice in place (%s); acknowledging", a->plan.job,
+			 (long long)a->plan.epoch, path);
+		publish_ack(a);
+	}
+	sky_mutex_unlock(&a->lock);
 }
 
 /* Runs the training job of the plan we hold (on the main thread). */
@@ -551,8 +575,20 @@ static int take_plan(agent *a, const char *topic, const char *msg, size_t len, i
 	a->stage = stage;
 	a->epoch = p->epoch;
 	a->train_pending = p->train.steps > 0 && trained_epoch(a->o->state_dir) < p->epoch;
+	/* serving: the plan is acknowledged once the stage's slice is in the
+	 * cache (at once on a hit; else when the download completes) */
+	int slice_ready = 1;
+	if (p->infer.on) {
+		char sp[700];
+		sky_transport_net fnet = agent_net(a);
+		int hit = sky_slicefetch_start(&a->fetch, p->job, p->epoch, &p->stages[stage].slice,
+					       &fnet, sp, sizeof sp, &d);
+		if (hit < 0)
+			SKY_WARN("plan %s epoch %lld: slice: %s", p->job, (long long)p->epoch, d.msg);
+		slice_ready = hit == 1;
+	}
 	fill_ack(a, &a->ack, p, stage, 1, need, NULL);
-	a->has_ack = 1;
+	a->has_ack = slice_ready;
 	SKY_INFO("plan %s epoch %lld accepted: stage %d of %d, half-layers %d-%d, arena %lld bytes "
 		 "reserved (planner expected %lld)",
 		 p->job, (long long)p->epoch, stage, p->n_stages, p->stages[stage].first,
@@ -595,6 +631,14 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 			free(env);
 		}
 		return;
+	}
+	{
+		char sp[700];
+		int fr = sky_slicefetch_on_msg(&a->fetch, topic, p, len, sp, sizeof sp);
+		if (fr == 2)
+			slice_in_place(a, sp);
+		if (fr)
+			return;
 	}
 	if (sky_topic_parse(topic, tl, "job", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
 	    strcmp(leaf, SKY_TOPIC_PLAN) == 0) {
@@ -805,6 +849,7 @@ static int connect_once(agent *a, sky_diag *d)
 	sky_mutex_lock(&a->lock);
 	publish_ack(a); /* the planner may have restarted: say what we hold */
 	sky_mutex_unlock(&a->lock);
+	sky_slicefetch_reconnected(&a->fetch);
 	return 0;
 }
 
@@ -917,6 +962,7 @@ int sky_agent_run(const sky_agent_opts *o, sky_diag *d)
 	sky_identity_init(&a.idn);
 	if ((rc = sky_identity_load(&a.idn, o->state_dir, d)) != 0)
 		goto exit;
+	sky_slicefetch_init(&a.fetch, o->state_dir, a.idn.id);
 	if (o->id && strcmp(o->id, a.idn.id) != 0) {
 		rc = sky_diag_set(d, SKY_EAUTH, "--id %s but the certificate in %s is for %s", o->id,
 				  o->state_dir, a.idn.id);
@@ -970,6 +1016,10 @@ int sky_agent_run(const sky_agent_opts *o, sky_diag *d)
 			}
 		}
 		heartbeat(&a);
+		if (a.m && !a.lost) {
+			sky_transport_net fnet = agent_net(&a);
+			sky_slicefetch_tick(&a.fetch, sky_clock_s(), &fnet);
+		}
 		if (a.train_pending && a.job && a.m && !a.lost)
 			run_job(&a);
 		if (a.sj && a.m && !a.lost && !a.pending_env)

@@ -1,13 +1,21 @@
-/* skyplan: the planner service beside the broker (planner/sky_service.h). */
+/* skyplan: the planner service beside the broker (planner/sky_service.h).
+ *
+ * This file is where the planner meets the runtime: the planner's code
+ * includes no runtime header (tests/integration/test_layering.sh), but an
+ * infer job needs the model file code (the int8 model's check, slice
+ * cutting), so main passes those runtime functions to the service as
+ * sky_deploy_model_ops. It is the one planner file allowed runtime headers. */
 #include "sky_err.h"
 #include "sky_log.h"
 #include "sky_metrics.h"
 #include "sky_metrics_http.h"
+#include "sky_modelcheck.h"
 #include "sky_net.h"
 #include "sky_notify.h"
 #include "sky_opt.h"
 #include "sky_service.h"
 #include "sky_signal.h"
+#include "sky_slice.h"
 #include "sky_version.h"
 
 #include <errno.h>
@@ -20,6 +28,7 @@ static void usage(FILE *to)
 	fprintf(to,
 		"usage: skyplan --pki DIR --broker HOST:PORT [--state DIR] [--job FILE]\n"
 		"               [--keepalive S] [--metrics ADDR:PORT] [--log-level L] [--log-journal]\n"
+		"               [--slice-chunk-bytes N] [--slice-pace-ms MS]\n"
 		"\n"
 		"skyplan is Sky's planner service (%s). It connects to the broker as the planner\n"
 		"(DIR/planner.crt), answers enrollment requests with the fleet CA in DIR, keeps the\n"
@@ -35,14 +44,27 @@ static void usage(FILE *to)
 		"                     republishes if the broker has lost them\n"
 		"  --job FILE         submit this job at start (same JSON as `sky job submit`)\n"
 		"  --keepalive S      the planner's MQTT keepalive (default 10)\n"
+		"  --slice-chunk-bytes N  serving: slices go to boards in chunks of N bytes\n"
+		"                     (%u to %u, default %u), each with its SHA-256\n"
+		"  --slice-pace-ms MS serving: one slice chunk per MS ms to each board (default 0:\n"
+		"                     pipelined, %d chunks per loop turn)\n"
 		"  --metrics ADDR:PORT serve Prometheus metrics at http://ADDR:PORT/metrics\n"
 		"                     (e.g. 127.0.0.1:9464; [::1]:9464 for IPv6): the figures of\n"
 		"                     `sky fleet status`, refreshed whenever fleet.json is saved\n"
 		"  --log-level L      error, warn, info (default), debug\n"
 		"  --log-journal      journald lines (<3>..<7> priority, no time stamp); the default\n"
 		"                     when stderr is the journal ($JOURNAL_STREAM)\n",
-		SKY_VERSION);
+		SKY_VERSION, SKY_CHUNK_MIN_BYTES, SKY_CHUNK_MAX_PAYLOAD, SKY_CHUNK_DEFAULT_BYTES,
+		SKY_DEPLOY_WINDOW);
 }
+
+static int cut(const char *model_path, int first, int last, const char *out_path,
+	       char sha256[65], int64_t *bytes, sky_diag *d)
+{
+	return sky_slice_cut(model_path, first, last, out_path, sha256, bytes, d);
+}
+
+static const sky_deploy_model_ops k_model_ops = {.check = sky_modelcheck_int8, .cut = cut};
 
 int main(int argc, char **argv)
 {
@@ -50,10 +72,11 @@ int main(int argc, char **argv)
 	const char *metrics = NULL;
 	memset(&o, 0, sizeof o);
 	o.keepalive_s = 10;
+	o.model_ops = &k_model_ops;
 	sky_log_set_name("skyplan");
 	enum {
 		O_LOG_JOURNAL = SKY_OPT_FIRST, O_PKI, O_BROKER, O_STATE, O_JOB, O_KEEPALIVE,
-		O_METRICS, O_LOG_LEVEL
+		O_METRICS, O_LOG_LEVEL, O_CHUNK, O_PACE
 	};
 	static const struct option k_opts[] = {{"log-journal", no_argument, NULL, O_LOG_JOURNAL},
 					       {"pki", required_argument, NULL, O_PKI},
@@ -63,6 +86,8 @@ int main(int argc, char **argv)
 					       {"keepalive", required_argument, NULL, O_KEEPALIVE},
 					       {"metrics", required_argument, NULL, O_METRICS},
 					       {"log-level", required_argument, NULL, O_LOG_LEVEL},
+					       {"slice-chunk-bytes", required_argument, NULL, O_CHUNK},
+					       {"slice-pace-ms", required_argument, NULL, O_PACE},
 					       SKY_OPT_STD,
 					       {0}};
 	sky_opt op;
@@ -99,6 +124,23 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			o.keepalive_s = (int)n;
+			break;
+		}
+		case O_CHUNK:
+		case O_PACE: {
+			char *end = NULL;
+			errno = 0;
+			long n = strtol(v, &end, 10);
+			long lo = c == O_CHUNK ? (long)SKY_CHUNK_MIN_BYTES : 0;
+			long hi = c == O_CHUNK ? (long)SKY_CHUNK_MAX_PAYLOAD : 60000;
+			if (end == v || *end || errno || n < lo || n > hi) {
+				fprintf(stderr, "skyplan: --%s expects %ld to %ld\n", op.name, lo, hi);
+				return 2;
+			}
+			if (c == O_CHUNK)
+				o.slice_chunk_bytes = (int)n;
+			else
+				o.slice_pace_ms = (int)n;
 			break;
 		}
 		case O_METRICS: {
