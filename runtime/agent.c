@@ -272,8 +272,12 @@ typedef struct agent {
 	_Atomic uint64_t echo_seq_seen;
 	_Atomic int echo_bulk_seen;
 	double echo_last_s;
-	/* serving: the stage's slice, fetched before the plan is acknowledged */
+	/* serving: the stage's slice, fetched before the plan is acknowledged;
+	 * the serving job is set up once the slice is in place, with the frame
+	 * key kept until then */
 	sky_slicefetch fetch;
+	unsigned char slice_key[SKY_JOBKEY_BYTES];
+	int slice_sealed;
 	/* scratch for plan handling (too big for Paho's stack) */
 	char payload[SKY_SIGN_MAX_PAYLOAD + 1];
 	sky_planmsg incoming;
@@ -392,12 +396,37 @@ static sky_transport_net agent_net(agent *a)
 	return net;
 }
 
-/* The slice of the plan we hold is in place (path): acknowledge the plan. */
+/* The slice of the plan we hold is in place (path): set up its serving
+ * job if that waited for the slice, and acknowledge the plan (or refuse it
+ * if the stage cannot be set up). */
 static void slice_in_place(agent *a, const char *path)
 {
 	sky_mutex_lock(&a->lock);
 	if (a->has_ack == 0 && a->ack.ok && !strcmp(a->fetch.job, a->plan.job) &&
 	    a->fetch.epoch == a->plan.epoch) {
+		if (a->plan.infer.on && !a->sj) {
+			sky_diag d;
+			sky_diag_clear(&d);
+			sky_transport_net net = agent_net(a);
+			sky_servejob *sj = calloc(1, sizeof *sj);
+			int rc = sj ? sky_servejob_setup(sj, &a->plan, a->stage, a->idn.id,
+							 a->o->state_dir, a->prof.threads,
+							 a->slice_sealed ? a->slice_key : NULL, &net, &d)
+				    : SKY_ENOMEM;
+			memset(a->slice_key, 0, sizeof a->slice_key);
+			if (rc) {
+				SKY_WARN("plan %s epoch %lld refused: %s", a->plan.job,
+					 (long long)a->plan.epoch, d.msg);
+				refuse(a, &a->plan, a->stage, a->arena_bytes, d.msg);
+				a->has_ack = 1; /* answered: the refusal */
+				sky_servejob_free(sj);
+				free(sj);
+				sky_mutex_unlock(&a->lock);
+				return;
+			}
+			sj->plan = &a->plan;
+			a->sj = sj;
+		}
 		a->has_ack = 1;
 		SKY_INFO("plan %s epoch %lld: slice in place (%s); acknowledging", a->plan.job,
 			 (long long)a->plan.epoch, path);
@@ -532,14 +561,30 @@ static int take_plan(agent *a, const char *topic, const char *msg, size_t len, i
 	sky_trainjob *next = a->job == &a->jobs[0] ? &a->jobs[1] : &a->jobs[0];
 	sky_transport_net net = {.ctx = a, .publish = net_publish, .poll = net_poll,
 				 .stopped = net_stopped, .subscribe = net_subscribe};
-	/* an infer plan: a serving job from the slice in the board's cache */
-	sky_servejob *sj = p->infer.on ? calloc(1, sizeof *sj) : NULL;
-	if (p->infer.on)
+	/* an infer plan: a serving job from the slice in the board's cache; a
+	 * slice not there yet is fetched first (sky_slicefetch.h), and the job
+	 * is set up when it is in place (slice_in_place) */
+	int slice_ready = 1;
+	if (p->infer.on) {
+		char sp[700];
+		sky_transport_net fnet = agent_net(a);
+		int hit = sky_slicefetch_start(&a->fetch, p->job, p->epoch, &p->stages[stage].slice,
+					       &fnet, sp, sizeof sp, &d);
+		if (hit < 0)
+			SKY_WARN("plan %s epoch %lld: slice: %s", p->job, (long long)p->epoch, d.msg);
+		slice_ready = hit == 1;
+		sky_diag_clear(&d);
+	}
+	sky_servejob *sj = p->infer.on && slice_ready ? calloc(1, sizeof *sj) : NULL;
+	rc = 0;
+	if (p->infer.on && slice_ready)
 		rc = sj ? sky_servejob_setup(sj, p, stage, a->idn.id, a->o->state_dir,
 					     a->prof.threads, sealed ? key : NULL, &net, &d)
 			: SKY_ENOMEM;
-	else
+	else if (!p->infer.on)
 		rc = sky_trainjob_setup(next, p, stage, a->idn.id, sealed ? key : NULL, &net, &d);
+	memcpy(a->slice_key, key, sizeof key);
+	a->slice_sealed = sealed;
 	memset(key, 0, sizeof key);
 	if (rc) {
 		SKY_WARN("plan %s epoch %lld refused: %s", p->job, (long long)p->epoch, d.msg);
@@ -563,7 +608,7 @@ static int take_plan(agent *a, const char *topic, const char *msg, size_t len, i
 	free(a->sj);
 	a->sj = sj;
 	free(a->plan_env);
-	a->job = sj ? NULL : next;
+	a->job = p->infer.on ? NULL : next;
 	a->arena_bytes = need;
 	a->plan_env = env;
 	a->plan_env_len = len;
@@ -577,16 +622,8 @@ static int take_plan(agent *a, const char *topic, const char *msg, size_t len, i
 	a->train_pending = p->train.steps > 0 && trained_epoch(a->o->state_dir) < p->epoch;
 	/* serving: the plan is acknowledged once the stage's slice is in the
 	 * cache (at once on a hit; else when the download completes) */
-	int slice_ready = 1;
-	if (p->infer.on) {
-		char sp[700];
-		sky_transport_net fnet = agent_net(a);
-		int hit = sky_slicefetch_start(&a->fetch, p->job, p->epoch, &p->stages[stage].slice,
-					       &fnet, sp, sizeof sp, &d);
-		if (hit < 0)
-			SKY_WARN("plan %s epoch %lld: slice: %s", p->job, (long long)p->epoch, d.msg);
-		slice_ready = hit == 1;
-	}
+	if (slice_ready || !p->infer.on)
+		memset(a->slice_key, 0, sizeof a->slice_key);
 	fill_ack(a, &a->ack, p, stage, 1, need, NULL);
 	a->has_ack = slice_ready;
 	SKY_INFO("plan %s epoch %lld accepted: stage %d of %d, half-layers %d-%d, arena %lld bytes "
