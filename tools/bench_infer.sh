@@ -14,8 +14,9 @@ usage: sky bench infer [--json] [--clients N] [--inflight K] [--seconds T]
                        [--algos "even optimal"] [--model NAME] [--layers L] [--seq S]
                        [--batch B] [--speeds "0.5 0.25 ..."] [--weights F.safetensors]
                        [--train-steps N] [--samples N] [--keep] [--timeout S]
-  --clients N        concurrent client connections (default 4), each keeping
-  --inflight K       requests in flight (default 4)
+  --clients N        concurrent client connections (default 8), each keeping
+  --inflight K       requests in flight (default 8: 64 in all, enough to fill the
+                     first stage's batches while the others are down the pipeline)
   --seconds T        measured seconds per job (default 10), after one warm-up
                      request per client
   --algos LIST       algorithms, in order (default "even optimal"); the first is
@@ -27,7 +28,8 @@ usage: sky bench infer [--json] [--clients N] [--inflight K] [--seconds T]
                      "0.5 0.25 0.25 0.125 0.125 0.0625")
   --weights F        serve this model (fp32 from `sky train --save` or `sky job
                      collect`, or int8 from `sky quantize`); default: train one
-                     for --train-steps (default 20) on one board first
+                     for --train-steps (default 2: only its speed is measured) on
+                     one board first
   --samples N        before the first measurement, print N requests of the
                      first job with their logits (`sky infer`; default 0)
   --json             one JSON object per algorithm (default: a table)
@@ -35,8 +37,8 @@ usage: sky bench infer [--json] [--clients N] [--inflight K] [--seconds T]
   --timeout S        bound on each job's start-up and drain (default 600)
 EOF
 }
-CLIENTS=4
-INFLIGHT=4
+CLIENTS=8
+INFLIGHT=8
 SECONDS_T=10
 ALGOS="even optimal"
 MODEL=mini
@@ -45,7 +47,7 @@ SEQ=""
 BATCH=""
 SPEEDS="0.5 0.25 0.25 0.125 0.125 0.0625"
 WEIGHTS=""
-TRAIN_STEPS=20
+TRAIN_STEPS=2
 SAMPLES=0
 JSON=0
 KEEP=0

@@ -31,7 +31,7 @@ echo "   and train mini with 24 layers under the even split, the paper's (sky), 
 echo "== Pictures: $(ls build/demo/*.svg | tr '\n' ' ')"
 echo "== The fleet serves the model it just trained: the same six boards enroll again, skyplan"
 echo "   cuts the int8 model into slices for the even split and for optimal, a client"
-echo "   (sky pki client) sends requests and gets logits (sky infer), then four clients with"
-echo "   four requests in flight each measure throughput and latency (sky bench infer)"
+echo "   (sky pki client) sends requests and gets logits (sky infer), then eight clients with"
+echo "   eight requests in flight each measure throughput and latency (sky bench infer)"
 "$B/bin/sky" bench infer --weights build/demo/fleet-model.safetensors --samples 3 \
-	--seconds "${SKY_DEMO_SERVE_S:-10}"
+	--seconds "${SKY_DEMO_SERVE_S:-8}"
