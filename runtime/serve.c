@@ -3,6 +3,7 @@
 
 #include "sky_arena.h"
 #include "sky_embed.h"
+#include "sky_ends.h"
 #include "sky_head.h"
 #include "sky_kernels_s8.h"
 #include "sky_safetensors.h"
@@ -271,7 +272,7 @@ int sky_serve_forward(sky_serve *s, const unsigned char *in, unsigned char *out,
 	int rc, kind = SKY_SERVE_Y8;
 	float scale = 0;
 	if (s->is_first) {
-		if ((rc = sky_embed_forward(c, s->embed, s->ids, NULL, s->act, NULL)) != 0)
+		if ((rc = sky_ends_embed(c, s->embed, s->ids, s->act)) != 0)
 			return sky_diag_set(d, rc, "serving stage: a token id outside the vocabulary");
 	} else {
 		if (!in)
@@ -314,13 +315,11 @@ int sky_serve_forward(sky_serve *s, const unsigned char *in, unsigned char *out,
 		send_kind = SKY_SERVE_Y8;
 	}
 	if (s->is_last) {
-		/* one sequence at a time: its logits are the same whatever batch it is in */
-		sky_model_cfg one = *c;
-		one.batch = 1;
+		/* one sequence at a time, in portable arithmetic: its logits are the
+		 * same whatever batch it is in and whatever machine runs this */
 		for (int b = 0; b < s->tab.n; b++)
-			sky_head_forward(&one, s->head, s->act + (size_t)b * c->seq * H, NULL,
-					 s->logits + (size_t)b * c->classes, NULL, NULL,
-					 s->head_scratch);
+			sky_ends_head(c, s->head, s->act + (size_t)b * c->seq * H,
+				      s->logits + (size_t)b * c->classes, s->head_scratch);
 		return 0;
 	}
 	if (!out)

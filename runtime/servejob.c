@@ -455,7 +455,7 @@ int sky_servejob_on_msg(sky_servejob *j, const char *topic, const unsigned char 
 	return 0;
 }
 
-int sky_servejob_run(sky_servejob *j, sky_diag *d)
+int sky_servejob_start(sky_servejob *j, sky_diag *d)
 {
 	char buf[160], filter[SKY_TOPIC_BUF];
 	int rc;
@@ -476,33 +476,47 @@ int sky_servejob_run(sky_servejob *j, sky_diag *d)
 		 j->job, (long long)j->plan->epoch, j->stage, j->n_stages, j->st.first, j->st.last,
 		 j->st.threads, j->sealed ? "sealed" : "plaintext",
 		 sky_frame_packed_bytes(&j->send_key, j->payload_bytes));
+	return 0;
+}
+
+int sky_servejob_step(sky_servejob *j, int *wait_ms)
+{
 	const double wait_s = j->plan->infer.wait_ms / 1000.0;
-	while (!atomic_load(&j->stop) && !(net->stopped && net->stopped(net->ctx))) {
-		int work = 0, wait_ms = 20;
-		if (j->stage == 0) {
-			if (!j->open && j->n_ready == j->n_stages) {
-				j->open = 1;
-				SKY_INFO("job %s: every stage is ready; taking requests", j->job);
-			}
-			if (j->open && j->q_len > 0) {
-				double waited = sky_clock_s() - j->q[j->q_head].t_in;
-				if (j->q_len >= j->plan->infer.batch || waited >= wait_s) {
-					run_first(j);
-					work = 1;
-				} else {
-					wait_ms = (int)((wait_s - waited) * 1000.0) + 1;
-				}
-			}
-		} else {
-			sky_servejob_slot *next = NULL;
-			for (int i = 0; i < j->n_slots; i++)
-				if (j->ring[i].full && (!next || j->ring[i].order < next->order))
-					next = &j->ring[i];
-			if (next) {
-				run_frame(j, next);
-				work = 1;
-			}
+	*wait_ms = 20;
+	if (j->stage == 0) {
+		if (!j->open && j->n_ready == j->n_stages) {
+			j->open = 1;
+			SKY_INFO("job %s: every stage is ready; taking requests", j->job);
 		}
+		if (j->open && j->q_len > 0) {
+			double waited = sky_clock_s() - j->q[j->q_head].t_in;
+			if (j->q_len >= j->plan->infer.batch || waited >= wait_s) {
+				run_first(j);
+				return 1;
+			}
+			*wait_ms = (int)((wait_s - waited) * 1000.0) + 1;
+		}
+		return 0;
+	}
+	sky_servejob_slot *next = NULL;
+	for (int i = 0; i < j->n_slots; i++)
+		if (j->ring[i].full && (!next || j->ring[i].order < next->order))
+			next = &j->ring[i];
+	if (!next)
+		return 0;
+	run_frame(j, next);
+	return 1;
+}
+
+int sky_servejob_run(sky_servejob *j, sky_diag *d)
+{
+	const sky_transport_net *net = &j->net;
+	int rc = sky_servejob_start(j, d);
+	if (rc)
+		return rc;
+	while (!atomic_load(&j->stop) && !(net->stopped && net->stopped(net->ctx))) {
+		int wait_ms;
+		int work = sky_servejob_step(j, &wait_ms);
 		net->poll(net->ctx, work ? 0 : wait_ms);
 	}
 	SKY_INFO("job %s stage %d: serving ends after %ld batches, %ld requests, %ld responses",

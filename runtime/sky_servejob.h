@@ -119,6 +119,13 @@ int sky_servejob_setup(sky_servejob *j, const sky_planmsg *p, int stage, const c
  * or SKY_ENET / SKY_EAUTH (a subscription refused) with d set. */
 int sky_servejob_run(sky_servejob *j, sky_diag *d);
 
+/* The loop of sky_servejob_run in parts, for a caller with its own loop:
+ * start subscribes and announces ready (0 or SKY_E* with d set); step runs
+ * at most one batch, returns 1 if it did, and sets *wait_ms to how long
+ * the caller may wait for messages before the next step. */
+int sky_servejob_start(sky_servejob *j, sky_diag *d);
+int sky_servejob_step(sky_servejob *j, int *wait_ms);
+
 /* Hands a received message to the job. Returns 1 if it was one of its
  * topics (taken, answered or dropped and counted), else 0. */
 int sky_servejob_on_msg(sky_servejob *j, const char *topic, const unsigned char *p, size_t len);

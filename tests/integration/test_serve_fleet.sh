@@ -6,16 +6,21 @@
 # and runs its half-layers; a client identity publishes requests and reads
 # the responses with mosquitto_pub/sub. Under several signed infer plans
 # (even, cuts in the middle of layers, 1, 2 and 4 threads per board, and
-# one board running the aarch64 build under qemu when it is there) every
+# b4 running the aarch64 build under qemu when it is there: the last stage
+# (pooler and classifier), a middle one, the first (embeddings); the int8
+# layers and the fp32 ends, sky_ends.h, are the same bits on both) every
 # request's logits equal `sky eval --precision int8 --tokens` on one board,
 # bit for bit. Each bad request gets its code (malformed, wrong_length,
 # bad_token, bad_mask, oversize, not_allowed, busy) and the fleet still
 # answers a good one after them.
 #
-# Until `sky job submit --task infer` and `sky pki client` exist, the test
-# signs its plans with the planner key and makes the client certificate
-# with the fleet CA (openssl), with its ACL lines (no skyplan runs: a plan
-# published with the planner's certificate would close its connection).
+# The first plan is submitted through skyplan (`sky job submit --task
+# infer --weights`: upload, plan on int8 times, slices sent to the boards'
+# caches). The others pin what submit does not choose (cuts in the middle
+# of layers, where the qemu board sits, threads per board): skyplan is
+# stopped and the test signs them with the planner key, slices placed in
+# the caches by `sky slice`. Until `sky pki client` is merged, the client
+# certificates are made with the fleet CA (openssl), with their ACL lines.
 #
 # PASS/FAIL lines, MEASURE lines; bounded (every wait has a deadline).
 set -u
@@ -25,9 +30,10 @@ cd "$(dirname "$0")/../.."
 sky_test_workdir serve
 export OPENBLAS_NUM_THREADS=1
 PIDS=""
+PLAN_PID=""
 cleanup() {
-	for p in $PIDS; do kill "$p" 2>/dev/null; done
-	for p in $PIDS; do wait "$p" 2>/dev/null; done
+	for p in $PIDS $PLAN_PID; do kill "$p" 2>/dev/null; done
+	for p in $PIDS $PLAN_PID; do wait "$p" 2>/dev/null; done
 	sky_broker_stop
 	if [ "$fails" -eq 0 ] && [ -z "${SKY_KEEP:-}" ]; then rm -rf "$W"; else echo "(logs kept in $W)"; fi
 }
@@ -93,6 +99,7 @@ done
 
 # ---- plans ---------------------------------------------------------------------
 EPOCH=0
+STATE="$W/skyplan"
 CLIENTS='"sky-client-t"'
 # plan JOB THREADS BATCH WAIT_MS QUEUE board:first:last...: cuts each
 # stage's slice into its board's cache, signs the plan with the planner key
@@ -179,18 +186,46 @@ same_bits() {
 	fi
 }
 
-# ---- plan 1: even split, whole layers, 1 thread --------------------------------
+# ---- plan 0: submitted through skyplan (deploy's path), optimal split ------------
+"$SKY_BIN/skyplan" --pki "$PKI" --broker "$BR" --state "$STATE" >"$W/skyplan.log" 2>&1 &
+PLAN_PID=$!
+if wait_for 15 grep -q "serving" "$W/skyplan.log" &&
+	"$SKY" job submit --pki "$PKI" --broker "$BR" --job da --min-boards 4 --task infer \
+		--weights "$W/q.safetensors" --algo optimal --wait 120 --json >"$W/da.submit" \
+		2>"$W/da.submit.err"; then
+	first=$(grep -o '{"board":"b[0-9]","first":0,' "$W/da.submit" | head -1 | sed 's/.*"board":"\(b[0-9]\)".*/\1/')
+	if [ -n "$first" ] && wait_for 120 grep -q "job da: every stage is ready" "$W/$first.log"; then
+		same_bits da
+		echo "MEASURE da_plan $(grep -o '{"board":"b[0-9]","first":[0-9]*,"last":[0-9]*' "$W/da.submit" |
+			sed 's/{"board":"\(b[0-9]\)","first":\([0-9]*\),"last":\([0-9]*\)/\1:\2-\3/' | tr '\n' ' ')"
+		grep -q "sealed frames" "$W/$first.log" && pass da_frames_sealed || fail da_frames_sealed "$(grep "job da" "$W/$first.log" | head -3)"
+	else
+		fail da_fleet_ready "first stage '$first': $(grep -h "job da\|plan da" "$W"/b*.log | tail -5)"
+	fi
+else
+	fail da_submitted "$(tail -3 "$W/skyplan.log" "$W/da.submit.err")"
+fi
+kill $PLAN_PID 2>/dev/null
+wait $PLAN_PID 2>/dev/null
+PLAN_PID=""
+EPOCH=$(cat "$STATE/epoch" 2>/dev/null || echo 0)
+
+# ---- plan 1: even split, whole layers, 1 thread (b4 last) ------------------------
 plan sa 1 4 5 64 b1:0:1 b2:2:3 b3:4:5 b4:6:7 && same_bits sa
 head -1 "$W/sa.resp" | sed 's/^/  /'
 
-# ---- plan 2: cuts in the middle of layers, 2 threads ---------------------------
-plan sb 2 4 5 64 b1:0:2 b2:3:3 b3:4:6 b4:7:7 && same_bits sb
-# ---- plan 3: other boards first, uneven, 4 threads ------------------------------
-plan sc 4 2 5 64 b3:0:0 b4:1:4 b1:5:6 b2:7:7 && same_bits sc
+# ---- plan 2: cuts in the middle of layers, 2 threads (b4 in the middle) ----------
+plan sb 2 4 5 64 b1:0:2 b2:3:3 b4:4:6 b3:7:7 && same_bits sb
+# ---- plan 3: other boards first, uneven, 4 threads (b4 first) ---------------------
+plan sc 4 2 5 64 b4:0:0 b3:1:4 b1:5:6 b2:7:7 && same_bits sc
 
-# the wire: int8 frames against what fp32 activations would take (4 bytes each)
-fb=$(grep -ho '"stage":0,"board":"b3","infer":true,[^}]*"frame_bytes":[0-9]*' "$W"/b*.log 2>/dev/null | head -1)
-grep -q "int8 frames" "$W/b1.log" && echo "MEASURE $(grep -ho 'serving stage 0 of 4.*' "$W/b3.log" | tail -1)"
+# the wire: one batch's int8 frame against the same frame with fp32
+# activations (4 bytes instead of 1 for each of B*S*H = 4*16*32 values)
+fb=$(sed -n 's/.*job sa epoch.*serving stage 0 of 4.* \([0-9]*\)-byte int8 frames.*/\1/p' "$W/b1.log" | head -1)
+if [ -n "$fb" ]; then
+	f32=$((fb + 3 * 4 * 16 * 32))
+	echo "MEASURE serve_frame_bytes int8 $fb fp32 $f32 ratio $(awk "BEGIN{printf \"%.3f\", $fb / $f32}") per_request_int8 $((fb / 4))"
+fi
 
 # ---- bad requests, then a good one ----------------------------------------------
 big=$(head -c 70000 /dev/zero | tr '\0' ' ')
@@ -204,16 +239,16 @@ big=$(head -c 70000 /dev/zero | tr '\0' ' ')
 	echo '{"v":1,"id":"g1","tokens":[5,9,33]}'
 } >"$W/bad.reqs"
 ask sc sky-client-t "$W/bad.reqs"
-check_code() { # ID CODE WORDS
+check_code() { # ID CODE WORDS [NAME]
 	if grep "\"id\":\"$1\"" "$W/sc.resp" | grep "\"code\":\"$2\"" | grep -q "$3"; then
-		pass "bad_request_answered_$2"
+		pass "bad_request_answered_${4:-$2}"
 	else
-		fail "bad_request_answered_$2" "$(grep "\"id\":\"$1\"" "$W/sc.resp" || echo none)"
+		fail "bad_request_answered_${4:-$2}" "$(grep "\"id\":\"$1\"" "$W/sc.resp" || echo none)"
 	fi
 }
 check_code "" malformed "not JSON"
 check_code w1 wrong_length "17 tokens"
-check_code w2 wrong_length "mask has 2"
+check_code w2 wrong_length "mask has 2" wrong_length_mask
 check_code t1 bad_token "token 1 is 64, the vocabulary has 64"
 check_code k1 bad_mask "mask 1 is 2"
 check_code "" oversize "the limit is 65536"
