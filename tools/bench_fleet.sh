@@ -169,8 +169,15 @@ for a in $ALGOS; do
 	last=$a
 done
 if [ -n "$COLLECT" ] && [ -n "$last" ]; then
+	# a part over the broker's message limit (the first stage's, with the
+	# embeddings, for mini) is only in its board's state directory
+	set --
+	for f in "$W"/*/state/parts/"bench-$last"-e*-stage*.safetensors; do
+		[ -f "$f" ] && set -- "$@" --part "$f"
+	done
 	"$SKY" job collect "bench-$last" --pki "$PKI" --broker "$BR" --out "$COLLECT" --timeout 120 \
-		>"$W/collect.log" 2>&1 || die "cannot collect the model of bench-$last: $(tail -3 "$W/collect.log")"
+		"$@" >"$W/collect.log" 2>&1 ||
+		die "cannot collect the model of bench-$last: $(tail -3 "$W/collect.log")"
 	say "sky bench fleet: the model bench-$last trained is in $COLLECT"
 fi
 if [ "$PLAIN" = 1 ] && [ -n "$last" ]; then
