@@ -223,10 +223,10 @@ static void publish_metrics(sky_servejob *j, int n, double stage_s, size_t frame
 			 "{\"v\":1,\"job\":\"%s\",\"epoch\":%lld,\"stage\":%d,\"board\":\"%s\","
 			 "\"infer\":true,\"batch\":%llu,\"requests\":%d,\"stage_s\":%.6f,"
 			 "\"queue\":%d,\"frame_bytes\":%zu,\"frames_in\":%ld,\"frames_out\":%ld,"
-			 "\"responses\":%ld,\"refused\":{",
+			 "\"responses\":%ld,\"ring_full\":%ld,\"refused\":{",
 			 j->job, (long long)j->plan->epoch, j->stage, j->board,
 			 (unsigned long long)j->batches, n, stage_s, j->q_len, frame_bytes,
-			 j->frames_in, j->frames_out, j->responses);
+			 j->frames_in, j->frames_out, j->responses, j->ring_full);
 	int first = 1;
 	for (int i = 1; i < SKY_INFER_NCODES && o > 0 && (size_t)o < cap; i++)
 		if (j->refused[i]) {
@@ -347,6 +347,8 @@ static void run_first(sky_servejob *j)
 
 /* ---- other stages: frames ------------------------------------------------------ */
 
+static void run_frame(sky_servejob *j, sky_servejob_slot *slot);
+
 static void on_frame(sky_servejob *j, const unsigned char *p, size_t len)
 {
 	sky_frame_hdr h;
@@ -370,10 +372,13 @@ static void on_frame(sky_servejob *j, const unsigned char *p, size_t len)
 			return;
 		}
 	if (!slot) {
-		j->drops[SKY_TDROP_RING_FULL]++;
-		SKY_WARN("job %s stage %d: batch %llu dropped, %d frames already wait", j->job,
-			 j->stage, (unsigned long long)batch, j->n_slots);
-		return;
+		/* every slot holds a batch (a burst from a faster stage before):
+		 * run the oldest now rather than lose requests */
+		for (int i = 0; i < j->n_slots; i++)
+			if (!slot || j->ring[i].order < slot->order)
+				slot = &j->ring[i];
+		j->ring_full++;
+		run_frame(j, slot);
 	}
 	sky_frame_expect want = {.job = j->job, .epoch = j->plan->epoch, .step = h.step,
 				 .direction = SKY_FRAME_FWD, .stage = j->stage, .micro_batches = 1,

@@ -12,7 +12,10 @@
  *     (several in flight), none waits for the one before to leave it;
  *   other stages: subscribe sky/v1/job/<job>/stage/<k>/fwd, take frames
  *     (sky_frame_unpack against the plan: job, epoch, stage, shape,
- *     checksum, seal; duplicates of a batch dropped) in arrival order;
+ *     checksum, seal; duplicates of a batch dropped) in arrival order
+ *     into a ring of slots; a frame that finds every slot full first runs
+ *     the oldest batch (counted in ring_full): a burst costs latency, never
+ *     requests;
  *   the last stage publishes one response per request on resp/<client CN>.
  * Frames are QoS 1 (a lost frame would lose its requests), sealed under
  * the job key when the plan says so, dtype s8, payload per sky_serve.h.
@@ -24,7 +27,8 @@
  * Metrics, one JSON object per batch and stage on sky/v1/job/<job>/metrics:
  *   {"v":1,"job":"j1","epoch":7,"stage":0,"board":"b01","infer":true,"batch":N,
  *    "requests":3,"stage_s":0.0012,"queue":0,"frame_bytes":B,"frames_in":..,
- *    "frames_out":..,"responses":..,"refused":{"bad_token":1},"drops":{"epoch":1}}
+ *    "frames_out":..,"responses":..,"ring_full":0,"refused":{"bad_token":1},
+ *    "drops":{"epoch":1}}
  * frame_bytes is what one batch's frame takes on the wire (0 on the last
  * stage); refused and drops list only non-zero counters.
  *
@@ -86,6 +90,7 @@ typedef struct sky_servejob {
 	uint64_t next_batch;
 	long batches, requests, responses, frames_in, frames_out;
 	long refused[SKY_INFER_NCODES];
+	long ring_full;        /* frames that found every slot full (the oldest ran at once) */
 	long drops[SKY_TDROP_N];
 	double busy_s;
 	_Atomic int stop;      /* set to end sky_servejob_run (a newer plan) */

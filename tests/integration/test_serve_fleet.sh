@@ -227,6 +227,27 @@ if [ -n "$fb" ]; then
 	echo "MEASURE serve_frame_bytes int8 $fb fp32 $f32 ratio $(awk "BEGIN{printf \"%.3f\", $fb / $f32}") per_request_int8 $((fb / 4))"
 fi
 
+# sky eval --input: the same logits as --tokens, row by row (a safetensors
+# file with "input_ids" and "attention_mask", I32 (2, 4))
+python3 - "$W/in.safetensors" <<'PY'
+import json, struct, sys
+ids = [[5, 9, 33, 0], [1, 2, 3, 4]]
+mask = [[1, 1, 1, 0], [1, 1, 0, 1]]
+a = b"".join(struct.pack("<i", v) for r in ids for v in r)
+m = b"".join(struct.pack("<i", v) for r in mask for v in r)
+h = json.dumps({"input_ids": {"dtype": "I32", "shape": [2, 4], "data_offsets": [0, 32]},
+                "attention_mask": {"dtype": "I32", "shape": [2, 4], "data_offsets": [32, 64]}}).encode()
+h += b" " * (-len(h) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + a + m)
+PY
+"$SKY" eval --weights "$W/q.safetensors" --precision int8 --input "$W/in.safetensors" >"$W/in.eval" 2>&1
+{
+	"$SKY" eval --weights "$W/q.safetensors" --precision int8 --tokens 5,9,33,0 --mask 1,1,1,0
+	"$SKY" eval --weights "$W/q.safetensors" --precision int8 --tokens 1,2,3,4 --mask 1,1,0,1
+} >"$W/tok.eval" 2>&1
+[ "$(wc -l <"$W/in.eval")" -eq 2 ] && cmp -s "$W/in.eval" "$W/tok.eval" && pass eval_input_file_same_as_tokens ||
+	fail eval_input_file_same_as_tokens "$(cat "$W/in.eval" "$W/tok.eval")"
+
 # ---- bad requests, then a good one ----------------------------------------------
 big=$(head -c 70000 /dev/zero | tr '\0' ' ')
 {

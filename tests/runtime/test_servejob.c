@@ -79,7 +79,7 @@ SKY_TEST(sealed_three_stage_job_answers_with_one_boards_logits)
 	p->shape.seq = c.seq, p->shape.batch = c.batch;
 	p->layers = c.layers;
 	p->n_stages = 3;
-	p->infer = (sky_plan_infer){.on = 1, .batch = 2, .wait_ms = 0, .queue = 8, .threads = 2,
+	p->infer = (sky_plan_infer){.on = 1, .batch = 2, .wait_ms = 0, .queue = 16, .threads = 2,
 				    .sealed = 1};
 	const int range[3][2] = {{0, 2}, {3, 4}, {5, 7}};
 	for (int k = 0; k < 3; k++) {
@@ -198,6 +198,36 @@ SKY_TEST(sealed_three_stage_job_answers_with_one_boards_logits)
 	sky_servejob_on_msg(&g_jobs[1], topic, wire, (size_t)n);
 	SKY_EXPECT_EQ(g_jobs[1].drops[SKY_TDROP_DUPLICATE], dup + 1);
 	sky_frame_key_free(&k2);
+
+	/* a burst: the first stage runs five batches before stage 1 hears of
+	 * any, and stage 1 has two slots: every request is still answered */
+	g_jobs[1].n_slots = 2;
+	g_nresp = 0;
+	sky_topic_job_to(topic, sizeof topic, "j1", SKY_TOPIC_REQ, "sky-client-t");
+	for (int r = 0; r < 10; r++) {
+		int32_t mask[5] = {1, 1, 1, 1, 1};
+		sky_infer_req bq = {.n = lens[r % 3], .tokens = (int32_t *)toks[r % 3], .mask = mask,
+				    .cap = 5};
+		snprintf(bq.id, sizeof bq.id, "b%d", r);
+		int bn = sky_infer_req_encode(&bq, buf, sizeof buf, &d);
+		f_publish(NULL, topic, buf, (size_t)bn, 1, 0);
+	}
+	deliver(1); /* the requests, to the first stage only */
+	for (int it = 0; it < 10; it++) {
+		int w;
+		sky_servejob_step(&g_jobs[0], &w);
+	}
+	SKY_EXPECT_EQ(g_nbus, 5);
+	for (int it = 0; it < 50 && g_nresp < 10; it++) {
+		deliver(3);
+		for (int k = 1; k < 3; k++) {
+			int w;
+			sky_servejob_step(&g_jobs[k], &w);
+		}
+	}
+	SKY_EXPECT_EQ(g_nresp, 10);
+	SKY_EXPECT_EQ(g_jobs[1].ring_full, 3);
+	SKY_EXPECT_EQ(g_jobs[1].drops[SKY_TDROP_RING_FULL], 0);
 
 	sky_qmodel_close(&q);
 	sky_st_close(&f);
