@@ -230,7 +230,7 @@ static int drive_run(int argc, char **argv)
 {
 	const char *job = NULL, *broker = NULL, *pki = NULL, *observer = NULL, *algo = "";
 	double seconds = 10, even = 0, timeout_s = 120;
-	long clients = 4, inflight = 4, seed = 1;
+	long clients = 8, inflight = 8, seed = 1;
 	enum {
 		O_DRIVE = SKY_OPT_FIRST, O_JOB, O_BROKER, O_PKI, O_OBSERVER, O_CLIENTS, O_INFLIGHT,
 		O_SECONDS, O_ALGO, O_EVEN, O_TIMEOUT, O_SEED
