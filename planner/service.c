@@ -14,6 +14,7 @@
 #include "sky_mqtt.h"
 #include "sky_plan.h"
 #include "sky_planmsg.h"
+#include "sky_nojob.h"
 #include "sky_ratelimit.h"
 #include "sky_registry.h"
 #include "sky_sign.h"
@@ -364,6 +365,10 @@ typedef struct svc {
 	sky_crl_list revoked;
 	double revoked_check_at; /* monotonic */
 	sky_deploy deploy; /* model uploads, slices, slice transfers (main thread) */
+	/* inference requests for jobs that do not serve (sky_nojob.h) */
+	sky_nojob nojob;
+	sky_log_throttle req_log;
+	char req_resp[SKY_INFER_RESP_MAX_BYTES];
 } svc;
 
 static svc g_svc; /* one service per process; far too big for a stack */
@@ -427,6 +432,8 @@ static int queue_job(svc *s, const char *buf, size_t len, const char *from, sky_
 	sky_mutex_lock(&s->lock);
 	if (s->n_pending < MAX_PENDING) {
 		s->pending[s->n_pending++] = pj;
+		if (sky_nojob_kind_of(&s->nojob, pj.req.job) == SKY_NOJOB_UNKNOWN)
+			sky_nojob_note(&s->nojob, pj.req.job, SKY_NOJOB_QUEUED);
 		SKY_INFO("job %s queued from %s (%s, %d layers, seq %d, batch %d, %s, min_boards %d)",
 			 pj.req.job, from, pj.req.model, pj.model.layers, pj.model.seq,
 			 pj.model.batch, pj.req.algo, pj.req.min_boards);
@@ -493,10 +500,11 @@ static void handle_submit(svc *s, const char *op, const char *p, size_t len)
  * how many requests the rate limit dropped before reading them. */
 static void suppressed_line(svc *s, const sky_log_throttle *t, const char *what, long n)
 {
-	if (t == &s->enroll_log)
+	if (t == &s->enroll_log || t == &s->req_log)
 		SKY_WARN("%s: %ld more suppressed in the last %.0f s (%ld requests dropped unread "
 			 "by the rate limit so far)",
-			 what, n, t->window_s, s->enroll_limited);
+			 what, n, t->window_s,
+			 t == &s->req_log ? s->nojob.limited : s->enroll_limited);
 	else
 		SKY_WARN("%s: %ld more suppressed in the last %.0f s", what, n, t->window_s);
 }
@@ -519,6 +527,22 @@ static void throttled_warn(svc *s, sky_log_throttle *t, const char *what, const 
 	vsnprintf(line, sizeof line, fmt, ap);
 	va_end(ap);
 	SKY_WARN("%s", line);
+}
+
+/* A request on sky/v1/job/<job>/req/<client>: answered "unknown_job" when
+ * the job does not serve (sky_nojob.h). Called with the lock held. */
+static void handle_request(svc *s, const char *topic, size_t tl, const char *p, size_t len)
+{
+	char rtopic[SKY_TOPIC_BUF];
+	int limited = 0;
+	sky_diag why;
+	sky_diag_clear(&why);
+	int n = sky_nojob_on_request(&s->nojob, topic, tl, p, len, sky_clock_s(), rtopic,
+				     sizeof rtopic, s->req_resp, sizeof s->req_resp, &limited, &why);
+	if (n > 0)
+		sky_mqtt_publish(s->m, rtopic, s->req_resp, (size_t)n, 1, 0, NULL);
+	if (n > 0 || limited)
+		throttled_warn(s, &s->req_log, "inference request refusals", "%s", why.msg);
 }
 
 static void handle_enroll(svc *s, const char *nonce, const char *p, size_t len)
@@ -640,6 +664,7 @@ static void on_plan(svc *s, const char *topic, const char *p, size_t len, int re
 	if (j < 0 || s->msg.epoch > s->reg.jobs[j].epoch)
 		save_plan(s, s->msg.job, p, len);
 	sky_registry_assign(&s->reg, &s->msg);
+	sky_nojob_note(&s->nojob, s->msg.job, s->msg.infer.on ? SKY_NOJOB_SERVING : SKY_NOJOB_TRAINING);
 	j = job_index(&s->reg, s->msg.job);
 	if (retained && j >= 0 && s->msg.epoch > s->on_broker[j])
 		s->on_broker[j] = s->msg.epoch;
@@ -773,6 +798,8 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 	} else if (sky_topic_parse(topic, tl, "enroll", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
 		   strcmp(leaf, SKY_TOPIC_CSR) == 0) {
 		handle_enroll(s, seg, (const char *)p, len);
+	} else {
+		handle_request(s, topic, tl, (const char *)p, len);
 	}
 	sky_mutex_unlock(&s->lock);
 }
@@ -842,7 +869,9 @@ static int connect_svc(svc *s, sky_diag *d)
 			      SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_PLAN_ACK, SKY_TOPIC_SUB_ALL_CSRS,
 			      SKY_TOPIC_SUB_ALL_PLANS, SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_METRICS,
 			      SKY_TOPIC_SUB_ALL_SUBMITS, SKY_TOPIC_ROOT "/jobs/+/" SKY_TOPIC_WEIGHTS,
-			      SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_SLICE_REQ};
+			      SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_SLICE_REQ,
+			      /* requests, to answer those for jobs that do not serve */
+			      SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_REQ "/+"};
 	sky_mutex_lock(&s->lock);
 	memset(s->on_broker, 0, sizeof s->on_broker);
 	s->republish_at = 0;
@@ -1237,6 +1266,7 @@ static int try_plan(svc *s, pending_job *pj)
 		return 1;
 	}
 	sky_registry_assign(&s->reg, p);
+	sky_nojob_note(&s->nojob, p->job, p->infer.on ? SKY_NOJOB_SERVING : SKY_NOJOB_TRAINING);
 	int j = job_index(&s->reg, p->job);
 	if (j >= 0)
 		s->on_broker[j] = p->epoch;
@@ -1265,6 +1295,8 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 	sky_log_throttle_init(&s->enroll_log, LOG_LINES_PER_WINDOW, LOG_WINDOW_S);
 	sky_log_throttle_init(&s->oversize_log, LOG_LINES_PER_WINDOW, LOG_WINDOW_S);
 	sky_log_throttle_init(&s->revoked_log, LOG_LINES_PER_WINDOW, LOG_WINDOW_S);
+	sky_nojob_init(&s->nojob);
+	sky_log_throttle_init(&s->req_log, LOG_LINES_PER_WINDOW, LOG_WINDOW_S);
 	if (o->state_dir)
 		snprintf(s->state_dir, sizeof s->state_dir, "%s", o->state_dir);
 	else
@@ -1325,6 +1357,8 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 		}
 		if (s->msg.epoch > s->epoch)
 			s->epoch = s->msg.epoch;
+		sky_nojob_note(&s->nojob, s->msg.job,
+			       s->msg.infer.on ? SKY_NOJOB_SERVING : SKY_NOJOB_TRAINING);
 		if (s->msg.epoch >= s->reg.jobs[j].epoch) {
 			s->reg.jobs[j].epoch = s->msg.epoch - 1; /* so that assign takes it */
 			sky_registry_assign(&s->reg, &s->msg);
@@ -1386,6 +1420,9 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 		}
 		for (int k = 0; k < s->n_pending;) {
 			if (try_plan(s, &s->pending[k])) {
+				/* dropped without a plan: no longer queued */
+				if (sky_nojob_kind_of(&s->nojob, s->pending[k].req.job) == SKY_NOJOB_QUEUED)
+					sky_nojob_note(&s->nojob, s->pending[k].req.job, SKY_NOJOB_UNKNOWN);
 				s->pending[k] = s->pending[--s->n_pending];
 			} else {
 				k++;
@@ -1402,6 +1439,9 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 		sup = sky_log_throttle_flush(&s->revoked_log, now);
 		if (sup > 0)
 			suppressed_line(s, &s->revoked_log, "messages from revoked boards", sup);
+		sup = sky_log_throttle_flush(&s->req_log, now);
+		if (sup > 0)
+			suppressed_line(s, &s->req_log, "inference request refusals", sup);
 		sky_mutex_unlock(&s->lock);
 		if ((changed && now - last_save >= 0.2) || now - last_save >= 2.0) {
 			save_state(s);

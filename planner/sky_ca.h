@@ -19,6 +19,10 @@
  *                                   "sky-op-<name>"), operator.key; usable as
  *                                   `sky job submit --pki` on another machine
  *   <pki>/operators.list            their names, one a line (for the ACL)
+ *   <pki>/clients/<name>/           a client of serving jobs (sky_ca_add_client):
+ *                                   ca.crt, client.crt (CN "sky-client-<name>"),
+ *                                   client.key; `sky infer --pki` reads it
+ *   <pki>/clients.list              their names, one a line (for the ACL)
  *   <pki>/claim/ca.crt              the claim bundle, copied to a new board:
  *   <pki>/claim/claim.crt, claim.key  CN "sky-claim", which the ACL lets
  *                                   only publish enrollment requests and
@@ -76,6 +80,11 @@
 #define SKY_CA_OPERATOR_NAME_PREFIX "sky-op-"
 #define SKY_CA_OPERATORS_DIR "operators"
 #define SKY_CA_OPERATORS_FILE "operators.list"
+#define SKY_CA_CLIENT_KEY_FILE "client.key"
+#define SKY_CA_CLIENT_CERT_FILE "client.crt"
+#define SKY_CA_CLIENT_NAME_PREFIX "sky-client-"
+#define SKY_CA_CLIENTS_DIR "clients"
+#define SKY_CA_CLIENTS_FILE "clients.list"
 
 #define SKY_CA_BOARD_DAYS 365
 #define SKY_CA_DEFAULT_TOKEN_TTL 3600 /* seconds */
@@ -127,6 +136,20 @@ int sky_ca_check_operator_name(const char *name, sky_diag *d);
  * SIGHUP). Refuses (SKY_ESTATE) a name already issued. Returns 0 or
  * SKY_EINVAL / SKY_ENOTFOUND (no CA in dir) / SKY_EIO / SKY_ECRYPTO. */
 int sky_ca_add_operator(const char *dir, const char *name, sky_diag *d);
+
+/* Client names follow the operator rule (1..32 of [A-Za-z0-9_-]). Returns
+ * 0 or SKY_EINVAL with d set. */
+int sky_ca_check_client_name(const char *name, sky_diag *d);
+/* Issues a client identity for serving jobs, CN "sky-client-<name>", into
+ * <dir>/clients/<name>/ (ca.crt, client.crt, client.key 0600), adds name to
+ * <dir>/clients.list and rewrites the ACL: on the tools listener the
+ * client may write sky/v1/job/+/req/<CN> and read sky/v1/job/+/resp/<CN>,
+ * nothing else; on the fleet listener nothing at all (the board patterns
+ * there would give it every request and response; sky_ca_rewrite_acl).
+ * The broker reads the new ACL on SIGHUP. Refuses (SKY_ESTATE) a name
+ * already issued. Returns 0 or SKY_EINVAL / SKY_ENOTFOUND (no CA in dir) /
+ * SKY_EIO / SKY_ECRYPTO. */
+int sky_ca_add_client(const char *dir, const char *name, sky_diag *d);
 
 /* Mints a one-time claim token valid for ttl_s seconds (1..SKY_CA_MAX_TOKEN_TTL),
  * optionally bound to board id bind_id (NULL: any id). Writes the token

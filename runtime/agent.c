@@ -426,6 +426,7 @@ static void slice_in_place(agent *a, const char *path)
 				return;
 			}
 			sj->plan = &a->plan;
+			sj->prof = &a->prof; /* skyd --speed, as a training stage */
 			a->sj = sj;
 		}
 		a->has_ack = 1;
@@ -616,8 +617,10 @@ static int take_plan(agent *a, const char *topic, const char *msg, size_t len, i
 	a->plan = *p;
 	if (a->job)
 		a->job->plan = &a->plan; /* the job keeps pointing at the plan we hold */
-	if (a->sj)
+	if (a->sj) {
 		a->sj->plan = &a->plan;
+		a->sj->prof = &a->prof; /* skyd --speed: it serves as slowly as it probed */
+	}
 	a->stage = stage;
 	a->epoch = p->epoch;
 	a->train_pending = p->train.steps > 0 && trained_epoch(a->o->state_dir) < p->epoch;

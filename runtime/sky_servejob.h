@@ -94,6 +94,11 @@ typedef struct sky_servejob {
 	long drops[SKY_TDROP_N];
 	double busy_s;
 	_Atomic int stop;      /* set to end sky_servejob_run (a newer plan) */
+	/* optional (NULL: none): a board emulating a slower one (skyd --speed):
+	 * each batch's compute is stretched to its CPU time / speed, as a
+	 * training stage's is (sky_profile_stretch_cpu; the CPU time of the
+	 * calling thread, so exact with one thread) */
+	sky_profile *prof;
 	void *mem;
 	char msg[SKY_INFER_RESP_MAX_BYTES];
 	sky_infer_resp resp;

@@ -54,7 +54,10 @@
  *               sky/v1/job/+/metrics (sky job watch), sky/v1/job/+/part/+ (sky job collect);
  *               write sky/v1/jobs/<op>/weights (the model of an infer job).
  *   client sky-client-<name> (`sky pki client NAME`): write sky/v1/job/+/req/<its CN>,
- *               read sky/v1/job/+/resp/<its CN>; nothing else.
+ *               read sky/v1/job/+/resp/<its CN>; nothing else. Clients connect to
+ *               the claim (tools) listener, whose ACL has no patterns; on the fleet
+ *               listener they get nothing (the board patterns there would give
+ *               them every request and response, and a deny cannot carve theirs out).
  *   everything else: denied.
  * The operator's CN in its submit topic is vouched for by the ACL, so the
  * planner knows whom to answer; a board cannot submit at all.

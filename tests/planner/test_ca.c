@@ -222,6 +222,65 @@ SKY_TEST(operators_get_a_bundle_and_an_acl_section)
 	SKY_EXPECT(strstr(acl, "user sky-op-alice\n") != NULL);
 }
 
+SKY_TEST(clients_get_a_bundle_and_only_their_own_serving_topics)
+{
+	char p[700], acl[16384];
+	sky_diag d;
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_ca_add_client(pki(), "demo", &d), 0);
+	SKY_EXPECT_EQ(sky_ca_add_client(pki(), "demo", NULL), SKY_ESTATE);
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_ca_add_client(pki(), "a+b", &d), SKY_EINVAL);
+	SKY_EXPECT(strstr(d.msg, "client name") != NULL);
+	SKY_EXPECT_EQ(sky_ca_add_client(pki(), "", NULL), SKY_EINVAL);
+	SKY_EXPECT_EQ(sky_ca_add_client("/nonexistent-pki-dir", "bob", NULL), SKY_ENOTFOUND);
+	const char *bundle[] = {"clients/demo/ca.crt", "clients/demo/client.crt",
+				"clients/demo/client.key"};
+	for (size_t i = 0; i < 3; i++) {
+		file(p, sizeof p, bundle[i]);
+		SKY_EXPECT_MSG(sky_file_exists(p), "missing %s", bundle[i]);
+	}
+	SKY_EXPECT_EQ(sky_file_mode(p), 0600);
+	mbedtls_x509_crt c;
+	mbedtls_x509_crt_init(&c);
+	char cn[80] = "";
+	file(p, sizeof p, "clients/demo/client.crt");
+	SKY_EXPECT_EQ(sky_sign_load_cert(&c, p, NULL), 0);
+	SKY_EXPECT_EQ(sky_sign_cert_cn(&c, cn, sizeof cn), 0);
+	SKY_EXPECT_MSG(strcmp(cn, "sky-client-demo") == 0, "%s", cn);
+	mbedtls_x509_crt_free(&c);
+	/* the fleet listener: nothing for the client (the board patterns there
+	 * would hand it every request); boards read requests and answer, the
+	 * planner too, operators are denied both */
+	file(p, sizeof p, SKY_CA_ACL_FILE);
+	long n = sky_file_read(p, acl, sizeof acl - 1);
+	acl[n > 0 ? n : 0] = '\0';
+	SKY_EXPECT(strstr(acl, "user sky-client-demo\ntopic deny #\n") != NULL);
+	SKY_EXPECT(strstr(acl, "pattern read sky/v1/job/+/req/+\n") != NULL);
+	SKY_EXPECT(strstr(acl, "pattern write sky/v1/job/+/resp/+\n") != NULL);
+	SKY_EXPECT(strstr(acl, "user sky-op-alice\n") != NULL); /* the operators stay */
+	const char *op = strstr(acl, "user sky-operator\n");
+	SKY_EXPECT(op && strstr(op, "topic deny sky/v1/job/+/req/#\ntopic deny sky/v1/job/+/resp/#\n"));
+	/* the tools listener: its own requests and responses, nothing else */
+	file(p, sizeof p, SKY_CA_ACL_CLAIM_FILE);
+	n = sky_file_read(p, acl, sizeof acl - 1);
+	acl[n > 0 ? n : 0] = '\0';
+	const char *mine = strstr(acl, "user sky-client-demo\n");
+	SKY_EXPECT(mine != NULL);
+	if (mine)
+		SKY_EXPECT(strcmp(mine, "user sky-client-demo\n"
+					"topic write sky/v1/job/+/req/sky-client-demo\n"
+					"topic read sky/v1/job/+/resp/sky-client-demo\n") == 0);
+	SKY_EXPECT(strstr(acl, "pattern") == NULL && strstr(acl, "resp/+") == NULL &&
+		   strstr(acl, "req/+\n") == NULL);
+	/* a hand-edited list cannot widen the ACL */
+	file(p, sizeof p, SKY_CA_CLIENTS_FILE);
+	SKY_EXPECT_EQ(sky_file_write(p, "demo\n#\n", 7, 0644), 0);
+	SKY_EXPECT_EQ(sky_ca_rewrite_acl(pki(), NULL), SKY_EINVAL);
+	SKY_EXPECT_EQ(sky_file_write(p, "demo\n", 5, 0644), 0);
+	SKY_EXPECT_EQ(sky_ca_rewrite_acl(pki(), NULL), 0);
+}
+
 SKY_TEST(tokens_are_one_time_expiring_and_bound)
 {
 	char t1[SKY_ENROLL_TOKEN_LEN + 1], t2[SKY_ENROLL_TOKEN_LEN + 1], t3[SKY_ENROLL_TOKEN_LEN + 1];

@@ -11,6 +11,7 @@
  * The measured step of a training step is its slowest stage's step_s (the
  * stages meet at the end of a step in the clip-norm exchange); the figure
  * reported is the median over the steps after the --skip warm-up ones. */
+#include "bench_util.h"
 #include "sky_cli.h"
 #include "sky_err.h"
 #include "sky_file.h"
@@ -380,36 +381,6 @@ exit:
 	return rc;
 }
 
-/* The orchestrating script: $SKY_TOOLS, else tools/ under the working
- * directory, else beside the build (<repo>/build/<board>/bin/sky). build
- * gets <repo>/build/<board> ("" if unknown). */
-static int find_script(char *out, size_t cap, char *build, size_t bcap)
-{
-	char bin[1024];
-	build[0] = 0;
-	if (sky_file_exe_dir(bin, sizeof bin) == 0) {
-		char *s = strrchr(bin, '/'); /* .../build/<board>/bin -> .../build/<board> */
-		if (s) {
-			*s = 0;
-			snprintf(build, bcap, "%s", bin);
-		}
-	}
-	const char *env = getenv("SKY_TOOLS");
-	if (env) {
-		snprintf(out, cap, "%s/bench_fleet.sh", env);
-		return sky_file_is_exec(out) ? 0 : SKY_ENOTFOUND;
-	}
-	snprintf(out, cap, "tools/bench_fleet.sh");
-	if (sky_file_is_exec(out))
-		return 0;
-	if (build[0]) {
-		snprintf(out, cap, "%s/../../tools/bench_fleet.sh", build);
-		if (sky_file_is_exec(out))
-			return 0;
-	}
-	return SKY_ENOTFOUND;
-}
-
 int sky_bench_fleet(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++)
@@ -418,22 +389,5 @@ int sky_bench_fleet(int argc, char **argv)
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
 			usage(stdout); /* and the script's own below */
-	char script[1200], build[1024];
-	if (find_script(script, sizeof script, build, sizeof build) != 0) {
-		fprintf(stderr, "sky bench fleet: tools/bench_fleet.sh not found (run from the "
-				"repository, or set SKY_TOOLS to its tools/ directory)\n");
-		return 1;
-	}
-	if (build[0] && !getenv("SKY_BUILD"))
-		setenv("SKY_BUILD", build, 1);
-	char **args = calloc((size_t)argc + 2, sizeof *args);
-	if (!args)
-		return 1;
-	args[0] = script;
-	for (int i = 1; i < argc; i++)
-		args[i] = argv[i];
-	sky_file_exec(script, args);
-	fprintf(stderr, "sky bench fleet: cannot run %s\n", script);
-	free(args);
-	return 1;
+	return sky_bench_script("sky bench fleet", "bench_fleet.sh", argc, argv);
 }

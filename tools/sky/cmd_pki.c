@@ -29,6 +29,7 @@ static void usage(FILE *to)
 		"usage: sky pki init --dir D [--port N] [--max-packet BYTES] [--force]\n"
 		"       sky pki token --dir D [--ttl SECONDS] [--id BOARD]\n"
 		"       sky pki operator --dir D --name NAME\n"
+		"       sky pki client --dir D NAME\n"
 		"       sky pki issue --dir D --id BOARD --state S [--token T]\n"
 		"       sky pki revoke --dir D BOARD [--reason R] [--broker-pid PID]\n"
 		"       sky pki sign --key K --cert C [FILE]     (payload from FILE or stdin)\n"
@@ -48,6 +49,13 @@ static void usage(FILE *to)
 		"       D/operators/NAME/ (ca.crt, planner.crt, operator.crt, operator.key; use\n"
 		"       it as `sky job submit --pki D/operators/NAME`) and adds its ACL section\n"
 		"       (send the broker SIGHUP to read it).\n"
+		"client issues a client identity for serving jobs, CN sky-client-NAME, as a\n"
+		"       bundle in D/clients/NAME/ (ca.crt, client.crt, client.key; use it as\n"
+		"       `sky infer --pki D/clients/NAME`) and adds its ACL sections: on the\n"
+		"       tools listener (port N+1, where sky infer connects) it may publish\n"
+		"       requests on sky/v1/job/+/req/<its CN> and read sky/v1/job/+/resp/<its\n"
+		"       CN>, nothing else; on the fleet listener nothing (send the broker\n"
+		"       SIGHUP to read the new ACL).\n"
 		"token  prints a new one-time claim token (valid --ttl seconds, default %d),\n"
 		"       optionally bound to one board id (needed to re-enroll an enrolled id).\n"
 		"issue  enrolls board BOARD offline: makes its key and CSR in state dir S (as\n"
@@ -248,6 +256,54 @@ static int cmd_operator(int argc, char **argv)
 	}
 	printf("operator %s%s in %s/%s/%s (the broker reads the new ACL on SIGHUP)\n",
 	       SKY_CA_OPERATOR_NAME_PREFIX, name, dir, SKY_CA_OPERATORS_DIR, name);
+	return 0;
+}
+
+static int cmd_client(int argc, char **argv)
+{
+	const char *dir = NULL, *name = NULL;
+	enum { O_DIR = SKY_OPT_FIRST, O_NAME };
+	static const struct option k_opts[] = {{"dir", required_argument, NULL, O_DIR},
+					       {"name", required_argument, NULL, O_NAME},
+					       SKY_OPT_STD,
+					       {0}};
+	sky_opt op;
+	sky_opt_begin(&op, "sky pki client", argc, argv, k_opts, 0);
+	for (int c; (c = sky_opt_next(&op)) != SKY_OPT_END;) {
+		switch (c) {
+		case SKY_OPT_HELP:
+			usage(stdout);
+			return 0;
+		case SKY_OPT_VERSION:
+			return 0;
+		case O_DIR:
+			dir = op.arg;
+			break;
+		case O_NAME:
+			name = op.arg;
+			break;
+		default:
+			return 2;
+		}
+	}
+	/* the name as the one operand, or --name */
+	if (op.next < argc && !name)
+		name = argv[op.next++];
+	if (sky_opt_no_args(&op) != 0)
+		return 2;
+	if (!dir || !name) {
+		fprintf(stderr, "sky pki client: --dir D and a NAME are required\n");
+		return 2;
+	}
+	sky_diag d;
+	sky_diag_clear(&d);
+	int rc = sky_ca_add_client(dir, name, &d);
+	if (rc) {
+		fprintf(stderr, "sky pki client: %s\n", d.msg[0] ? d.msg : sky_strerror(rc));
+		return 1;
+	}
+	printf("client %s%s in %s/%s/%s (the broker reads the new ACL on SIGHUP)\n",
+	       SKY_CA_CLIENT_NAME_PREFIX, name, dir, SKY_CA_CLIENTS_DIR, name);
 	return 0;
 }
 
@@ -697,6 +753,7 @@ int sky_cmd_pki(int argc, char **argv)
 		{"issue", "enroll a board offline", cmd_issue},
 		{"operator", "another operator identity", cmd_operator},
 		{"revoke", "put a board's certificate on the CRL", cmd_revoke},
+		{"client", "a client identity for serving jobs", cmd_client},
 		{"sign", "a signed envelope, by hand", cmd_sign_only},
 		{"verify", "check an envelope", cmd_verify},
 		{"bench", "signing, verification, key generation, issue", cmd_bench},

@@ -31,6 +31,10 @@
 typedef struct follow_opts {
 	const char *job, *pki, *broker, *out;
 	const char *events; /* watch: every metrics message and the plan, a line each */
+	/* collect: parts as files (a board's <state>/parts/, for a part over the
+	 * message limit, which the board only writes there) */
+	const char *part_files[SKY_PLANMSG_MAX_STAGES];
+	int n_part_files;
 	double timeout_s;
 	int json;
 } follow_opts;
@@ -39,13 +43,14 @@ static int parse_opts(const char *cmd, int argc, char **argv, follow_opts *o, in
 {
 	memset(o, 0, sizeof *o);
 	o->timeout_s = 600;
-	enum { O_PKI = SKY_OPT_FIRST, O_BROKER, O_OUT, O_EVENTS, O_TIMEOUT, O_JSON };
+	enum { O_PKI = SKY_OPT_FIRST, O_BROKER, O_OUT, O_EVENTS, O_TIMEOUT, O_JSON, O_PART };
 	static const struct option k_opts[] = {{"pki", required_argument, NULL, O_PKI},
 					       {"broker", required_argument, NULL, O_BROKER},
 					       {"out", required_argument, NULL, O_OUT},
 					       {"events", required_argument, NULL, O_EVENTS},
 					       {"timeout", required_argument, NULL, O_TIMEOUT},
 					       {"json", no_argument, NULL, O_JSON},
+					       {"part", required_argument, NULL, O_PART},
 					       SKY_OPT_STD,
 					       {0}};
 	char prog[32];
@@ -58,7 +63,11 @@ static int parse_opts(const char *cmd, int argc, char **argv, follow_opts *o, in
 		case SKY_OPT_HELP:
 			printf("usage: sky job %s JOB --pki DIR --broker HOST:PORT%s [--timeout S]%s\n",
 			       cmd, need_out ? " --out F.safetensors" : "",
-			       need_out ? "" : " [--json] [--events F.jsonl]");
+			       need_out ? " [--part F]..." : " [--json] [--events F.jsonl]");
+			if (need_out)
+				printf("--part F: a stage's part as a file, for one over the broker's message\n"
+				       "limit (a board then only writes it to <state>/parts/); used for its\n"
+				       "stage if it is of the plan's epoch and none arrived\n");
 			if (!need_out)
 				printf("--events F.jsonl: also write each stage's metrics message as received,\n"
 				       "one a line, and at the end the signed plan's payload as {\"plan\":...}\n"
@@ -81,6 +90,14 @@ static int parse_opts(const char *cmd, int argc, char **argv, follow_opts *o, in
 				return -1;
 			}
 			o->out = v;
+			break;
+		case O_PART:
+			if (!need_out || o->n_part_files >= SKY_PLANMSG_MAX_STAGES) {
+				fprintf(stderr, "sky job %s: %s\n", cmd,
+					need_out ? "too many --part files" : "--part goes with collect");
+				return -1;
+			}
+			o->part_files[o->n_part_files++] = v;
 			break;
 		case O_EVENTS:
 			if (need_out) {
@@ -377,6 +394,57 @@ exit:
 
 enum { NAME_CAP = 96 };
 
+/* A local part file into bytes (malloc). Returns 0 or SKY_E*. */
+static int read_part(const char *path, part *out)
+{
+	FILE *fp = fopen(path, "rb");
+	long n = -1;
+	if (fp && fseek(fp, 0, SEEK_END) == 0)
+		n = ftell(fp);
+	unsigned char *b = n > 0 && fseek(fp, 0, SEEK_SET) == 0 ? malloc((size_t)n) : NULL;
+	int ok = b && fread(b, 1, (size_t)n, fp) == (size_t)n;
+	if (fp)
+		fclose(fp);
+	if (!ok) {
+		free(b);
+		return SKY_EIO;
+	}
+	*out = (part){b, (size_t)n};
+	return 0;
+}
+
+/* The local parts of the plan's epoch, each for its stage's board when no
+ * part of that board arrived (called with the lock held, the plan known).
+ * A used part's bytes move into f->parts. */
+static void add_local_parts(follow *f, part *local, int n_local)
+{
+	char epoch[32];
+	snprintf(epoch, sizeof epoch, "%lld", (long long)f->plan.epoch);
+	for (int i = 0; i < n_local; i++) {
+		sky_st_file st;
+		sky_st_init(&st);
+		const char *pe, *ps;
+		int stage = -1;
+		if (local[i].bytes && sky_st_parse(&st, local[i].bytes, local[i].len, NULL) == 0 &&
+		    (pe = sky_st_meta_get(&st, "sky_epoch")) && !strcmp(pe, epoch) &&
+		    (ps = sky_st_meta_get(&st, "sky_stage")))
+			stage = atoi(ps);
+		sky_st_close(&st);
+		if (stage < 0 || stage >= f->plan.n_stages || f->n_parts >= SKY_PLANMSG_MAX_STAGES)
+			continue;
+		const char *board = f->plan.stages[stage].board;
+		int have = 0;
+		for (int k = 0; k < f->n_parts; k++)
+			have |= !strcmp(f->part_board[k], board);
+		if (have)
+			continue;
+		size_t bl = strlen(board); /* < the segment bound: the plan checked it */
+		memcpy(f->part_board[f->n_parts], board, bl + 1);
+		f->parts[f->n_parts++] = local[i];
+		local[i] = (part){NULL, 0};
+	}
+}
+
 int sky_job_collect(int argc, char **argv)
 {
 	follow_opts o;
@@ -392,6 +460,13 @@ int sky_job_collect(int argc, char **argv)
 	sky_st_file *files = NULL;
 	sky_st_entry *e = NULL;
 	char *names = NULL;
+	part local[SKY_PLANMSG_MAX_STAGES];
+	memset(local, 0, sizeof local);
+	for (int i = 0; i < o.n_part_files; i++)
+		if (read_part(o.part_files[i], &local[i]) != 0) {
+			fprintf(stderr, "sky job collect: cannot read %s\n", o.part_files[i]);
+			return 1;
+		}
 	sky_mqtt *m = connect_follow("collect", &o, f, &d);
 	sky_topic_part(topic, sizeof topic, o.job, NULL);
 	if (!m || sky_mqtt_subscribe(m, f->plan_topic, 1, 5000, &d) != 0 ||
@@ -412,6 +487,8 @@ int sky_job_collect(int argc, char **argv)
 		}
 		sky_mqtt_poll(m, 50);
 		sky_mutex_lock(&f->lock);
+		if (f->have_plan)
+			add_local_parts(f, local, o.n_part_files);
 		have = 0;
 		for (int k = 0; f->have_plan && k < f->plan.n_stages; k++)
 			for (int i = 0; i < f->n_parts; i++)
@@ -511,6 +588,8 @@ exit:
 	free(names);
 	for (int i = 0; i < f->n_parts; i++)
 		free(f->parts[i].bytes);
+	for (int i = 0; i < o.n_part_files; i++)
+		free(local[i].bytes);
 	mbedtls_x509_crt_free(&f->planner);
 	return rc;
 }

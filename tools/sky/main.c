@@ -23,6 +23,7 @@ static const sky_cmd k_cmds[] = {
 	{"sim", "simulate a training step of each algorithm's plan; --paper (--json)", sky_cmd_sim},
 	{"pki", "fleet CA, broker config and ACL, claim tokens, plan signatures", sky_cmd_pki},
 	{"job", "submit a job to skyplan over MQTT and follow its plan (--wait)", sky_cmd_job},
+	{"infer", "ask a serving job for logits (--tokens or --input; --json)", sky_cmd_infer},
 	{"fleet", "fleet status as skyplan sees it: boards, liveness, assignments", sky_cmd_fleet},
 	{"version", "print the version and build facts", sky_cmd_version},
 };
