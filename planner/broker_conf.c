@@ -40,6 +40,8 @@ static const char k_acl[] =
 	"topic read sky/v1/jobs/+/submit\n"
 	"topic write sky/v1/jobs/+/reply\n"
 	"topic read sky/v1/job/+/part/+\n"
+	"topic read sky/v1/job/+/ckpt/+\n"
+	"topic write sky/v1/job/+/load/+\n"
 	"\n"
 	"# The claim identity enrolls on the claim listener; here it gets nothing.\n"
 	"user " SKY_ENROLL_CLAIM_CN "\n"
@@ -55,7 +57,9 @@ static const char k_acl[] =
 	"pattern read sky/v1/job/+/plan\n"
 	"pattern write sky/v1/job/+/metrics\n"
 	"pattern readwrite sky/v1/job/+/stage/#\n"
-	"pattern write sky/v1/job/+/part/%u\n";
+	"pattern write sky/v1/job/+/part/%u\n"
+	"pattern write sky/v1/job/+/ckpt/%u\n"
+	"pattern read sky/v1/job/+/load/%u\n";
 
 /* One operator's sections. On the fleet listener the board patterns
  * above apply to every user, an operator included (it could write
@@ -73,6 +77,8 @@ static const char k_acl_operator_fleet[] =
 	"topic deny sky/v1/job/+/stage/#\n"
 	"topic deny sky/v1/job/+/metrics\n"
 	"topic deny sky/v1/job/+/part/#\n"
+	"topic deny sky/v1/job/+/ckpt/#\n"
+	"topic deny sky/v1/job/+/load/#\n"
 	"topic write sky/v1/jobs/%s/submit\n"
 	"topic read sky/v1/jobs/%s/reply\n"
 	"topic read sky/v1/job/+/plan\n"

@@ -256,6 +256,14 @@ typedef struct agent {
 	int train_pending;     /* the held plan trains and has not run yet */
 	int training;          /* the job runs (main thread only: messages are
 				* dispatched on it, inside the job's polls) */
+	/* a newer plan of the running job (main thread only, like training):
+	 * the job abandons its step and the plan is taken when it has stopped */
+	int abandon;
+	char *next_env;
+	size_t next_env_len;
+	/* a resumed plan's checkpoint (sky/v1/job/<job>/load/<id>), main thread */
+	int loading, loaded;
+	char load_topic[SKY_TOPIC_BUF];
 	double next_hb;
 	int64_t hb_seq;
 	sky_planack ack;   /* the last answer to a plan, re-sent on reconnect */
@@ -365,7 +373,7 @@ static void net_poll(void *ctx, int wait_ms)
 static int net_stopped(void *ctx)
 {
 	agent *a = ctx;
-	return sky_signal_stop_requested() || a->lost || !a->m;
+	return sky_signal_stop_requested() || a->lost || !a->m || a->abandon;
 }
 
 static int net_subscribe(void *ctx, const char *filter)
@@ -375,14 +383,75 @@ static int net_subscribe(void *ctx, const char *filter)
 }
 
 /* Runs the training job of the plan we hold (on the main thread). */
+static int take_plan(agent *a, const char *topic, const char *msg, size_t len, int from_disk);
+
+/* A resumed plan: waits (up to 60 s, polling) for the planner's checkpoint
+ * of this stage's new range, which on_msg loads into the job. Returns 0,
+ * SKY_ETIMEOUT or SKY_ENET (stopped, or a newer plan came). */
+static int load_checkpoint(agent *a, sky_diag *d)
+{
+	const sky_planmsg *p = &a->plan;
+	int rc = sky_topic_job_board(a->load_topic, sizeof a->load_topic, p->job, SKY_TOPIC_LOAD,
+				     a->idn.id);
+	if (rc)
+		return sky_diag_set(d, rc, "job %s: no load topic", p->job);
+	a->loaded = 0;
+	a->loading = 1;
+	rc = net_subscribe(a, a->load_topic);
+	double end = sky_clock_s() + 60.0;
+	while (!rc && !a->loaded && !net_stopped(a) && sky_clock_s() < end)
+		net_poll(a, 20);
+	a->loading = 0;
+	if (rc)
+		return sky_diag_set(d, rc, "job %s: cannot subscribe to %s", p->job, a->load_topic);
+	if (!a->loaded)
+		return net_stopped(a) ? sky_diag_set(d, SKY_ENET, "job %s: stopped while loading",
+						     p->job)
+				      : sky_diag_set(d, SKY_ETIMEOUT,
+						     "job %s epoch %lld: no checkpoint of step %d "
+						     "for this stage on %s within 60 s",
+						     p->job, (long long)p->epoch,
+						     p->train.resume_step, a->load_topic);
+	SKY_INFO("job %s epoch %lld: stage %d resumes from the checkpoint of step %d", p->job,
+		 (long long)p->epoch, a->stage, p->train.resume_step);
+	return 0;
+}
+
+/* Takes the newer plan that stopped the job (on_msg kept it). */
+static void take_next_plan(agent *a)
+{
+	char *env = a->next_env;
+	size_t len = a->next_env_len;
+	char topic[SKY_TOPIC_BUF];
+	a->next_env = NULL;
+	a->abandon = 0;
+	if (!env)
+		return;
+	sky_topic_job(topic, sizeof topic, a->plan.job, SKY_TOPIC_PLAN);
+	sky_mutex_lock(&a->lock);
+	take_plan(a, topic, env, len, 0);
+	sky_mutex_unlock(&a->lock);
+	free(env);
+}
+
 static void run_job(agent *a)
 {
 	sky_diag d;
 	sky_diag_clear(&d);
 	a->train_pending = 0;
 	a->training = 1;
-	int rc = sky_trainjob_run(a->job, a->o->state_dir, 120.0, &d);
+	int rc = a->plan.train.resume_step > 0 ? load_checkpoint(a, &d) : 0;
+	if (!rc)
+		rc = sky_trainjob_run(a->job, a->o->state_dir, 120.0, &d);
 	a->training = 0;
+	if (a->abandon) {
+		/* a re-plan: the cut step is replayed from the checkpoint under
+		 * the new plan (frames of this epoch are dropped by epoch) */
+		SKY_WARN("job %s epoch %lld abandoned at step %ld: a newer plan arrived", a->plan.job,
+			 (long long)a->plan.epoch, a->job->steps_done);
+		take_next_plan(a);
+		return;
+	}
 	if (rc == SKY_ENET && (a->lost || sky_signal_stop_requested())) {
 		/* not the job's fault: run it again from its start after a reconnect */
 		SKY_WARN("job %s interrupted: %s", a->plan.job, d.msg);
@@ -432,6 +501,13 @@ static int take_plan(agent *a, const char *topic, const char *msg, size_t len, i
 	}
 	int stage = sky_planmsg_find(p, a->idn.id);
 	if (stage < 0) {
+		if (a->job && a->train_pending && !strcmp(p->job, a->plan.job) && p->epoch > a->epoch) {
+			/* re-planned without us: the held epoch must not run any more */
+			SKY_INFO("plan %s epoch %lld has no stage for %s: epoch %lld will not run",
+				 p->job, (long long)p->epoch, a->idn.id, (long long)a->epoch);
+			a->train_pending = 0;
+			return 0;
+		}
 		SKY_DEBUG("plan %s epoch %lld has no stage for %s", p->job, (long long)p->epoch,
 			  a->idn.id);
 		return 0;
@@ -541,14 +617,46 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 	if (sky_topic_parse(topic, tl, "job", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
 	    strcmp(leaf, SKY_TOPIC_PLAN) == 0) {
 		if (a->training) {
-			/* the running job owns the arena; re-planning mid-job is the
-			 * faults issue's */
-			SKY_WARN("plan on %s ignored: job %s is training", topic, a->plan.job);
+			/* the running job owns the arena: a newer, verified plan of the
+			 * same job stops it at once (the job's polls see `abandon`),
+			 * and is taken when it has stopped */
+			sky_diag vd;
+			size_t plen = 0;
+			sky_diag_clear(&vd);
+			if (!a->abandon && len <= SKY_PLAN_MAX_BYTES &&
+			    sky_verify_envelope(&a->idn.planner, (const char *)p, len, a->payload,
+						sizeof a->payload, &plen, &vd) == 0 &&
+			    sky_planmsg_decode(a->payload, plen, &a->incoming, &vd) == 0 &&
+			    !strcmp(a->incoming.job, a->plan.job) && a->incoming.epoch > a->epoch &&
+			    (a->next_env = malloc(len)) != NULL) {
+				memcpy(a->next_env, p, len);
+				a->next_env_len = len;
+				a->abandon = 1;
+				SKY_INFO("job %s: plan epoch %lld (generation %d, resume from step "
+					 "%d) arrived while epoch %lld trains; stopping it",
+					 a->plan.job, (long long)a->incoming.epoch,
+					 a->incoming.train.generation, a->incoming.train.resume_step,
+					 (long long)a->epoch);
+				return;
+			}
+			if (!a->abandon)
+				SKY_WARN("plan on %s ignored: job %s is training", topic, a->plan.job);
 			return;
 		}
 		sky_mutex_lock(&a->lock);
 		take_plan(a, topic, (const char *)p, len, 0);
 		sky_mutex_unlock(&a->lock);
+		return;
+	}
+	if (a->loading && !strcmp(topic, a->load_topic)) {
+		sky_diag ld;
+		sky_diag_clear(&ld);
+		if (len == 0) /* a cleared retained message */
+			return;
+		if (sky_trainjob_load(a->job, p, len, &ld) == 0)
+			a->loaded = 1;
+		else
+			SKY_WARN("checkpoint on %s refused: %s", topic, ld.msg);
 		return;
 	}
 	if (sky_topic_parse(topic, tl, "board", seg, sizeof seg, leaf, sizeof leaf) != 0 ||
@@ -925,6 +1033,7 @@ exit:
 	sky_trainjob_free(&a.jobs[0]);
 	sky_trainjob_free(&a.jobs[1]);
 	free(a.plan_env);
+	free(a.next_env);
 	sky_identity_free(&a.idn);
 	sky_mutex_free(&a.lock);
 	return rc;

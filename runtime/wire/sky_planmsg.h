@@ -25,7 +25,9 @@
  * and, when sealed, each stage a "key": the per-job frame key wrapped for
  * that board's certificate key (sky_jobkey.h, base64). The settings mean
  * what `sky train`'s options of the same names mean; stall_s 0 lets the
- * board derive its frame deadline from predicted_step_s. */
+ * board derive its frame deadline from predicted_step_s. Jobs that survive
+ * faults add "ckpt_every":K, and a re-plan "resume_step":N (the last
+ * complete checkpoint) and "generation":G; each is left out when 0. */
 #ifndef SKY_PLANMSG_H
 #define SKY_PLANMSG_H
 
@@ -61,6 +63,10 @@ typedef struct sky_plan_train {
 	double predicted_step_s; /* the planner's simulated step (0: unknown) */
 	double stall_s;          /* frame deadline (0: derived) */
 	int sealed;              /* frames AES-GCM sealed under the job key */
+	int ckpt_every;          /* checkpoint every K steps (sky_ckptmsg.h); 0: none */
+	int resume_step;         /* > 0: load the range from the planner's checkpoint of
+				  * this step (sky/v1/job/<job>/load/<board>) and go on */
+	int generation;          /* the job's plan count (1 first, + 1 per re-plan) */
 } sky_plan_train;
 
 typedef struct sky_planmsg {

@@ -23,6 +23,8 @@
  *   sky/v1/job/<job>/stage/<k>/ready        stage k board -> every stage   1   yes  frame: stage k subscribed (sky_transport.h)
  *   sky/v1/job/<job>/stage/<k>/norm         stage k board -> every stage   1   no   frame: its blocks' squared gradient sums
  *   sky/v1/job/<job>/part/<id>              board <id> -> collector        1   yes  its stage's trained tensors (safetensors bytes)
+ *   sky/v1/job/<job>/ckpt/<id>              board <id> -> planner          1   no   checkpoint image of its blocks (sky_ckptmsg.h)
+ *   sky/v1/job/<job>/load/<id>              planner -> board <id>          1   yes  checkpoint image of its new range after a re-plan
  *   sky/v1/jobs/<op>/submit                 operator <op> (sky job submit) -> planner 1 no job JSON (+ "submit_id")
  *   sky/v1/jobs/<op>/reply                  planner -> operator <op>       1   no   submit ack or refusal JSON
  *   sky/v1/enroll/<nonce>/csr               claim identity -> planner      1   no   enrollment request JSON (token, id, CSR PEM)
@@ -32,11 +34,13 @@
  *   board <id>: write sky/v1/board/<id>/{caps,status,heartbeat,plan-ack,echo};
  *               read  sky/v1/board/<id>/{echo,cmd}, sky/v1/job/+/plan;
  *               read+write sky/v1/job/+/stage/#, write sky/v1/job/+/metrics,
- *               write sky/v1/job/+/part/<id>.
+ *               write sky/v1/job/+/part/<id>, sky/v1/job/+/ckpt/<id>;
+ *               read sky/v1/job/+/load/<id>.
  *   claim identity (SKY_TOPIC_CLAIM_CN), on the claim listener only: write
  *               sky/v1/enroll/+/csr, read sky/v1/enroll/+/cert.
  *   planner (SKY_TOPIC_PLANNER_CN): read sky/v1/board/#, sky/v1/enroll/+/csr, sky/v1/jobs/+/submit,
- *               sky/v1/job/+/metrics, sky/v1/job/+/part/+; write sky/v1/job/+/plan, sky/v1/enroll/+/cert,
+ *               sky/v1/job/+/metrics, sky/v1/job/+/part/+, sky/v1/job/+/ckpt/+; write sky/v1/job/+/plan,
+ *               sky/v1/job/+/load/+, sky/v1/enroll/+/cert,
  *               sky/v1/board/+/cmd, sky/v1/jobs/+/reply.
  *   operator <op> (SKY_TOPIC_OPERATOR_CN, or "sky-op-<name>" from `sky pki operator`):
  *               write sky/v1/jobs/<op>/submit; read sky/v1/jobs/<op>/reply,
@@ -83,6 +87,10 @@
 #define SKY_TOPIC_BWD "bwd"
 #define SKY_TOPIC_READY "ready"
 #define SKY_TOPIC_NORM "norm"
+/* Leaves under sky/v1/job/<job>/, each followed by /<board> */
+#define SKY_TOPIC_PART "part"
+#define SKY_TOPIC_CKPT "ckpt"
+#define SKY_TOPIC_LOAD "load"
 
 
 /* Leaves under sky/v1/enroll/<nonce>/ */
@@ -242,6 +250,42 @@ static inline int sky_topic_part(char *buf, size_t cap, const char *job, const c
 	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
 }
 
+/* sky/v1/job/<job>/<leaf>/<board>, leaf SKY_TOPIC_CKPT or SKY_TOPIC_LOAD;
+ * board NULL writes the filter "+". Returns 0, SKY_EINVAL or SKY_ERANGE. */
+static inline int sky_topic_job_board(char *buf, size_t cap, const char *job, const char *leaf,
+				      const char *board)
+{
+	int n;
+	if (!sky_topic_segment_ok(job) || (board && !sky_topic_segment_ok(board)))
+		return SKY_EINVAL;
+	n = snprintf(buf, cap, SKY_TOPIC_ROOT "/job/%s/%s/%s", job, leaf, board ? board : "+");
+	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
+}
+
+/* Splits "sky/v1/job/<job>/<leaf>/<board>" for the given leaf into job and
+ * board (both segment-checked). Returns 0 or SKY_EINVAL. */
+static inline int sky_topic_parse_job_board(const char *topic, const char *leaf, char *job,
+					    char *board)
+{
+	const char *p, *s, *l;
+	size_t root = sizeof(SKY_TOPIC_ROOT "/job/") - 1, ll = strlen(leaf);
+	if (!topic || strlen(topic) >= SKY_TOPIC_BUF ||
+	    strncmp(topic, SKY_TOPIC_ROOT "/job/", root) != 0)
+		return SKY_EINVAL;
+	p = topic + root;
+	s = strchr(p, '/');
+	if (!s || (size_t)(s - p) > SKY_TOPIC_SEGMENT_MAX || strncmp(s + 1, leaf, ll) != 0 ||
+	    s[1 + ll] != '/')
+		return SKY_EINVAL;
+	l = s + 2 + ll;
+	if (strlen(l) > SKY_TOPIC_SEGMENT_MAX)
+		return SKY_EINVAL;
+	memcpy(job, p, (size_t)(s - p));
+	job[s - p] = '\0';
+	strcpy(board, l);
+	return sky_topic_segment_ok(job) && sky_topic_segment_ok(board) ? 0 : SKY_EINVAL;
+}
+
 /* Splits a received topic "sky/v1/<kind>/<seg>/<leaf>" (exactly five
  * levels). Copies seg (segment-checked) and leaf into the buffers. Returns
  * 0, or SKY_EINVAL if the topic has another form, kind differs, or seg is
@@ -317,6 +361,10 @@ static inline size_t sky_topic_max_bytes(const char *topic)
 	 * as the broker lets a message be */
 	const char *last = strrchr(topic, '/');
 	if (last && last - topic > 5 && memcmp(last - 5, "/part", 5) == 0)
+		return SKY_MQTT_MAX_PACKET;
+	/* .../ckpt/<board> and .../load/<board>: weights and optimizer state */
+	if (last && last - topic > 5 &&
+	    (memcmp(last - 5, "/" SKY_TOPIC_CKPT, 5) == 0 || memcmp(last - 5, "/" SKY_TOPIC_LOAD, 5) == 0))
 		return SKY_MQTT_MAX_PACKET;
 	return 0;
 }
