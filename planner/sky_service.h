@@ -57,6 +57,10 @@ typedef struct sky_service_opts {
 	const char *state_dir; /* default <pki>/state */
 	const char *job_file;  /* optional: submit this job at start */
 	int keepalive_s;       /* the planner's own MQTT keepalive (default 10) */
+	/* a voluntary re-plan (a board joined, or its speed changed) needs the
+	 * predicted step to improve by more than replan_gain (a fraction) and
+	 * the job's last plan to be replan_holdoff_s old: no oscillation */
+	double replan_gain, replan_holdoff_s;
 } sky_service_opts;
 
 /* Runs until a stop signal (sky_signal.h). Returns 0 after a clean stop, or
@@ -86,6 +90,8 @@ typedef struct sky_job_req {
 	double clip;            /* default 1 */
 	double stall_s;         /* frame deadline, 0: derived from the predicted step */
 	int plaintext;          /* 1: frames not sealed ("plaintext_frames":true) */
+	int ckpt_every;         /* "checkpoint_every": K (default 10), 0: no checkpoints,
+				 * and no re-plans when a board dies */
 } sky_job_req;
 
 /* Parses and checks a job document. Returns 0 or SKY_EFORMAT / SKY_ERANGE /

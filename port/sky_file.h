@@ -41,6 +41,10 @@ int sky_file_write_count(const char *path, int64_t v, unsigned mode);
  * Returns 0 or SKY_EIO. */
 int sky_file_write(const char *path, const void *data, size_t len, unsigned mode);
 
+/* Appends data to path (created with mode if missing) and syncs it: for
+ * logs whose lines must survive a crash. Returns 0 or SKY_EIO. */
+int sky_file_append(const char *path, const void *data, size_t len, unsigned mode);
+
 /* Returns 1 if path exists, else 0. */
 int sky_file_exists(const char *path);
 /* Returns 1 if path is a directory (or a link to one), else 0. */

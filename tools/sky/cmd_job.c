@@ -109,7 +109,8 @@ static void usage(FILE *to)
 		"                      [--min-boards N] [--wait-boards-s S] [--wait SECONDS]\n"
 		"                      [--ack-timeout SECONDS] [--json]\n"
 		"                      [--task train --steps N --micro M --optimizer adamw|sgd --lr X\n"
-		"                       --seed S --warmup W --clip C --stall-s S --plaintext-frames]\n"
+		"                       --seed S --warmup W --clip C --stall-s S --plaintext-frames\n"
+		"                       --checkpoint-every K]\n"
 		"       sky job watch JOB --pki DIR --broker HOST:PORT [--timeout S] [--json]\n"
 		"       sky job collect JOB --pki DIR --broker HOST:PORT --out F.safetensors [--timeout S]\n"
 		"Publishes the job on sky/v1/jobs/<operator>/submit as the operator identity\n"
@@ -126,6 +127,9 @@ static void usage(FILE *to)
 		"--micro micro-batches under --sched, with `sky train`'s optimizer, seed, warm-up\n"
 		"and clip (same defaults), frames AES-GCM sealed unless --plaintext-frames;\n"
 		"--stall-s bounds the wait for one frame (default 10 x the predicted step + 30 s).\n"
+		"--checkpoint-every K (default 10; 0 off): every K steps and after the last, each\n"
+		"stage sends its weights and optimizer state to skyplan's checkpoint store; a board\n"
+		"that dies then re-plans the job over the others from the last complete one.\n"
 		"watch prints one line per step (loss, step time, predicted, busy per stage) until\n"
 		"the job ends (exit 0) or stalls (exit 1). collect gathers every stage's part\n"
 		"into one safetensors file with HuggingFace names, which `sky eval` reads.\n"
@@ -156,7 +160,7 @@ static int cmd_submit(int argc, char **argv)
 	enum {
 		O_PKI = SKY_OPT_FIRST, O_BROKER, O_FILE, O_JOB, O_MODEL, O_ALGO, O_SCHED, O_OBJECTIVE,
 		O_LAYERS, O_SEQ, O_BATCH, O_TASK, O_STEPS, O_OPTIM, O_LR, O_SEED, O_WARMUP, O_CLIP,
-		O_STALL, O_MICRO, O_MIN_BOARDS, O_WAIT_BOARDS, O_ACK, O_WAIT, O_JSON, O_PLAINTEXT
+		O_STALL, O_MICRO, O_MIN_BOARDS, O_WAIT_BOARDS, O_ACK, O_WAIT, O_JSON, O_PLAINTEXT, O_CKPT
 	};
 	static const struct option k_opts[] = {
 		{"pki", required_argument, NULL, O_PKI},
@@ -187,6 +191,7 @@ static int cmd_submit(int argc, char **argv)
 		{"wait", required_argument, NULL, O_WAIT},
 		{"json", no_argument, NULL, O_JSON},
 		{"plaintext-frames", no_argument, NULL, O_PLAINTEXT},
+		{"checkpoint-every", required_argument, NULL, O_CKPT},
 		SKY_OPT_STD,
 		{0}};
 	const char *cmd = "job submit";
@@ -273,6 +278,10 @@ static int cmd_submit(int argc, char **argv)
 			break;
 		case O_STALL:
 			rc = sky_cli_double(cmd, a, val, 0, 1e5, &j.stall_s);
+			break;
+		case O_CKPT:
+			if (!(rc = sky_cli_int(cmd, a, val, 0, SKY_PLANMSG_MAX_STEPS, &v)))
+				j.ckpt_every = (int)v;
 			break;
 		case O_MICRO:
 			if (!(rc = sky_cli_int(cmd, a, val, 1, SKY_PLANMSG_MAX_MICRO, &v)))
