@@ -1,0 +1,215 @@
+#!/bin/sh
+# Training survives faults: mosquitto, skyplan and five skyd boards (tiny
+# BERT, 4 layers split evenly by whole layers, so a plan has at most 4
+# stages and one board is spare; each board emulates 1/10 of a core so a
+# step lasts long enough to be cut). Each scenario trains a job with a checkpoint every step,
+# kills boards with SIGKILL mid-run (or adds one), and checks that
+#   - the planner re-plans (its job log, <state>/jobs/<job>.log.jsonl),
+#   - the job finishes and every step from 1 to N is committed exactly
+#     once, in order (no committed step skipped or applied twice),
+#   - the collected final weights equal `sky train --save` of the same seed
+#     byte for byte (OpenBLAS on one thread),
+# and writes one JSON per event under build/faults/ (time to detect, time to
+# the next committed step). A corrupted checkpoint part is refused with
+# its reason. FAULTS_SCENARIOS (space separated) picks scenarios; `make
+# faults` runs them all, `make check` the default list.
+#
+# PASS/FAIL lines, MEASURE lines; bounded (every wait has a deadline).
+set -u
+cd "$(dirname "$0")/../.."
+. tests/integration/broker.sh
+
+. tests/integration/lib.sh
+sky_test_workdir faults
+export OPENBLAS_NUM_THREADS=1
+SCENARIOS=${FAULTS_SCENARIOS:-"middle corrupt"}
+OUT=${FAULTS_OUT:-build/faults}
+mkdir -p "$OUT"
+PLAN_PID=""
+cleanup() {
+	for f in "$W"/pid.*; do
+		[ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null
+	done
+	[ -n "$PLAN_PID" ] && kill "$PLAN_PID" 2>/dev/null
+	for f in "$W"/pid.*; do
+		[ -f "$f" ] && wait "$(cat "$f")" 2>/dev/null
+	done
+	[ -n "$PLAN_PID" ] && wait "$PLAN_PID" 2>/dev/null
+	sky_broker_stop
+	if [ "$fails" -eq 0 ] && [ -z "${SKY_KEEP:-}" ]; then rm -rf "$W"; else echo "(logs kept in $W)"; fi
+}
+trap cleanup EXIT
+wait_for() { # wait_for SECONDS command...: polls every 0.2 s
+	_end=$(($(date +%s) + $1))
+	shift
+	while [ "$(date +%s)" -le "$_end" ]; do
+		"$@" && return 0
+		sleep 0.2
+	done
+	return 1
+}
+now() { date +%s.%N | cut -c1-14; }
+
+if ! sky_broker_start "$W/broker"; then
+	fail faults_broker "mosquitto did not start"
+	exit 1
+fi
+BR="127.0.0.1:$SKY_BROKER_PORT"
+PKI=$SKY_PKI_DIR
+SKY="$SKY_BIN/sky"
+STATE="$W/skyplan"
+"$SKY_BIN/skyplan" --pki "$PKI" --broker "$BR" --state "$STATE" --replan-holdoff 3 \
+	--replan-gain 0.1 >"$W/skyplan.log" 2>&1 &
+PLAN_PID=$!
+wait_for 10 grep -q "serving" "$W/skyplan.log" || {
+	fail faults_skyplan_starts "$(tail -3 "$W/skyplan.log")"
+	exit 1
+}
+
+# start_board ID [SKYD-OPTIONS...]: enrolls the first time, restarts after
+start_board() {
+	b=$1
+	shift
+	if [ -d "$W/$b/state" ]; then
+		"$SKY_BIN/skyd" --state "$W/$b/state" --broker "$BR" --keepalive 2 --model tiny \
+			--layers 4 --probe-seconds 1 --no-link-probe --speed ${SPEED:-0.1} "$@" >>"$W/$b.log" 2>&1 &
+	else
+		mkdir -p "$W/$b"
+		cp -r "$PKI/claim" "$W/$b/claim"
+		tok=$("$SKY" pki token --dir "$PKI" --ttl 300) || fail faults_token "sky pki token failed"
+		"$SKY_BIN/skyd" --enroll --claim "$tok" --id "$b" --pki-ca "$W/$b/claim/ca.crt" \
+			--state "$W/$b/state" --broker "$BR" --keepalive 2 --model tiny --layers 4 \
+			--probe-seconds 1 --no-link-probe --speed ${SPEED:-0.1} "$@" >"$W/$b.log" 2>&1 &
+	fi
+	echo $! >"$W/pid.$b"
+}
+online_count() {
+	"$SKY" fleet status --state "$STATE" --json 2>/dev/null | grep -o '"state":"online"' | wc -l
+}
+online_at_least() { [ "$(online_count)" -ge "$1" ]; }
+kill_board() { # kill_board ID: SIGKILL, and the time it happened
+	kill -KILL "$(cat "$W/pid.$1")" 2>/dev/null
+	wait "$(cat "$W/pid.$1")" 2>/dev/null
+	rm -f "$W/pid.$1"
+	echo "$1 $(now)" >>"$W/$JOB.kills"
+}
+# stage_board JOB K: the board holding stage K of the job's newest epoch
+stage_board() {
+	grep -h "plan $1 epoch [0-9]* accepted: stage $2 of" "$W"/b*.log 2>/dev/null |
+		sed -n "s/.*plan $1 epoch \([0-9]*\) accepted: stage $2 of.*/\1/p" | sort -n | tail -1 >"$W/e"
+	e=$(cat "$W/e")
+	[ -n "$e" ] || return 1
+	grep -l "plan $1 epoch $e accepted: stage $2 of" "$W"/b*.log | head -1 | sed 's|.*/\(b[0-9]*\)\.log|\1|'
+}
+stages_of() { # the stage count of the job's first plan
+	grep -h "plan $1 epoch [0-9]* accepted: stage 0 of" "$W"/b*.log | head -1 |
+		sed -n 's/.*stage 0 of \([0-9]*\),.*/\1/p'
+}
+watch_step() { grep -c '"step"' "$W/$JOB.watch" 2>/dev/null | awk -v n="$1" '{exit !($1 >= n)}'; }
+LOG() { echo "$STATE/jobs/$JOB.log.jsonl"; }
+
+for b in b1 b2 b3 b4 b5; do start_board $b; done
+wait_for 90 online_at_least 5 || fail faults_boards_online "$(online_count) of 5 online"
+
+STEPS=12
+SEED=7
+# submit JOB: a 2-layer tiny job with a checkpoint every step
+submit() {
+	JOB=$1
+	"$SKY" job watch "$JOB" --pki "$PKI" --broker "$BR" --timeout 240 --json \
+		>"$W/$JOB.watch" 2>"$W/$JOB.watch.err" &
+	WPID=$!
+	sleep 0.5
+	"$SKY" job submit --pki "$PKI" --broker "$BR" --model tiny --layers 4 --job "$JOB" --algo even \
+		--min-boards 4 --task train --steps $STEPS --micro 2 --sched 1f1b --optimizer adamw \
+		--seed $SEED --checkpoint-every 1 --plaintext-frames --wait 30 >"$W/$JOB.submit" 2>&1 ||
+		fail "${JOB}_submitted" "$(tail -3 "$W/$JOB.submit")"
+}
+REF="$W/ref.safetensors"
+"$SKY" train --model tiny --layers 4 --steps $STEPS --micro 2 --optim adamw --seed $SEED \
+	--save "$REF" >"$W/ref.log" 2>&1 || fail faults_sky_train "$(tail -2 "$W/ref.log")"
+
+# finish NAME: the watch ends, the weights equal sky train's, the log holds
+# every step committed once in order, at least MIN re-plans; events out
+finish() {
+	name=$1
+	min_replans=$2
+	wait $WPID
+	wrc=$?
+	[ $wrc -eq 0 ] && pass "${name}_training_finishes" ||
+		fail "${name}_training_finishes" "watch rc $wrc: $(tail -3 "$W/$JOB.watch" "$W/$JOB.watch.err")"
+	"$SKY" job collect "$JOB" --pki "$PKI" --broker "$BR" --out "$W/$JOB.safetensors" \
+		--timeout 30 >"$W/$JOB.collect" 2>&1 || fail "${name}_collect" "$(cat "$W/$JOB.collect")"
+	if cmp -s "$W/$JOB.safetensors" "$REF"; then
+		pass "${name}_final_weights_bit_exact_with_fault_free_sky_train"
+	else
+		fail "${name}_final_weights_bit_exact_with_fault_free_sky_train" \
+			"$(cmp "$W/$JOB.safetensors" "$REF" 2>&1 | head -1)"
+	fi
+	commits=$(sed -n 's/.*"event":"commit".*"step":\([0-9]*\).*/\1/p' "$(LOG)" | tr '\n' ' ')
+	want=$(seq 1 $STEPS | tr '\n' ' ')
+	[ "$commits" = "$want" ] && pass "${name}_every_step_committed_once_in_order" ||
+		fail "${name}_every_step_committed_once_in_order" "commits: $commits"
+	nr=$(grep -c '"event":"replan"' "$(LOG)")
+	[ "$nr" -ge "$min_replans" ] && pass "${name}_replanned" ||
+		fail "${name}_replanned" "$nr re-plans, $min_replans wanted: $(cat "$(LOG)")"
+	grep -q '"event":"done"' "$(LOG)" || fail "${name}_done_logged" "no done line"
+	# one JSON per event: kill (or join) time, the planner's re-plan, the
+	# first commit after it
+	i=0
+	while read -r what t0; do
+		i=$((i + 1))
+		awk -v t0="$t0" -v name="$name" -v what="$what" -v i="$i" -v job="$JOB" '
+			/"event":"replan"/ && !r { match($0, /"t":[0-9.]+/); rt = substr($0, RSTART + 4, RLENGTH - 4)
+				if (rt + 0 >= t0 + 0) { r = rt; match($0, /"generation":[0-9]+/); g = substr($0, RSTART + 13, RLENGTH - 13) } }
+			/"event":"commit"/ && r && !c { match($0, /"t":[0-9.]+/); ct = substr($0, RSTART + 4, RLENGTH - 4)
+				if (ct + 0 >= r + 0) c = ct }
+			END { printf "{\"scenario\":\"%s\",\"job\":\"%s\",\"event\":%d,\"what\":\"%s\",\"at\":%.3f,", name, job, i, what, t0
+				printf "\"replan_generation\":%s,\"detect_s\":%.3f,\"next_commit_s\":%.3f}\n", g ? g : "null", r ? r - t0 : -1, c ? c - t0 : -1 }' \
+			"$(LOG)" >"$OUT/$name-$i.json"
+		echo "MEASURE $(cat "$OUT/$name-$i.json")"
+	done <"$W/$JOB.kills"
+	pgrep -f "$W" >/dev/null 2>&1 || true
+}
+
+for sc in $SCENARIOS; do
+	case $sc in
+	middle) # a middle stage's board dies
+		submit fm
+		: >"$W/$JOB.kills"
+		wait_for 60 watch_step 3 || fail middle_steps "$(head -3 "$W/$JOB.watch")"
+		victim=$(stage_board "$JOB" 1)
+		[ -n "$victim" ] && kill_board "$victim"
+		echo "MEASURE middle_killed $victim"
+		finish middle 1
+		;;
+	corrupt) # a damaged checkpoint part is refused with its reason
+		"$SKY" pki issue --dir "$PKI" --id bx --state "$W/bx" >/dev/null 2>"$W/bx.err" ||
+			fail corrupt_outsider_issued "$(cat "$W/bx.err")"
+		part=$(ls "$STATE"/ckpt/*/*.safetensors 2>/dev/null | head -1)
+		if [ -z "$part" ]; then
+			fail corrupt_part_refused "no stored checkpoint to corrupt"
+		else
+			job=$(basename "$(dirname "$part")")
+			cp "$part" "$W/bad.safetensors"
+			size=$(stat -c %s "$W/bad.safetensors")
+			printf 'X' | dd of="$W/bad.safetensors" bs=1 seek=$((size - 3)) conv=notrunc 2>/dev/null
+			mosquitto_pub $(sky_mq_tls "$W/bx/board.crt" "$W/bx/board.key") -q 1 \
+				-t "sky/v1/job/$job/ckpt/bx" -f "$W/bad.safetensors" ||
+				fail corrupt_publish "mosquitto_pub failed"
+			wait_for 10 grep -q "checkpoint part from bx for job $job refused: SHA-256 mismatch" \
+				"$W/skyplan.log" && pass corrupt_part_refused_sha256_mismatch ||
+				fail corrupt_part_refused_sha256_mismatch "$(grep bx "$W/skyplan.log" | tail -2)"
+			# the intact part, sent again: its hash holds, but its epoch is over
+			mosquitto_pub $(sky_mq_tls "$W/bx/board.crt" "$W/bx/board.key") -q 1 \
+				-t "sky/v1/job/$job/ckpt/bx" -f "$part" || fail corrupt_publish "mosquitto_pub failed"
+			wait_for 10 grep -q "checkpoint part from bx for job $job refused: \\(stale\\|step [0-9]* is at or before\\)" \
+				"$W/skyplan.log" && pass stale_part_refused_as_stale ||
+				fail stale_part_refused_as_stale "$(grep bx "$W/skyplan.log" | tail -2)"
+		fi
+		;;
+	*) fail "unknown_scenario_$sc" "no such scenario" ;;
+	esac
+done
+"$SKY" fleet status --state "$STATE" | sed -n '/^job /,$p' | grep -i "re-plan\|^job" | head -10 | sed 's/^/  /'
+exit $((fails > 0))
