@@ -1267,6 +1267,9 @@ static void check_running(svc *s, double now)
 		pj.dry = 1;
 		pj.predicted_s = 0;
 		try_plan(s, &pj);
+		SKY_DEBUG("job %s: a plan over the online boards would predict %.3f ms a step, the "
+			  "current %.3f ms%s%s",
+			  job, 1e3 * pj.predicted_s, 1e3 * r->predicted_s, pj.why[0] ? ": " : "", pj.why);
 		if (pj.predicted_s > 0 && r->predicted_s > 0 &&
 		    pj.predicted_s < r->predicted_s * (1.0 - s->o->replan_gain)) {
 			sky_ckpt_job *cj = sky_ckpt_find(&s->ckpt, job);

@@ -22,7 +22,7 @@ cd "$(dirname "$0")/../.."
 . tests/integration/lib.sh
 sky_test_workdir faults
 export OPENBLAS_NUM_THREADS=1
-SCENARIOS=${FAULTS_SCENARIOS:-"middle corrupt"}
+SCENARIOS=${FAULTS_SCENARIOS:-"middle ends two second join slow corrupt"}
 OUT=${FAULTS_OUT:-build/faults}
 mkdir -p "$OUT"
 PLAN_PID=""
@@ -39,12 +39,12 @@ cleanup() {
 	if [ "$fails" -eq 0 ] && [ -z "${SKY_KEEP:-}" ]; then rm -rf "$W"; else echo "(logs kept in $W)"; fi
 }
 trap cleanup EXIT
-wait_for() { # wait_for SECONDS command...: polls every 0.2 s
+wait_for() { # wait_for SECONDS command...: polls every 0.05 s
 	_end=$(($(date +%s) + $1))
 	shift
 	while [ "$(date +%s)" -le "$_end" ]; do
 		"$@" && return 0
-		sleep 0.2
+		sleep 0.05
 	done
 	return 1
 }
@@ -58,8 +58,8 @@ BR="127.0.0.1:$SKY_BROKER_PORT"
 PKI=$SKY_PKI_DIR
 SKY="$SKY_BIN/sky"
 STATE="$W/skyplan"
-"$SKY_BIN/skyplan" --pki "$PKI" --broker "$BR" --state "$STATE" --replan-holdoff 3 \
-	--replan-gain 0.1 >"$W/skyplan.log" 2>&1 &
+"$SKY_BIN/skyplan" --pki "$PKI" --broker "$BR" --state "$STATE" --replan-holdoff 1 \
+	--replan-gain ${GAIN:-0.05} ${PLAN_OPTS:-} >"$W/skyplan.log" 2>&1 &
 PLAN_PID=$!
 wait_for 10 grep -q "serving" "$W/skyplan.log" || {
 	fail faults_skyplan_starts "$(tail -3 "$W/skyplan.log")"
@@ -72,14 +72,14 @@ start_board() {
 	shift
 	if [ -d "$W/$b/state" ]; then
 		"$SKY_BIN/skyd" --state "$W/$b/state" --broker "$BR" --keepalive 2 --model tiny \
-			--layers 4 --probe-seconds 1 --no-link-probe --speed ${SPEED:-0.1} "$@" >>"$W/$b.log" 2>&1 &
+			--layers 4 --probe-seconds 1 --no-link-probe --speed ${SPEED:-0.03} "$@" >>"$W/$b.log" 2>&1 &
 	else
 		mkdir -p "$W/$b"
 		cp -r "$PKI/claim" "$W/$b/claim"
 		tok=$("$SKY" pki token --dir "$PKI" --ttl 300) || fail faults_token "sky pki token failed"
 		"$SKY_BIN/skyd" --enroll --claim "$tok" --id "$b" --pki-ca "$W/$b/claim/ca.crt" \
 			--state "$W/$b/state" --broker "$BR" --keepalive 2 --model tiny --layers 4 \
-			--probe-seconds 1 --no-link-probe --speed ${SPEED:-0.1} "$@" >"$W/$b.log" 2>&1 &
+			--probe-seconds 1 --no-link-probe --speed ${SPEED:-0.03} "$@" >"$W/$b.log" 2>&1 &
 	fi
 	echo $! >"$W/pid.$b"
 }
@@ -111,23 +111,33 @@ LOG() { echo "$STATE/jobs/$JOB.log.jsonl"; }
 for b in b1 b2 b3 b4 b5; do start_board $b; done
 wait_for 90 online_at_least 5 || fail faults_boards_online "$(online_count) of 5 online"
 
-STEPS=12
 SEED=7
-# submit JOB: a 2-layer tiny job with a checkpoint every step
+# submit JOB STEPS [MIN-BOARDS]: a 4-layer tiny job, even split, a
+# checkpoint every step
 submit() {
 	JOB=$1
+	STEPS=$2
+	: >"$W/$JOB.kills"
+	REF="$W/ref-$STEPS.safetensors"
+	[ -f "$REF" ] || "$SKY" train --model tiny --layers 4 --steps "$STEPS" --micro 2 --optim adamw \
+		--seed $SEED --save "$REF" >"$W/ref-$STEPS.log" 2>&1 ||
+		fail faults_sky_train "$(tail -2 "$W/ref-$STEPS.log")"
 	"$SKY" job watch "$JOB" --pki "$PKI" --broker "$BR" --timeout 240 --json \
 		>"$W/$JOB.watch" 2>"$W/$JOB.watch.err" &
 	WPID=$!
 	sleep 0.5
 	"$SKY" job submit --pki "$PKI" --broker "$BR" --model tiny --layers 4 --job "$JOB" --algo even \
-		--min-boards 4 --task train --steps $STEPS --micro 2 --sched 1f1b --optimizer adamw \
+		--min-boards "${3:-4}" --task train --steps "$STEPS" --micro 2 --sched 1f1b --optimizer adamw \
 		--seed $SEED --checkpoint-every 1 --plaintext-frames --wait 30 >"$W/$JOB.submit" 2>&1 ||
 		fail "${JOB}_submitted" "$(tail -3 "$W/$JOB.submit")"
 }
-REF="$W/ref.safetensors"
-"$SKY" train --model tiny --layers 4 --steps $STEPS --micro 2 --optim adamw --seed $SEED \
-	--save "$REF" >"$W/ref.log" 2>&1 || fail faults_sky_train "$(tail -2 "$W/ref.log")"
+# all_online: every board not running is started again (same identity)
+all_online() {
+	for b in b1 b2 b3 b4 b5; do [ -f "$W/pid.$b" ] || start_board $b; done
+	wait_for 60 online_at_least 5 || fail faults_boards_back "$(online_count) of 5 online"
+}
+replans() { grep -c '"event":"replan"' "$(LOG)" 2>/dev/null || true; }
+replans_at_least() { [ "$(replans)" -ge "$1" ]; }
 
 # finish NAME: the watch ends, the weights equal sky train's, the log holds
 # every step committed once in order, at least MIN re-plans; events out
@@ -175,13 +185,79 @@ finish() {
 for sc in $SCENARIOS; do
 	case $sc in
 	middle) # a middle stage's board dies
-		submit fm
-		: >"$W/$JOB.kills"
+		all_online
+		submit fm 12
 		wait_for 60 watch_step 3 || fail middle_steps "$(head -3 "$W/$JOB.watch")"
 		victim=$(stage_board "$JOB" 1)
 		[ -n "$victim" ] && kill_board "$victim"
 		echo "MEASURE middle_killed $victim"
 		finish middle 1
+		;;
+	ends) # the first stage's board dies, then the last's of the new plan
+		all_online
+		submit fe 40
+		wait_for 60 watch_step 3 || fail ends_steps "$(head -3 "$W/$JOB.watch")"
+		kill_board "$(stage_board "$JOB" 0)"
+		wait_for 60 replans_at_least 1 || fail ends_first_replan "$(cat "$(LOG)")"
+		wait_for 60 grep -q "plan $JOB epoch [0-9]* accepted: stage 3 of 4" "$W"/b*.log
+		sleep 0.3
+		last=$(stage_board "$JOB" 3)
+		[ -n "$last" ] && [ -f "$W/pid.$last" ] && kill_board "$last"
+		finish ends 2
+		;;
+	two) # two boards die at once: three are left for four layers
+		all_online
+		submit f2 12
+		wait_for 60 watch_step 3 || fail two_steps "$(head -3 "$W/$JOB.watch")"
+		v1=$(stage_board "$JOB" 1)
+		v2=$(stage_board "$JOB" 2)
+		kill -KILL "$(cat "$W/pid.$v1")" "$(cat "$W/pid.$v2")"
+		kill_board "$v1"
+		kill_board "$v2"
+		finish two 1
+		;;
+	second) # a second board dies while the fleet recovers from the first
+		all_online
+		submit f3 40
+		wait_for 60 watch_step 3 || fail second_steps "$(head -3 "$W/$JOB.watch")"
+		kill_board "$(stage_board "$JOB" 1)"
+		# as soon as the re-plan is out, before the new plan's first commit
+		wait_for 60 replans_at_least 1 || fail second_first_replan "$(cat "$(LOG)")"
+		# the new plan's third board, from the re-plan line, at once
+		v=$(sed -n 's/.*"event":"replan".*"boards":"[^,]*,[^,]*,\([^,"]*\).*/\1/p' "$(LOG)" | tail -1)
+		[ -n "$v" ] && kill_board "$v"
+		echo "MEASURE second_killed_while_recovering $v $(grep -c '"event":"commit"' "$(LOG)") commits so far"
+		finish second 2
+		;;
+	join) # a board joins mid-run: re-planned at a commit (predicted step
+		# better by more than --replan-gain), once
+		all_online
+		JOB=fj
+		kill_board b4
+		kill_board b5
+		: >"$W/fj.kills"
+		wait_for 30 sh -c "[ \$($SKY fleet status --state $STATE --json | grep -o '\"state\":\"online\"' | wc -l) -eq 3 ]"
+		submit fj 150 3
+		wait_for 60 watch_step 3 || fail join_steps "$(head -3 "$W/$JOB.watch")"
+		start_board b4
+		echo "b4-joins $(now)" >>"$W/$JOB.kills"
+		finish join 1
+		[ "$(replans)" -eq 1 ] && pass join_replanned_once_no_oscillation ||
+			fail join_replanned_once_no_oscillation "$(replans) re-plans"
+		grep -q '"reason":"predicted step' "$(LOG)" && pass join_replan_reason_is_gain ||
+			fail join_replan_reason_is_gain "$(grep replan "$(LOG)")"
+		;;
+	slow) # a board comes back slower (restarted with a lower --speed): one
+		# forced re-plan when it leaves, none when it returns
+		all_online
+		submit fs 40
+		wait_for 60 watch_step 3 || fail slow_steps "$(head -3 "$W/$JOB.watch")"
+		v=$(stage_board "$JOB" 1)
+		kill_board "$v"
+		start_board "$v" --speed 0.01
+		finish slow 1
+		[ "$(replans)" -eq 1 ] && pass slow_board_back_no_second_replan ||
+			fail slow_board_back_no_second_replan "$(replans) re-plans: $(grep replan "$(LOG)")"
 		;;
 	corrupt) # a damaged checkpoint part is refused with its reason
 		"$SKY" pki issue --dir "$PKI" --id bx --state "$W/bx" >/dev/null 2>"$W/bx.err" ||
@@ -211,5 +287,15 @@ for sc in $SCENARIOS; do
 	*) fail "unknown_scenario_$sc" "no such scenario" ;;
 	esac
 done
-"$SKY" fleet status --state "$STATE" | sed -n '/^job /,$p' | grep -i "re-plan\|^job" | head -10 | sed 's/^/  /'
+"$SKY" fleet status --state "$STATE" | sed -n '/^job /,$p' | grep -i "re-plan\|^job" | head -20 | sed 's/^/  /'
+# no process left: boards and planner stop on SIGTERM
+for f in "$W"/pid.*; do
+	[ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null && wait "$(cat "$f")" 2>/dev/null
+	rm -f "$f"
+done
+kill "$PLAN_PID" && wait "$PLAN_PID"
+PLAN_PID=""
+sleep 0.2
+left=$(pgrep -af "$W/" | grep -v mosquitto | wc -l)
+[ "$left" -eq 0 ] && pass faults_no_process_left || fail faults_no_process_left "$(pgrep -af "$W/")"
 exit $((fails > 0))
