@@ -281,6 +281,7 @@ typedef struct run_job {
 	double plan_s;       /* monotonic: when the current plan went out */
 	int paused;
 	double retry_s;      /* paused: next attempt */
+	char pause_why[200]; /* the fault that paused it */
 	int want;            /* a voluntary re-plan waits for the next commit */
 	char want_why[160];
 	long commits_at_want;
@@ -1176,6 +1177,7 @@ static void replan(svc *s, run_job *r, const char *reason, double now)
 				*c = *c == '\\' ? '/' : *c;
 			sky_ckpt_log(&s->ckpt, job, fields);
 			sky_jobstat_set_paused(&s->jobs, job, 1);
+			snprintf(r->pause_why, sizeof r->pause_why, "resuming after %.150s", reason);
 		}
 		r->paused = 1;
 		r->retry_s = now + 1.0;
@@ -1242,7 +1244,7 @@ static void check_running(svc *s, double now)
 		i++;
 		if (r->paused) {
 			if (now >= r->retry_s)
-				replan(s, r, "resuming a paused job", now);
+				replan(s, r, r->pause_why, now);
 			continue;
 		}
 		char why[160] = "";
