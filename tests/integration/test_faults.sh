@@ -22,7 +22,7 @@ cd "$(dirname "$0")/../.."
 . tests/integration/lib.sh
 sky_test_workdir faults
 export OPENBLAS_NUM_THREADS=1
-SCENARIOS=${FAULTS_SCENARIOS:-"middle ends two second join slow pause corrupt"}
+SCENARIOS=${FAULTS_SCENARIOS:-"middle hang ends two second join slow pause corrupt"}
 OUT=${FAULTS_OUT:-build/faults}
 mkdir -p "$OUT"
 PLAN_PID=""
@@ -196,6 +196,19 @@ for sc in $SCENARIOS; do
 		[ -n "$victim" ] && kill_board "$victim"
 		echo "MEASURE middle_killed $victim"
 		finish middle 1
+		;;
+	hang) # a board hangs (SIGSTOP): its socket stays open, so the broker
+		# notices it by keepalive (1.5 x 2 s) and publishes its will
+		all_online
+		submit fh 200
+		wait_for 60 watch_step 3 || fail hang_steps "$(head -3 "$W/$JOB.watch")"
+		v=$(stage_board "$JOB" 1)
+		echo "$v-stopped $(now)" >>"$W/$JOB.kills"
+		kill -STOP "$(cat "$W/pid.$v")"
+		finish hang 1
+		kill -KILL "$(cat "$W/pid.$v")"
+		wait "$(cat "$W/pid.$v")" 2>/dev/null
+		rm -f "$W/pid.$v"
 		;;
 	ends) # the first stage's board dies, then the last's of the new plan
 		all_online
