@@ -1282,9 +1282,20 @@ static void check_running(svc *s, double now)
 				 "predicted step %.2f ms -> %.2f ms (%.0f%% better, over %.0f%%)",
 				 1e3 * r->predicted_s, 1e3 * pj.predicted_s,
 				 100 * (1 - pj.predicted_s / r->predicted_s), 100 * s->o->replan_gain);
-			SKY_INFO("job %s: a plan over the online boards would be faster: %s; re-planning "
-				 "at the next commit",
-				 job, r->want_why);
+			/* ask every stage for a checkpoint a step ahead (they are at
+			 * most a step apart), so the re-plan need not wait for the
+			 * next K-th step */
+			int at = last_step(s, job, r->epoch) + 2;
+			char buf[SKY_CMD_MAX_BYTES], topic[SKY_TOPIC_BUF];
+			int n = snprintf(buf, sizeof buf,
+					 "{\"cmd\":\"ckpt\",\"job\":\"%s\",\"epoch\":%lld,\"step\":%d}", job,
+					 (long long)r->epoch, at);
+			for (int k = 0; k < r->n_stages; k++)
+				if (sky_topic_board(topic, sizeof topic, r->board[k], SKY_TOPIC_CMD) == 0)
+					sky_mqtt_publish(s->m, topic, buf, (size_t)n, 1, 0, NULL);
+			SKY_INFO("job %s: a plan over the online boards would be faster: %s; checkpoint "
+				 "asked after step %d, re-planning at the next commit",
+				 job, r->want_why, at);
 		}
 	}
 }

@@ -693,6 +693,22 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 			atomic_store(&a->probe_requested, 1);
 			sky_mutex_unlock(&a->lock);
 			SKY_INFO("probe requested by the planner (model %s)", a->probe_model.name);
+		} else if (doc && !strcmp(cmd, "ckpt")) {
+			/* a voluntary re-plan is coming: a checkpoint after step `step`
+			 * (every stage gets the same step), then the new plan resumes
+			 * from it, so no step is lost */
+			char job[SKY_TOPIC_SEGMENT_MAX + 1] = "";
+			int64_t epoch = 0, step = 0;
+			if (sky_json_str(doc, "job", job, sizeof job, "cmd", &d) == 0 &&
+			    sky_json_i64(doc, "epoch", 1, SKY_JSON_INT_MAX, &epoch, "cmd", &d) == 0 &&
+			    sky_json_i64(doc, "step", 1, SKY_PLANMSG_MAX_STEPS, &step, "cmd", &d) == 0 &&
+			    a->training && a->job && !strcmp(job, a->plan.job) && epoch == a->plan.epoch) {
+				a->job->ckpt_at = step;
+				SKY_INFO("job %s: checkpoint after step %lld asked by the planner", job,
+					 (long long)step);
+			} else {
+				SKY_DEBUG("checkpoint request ignored (not for the job this board runs)");
+			}
 		} else {
 			SKY_WARN("command ignored: %s", d.msg[0] ? d.msg : "unknown command");
 		}

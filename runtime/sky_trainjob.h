@@ -52,6 +52,7 @@ typedef struct sky_trainjob {
 	sky_ckpt_tensor *ckpt_t;
 	int ckpt_nt;
 	long ckpts_sent;
+	long ckpt_at;          /* a checkpoint after this step too (planner's request; 0 none) */
 	char metrics[SKY_METRICS_MAX_BYTES];
 } sky_trainjob;
 

@@ -388,8 +388,8 @@ int sky_trainjob_run(sky_trainjob *j, const char *state_dir, double start_s, sky
 		j->last_loss = loss;
 		publish_metrics(j, el, loss);
 		const int k = t->ckpt_every;
-		if (k > 0 && ((s + 1) % k == 0 || s + 1 == t->steps) && j->ckpt_buf &&
-		    (rc = publish_ckpt(j, d)) != 0)
+		if (((k > 0 && ((s + 1) % k == 0 || s + 1 == t->steps)) || j->ckpt_at == s + 1) &&
+		    j->ckpt_buf && (rc = publish_ckpt(j, d)) != 0)
 			return rc;
 		if (j->st.has_head)
 			SKY_INFO("job %s step %ld loss %.4f (%.1f ms)", p->job, s + 1, (double)loss,

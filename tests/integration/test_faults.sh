@@ -22,7 +22,7 @@ cd "$(dirname "$0")/../.."
 . tests/integration/lib.sh
 sky_test_workdir faults
 export OPENBLAS_NUM_THREADS=1
-SCENARIOS=${FAULTS_SCENARIOS:-"middle hang ends two second join slow pause corrupt"}
+SCENARIOS=${FAULTS_SCENARIOS:-"middle middle4 hang ends two second join join50 slow pause corrupt"}
 OUT=${FAULTS_OUT:-build/faults}
 mkdir -p "$OUT"
 PLAN_PID=""
@@ -112,11 +112,12 @@ for b in b1 b2 b3 b4 b5; do start_board $b; done
 wait_for 90 online_at_least 5 || fail faults_boards_online "$(online_count) of 5 online"
 
 SEED=7
-# submit JOB STEPS [MIN-BOARDS]: a 4-layer tiny job, even split, a
-# checkpoint every step
+# submit JOB STEPS [MIN-BOARDS [K]]: a 4-layer tiny job, even split, a
+# checkpoint every K steps (default 1)
 submit() {
 	JOB=$1
 	STEPS=$2
+	CK=${4:-1}
 	: >"$W/$JOB.kills"
 	REF="$W/ref-$STEPS.safetensors"
 	[ -f "$REF" ] || "$SKY" train --model tiny --layers 4 --steps "$STEPS" --micro 2 --optim adamw \
@@ -128,7 +129,7 @@ submit() {
 	sleep 0.5
 	"$SKY" job submit --pki "$PKI" --broker "$BR" --model tiny --layers 4 --job "$JOB" --algo even \
 		--min-boards "${3:-4}" --task train --steps "$STEPS" --micro 2 --sched 1f1b --optimizer adamw \
-		--seed $SEED --checkpoint-every 1 --plaintext-frames --wait 30 >"$W/$JOB.submit" 2>&1 ||
+		--seed $SEED --checkpoint-every "$CK" --plaintext-frames --wait 30 >"$W/$JOB.submit" 2>&1 ||
 		fail "${JOB}_submitted" "$(tail -3 "$W/$JOB.submit")"
 }
 # all_online: every board not running is started again (same identity)
@@ -156,10 +157,20 @@ finish() {
 		fail "${name}_final_weights_bit_exact_with_fault_free_sky_train" \
 			"$(cmp "$W/$JOB.safetensors" "$REF" 2>&1 | head -1)"
 	fi
+	# committed steps: every K-th and the last, each once, in order; a
+	# voluntary re-plan (FREE=1) adds the step it asked a checkpoint of
 	commits=$(sed -n 's/.*"event":"commit".*"step":\([0-9]*\).*/\1/p' "$(LOG)" | tr '\n' ' ')
-	want=$(seq 1 $STEPS | tr '\n' ' ')
-	[ "$commits" = "$want" ] && pass "${name}_every_step_committed_once_in_order" ||
-		fail "${name}_every_step_committed_once_in_order" "commits: $commits"
+	want=$( (seq "$CK" "$CK" "$STEPS"; echo "$STEPS") | uniq | tr '\n' ' ')
+	if [ "${FREE:-0}" = 1 ]; then
+		echo "$commits" | tr ' ' '\n' | grep . | awk -v last="$STEPS" -v k="$CK" \
+			'{ if ($1 <= prev) bad = 1; if ($1 % k && $1 != last) extra++; prev = $1 }
+			END { exit bad || prev != last || extra > 2 }' &&
+			pass "${name}_steps_committed_once_in_order" ||
+			fail "${name}_steps_committed_once_in_order" "commits: $commits"
+	else
+		[ "$commits" = "$want" ] && pass "${name}_every_step_committed_once_in_order" ||
+			fail "${name}_every_step_committed_once_in_order" "commits: $commits"
+	fi
 	nr=$(grep -c '"event":"replan"' "$(LOG)")
 	[ "$nr" -ge "$min_replans" ] && pass "${name}_replanned" ||
 		fail "${name}_replanned" "$nr re-plans, $min_replans wanted: $(cat "$(LOG)")"
@@ -196,6 +207,41 @@ for sc in $SCENARIOS; do
 		[ -n "$victim" ] && kill_board "$victim"
 		echo "MEASURE middle_killed $victim"
 		finish middle 1
+		;;
+	middle4) # a middle board dies with a checkpoint every 4 steps: the
+		# steps after the last one are replayed with the same samples
+		all_online
+		submit fm4 30 4 4
+		wait_for 60 watch_step 7 || fail middle4_steps "$(head -3 "$W/$JOB.watch")"
+		kill_board "$(stage_board "$JOB" 1)"
+		finish middle4 1
+		r=$(grep '"event":"replan"' "$(LOG)" | head -1)
+		echo "MEASURE middle4_replan $r"
+		echo "$r" | grep -q '"resume_step":\(4\|8\|12\|16\|20\|24\|28\),' &&
+			pass middle4_resumes_from_a_kth_step || fail middle4_resumes_from_a_kth_step "$r"
+		;;
+	join50) # two boards join a job that checkpoints every 50 steps: the
+		# planner asks for a checkpoint a step ahead instead of waiting
+		all_online
+		JOB=fj50
+		kill_board b3
+		kill_board b4
+		kill_board b5
+		: >"$W/$JOB.kills"
+		wait_for 30 sh -c "[ \$($SKY fleet status --state $STATE --json | grep -o '\"state\":\"online\"' | wc -l) -eq 2 ]"
+		submit fj50 400 2 50
+		wait_for 60 watch_step 3 || fail join50_steps "$(head -3 "$W/$JOB.watch")"
+		start_board b3
+		echo "b3-joins $(now)" >>"$W/$JOB.kills"
+		start_board b4
+		echo "b4-joins $(now)" >>"$W/$JOB.kills"
+		FREE=1 finish join50 1
+		r=$(grep '"event":"replan"' "$(LOG)" | head -1)
+		echo "MEASURE join50_replan $r"
+		grep -q "checkpoint after step [0-9]* asked by the planner" "$W"/b*.log &&
+			pass join50_checkpoint_asked_of_the_stages || fail join50_checkpoint_asked_of_the_stages "no request logged"
+		echo "$r" | grep -q '"resume_step":\(50\|100\|150\|200\|250\|300\|350\),' &&
+			fail join50_resumes_from_the_asked_step "$r" || pass join50_resumes_from_the_asked_step
 		;;
 	hang) # a board hangs (SIGSTOP): its socket stays open, so the broker
 		# notices it by keepalive (1.5 x 2 s) and publishes its will
