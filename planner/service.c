@@ -259,6 +259,12 @@ typedef struct pending_job {
 	int replan;          /* plan now over the online boards, without waiting */
 	int dry;             /* only compute the plan's predicted step */
 	int resume_step, generation;
+	/* dry: also the current plan's stages (boards, units), re-simulated
+	 * with the boards' current capabilities into current_s */
+	int cur_n;
+	const char (*cur_board)[SKY_TOPIC_SEGMENT_MAX + 1];
+	const int *cur_first, *cur_last;
+	double current_s;
 	int64_t published;   /* out: the epoch published (0: none) */
 	double predicted_s;  /* out: the plan's simulated step */
 	char why[200];       /* out: why there is no plan */
@@ -277,6 +283,14 @@ typedef struct run_job {
 	int generation;
 	int n_stages;
 	char board[RUN_MAX_STAGES][SKY_TOPIC_SEGMENT_MAX + 1];
+	int first[RUN_MAX_STAGES], last[RUN_MAX_STAGES];
+	/* drift: each stage's busy seconds a step (metrics busy x step_s):
+	 * the mean of its first steps under this plan, the last step seen,
+	 * how many steps in a row were off by more than half, and when its
+	 * board was last asked to probe again */
+	double busy_base[RUN_MAX_STAGES];
+	int busy_n[RUN_MAX_STAGES], busy_step[RUN_MAX_STAGES], drift_run[RUN_MAX_STAGES];
+	double probe_asked_s[RUN_MAX_STAGES];
 	double predicted_s;
 	double plan_s;       /* monotonic: when the current plan went out */
 	int paused;
@@ -962,8 +976,13 @@ static void follow_job(svc *s, const pending_job *pj, const sky_planmsg *p)
 	r->epoch = p->epoch;
 	r->generation = p->train.generation;
 	r->n_stages = p->n_stages;
-	for (int k = 0; k < p->n_stages; k++)
+	for (int k = 0; k < p->n_stages; k++) {
 		snprintf(r->board[k], sizeof r->board[k], "%s", p->stages[k].board);
+		r->first[k] = p->stages[k].first;
+		r->last[k] = p->stages[k].last;
+		r->busy_n[k] = r->busy_step[k] = r->drift_run[k] = 0;
+		r->busy_base[k] = 0;
+	}
 	r->predicted_s = pj->predicted_s;
 	r->plan_s = sky_clock_s();
 	r->paused = 0;
@@ -1060,8 +1079,30 @@ static int try_plan(svc *s, pending_job *pj)
 	static sky_sim_result sim;
 	double predicted_s = sky_sim_run(&s->plan, &job, &sim, NULL) == 0 ? sim.step_s : 0;
 	pj->predicted_s = predicted_s;
-	if (pj->dry)
+	if (pj->dry) {
+		/* the plan that runs, under the same (current) capabilities: a
+		 * board whose speed changed changes it too */
+		static sky_plan cur;
+		memset(&cur, 0, sizeof cur);
+		cur.algo = algo;
+		cur.n_stages = pj->cur_n;
+		pj->current_s = 0;
+		for (int k = 0; k < pj->cur_n; k++) {
+			int fi = -1;
+			for (int b = 0; b < s->fleet.n && fi < 0; b++)
+				if (!strcmp(s->fleet.board[b].id, pj->cur_board[k]))
+					fi = b;
+			if (fi < 0)
+				return 1; /* a board of the plan has no capabilities now */
+			cur.stage[k].board = fi;
+			cur.stage[k].first_unit = pj->cur_first[k];
+			cur.stage[k].last_unit = pj->cur_last[k];
+		}
+		if (pj->cur_n > 0 && sky_plan_evaluate(&s->fleet, &job, &cur, NULL) == 0 &&
+		    sky_sim_run(&cur, &job, &sim, NULL) == 0)
+			pj->current_s = sim.step_s;
 		return 1;
+	}
 	sky_planmsg *p = &s->msg;
 	memset(p, 0, sizeof *p);
 	snprintf(p->job, sizeof p->job, "%s", pj->req.job);
@@ -1217,6 +1258,55 @@ static void replan(svc *s, run_job *r, const char *reason, double now)
 		 lost);
 }
 
+#define DRIFT_BASE_STEPS 5  /* steps averaged into a stage's baseline */
+#define DRIFT_FACTOR 1.5    /* off by more than this factor ... */
+#define DRIFT_STEPS 3       /* ... this many steps in a row: a drift */
+#define DRIFT_REPROBE_S 10.0
+
+/* A stage's measured compute (busy seconds a step, from its metrics)
+ * drifting from what it was under this plan means its board's speed
+ * changed: the board is asked to probe again, and its new capabilities
+ * feed the voluntary re-plan check. */
+static void check_drift(svc *s, run_job *r, double now)
+{
+	const char *job = r->pj.req.job;
+	for (int i = 0; i < s->jobs.n; i++) {
+		const sky_jobstat_row *w = &s->jobs.row[i];
+		int k = w->stage;
+		if (strcmp(w->job, job) || w->epoch != r->epoch || k >= r->n_stages || w->done ||
+		    w->step <= r->busy_step[k] || strcmp(w->board, r->board[k]))
+			continue;
+		r->busy_step[k] = w->step;
+		double busy = w->busy * w->step_s;
+		if (!(busy > 0))
+			continue;
+		if (r->busy_n[k] < DRIFT_BASE_STEPS) {
+			r->busy_base[k] = (r->busy_base[k] * r->busy_n[k] + busy) / (r->busy_n[k] + 1);
+			r->busy_n[k]++;
+			continue;
+		}
+		double f = busy / r->busy_base[k];
+		r->drift_run[k] = f > DRIFT_FACTOR || f < 1.0 / DRIFT_FACTOR ? r->drift_run[k] + 1 : 0;
+		if (r->drift_run[k] < DRIFT_STEPS || now - r->probe_asked_s[k] < DRIFT_REPROBE_S)
+			continue;
+		SKY_INFO("job %s: stage %d (board %s) computes %.2f ms a step, %.2f ms under this "
+			 "plan at first: asking it to probe again",
+			 job, k, r->board[k], 1e3 * busy, 1e3 * r->busy_base[k]);
+		char fields[300];
+		snprintf(fields, sizeof fields,
+			 "\"event\":\"drift\",\"epoch\":%lld,\"stage\":%d,\"board\":\"%s\","
+			 "\"busy_s\":%.6f,\"base_s\":%.6f",
+			 (long long)r->epoch, k, r->board[k], busy, r->busy_base[k]);
+		sky_ckpt_log(&s->ckpt, job, fields);
+		ask_probe(s, r->board[k], &r->pj);
+		r->probe_asked_s[k] = now;
+		r->drift_run[k] = 0;
+		r->busy_n[k] = 0; /* a new baseline at the new speed */
+		r->busy_base[k] = 0;
+		r->next_eval_s = 0;
+	}
+}
+
 /* Follows the running training jobs (called with the lock held, every
  * tick): done ones are let go; a board of a plan gone offline re-plans at
  * once; a paused job tries again; and now and then, if no re-plan is
@@ -1260,6 +1350,7 @@ static void check_running(svc *s, double now)
 			replan(s, r, why, now);
 			continue;
 		}
+		check_drift(s, r, now);
 		if (r->want || now < r->next_eval_s || now - r->plan_s < s->o->replan_holdoff_s)
 			continue;
 		r->next_eval_s = now + 1.0;
@@ -1268,12 +1359,21 @@ static void check_running(svc *s, double now)
 		pj.replan = 1;
 		pj.dry = 1;
 		pj.predicted_s = 0;
+		pj.cur_n = r->n_stages;
+		pj.cur_board = (const char (*)[SKY_TOPIC_SEGMENT_MAX + 1])r->board;
+		pj.cur_first = r->first;
+		pj.cur_last = r->last;
+		pj.current_s = 0;
 		try_plan(s, &pj);
+		/* the plan that runs, re-simulated with today's capabilities (a
+		 * board re-probed after a drift), else as it was predicted */
+		double cur_s = pj.current_s > 0 ? pj.current_s : r->predicted_s;
 		SKY_DEBUG("job %s: a plan over the online boards would predict %.3f ms a step, the "
-			  "current %.3f ms%s%s",
-			  job, 1e3 * pj.predicted_s, 1e3 * r->predicted_s, pj.why[0] ? ": " : "", pj.why);
-		if (pj.predicted_s > 0 && r->predicted_s > 0 &&
-		    pj.predicted_s < r->predicted_s * (1.0 - s->o->replan_gain)) {
+			  "current %.3f ms (%.3f ms when planned)%s%s",
+			  job, 1e3 * pj.predicted_s, 1e3 * cur_s, 1e3 * r->predicted_s,
+			  pj.why[0] ? ": " : "", pj.why);
+		r->predicted_s = cur_s;
+		if (pj.predicted_s > 0 && cur_s > 0 && pj.predicted_s < cur_s * (1.0 - s->o->replan_gain)) {
 			sky_ckpt_job *cj = sky_ckpt_find(&s->ckpt, job);
 			r->want = 1;
 			r->commits_at_want = cj ? cj->commits : 0;

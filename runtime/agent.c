@@ -362,10 +362,55 @@ static int net_publish(void *ctx, const char *topic, const void *data, size_t le
 	return a->m ? sky_mqtt_publish(a->m, topic, data, len, qos, retained, NULL) : SKY_ENET;
 }
 
+static int do_probe(agent *a, sky_diag *d);
+static int publish_caps(agent *a);
+
+/* SIGUSR1: <state>/speed (a number, as skyd --speed) is read again and the
+ * board computes at that speed from its next op on, a running job
+ * included: an emulated board that slows down or speeds up. */
+static void reload_speed(agent *a)
+{
+	char path[1024], buf[64], *end;
+	long n = state_path(a->o->state_dir, "speed", path, sizeof path) == 0
+			 ? sky_file_read(path, buf, sizeof buf - 1)
+			 : SKY_ERANGE;
+	sky_diag d;
+	sky_diag_clear(&d);
+	if (n <= 0) {
+		SKY_WARN("SIGUSR1: no speed in %s; speed unchanged", path);
+		return;
+	}
+	buf[n] = '\0';
+	double f = strtod(buf, &end);
+	if (end == buf || sky_profile_set_cores(&a->prof, f, &d) != 0) {
+		SKY_WARN("SIGUSR1: %s does not hold a usable speed (%s); unchanged", path, d.msg);
+		return;
+	}
+	SKY_INFO("SIGUSR1: now computing at speed %g (from %s)", f, path);
+}
+
+/* Between a running job's frames: a speed reload, and a probe the planner
+ * asked for (it saw this stage's times drift); the link probe waits for
+ * the job's end, its echoes would queue behind the frames. */
+static void job_chores(agent *a)
+{
+	if (sky_signal_take_reload())
+		reload_speed(a);
+	if (a->training && atomic_exchange(&a->probe_requested, 0)) {
+		sky_diag pd;
+		sky_diag_clear(&pd);
+		if (do_probe(a, &pd) == 0)
+			publish_caps(a);
+		else
+			SKY_ERROR("requested probe failed: %s", pd.msg);
+	}
+}
+
 static void net_poll(void *ctx, int wait_ms)
 {
 	agent *a = ctx;
 	heartbeat(a); /* the planner must not think a training board is gone */
+	job_chores(a);
 	if (a->m)
 		sky_mqtt_poll(a->m, wait_ms);
 }
@@ -1024,6 +1069,8 @@ int sky_agent_run(const sky_agent_opts *o, sky_diag *d)
 			backoff_ms = 1000;
 			a.next_hb = 0;
 		}
+		if (sky_signal_take_reload())
+			reload_speed(&a);
 		if (atomic_exchange(&a.probe_requested, 0)) {
 			sky_diag pd;
 			sky_diag_clear(&pd);

@@ -22,7 +22,7 @@ cd "$(dirname "$0")/../.."
 . tests/integration/lib.sh
 sky_test_workdir faults
 export OPENBLAS_NUM_THREADS=1
-SCENARIOS=${FAULTS_SCENARIOS:-"middle middle4 hang ends two second join join50 slow pause corrupt"}
+SCENARIOS=${FAULTS_SCENARIOS:-"middle middle4 hang ends two second join join50 slow drift pause corrupt"}
 OUT=${FAULTS_OUT:-build/faults}
 mkdir -p "$OUT"
 PLAN_PID=""
@@ -127,7 +127,7 @@ submit() {
 		>"$W/$JOB.watch" 2>"$W/$JOB.watch.err" &
 	WPID=$!
 	sleep 0.5
-	"$SKY" job submit --pki "$PKI" --broker "$BR" --model tiny --layers 4 --job "$JOB" --algo even \
+	"$SKY" job submit --pki "$PKI" --broker "$BR" --model tiny --layers 4 --job "$JOB" --algo "${ALGO:-even}" \
 		--min-boards "${3:-4}" --task train --steps "$STEPS" --micro 2 --sched 1f1b --optimizer adamw \
 		--seed $SEED --checkpoint-every "$CK" --plaintext-frames --wait 30 >"$W/$JOB.submit" 2>&1 ||
 		fail "${JOB}_submitted" "$(tail -3 "$W/$JOB.submit")"
@@ -242,6 +242,22 @@ for sc in $SCENARIOS; do
 			pass join50_checkpoint_asked_of_the_stages || fail join50_checkpoint_asked_of_the_stages "no request logged"
 		echo "$r" | grep -q '"resume_step":\(50\|100\|150\|200\|250\|300\|350\),' &&
 			fail join50_resumes_from_the_asked_step "$r" || pass join50_resumes_from_the_asked_step
+		;;
+	drift) # a board slows down live (SIGUSR1 re-reads <state>/speed): its
+		# stage's measured times drift, the planner has it probe again, and
+		# a plan (optimal) without its slowness is worth a re-plan
+		all_online
+		ALGO=optimal submit fd 250 5
+		wait_for 60 watch_step 10 || fail drift_steps "$(head -3 "$W/$JOB.watch")"
+		v=$(stage_board "$JOB" 0)
+		echo 0.002 >"$W/$v/state/speed"
+		echo "$v-slows $(now)" >>"$W/$JOB.kills"
+		kill -USR1 "$(cat "$W/pid.$v")"
+		FREE=1 finish drift 1
+		grep -q '"event":"drift".*"board":"'"$v"'"' "$(LOG)" && pass drift_seen_in_measured_times ||
+			fail drift_seen_in_measured_times "$(grep -v commit "$(LOG)" | head -5)"
+		grep '"event":"replan"' "$(LOG)" | head -1 | grep -q '"reason":"predicted step' &&
+			pass drift_replanned_for_the_gain || fail drift_replanned_for_the_gain "$(grep replan "$(LOG)")"
 		;;
 	hang) # a board hangs (SIGSTOP): its socket stays open, so the broker
 		# notices it by keepalive (1.5 x 2 s) and publishes its will
