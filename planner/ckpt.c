@@ -45,11 +45,25 @@ sky_ckpt_job *sky_ckpt_begin(sky_ckpt_store *s, const char *job, int64_t epoch, 
 {
 	sky_ckpt_job *j = sky_ckpt_find(s, job);
 	if (!j) {
-		if (s->n >= SKY_CKPT_JOBS)
-			return NULL;
-		j = &s->job[s->n++];
+		if (s->n >= SKY_CKPT_JOBS) {
+			/* full: the job whose last checkpoint is oldest makes room (a
+			 * finished one, as long as fewer jobs run than the table holds) */
+			j = &s->job[0];
+			for (int i = 1; i < s->n; i++)
+				if (s->job[i].commit_s < j->commit_s)
+					j = &s->job[i];
+			SKY_INFO("checkpoint store: forgetting job %s (last commit the oldest) for %s",
+				 j->job, job);
+			for (int i = 0; i < SKY_CKPT_OPEN; i++)
+				drop_step(s, j->job, &j->open[i]);
+			drop_step(s, j->job, &j->done[0]);
+			drop_step(s, j->job, &j->done[1]);
+		} else {
+			j = &s->job[s->n++];
+		}
 		memset(j, 0, sizeof *j);
 		snprintf(j->job, sizeof j->job, "%s", job);
+		j->commit_s = sky_clock_s();
 	}
 	j->epoch = epoch;
 	j->n_blocks = n_blocks;

@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SKY_CKPT_JOBS 16
+#define SKY_CKPT_JOBS 32 /* jobs followed; when full, the one idle longest goes */
 #define SKY_CKPT_PARTS 64 /* parts of one step (the stages of a plan) */
 #define SKY_CKPT_OPEN 4   /* steps being assembled at once */
 
@@ -66,7 +66,8 @@ void sky_ckpt_init(sky_ckpt_store *s, const char *state_dir);
 
 /* A plan of job at epoch was published (the first or a re-plan): from now
  * on parts of that epoch only; steps being assembled under an older epoch
- * are dropped. Returns the job's entry, or NULL when the table is full. */
+ * are dropped. A new job takes a free entry, or that of the job whose last
+ * commit is oldest (its files removed). Returns the job's entry. */
 sky_ckpt_job *sky_ckpt_begin(sky_ckpt_store *s, const char *job, int64_t epoch, int n_blocks);
 /* The job's entry, or NULL. */
 sky_ckpt_job *sky_ckpt_find(sky_ckpt_store *s, const char *job);

@@ -148,3 +148,16 @@ SKY_TEST(an_image_of_any_range_is_assembled_from_the_last_commit)
 	sky_diag_clear(&d);
 	SKY_EXPECT_EQ(sky_ckpt_image(&g_s, "j2", 9, 0, 1, &img, &len, &d), SKY_ENOTFOUND);
 }
+
+SKY_TEST(a_full_store_forgets_the_job_idle_longest)
+{
+	fresh("full");
+	for (int i = 0; i < SKY_CKPT_JOBS + 3; i++) {
+		char job[16];
+		snprintf(job, sizeof job, "x%d", i);
+		SKY_EXPECT(sky_ckpt_begin(&g_s, job, 1, 6) != NULL);
+	}
+	SKY_EXPECT_EQ(g_s.n, SKY_CKPT_JOBS);
+	SKY_EXPECT(sky_ckpt_find(&g_s, "x0") == NULL); /* j1 and x0.. went first */
+	SKY_EXPECT(sky_ckpt_find(&g_s, "x34") != NULL);
+}
