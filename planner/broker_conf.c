@@ -45,6 +45,8 @@ static const char k_acl[] =
 	"topic write sky/v1/job/+/resp/+\n"
 	"topic write sky/v1/job/+/slice/+\n"
 	"topic read sky/v1/jobs/+/weights\n"
+	"topic read sky/v1/job/+/ckpt/+\n"
+	"topic write sky/v1/job/+/load/+\n"
 	"\n"
 	"# The claim identity enrolls on the claim listener; here it gets nothing.\n"
 	"user " SKY_ENROLL_CLAIM_CN "\n"
@@ -65,7 +67,10 @@ static const char k_acl[] =
 	"pattern read sky/v1/job/+/req/+\n"
 	"pattern write sky/v1/job/+/resp/+\n"
 	"pattern read sky/v1/job/+/slice/%u\n"
-	"pattern write sky/v1/board/%u/slice-req\n";
+	"pattern write sky/v1/board/%u/slice-req\n"
+	"# checkpoints: a stage's own, and its range loaded after a re-plan\n"
+	"pattern write sky/v1/job/+/ckpt/%u\n"
+	"pattern read sky/v1/job/+/load/%u\n";
 
 /* One operator's sections. On the fleet listener the board patterns
  * above apply to every user, an operator included (it could write
@@ -86,6 +91,8 @@ static const char k_acl_operator_fleet[] =
 	"topic deny sky/v1/job/+/req/#\n"
 	"topic deny sky/v1/job/+/resp/#\n"
 	"topic deny sky/v1/job/+/slice/#\n"
+	"topic deny sky/v1/job/+/ckpt/#\n"
+	"topic deny sky/v1/job/+/load/#\n"
 	"topic write sky/v1/jobs/%s/submit\n"
 	"topic read sky/v1/jobs/%s/reply\n"
 	"topic read sky/v1/job/+/plan\n"

@@ -69,6 +69,10 @@ typedef struct sky_service_opts {
 	const sky_deploy_model_ops *model_ops;
 	int slice_chunk_bytes; /* 0: SKY_CHUNK_DEFAULT_BYTES */
 	int slice_pace_ms;     /* 0: chunks as fast as the loop sends them */
+	/* a voluntary re-plan (a board joined, or its speed changed) needs the
+	 * predicted step to improve by more than replan_gain (a fraction) and
+	 * the job's last plan to be replan_holdoff_s old: no oscillation */
+	double replan_gain, replan_holdoff_s;
 } sky_service_opts;
 
 /* Runs until a stop signal (sky_signal.h). Returns 0 after a clean stop, or
@@ -111,6 +115,8 @@ typedef struct sky_job_req {
 	int queue;              /* first stage's queue bound (default 64) */
 	int n_clients;          /* 0: any sky-client-* */
 	char clients[SKY_JOB_MAX_CLIENTS][65];
+	int ckpt_every;         /* "checkpoint_every": K (default 10), 0: no checkpoints,
+				 * and no re-plans when a board dies */
 } sky_job_req;
 
 /* Parses and checks a job document. Returns 0 or SKY_EFORMAT / SKY_ERANGE /

@@ -114,6 +114,31 @@ long sky_file_read(const char *path, void *buf, size_t cap)
 	return rc;
 }
 
+int sky_file_append(const char *path, const void *data, size_t len, unsigned mode)
+{
+	/* O_APPEND: one write() of a line lands whole at the end, even if two
+	 * writers share the file */
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, (mode_t)mode);
+	if (fd < 0)
+		return SKY_EIO;
+	int rc = 0;
+	size_t done = 0;
+	while (done < len && !rc) {
+		ssize_t n = write(fd, (const char *)data + done, len - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			rc = SKY_EIO;
+		else
+			done += (size_t)n;
+	}
+	if (!rc && fsync(fd) != 0)
+		rc = SKY_EIO;
+	if (close(fd) != 0)
+		rc = SKY_EIO;
+	return rc;
+}
+
 int sky_file_write(const char *path, const void *data, size_t len, unsigned mode)
 {
 	char tmp[PATH_MAX];
@@ -223,26 +248,6 @@ long long sky_file_size(const char *path)
 	if (stat(path, &st) != 0)
 		return errno == ENOENT ? SKY_ENOTFOUND : SKY_EIO;
 	return (long long)st.st_size;
-}
-
-int sky_file_append(const char *path, const void *data, size_t len, unsigned mode)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, (mode_t)mode);
-	if (fd < 0)
-		return SKY_EIO;
-	const unsigned char *p = data;
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			close(fd);
-			return SKY_EIO;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return close(fd) == 0 ? 0 : SKY_EIO;
 }
 
 int sky_file_truncate(const char *path, long long size)

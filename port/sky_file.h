@@ -41,6 +41,12 @@ int sky_file_write_count(const char *path, int64_t v, unsigned mode);
  * Returns 0 or SKY_EIO. */
 int sky_file_write(const char *path, const void *data, size_t len, unsigned mode);
 
+/* Appends data to path (created with mode if missing) and syncs it: for
+ * logs whose lines must survive a crash, and downloads resumed after one.
+ * Returns 0 or SKY_EIO (how much of a failed append landed is not said:
+ * a caller that resumes checks the size). */
+int sky_file_append(const char *path, const void *data, size_t len, unsigned mode);
+
 /* Returns 1 if path exists, else 0. */
 int sky_file_exists(const char *path);
 /* Returns 1 if path is a directory (or a link to one), else 0. */
@@ -66,10 +72,6 @@ int sky_file_exec(const char *path, char *const argv[]);
  * order of a cache directory. */
 /* Size of path in bytes (>= 0), or SKY_ENOTFOUND / SKY_EIO. */
 long long sky_file_size(const char *path);
-/* Appends len bytes to path (created with mode if missing). Returns 0 or
- * SKY_EIO (nothing is said about how much of a failed append landed: the
- * caller checks the size). */
-int sky_file_append(const char *path, const void *data, size_t len, unsigned mode);
 /* Cuts path to size bytes. Returns 0, SKY_ENOTFOUND or SKY_EIO. */
 int sky_file_truncate(const char *path, long long size);
 /* Renames from to to (atomic within one file system). Returns 0 or SKY_EIO. */

@@ -264,6 +264,14 @@ typedef struct agent {
 	char *pending_env;     /* a plan that came while serving, taken after */
 	size_t pending_len;
 	char pending_topic[SKY_TOPIC_BUF];
+	/* a newer plan of the running job (main thread only, like training):
+	 * the job abandons its step and the plan is taken when it has stopped */
+	int abandon;
+	char *next_env;
+	size_t next_env_len;
+	/* a resumed plan's checkpoint (sky/v1/job/<job>/load/<id>), main thread */
+	int loading, loaded;
+	char load_topic[SKY_TOPIC_BUF];
 	double next_hb;
 	int64_t hb_seq;
 	sky_planack ack;   /* the last answer to a plan, re-sent on reconnect */
@@ -370,10 +378,55 @@ static int net_publish(void *ctx, const char *topic, const void *data, size_t le
 	return a->m ? sky_mqtt_publish(a->m, topic, data, len, qos, retained, NULL) : SKY_ENET;
 }
 
+static int do_probe(agent *a, sky_diag *d);
+static int publish_caps(agent *a);
+
+/* SIGUSR1: <state>/speed (a number, as skyd --speed) is read again and the
+ * board computes at that speed from its next op on, a running job
+ * included: an emulated board that slows down or speeds up. */
+static void reload_speed(agent *a)
+{
+	char path[1024], buf[64], *end;
+	long n = state_path(a->o->state_dir, "speed", path, sizeof path) == 0
+			 ? sky_file_read(path, buf, sizeof buf - 1)
+			 : SKY_ERANGE;
+	sky_diag d;
+	sky_diag_clear(&d);
+	if (n <= 0) {
+		SKY_WARN("SIGUSR1: no speed in %s; speed unchanged", path);
+		return;
+	}
+	buf[n] = '\0';
+	double f = strtod(buf, &end);
+	if (end == buf || sky_profile_set_cores(&a->prof, f, &d) != 0) {
+		SKY_WARN("SIGUSR1: %s does not hold a usable speed (%s); unchanged", path, d.msg);
+		return;
+	}
+	SKY_INFO("SIGUSR1: now computing at speed %g (from %s)", f, path);
+}
+
+/* Between a running job's frames: a speed reload, and a probe the planner
+ * asked for (it saw this stage's times drift); the link probe waits for
+ * the job's end, its echoes would queue behind the frames. */
+static void job_chores(agent *a)
+{
+	if (sky_signal_take_reload())
+		reload_speed(a);
+	if (a->training && atomic_exchange(&a->probe_requested, 0)) {
+		sky_diag pd;
+		sky_diag_clear(&pd);
+		if (do_probe(a, &pd) == 0)
+			publish_caps(a);
+		else
+			SKY_ERROR("requested probe failed: %s", pd.msg);
+	}
+}
+
 static void net_poll(void *ctx, int wait_ms)
 {
 	agent *a = ctx;
 	heartbeat(a); /* the planner must not think a training board is gone */
+	job_chores(a);
 	if (a->m)
 		sky_mqtt_poll(a->m, wait_ms);
 }
@@ -381,7 +434,7 @@ static void net_poll(void *ctx, int wait_ms)
 static int net_stopped(void *ctx)
 {
 	agent *a = ctx;
-	return sky_signal_stop_requested() || a->lost || !a->m;
+	return sky_signal_stop_requested() || a->lost || !a->m || a->abandon;
 }
 
 static int net_subscribe(void *ctx, const char *filter)
@@ -438,14 +491,75 @@ static void slice_in_place(agent *a, const char *path)
 }
 
 /* Runs the training job of the plan we hold (on the main thread). */
+static int take_plan(agent *a, const char *topic, const char *msg, size_t len, int from_disk);
+
+/* A resumed plan: waits (up to 60 s, polling) for the planner's checkpoint
+ * of this stage's new range, which on_msg loads into the job. Returns 0,
+ * SKY_ETIMEOUT or SKY_ENET (stopped, or a newer plan came). */
+static int load_checkpoint(agent *a, sky_diag *d)
+{
+	const sky_planmsg *p = &a->plan;
+	int rc = sky_topic_job_to(a->load_topic, sizeof a->load_topic, p->job, SKY_TOPIC_LOAD,
+				     a->idn.id);
+	if (rc)
+		return sky_diag_set(d, rc, "job %s: no load topic", p->job);
+	a->loaded = 0;
+	a->loading = 1;
+	rc = net_subscribe(a, a->load_topic);
+	double end = sky_clock_s() + 60.0;
+	while (!rc && !a->loaded && !net_stopped(a) && sky_clock_s() < end)
+		net_poll(a, 20);
+	a->loading = 0;
+	if (rc)
+		return sky_diag_set(d, rc, "job %s: cannot subscribe to %s", p->job, a->load_topic);
+	if (!a->loaded)
+		return net_stopped(a) ? sky_diag_set(d, SKY_ENET, "job %s: stopped while loading",
+						     p->job)
+				      : sky_diag_set(d, SKY_ETIMEOUT,
+						     "job %s epoch %lld: no checkpoint of step %d "
+						     "for this stage on %s within 60 s",
+						     p->job, (long long)p->epoch,
+						     p->train.resume_step, a->load_topic);
+	SKY_INFO("job %s epoch %lld: stage %d resumes from the checkpoint of step %d", p->job,
+		 (long long)p->epoch, a->stage, p->train.resume_step);
+	return 0;
+}
+
+/* Takes the newer plan that stopped the job (on_msg kept it). */
+static void take_next_plan(agent *a)
+{
+	char *env = a->next_env;
+	size_t len = a->next_env_len;
+	char topic[SKY_TOPIC_BUF];
+	a->next_env = NULL;
+	a->abandon = 0;
+	if (!env)
+		return;
+	sky_topic_job(topic, sizeof topic, a->plan.job, SKY_TOPIC_PLAN);
+	sky_mutex_lock(&a->lock);
+	take_plan(a, topic, env, len, 0);
+	sky_mutex_unlock(&a->lock);
+	free(env);
+}
+
 static void run_job(agent *a)
 {
 	sky_diag d;
 	sky_diag_clear(&d);
 	a->train_pending = 0;
 	a->training = 1;
-	int rc = sky_trainjob_run(a->job, a->o->state_dir, 120.0, &d);
+	int rc = a->plan.train.resume_step > 0 ? load_checkpoint(a, &d) : 0;
+	if (!rc)
+		rc = sky_trainjob_run(a->job, a->o->state_dir, 120.0, &d);
 	a->training = 0;
+	if (a->abandon) {
+		/* a re-plan: the cut step is replayed from the checkpoint under
+		 * the new plan (frames of this epoch are dropped by epoch) */
+		SKY_WARN("job %s epoch %lld abandoned at step %ld: a newer plan arrived", a->plan.job,
+			 (long long)a->plan.epoch, a->job->steps_done);
+		take_next_plan(a);
+		return;
+	}
 	if (rc == SKY_ENET && (a->lost || sky_signal_stop_requested())) {
 		/* not the job's fault: run it again from its start after a reconnect */
 		SKY_WARN("job %s interrupted: %s", a->plan.job, d.msg);
@@ -509,6 +623,13 @@ static int take_plan(agent *a, const char *topic, const char *msg, size_t len, i
 	}
 	int stage = sky_planmsg_find(p, a->idn.id);
 	if (stage < 0) {
+		if (a->job && a->train_pending && !strcmp(p->job, a->plan.job) && p->epoch > a->epoch) {
+			/* re-planned without us: the held epoch must not run any more */
+			SKY_INFO("plan %s epoch %lld has no stage for %s: epoch %lld will not run",
+				 p->job, (long long)p->epoch, a->idn.id, (long long)a->epoch);
+			a->train_pending = 0;
+			return 0;
+		}
 		SKY_DEBUG("plan %s epoch %lld has no stage for %s", p->job, (long long)p->epoch,
 			  a->idn.id);
 		return 0;
@@ -684,14 +805,46 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 	if (sky_topic_parse(topic, tl, "job", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
 	    strcmp(leaf, SKY_TOPIC_PLAN) == 0) {
 		if (a->training) {
-			/* the running job owns the arena; re-planning mid-job is the
-			 * faults issue's */
-			SKY_WARN("plan on %s ignored: job %s is training", topic, a->plan.job);
+			/* the running job owns the arena: a newer, verified plan of the
+			 * same job stops it at once (the job's polls see `abandon`),
+			 * and is taken when it has stopped */
+			sky_diag vd;
+			size_t plen = 0;
+			sky_diag_clear(&vd);
+			if (!a->abandon && len <= SKY_PLAN_MAX_BYTES &&
+			    sky_verify_envelope(&a->idn.planner, (const char *)p, len, a->payload,
+						sizeof a->payload, &plen, &vd) == 0 &&
+			    sky_planmsg_decode(a->payload, plen, &a->incoming, &vd) == 0 &&
+			    !strcmp(a->incoming.job, a->plan.job) && a->incoming.epoch > a->epoch &&
+			    (a->next_env = malloc(len)) != NULL) {
+				memcpy(a->next_env, p, len);
+				a->next_env_len = len;
+				a->abandon = 1;
+				SKY_INFO("job %s: plan epoch %lld (generation %d, resume from step "
+					 "%d) arrived while epoch %lld trains; stopping it",
+					 a->plan.job, (long long)a->incoming.epoch,
+					 a->incoming.train.generation, a->incoming.train.resume_step,
+					 (long long)a->epoch);
+				return;
+			}
+			if (!a->abandon)
+				SKY_WARN("plan on %s ignored: job %s is training", topic, a->plan.job);
 			return;
 		}
 		sky_mutex_lock(&a->lock);
 		take_plan(a, topic, (const char *)p, len, 0);
 		sky_mutex_unlock(&a->lock);
+		return;
+	}
+	if (a->loading && !strcmp(topic, a->load_topic)) {
+		sky_diag ld;
+		sky_diag_clear(&ld);
+		if (len == 0) /* a cleared retained message */
+			return;
+		if (sky_trainjob_load(a->job, p, len, &ld) == 0)
+			a->loaded = 1;
+		else
+			SKY_WARN("checkpoint on %s refused: %s", topic, ld.msg);
 		return;
 	}
 	if (sky_topic_parse(topic, tl, "board", seg, sizeof seg, leaf, sizeof leaf) != 0 ||
@@ -728,6 +881,22 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 			atomic_store(&a->probe_requested, 1);
 			sky_mutex_unlock(&a->lock);
 			SKY_INFO("probe requested by the planner (model %s)", a->probe_model.name);
+		} else if (doc && !strcmp(cmd, "ckpt")) {
+			/* a voluntary re-plan is coming: a checkpoint after step `step`
+			 * (every stage gets the same step), then the new plan resumes
+			 * from it, so no step is lost */
+			char job[SKY_TOPIC_SEGMENT_MAX + 1] = "";
+			int64_t epoch = 0, step = 0;
+			if (sky_json_str(doc, "job", job, sizeof job, "cmd", &d) == 0 &&
+			    sky_json_i64(doc, "epoch", 1, SKY_JSON_INT_MAX, &epoch, "cmd", &d) == 0 &&
+			    sky_json_i64(doc, "step", 1, SKY_PLANMSG_MAX_STEPS, &step, "cmd", &d) == 0 &&
+			    a->training && a->job && !strcmp(job, a->plan.job) && epoch == a->plan.epoch) {
+				a->job->ckpt_at = step;
+				SKY_INFO("job %s: checkpoint after step %lld asked by the planner", job,
+					 (long long)step);
+			} else {
+				SKY_DEBUG("checkpoint request ignored (not for the job this board runs)");
+			}
 		} else {
 			SKY_WARN("command ignored: %s", d.msg[0] ? d.msg : "unknown command");
 		}
@@ -1048,6 +1217,8 @@ int sky_agent_run(const sky_agent_opts *o, sky_diag *d)
 			sky_mqtt_backoff_reset(&backoff);
 			a.next_hb = 0;
 		}
+		if (sky_signal_take_reload())
+			reload_speed(&a);
 		if (atomic_exchange(&a.probe_requested, 0)) {
 			sky_diag pd;
 			sky_diag_clear(&pd);
@@ -1089,6 +1260,7 @@ exit:
 	free(a.sj);
 	free(a.pending_env);
 	free(a.plan_env);
+	free(a.next_env);
 	sky_identity_free(&a.idn);
 	sky_mutex_free(&a.lock);
 	return rc;

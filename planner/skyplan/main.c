@@ -29,6 +29,7 @@ static void usage(FILE *to)
 		"usage: skyplan --pki DIR --broker HOST:PORT [--state DIR] [--job FILE]\n"
 		"               [--keepalive S] [--metrics ADDR:PORT] [--log-level L] [--log-journal]\n"
 		"               [--slice-chunk-bytes N] [--slice-pace-ms MS]\n"
+		"               [--replan-gain G] [--replan-holdoff S]\n"
 		"\n"
 		"skyplan is Sky's planner service (%s). It connects to the broker as the planner\n"
 		"(DIR/planner.crt), answers enrollment requests with the fleet CA in DIR, keeps the\n"
@@ -41,7 +42,9 @@ static void usage(FILE *to)
 		"  --state DIR        the planner's state (default DIR/state): fleet.json (read by\n"
 		"                     `sky fleet status`: boards, boot ids and sessions, assignments),\n"
 		"                     the plan epoch, and plans/<job>.env, the signed plans it\n"
-		"                     republishes if the broker has lost them\n"
+		"                     republishes if the broker has lost them; ckpt/<job>/, the last\n"
+		"                     two complete checkpoints of each training job, and\n"
+		"                     jobs/<job>.log.jsonl, its commits and re-plans\n"
 		"  --job FILE         submit this job at start (same JSON as `sky job submit`)\n"
 		"  --keepalive S      the planner's MQTT keepalive (default 10)\n"
 		"  --slice-chunk-bytes N  serving: slices go to boards in chunks of N bytes\n"
@@ -51,6 +54,11 @@ static void usage(FILE *to)
 		"  --metrics ADDR:PORT serve Prometheus metrics at http://ADDR:PORT/metrics\n"
 		"                     (e.g. 127.0.0.1:9464; [::1]:9464 for IPv6): the figures of\n"
 		"                     `sky fleet status`, refreshed whenever fleet.json is saved\n"
+		"  --replan-gain G    a board that joins or whose speed changes re-plans a running\n"
+		"                     training job only when the predicted step improves by more\n"
+		"                     than this fraction (default 0.1) ...\n"
+		"  --replan-holdoff S ... and the job's last plan is at least S seconds old\n"
+		"                     (default 30); a board that dies re-plans at once\n"
 		"  --log-level L      error, warn, info (default), debug\n"
 		"  --log-journal      journald lines (<3>..<7> priority, no time stamp); the default\n"
 		"                     when stderr is the journal ($JOURNAL_STREAM)\n",
@@ -73,10 +81,12 @@ int main(int argc, char **argv)
 	memset(&o, 0, sizeof o);
 	o.keepalive_s = 10;
 	o.model_ops = &k_model_ops;
+	o.replan_gain = 0.1;
+	o.replan_holdoff_s = 30;
 	sky_log_set_name("skyplan");
 	enum {
 		O_LOG_JOURNAL = SKY_OPT_FIRST, O_PKI, O_BROKER, O_STATE, O_JOB, O_KEEPALIVE,
-		O_METRICS, O_LOG_LEVEL, O_CHUNK, O_PACE
+		O_METRICS, O_LOG_LEVEL, O_CHUNK, O_PACE, O_GAIN, O_HOLDOFF
 	};
 	static const struct option k_opts[] = {{"log-journal", no_argument, NULL, O_LOG_JOURNAL},
 					       {"pki", required_argument, NULL, O_PKI},
@@ -88,6 +98,8 @@ int main(int argc, char **argv)
 					       {"log-level", required_argument, NULL, O_LOG_LEVEL},
 					       {"slice-chunk-bytes", required_argument, NULL, O_CHUNK},
 					       {"slice-pace-ms", required_argument, NULL, O_PACE},
+					       {"replan-gain", required_argument, NULL, O_GAIN},
+					       {"replan-holdoff", required_argument, NULL, O_HOLDOFF},
 					       SKY_OPT_STD,
 					       {0}};
 	sky_opt op;
@@ -141,6 +153,19 @@ int main(int argc, char **argv)
 				o.slice_chunk_bytes = (int)n;
 			else
 				o.slice_pace_ms = (int)n;
+			break;
+		}
+		case O_GAIN:
+		case O_HOLDOFF: {
+			char *end = NULL;
+			double x = strtod(v, &end);
+			double hi = c == O_GAIN ? 10 : 86400;
+			if (end == v || *end || !(x >= 0 && x <= hi)) {
+				fprintf(stderr, "skyplan: --%s expects 0 to %g\n",
+					c == O_GAIN ? "replan-gain" : "replan-holdoff", hi);
+				return 2;
+			}
+			*(c == O_GAIN ? &o.replan_gain : &o.replan_holdoff_s) = x;
 			break;
 		}
 		case O_METRICS: {

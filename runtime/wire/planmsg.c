@@ -143,7 +143,9 @@ int sky_planmsg_validate(const sky_planmsg *p, sky_diag *d)
 		if (!(t->lr > 0 && t->lr <= 100) || !(t->clip >= 0 && t->clip <= 1e9) ||
 		    t->seed < 0 || t->seed > 0x7fffffff || t->warmup < 0 || t->warmup > t->steps ||
 		    !(t->predicted_step_s >= 0 && t->predicted_step_s < 1e6) ||
-		    !(t->stall_s >= 0 && t->stall_s < 1e6))
+		    !(t->stall_s >= 0 && t->stall_s < 1e6) || t->ckpt_every < 0 ||
+		    t->ckpt_every > SKY_PLANMSG_MAX_STEPS || t->resume_step < 0 ||
+		    t->resume_step > t->steps || t->generation < 0)
 			return sky_diag_set(d, SKY_ERANGE, "plan %s: a train setting is out of range",
 					    p->job);
 		for (int i = 0; i < p->n_stages; i++)
@@ -191,6 +193,13 @@ int sky_planmsg_encode(const sky_planmsg *p, char *buf, size_t cap, sky_diag *d)
 		cJSON_AddNumberToObject(tr, "predicted_step_s", t->predicted_step_s);
 		cJSON_AddNumberToObject(tr, "stall_s", t->stall_s);
 		cJSON_AddBoolToObject(tr, "sealed", t->sealed != 0);
+		/* only when set: a plan without faults support encodes as before */
+		if (t->ckpt_every > 0)
+			cJSON_AddNumberToObject(tr, "ckpt_every", t->ckpt_every);
+		if (t->resume_step > 0)
+			cJSON_AddNumberToObject(tr, "resume_step", t->resume_step);
+		if (t->generation > 0)
+			cJSON_AddNumberToObject(tr, "generation", t->generation);
 	}
 	const sky_plan_infer *in = &p->infer;
 	cJSON *inf = in->on ? cJSON_AddObjectToObject(doc, "infer") : NULL;
@@ -293,6 +302,16 @@ int sky_planmsg_decode(const char *buf, size_t len, sky_planmsg *p, sky_diag *d)
 			goto exit;
 		}
 		t->sealed = cJSON_IsTrue(sealed);
+		if ((cJSON_GetObjectItemCaseSensitive(tr, "ckpt_every") &&
+		     (rc = sky_json_int(tr, "ckpt_every", 0, SKY_PLANMSG_MAX_STEPS, &t->ckpt_every,
+					"plan.train", d))) ||
+		    (cJSON_GetObjectItemCaseSensitive(tr, "resume_step") &&
+		     (rc = sky_json_int(tr, "resume_step", 0, SKY_PLANMSG_MAX_STEPS, &t->resume_step,
+					"plan.train", d))) ||
+		    (cJSON_GetObjectItemCaseSensitive(tr, "generation") &&
+		     (rc = sky_json_int(tr, "generation", 0, 0x7fffffff, &t->generation,
+					"plan.train", d))))
+			goto exit;
 	}
 	const cJSON *inf = cJSON_GetObjectItemCaseSensitive(doc, "infer");
 	if (inf) {

@@ -37,7 +37,11 @@
  * stage's bounded wait for a batch to fill; queue: its request queue bound
  * (beyond it requests are answered "busy"); clients: the client CNs allowed
  * (none listed: any sky-client-*); predicted_seq_s: the planner's predicted
- * throughput; threads: 0 uses the board profile's threads. */
+ * throughput; threads: 0 uses the board profile's threads.
+ *
+ * Training jobs that survive faults add "ckpt_every":K, and a re-plan
+ * "resume_step":N (the last complete checkpoint) and "generation":G;
+ * each is left out when 0. */
 #ifndef SKY_PLANMSG_H
 #define SKY_PLANMSG_H
 
@@ -86,6 +90,10 @@ typedef struct sky_plan_train {
 	double predicted_step_s; /* the planner's simulated step (0: unknown) */
 	double stall_s;          /* frame deadline (0: derived) */
 	int sealed;              /* frames AES-GCM sealed under the job key */
+	int ckpt_every;          /* checkpoint every K steps (sky_ckptmsg.h); 0: none */
+	int resume_step;         /* > 0: load the range from the planner's checkpoint of
+				  * this step (sky/v1/job/<job>/load/<board>) and go on */
+	int generation;          /* the job's plan count (1 first, + 1 per re-plan) */
 } sky_plan_train;
 
 typedef struct sky_plan_infer {

@@ -28,6 +28,8 @@
  *                                                                          1   no   inference response JSON (sky_infermsg.h)
  *   sky/v1/job/<job>/slice/<board>          planner -> board <board>       1   no   slice chunk (binary)
  *   sky/v1/board/<id>/slice-req             board -> planner               1   no   {"job":..,"sha256":..,"from":chunk index}
+ *   sky/v1/job/<job>/ckpt/<id>              board <id> -> planner          1   no   checkpoint image of its blocks (sky_ckptmsg.h)
+ *   sky/v1/job/<job>/load/<id>              planner -> board <id>          1   yes  checkpoint image of its new range after a re-plan
  *   sky/v1/jobs/<op>/submit                 operator <op> (sky job submit) -> planner 1 no job JSON (+ "submit_id")
  *   sky/v1/jobs/<op>/weights                operator <op> -> planner       1   no   model upload chunk (binary)
  *   sky/v1/jobs/<op>/reply                  planner -> operator <op>       1   no   submit ack or refusal JSON
@@ -38,13 +40,15 @@
  *   board <id>: write sky/v1/board/<id>/{caps,status,heartbeat,plan-ack,echo};
  *               read  sky/v1/board/<id>/{echo,cmd}, sky/v1/job/+/plan;
  *               read+write sky/v1/job/+/stage/#, write sky/v1/job/+/metrics,
- *               write sky/v1/job/+/part/<id>;
+ *               write sky/v1/job/+/part/<id>, sky/v1/job/+/ckpt/<id>;
+ *               read sky/v1/job/+/load/<id>;
  *               read sky/v1/job/+/req/+, write sky/v1/job/+/resp/+ (serving),
  *               read sky/v1/job/+/slice/<id>, write sky/v1/board/<id>/slice-req.
  *   claim identity (SKY_TOPIC_CLAIM_CN), on the claim listener only: write
  *               sky/v1/enroll/+/csr, read sky/v1/enroll/+/cert.
  *   planner (SKY_TOPIC_PLANNER_CN): read sky/v1/board/#, sky/v1/enroll/+/csr, sky/v1/jobs/+/submit,
- *               sky/v1/job/+/metrics, sky/v1/job/+/part/+; write sky/v1/job/+/plan, sky/v1/enroll/+/cert,
+ *               sky/v1/job/+/metrics, sky/v1/job/+/part/+, sky/v1/job/+/ckpt/+; write sky/v1/job/+/plan,
+ *               sky/v1/job/+/load/+, sky/v1/enroll/+/cert,
  *               sky/v1/board/+/cmd, sky/v1/jobs/+/reply;
  *               read sky/v1/job/+/req/+ (answers unknown or stopped jobs), write
  *               sky/v1/job/+/resp/+, write sky/v1/job/+/slice/+, read sky/v1/jobs/+/weights.
@@ -110,6 +114,10 @@
 #define SKY_TOPIC_WEIGHTS "weights"
 /* Client identities' CNs start with this (`sky pki client NAME`). */
 #define SKY_TOPIC_CLIENT_PREFIX "sky-client-"
+/* Leaves under sky/v1/job/<job>/, each followed by /<board> */
+#define SKY_TOPIC_PART "part"
+#define SKY_TOPIC_CKPT "ckpt"
+#define SKY_TOPIC_LOAD "load"
 
 
 /* Leaves under sky/v1/enroll/<nonce>/ */
@@ -413,6 +421,10 @@ static inline size_t sky_topic_max_bytes(const char *topic)
 	 * as the broker lets a message be */
 	const char *last = strrchr(topic, '/');
 	if (last && last - topic > 5 && memcmp(last - 5, "/part", 5) == 0)
+		return SKY_MQTT_MAX_PACKET;
+	/* .../ckpt/<board> and .../load/<board>: weights and optimizer state */
+	if (last && last - topic > 5 &&
+	    (memcmp(last - 5, "/" SKY_TOPIC_CKPT, 5) == 0 || memcmp(last - 5, "/" SKY_TOPIC_LOAD, 5) == 0))
 		return SKY_MQTT_MAX_PACKET;
 	return 0;
 }

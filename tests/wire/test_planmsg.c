@@ -213,3 +213,32 @@ SKY_TEST(infer_plans_are_validated)
 	SKY_EXPECT_EQ(sky_planmsg_validate(&g_p, &d), SKY_EINVAL);
 	SKY_EXPECT(strstr(d.msg, "no infer section") != NULL);
 }
+
+SKY_TEST(checkpoint_settings_travel_and_are_left_out_when_zero)
+{
+	char buf[SKY_PLAN_MAX_BYTES];
+	sky_plan_train *t = &g_p.train;
+	sample(&g_p, 2, 2);
+	t->steps = 20;
+	strcpy(t->sched, "1f1b");
+	strcpy(t->optim, "adamw");
+	t->lr = 1e-3;
+	t->seed = 3;
+	int n = sky_planmsg_encode(&g_p, buf, sizeof buf, NULL);
+	SKY_EXPECT(n > 0);
+	SKY_EXPECT(n > 0 && !strstr(buf, "ckpt_every") && !strstr(buf, "resume_step") &&
+		   !strstr(buf, "generation"));
+	t->ckpt_every = 2;
+	t->resume_step = 6;
+	t->generation = 3;
+	n = sky_planmsg_encode(&g_p, buf, sizeof buf, NULL);
+	SKY_EXPECT(n > 0);
+	SKY_EXPECT_EQ(sky_planmsg_decode(buf, (size_t)n, &g_back, NULL), 0);
+	SKY_EXPECT(g_back.train.ckpt_every == 2 && g_back.train.resume_step == 6 &&
+		   g_back.train.generation == 3);
+	/* resuming past the last step is not a plan */
+	t->resume_step = 21;
+	sky_diag d;
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_planmsg_encode(&g_p, buf, sizeof buf, &d), SKY_ERANGE);
+}

@@ -78,6 +78,18 @@ static void jobs(const char *fleet_path, int json)
 			       1e3 * num(st, "step_s"), num(st, "busy"), k ? drops : " none",
 			       stall[0] && strcmp(stall, "-") ? "; " : "", stall[0] && strcmp(stall, "-") ? stall : "");
 		}
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "paused")))
+			printf("  paused: the boards left cannot hold the model; waiting for a board\n");
+		cJSON_ArrayForEach(st, cJSON_GetObjectItemCaseSensitive(j, "replans"))
+		{
+			char lost[48] = "not yet resumed";
+			if (num(st, "lost_s") >= 0)
+				snprintf(lost, sizeof lost, "%.1f s lost", num(st, "lost_s"));
+			printf("  re-plan generation %.0f epoch %.0f: %s; resumed from step %.0f, %.0f "
+			       "step(s) replayed, %s\n",
+			       num(st, "generation"), num(st, "epoch"), str(st, "reason"),
+			       num(st, "resume_step"), num(st, "lost_steps"), lost);
+		}
 	}
 	sky_json_free(doc);
 }

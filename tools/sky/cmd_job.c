@@ -177,7 +177,8 @@ static void usage(FILE *to)
 		"                      [--min-boards N] [--wait-boards-s S] [--wait SECONDS]\n"
 		"                      [--ack-timeout SECONDS] [--json]\n"
 		"                      [--task train --steps N --micro M --optimizer adamw|sgd --lr X\n"
-		"                       --seed S --warmup W --clip C --stall-s S --plaintext-frames]\n"
+		"                       --seed S --warmup W --clip C --stall-s S --plaintext-frames\n"
+		"                       --checkpoint-every K]\n"
 		"                      [--task infer --weights F.safetensors [--batch B] [--wait-ms W]\n"
 		"                       [--queue Q] [--clients a,b] [--chunk-bytes N]]\n"
 		"       sky job watch JOB --pki DIR --broker HOST:PORT [--timeout S] [--json]\n"
@@ -208,6 +209,9 @@ static void usage(FILE *to)
 		"(default 64); --clients: the client names (or sky-client-* CNs) allowed (default\n"
 		"any). Tests: --corrupt-chunk N damages chunk N after hashing it,\n"
 		"--claim-sha256 HEX names another hash than the file's.\n"
+		"--checkpoint-every K (default 10; 0 off): every K steps and after the last, each\n"
+		"stage sends its weights and optimizer state to skyplan's checkpoint store; a board\n"
+		"that dies then re-plans the job over the others from the last complete one.\n"
 		"watch prints one line per step (loss, step time, predicted, busy per stage) until\n"
 		"the job ends (exit 0) or stalls (exit 1). collect gathers every stage's part\n"
 		"into one safetensors file with HuggingFace names, which `sky eval` reads.\n"
@@ -239,7 +243,7 @@ static int cmd_submit(int argc, char **argv)
 		O_PKI = SKY_OPT_FIRST, O_BROKER, O_FILE, O_JOB, O_MODEL, O_ALGO, O_SCHED, O_OBJECTIVE,
 		O_LAYERS, O_SEQ, O_BATCH, O_TASK, O_STEPS, O_OPTIM, O_LR, O_SEED, O_WARMUP, O_CLIP,
 		O_STALL, O_MICRO, O_MIN_BOARDS, O_WAIT_BOARDS, O_ACK, O_WAIT, O_JSON, O_PLAINTEXT,
-		O_WEIGHTS, O_WAIT_MS, O_QUEUE, O_CLIENTS, O_CHUNK, O_CORRUPT, O_CLAIM
+		O_WEIGHTS, O_WAIT_MS, O_QUEUE, O_CLIENTS, O_CHUNK, O_CORRUPT, O_CLAIM, O_CKPT
 	};
 	static const struct option k_opts[] = {
 		{"pki", required_argument, NULL, O_PKI},
@@ -277,6 +281,7 @@ static int cmd_submit(int argc, char **argv)
 		{"chunk-bytes", required_argument, NULL, O_CHUNK},
 		{"corrupt-chunk", required_argument, NULL, O_CORRUPT},
 		{"claim-sha256", required_argument, NULL, O_CLAIM},
+		{"checkpoint-every", required_argument, NULL, O_CKPT},
 		SKY_OPT_STD,
 		{0}};
 	const char *cmd = "job submit";
@@ -393,6 +398,10 @@ static int cmd_submit(int argc, char **argv)
 			break;
 		case O_STALL:
 			rc = sky_cli_double(cmd, a, val, 0, 1e5, &j.stall_s);
+			break;
+		case O_CKPT:
+			if (!(rc = sky_cli_int(cmd, a, val, 0, SKY_PLANMSG_MAX_STEPS, &v)))
+				j.ckpt_every = (int)v;
 			break;
 		case O_MICRO:
 			if (!(rc = sky_cli_int(cmd, a, val, 1, SKY_PLANMSG_MAX_MICRO, &v)))

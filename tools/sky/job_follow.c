@@ -302,6 +302,7 @@ int sky_job_watch(int argc, char **argv)
 	sky_mqtt_backoff backoff; /* 0.25 s doubling to 2 s, jittered */
 	sky_mqtt_backoff_init(&backoff, 250, 2000, sky_clock_ns());
 	const char *const filters[] = {f->metrics_topic, f->plan_topic};
+	int64_t shown_epoch = 0;
 	while (sky_clock_s() < end && !stalled) {
 		if (!reconnect_follow(f, &m, &backoff, &next_try, filters, 2)) {
 			sky_sleep_ms(50);
@@ -311,6 +312,30 @@ int sky_job_watch(int argc, char **argv)
 		sky_mutex_lock(&f->lock);
 		int n_stages = f->have_plan ? f->plan.n_stages : 0;
 		double predicted = f->have_plan ? f->plan.train.predicted_step_s : 0;
+		if (f->have_plan && f->plan.epoch != shown_epoch) {
+			/* a re-plan: a line in with the steps, and the steps after the
+			 * one it resumes from are shown again as they are replayed */
+			const sky_plan_train *t = &f->plan.train;
+			if (shown_epoch && t->generation > 1) {
+				if (o.json)
+					printf("{\"replan\":{\"generation\":%d,\"epoch\":%lld,"
+					       "\"resume_step\":%d,\"stages\":%d}}\n",
+					       t->generation, (long long)f->plan.epoch, t->resume_step,
+					       n_stages);
+				else
+					printf("REPLAN generation %d epoch %lld: %d stages, resuming from "
+					       "step %d\n",
+					       t->generation, (long long)f->plan.epoch, n_stages,
+					       t->resume_step);
+				fflush(stdout);
+				if (printed > t->resume_step)
+					printed = t->resume_step;
+				for (int k = t->resume_step + 1; k <= MAX_STEPS; k++)
+					memset(&rows[k], 0, sizeof rows[k]);
+				done = 0;
+			}
+			shown_epoch = f->plan.epoch;
+		}
 		for (int i = 0; i < f->n_lines; i++) {
 			if (ev && !memchr(f->lines[i], '\n', f->line_len[i])) {
 				fwrite(f->lines[i], 1, f->line_len[i], ev);
@@ -320,8 +345,12 @@ int sky_job_watch(int argc, char **argv)
 			cJSON *doc = sky_json_parse(f->lines[i], f->line_len[i], &jd);
 			int stage = -1, step = 0;
 			double v = 0;
+			int64_t ep = 0;
 			if (!doc || sky_json_int(doc, "stage", 0, 63, &stage, "m", NULL) != 0 ||
-			    sky_json_int(doc, "step", 0, MAX_STEPS, &step, "m", NULL) != 0) {
+			    sky_json_int(doc, "step", 0, MAX_STEPS, &step, "m", NULL) != 0 ||
+			    (f->have_plan && sky_json_i64(doc, "epoch", 0, SKY_JSON_INT_MAX, &ep, "m",
+							  NULL) == 0 && ep < f->plan.epoch)) {
+				/* (an older epoch's: a plan that was replaced) */
 				sky_json_free(doc);
 				continue;
 			}
