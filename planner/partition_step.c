@@ -11,13 +11,18 @@
  *    board-order search (plan_optimal); on that plan's board order, the
  *    exact minimum-bottleneck plan on only its k fastest boards for a sweep
  *    of k (fewer stages, shorter fill and drain); the plans with the least
- *    largest L_k (below) on the boards fastest first (seed_minl).
+ *    largest L_k (below) on the boards fastest first (seed_minl); with
+ *    sites, the minimum-bottleneck plan on every site-grouped order
+ *    (seed_sites) and the k sweep on the best of them.
  * 2. Local search from the best seed, then from the bottleneck plan, each
  *    move judged by the simulator within memory: move a boundary by one or
  *    two units, drop a stage, swap the boards of neighbouring stages, add a
  *    board left out as a one-unit stage anywhere, or several at the end;
  *    first improvement, until a pass finds none or STEP_LS_OPS simulated
  *    operations are spent.
+ *    Sites do not change what follows: the simulator prices every cut
+ *    (plan_price_cuts), and the bounds below ignore site paths, which can
+ *    only lengthen a step, so they stay bounds.
  * 3. Exactness on fleets of at most STEP_EXACT_BOARDS boards: branch and
  *    bound over every board order (only the fleet's with keep_order), every
  *    subset and every contiguous split, stages placed front to back, the
@@ -60,6 +65,7 @@ typedef struct step_ws {
 	const sky_job *j;
 	int n, U, m;
 	board_cost *bc;      /* n, by fleet index */
+	plan_sites sites;    /* the price of every cut (plan_cut_charge) */
 	plan_sim_ws sim;
 	sky_stage *best;     /* n: the best plan so far */
 	int n_best;
@@ -106,6 +112,7 @@ static double eval_stages(step_ws *w, sky_stage *st, int P)
 	for (int k = 0; k < P; k++)
 		if (!fill_stage(w, &st[k], k, P))
 			return INFINITY;
+	plan_price_cuts(&w->sites, st, P);
 	w->evals++;
 	double step = plan_sim(&w->sim, st, P, w->m, w->c.sched, NULL);
 	return step < 0 ? INFINITY : step;
@@ -315,6 +322,34 @@ static void seed_minl(step_ws *w, const int *order, int n)
 			return; /* memory does not depend on the stages after */
 		p_guess = P_hi;
 	}
+}
+
+/* Site-grouped seeds (boards of one site next to each other, fastest
+ * first within it; every order of the sites up to PLAN_SITE_PERMS): the
+ * exact minimum-bottleneck plan on each such order (which also chooses the
+ * boards to leave out), simulated; then the k sweep on the best of them.
+ * An interleaved fleet otherwise starts from orders that cross a slow site
+ * path at most cuts. */
+static void seed_sites(step_ws *w)
+{
+	if (w->sites.S < 2 || w->j->keep_order)
+		return;
+	double best = INFINITY;
+	sky_plan *keep = malloc(sizeof *keep);
+	int have = 0;
+	for (long q = 0; keep && plan_site_order(&w->sites, w->n, w->by_speed, q, w->order); q++) {
+		if (plan_optimal_on(w->f, w->j, w->order, w->n, w->tmp))
+			continue;
+		double step = consider_plan(w, w->tmp);
+		if (step < best) {
+			best = step;
+			memcpy(keep, w->tmp, sizeof *keep);
+			have = 1;
+		}
+	}
+	if (have)
+		seed_sweep(w, keep);
+	free(keep);
 }
 
 /* A lower bound on any plan's step, over every order, subset and split:
@@ -599,7 +634,7 @@ static int exact_search(step_ws *w)
 		for (int a = b - 1; a >= 0 && w->twin[b] < 0; a--)
 			if (bc[a].fwd == bc[b].fwd && bc[a].bwd == bc[b].bwd &&
 			    bc[a].share == bc[b].share && bc[a].link == bc[b].link &&
-			    bc[a].mem == bc[b].mem)
+			    bc[a].mem == bc[b].mem && w->sites.of[a] == w->sites.of[b])
 				w->twin[b] = a;
 	}
 	w->nodes = 0;
@@ -613,6 +648,7 @@ static int exact_search(step_ws *w)
 static void ws_free(step_ws *w)
 {
 	plan_sim_ws_free(&w->sim);
+	plan_sites_free(&w->sites);
 	free(w->bc);
 	free(w->best);
 	free(w->cur);
@@ -668,7 +704,7 @@ int plan_optimal_step(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_d
 	if (!keys || !seed || !start || !w.bc || !w.best || !w.cur || !w.trial || !w.used ||
 	    !w.twin || !w.speed || !w.bb || !w.order || !w.by_speed || !w.tmp || !w.minl_acc ||
 	    !w.minl_nacc || !w.minl_cnt || !w.minl_ncnt || !w.minl_from ||
-	    plan_sim_ws_init(&w.sim, n, w.m)) {
+	    plan_sim_ws_init(&w.sim, n, w.m) || plan_sites_init(&w.sites, &w.c, f, j)) {
 		rc = sky_diag_set(d, SKY_ENOMEM, "optimal (step): no memory for the work arrays");
 		goto exit;
 	}
@@ -705,6 +741,7 @@ int plan_optimal_step(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_d
 		w.order[i] = i;
 	if (minl)
 		seed_minl(&w, j->keep_order ? w.order : w.by_speed, n);
+	seed_sites(&w);
 
 	/* 2. local search from the best seed, then from the bottleneck plan
 	 * with what is left of the budget */
