@@ -278,11 +278,11 @@ static long fact_capped(int k)
 	return f;
 }
 
-int plan_site_order(const plan_sites *s, int n, const int *rank, long p, int *order)
+int plan_site_order(const plan_sites *s, int n, const int *rank, long p, int first, int *order)
 {
 	int S = s->S, perm[64], left[64];
 	if (p < 0 || p >= PLAN_SITE_PERMS || S > 64 || p >= fact_capped(S))
-		return 0;
+		return -1;
 	for (int i = 0; i < S; i++)
 		left[i] = i;
 	/* p in the factorial number system picks the sites one by one */
@@ -296,11 +296,11 @@ int plan_site_order(const plan_sites *s, int n, const int *rank, long p, int *or
 		memmove(left + pick, left + pick + 1, sizeof(int) * (size_t)(rest - pick - 1));
 	}
 	int at = 0;
-	for (int i = 0; i < S; i++)
+	for (int i = 0; i < S && i < first; i++)
 		for (int k = 0; k < n; k++)
 			if (s->of[rank[k]] == perm[i])
 				order[at++] = rank[k];
-	return at == n;
+	return at;
 }
 
 double sky_plan_lower_bound(const sky_fleet *f, const sky_job *j)

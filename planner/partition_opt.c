@@ -417,7 +417,8 @@ int plan_optimal(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_diag *
 		int *rank = malloc(sizeof(int) * (size_t)n);
 		for (int i = 0; rank && i < n; i++)
 			rank[i] = keys[i].idx;
-		for (long q = 0; rank && plan_site_order(&w.sites, n, rank, q, cand); q++)
+		for (long q = 0; rank && plan_site_order(&w.sites, n, rank, q, w.sites.S, cand) == n;
+		     q++)
 			try_order(&w, cand, n, &best, best_order, out, tmp);
 		free(rank);
 	}

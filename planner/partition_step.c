@@ -58,6 +58,7 @@
 #define STEP_MINL_TOL 1e-3       /* relative width at which the L bisection stops */
 #define STEP_MINL_CELLS 2e5      /* boards x units above which it is skipped */
 #define STEP_WIN 1e-12           /* a relative gain smaller than this is noise */
+#define SEED_SITES_FEW 4         /* up to this many sites, seed every ordered subset of them */
 
 typedef struct step_ws {
 	plan_ctx c;
@@ -330,26 +331,63 @@ static void seed_minl(step_ws *w, const int *order, int n)
  * boards to leave out), simulated; then the k sweep on the best of them.
  * An interleaved fleet otherwise starts from orders that cross a slow site
  * path at most cuts. */
+static int by_mem_desc(const void *x, const void *y)
+{
+	const keyed_t *a = x, *b = y;
+	if (a->t != b->t)
+		return a->t > b->t ? -1 : 1;
+	return (a->idx > b->idx) - (a->idx < b->idx);
+}
+
 static void seed_sites(step_ws *w)
 {
 	if (w->sites.S < 2 || w->j->keep_order)
 		return;
 	double best = INFINITY;
+	int n = w->n, have = 0;
 	sky_plan *keep = malloc(sizeof *keep);
-	int have = 0;
-	for (long q = 0; keep && plan_site_order(&w->sites, w->n, w->by_speed, q, w->order); q++) {
-		if (plan_optimal_on(w->f, w->j, w->order, w->n, w->tmp))
-			continue;
-		double step = consider_plan(w, w->tmp);
-		if (step < best) {
-			best = step;
-			memcpy(keep, w->tmp, sizeof *keep);
-			have = 1;
+	int *rank = malloc(sizeof(int) * (size_t)n * 3);
+	keyed_t *keys = malloc(sizeof *keys * (size_t)n);
+	if (!keep || !rank || !keys)
+		goto exit;
+	/* within a site: fastest first, slowest first (a slow board with room
+	 * can take the first units, which hold the embedding), most memory first */
+	for (int i = 0; i < n; i++) {
+		rank[i] = w->by_speed[i];
+		rank[n + i] = w->by_speed[n - 1 - i];
+		keys[i] = (keyed_t){(double)w->bc[i].mem, i};
+	}
+	qsort(keys, (size_t)n, sizeof *keys, by_mem_desc);
+	for (int i = 0; i < n; i++)
+		rank[2 * n + i] = keys[i].idx;
+	/* up to SEED_SITES_FEW sites, also the first 1, 2, ... sites of each
+	 * permutation alone (every ordered subset of the sites): a plan that
+	 * stays home can beat every one that crosses a slow path */
+	int few = w->sites.S <= SEED_SITES_FEW;
+	for (int v = 0; v < (few ? 3 : 1); v++) {
+		for (long q = 0, cnt; (cnt = plan_site_order(&w->sites, n, rank + (size_t)v * n, q,
+							     w->sites.S, w->order)) >= 0;
+		     q++) {
+			for (int first = few ? 1 : w->sites.S; first <= w->sites.S; first++) {
+				cnt = plan_site_order(&w->sites, n, rank + (size_t)v * n, q, first,
+						      w->order);
+				if (cnt < 1 || plan_optimal_on(w->f, w->j, w->order, (int)cnt, w->tmp))
+					continue;
+				double step = consider_plan(w, w->tmp);
+				if (step < best) {
+					best = step;
+					memcpy(keep, w->tmp, sizeof *keep);
+					have = 1;
+				}
+			}
 		}
 	}
 	if (have)
 		seed_sweep(w, keep);
+exit:
 	free(keep);
+	free(rank);
+	free(keys);
 }
 
 /* A lower bound on any plan's step, over every order, subset and split:
@@ -755,7 +793,7 @@ int plan_optimal_step(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_d
 	local_search(&w, seed, n_seed);
 
 	/* 3. exact on small fleets */
-	int exact = n <= STEP_EXACT_BOARDS && exact_search(&w);
+	int exact = n <= STEP_EXACT_BOARDS && !j->no_exact && exact_search(&w);
 	out->n_stages = w.n_best;
 	memcpy(out->stage, w.best, sizeof *w.best * (size_t)w.n_best);
 	out->step_s = w.best_step;

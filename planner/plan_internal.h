@@ -66,14 +66,13 @@ void plan_sites_free(plan_sites *s);
  * wan_xfer_s = max over the route's hops of cut_bytes * u / bw. Returns the
  * number of cuts priced as crossing sites. */
 int plan_price_cuts(plan_sites *s, sky_stage *st, int P);
-/* Site-grouped board orders, for the order searches: the sites in their
- * p-th permutation (lexicographic over site indices), each site's boards
- * in the order of rank[] (fleet indices, e.g. fastest first; every board
- * once). Fills order[0..f->n) and returns 1, or 0 when p >= S! (or S! is
- * beyond PLAN_SITE_PERMS: only the first PLAN_SITE_PERMS permutations are
- * offered). */
+/* Site-grouped board orders, for the order searches: the first `first`
+ * sites of their p-th permutation (lexicographic over site indices), each
+ * site's boards in the order of rank[] (fleet indices, e.g. fastest first;
+ * every board once). Fills order[] and returns how many boards it holds, or
+ * -1 when p >= S! (only the first PLAN_SITE_PERMS permutations are offered). */
 #define PLAN_SITE_PERMS 720 /* 6 sites: every order of them */
-int plan_site_order(const plan_sites *s, int n, const int *rank, long p, int *order);
+int plan_site_order(const plan_sites *s, int n, const int *rank, long p, int first, int *order);
 void plan_board_cost(const plan_ctx *c, const sky_job *j, const sky_board *b, board_cost *out);
 
 static inline int units_attn(int a, int b) { return (b + 1) / 2 - (a + 1) / 2; }

@@ -138,6 +138,8 @@ typedef struct sky_job {
 	int order_evals;     /* local-search budget: board orders tried after the seeds */
 	sky_objective objective; /* what `optimal` minimises (default the step) */
 	int link_blind;      /* 1: price cuts without sites (every board in one site) */
+	int no_exact;        /* 1: the step search skips its branch and bound, as it does
+				above 8 boards (tests measure the heuristic with it) */
 } sky_job;
 
 /* One pipeline stage. Times are per micro-batch. */
