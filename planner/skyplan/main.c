@@ -19,6 +19,7 @@ static void usage(FILE *to)
 {
 	fprintf(to,
 		"usage: skyplan --pki DIR --broker HOST:PORT [--state DIR] [--job FILE]\n"
+		"               [--links FLEET.json] [--link-blind]\n"
 		"               [--keepalive S] [--metrics ADDR:PORT] [--log-level L] [--log-journal]\n"
 		"\n"
 		"skyplan is Sky's planner service (%s). It connects to the broker as the planner\n"
@@ -34,6 +35,10 @@ static void usage(FILE *to)
 		"                     the plan epoch, and plans/<job>.env, the signed plans it\n"
 		"                     republishes if the broker has lost them\n"
 		"  --job FILE         submit this job at start (same JSON as `sky job submit`)\n"
+		"  --links F.json     site-to-site paths: the \"links\" of a fleet file (sky plan's\n"
+		"                     format); boards name their site in their profile\n"
+		"  --link-blind       plan every job as if all boards were in one site (each cut\n"
+		"                     charged with the boards' own links; for comparison)\n"
 		"  --keepalive S      the planner's MQTT keepalive (default 10)\n"
 		"  --metrics ADDR:PORT serve Prometheus metrics at http://ADDR:PORT/metrics\n"
 		"                     (e.g. 127.0.0.1:9464; [::1]:9464 for IPv6): the figures of\n"
@@ -53,13 +58,15 @@ int main(int argc, char **argv)
 	sky_log_set_name("skyplan");
 	enum {
 		O_LOG_JOURNAL = SKY_OPT_FIRST, O_PKI, O_BROKER, O_STATE, O_JOB, O_KEEPALIVE,
-		O_METRICS, O_LOG_LEVEL
+		O_METRICS, O_LOG_LEVEL, O_LINKS, O_LINK_BLIND
 	};
 	static const struct option k_opts[] = {{"log-journal", no_argument, NULL, O_LOG_JOURNAL},
 					       {"pki", required_argument, NULL, O_PKI},
 					       {"broker", required_argument, NULL, O_BROKER},
 					       {"state", required_argument, NULL, O_STATE},
 					       {"job", required_argument, NULL, O_JOB},
+					       {"links", required_argument, NULL, O_LINKS},
+					       {"link-blind", no_argument, NULL, O_LINK_BLIND},
 					       {"keepalive", required_argument, NULL, O_KEEPALIVE},
 					       {"metrics", required_argument, NULL, O_METRICS},
 					       {"log-level", required_argument, NULL, O_LOG_LEVEL},
@@ -89,6 +96,12 @@ int main(int argc, char **argv)
 			break;
 		case O_JOB:
 			o.job_file = v;
+			break;
+		case O_LINKS:
+			o.links_file = v;
+			break;
+		case O_LINK_BLIND:
+			o.link_blind = 1;
 			break;
 		case O_KEEPALIVE: {
 			char *end = NULL;

@@ -105,7 +105,7 @@ static void usage(FILE *to)
 		"usage: sky job submit --pki DIR --broker HOST:PORT (--model NAME | --file JOB.json)\n"
 		"                      [--job ID] [--layers L] [--seq S] [--batch B]\n"
 		"                      [--micro-batches M] [--algo even|sky|optimal] [--sched gpipe|1f1b]\n"
-		"                      [--objective step|bottleneck]\n"
+		"                      [--objective step|bottleneck] [--link-blind]\n"
 		"                      [--min-boards N] [--wait-boards-s S] [--wait SECONDS]\n"
 		"                      [--ack-timeout SECONDS] [--json]\n"
 		"                      [--task train --steps N --micro M --optimizer adamw|sgd --lr X\n"
@@ -126,6 +126,7 @@ static void usage(FILE *to)
 		"--micro micro-batches under --sched, with `sky train`'s optimizer, seed, warm-up\n"
 		"and clip (same defaults), frames AES-GCM sealed unless --plaintext-frames;\n"
 		"--stall-s bounds the wait for one frame (default 10 x the predicted step + 30 s).\n"
+		"--link-blind has skyplan plan as if every board were in one site (for comparison).\n"
 		"watch prints one line per step (loss, step time, predicted, busy per stage) until\n"
 		"the job ends (exit 0) or stalls (exit 1). collect gathers every stage's part\n"
 		"into one safetensors file with HuggingFace names, which `sky eval` reads.\n"
@@ -137,6 +138,7 @@ static int cmd_submit(int argc, char **argv)
 {
 	sky_job_req j;
 	const char *pki = NULL, *broker = NULL, *file = NULL;
+	int link_blind = 0;
 	double wait_s = 0, ack_s = 30;
 	int json = 0;
 	long v;
@@ -156,7 +158,8 @@ static int cmd_submit(int argc, char **argv)
 	enum {
 		O_PKI = SKY_OPT_FIRST, O_BROKER, O_FILE, O_JOB, O_MODEL, O_ALGO, O_SCHED, O_OBJECTIVE,
 		O_LAYERS, O_SEQ, O_BATCH, O_TASK, O_STEPS, O_OPTIM, O_LR, O_SEED, O_WARMUP, O_CLIP,
-		O_STALL, O_MICRO, O_MIN_BOARDS, O_WAIT_BOARDS, O_ACK, O_WAIT, O_JSON, O_PLAINTEXT
+		O_STALL, O_MICRO, O_MIN_BOARDS, O_WAIT_BOARDS, O_ACK, O_WAIT, O_JSON, O_PLAINTEXT,
+		O_LINK_BLIND
 	};
 	static const struct option k_opts[] = {
 		{"pki", required_argument, NULL, O_PKI},
@@ -187,6 +190,7 @@ static int cmd_submit(int argc, char **argv)
 		{"wait", required_argument, NULL, O_WAIT},
 		{"json", no_argument, NULL, O_JSON},
 		{"plaintext-frames", no_argument, NULL, O_PLAINTEXT},
+		{"link-blind", no_argument, NULL, O_LINK_BLIND},
 		SKY_OPT_STD,
 		{0}};
 	const char *cmd = "job submit";
@@ -206,6 +210,9 @@ static int cmd_submit(int argc, char **argv)
 			break;
 		case O_PLAINTEXT:
 			j.plaintext = 1;
+			break;
+		case O_LINK_BLIND:
+			link_blind = 1;
 			break;
 		case O_PKI:
 			pki = val;
@@ -320,7 +327,9 @@ static int cmd_submit(int argc, char **argv)
 			fprintf(stderr, "sky job submit: %s: %s\n", file, d.msg);
 			return 2;
 		}
+		j.link_blind |= link_blind;
 	} else {
+		j.link_blind = link_blind;
 		if (!j.job[0])
 			snprintf(j.job, sizeof j.job, "job-%lld", (long long)sky_clock_unix());
 		if (j.train) {
