@@ -523,9 +523,10 @@ static int cmd_submit(int argc, char **argv)
 		for (int s = 0; s < p->n_stages; s++) {
 			double at;
 			const sky_planack *a = find_ack(f, p->stages[s].board, p->job, p->epoch, &at);
-			printf("%s{\"board\":\"%s\",\"first\":%d,\"last\":%d,\"ack\":\"%s\","
-			       "\"arena_bytes\":%lld}",
-			       s ? "," : "", p->stages[s].board, p->stages[s].first, p->stages[s].last,
+			printf("%s{\"board\":\"%s\",\"site\":\"%s\",\"first\":%d,\"last\":%d,"
+			       "\"ack\":\"%s\",\"arena_bytes\":%lld}",
+			       s ? "," : "", p->stages[s].board, sky_site_name(p->stages[s].site),
+			       p->stages[s].first, p->stages[s].last,
 			       !a ? "missing" : a->ok ? "accepted" : "refused",
 			       a ? (long long)a->arena_bytes : 0ll);
 		}
