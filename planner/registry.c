@@ -577,6 +577,20 @@ int sky_registry_restore(sky_registry *r, const char *buf, size_t len, sky_diag 
 		snprintf(r->jobs[r->n_jobs].job, sizeof r->jobs[0].job, "%s", job);
 		r->jobs[r->n_jobs++].epoch = epoch;
 	}
+	/* site paths: kept until --links or a measurement replaces them */
+	cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(doc, "links"))
+	{
+		char a[SKY_SITE_MAX + 1], b[SKY_SITE_MAX + 1];
+		double bw, lat;
+		int64_t when = 0;
+		if (sky_json_str(o, "a", a, sizeof a, "fleet.json", NULL) == 0 &&
+		    sky_json_str(o, "b", b, sizeof b, "fleet.json", NULL) == 0 &&
+		    sky_json_num(o, "bw_Bps", 0, 1e300, &bw, "fleet.json", NULL) == 0 &&
+		    sky_json_num(o, "lat_s", 0, 1e300, &lat, "fleet.json", NULL) == 0 &&
+		    (!cJSON_GetObjectItemCaseSensitive(o, "measured_unix") ||
+		     sky_json_i64(o, "measured_unix", 0, 1ll << 40, &when, "fleet.json", NULL) == 0))
+			sky_registry_set_link(r, a, b, bw, lat, when); /* refuses bad ones */
+	}
 	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(doc, "boards");
 	int n = 0;
 	cJSON_ArrayForEach(o, arr)

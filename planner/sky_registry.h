@@ -169,8 +169,9 @@ int sky_reg_ack(const sky_reg_board *b);
  * heard yet") until they speak. Each board's boot, session and retired boots
  * come back (so stale messages stay stale across the restart), and so do
  * assignments (job, epoch, stage, half-layer range, expected bytes) and the
- * newest epoch of every job; caps and acks come back from the retained
- * messages. Returns how many boards it added or SKY_EFORMAT. */
+ * newest epoch of every job, and the site paths; caps and acks come back
+ * from the retained messages. Returns how many boards it added or
+ * SKY_EFORMAT. */
 int sky_registry_restore(sky_registry *r, const char *buf, size_t len, sky_diag *d);
 
 #endif

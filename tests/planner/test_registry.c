@@ -158,6 +158,15 @@ SKY_TEST(site_paths_are_kept_and_written)
 			       NULL,
 		       "%s", out);
 	SKY_EXPECT(strstr(out, "\"measured_unix\":1764511200") != NULL);
+	/* a planner restart keeps them */
+	static sky_registry back;
+	sky_registry_init(&back);
+	SKY_EXPECT(sky_registry_restore(&back, out, (size_t)n, NULL) >= 0);
+	SKY_EXPECT_EQ(back.n_links, 2);
+	SKY_EXPECT(sky_site_eq(back.links[0].a, "core") && !strcmp(back.links[0].b, "fac"));
+	SKY_EXPECT_NEAR(back.links[0].lat_s, 0.02, 0);
+	SKY_EXPECT_EQ(back.links[0].measured_unix, 1764511200);
+	SKY_EXPECT(!strcmp(back.links[1].a, "shop") && back.links[1].b[0] == '\0');
 }
 
 SKY_TEST(a_late_will_from_an_old_session_never_kills_a_live_board)
