@@ -66,8 +66,10 @@
  * them statically or on the heap); `sky`, `optimal` and the simulator
  * allocate their working memory at the start of a call and free it before
  * returning (nothing is allocated inside their loops, except that the step
- * objective's sweep runs the exact split once per board count, each run
- * with its own working memory). No global state: calls
+ * objective's sweep runs the exact split once per board count, and its
+ * site-grouped seeds once per order, each run with its own working memory);
+ * sky_plan_evaluate allocates a small table of the fleet's sites to price
+ * the cuts, and frees it before returning. No global state: calls
  * on different threads do not interfere (the JSON pool is thread-safe). */
 #ifndef SKY_PLAN_H
 #define SKY_PLAN_H
@@ -244,7 +246,8 @@ int sky_objective_parse(const char *name, sky_objective *out);
 const char *sky_objective_name(sky_objective o);
 
 /* Fills every derived field of p (stage times, memory, in-flight counts,
- * bottleneck, lower bound) from the stages' boards and units. Checks that
+ * the cuts' site paths, bottleneck, lower bound, cuts that cross sites and
+ * their bytes) from the stages' boards and units. Checks that
  * every unit is assigned exactly once, in order, contiguously, that no board
  * is used twice, and that every stage fits its board's memory. Returns 0;
  * SKY_EINVAL (coverage, order, board index) or SKY_ENOMEM (a stage does not
