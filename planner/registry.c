@@ -3,6 +3,7 @@
 #include "sky_clock.h"
 #include "sky_json.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -381,6 +382,39 @@ void sky_registry_assign(sky_registry *r, const sky_planmsg *p)
 	r->changed = 1;
 }
 
+int sky_registry_set_link(sky_registry *r, const char *a, const char *b, double bw_Bps,
+			  double lat_s, int64_t measured_unix)
+{
+	char na[SKY_SITE_MAX + 1], nb[SKY_SITE_MAX + 1];
+	if (!a || !b || strlen(a) > SKY_SITE_MAX || strlen(b) > SKY_SITE_MAX)
+		return SKY_EINVAL;
+	snprintf(na, sizeof na, "%s", a);
+	snprintf(nb, sizeof nb, "%s", b);
+	sky_site_norm(na);
+	sky_site_norm(nb);
+	if (!sky_site_ok(na) || !sky_site_ok(nb) || sky_site_eq(na, nb) || !isfinite(bw_Bps) ||
+	    !(bw_Bps > 0) || !isfinite(lat_s) || lat_s < 0)
+		return SKY_EINVAL;
+	int i = 0;
+	while (i < r->n_links && !((sky_site_eq(r->links[i].a, na) && sky_site_eq(r->links[i].b, nb)) ||
+				   (sky_site_eq(r->links[i].a, nb) && sky_site_eq(r->links[i].b, na))))
+		i++;
+	if (i == r->n_links) {
+		if (r->n_links == SKY_REG_MAX_LINKS)
+			return SKY_ENOMEM;
+		r->n_links++;
+	}
+	sky_reg_link *l = &r->links[i];
+	memset(l, 0, sizeof *l);
+	snprintf(l->a, sizeof l->a, "%s", na);
+	snprintf(l->b, sizeof l->b, "%s", nb);
+	l->bw_Bps = bw_Bps;
+	l->lat_s = lat_s;
+	l->measured_unix = measured_unix;
+	r->changed = 1;
+	return 0;
+}
+
 int sky_registry_to_json(const sky_registry *r, int64_t unix_s, char *buf, size_t cap)
 {
 	char ts[32];
@@ -417,6 +451,18 @@ int sky_registry_to_json(const sky_registry *r, int64_t unix_s, char *buf, size_
 		cJSON_AddItemToArray(jobs, o);
 		cJSON_AddStringToObject(o, "job", r->jobs[j].job);
 		cJSON_AddNumberToObject(o, "epoch", (double)r->jobs[j].epoch);
+	}
+	cJSON *links = r->n_links ? cJSON_AddArrayToObject(doc, "links") : NULL;
+	for (int i = 0; links && i < r->n_links; i++) {
+		cJSON *o = cJSON_CreateObject();
+		if (!o)
+			break;
+		cJSON_AddItemToArray(links, o);
+		cJSON_AddStringToObject(o, "a", sky_site_name(r->links[i].a));
+		cJSON_AddStringToObject(o, "b", sky_site_name(r->links[i].b));
+		cJSON_AddNumberToObject(o, "bw_Bps", r->links[i].bw_Bps);
+		cJSON_AddNumberToObject(o, "lat_s", r->links[i].lat_s);
+		cJSON_AddNumberToObject(o, "measured_unix", (double)r->links[i].measured_unix);
 	}
 	cJSON *arr = cJSON_AddArrayToObject(doc, "boards");
 	for (int i = 0; arr && i < r->n; i++) {
@@ -460,6 +506,7 @@ int sky_registry_to_json(const sky_registry *r, int64_t unix_s, char *buf, size_
 				cJSON_AddNumberToObject(cc, "mem_bytes", (double)k->mem_bytes);
 				cJSON_AddNumberToObject(cc, "bw_Bps", k->link_bw);
 				cJSON_AddNumberToObject(cc, "lat_s", k->link_lat_s);
+				cJSON_AddStringToObject(cc, "site", sky_site_name(k->site));
 				cJSON_AddNumberToObject(cc, "probe_s", k->probe_s);
 			}
 		} else {
@@ -559,6 +606,20 @@ int sky_registry_restore(sky_registry *r, const char *buf, size_t len, sky_diag 
 			continue;
 		snprintf(r->jobs[r->n_jobs].job, sizeof r->jobs[0].job, "%s", job);
 		r->jobs[r->n_jobs++].epoch = epoch;
+	}
+	/* site paths: kept until --links or a measurement replaces them */
+	cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(doc, "links"))
+	{
+		char a[SKY_SITE_MAX + 1], b[SKY_SITE_MAX + 1];
+		double bw, lat;
+		int64_t when = 0;
+		if (sky_json_str(o, "a", a, sizeof a, "fleet.json", NULL) == 0 &&
+		    sky_json_str(o, "b", b, sizeof b, "fleet.json", NULL) == 0 &&
+		    sky_json_num(o, "bw_Bps", 0, 1e300, &bw, "fleet.json", NULL) == 0 &&
+		    sky_json_num(o, "lat_s", 0, 1e300, &lat, "fleet.json", NULL) == 0 &&
+		    (!cJSON_GetObjectItemCaseSensitive(o, "measured_unix") ||
+		     sky_json_i64(o, "measured_unix", 0, 1ll << 40, &when, "fleet.json", NULL) == 0))
+			sky_registry_set_link(r, a, b, bw, lat, when); /* refuses bad ones */
 	}
 	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(doc, "boards");
 	int n = 0;

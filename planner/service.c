@@ -185,6 +185,12 @@ int sky_job_req_parse(const char *buf, size_t len, sky_job_req *j, sky_diag *d)
 	    (rc = opt_str(doc, "sched", j->sched, sizeof j->sched, d)) ||
 	    (rc = opt_str(doc, "objective", j->objective, sizeof j->objective, d)))
 		goto exit;
+	const cJSON *lb = cJSON_GetObjectItemCaseSensitive(doc, "link_blind");
+	if (lb && !cJSON_IsBool(lb)) {
+		rc = sky_diag_set(d, SKY_EFORMAT, "job: 'link_blind' must be true or false");
+		goto exit;
+	}
+	j->link_blind = cJSON_IsTrue(lb);
 	if (cJSON_GetObjectItemCaseSensitive(doc, "wait_s") &&
 	    (rc = sky_json_num(doc, "wait_s", 0, 3600, &j->wait_s, "job", d)))
 		goto exit;
@@ -249,9 +255,10 @@ int sky_job_req_encode(const sky_job_req *j, char *buf, size_t cap)
 	}
 	int n = snprintf(buf, cap,
 			 "{\"job\":\"%s\",\"model\":\"%s\"%s,\"micro_batches\":%d,\"algo\":\"%s\","
-			 "\"sched\":\"%s\",\"objective\":\"%s\",\"min_boards\":%d,\"wait_s\":%g%s%s%s}",
+			 "\"sched\":\"%s\",\"objective\":\"%s\",\"min_boards\":%d,\"wait_s\":%g%s%s%s%s}",
 			 j->job, j->model, shapes, j->micro_batches, j->algo, j->sched, j->objective,
-			 j->min_boards, j->wait_s, sid, train, infer);
+			 j->min_boards, j->wait_s, j->link_blind ? ",\"link_blind\":true" : "", sid,
+			 train, infer);
 	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : n;
 }
 
@@ -1349,6 +1356,7 @@ static int try_plan(svc *s, pending_job *pj)
 		fb->mem_bytes = b->caps.mem_bytes > 0 ? b->caps.mem_bytes : (1ll << 40);
 		fb->bw_Bps = b->caps.link_bw > 0 ? b->caps.link_bw : 1e9;
 		fb->lat_s = b->caps.link_lat_s;
+		snprintf(fb->site, sizeof fb->site, "%s", b->caps.site);
 		s->fleet_reg[s->fleet.n++] = i;
 	}
 	int need = pj->replan ? 1 : pj->req.min_boards > 0 ? pj->req.min_boards : online;
@@ -1374,6 +1382,17 @@ static int try_plan(svc *s, pending_job *pj)
 	sky_algo_parse(pj->req.algo, &algo);
 	sky_sched_parse(pj->req.sched, &job.sched);
 	sky_objective_parse(pj->req.objective, &job.objective);
+	job.link_blind = pj->req.link_blind || s->o->link_blind;
+	/* the site paths as the registry has them (from --links, or measured) */
+	s->fleet.n_links = 0;
+	for (int i = 0; i < r->n_links && s->fleet.n_links < SKY_PLAN_MAX_LINKS; i++) {
+		sky_site_link *l = &s->fleet.link[s->fleet.n_links++];
+		memset(l, 0, sizeof *l);
+		snprintf(l->a, sizeof l->a, "%s", r->links[i].a);
+		snprintf(l->b, sizeof l->b, "%s", r->links[i].b);
+		l->bw_Bps = r->links[i].bw_Bps;
+		l->lat_s = r->links[i].lat_s;
+	}
 	if (pj->req.infer) {
 		/* serving: int8 forward only, throughput (the slowest stage) */
 		job.infer = 1;
@@ -1429,6 +1448,8 @@ static int try_plan(svc *s, pending_job *pj)
 		const sky_stage *st = &s->plan.stage[k];
 		snprintf(p->stages[k].board, sizeof p->stages[k].board, "%s",
 			 s->fleet.board[st->board].id);
+		snprintf(p->stages[k].site, sizeof p->stages[k].site, "%s",
+			 s->fleet.board[st->board].site);
 		p->stages[k].first = st->first_unit;
 		p->stages[k].last = st->last_unit;
 		p->stages[k].in_flight = st->in_flight < 1 ? 1 : st->in_flight;
@@ -1772,6 +1793,20 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 					SKY_WARN("%s is damaged; the registry starts empty", path);
 			}
 		}
+	}
+	if (o->links_file) {
+		/* the site paths as given, until measured figures replace them */
+		static sky_fleet lf;
+		if ((rc = sky_fleet_load_links(o->links_file, &lf, d)) != 0)
+			goto exit;
+		for (int i = 0; i < lf.n_links; i++)
+			if ((rc = sky_registry_set_link(&s->reg, lf.link[i].a, lf.link[i].b,
+							lf.link[i].bw_Bps, lf.link[i].lat_s, 0)) != 0) {
+				rc = sky_diag_set(d, rc, "%s: link %d: the registry cannot take it",
+						  o->links_file, i);
+				goto exit;
+			}
+		SKY_INFO("%d site paths from %s", lf.n_links, o->links_file);
 	}
 	{
 		char path[640];

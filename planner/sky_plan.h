@@ -33,7 +33,32 @@
  *              + the embedding on the first stage, the head on the last
  *   in_flight = m under GPipe; min(m, stages from this one to the end) under 1F1B
  * Receiving a message is assumed to overlap compute (full-duplex links); the
- * simulator still delays a message by the receiver's lat + bytes/bw. The
+ * simulator still delays a message by the receiver's lat + bytes/bw.
+ *
+ * Sites (sky_caps.h). A board's link is its path to its own site's broker.
+ * A cut between two stages of one site costs what is above (the sender's
+ * link, then the receiver's: the site broker relays). A cut between two
+ * sites also crosses the site path between their brokers (sky_fleet_site_path:
+ * a link the fleet names for the pair, else site A -> core -> site B over
+ * the bridges: the slowest hop's bandwidth, the sum of the latencies). A
+ * message holds that path for cut_bytes / bw (wan_xfer_s forward,
+ * wan_xfer_b_s backward: messages over one cut in one direction queue
+ * behind each other) and arrives lat later (wan_lat_s); activations forward
+ * and gradients backward both cross, each direction its own queue (links
+ * are full duplex). The path does not occupy the sender. A hop that several
+ * of the plan's message streams cross (site B's uplink carries cut A|B's
+ * gradients and cut B|C's activations; an interleaved order sends many
+ * streams over one uplink) is shared fairly: with u streams on it each gets
+ * bw / u (the steady state, when every stream is busy). A pair of sites
+ * with no known path is charged nothing beyond the boards' links (sky plan
+ * warns). The bottleneck counts a cut's path time as a stage of its own
+ * (the path's throughput). plan_price_cuts (plan_internal.h) is the one
+ * place a cut is priced: the partition algorithms, sky_plan_evaluate and
+ * the simulator all use its figures (the minimum-bottleneck split prices a
+ * cut as if it had its route alone, so it is exact only when no two of
+ * its streams share a hop; the step search and evaluation share).
+ * With job.link_blind the planner prices every cut as if all boards were
+ * in one site (Sky before sites), for comparison. The
  * embedding lookup and the classifier head are counted in memory but not in
  * time (far below 0.1% of a layer's FLOPs for BERT).
  *
@@ -41,12 +66,15 @@
  * them statically or on the heap); `sky`, `optimal` and the simulator
  * allocate their working memory at the start of a call and free it before
  * returning (nothing is allocated inside their loops, except that the step
- * objective's sweep runs the exact split once per board count, each run
- * with its own working memory). No global state: calls
+ * objective's sweep runs the exact split once per board count, and its
+ * site-grouped seeds once per order, each run with its own working memory);
+ * sky_plan_evaluate allocates a small table of the fleet's sites to price
+ * the cuts, and frees it before returning. No global state: calls
  * on different threads do not interfere (the JSON pool is thread-safe). */
 #ifndef SKY_PLAN_H
 #define SKY_PLAN_H
 
+#include "sky_caps.h"
 #include "sky_cost.h"
 #include "sky_err.h"
 #include "sky_model.h"
@@ -59,6 +87,7 @@
 #define SKY_PLAN_MAX_MICRO 4096
 #define SKY_BOARD_ID_MAX 64
 #define SKY_FLEET_MAX_BYTES (16u << 20) /* a fleet file larger than this is refused */
+#define SKY_PLAN_MAX_LINKS 256 /* site-to-site links a fleet may name */
 
 /* One board as the planner sees it. Times are for one encoder layer and one
  * micro-batch at the job's shapes (what the board's probe measured). */
@@ -69,13 +98,24 @@ typedef struct sky_board {
 	double attn_share;         /* share of a layer's time in its attention block,
 				      in (0,1); 0 = take it from the FLOP counts */
 	int64_t mem_bytes;         /* memory Sky may use on the board, > 0 */
-	double bw_Bps;             /* link bandwidth to the broker, bytes/s, > 0 */
-	double lat_s;              /* link latency to the broker, >= 0 */
+	double bw_Bps;             /* link bandwidth to its broker (its site's), bytes/s, > 0 */
+	double lat_s;              /* link latency to its broker, >= 0 */
+	char site[SKY_SITE_MAX + 1]; /* its site, "" = the core site (sky_caps.h) */
 } sky_board;
+
+/* A measured path between two sites' brokers (through the bridges), or one
+ * hop of it: a site to the core ("core" is written as b or a). Symmetric. */
+typedef struct sky_site_link {
+	char a[SKY_SITE_MAX + 1], b[SKY_SITE_MAX + 1]; /* "" = the core site */
+	double bw_Bps;             /* bytes/s, > 0 */
+	double lat_s;              /* one way, >= 0 */
+} sky_site_link;
 
 typedef struct sky_fleet {
 	int n;
 	sky_board board[SKY_PLAN_MAX_BOARDS];
+	int n_links;               /* 0: no site-to-site figures */
+	sky_site_link link[SKY_PLAN_MAX_LINKS];
 } sky_fleet;
 
 typedef enum { SKY_SCHED_GPIPE = 0, SKY_SCHED_1F1B = 1 } sky_sched;
@@ -107,6 +147,9 @@ typedef struct sky_job {
 	 * Plan it with prec SKY_PREC_INT8 and the bottleneck objective (the
 	 * pipeline's throughput once full). */
 	int infer;
+	int link_blind;      /* 1: price cuts without sites (every board in one site) */
+	int no_exact;        /* 1: the step search skips its branch and bound, as it does
+				above 8 boards (tests measure the heuristic with it) */
 } sky_job;
 
 /* One pipeline stage. Times are per micro-batch. */
@@ -120,14 +163,23 @@ typedef struct sky_stage {
 	double time_s;        /* fwd_s + bwd_s + send_s */
 	int in_flight;        /* micro-batches whose activations it keeps at once */
 	int64_t mem_bytes;    /* what it needs */
+	/* the cut to the next stage (0 for the last stage, in one site, or link-blind): */
+	int cross_site;       /* 1: the next stage's board is in another site */
+	double wan_lat_s;     /* latency of the site path between the two sites' brokers */
+	double wan_xfer_s;    /* how long one activation holds the path (bytes / its share of
+				 the slowest hop's bandwidth) */
+	double wan_xfer_b_s;  /* the same for a gradient coming back */
 } sky_stage;
 
 typedef struct sky_plan {
 	sky_algo algo;
 	int n_stages;
 	sky_stage stage[SKY_PLAN_MAX_BOARDS];
-	double bottleneck_s;  /* largest stage time */
-	int bottleneck_stage;
+	double bottleneck_s;  /* largest stage time (or a cut's path time, if larger) */
+	int bottleneck_stage; /* that stage (for a cut: the stage before it) */
+	int cross_site_cuts;  /* cuts whose two stages are in different sites */
+	double wan_bytes_per_step; /* bytes that cross between sites per training step:
+				      2 (activation, gradient) x m x cut bytes per such cut */
 	double lower_bound_s; /* L / sum over all boards of 1/(fwd_s + bwd_s): no split beats it */
 	/* set by `optimal` with the step objective (0 for the others): */
 	double step_s;        /* the plan's simulated step (sky_sim_run's step_s) */
@@ -141,27 +193,47 @@ typedef struct sky_plan {
 
 /* ---- fleet (fleet.c) ------------------------------------------------------ */
 
-/* Empties f. */
+/* Empties f (no boards, no links). */
 void sky_fleet_init(sky_fleet *f);
 /* Checks every board: id non-empty, printable and unique; times finite and
  * positive (int8 ones 0 or positive, both or neither); attn_share 0 or in
- * (0,1); mem_bytes > 0; bw_Bps > 0 and finite; lat_s finite and >= 0.
- * Returns 0 or SKY_EINVAL with d naming the board and the field. */
+ * (0,1); mem_bytes > 0; bw_Bps > 0 and finite; lat_s finite and >= 0; site
+ * "" or a valid name (sky_site_ok), never "core" (normalised to "").
+ * Every link: two different valid sites (at most one of them the core), no
+ * pair twice, bw_Bps > 0 and finite, lat_s finite and >= 0.
+ * Returns 0 or SKY_EINVAL with d naming the board or link and the field. */
 int sky_fleet_validate(const sky_fleet *f, sky_diag *d);
 /* Parses a fleet document (len bytes, no terminator needed) into f and
  * validates it. Format (every key documented in README):
  *   {"boards": [{"id": "rpi4-a", "fwd_s": 0.8, "bwd_s": 1.6,
  *                "fwd_int8_s": 0.3, "bwd_int8_s": 0.9,      (optional)
  *                "attn_share": 0.36,                          (optional)
- *                "mem_bytes": 4294967296, "bw_Bps": 1.25e8, "lat_s": 0.002}, ...],
+ *                "mem_bytes": 4294967296, "bw_Bps": 1.25e8, "lat_s": 0.002,
+ *                "site": "factory"},                          (optional; "core" or
+ *                                                              absent: the core site)
+ *                ...],
+ *    "links": [{"a": "factory", "b": "core", "bw_Bps": 2.5e6, "lat_s": 0.03}, ...],
+ *                                                             (optional: site paths)
  *    "what": "free text" (optional)}
+ * A board's bw_Bps / lat_s are its path to its own broker (its site's).
  * Returns 0, or SKY_EFORMAT / SKY_ERANGE / SKY_ENOTFOUND / SKY_EINVAL with d
  * naming the board (by id, or by index when the id is bad) and the field. */
 int sky_fleet_parse(const char *buf, size_t len, sky_fleet *f, sky_diag *d);
 /* Reads and parses a fleet file. SKY_ENOTFOUND / SKY_EIO for the file. */
 int sky_fleet_load(const char *path, sky_fleet *f, sky_diag *d);
+/* The same for the "links" alone (skyplan --links): "boards" may be absent
+ * and is ignored; f->n is 0 afterwards. */
+int sky_fleet_parse_links(const char *buf, size_t len, sky_fleet *f, sky_diag *d);
+int sky_fleet_load_links(const char *path, sky_fleet *f, sky_diag *d);
 /* Writes f as a fleet document into buf. Returns the length or SKY_ERANGE. */
 int sky_fleet_write(const sky_fleet *f, const char *what, char *buf, size_t cap);
+/* The path between the brokers of sites a and b ("" = core): a link f
+ * names for the pair (either way round); else, for two sites other than the
+ * core, the links a-core and core-b (*bw_Bps the smaller bandwidth, *lat_s
+ * the sum). Returns 1 and fills both, 0 when a and b are one site (nothing
+ * filled), SKY_ENOTFOUND when f knows no path. */
+int sky_fleet_site_path(const sky_fleet *f, const char *a, const char *b, double *bw_Bps,
+			double *lat_s);
 
 /* ---- job and cost (cost.c) ------------------------------------------------ */
 
@@ -182,7 +254,8 @@ int sky_objective_parse(const char *name, sky_objective *out);
 const char *sky_objective_name(sky_objective o);
 
 /* Fills every derived field of p (stage times, memory, in-flight counts,
- * bottleneck, lower bound) from the stages' boards and units. Checks that
+ * the cuts' site paths, bottleneck, lower bound, cuts that cross sites and
+ * their bytes) from the stages' boards and units. Checks that
  * every unit is assigned exactly once, in order, contiguously, that no board
  * is used twice, and that every stage fits its board's memory. Returns 0;
  * SKY_EINVAL (coverage, order, board index) or SKY_ENOMEM (a stage does not

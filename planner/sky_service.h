@@ -12,7 +12,7 @@
  *     ACL lets only that operator publish there) or from a job file:
  *       {"job":"j1","model":"tiny","layers":4,"seq":16,"batch":8,
  *        "micro_batches":4,"algo":"optimal","sched":"1f1b","objective":"step",
- *        "min_boards":16,"wait_s":30,"submit_id":"<hex>"}
+ *        "link_blind":false,"min_boards":16,"wait_s":30,"submit_id":"<hex>"}
  *     (all but job and model optional), and answers every submission on
  *     sky/v1/jobs/<operator CN>/reply (sky_job_reply), so a submit is never
  *     lost silently: the operator resends until it hears back. A resend
@@ -27,7 +27,9 @@
  *     boards (default: every online board) report capabilities at its
  *     shapes; boards that reported other shapes are asked to probe again
  *     (sky/v1/board/<id>/cmd). After wait_s it plans with whatever matches.
- *     Then it plans with the planner library (sky_plan.h), takes the next
+ *     Then it plans with the planner library (sky_plan.h) over the boards'
+ *     sites (their caps) and the site paths the registry holds
+ *     (sky_registry_set_link: from --links, or measured), takes the next
  *     epoch (persisted in <state>/epoch, so it only grows), signs the plan
  *     (sky_sign.h) and publishes it retained on sky/v1/job/<job>/plan;
  *   - collects plan-acks into the registry;
@@ -73,6 +75,9 @@ typedef struct sky_service_opts {
 	 * predicted step to improve by more than replan_gain (a fraction) and
 	 * the job's last plan to be replan_holdoff_s old: no oscillation */
 	double replan_gain, replan_holdoff_s;
+	int link_blind;        /* 1: every job planned link-blind (as "link_blind":true) */
+	const char *links_file; /* optional: a fleet file whose "links" are the site paths
+				   (until measured figures replace them) */
 } sky_service_opts;
 
 /* Runs until a stop signal (sky_signal.h). Returns 0 after a clean stop, or
@@ -117,6 +122,7 @@ typedef struct sky_job_req {
 	char clients[SKY_JOB_MAX_CLIENTS][65];
 	int ckpt_every;         /* "checkpoint_every": K (default 10), 0: no checkpoints,
 				 * and no re-plans when a board dies */
+	int link_blind;         /* 1: plan without pricing site paths ("link_blind":true) */
 } sky_job_req;
 
 /* Parses and checks a job document. Returns 0 or SKY_EFORMAT / SKY_ERANGE /

@@ -27,6 +27,7 @@ static void usage(FILE *to)
 {
 	fprintf(to,
 		"usage: skyplan --pki DIR --broker HOST:PORT [--state DIR] [--job FILE]\n"
+		"               [--links FLEET.json] [--link-blind]\n"
 		"               [--keepalive S] [--metrics ADDR:PORT] [--log-level L] [--log-journal]\n"
 		"               [--slice-chunk-bytes N] [--slice-pace-ms MS]\n"
 		"               [--replan-gain G] [--replan-holdoff S]\n"
@@ -46,6 +47,10 @@ static void usage(FILE *to)
 		"                     two complete checkpoints of each training job, and\n"
 		"                     jobs/<job>.log.jsonl, its commits and re-plans\n"
 		"  --job FILE         submit this job at start (same JSON as `sky job submit`)\n"
+		"  --links F.json     site-to-site paths: the \"links\" of a fleet file (sky plan's\n"
+		"                     format); boards name their site in their profile\n"
+		"  --link-blind       plan every job as if all boards were in one site (each cut\n"
+		"                     charged with the boards' own links; for comparison)\n"
 		"  --keepalive S      the planner's MQTT keepalive (default 10)\n"
 		"  --slice-chunk-bytes N  serving: slices go to boards in chunks of N bytes\n"
 		"                     (%u to %u, default %u), each with its SHA-256\n"
@@ -86,13 +91,15 @@ int main(int argc, char **argv)
 	sky_log_set_name("skyplan");
 	enum {
 		O_LOG_JOURNAL = SKY_OPT_FIRST, O_PKI, O_BROKER, O_STATE, O_JOB, O_KEEPALIVE,
-		O_METRICS, O_LOG_LEVEL, O_CHUNK, O_PACE, O_GAIN, O_HOLDOFF
+		O_METRICS, O_LOG_LEVEL, O_CHUNK, O_PACE, O_GAIN, O_HOLDOFF, O_LINKS, O_LINK_BLIND
 	};
 	static const struct option k_opts[] = {{"log-journal", no_argument, NULL, O_LOG_JOURNAL},
 					       {"pki", required_argument, NULL, O_PKI},
 					       {"broker", required_argument, NULL, O_BROKER},
 					       {"state", required_argument, NULL, O_STATE},
 					       {"job", required_argument, NULL, O_JOB},
+					       {"links", required_argument, NULL, O_LINKS},
+					       {"link-blind", no_argument, NULL, O_LINK_BLIND},
 					       {"keepalive", required_argument, NULL, O_KEEPALIVE},
 					       {"metrics", required_argument, NULL, O_METRICS},
 					       {"log-level", required_argument, NULL, O_LOG_LEVEL},
@@ -126,6 +133,12 @@ int main(int argc, char **argv)
 			break;
 		case O_JOB:
 			o.job_file = v;
+			break;
+		case O_LINKS:
+			o.links_file = v;
+			break;
+		case O_LINK_BLIND:
+			o.link_blind = 1;
 			break;
 		case O_KEEPALIVE: {
 			char *end = NULL;

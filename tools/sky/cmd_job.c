@@ -173,7 +173,7 @@ static void usage(FILE *to)
 		"usage: sky job submit --pki DIR --broker HOST:PORT (--model NAME | --file JOB.json)\n"
 		"                      [--job ID] [--layers L] [--seq S] [--batch B]\n"
 		"                      [--micro-batches M] [--algo even|sky|optimal] [--sched gpipe|1f1b]\n"
-		"                      [--objective step|bottleneck]\n"
+		"                      [--objective step|bottleneck] [--link-blind]\n"
 		"                      [--min-boards N] [--wait-boards-s S] [--wait SECONDS]\n"
 		"                      [--ack-timeout SECONDS] [--json]\n"
 		"                      [--task train --steps N --micro M --optimizer adamw|sgd --lr X\n"
@@ -212,6 +212,7 @@ static void usage(FILE *to)
 		"--checkpoint-every K (default 10; 0 off): every K steps and after the last, each\n"
 		"stage sends its weights and optimizer state to skyplan's checkpoint store; a board\n"
 		"that dies then re-plans the job over the others from the last complete one.\n"
+		"--link-blind has skyplan plan as if every board were in one site (for comparison).\n"
 		"watch prints one line per step (loss, step time, predicted, busy per stage) until\n"
 		"the job ends (exit 0) or stalls (exit 1). collect gathers every stage's part\n"
 		"into one safetensors file with HuggingFace names, which `sky eval` reads.\n"
@@ -223,6 +224,7 @@ static int cmd_submit(int argc, char **argv)
 {
 	sky_job_req j;
 	const char *pki = NULL, *broker = NULL, *file = NULL;
+	int link_blind = 0;
 	double wait_s = 0, ack_s = 30;
 	int json = 0;
 	long v;
@@ -243,7 +245,7 @@ static int cmd_submit(int argc, char **argv)
 		O_PKI = SKY_OPT_FIRST, O_BROKER, O_FILE, O_JOB, O_MODEL, O_ALGO, O_SCHED, O_OBJECTIVE,
 		O_LAYERS, O_SEQ, O_BATCH, O_TASK, O_STEPS, O_OPTIM, O_LR, O_SEED, O_WARMUP, O_CLIP,
 		O_STALL, O_MICRO, O_MIN_BOARDS, O_WAIT_BOARDS, O_ACK, O_WAIT, O_JSON, O_PLAINTEXT,
-		O_WEIGHTS, O_WAIT_MS, O_QUEUE, O_CLIENTS, O_CHUNK, O_CORRUPT, O_CLAIM, O_CKPT
+		O_WEIGHTS, O_WAIT_MS, O_QUEUE, O_CLIENTS, O_CHUNK, O_CORRUPT, O_CLAIM, O_CKPT, O_LINK_BLIND
 	};
 	static const struct option k_opts[] = {
 		{"pki", required_argument, NULL, O_PKI},
@@ -282,6 +284,7 @@ static int cmd_submit(int argc, char **argv)
 		{"corrupt-chunk", required_argument, NULL, O_CORRUPT},
 		{"claim-sha256", required_argument, NULL, O_CLAIM},
 		{"checkpoint-every", required_argument, NULL, O_CKPT},
+		{"link-blind", no_argument, NULL, O_LINK_BLIND},
 		SKY_OPT_STD,
 		{0}};
 	const char *cmd = "job submit";
@@ -306,6 +309,9 @@ static int cmd_submit(int argc, char **argv)
 			break;
 		case O_PLAINTEXT:
 			j.plaintext = 1;
+			break;
+		case O_LINK_BLIND:
+			link_blind = 1;
 			break;
 		case O_PKI:
 			pki = val;
@@ -494,7 +500,9 @@ static int cmd_submit(int argc, char **argv)
 			fprintf(stderr, "sky job submit: %s: %s\n", file, d.msg);
 			return 2;
 		}
+		j.link_blind |= link_blind;
 	} else {
+		j.link_blind = link_blind;
 		if (!j.job[0])
 			snprintf(j.job, sizeof j.job, "job-%lld", (long long)sky_clock_unix());
 		if (j.train) {
@@ -709,9 +717,10 @@ static int cmd_submit(int argc, char **argv)
 		for (int s = 0; s < p->n_stages; s++) {
 			double at;
 			const sky_planack *a = find_ack(f, p->stages[s].board, p->job, p->epoch, &at);
-			printf("%s{\"board\":\"%s\",\"first\":%d,\"last\":%d,\"ack\":\"%s\","
-			       "\"arena_bytes\":%lld}",
-			       s ? "," : "", p->stages[s].board, p->stages[s].first, p->stages[s].last,
+			printf("%s{\"board\":\"%s\",\"site\":\"%s\",\"first\":%d,\"last\":%d,"
+			       "\"ack\":\"%s\",\"arena_bytes\":%lld}",
+			       s ? "," : "", p->stages[s].board, sky_site_name(p->stages[s].site),
+			       p->stages[s].first, p->stages[s].last,
 			       !a ? "missing" : a->ok ? "accepted" : "refused",
 			       a ? (long long)a->arena_bytes : 0ll);
 		}
