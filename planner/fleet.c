@@ -10,7 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-void sky_fleet_init(sky_fleet *f) { f->n = 0; }
+void sky_fleet_init(sky_fleet *f)
+{
+	f->n = 0;
+	f->n_links = 0;
+}
 
 /* "board <id>" when the id is usable, else "board #<index>" */
 static void board_name(const sky_board *b, int i, char *buf, size_t cap)
@@ -79,6 +83,41 @@ int sky_fleet_validate(const sky_fleet *f, sky_diag *d)
 				   b->bw_Bps);
 		if (!(isfinite(b->lat_s) && b->lat_s >= 0))
 			return bad(d, b, i, "lat_s", "must be a finite number >= 0", b->lat_s);
+		if (strnlen(b->site, sizeof b->site) == sizeof b->site || !sky_site_ok(b->site) ||
+		    strcmp(b->site, SKY_SITE_CORE) == 0)
+			return bad(d, b, i, "site",
+				   "must be 1-64 of [A-Za-z0-9_.-] (\"core\" is written as none)", 0);
+	}
+	if (f->n_links < 0 || f->n_links > SKY_PLAN_MAX_LINKS)
+		return sky_diag_set(d, SKY_EINVAL, "fleet: %d links, allowed 0 to %d", f->n_links,
+				    SKY_PLAN_MAX_LINKS);
+	for (int i = 0; i < f->n_links; i++) {
+		const sky_site_link *l = &f->link[i];
+		if (strnlen(l->a, sizeof l->a) == sizeof l->a ||
+		    strnlen(l->b, sizeof l->b) == sizeof l->b || !sky_site_ok(l->a) ||
+		    !sky_site_ok(l->b) || !strcmp(l->a, SKY_SITE_CORE) || !strcmp(l->b, SKY_SITE_CORE))
+			return sky_diag_set(d, SKY_EINVAL,
+					    "link #%d: fields 'a' and 'b' must be site names", i);
+		if (sky_site_eq(l->a, l->b))
+			return sky_diag_set(d, SKY_EINVAL, "link #%d: joins site %s to itself", i,
+					    sky_site_name(l->a));
+		for (int k = 0; k < i; k++)
+			if ((sky_site_eq(f->link[k].a, l->a) && sky_site_eq(f->link[k].b, l->b)) ||
+			    (sky_site_eq(f->link[k].a, l->b) && sky_site_eq(f->link[k].b, l->a)))
+				return sky_diag_set(d, SKY_EINVAL,
+						    "link #%d: %s-%s is given twice (links #%d and "
+						    "#%d)",
+						    i, sky_site_name(l->a), sky_site_name(l->b), k, i);
+		if (!(isfinite(l->bw_Bps) && l->bw_Bps > 0))
+			return sky_diag_set(d, SKY_EINVAL,
+					    "link %s-%s: field 'bw_Bps' must be a positive number of "
+					    "bytes/s (got %g)",
+					    sky_site_name(l->a), sky_site_name(l->b), l->bw_Bps);
+		if (!(isfinite(l->lat_s) && l->lat_s >= 0))
+			return sky_diag_set(d, SKY_EINVAL,
+					    "link %s-%s: field 'lat_s' must be a finite number >= 0 "
+					    "(got %g)",
+					    sky_site_name(l->a), sky_site_name(l->b), l->lat_s);
 	}
 	return 0;
 }
@@ -117,12 +156,39 @@ static int parse_board(const cJSON *o, int i, sky_board *b, sky_diag *d)
 	    (rc = sky_json_num(o, "bw_Bps", -big, big, &b->bw_Bps, what, d)) ||
 	    (rc = sky_json_num(o, "lat_s", -big, big, &b->lat_s, what, d)))
 		return rc;
+	if (cJSON_GetObjectItemCaseSensitive(o, "site")) {
+		if ((rc = sky_json_str(o, "site", b->site, sizeof b->site, what, d)))
+			return rc;
+		sky_site_norm(b->site);
+	}
+	return 0;
+}
+
+static int parse_link(const cJSON *o, int i, sky_site_link *l, sky_diag *d)
+{
+	char what[32];
+	const double big = 1e300;
+	int rc;
+	memset(l, 0, sizeof *l);
+	snprintf(what, sizeof what, "link #%d", i);
+	if (!cJSON_IsObject(o))
+		return sky_diag_set(d, SKY_EFORMAT, "%s: must be an object", what);
+	if ((rc = sky_json_str(o, "a", l->a, sizeof l->a, what, d)) ||
+	    (rc = sky_json_str(o, "b", l->b, sizeof l->b, what, d)) ||
+	    (rc = sky_json_num(o, "bw_Bps", -big, big, &l->bw_Bps, what, d)) ||
+	    (rc = sky_json_num(o, "lat_s", -big, big, &l->lat_s, what, d)))
+		return rc;
+	if (!l->a[0] || !l->b[0])
+		return sky_diag_set(d, SKY_EINVAL, "%s: a site name is empty (the core is \"core\")",
+				    what);
+	sky_site_norm(l->a);
+	sky_site_norm(l->b);
 	return 0;
 }
 
 int sky_fleet_parse(const char *buf, size_t len, sky_fleet *f, sky_diag *d)
 {
-	f->n = 0;
+	sky_fleet_init(f);
 	if (len > SKY_FLEET_MAX_BYTES)
 		return sky_diag_set(d, SKY_ERANGE, "fleet: %zu bytes, at most %u", len,
 				    SKY_FLEET_MAX_BYTES);
@@ -150,17 +216,38 @@ int sky_fleet_parse(const char *buf, size_t len, sky_fleet *f, sky_diag *d)
 		i++;
 	}
 	f->n = n;
+	const cJSON *links = cJSON_GetObjectItemCaseSensitive(doc, "links");
+	if (links) {
+		int nl = cJSON_GetArraySize(links);
+		if (!cJSON_IsArray(links)) {
+			rc = sky_diag_set(d, SKY_EFORMAT, "fleet: 'links' must be an array");
+			goto exit;
+		}
+		if (nl > SKY_PLAN_MAX_LINKS) {
+			rc = sky_diag_set(d, SKY_ERANGE, "fleet: %d links, at most %d", nl,
+					  SKY_PLAN_MAX_LINKS);
+			goto exit;
+		}
+		i = 0;
+		cJSON_ArrayForEach(o, links)
+		{
+			if ((rc = parse_link(o, i, &f->link[i], d)))
+				goto exit;
+			i++;
+		}
+		f->n_links = nl;
+	}
 	rc = sky_fleet_validate(f, d);
 exit:
 	if (rc)
-		f->n = 0;
+		sky_fleet_init(f);
 	sky_json_free(doc);
 	return rc;
 }
 
 int sky_fleet_load(const char *path, sky_fleet *f, sky_diag *d)
 {
-	f->n = 0;
+	sky_fleet_init(f);
 	char *buf = malloc(SKY_FLEET_MAX_BYTES + 1);
 	if (!buf)
 		return sky_diag_set(d, SKY_ENOMEM, "fleet %s: no memory to read it", path);
@@ -231,11 +318,27 @@ int sky_fleet_write(const sky_fleet *f, const char *what, char *buf, size_t cap)
 			return SKY_ERANGE;
 		if (b->attn_share > 0 && put(buf, cap, &at, ",\"attn_share\":%.17g", b->attn_share))
 			return SKY_ERANGE;
-		if (put(buf, cap, &at, ",\"mem_bytes\":%lld,\"bw_Bps\":%.17g,\"lat_s\":%.17g}%s\n",
-			(long long)b->mem_bytes, b->bw_Bps, b->lat_s, i + 1 < f->n ? "," : ""))
+		if (put(buf, cap, &at, ",\"mem_bytes\":%lld,\"bw_Bps\":%.17g,\"lat_s\":%.17g",
+			(long long)b->mem_bytes, b->bw_Bps, b->lat_s))
+			return SKY_ERANGE;
+		/* site names are validated segments: no quote or backslash */
+		if (b->site[0] && put(buf, cap, &at, ",\"site\":\"%s\"", b->site))
+			return SKY_ERANGE;
+		if (put(buf, cap, &at, "}%s\n", i + 1 < f->n ? "," : ""))
 			return SKY_ERANGE;
 	}
-	if (put(buf, cap, &at, "]}\n"))
+	if (put(buf, cap, &at, "]"))
+		return SKY_ERANGE;
+	if (f->n_links > 0 && put(buf, cap, &at, ",\"links\":[\n"))
+		return SKY_ERANGE;
+	for (int i = 0; i < f->n_links; i++) {
+		const sky_site_link *l = &f->link[i];
+		if (put(buf, cap, &at, "{\"a\":\"%s\",\"b\":\"%s\",\"bw_Bps\":%.17g,\"lat_s\":%.17g}%s\n",
+			sky_site_name(l->a), sky_site_name(l->b), l->bw_Bps, l->lat_s,
+			i + 1 < f->n_links ? "," : "]"))
+			return SKY_ERANGE;
+	}
+	if (put(buf, cap, &at, "}\n"))
 		return SKY_ERANGE;
 	return (int)at;
 }

@@ -430,6 +430,7 @@ int sky_registry_to_json(const sky_registry *r, int64_t unix_s, char *buf, size_
 				cJSON_AddNumberToObject(cc, "mem_bytes", (double)k->mem_bytes);
 				cJSON_AddNumberToObject(cc, "bw_Bps", k->link_bw);
 				cJSON_AddNumberToObject(cc, "lat_s", k->link_lat_s);
+				cJSON_AddStringToObject(cc, "site", sky_site_name(k->site));
 				cJSON_AddNumberToObject(cc, "probe_s", k->probe_s);
 			}
 		} else {

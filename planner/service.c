@@ -866,6 +866,7 @@ static int try_plan(svc *s, pending_job *pj)
 		fb->mem_bytes = b->caps.mem_bytes > 0 ? b->caps.mem_bytes : (1ll << 40);
 		fb->bw_Bps = b->caps.link_bw > 0 ? b->caps.link_bw : 1e9;
 		fb->lat_s = b->caps.link_lat_s;
+		snprintf(fb->site, sizeof fb->site, "%s", b->caps.site);
 		s->fleet_reg[s->fleet.n++] = i;
 	}
 	int need = pj->req.min_boards > 0 ? pj->req.min_boards : online;
@@ -910,6 +911,8 @@ static int try_plan(svc *s, pending_job *pj)
 		const sky_stage *st = &s->plan.stage[k];
 		snprintf(p->stages[k].board, sizeof p->stages[k].board, "%s",
 			 s->fleet.board[st->board].id);
+		snprintf(p->stages[k].site, sizeof p->stages[k].site, "%s",
+			 s->fleet.board[st->board].site);
 		p->stages[k].first = st->first_unit;
 		p->stages[k].last = st->last_unit;
 		p->stages[k].in_flight = st->in_flight < 1 ? 1 : st->in_flight;

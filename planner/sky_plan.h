@@ -47,6 +47,7 @@
 #ifndef SKY_PLAN_H
 #define SKY_PLAN_H
 
+#include "sky_caps.h"
 #include "sky_cost.h"
 #include "sky_err.h"
 #include "sky_model.h"
@@ -59,6 +60,7 @@
 #define SKY_PLAN_MAX_MICRO 4096
 #define SKY_BOARD_ID_MAX 64
 #define SKY_FLEET_MAX_BYTES (16u << 20) /* a fleet file larger than this is refused */
+#define SKY_PLAN_MAX_LINKS 256 /* site-to-site links a fleet may name */
 
 /* One board as the planner sees it. Times are for one encoder layer and one
  * micro-batch at the job's shapes (what the board's probe measured). */
@@ -69,13 +71,24 @@ typedef struct sky_board {
 	double attn_share;         /* share of a layer's time in its attention block,
 				      in (0,1); 0 = take it from the FLOP counts */
 	int64_t mem_bytes;         /* memory Sky may use on the board, > 0 */
-	double bw_Bps;             /* link bandwidth to the broker, bytes/s, > 0 */
-	double lat_s;              /* link latency to the broker, >= 0 */
+	double bw_Bps;             /* link bandwidth to its broker (its site's), bytes/s, > 0 */
+	double lat_s;              /* link latency to its broker, >= 0 */
+	char site[SKY_SITE_MAX + 1]; /* its site, "" = the core site (sky_caps.h) */
 } sky_board;
+
+/* A measured path between two sites' brokers (through the bridges), or one
+ * hop of it: a site to the core ("core" is written as b or a). Symmetric. */
+typedef struct sky_site_link {
+	char a[SKY_SITE_MAX + 1], b[SKY_SITE_MAX + 1]; /* "" = the core site */
+	double bw_Bps;             /* bytes/s, > 0 */
+	double lat_s;              /* one way, >= 0 */
+} sky_site_link;
 
 typedef struct sky_fleet {
 	int n;
 	sky_board board[SKY_PLAN_MAX_BOARDS];
+	int n_links;               /* 0: no site-to-site figures */
+	sky_site_link link[SKY_PLAN_MAX_LINKS];
 } sky_fleet;
 
 typedef enum { SKY_SCHED_GPIPE = 0, SKY_SCHED_1F1B = 1 } sky_sched;
@@ -133,20 +146,29 @@ typedef struct sky_plan {
 
 /* ---- fleet (fleet.c) ------------------------------------------------------ */
 
-/* Empties f. */
+/* Empties f (no boards, no links). */
 void sky_fleet_init(sky_fleet *f);
 /* Checks every board: id non-empty, printable and unique; times finite and
  * positive (int8 ones 0 or positive, both or neither); attn_share 0 or in
- * (0,1); mem_bytes > 0; bw_Bps > 0 and finite; lat_s finite and >= 0.
- * Returns 0 or SKY_EINVAL with d naming the board and the field. */
+ * (0,1); mem_bytes > 0; bw_Bps > 0 and finite; lat_s finite and >= 0; site
+ * "" or a valid name (sky_site_ok), never "core" (normalised to "").
+ * Every link: two different valid sites (at most one of them the core), no
+ * pair twice, bw_Bps > 0 and finite, lat_s finite and >= 0.
+ * Returns 0 or SKY_EINVAL with d naming the board or link and the field. */
 int sky_fleet_validate(const sky_fleet *f, sky_diag *d);
 /* Parses a fleet document (len bytes, no terminator needed) into f and
  * validates it. Format (every key documented in README):
  *   {"boards": [{"id": "rpi4-a", "fwd_s": 0.8, "bwd_s": 1.6,
  *                "fwd_int8_s": 0.3, "bwd_int8_s": 0.9,      (optional)
  *                "attn_share": 0.36,                          (optional)
- *                "mem_bytes": 4294967296, "bw_Bps": 1.25e8, "lat_s": 0.002}, ...],
+ *                "mem_bytes": 4294967296, "bw_Bps": 1.25e8, "lat_s": 0.002,
+ *                "site": "factory"},                          (optional; "core" or
+ *                                                              absent: the core site)
+ *                ...],
+ *    "links": [{"a": "factory", "b": "core", "bw_Bps": 2.5e6, "lat_s": 0.03}, ...],
+ *                                                             (optional: site paths)
  *    "what": "free text" (optional)}
+ * A board's bw_Bps / lat_s are its path to its own broker (its site's).
  * Returns 0, or SKY_EFORMAT / SKY_ERANGE / SKY_ENOTFOUND / SKY_EINVAL with d
  * naming the board (by id, or by index when the id is bad) and the field. */
 int sky_fleet_parse(const char *buf, size_t len, sky_fleet *f, sky_diag *d);

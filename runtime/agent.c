@@ -868,6 +868,10 @@ int sky_agent_run(const sky_agent_opts *o, sky_diag *d)
 		goto exit;
 	if (o->speed > 0 && (rc = sky_profile_set_cores(&a.prof, o->speed, d)) != 0)
 		goto exit;
+	if (o->site) {
+		snprintf(a.prof.site, sizeof a.prof.site, "%s", o->site);
+		sky_site_norm(a.prof.site);
+	}
 	sky_profile_apply_threads(&a.prof);
 	snprintf(a.caps.id, sizeof a.caps.id, "%s", a.idn.id);
 	a.caps.keepalive_s = o->keepalive_s;

@@ -475,6 +475,7 @@ int sky_probe_cached(const char *state_dir, const char *id, const sky_probe_opts
 	c->shape.batch = o->model.batch;
 	snprintf(c->version, sizeof c->version, "%s", SKY_VERSION);
 	snprintf(c->board, sizeof c->board, "%s", prof ? prof->name : "default");
+	snprintf(c->site, sizeof c->site, "%s", prof ? prof->site : "");
 	c->threads = prof ? prof->threads : 1;
 	if (cache_read(path, key, c) == 0) {
 		*hit = 1;

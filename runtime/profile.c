@@ -1,5 +1,7 @@
 #include "sky_profile.h"
 
+#include "sky_caps.h"
+
 #include "sky_clock.h"
 #include "sky_cpu.h"
 #include "sky_file.h"
@@ -47,20 +49,21 @@ static int valid_name(const char *v)
 static int parse_line(sky_profile *p, char *line, unsigned *seen, const char *what, int ln,
 		      sky_diag *d)
 {
-	static const char *const keys[] = {"name", "threads", "mem_cap_mb", "speed"};
+	static const char *const keys[] = {"name", "threads", "mem_cap_mb", "speed", "site"};
+	_Static_assert(sizeof p->site == SKY_SITE_MAX + 1, "profile site holds a site name");
 	char *eq = strchr(line, '=');
 	if (!eq)
 		return sky_diag_set(d, SKY_EFORMAT, "%.150s:%d: expected 'key = value'", what, ln);
 	char *key = trim(line, eq);
 	char *val = trim(eq + 1, eq + 1 + strlen(eq + 1));
 	int k = -1;
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		if (strcmp(key, keys[i]) == 0)
 			k = i;
 	if (k < 0)
 		return sky_diag_set(d, SKY_EFORMAT,
 				    "%.150s:%d: unknown key '%.32s' (known: name, threads, "
-				    "mem_cap_mb, speed)",
+				    "mem_cap_mb, speed, site)",
 				    what, ln, key);
 	if (*seen & (1u << k))
 		return sky_diag_set(d, SKY_EFORMAT, "%.150s:%d: '%s' given twice", what, ln, keys[k]);
@@ -99,6 +102,15 @@ static int parse_line(sky_profile *p, char *line, unsigned *seen, const char *wh
 		p->mem_cap_mb = v;
 		return 0;
 	}
+	case 4:
+		if (!sky_topic_segment_ok(val))
+			return sky_diag_set(d, SKY_EFORMAT,
+					    "%.150s:%d: site '%.40s' must be 1-%d letters, digits, "
+					    "'.', '_' or '-'",
+					    what, ln, val, SKY_SITE_MAX);
+		snprintf(p->site, sizeof p->site, "%s", val);
+		sky_site_norm(p->site);
+		return 0;
 	default: {
 		double v = strtod(val, &end);
 		if (*end || errno || !isfinite(v) || !(v > 0.0) || v > 1.0)

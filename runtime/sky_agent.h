@@ -50,6 +50,7 @@ typedef struct sky_agent_opts {
 	int keepalive_s;          /* MQTT keepalive (default 10) */
 	double probe_max_s;       /* probe bound (default SKY_PROBE_DEFAULT_MAX_S) */
 	double speed;             /* > 0: overrides the profile's (sky_profile_set_cores) */
+	const char *site;         /* non-NULL: overrides the profile's site ("core": the core site) */
 	int no_link_probe;        /* 1: skip the echo (link figures stay 0) */
 	/* enrollment */
 	const char *claim_token;  /* one-time token from `sky pki token` */

@@ -7,6 +7,9 @@
  *   threads = 4          # OpenBLAS threads, 1..256
  *   mem_cap_mb = 3072    # memory Sky may plan for; 0 = what the OS says
  *   speed = 1.0          # emulated speed, 0 < speed <= 1
+ *   site = factory       # the site the board belongs to (its own broker,
+ *                        # bridged to the core); 1-64 of letters, digits,
+ *                        # '.', '_', '-'; absent or "core": the core site
  *
  * A missing key keeps its default; an unknown key, a repeated key, a line
  * without '=' or a bad value is an error naming the file and line.
@@ -31,6 +34,7 @@ typedef struct sky_profile {
 	int threads;         /* 1..256 */
 	uint64_t mem_cap_mb; /* 0: no cap */
 	double speed;        /* (0, 1] */
+	char site[65];       /* "" = the core site (sky_caps.h: SKY_SITE_MAX + 1) */
 	char source[256];    /* the file it came from, or "built-in defaults" */
 	double owed_s;       /* stretch sleep not yet slept (below 1 ms); see stretch */
 } sky_profile;

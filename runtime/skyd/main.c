@@ -3,6 +3,7 @@
  * keeps its liveness, and takes the signed plans meant for it
  * (runtime/sky_agent.h). */
 #include "sky_agent.h"
+#include "sky_caps.h"
 #include "sky_err.h"
 #include "sky_log.h"
 #include "sky_identity.h"
@@ -44,6 +45,8 @@ static void usage(FILE *to)
 		"  --speed F          emulate a board F times as fast as one core of this machine\n"
 		"                     (0 < F <= 64, at most the profile's threads; overrides its\n"
 		"                     speed): compute is stretched to 1/F, and the probe sees it\n"
+		"  --site NAME        the board's site (overrides the profile's site = NAME; \"core\"\n"
+		"                     or none: the core site); --broker is then that site's broker\n"
 		"  --no-link-probe    skip the echo through the broker\n"
 		"  --log-level L      error, warn, info (default), debug\n"
 		"  --log-journal      journald lines (<3>..<7> priority, no time stamp); the default\n"
@@ -91,7 +94,7 @@ int main(int argc, char **argv)
 	enum {
 		O_ENROLL = SKY_OPT_FIRST, O_ENROLL_ONLY, O_NO_LINK_PROBE, O_LOG_JOURNAL, O_STATE,
 		O_CONFIG_DIR, O_BROKER, O_ID, O_PROFILE, O_MODEL, O_CLAIM, O_PKI_CA, O_LAYERS, O_SEQ,
-		O_BATCH, O_KEEPALIVE, O_PROBE_SECONDS, O_SPEED, O_LOG_LEVEL
+		O_BATCH, O_KEEPALIVE, O_PROBE_SECONDS, O_SPEED, O_LOG_LEVEL, O_SITE
 	};
 	static const struct option k_opts[] = {
 		{"enroll", no_argument, NULL, O_ENROLL},
@@ -112,6 +115,7 @@ int main(int argc, char **argv)
 		{"keepalive", required_argument, NULL, O_KEEPALIVE},
 		{"probe-seconds", required_argument, NULL, O_PROBE_SECONDS},
 		{"speed", required_argument, NULL, O_SPEED},
+		{"site", required_argument, NULL, O_SITE},
 		{"log-level", required_argument, NULL, O_LOG_LEVEL},
 		SKY_OPT_STD,
 		{0}};
@@ -195,6 +199,16 @@ int main(int argc, char **argv)
 			}
 			break;
 		}
+		case O_SITE:
+			if (!sky_topic_segment_ok(v)) {
+				fprintf(stderr,
+					"skyd: --site expects 1-%d letters, digits, '.', '_' or '-', got "
+					"'%s'\n",
+					SKY_SITE_MAX, v);
+				return 2;
+			}
+			o.site = v;
+			break;
 		case O_LOG_LEVEL: {
 			sky_log_level l;
 			if (sky_log_parse_level(v, &l) != 0) {

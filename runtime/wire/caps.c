@@ -111,6 +111,11 @@ int sky_caps_validate(const sky_caps *c, sky_diag *d)
 	if (!isfinite(c->link_lat_s) || c->link_lat_s < 0 || c->link_lat_s > SKY_CAPS_MAX_LAT_S)
 		return sky_diag_set(d, SKY_ERANGE, "caps: link.lat_s is %g, allowed 0 to %g",
 				    c->link_lat_s, SKY_CAPS_MAX_LAT_S);
+	if (!sky_site_ok(c->site) || strcmp(c->site, SKY_SITE_CORE) == 0)
+		return sky_diag_set(d, SKY_EINVAL,
+				    "caps %s: site is not 1-%d of [A-Za-z0-9_.-] (or is \"core\", "
+				    "which is written as no site)",
+				    c->id, SKY_SITE_MAX);
 	if (!isfinite(c->probe_s) || c->probe_s < 0 || c->probe_s > SKY_CAPS_MAX_TIME_S)
 		return sky_diag_set(d, SKY_ERANGE, "caps: probe_s is %g, allowed 0 to %g", c->probe_s,
 				    SKY_CAPS_MAX_TIME_S);
@@ -173,6 +178,8 @@ int sky_caps_encode(const sky_caps *c, char *buf, size_t cap, sky_diag *d)
 		cJSON_AddNumberToObject(l, "bw_Bps", c->link_bw);
 		cJSON_AddNumberToObject(l, "lat_s", c->link_lat_s);
 	}
+	if (c->site[0])
+		cJSON_AddStringToObject(doc, "site", c->site);
 	cJSON_AddNumberToObject(doc, "probe_s", c->probe_s);
 	cJSON_AddNumberToObject(doc, "probed_at", (double)c->probed_at);
 	rc = sky_json_print(doc, buf, cap);
@@ -270,6 +277,11 @@ int sky_caps_decode(const char *buf, size_t len, sky_caps *c, sky_diag *d)
 		if ((rc = sky_json_num(l, "bw_Bps", -INFINITY, INFINITY, &c->link_bw, "caps.link", d)) ||
 		    (rc = sky_json_num(l, "lat_s", -INFINITY, INFINITY, &c->link_lat_s, "caps.link", d)))
 			goto exit;
+	}
+	if (cJSON_GetObjectItemCaseSensitive(doc, "site")) {
+		if ((rc = sky_json_str(doc, "site", c->site, sizeof c->site, "caps", d)))
+			goto exit;
+		sky_site_norm(c->site);
 	}
 	if ((rc = sky_json_num(doc, "probe_s", -INFINITY, INFINITY, &c->probe_s, "caps", d)) ||
 	    (rc = sky_json_i64(doc, "probed_at", 0, (1ll << 40), &c->probed_at, "caps", d)))

@@ -37,6 +37,9 @@ int sky_planmsg_validate(const sky_planmsg *p, sky_diag *d)
 	int next = 0;
 	for (int i = 0; i < p->n_stages; i++) {
 		const sky_plan_stage *st = &p->stages[i];
+		if (!sky_site_ok(st->site))
+			return sky_diag_set(d, SKY_EINVAL, "plan %s: stage %d site is invalid",
+					    p->job, i);
 		if (!sky_topic_segment_ok(st->board))
 			return sky_diag_set(d, SKY_EINVAL, "plan %s: stage %d board id is invalid",
 					    p->job, i);
@@ -133,6 +136,8 @@ int sky_planmsg_encode(const sky_planmsg *p, char *buf, size_t cap, sky_diag *d)
 		cJSON_AddNumberToObject(st, "arena_bytes", (double)p->stages[i].arena_bytes);
 		if (p->stages[i].key[0])
 			cJSON_AddStringToObject(st, "key", p->stages[i].key);
+		if (p->stages[i].site[0])
+			cJSON_AddStringToObject(st, "site", p->stages[i].site);
 		cJSON_AddItemToArray(arr, st);
 	}
 	rc = sky_json_print(doc, buf, cap);
@@ -234,6 +239,11 @@ int sky_planmsg_decode(const char *buf, size_t len, sky_planmsg *p, sky_diag *d)
 		if (cJSON_GetObjectItemCaseSensitive(st, "key") &&
 		    (rc = sky_json_str(st, "key", s->key, sizeof s->key, what, d)))
 			goto exit;
+		if (cJSON_GetObjectItemCaseSensitive(st, "site")) {
+			if ((rc = sky_json_str(st, "site", s->site, sizeof s->site, what, d)))
+				goto exit;
+			sky_site_norm(s->site);
+		}
 		i++;
 	}
 	p->n_stages = i;

@@ -9,7 +9,7 @@
  *    "model":{"name":"mini","hidden":256,"heads":4,"ffn":1024,"seq":128,"batch":8},
  *    "fp32":{"fwd_attn_s":0.0021,"fwd_ffn_s":0.0030,"bwd_attn_s":0.0045,"bwd_ffn_s":0.0061},
  *    "mem_bytes":2147483648,"link":{"bw_Bps":1.2e8,"lat_s":0.0004},
- *    "probe_s":2.1,"probed_at":1764511200}
+ *    "site":"factory","probe_s":2.1,"probed_at":1764511200}
  *
  * Times are for ONE encoder layer and ONE micro-batch (model.batch
  * sequences of model.seq tokens), split into the attention and feed-forward
@@ -17,7 +17,10 @@
  * whole layer's forward with the int8 kernels (sky_layer_s8.h; inference
  * only: there is no int8 backward), present when the probe could run it.
  * "link" is absent (or zero) when the
- * probe ran without a broker. The report is one board's word about itself;
+ * probe ran without a broker; it is the board's path to the broker it
+ * connects to, which for a board of a site is that site's broker. "site"
+ * (absent: the core site) names the site the board belongs to (its
+ * profile's `site = NAME`, sky_profile.h). The report is one board's word about itself;
  * the decoder therefore treats it as hostile: every field is checked against
  * a range and the first bad one is named in the diagnostic. */
 #ifndef SKY_CAPS_H
@@ -28,6 +31,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define SKY_CAPS_VERSION 1
 
@@ -55,6 +59,29 @@
 /* 1 if s is "" or 1-SKY_BOOT_ID_MAX lowercase hex digits. */
 int sky_boot_id_ok(const char *s);
 
+/* Sites. A site is a place with its own broker, bridged to the core
+ * broker (design.md, "Sites"). Its name follows the topic-segment rules of
+ * board ids (1-64 of [A-Za-z0-9_.-]); "" is the core site, and the name
+ * "core" means the same site: readers normalise it to "" (sky_site_norm),
+ * writers leave "" out or print it as "core" where a name is needed. */
+#define SKY_SITE_CORE "core"
+#define SKY_SITE_MAX SKY_TOPIC_SEGMENT_MAX /* bytes of a name, without the NUL */
+/* 1 if s is "" (the core site) or a valid segment. */
+static inline int sky_site_ok(const char *s) { return !s[0] || sky_topic_segment_ok(s); }
+/* Turns "core" into "" in place (the one spelling of the core site). */
+static inline void sky_site_norm(char *s)
+{
+	if (strcmp(s, SKY_SITE_CORE) == 0)
+		memset(s, 0, sizeof SKY_SITE_CORE); /* all of it: structs compare bytewise */
+}
+/* The site's name for people and for documents that need one: "core" for "". */
+static inline const char *sky_site_name(const char *s) { return s[0] ? s : SKY_SITE_CORE; }
+/* 1 if a and b name the same site ("" and "core" are one). */
+static inline int sky_site_eq(const char *a, const char *b)
+{
+	return strcmp(a[0] ? a : SKY_SITE_CORE, b[0] ? b : SKY_SITE_CORE) == 0;
+}
+
 /* The model shape a probe ran at (the fields that change a layer's time). */
 typedef struct sky_caps_shape {
 	char name[16];
@@ -81,6 +108,7 @@ typedef struct sky_caps {
 	int64_t mem_bytes; /* memory budget for a job's arena */
 	double link_bw;    /* bytes/s through the broker, 0 = unknown */
 	double link_lat_s; /* round trip through the broker, 0 = unknown */
+	char site[SKY_SITE_MAX + 1]; /* "" = the core site */
 	double probe_s;    /* how long the probe took */
 	int64_t probed_at; /* Unix seconds */
 } sky_caps;

@@ -5,7 +5,8 @@
  *   {"v":1,"job":"j1","epoch":7,"algo":"optimal","micro_batches":4,
  *    "model":{"name":"mini","hidden":256,"heads":4,"ffn":1024,"layers":4,"seq":128,"batch":8},
  *    "stages":[{"board":"b01","first":0,"last":3,"in_flight":2,"arena_bytes":1234567},
- *              {"board":"b02","first":4,"last":7,"in_flight":1,"arena_bytes":1234567}]}
+ *              {"board":"b02","first":4,"last":7,"in_flight":1,"arena_bytes":1234567,
+ *               "site":"factory"}]}
  *
  * A model of L encoder layers has 2L half-layers: half-layer 2i is layer i's
  * attention block, 2i+1 its feed-forward block (sky_layer.h). Stages are in
@@ -16,7 +17,10 @@
  * GPipe, fewer under 1F1B); the board
  * measures its own figure and reports both in its plan-ack. The epoch is a
  * planner-wide counter that only grows: a board runs a plan only if its
- * epoch is newer than the last one it ran (replay protection).
+ * epoch is newer than the last one it ran (replay protection). "site" (absent:
+ * the core site, sky_caps.h) is the site of the stage's board as the planner
+ * saw it: neighbouring stages of different sites exchange frames through the
+ * bridges, of one site through that site's broker.
  *
  * A training job adds (optional; without it the boards only hold the plan):
  *   "train":{"steps":5,"sched":"1f1b","optim":"adamw","lr":0.001,"seed":1,
@@ -49,6 +53,7 @@ typedef struct sky_plan_stage {
 	int in_flight;       /* micro-batches whose activations it holds at once */
 	int64_t arena_bytes; /* planner's expectation */
 	char key[SKY_JOBKEY_B64_MAX]; /* wrapped frame key ("" when not sealed) */
+	char site[SKY_SITE_MAX + 1];  /* the board's site ("" = core) */
 } sky_plan_stage;
 
 typedef struct sky_plan_train {

@@ -39,6 +39,81 @@ SKY_TEST(parses_a_good_fleet)
 	SKY_EXPECT_EQ(sky_fleet_write(&g_f, NULL, buf, 40), SKY_ERANGE);
 }
 
+SKY_TEST(sites_and_links_round_trip)
+{
+	const char *doc =
+		"{\"boards\":[" BOARD("f1", ",\"site\":\"factory\"") "," BOARD("c1", "") "," BOARD(
+			"c2", ",\"site\":\"core\"") "],"
+		"\"links\":[{\"a\":\"factory\",\"b\":\"core\",\"bw_Bps\":2.5e6,\"lat_s\":0.03},"
+		"{\"a\":\"shop\",\"b\":\"factory\",\"bw_Bps\":1e6,\"lat_s\":0.05}]}";
+	sky_diag d;
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_fleet_parse(doc, strlen(doc), &g_f, &d), 0);
+	SKY_EXPECT_MSG(d.msg[0] == 0, "%s", d.msg);
+	SKY_EXPECT(strcmp(g_f.board[0].site, "factory") == 0);
+	SKY_EXPECT(g_f.board[1].site[0] == '\0' && g_f.board[2].site[0] == '\0');
+	SKY_EXPECT_EQ(g_f.n_links, 2);
+	SKY_EXPECT(strcmp(g_f.link[0].a, "factory") == 0 && g_f.link[0].b[0] == '\0');
+	SKY_EXPECT_NEAR(g_f.link[1].lat_s, 0.05, 0);
+	static char buf[1 << 16];
+	int n = sky_fleet_write(&g_f, NULL, buf, sizeof buf);
+	SKY_EXPECT(n > 0);
+	SKY_EXPECT_MSG(strstr(buf, "\"b\":\"core\"") != NULL, "%s", buf);
+	SKY_EXPECT_EQ(sky_fleet_parse(buf, (size_t)n, &g_g, &d), 0);
+	SKY_EXPECT_EQ(g_g.n, 3);
+	SKY_EXPECT(memcmp(g_f.board, g_g.board, 3 * sizeof(sky_board)) == 0);
+	SKY_EXPECT_EQ(g_g.n_links, 2);
+	SKY_EXPECT(memcmp(g_f.link, g_g.link, 2 * sizeof(sky_site_link)) == 0);
+	/* a fleet without links writes none and reads back none */
+	g_f.n_links = 0;
+	n = sky_fleet_write(&g_f, NULL, buf, sizeof buf);
+	SKY_EXPECT(n > 0 && strstr(buf, "links") == NULL);
+	SKY_EXPECT_EQ(sky_fleet_parse(buf, (size_t)n, &g_g, &d), 0);
+	SKY_EXPECT_EQ(g_g.n_links, 0);
+}
+
+SKY_TEST(bad_sites_and_links_are_named)
+{
+	const struct {
+		const char *doc, *word;
+		int rc;
+	} cases[] = {
+		{"{\"boards\":[" BOARD("s1", ",\"site\":\"a b\"") "]}", "board s1: field 'site'",
+		 SKY_EINVAL},
+		{"{\"boards\":[" BOARD("s1", ",\"site\":3") "]}", "site", SKY_EFORMAT},
+		{"{\"boards\":[" BOARD("s1", "") "],\"links\":[{\"a\":\"x\",\"b\":\"x\","
+		 "\"bw_Bps\":1,\"lat_s\":0}]}",
+		 "link #0: joins site x to itself", SKY_EINVAL},
+		{"{\"boards\":[" BOARD("s1", "") "],\"links\":[{\"a\":\"x\",\"b\":\"core\","
+		 "\"bw_Bps\":1,\"lat_s\":0},{\"a\":\"core\",\"b\":\"x\",\"bw_Bps\":2,\"lat_s\":0}]}",
+		 "link #1: core-x is given twice", SKY_EINVAL},
+		{"{\"boards\":[" BOARD("s1", "") "],\"links\":[{\"a\":\"x\",\"b\":\"y\","
+		 "\"bw_Bps\":0,\"lat_s\":0}]}",
+		 "link x-y: field 'bw_Bps'", SKY_EINVAL},
+		{"{\"boards\":[" BOARD("s1", "") "],\"links\":[{\"a\":\"x\",\"b\":\"y\","
+		 "\"bw_Bps\":1,\"lat_s\":-1}]}",
+		 "link x-y: field 'lat_s'", SKY_EINVAL},
+		{"{\"boards\":[" BOARD("s1", "") "],\"links\":[{\"a\":\"\",\"b\":\"y\","
+		 "\"bw_Bps\":1,\"lat_s\":0}]}",
+		 "link #0: a site name is empty", SKY_EINVAL},
+		{"{\"boards\":[" BOARD("s1", "") "],\"links\":[{\"a\":\"x\",\"bw_Bps\":1,"
+		 "\"lat_s\":0}]}",
+		 "link #0: missing field 'b'", SKY_ENOTFOUND},
+		{"{\"boards\":[" BOARD("s1", "") "],\"links\":{}}", "'links' must be an array",
+		 SKY_EFORMAT},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		sky_diag d;
+		sky_diag_clear(&d);
+		int rc = sky_fleet_parse(cases[i].doc, strlen(cases[i].doc), &g_f, &d);
+		SKY_EXPECT_MSG(rc == cases[i].rc, "case %zu: rc %d (%s)", i, rc, d.msg);
+		SKY_EXPECT_MSG(strstr(d.msg, cases[i].word) != NULL, "case %zu: '%s' lacks '%s'", i,
+			       d.msg, cases[i].word);
+		SKY_EXPECT_EQ(g_f.n, 0);
+		SKY_EXPECT_EQ(g_f.n_links, 0);
+	}
+}
+
 /* each bad case: the error must name the board and the field */
 SKY_TEST(bad_fleets_name_the_board_and_field)
 {

@@ -103,6 +103,40 @@ SKY_TEST(online_caps_and_heartbeat_timeout)
 	SKY_EXPECT(b->state == SKY_REG_ONLINE && b->session == 2);
 }
 
+SKY_TEST(a_boards_site_is_kept_and_written_to_fleet_json)
+{
+	static char out[1 << 16];
+	sky_caps c;
+	char buf[SKY_CAPS_MAX_BYTES];
+	sky_registry_init(&g_r);
+	status("f1", 1, 1, 0.0);
+	status("c1", 1, 1, 0.0);
+	memset(&c, 0, sizeof c);
+	strcpy(c.id, "f1");
+	c.session = 1;
+	strcpy(c.version, "v");
+	strcpy(c.board, "host");
+	c.threads = 1;
+	c.keepalive_s = 2;
+	strcpy(c.shape.name, "tiny");
+	c.shape.hidden = 32, c.shape.heads = 2, c.shape.ffn = 64, c.shape.seq = 16, c.shape.batch = 8;
+	c.fp32 = (sky_caps_times){0.01, 0.01, 0.02, 0.02};
+	c.mem_bytes = 1 << 30;
+	c.probed_at = 1;
+	strcpy(c.site, "factory");
+	SKY_EXPECT(sky_caps_encode(&c, buf, sizeof buf, NULL) > 0);
+	SKY_EXPECT_EQ(msg("f1", SKY_TOPIC_CAPS, buf, 0.1), 0);
+	SKY_EXPECT_EQ(caps("c1", "c1", 1, 0.01, 0.1), 0);
+	SKY_EXPECT(strcmp(sky_registry_find(&g_r, "f1")->caps.site, "factory") == 0);
+	int n = sky_registry_to_json(&g_r, 1764511200, out, sizeof out);
+	SKY_EXPECT(n > 0);
+	const char *f1 = strstr(out, "\"id\":\"f1\""), *c1 = strstr(out, "\"id\":\"c1\"");
+	const char *s1 = f1 ? strstr(f1, "\"site\":") : NULL;
+	const char *s2 = c1 ? strstr(c1, "\"site\":") : NULL;
+	SKY_EXPECT_MSG(s1 && !strncmp(s1, "\"site\":\"factory\"", 16), "%s", out);
+	SKY_EXPECT_MSG(s2 && !strncmp(s2, "\"site\":\"core\"", 13), "%s", out);
+}
+
 SKY_TEST(a_late_will_from_an_old_session_never_kills_a_live_board)
 {
 	sky_registry_init(&g_r);

@@ -48,6 +48,19 @@ SKY_TEST(parses_keys_comments_and_blanks)
 	SKY_EXPECT(p.speed == 1.0 && strcmp(p.name, "default") == 0);
 }
 
+SKY_TEST(site_is_read_and_core_is_no_site)
+{
+	sky_profile p;
+	sky_diag d;
+	sky_profile_defaults(&p);
+	SKY_EXPECT(p.site[0] == '\0'); /* the core site by default */
+	SKY_EXPECT_EQ(parse(&p, "name = rpi4\nsite = factory-2  # the plant\n", &d), 0);
+	SKY_EXPECT_MSG(strcmp(p.site, "factory-2") == 0, "site '%s'", p.site);
+	sky_profile_defaults(&p);
+	SKY_EXPECT_EQ(parse(&p, "site = core\n", &d), 0);
+	SKY_EXPECT(p.site[0] == '\0');
+}
+
 SKY_TEST(bad_lines_are_named_and_change_nothing)
 {
 	static const struct {
@@ -70,6 +83,9 @@ SKY_TEST(bad_lines_are_named_and_change_nothing)
 		{"speed = -0.5\n", "speed must be", SKY_ERANGE},
 		{"name = my board\n", "name 'my board' must be", SKY_EFORMAT},
 		{"name = abcdefghijabcdefghijabcdefghij12\n", "must be 1-31", SKY_EFORMAT},
+		{"site = a/b\n", "test.conf:1: site 'a/b' must be 1-64", SKY_EFORMAT},
+		{"site = a+\n", "site 'a+' must be", SKY_EFORMAT},
+		{"site = f\nsite = g\n", "test.conf:2: 'site' given twice", SKY_EFORMAT},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		sky_profile p;

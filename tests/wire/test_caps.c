@@ -72,6 +72,32 @@ static int decode_edited(const char *from, const char *to, sky_diag *d)
 	return sky_caps_decode(out, strlen(out), &c, d);
 }
 
+SKY_TEST(site_round_trips_and_core_is_no_site)
+{
+	sky_caps c, back;
+	char buf[SKY_CAPS_MAX_BYTES];
+	sky_diag d;
+	sky_diag_clear(&d);
+	sample(&c);
+	int n = sky_caps_encode(&c, buf, sizeof buf, &d);
+	SKY_EXPECT(n > 0 && strstr(buf, "\"site\"") == NULL); /* the core site: left out */
+	strcpy(c.site, "factory");
+	n = sky_caps_encode(&c, buf, sizeof buf, &d);
+	SKY_EXPECT_MSG(n > 0, "%s", d.msg);
+	SKY_EXPECT(strstr(buf, "\"site\":\"factory\"") != NULL);
+	SKY_EXPECT_EQ(sky_caps_decode(buf, (size_t)n, &back, &d), 0);
+	SKY_EXPECT(strcmp(back.site, "factory") == 0);
+	/* "core" reads as the core site; a name that could not be a topic
+	 * level is refused and named */
+	SKY_EXPECT_EQ(decode_edited("\"probe_s\"", "\"site\":\"core\",\"probe_s\"", &d), 0);
+	SKY_EXPECT_EQ(decode_edited("\"probe_s\"", "\"site\":\"a/b\",\"probe_s\"", &d), SKY_EINVAL);
+	SKY_EXPECT_MSG(strstr(d.msg, "site") != NULL, "%s", d.msg);
+	SKY_EXPECT_EQ(decode_edited("\"probe_s\"", "\"site\":7,\"probe_s\"", &d), SKY_EFORMAT);
+	strcpy(c.site, "a#");
+	SKY_EXPECT_EQ(sky_caps_encode(&c, buf, sizeof buf, &d), SKY_EINVAL);
+	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
+}
+
 SKY_TEST(absurd_values_are_refused_and_named)
 {
 	sky_diag d;

@@ -53,6 +53,26 @@ SKY_TEST(round_trip_and_find)
 	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
 }
 
+SKY_TEST(stage_sites_round_trip)
+{
+	char buf[SKY_PLAN_MAX_BYTES];
+	sky_diag d;
+	sky_diag_clear(&d);
+	sample(&g_p, 3, 3);
+	strcpy(g_p.stages[0].site, "factory");
+	strcpy(g_p.stages[2].site, "shop");
+	int n = sky_planmsg_encode(&g_p, buf, sizeof buf, &d);
+	SKY_EXPECT_MSG(n > 0, "%s", d.msg);
+	SKY_EXPECT(strstr(buf, "\"site\":\"factory\"") != NULL);
+	SKY_EXPECT_EQ(sky_planmsg_decode(buf, (size_t)n, &g_back, &d), 0);
+	SKY_EXPECT(strcmp(g_back.stages[0].site, "factory") == 0);
+	SKY_EXPECT(g_back.stages[1].site[0] == '\0'); /* the core: no "site" */
+	SKY_EXPECT(strcmp(g_back.stages[2].site, "shop") == 0);
+	strcpy(g_p.stages[1].site, "no/slash");
+	SKY_EXPECT_EQ(sky_planmsg_encode(&g_p, buf, sizeof buf, &d), SKY_EINVAL);
+	SKY_EXPECT_MSG(strstr(d.msg, "stage 1 site") != NULL, "%s", d.msg);
+}
+
 static int decode_edited(const char *from, const char *to, sky_diag *d)
 {
 	static char buf[SKY_PLAN_MAX_BYTES], out[SKY_PLAN_MAX_BYTES];

@@ -38,6 +38,7 @@ static void big_fleet(sky_fleet *f, const sky_job *j, int n)
 	/* a base layer at micro-batch 8 x 128 on a fast board: ~60 ms fwd */
 	double fwd = sky_model_layer_flops_fwd(&j->model) / 100e9;
 	f->n = n;
+	f->n_links = 0;
 	for (int i = 0; i < n; i++) {
 		sky_board *b = &f->board[i];
 		memset(b, 0, sizeof *b);
