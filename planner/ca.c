@@ -4,6 +4,7 @@
 
 #include "sky_clock.h"
 #include "sky_file.h"
+#include "sky_topics.h"
 
 #include <mbedtls/md.h>
 #include <mbedtls/oid.h>
@@ -413,15 +414,13 @@ exit:
 
 int sky_ca_check_site_name(const char *name, sky_diag *d)
 {
-	size_t n = 0;
-	for (; name && name[n]; n++) {
-		char c = name[n];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '_' || c == '-') || n >= SKY_CA_SITE_NAME_MAX)
-			return sky_diag_set(d, SKY_EINVAL, "site name: 1-%d characters of A-Z a-z 0-9 _ -",
-					    SKY_CA_SITE_NAME_MAX);
-	}
-	return n ? 0 : sky_diag_set(d, SKY_EINVAL, "site name is empty");
+	/* the rule of site names everywhere (sky_caps.h): a topic segment */
+	if (!sky_topic_segment_ok(name))
+		return sky_diag_set(d, SKY_EINVAL, "site name: 1-%d characters of A-Z a-z 0-9 . _ -",
+				    SKY_CA_SITE_NAME_MAX);
+	if (strcmp(name, "core") == 0)
+		return sky_diag_set(d, SKY_EINVAL, "site name 'core' is the core broker's own site");
+	return 0;
 }
 
 int sky_ca_add_site(const char *dir, const char *site, const char *listen, sky_diag *d)

@@ -79,7 +79,7 @@
 #define SKY_CA_BRIDGE_KEY_FILE "bridge.key"
 #define SKY_CA_BRIDGE_CERT_FILE "bridge.crt"
 #define SKY_CA_BRIDGE_CN_PREFIX "sky-bridge-"
-#define SKY_CA_SITE_NAME_MAX 32
+#define SKY_CA_SITE_NAME_MAX 64 /* SKY_SITE_MAX (sky_caps.h) */
 
 #define SKY_CA_BOARD_DAYS 365
 #define SKY_CA_DEFAULT_TOKEN_TTL 3600 /* seconds */
@@ -161,7 +161,8 @@ int sky_ca_parse_ipv4(const char *s, unsigned char out[4]);
  * (sky/v1/site/<dst>/job/...) out and those addressed to its own site in,
  * and the planner's link probes; no other topic crosses. */
 
-/* Site names: 1..SKY_CA_SITE_NAME_MAX characters of [A-Za-z0-9_-].
+/* Site names: 1..SKY_CA_SITE_NAME_MAX characters of [A-Za-z0-9_.-], not
+ * "core" (sky_caps.h), not "." or "..".
  * Returns 0 or SKY_EINVAL with d set. */
 int sky_ca_check_site_name(const char *name, sky_diag *d);
 /* Issues site's bridge identity and its broker's server certificate
