@@ -56,8 +56,8 @@ static const char k_acl[] =
 	"topic write sky/v1/jobs/+/reply\n"
 	"topic read sky/v1/job/+/part/+\n"
 	"# link probes through each site's bridge (sky_topics.h)\n"
-	"topic write sky/v1/site/+/echo/+\n"
-	"topic read sky/v1/site/+/back/echo/+\n"
+	"topic write sky/v1/site/+/echo\n"
+	"topic read sky/v1/site/+/back/echo\n"
 	"\n"
 	"# The claim identity enrolls on the claim listener; here it gets nothing.\n"
 	"user " SKY_ENROLL_CLAIM_CN "\n"
@@ -166,7 +166,7 @@ static const char k_acl_bridge[] =
 	"topic write sky/v1/job/+/part/+\n"
 	"topic write sky/v1/site/+/job/+/stage/#\n"
 	"topic read sky/v1/site/%s/job/+/stage/#\n"
-	"topic write sky/v1/site/%s/back/echo/+\n";
+	"topic write sky/v1/site/%s/back/echo\n";
 
 /* Its section on the claim listener, where its second connection picks up
  * the planner's link probes for its site (%s: the site, three times):
@@ -178,7 +178,7 @@ static const char k_acl_bridge_claim[] =
 	"\n"
 	"# Site %s's bridge, its link-probe connection (sky pki bridge %s).\n"
 	"user " SKY_CA_BRIDGE_CN_PREFIX "%s\n"
-	"topic read sky/v1/site/%s/echo/+\n";
+	"topic read sky/v1/site/%s/echo\n";
 
 /* Appends section (a template whose every %s is the site) for every site
  * in <dir>/sites.list. Returns the new length or a negative code. */
@@ -437,8 +437,8 @@ int sky_ca_write_site_conf(const char *dir, const sky_ca_site_opts *o, sky_diag 
 	 * stage topics the stages subscribe to. The plain stage topics
 	 * themselves have no line: a frame between two stages of this site never
 	 * leaves it. The echo lines turn the planner's link probes around
-	 * inside this broker: in as .../loop/echo/N (second connection), out
-	 * again as .../back/echo/N (main connection). The core's claim
+	 * inside this broker: in as .../loop/echo (second connection), out
+	 * again as .../back/echo (main connection). The core's claim
 	 * listener is its fleet port + 1. */
 	int n = snprintf(
 		conf, sizeof conf,
@@ -487,7 +487,7 @@ int sky_ca_write_site_conf(const char *dir, const sky_ca_site_opts *o, sky_diag 
 		"topic sky/v1/site/+/job/+/stage/# out 1\n"
 		"topic job/+/stage/# in 1 sky/v1/ sky/v1/site/%s/\n"
 		"# the planner's link probes go back (they come in on the next connection)\n"
-		"topic echo/+ out 0 sky/v1/site/%s/loop/ sky/v1/site/%s/back/\n"
+		"topic echo out 0 sky/v1/site/%s/loop/ sky/v1/site/%s/back/\n"
 		"\n"
 		"# a second connection, to the core's claim listener, brings the probes in:\n"
 		"# mosquitto never sends a message out on the connection it came in on\n"
@@ -505,7 +505,7 @@ int sky_ca_write_site_conf(const char *dir, const sky_ca_site_opts *o, sky_diag 
 		"bridge_certfile %s/" SKY_CA_BRIDGE_CERT_FILE "\n"
 		"bridge_keyfile %s/" SKY_CA_BRIDGE_KEY_FILE "\n"
 		"bridge_tls_version tlsv1.2\n"
-		"topic echo/+ in 0 sky/v1/site/%s/loop/ sky/v1/site/%s/\n",
+		"topic echo in 0 sky/v1/site/%s/loop/ sky/v1/site/%s/\n",
 		s, o->core, o->port, listen, abs, abs, abs, abs, s, s, chost, cport, s, s, abs, abs,
 		abs, s, s, s, /* echo connection */ s, chost, cport + 1, s, s, abs, abs, abs, s, s);
 	if (n < 0 || (size_t)n >= sizeof conf)

@@ -7,6 +7,7 @@
 #include "sky_jobkey.h"
 #include "sky_jobstat.h"
 #include "sky_json.h"
+#include "sky_linkprobe.h"
 #include "sky_log.h"
 #include "sky_metrics.h"
 #include "sky_model.h"
@@ -277,6 +278,7 @@ typedef struct svc {
 	/* working memory for planning (large structs, kept out of the stack) */
 	sky_fleet fleet;
 	int fleet_reg[SKY_PLAN_MAX_BOARDS]; /* fleet index -> registry index */
+	sky_linkprobe links;                /* each site's path through its bridge */
 	sky_plan plan;
 	sky_planmsg msg;
 	char payload[SKY_SIGN_MAX_PAYLOAD];
@@ -640,6 +642,8 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 	} else if (sky_topic_parse(topic, tl, "enroll", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
 		   strcmp(leaf, SKY_TOPIC_CSR) == 0) {
 		handle_enroll(s, seg, (const char *)p, len);
+	} else if (strncmp(topic, SKY_TOPIC_ROOT "/site/", sizeof SKY_TOPIC_ROOT + 5) == 0) {
+		sky_linkprobe_on_msg(&s->links, topic, p, len, sky_clock_s());
 	}
 	sky_mutex_unlock(&s->lock);
 }
@@ -705,7 +709,8 @@ static int connect_svc(svc *s, sky_diag *d)
 			      SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_CAPS,
 			      SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_PLAN_ACK, SKY_TOPIC_SUB_ALL_CSRS,
 			      SKY_TOPIC_SUB_ALL_PLANS, SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_METRICS,
-			      SKY_TOPIC_SUB_ALL_SUBMITS};
+			      SKY_TOPIC_SUB_ALL_SUBMITS,
+			      SKY_TOPIC_ROOT "/site/+/back/" SKY_TOPIC_ECHO};
 	sky_mutex_lock(&s->lock);
 	memset(s->on_broker, 0, sizeof s->on_broker);
 	s->republish_at = 0;
@@ -818,6 +823,56 @@ static int wrap_keys(svc *s, sky_planmsg *p, sky_diag *d)
 /* Plans pending job pj if enough boards are ready. Returns 1 when the job
  * is done with (published or failed), 0 to keep waiting. Called with the
  * lock held. */
+static int publish_probe(void *ctx, const char *topic, const void *data, size_t len)
+{
+	svc *s = ctx;
+	if (!s->m || atomic_load(&s->lost))
+		return SKY_ENET;
+	return sky_mqtt_publish(s->m, topic, data, len, 0, 0, NULL);
+}
+
+/* <state>/links.json: the measured paths, as a fleet file's "links". */
+static void save_links(svc *s, double now)
+{
+	char path[640], buf[SKY_LINKPROBE_MAX_SITES * 160 + 32];
+	size_t n = (size_t)snprintf(buf, sizeof buf, "{\"links\":[");
+	int k = 0;
+	for (int i = 0; i < s->links.n; i++) {
+		const sky_linkprobe_site *ls = &s->links.s[i];
+		if (!ls->measured)
+			continue;
+		n += (size_t)snprintf(buf + n, sizeof buf - n,
+				      "%s{\"a\":\"%s\",\"b\":\"" SKY_SITE_CORE
+				      "\",\"bw_Bps\":%.6g,\"lat_s\":%.6g,\"age_s\":%.1f}",
+				      k++ ? "," : "", ls->site, ls->bw_Bps, ls->lat_s, now - ls->at);
+	}
+	n += (size_t)snprintf(buf + n, sizeof buf - n, "]}\n");
+	if (n < sizeof buf && state_file(s, "links.json", path, sizeof path) == 0)
+		sky_file_write(path, buf, n, 0644);
+}
+
+/* Every site an online board reports is probed (sky_linkprobe.h); called
+ * under the lock from the loop. */
+static void probe_links(svc *s, double now)
+{
+	for (int i = 0; i < s->reg.n; i++) {
+		const sky_reg_board *b = &s->reg.b[i];
+		if (b->state == SKY_REG_ONLINE && b->has_caps && b->caps.site[0])
+			sky_linkprobe_add(&s->links, b->caps.site);
+	}
+	int cur = s->links.cur;
+	if (sky_linkprobe_tick(&s->links, now) && cur >= 0) {
+		const sky_linkprobe_site *ls = &s->links.s[cur];
+		if (ls->at == now)
+			SKY_INFO("site %s: path through its bridge %.3f ms one way, %.2f MB/s", ls->site,
+				 1e3 * ls->lat_s, ls->bw_Bps / 1e6);
+		else
+			SKY_WARN("site %s: link probe through its bridge got no answer%s", ls->site,
+				 ls->measured ? "; keeping the last figures" : "");
+		save_links(s, now);
+	}
+}
+
 static int try_plan(svc *s, pending_job *pj)
 {
 	sky_registry *r = &s->reg;
@@ -869,6 +924,8 @@ static int try_plan(svc *s, pending_job *pj)
 		snprintf(fb->site, sizeof fb->site, "%s", b->caps.site);
 		s->fleet_reg[s->fleet.n++] = i;
 	}
+	/* the sites' paths as last measured through the bridges */
+	s->fleet.n_links = sky_linkprobe_links(&s->links, s->fleet.link, SKY_PLAN_MAX_LINKS);
 	int need = pj->req.min_boards > 0 ? pj->req.min_boards : online;
 	int timed_out = sky_clock_s() - pj->since >= pj->req.wait_s;
 	if ((s->fleet.n < need || s->fleet.n == 0) && !timed_out)
@@ -977,6 +1034,7 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 	sky_ca_init(&s->ca);
 	sky_signer_init(&s->signer);
 	sky_registry_init(&s->reg);
+	sky_linkprobe_init(&s->links, o->link_probe_s > 0 ? o->link_probe_s : 300, publish_probe, s);
 	sky_bucket_init(&s->enroll_all, ENROLL_ALL_BURST, ENROLL_ALL_PER_S);
 	sky_keyed_init(&s->enroll_nonce, ENROLL_NONCE_BURST, ENROLL_NONCE_PER_S);
 	sky_log_throttle_init(&s->enroll_log, LOG_LINES_PER_WINDOW, LOG_WINDOW_S);
@@ -1093,6 +1151,7 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 			s->republish_at = 0;
 			republish_missing(s);
 		}
+		probe_links(s, now);
 		for (int k = 0; k < s->n_pending;) {
 			if (try_plan(s, &s->pending[k])) {
 				s->pending[k] = s->pending[--s->n_pending];

@@ -31,6 +31,11 @@
  *     epoch (persisted in <state>/epoch, so it only grows), signs the plan
  *     (sky_sign.h) and publishes it retained on sky/v1/job/<job>/plan;
  *   - collects plan-acks into the registry;
+ *   - measures each site's path through its bridge (sky_linkprobe.h) for
+ *     every site its boards report, again every link_probe_s seconds, hands
+ *     the figures to the cost model with every plan (the fleet's links) and
+ *     writes them to <state>/links.json as {"links":[{"a":SITE,"b":"core",
+ *     "bw_Bps":..,"lat_s":..,"age_s":..}]} (a fleet file's "links");
  *   - keeps its own state, so a restart (of it, of the broker, or both)
  *     forgets nothing the fleet depends on: <state>/fleet.json (boards with
  *     their boot, session and retired boots, assignments with their
@@ -57,6 +62,7 @@ typedef struct sky_service_opts {
 	const char *state_dir; /* default <pki>/state */
 	const char *job_file;  /* optional: submit this job at start */
 	int keepalive_s;       /* the planner's own MQTT keepalive (default 10) */
+	double link_probe_s;   /* re-measure each site's path this often (0: 300 s) */
 } sky_service_opts;
 
 /* Runs until a stop signal (sky_signal.h). Returns 0 after a clean stop, or

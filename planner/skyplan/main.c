@@ -19,7 +19,8 @@ static void usage(FILE *to)
 {
 	fprintf(to,
 		"usage: skyplan --pki DIR --broker HOST:PORT [--state DIR] [--job FILE]\n"
-		"               [--keepalive S] [--metrics ADDR:PORT] [--log-level L] [--log-journal]\n"
+		"               [--keepalive S] [--metrics ADDR:PORT] [--link-probe-s S]\n"
+		"               [--log-level L] [--log-journal]\n"
 		"\n"
 		"skyplan is Sky's planner service (%s). It connects to the broker as the planner\n"
 		"(DIR/planner.crt), answers enrollment requests with the fleet CA in DIR, keeps the\n"
@@ -35,6 +36,10 @@ static void usage(FILE *to)
 		"                     republishes if the broker has lost them\n"
 		"  --job FILE         submit this job at start (same JSON as `sky job submit`)\n"
 		"  --keepalive S      the planner's MQTT keepalive (default 10)\n"
+		"  --link-probe-s S   measure each site's path through its bridge (latency and\n"
+		"                     bandwidth, sky/v1/site/<site>/echo) every S seconds (default\n"
+		"                     300); the figures go into the plans' cost model and\n"
+		"                     <state>/links.json (fleet-file \"links\" format)\n"
 		"  --metrics ADDR:PORT serve Prometheus metrics at http://ADDR:PORT/metrics\n"
 		"                     (e.g. 127.0.0.1:9464; [::1]:9464 for IPv6): the figures of\n"
 		"                     `sky fleet status`, refreshed whenever fleet.json is saved\n"
@@ -53,7 +58,7 @@ int main(int argc, char **argv)
 	sky_log_set_name("skyplan");
 	enum {
 		O_LOG_JOURNAL = SKY_OPT_FIRST, O_PKI, O_BROKER, O_STATE, O_JOB, O_KEEPALIVE,
-		O_METRICS, O_LOG_LEVEL
+		O_METRICS, O_LOG_LEVEL, O_LINK_PROBE
 	};
 	static const struct option k_opts[] = {{"log-journal", no_argument, NULL, O_LOG_JOURNAL},
 					       {"pki", required_argument, NULL, O_PKI},
@@ -63,6 +68,7 @@ int main(int argc, char **argv)
 					       {"keepalive", required_argument, NULL, O_KEEPALIVE},
 					       {"metrics", required_argument, NULL, O_METRICS},
 					       {"log-level", required_argument, NULL, O_LOG_LEVEL},
+					       {"link-probe-s", required_argument, NULL, O_LINK_PROBE},
 					       SKY_OPT_STD,
 					       {0}};
 	sky_opt op;
@@ -99,6 +105,17 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			o.keepalive_s = (int)n;
+			break;
+		}
+		case O_LINK_PROBE: {
+			char *end = NULL;
+			errno = 0;
+			double x = strtod(v, &end);
+			if (end == v || *end || errno || !(x >= 1 && x <= 86400)) {
+				fprintf(stderr, "skyplan: --link-probe-s expects 1 to 86400\n");
+				return 2;
+			}
+			o.link_probe_s = x;
 			break;
 		}
 		case O_METRICS: {

@@ -27,8 +27,8 @@
  *                                           a stage on another site -> stage(s) on <site>: the same
  *                                           messages as the plain stage topics, addressed to a site
  *                                           (below); <site> "core" is the core broker's own boards
- *   sky/v1/site/<site>/echo/<n>             planner -> site <site>'s broker  0 no link probe (opaque bytes)
- *   sky/v1/site/<site>/back/echo/<n>        site <site>'s broker -> planner  0 no the same probe, turned around
+ *   sky/v1/site/<site>/echo             planner -> site <site>'s broker  0 no link probe (opaque bytes)
+ *   sky/v1/site/<site>/back/echo        site <site>'s broker -> planner  0 no the same probe, turned around
  *   sky/v1/jobs/<op>/submit                 operator <op> (sky job submit) -> planner 1 no job JSON (+ "submit_id")
  *   sky/v1/jobs/<op>/reply                  planner -> operator <op>       1   no   submit ack or refusal JSON
  *   sky/v1/enroll/<nonce>/csr               claim identity -> planner      1   no   enrollment request JSON (token, id, CSR PEM)
@@ -66,16 +66,16 @@
  * status, heartbeat, plan-ack, metrics and parts to the core, and plans and
  * commands to the sites; a board's echo stays on its site (it measures the
  * link to its own broker). The planner measures a site's path with
- * sky/v1/site/<site>/echo/<n>, which the site's broker sends back as
- * sky/v1/site/<site>/back/echo/<n>.
+ * sky/v1/site/<site>/echo, which the site's broker sends back as
+ * sky/v1/site/<site>/back/echo.
  *   bridge sky-bridge-<site> (on the core): write sky/v1/board/+/{caps,status,
  *               heartbeat,plan-ack}, sky/v1/job/+/{metrics,part/+},
- *               sky/v1/site/+/job/+/stage/#, sky/v1/site/<site>/back/echo/+;
+ *               sky/v1/site/+/job/+/stage/#, sky/v1/site/<site>/back/echo;
  *               read sky/v1/board/+/cmd, sky/v1/job/+/plan,
  *               sky/v1/site/<site>/job/+/stage/#, and (claim listener, its
- *               probe connection) sky/v1/site/<site>/echo/+.
+ *               probe connection) sky/v1/site/<site>/echo.
  *   boards also: write sky/v1/site/+/job/+/stage/#, read sky/v1/site/core/job/+/stage/#.
- *   planner also: write sky/v1/site/+/echo/+, read sky/v1/site/+/back/echo/+.
+ *   planner also: write sky/v1/site/+/echo, read sky/v1/site/+/back/echo.
  *
  * Client ids are bound to certificates (planner/broker_conf.c): the fleet
  * listener replaces every client id with the certificate CN, so no client

@@ -104,10 +104,10 @@ grep -q "/echo$" "$W/core.topics" && fail geo_board_echo_stays_on_site "$(cat "$
 # through its main one (seen by the observer above: a second connection
 # with its certificate would close the first)
 P="-h 127.0.0.1 -p $SKY_BROKER_PORT --cafile $PKI/ca.crt --cert $PKI/planner.crt --key $PKI/planner.key"
-mosquitto_pub $P -i "$(_sky_mq_id)" -t sky/v1/site/A/echo/1 -m probe-a
-mosquitto_pub $P -i "$(_sky_mq_id)" -t sky/v1/site/B/echo/2 -m probe-b
-back() { grep -q "^sky/v1/site/A/back/echo/1$" "$W/core.topics" &&
-	grep -q "^sky/v1/site/B/back/echo/2$" "$W/core.topics"; }
+mosquitto_pub $P -i "$(_sky_mq_id)" -t sky/v1/site/A/echo -m probe-a
+mosquitto_pub $P -i "$(_sky_mq_id)" -t sky/v1/site/B/echo -m probe-b
+back() { grep -q "^sky/v1/site/A/back/echo$" "$W/core.topics" &&
+	grep -q "^sky/v1/site/B/back/echo$" "$W/core.topics"; }
 wait_for 20 back && pass geo_link_probe_turns_around_at_each_site ||
 	fail geo_link_probe_turns_around_at_each_site "$(grep echo "$W/core.topics")"
 
@@ -139,6 +139,12 @@ done
 "$SKY" fleet status --state "$STATE" --json >"$W/fleet.json" 2>&1
 grep -q '"site":"B"' "$W/fleet.json" && pass geo_planner_sees_board_sites ||
 	fail geo_planner_sees_board_sites "$(head -c 600 "$W/fleet.json")"
+
+# the planner measured each site's path through its bridge
+links() { grep -qs '"a":"A"' "$STATE/links.json" && grep -qs '"a":"B"' "$STATE/links.json"; }
+wait_for 30 links && pass geo_planner_measures_each_sites_path ||
+	fail geo_planner_measures_each_sites_path "$(cat "$STATE/links.json" 2>&1; grep site "$W/skyplan.log")"
+grep "site [AB]: path" "$W/skyplan.log" | head -2 | sed 's/^/  /'
 
 # the same-site cut's frames, seen on site A (so that not seeing them on the
 # core means something)
