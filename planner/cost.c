@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -113,6 +114,195 @@ void plan_board_cost(const plan_ctx *c, const sky_job *j, const sky_board *b, bo
 	out->mem = b->mem_bytes;
 }
 
+/* the index of the link f names between sites a and b (either way round), or -1 */
+static int find_link(const sky_fleet *f, const char *a, const char *b)
+{
+	for (int i = 0; i < f->n_links; i++) {
+		const sky_site_link *l = &f->link[i];
+		if ((sky_site_eq(l->a, a) && sky_site_eq(l->b, b)) ||
+		    (sky_site_eq(l->a, b) && sky_site_eq(l->b, a)))
+			return i;
+	}
+	return -1;
+}
+
+/* appends link i, crossed from site `from`, to r */
+static void add_hop(const sky_fleet *f, int i, const char *from, plan_route *r)
+{
+	const sky_site_link *l = &f->link[i];
+	r->hop[r->n_hops] = 2 * i + (sky_site_eq(l->a, from) ? 0 : 1);
+	r->bw[r->n_hops] = l->bw_Bps;
+	r->lat += l->lat_s;
+	r->n_hops++;
+}
+
+int plan_site_route(const sky_fleet *f, const char *sa, const char *sb, plan_route *r)
+{
+	memset(r, 0, sizeof *r);
+	if (sky_site_eq(sa, sb))
+		return 0;
+	int l = find_link(f, sa, sb);
+	if (l >= 0) {
+		add_hop(f, l, sa, r);
+		return 1;
+	}
+	/* through the core: two hops, bridged broker to broker */
+	if (sky_site_eq(sa, "") || sky_site_eq(sb, ""))
+		return SKY_ENOTFOUND;
+	int la = find_link(f, sa, ""), lb = find_link(f, "", sb);
+	if (la < 0 || lb < 0)
+		return SKY_ENOTFOUND;
+	add_hop(f, la, sa, r);
+	add_hop(f, lb, "", r);
+	return 1;
+}
+
+int sky_fleet_site_path(const sky_fleet *f, const char *a, const char *b, double *bw_Bps,
+			double *lat_s)
+{
+	plan_route r;
+	int rc = plan_site_route(f, a, b, &r);
+	if (rc != 1)
+		return rc;
+	*bw_Bps = r.n_hops > 1 && r.bw[1] < r.bw[0] ? r.bw[1] : r.bw[0];
+	*lat_s = r.lat;
+	return 1;
+}
+
+void plan_sites_free(plan_sites *s)
+{
+	if (!s)
+		return;
+	free(s->of);
+	free(s->rep);
+	free(s->route);
+	free(s->xfer);
+	free(s->cross);
+	free(s->use);
+	memset(s, 0, sizeof *s);
+}
+
+int plan_sites_init(plan_sites *s, const plan_ctx *c, const sky_fleet *f, const sky_job *j)
+{
+	memset(s, 0, sizeof *s);
+	int n = f->n > 0 ? f->n : 1;
+	s->cut_bytes = c->cut_bytes;
+	s->n_hops = 2 * f->n_links;
+	s->of = malloc(sizeof(int) * (size_t)n);
+	s->rep = malloc(sizeof(int) * (size_t)n);
+	s->use = malloc(sizeof(int) * (size_t)(s->n_hops > 0 ? s->n_hops : 1));
+	if (!s->of || !s->rep || !s->use)
+		goto fail;
+	s->S = 1;
+	s->rep[0] = 0;
+	for (int i = 0; i < f->n; i++) {
+		int k = 0;
+		if (!j->link_blind) {
+			while (k < s->S && !sky_site_eq(f->board[s->rep[k]].site, f->board[i].site))
+				k++;
+			if (k == s->S)
+				s->rep[s->S++] = i;
+		}
+		s->of[i] = k;
+	}
+	size_t SS = (size_t)s->S * (size_t)s->S;
+	s->route = malloc(sizeof *s->route * SS);
+	s->xfer = malloc(sizeof(double) * SS);
+	s->cross = malloc(SS);
+	if (!s->route || !s->xfer || !s->cross)
+		goto fail;
+	for (int a = 0; a < s->S; a++)
+		for (int b = 0; b < s->S; b++) {
+			size_t q = (size_t)a * (size_t)s->S + (size_t)b;
+			plan_route *r = &s->route[q];
+			memset(r, 0, sizeof *r);
+			s->cross[q] = a != b;
+			if (a != b)
+				plan_site_route(f, f->board[s->rep[a]].site, f->board[s->rep[b]].site, r);
+			s->xfer[q] = 0;
+			for (int h = 0; h < r->n_hops; h++)
+				if (c->cut_bytes / r->bw[h] > s->xfer[q])
+					s->xfer[q] = c->cut_bytes / r->bw[h];
+		}
+	return 0;
+fail:
+	plan_sites_free(s);
+	return SKY_ENOMEM;
+}
+
+int plan_price_cuts(plan_sites *s, sky_stage *st, int P)
+{
+	int crossing = 0;
+	const int S = s->S;
+	for (int h = 0; h < s->n_hops; h++)
+		s->use[h] = 0;
+	/* count the streams on every hop: forward a -> b, backward b -> a
+	 * (the other direction of each hop: h ^ 1) */
+	for (int k = 0; k + 1 < P && S > 1; k++) {
+		const plan_route *r =
+			&s->route[(size_t)s->of[st[k].board] * (size_t)S + (size_t)s->of[st[k + 1].board]];
+		for (int h = 0; h < r->n_hops; h++) {
+			s->use[r->hop[h]]++;
+			s->use[r->hop[h] ^ 1]++;
+		}
+	}
+	for (int k = 0; k < P; k++) {
+		sky_stage *x = &st[k];
+		x->cross_site = 0;
+		x->wan_lat_s = x->wan_xfer_s = x->wan_xfer_b_s = 0;
+		if (k + 1 >= P || S == 1)
+			continue;
+		size_t q = (size_t)s->of[x->board] * (size_t)S + (size_t)s->of[st[k + 1].board];
+		const plan_route *r = &s->route[q];
+		x->cross_site = s->cross[q];
+		crossing += x->cross_site;
+		x->wan_lat_s = r->lat;
+		for (int h = 0; h < r->n_hops; h++) {
+			double f = s->cut_bytes * s->use[r->hop[h]] / r->bw[h];
+			double b = s->cut_bytes * s->use[r->hop[h] ^ 1] / r->bw[h];
+			if (f > x->wan_xfer_s)
+				x->wan_xfer_s = f;
+			if (b > x->wan_xfer_b_s)
+				x->wan_xfer_b_s = b;
+		}
+	}
+	return crossing;
+}
+
+/* (k)! capped above PLAN_SITE_PERMS (all that matters for p below it) */
+static long fact_capped(int k)
+{
+	long f = 1;
+	for (int i = 2; i <= k && f <= PLAN_SITE_PERMS; i++)
+		f *= i;
+	return f;
+}
+
+int plan_site_order(const plan_sites *s, int n, const int *rank, long p, int first, int *order)
+{
+	int S = s->S, perm[64], left[64];
+	if (p < 0 || p >= PLAN_SITE_PERMS || S > 64 || p >= fact_capped(S))
+		return -1;
+	for (int i = 0; i < S; i++)
+		left[i] = i;
+	/* p in the factorial number system picks the sites one by one */
+	long q = p;
+	for (int i = 0; i < S; i++) {
+		int rest = S - i;
+		long fct = fact_capped(rest - 1);
+		int pick = (int)(q / fct);
+		q %= fct;
+		perm[i] = left[pick];
+		memmove(left + pick, left + pick + 1, sizeof(int) * (size_t)(rest - pick - 1));
+	}
+	int at = 0;
+	for (int i = 0; i < S && i < first; i++)
+		for (int k = 0; k < n; k++)
+			if (s->of[rank[k]] == perm[i])
+				order[at++] = rank[k];
+	return at;
+}
+
 double sky_plan_lower_bound(const sky_fleet *f, const sky_job *j)
 {
 	double speed = 0;
@@ -140,6 +330,8 @@ int sky_plan_evaluate(const sky_fleet *f, const sky_job *j, sky_plan *p, sky_dia
 	unsigned char used[SKY_PLAN_MAX_BOARDS];
 	memset(used, 0, (size_t)f->n);
 	int next = 0, rc = 0;
+	p->cross_site_cuts = 0;
+	p->wan_bytes_per_step = 0;
 	for (int k = 0; k < n; k++) {
 		sky_stage *s = &p->stage[k];
 		if (s->board < 0 || s->board >= f->n)
@@ -174,6 +366,12 @@ int sky_plan_evaluate(const sky_fleet *f, const sky_job *j, sky_plan *p, sky_dia
 			p->bottleneck_s = s->time_s;
 			p->bottleneck_stage = k;
 		}
+		if (!last && p->stage[k + 1].board >= 0 && p->stage[k + 1].board < f->n &&
+		    !sky_site_eq(f->board[s->board].site, f->board[p->stage[k + 1].board].site)) {
+			/* counted whatever the pricing (link-blind too): the plan crosses */
+			p->cross_site_cuts++;
+			p->wan_bytes_per_step += 2.0 * c.m * c.cut_bytes;
+		}
 		if (s->mem_bytes > bc.mem && !rc)
 			rc = sky_diag_set(d, SKY_ENOMEM,
 					  "board %s (stage %d, units %d..%d): needs %lld bytes "
@@ -184,6 +382,20 @@ int sky_plan_evaluate(const sky_fleet *f, const sky_job *j, sky_plan *p, sky_dia
 	}
 	if (next != c.units)
 		return sky_diag_set(d, SKY_EINVAL, "plan: covers %d of %d units", next, c.units);
+	/* the cuts, priced as every algorithm prices them */
+	plan_sites ps;
+	if (plan_sites_init(&ps, &c, f, j))
+		return sky_diag_set(d, SKY_ENOMEM, "plan: no memory to price the cuts");
+	plan_price_cuts(&ps, p->stage, n);
+	plan_sites_free(&ps);
+	for (int k = 0; k + 1 < n; k++) {
+		const sky_stage *s = &p->stage[k];
+		double x = s->wan_xfer_s > s->wan_xfer_b_s ? s->wan_xfer_s : s->wan_xfer_b_s;
+		if (x > p->bottleneck_s) {
+			p->bottleneck_s = x;
+			p->bottleneck_stage = k;
+		}
+	}
 	return rc;
 }
 

@@ -342,3 +342,4 @@ int sky_fleet_write(const sky_fleet *f, const char *what, char *buf, size_t cap)
 		return SKY_ERANGE;
 	return (int)at;
 }
+

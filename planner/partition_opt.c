@@ -17,6 +17,13 @@
  * search over a in [1, s), since a middle stage that fits keeps fitting when
  * it loses units. O(n * R * log U) per decision.
  *
+ * Sites: a cut between two sites also holds the site path for wan_xfer_s
+ * per message (sky_plan.h), which counts toward the bottleneck like a
+ * stage. Whether a stage's cut fits depends on the next stage's board, so
+ * the state also carries the site of the stage placed last (the next one in
+ * pipeline order): per (r, site) the smallest s. With S sites that is
+ * O(n * R * S * log U) per decision; one site is the case above.
+ *
  * The bottleneck is then found by bisection on T. A failed decision at T
  * also yields the smallest stage time it rejected for time alone: no T below
  * it can change a single answer, so the optimum is at least that (this
@@ -43,9 +50,11 @@ typedef struct opt_ws {
 	int *order;       /* n_fleet: fleet indices */
 	board_cost *bc;   /* n_fleet, in order */
 	board_cost *bc_fleet; /* n_fleet, by fleet index */
-	int R;
-	int *best, *nbest; /* R + 1 */
-	rec *rec;          /* n_fleet * (R + 1) */
+	plan_sites sites;  /* cut prices between sites */
+	int *site;         /* n_fleet, in order: site index */
+	int R, Q;          /* Q = (R + 1) * sites.S states: q = r * S + site of the next stage */
+	int *best, *nbest; /* Q */
+	rec *rec;          /* n_fleet * Q */
 	double flip;       /* smallest stage time rejected for time alone */
 	int64_t decisions;
 } opt_ws;
@@ -67,24 +76,35 @@ static inline int feasible(opt_ws *w, const board_cost *bc, int a, int b, int fi
  * *r_end), or -1 when T is infeasible. Records choices for the trace. */
 static int decide(opt_ws *w, double T, int *r_end)
 {
-	const int U = w->c.units, R = w->R;
+	const int U = w->c.units, R = w->R, S = w->sites.S, Q = w->Q;
 	int *best = w->best, *nbest = w->nbest;
 	w->flip = INFINITY;
 	w->decisions++;
-	for (int r = 0; r <= R; r++)
-		best[r] = U + 1;
-	best[0] = U;
+	for (int q = 0; q < Q; q++)
+		best[q] = U + 1;
+	best[0] = U; /* r = 0: nothing placed (its site part is unused) */
 	for (int j = w->n - 1; j >= 0; j--) {
 		const board_cost *bc = &w->bc[j];
-		rec *rj = &w->rec[(size_t)j * (size_t)(R + 1)];
-		memcpy(nbest, best, sizeof(int) * (size_t)(R + 1));
-		for (int r = 0; r <= R; r++)
-			rj[r].taken = 0;
-		for (int r = 0; r <= R; r++) {
-			int s = best[r];
+		const int sj = w->site[j];
+		rec *rj = &w->rec[(size_t)j * (size_t)Q];
+		memcpy(nbest, best, sizeof(int) * (size_t)Q);
+		for (int q = 0; q < Q; q++)
+			rj[q].taken = 0;
+		for (int q = 0; q < Q; q++) {
+			int s = best[q], r = q / S;
 			if (s > U)
 				continue;
 			int last = r == 0, k = plan_in_flight(&w->c, r + 1), r2 = r < R ? r + 1 : R;
+			int q2 = r2 * S + sj;
+			if (!last) {
+				/* the cut to the next stage's site holds its path */
+				double x = w->sites.xfer[(size_t)sj * (size_t)S + (size_t)(q % S)];
+				if (x > T) {
+					if (x < w->flip)
+						w->flip = x;
+					continue;
+				}
+			}
 			int a = -1;
 			if (feasible(w, bc, 0, s, 1, last, k, T)) {
 				a = 0;
@@ -99,18 +119,18 @@ static int decide(opt_ws *w, double T, int *r_end)
 				}
 				a = hi;
 			}
-			if (a >= 0 && a < nbest[r2]) {
-				nbest[r2] = a;
-				rj[r2] = (rec){a, s, r, 1};
+			if (a >= 0 && a < nbest[q2]) {
+				nbest[q2] = a;
+				rj[q2] = (rec){a, s, q, 1};
 			}
 		}
 		w->best = nbest;
 		w->nbest = best;
 		best = w->best;
 		nbest = w->nbest;
-		for (int r = 0; r <= R; r++) {
-			if (best[r] == 0) {
-				*r_end = r;
+		for (int q = 0; q < Q; q++) {
+			if (best[q] == 0) {
+				*r_end = q;
 				return j;
 			}
 		}
@@ -120,26 +140,33 @@ static int decide(opt_ws *w, double T, int *r_end)
 
 /* Follows the records from (j, r) to the end of the pipeline into out's
  * stages (fleet indices); returns the plan's real bottleneck. */
-static double trace(opt_ws *w, int j, int r, sky_plan *out)
+static double trace(opt_ws *w, int j, int q, sky_plan *out)
 {
 	int n = 0;
 	double bott = 0;
-	while (r != 0 && j < w->n) {
-		const rec *x = &w->rec[(size_t)j * (size_t)(w->R + 1) + (size_t)r];
+	while (q / w->sites.S != 0 && j < w->n) {
+		const rec *x = &w->rec[(size_t)j * (size_t)w->Q + (size_t)q];
 		if (x->taken) {
 			out->stage[n].board = w->order[j];
 			out->stage[n].first_unit = x->a;
 			out->stage[n].last_unit = x->s - 1;
 			n++;
-			r = x->from;
+			q = x->from;
 		}
 		j++;
 	}
 	out->n_stages = n;
 	for (int k = 0; k < n; k++) {
-		const sky_stage *s = &out->stage[k];
+		sky_stage *s = &out->stage[k];
 		double t = stage_time(&w->bc_fleet[s->board], s->first_unit, s->last_unit + 1, k == 0,
 				      k == n - 1);
+		if (k + 1 < n) {
+			/* the cut as the decision priced it: its route alone */
+			double x = w->sites.xfer[(size_t)w->sites.of[s->board] * (size_t)w->sites.S +
+						 (size_t)w->sites.of[out->stage[k + 1].board]];
+			if (x > t)
+				t = x;
+		}
 		if (t > bott)
 			bott = t;
 	}
@@ -151,13 +178,40 @@ static void set_order(opt_ws *w, const int *order, int n)
 	w->n = n;
 	if (w->order != order)
 		memcpy(w->order, order, sizeof(int) * (size_t)n);
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		w->bc[i] = w->bc_fleet[w->order[i]];
+		w->site[i] = w->sites.of[w->order[i]];
+	}
 }
 
 /* Exact bottleneck for w's current order, given that a plan with bottleneck
  * below `must_beat` is wanted (INFINITY: any). Returns the bottleneck and
- * fills out, or INFINITY (out untouched) when none beats must_beat. */
+ * fills out, or INFINITY (out untouched) when none beats must_beat. With
+ * sites, the bottleneck returned is the plan's priced one (above), and the
+ * plan is exact for the order when its cuts share no hop. */
+/* The bottleneck of out's stages with every cut priced as evaluation does
+ * (streams that share a hop share its bandwidth), which the decision does
+ * not see: it prices a cut as if it had its route alone, so its optimum is
+ * a lower bound for the order, met when no two streams share a hop. */
+static double priced_bottleneck(opt_ws *w, sky_plan *out)
+{
+	int n = out->n_stages;
+	double bott = 0;
+	plan_price_cuts(&w->sites, out->stage, n);
+	for (int k = 0; k < n; k++) {
+		const sky_stage *s = &out->stage[k];
+		double t = stage_time(&w->bc_fleet[s->board], s->first_unit, s->last_unit + 1, k == 0,
+				      k == n - 1);
+		if (s->wan_xfer_s > t)
+			t = s->wan_xfer_s;
+		if (s->wan_xfer_b_s > t)
+			t = s->wan_xfer_b_s;
+		if (t > bott)
+			bott = t;
+	}
+	return bott;
+}
+
 static double solve_order(opt_ws *w, double must_beat, sky_plan *out)
 {
 	int r, j;
@@ -193,7 +247,7 @@ static double solve_order(opt_ws *w, double must_beat, sky_plan *out)
 			}
 		}
 	}
-	return hi;
+	return w->sites.S > 1 ? priced_bottleneck(w, out) : hi;
 }
 
 static int ws_init(opt_ws *w, const sky_fleet *f, const sky_job *j)
@@ -205,14 +259,18 @@ static int ws_init(opt_ws *w, const sky_fleet *f, const sky_job *j)
 	w->n_fleet = f->n;
 	int n = f->n;
 	w->R = j->sched == SKY_SCHED_GPIPE ? 1 : (j->micro_batches < n ? j->micro_batches : n);
-	size_t R1 = (size_t)w->R + 1;
+	if (plan_sites_init(&w->sites, &w->c, f, j))
+		return SKY_ENOMEM;
+	w->Q = (w->R + 1) * w->sites.S;
+	size_t Q = (size_t)w->Q;
 	w->order = malloc(sizeof(int) * (size_t)n);
+	w->site = malloc(sizeof(int) * (size_t)n);
 	w->bc = malloc(sizeof(board_cost) * (size_t)n);
 	w->bc_fleet = malloc(sizeof(board_cost) * (size_t)n);
-	w->best = malloc(sizeof(int) * R1);
-	w->nbest = malloc(sizeof(int) * R1);
-	w->rec = malloc(sizeof(rec) * R1 * (size_t)n);
-	if (!w->order || !w->bc || !w->bc_fleet || !w->best || !w->nbest || !w->rec)
+	w->best = malloc(sizeof(int) * Q);
+	w->nbest = malloc(sizeof(int) * Q);
+	w->rec = malloc(sizeof(rec) * Q * (size_t)n);
+	if (!w->order || !w->site || !w->bc || !w->bc_fleet || !w->best || !w->nbest || !w->rec)
 		return SKY_ENOMEM;
 	for (int i = 0; i < n; i++)
 		plan_board_cost(&w->c, j, &f->board[i], &w->bc_fleet[i]);
@@ -221,6 +279,8 @@ static int ws_init(opt_ws *w, const sky_fleet *f, const sky_job *j)
 
 static void ws_free(opt_ws *w)
 {
+	plan_sites_free(&w->sites);
+	free(w->site);
 	free(w->order);
 	free(w->bc);
 	free(w->bc_fleet);
@@ -345,6 +405,22 @@ int plan_optimal(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_diag *
 		for (int i = 0; i < n; i++)
 			cand[i] = keys[i].idx;
 		try_order(&w, cand, n, &best, best_order, out, tmp);
+	}
+	/* with sites: every site-grouped order, fastest first within a site */
+	if (w.sites.S > 1) {
+		for (int i = 0; i < n; i++) {
+			const board_cost *b = &w.bc_fleet[i];
+			keys[i].key = b->fwd + b->bwd;
+			keys[i].idx = i;
+		}
+		qsort(keys, (size_t)n, sizeof *keys, by_key);
+		int *rank = malloc(sizeof(int) * (size_t)n);
+		for (int i = 0; rank && i < n; i++)
+			rank[i] = keys[i].idx;
+		for (long q = 0; rank && plan_site_order(&w.sites, n, rank, q, w.sites.S, cand) == n;
+		     q++)
+			try_order(&w, cand, n, &best, best_order, out, tmp);
+		free(rank);
 	}
 	if (isinf(best)) {
 		rc = plan_shortfall(f, j, d, "optimal");

@@ -11,13 +11,18 @@
  *    board-order search (plan_optimal); on that plan's board order, the
  *    exact minimum-bottleneck plan on only its k fastest boards for a sweep
  *    of k (fewer stages, shorter fill and drain); the plans with the least
- *    largest L_k (below) on the boards fastest first (seed_minl).
+ *    largest L_k (below) on the boards fastest first (seed_minl); with
+ *    sites, the minimum-bottleneck plan on every site-grouped order
+ *    (seed_sites) and the k sweep on the best of them.
  * 2. Local search from the best seed, then from the bottleneck plan, each
  *    move judged by the simulator within memory: move a boundary by one or
  *    two units, drop a stage, swap the boards of neighbouring stages, add a
  *    board left out as a one-unit stage anywhere, or several at the end;
  *    first improvement, until a pass finds none or STEP_LS_OPS simulated
  *    operations are spent.
+ *    Sites do not change what follows: the simulator prices every cut
+ *    (plan_price_cuts), and the bounds below ignore site paths, which can
+ *    only lengthen a step, so they stay bounds.
  * 3. Exactness on fleets of at most STEP_EXACT_BOARDS boards: branch and
  *    bound over every board order (only the fleet's with keep_order), every
  *    subset and every contiguous split, stages placed front to back, the
@@ -53,6 +58,7 @@
 #define STEP_MINL_TOL 1e-3       /* relative width at which the L bisection stops */
 #define STEP_MINL_CELLS 2e5      /* boards x units above which it is skipped */
 #define STEP_WIN 1e-12           /* a relative gain smaller than this is noise */
+#define SEED_SITES_FEW 4         /* up to this many sites, seed every ordered subset of them */
 
 typedef struct step_ws {
 	plan_ctx c;
@@ -60,6 +66,7 @@ typedef struct step_ws {
 	const sky_job *j;
 	int n, U, m;
 	board_cost *bc;      /* n, by fleet index */
+	plan_sites sites;    /* the price of every cut (plan_cut_charge) */
 	plan_sim_ws sim;
 	sky_stage *best;     /* n: the best plan so far */
 	int n_best;
@@ -106,6 +113,7 @@ static double eval_stages(step_ws *w, sky_stage *st, int P)
 	for (int k = 0; k < P; k++)
 		if (!fill_stage(w, &st[k], k, P))
 			return INFINITY;
+	plan_price_cuts(&w->sites, st, P);
 	w->evals++;
 	double step = plan_sim(&w->sim, st, P, w->m, w->c.sched, NULL);
 	return step < 0 ? INFINITY : step;
@@ -315,6 +323,71 @@ static void seed_minl(step_ws *w, const int *order, int n)
 			return; /* memory does not depend on the stages after */
 		p_guess = P_hi;
 	}
+}
+
+/* Site-grouped seeds (boards of one site next to each other, fastest
+ * first within it; every order of the sites up to PLAN_SITE_PERMS): the
+ * exact minimum-bottleneck plan on each such order (which also chooses the
+ * boards to leave out), simulated; then the k sweep on the best of them.
+ * An interleaved fleet otherwise starts from orders that cross a slow site
+ * path at most cuts. */
+static int by_mem_desc(const void *x, const void *y)
+{
+	const keyed_t *a = x, *b = y;
+	if (a->t != b->t)
+		return a->t > b->t ? -1 : 1;
+	return (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+static void seed_sites(step_ws *w)
+{
+	if (w->sites.S < 2 || w->j->keep_order)
+		return;
+	double best = INFINITY;
+	int n = w->n, have = 0;
+	sky_plan *keep = malloc(sizeof *keep);
+	int *rank = malloc(sizeof(int) * (size_t)n * 3);
+	keyed_t *keys = malloc(sizeof *keys * (size_t)n);
+	if (!keep || !rank || !keys)
+		goto exit;
+	/* within a site: fastest first, slowest first (a slow board with room
+	 * can take the first units, which hold the embedding), most memory first */
+	for (int i = 0; i < n; i++) {
+		rank[i] = w->by_speed[i];
+		rank[n + i] = w->by_speed[n - 1 - i];
+		keys[i] = (keyed_t){(double)w->bc[i].mem, i};
+	}
+	qsort(keys, (size_t)n, sizeof *keys, by_mem_desc);
+	for (int i = 0; i < n; i++)
+		rank[2 * n + i] = keys[i].idx;
+	/* up to SEED_SITES_FEW sites, also the first 1, 2, ... sites of each
+	 * permutation alone (every ordered subset of the sites): a plan that
+	 * stays home can beat every one that crosses a slow path */
+	int few = w->sites.S <= SEED_SITES_FEW;
+	for (int v = 0; v < (few ? 3 : 1); v++) {
+		for (long q = 0, cnt; (cnt = plan_site_order(&w->sites, n, rank + (size_t)v * n, q,
+							     w->sites.S, w->order)) >= 0;
+		     q++) {
+			for (int first = few ? 1 : w->sites.S; first <= w->sites.S; first++) {
+				cnt = plan_site_order(&w->sites, n, rank + (size_t)v * n, q, first,
+						      w->order);
+				if (cnt < 1 || plan_optimal_on(w->f, w->j, w->order, (int)cnt, w->tmp))
+					continue;
+				double step = consider_plan(w, w->tmp);
+				if (step < best) {
+					best = step;
+					memcpy(keep, w->tmp, sizeof *keep);
+					have = 1;
+				}
+			}
+		}
+	}
+	if (have)
+		seed_sweep(w, keep);
+exit:
+	free(keep);
+	free(rank);
+	free(keys);
 }
 
 /* A lower bound on any plan's step, over every order, subset and split:
@@ -599,7 +672,7 @@ static int exact_search(step_ws *w)
 		for (int a = b - 1; a >= 0 && w->twin[b] < 0; a--)
 			if (bc[a].fwd == bc[b].fwd && bc[a].bwd == bc[b].bwd &&
 			    bc[a].share == bc[b].share && bc[a].link == bc[b].link &&
-			    bc[a].mem == bc[b].mem)
+			    bc[a].mem == bc[b].mem && w->sites.of[a] == w->sites.of[b])
 				w->twin[b] = a;
 	}
 	w->nodes = 0;
@@ -613,6 +686,7 @@ static int exact_search(step_ws *w)
 static void ws_free(step_ws *w)
 {
 	plan_sim_ws_free(&w->sim);
+	plan_sites_free(&w->sites);
 	free(w->bc);
 	free(w->best);
 	free(w->cur);
@@ -668,7 +742,7 @@ int plan_optimal_step(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_d
 	if (!keys || !seed || !start || !w.bc || !w.best || !w.cur || !w.trial || !w.used ||
 	    !w.twin || !w.speed || !w.bb || !w.order || !w.by_speed || !w.tmp || !w.minl_acc ||
 	    !w.minl_nacc || !w.minl_cnt || !w.minl_ncnt || !w.minl_from ||
-	    plan_sim_ws_init(&w.sim, n, w.m)) {
+	    plan_sim_ws_init(&w.sim, n, w.m) || plan_sites_init(&w.sites, &w.c, f, j)) {
 		rc = sky_diag_set(d, SKY_ENOMEM, "optimal (step): no memory for the work arrays");
 		goto exit;
 	}
@@ -705,6 +779,7 @@ int plan_optimal_step(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_d
 		w.order[i] = i;
 	if (minl)
 		seed_minl(&w, j->keep_order ? w.order : w.by_speed, n);
+	seed_sites(&w);
 
 	/* 2. local search from the best seed, then from the bottleneck plan
 	 * with what is left of the budget */
@@ -718,7 +793,7 @@ int plan_optimal_step(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_d
 	local_search(&w, seed, n_seed);
 
 	/* 3. exact on small fleets */
-	int exact = n <= STEP_EXACT_BOARDS && exact_search(&w);
+	int exact = n <= STEP_EXACT_BOARDS && !j->no_exact && exact_search(&w);
 	out->n_stages = w.n_best;
 	memcpy(out->stage, w.best, sizeof *w.best * (size_t)w.n_best);
 	out->step_s = w.best_step;

@@ -29,6 +29,50 @@ typedef struct board_cost {
 } board_cost;
 
 void plan_ctx_init(plan_ctx *c, const sky_job *j);
+
+/* Sites and the price of cuts (sky_plan.h). A route is the site path from
+ * one site's broker to another's: a link the fleet names for the pair, or
+ * the two hops through the core. */
+typedef struct plan_route {
+	int n_hops;        /* 0: one site, link-blind, or no known path */
+	int hop[2];        /* link index * 2 + direction (0: from the link's a to its b) */
+	double bw[2];      /* each hop's bandwidth */
+	double lat;        /* the sum of the hops' latencies */
+} plan_route;
+
+typedef struct plan_sites {
+	int S;             /* distinct sites among the boards (1 under link_blind) */
+	int *of;           /* f->n: each board's site index */
+	int *rep;          /* S: a board of each site */
+	plan_route *route; /* S x S: [a * S + b] from site a to site b */
+	double *xfer;      /* S x S: one message alone on the route (cut_bytes / slowest hop) */
+	unsigned char *cross; /* S x S: 1 when a != b (0 under link_blind) */
+	int *use;          /* 2 x links: scratch for plan_price_cuts */
+	int n_hops;
+	double cut_bytes;
+} plan_sites;
+
+/* The route from site sa to site sb (sky_fleet_site_path's rules). Returns
+ * 1 (filled), 0 for one site, SKY_ENOTFOUND (n_hops 0). */
+int plan_site_route(const sky_fleet *f, const char *sa, const char *sb, plan_route *r);
+/* 0 or SKY_ENOMEM (s then holds nothing). */
+int plan_sites_init(plan_sites *s, const plan_ctx *c, const sky_fleet *f, const sky_job *j);
+/* NULL-safe, may be called twice. */
+void plan_sites_free(plan_sites *s);
+/* The one place cuts are priced. Fills the cut fields of st[0..P) (boards
+ * set): the route between each stage's site and the next one's, forward
+ * and backward; a hop that u message streams of the plan cross (a cut in
+ * one direction is one stream) gives each 1/u of its bandwidth, so
+ * wan_xfer_s = max over the route's hops of cut_bytes * u / bw. Returns the
+ * number of cuts priced as crossing sites. */
+int plan_price_cuts(plan_sites *s, sky_stage *st, int P);
+/* Site-grouped board orders, for the order searches: the first `first`
+ * sites of their p-th permutation (lexicographic over site indices), each
+ * site's boards in the order of rank[] (fleet indices, e.g. fastest first;
+ * every board once). Fills order[] and returns how many boards it holds, or
+ * -1 when p >= S! (only the first PLAN_SITE_PERMS permutations are offered). */
+#define PLAN_SITE_PERMS 720 /* 6 sites: every order of them */
+int plan_site_order(const plan_sites *s, int n, const int *rank, long p, int first, int *order);
 void plan_board_cost(const plan_ctx *c, const sky_job *j, const sky_board *b, board_cost *out);
 
 static inline int units_attn(int a, int b) { return (b + 1) / 2 - (a + 1) / 2; }
@@ -85,8 +129,11 @@ int plan_optimal_on(const sky_fleet *f, const sky_job *j, const int *order, int 
  * search can simulate thousands of candidate plans without allocating. */
 typedef struct plan_sim_ws {
 	int P, m;               /* capacity: stages, micro-batches */
-	double *fend, *bend;    /* P * m: forward / backward of (stage, micro-batch) done */
+	double *fend, *bend;    /* P * m: forward / backward of (stage, micro-batch) done,
+				   and its message through the site path, if any */
 	double *free_at;        /* P */
+	double *path_f, *path_b; /* P: when the site path after / before stage k is free,
+				    forward / backward */
 	int *next, *todo;       /* P: next operation per stage; stages to look at */
 } plan_sim_ws;
 
@@ -94,7 +141,8 @@ typedef struct plan_sim_ws {
 int plan_sim_ws_init(plan_sim_ws *w, int P, int m);
 /* NULL-safe, may be called twice. */
 void plan_sim_ws_free(plan_sim_ws *w);
-/* The step time of stages st[0..P) (fwd_s, bwd_s and link_s filled) under
+/* The step time of stages st[0..P) (fwd_s, bwd_s, link_s and the cut
+ * fields filled) under
  * sched with m micro-batches, as sky_sim_run defines it; busy_s[0..P) gets
  * each stage's busy time when not NULL. Returns -1 when P or m exceed the
  * workspace or the schedule deadlocks. */

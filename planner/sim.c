@@ -8,7 +8,15 @@
  * every operation whose input is there, then waits; a finished operation
  * wakes the neighbour it feeds (a work list, so a step costs O(stages x
  * micro-batches) however the stages wait on each other). Since each stage's
- * order is fixed, this gives the same times as a priority-queue event loop. */
+ * order is fixed, this gives the same times as a priority-queue event loop.
+ *
+ * A cut between two sites (sky_stage.wan_*) adds the site path: a message
+ * waits until the path is free in its direction, holds it wan_xfer_s
+ * (wan_xfer_b_s backward), and
+ * reaches the other site's broker wan_lat_s later; then the receiver's link
+ * time applies as in one site. A stage sends in its schedule's order, so
+ * each direction of a path is a queue in that order, and it is settled
+ * when the sender finishes (the work list's order does not matter). */
 #include "plan_internal.h"
 
 #include <stdlib.h>
@@ -36,6 +44,8 @@ void plan_sim_ws_free(plan_sim_ws *w)
 	free(w->fend);
 	free(w->bend);
 	free(w->free_at);
+	free(w->path_f);
+	free(w->path_b);
 	free(w->next);
 	free(w->todo);
 	memset(w, 0, sizeof *w);
@@ -48,9 +58,12 @@ int plan_sim_ws_init(plan_sim_ws *w, int P, int m)
 	w->fend = malloc(sizeof(double) * cells);
 	w->bend = malloc(sizeof(double) * cells);
 	w->free_at = malloc(sizeof(double) * (size_t)P);
+	w->path_f = malloc(sizeof(double) * (size_t)P);
+	w->path_b = malloc(sizeof(double) * (size_t)P);
 	w->next = malloc(sizeof(int) * (size_t)P);
 	w->todo = malloc(sizeof(int) * (size_t)P);
-	if (!w->fend || !w->bend || !w->free_at || !w->next || !w->todo) {
+	if (!w->fend || !w->bend || !w->free_at || !w->path_f || !w->path_b || !w->next ||
+	    !w->todo) {
 		plan_sim_ws_free(w);
 		return SKY_ENOMEM;
 	}
@@ -65,6 +78,7 @@ double plan_sim(plan_sim_ws *w, const sky_stage *st, int P, int m, sky_sched sch
 	if (P < 1 || P > w->P || m < 1 || m > w->m)
 		return -1;
 	double *fend = w->fend, *bend = w->bend, *free_at = w->free_at;
+	double *path_f = w->path_f, *path_b = w->path_b;
 	int *next = w->next, *todo = w->todo;
 	for (size_t i = 0; i < (size_t)P * (size_t)m; i++)
 		fend[i] = bend[i] = -1;
@@ -72,6 +86,7 @@ double plan_sim(plan_sim_ws *w, const sky_stage *st, int P, int m, sky_sched sch
 	int n_todo = 0, left = P;
 	for (int k = P - 1; k >= 0; k--) {
 		free_at[k] = 0;
+		path_f[k] = path_b[k] = 0;
 		next[k] = -1; /* on the stack, at operation 0 */
 		todo[n_todo++] = k;
 		if (busy_s)
@@ -109,11 +124,25 @@ double plan_sim(plan_sim_ws *w, const sky_stage *st, int P, int m, sky_sched sch
 			free_at[k] = start + dur;
 			if (busy_s)
 				busy_s[k] += dur;
+			double out = free_at[k];
 			if (op >= 0) {
-				fend[(size_t)k * m + op] = free_at[k];
+				/* to stage k + 1 through the path after k, if the cut crosses */
+				if (k < P - 1 && s->wan_xfer_s + s->wan_lat_s > 0) {
+					double t0 = out > path_f[k] ? out : path_f[k];
+					path_f[k] = t0 + s->wan_xfer_s;
+					out = path_f[k] + s->wan_lat_s;
+				}
+				fend[(size_t)k * m + op] = out;
 				woke_down = 1;
 			} else {
-				bend[(size_t)k * m + (-op - 1)] = free_at[k];
+				/* to stage k - 1 through the path after k - 1, backwards */
+				const sky_stage *u = &st[k > 0 ? k - 1 : 0];
+				if (k > 0 && u->wan_xfer_b_s + u->wan_lat_s > 0) {
+					double t0 = out > path_b[k - 1] ? out : path_b[k - 1];
+					path_b[k - 1] = t0 + u->wan_xfer_b_s;
+					out = path_b[k - 1] + u->wan_lat_s;
+				}
+				bend[(size_t)k * m + (-op - 1)] = out;
 				woke_up = 1;
 			}
 			if (++next[k] == 2 * m)

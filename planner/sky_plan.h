@@ -33,7 +33,32 @@
  *              + the embedding on the first stage, the head on the last
  *   in_flight = m under GPipe; min(m, stages from this one to the end) under 1F1B
  * Receiving a message is assumed to overlap compute (full-duplex links); the
- * simulator still delays a message by the receiver's lat + bytes/bw. The
+ * simulator still delays a message by the receiver's lat + bytes/bw.
+ *
+ * Sites (sky_caps.h). A board's link is its path to its own site's broker.
+ * A cut between two stages of one site costs what is above (the sender's
+ * link, then the receiver's: the site broker relays). A cut between two
+ * sites also crosses the site path between their brokers (sky_fleet_site_path:
+ * a link the fleet names for the pair, else site A -> core -> site B over
+ * the bridges: the slowest hop's bandwidth, the sum of the latencies). A
+ * message holds that path for cut_bytes / bw (wan_xfer_s forward,
+ * wan_xfer_b_s backward: messages over one cut in one direction queue
+ * behind each other) and arrives lat later (wan_lat_s); activations forward
+ * and gradients backward both cross, each direction its own queue (links
+ * are full duplex). The path does not occupy the sender. A hop that several
+ * of the plan's message streams cross (site B's uplink carries cut A|B's
+ * gradients and cut B|C's activations; an interleaved order sends many
+ * streams over one uplink) is shared fairly: with u streams on it each gets
+ * bw / u (the steady state, when every stream is busy). A pair of sites
+ * with no known path is charged nothing beyond the boards' links (sky plan
+ * warns). The bottleneck counts a cut's path time as a stage of its own
+ * (the path's throughput). plan_price_cuts (plan_internal.h) is the one
+ * place a cut is priced: the partition algorithms, sky_plan_evaluate and
+ * the simulator all use its figures (the minimum-bottleneck split prices a
+ * cut as if it had its route alone, so it is exact only when no two of
+ * its streams share a hop; the step search and evaluation share).
+ * With job.link_blind the planner prices every cut as if all boards were
+ * in one site (Sky before sites), for comparison. The
  * embedding lookup and the classifier head are counted in memory but not in
  * time (far below 0.1% of a layer's FLOPs for BERT).
  *
@@ -112,6 +137,9 @@ typedef struct sky_job {
 	int keep_order;      /* 1: plan for the fleet's order only (no reordering) */
 	int order_evals;     /* local-search budget: board orders tried after the seeds */
 	sky_objective objective; /* what `optimal` minimises (default the step) */
+	int link_blind;      /* 1: price cuts without sites (every board in one site) */
+	int no_exact;        /* 1: the step search skips its branch and bound, as it does
+				above 8 boards (tests measure the heuristic with it) */
 } sky_job;
 
 /* One pipeline stage. Times are per micro-batch. */
@@ -125,14 +153,23 @@ typedef struct sky_stage {
 	double time_s;        /* fwd_s + bwd_s + send_s */
 	int in_flight;        /* micro-batches whose activations it keeps at once */
 	int64_t mem_bytes;    /* what it needs */
+	/* the cut to the next stage (0 for the last stage, in one site, or link-blind): */
+	int cross_site;       /* 1: the next stage's board is in another site */
+	double wan_lat_s;     /* latency of the site path between the two sites' brokers */
+	double wan_xfer_s;    /* how long one activation holds the path (bytes / its share of
+				 the slowest hop's bandwidth) */
+	double wan_xfer_b_s;  /* the same for a gradient coming back */
 } sky_stage;
 
 typedef struct sky_plan {
 	sky_algo algo;
 	int n_stages;
 	sky_stage stage[SKY_PLAN_MAX_BOARDS];
-	double bottleneck_s;  /* largest stage time */
-	int bottleneck_stage;
+	double bottleneck_s;  /* largest stage time (or a cut's path time, if larger) */
+	int bottleneck_stage; /* that stage (for a cut: the stage before it) */
+	int cross_site_cuts;  /* cuts whose two stages are in different sites */
+	double wan_bytes_per_step; /* bytes that cross between sites per training step:
+				      2 (activation, gradient) x m x cut bytes per such cut */
 	double lower_bound_s; /* L / sum over all boards of 1/(fwd_s + bwd_s): no split beats it */
 	/* set by `optimal` with the step objective (0 for the others): */
 	double step_s;        /* the plan's simulated step (sky_sim_run's step_s) */
@@ -176,6 +213,13 @@ int sky_fleet_parse(const char *buf, size_t len, sky_fleet *f, sky_diag *d);
 int sky_fleet_load(const char *path, sky_fleet *f, sky_diag *d);
 /* Writes f as a fleet document into buf. Returns the length or SKY_ERANGE. */
 int sky_fleet_write(const sky_fleet *f, const char *what, char *buf, size_t cap);
+/* The path between the brokers of sites a and b ("" = core): a link f
+ * names for the pair (either way round); else, for two sites other than the
+ * core, the links a-core and core-b (*bw_Bps the smaller bandwidth, *lat_s
+ * the sum). Returns 1 and fills both, 0 when a and b are one site (nothing
+ * filled), SKY_ENOTFOUND when f knows no path. */
+int sky_fleet_site_path(const sky_fleet *f, const char *a, const char *b, double *bw_Bps,
+			double *lat_s);
 
 /* ---- job and cost (cost.c) ------------------------------------------------ */
 

@@ -96,3 +96,114 @@ SKY_TEST(stage_time_and_memory_by_hand)
 	SKY_EXPECT_EQ(p.stage[1].mem_bytes, want);
 	SKY_EXPECT_NEAR(p.lower_bound_s, 2.0 / (1.0 / 3 + 1.0 / 6), 1e-12);
 }
+
+/* ---- sites: what a cut costs by the link it crosses ------------------------ */
+
+static void site_board(sky_fleet *f, int i, const char *site)
+{
+	sky_board *b = &f->board[i];
+	memset(b, 0, sizeof *b);
+	snprintf(b->id, SKY_BOARD_ID_MAX, "b%d", i);
+	snprintf(b->site, sizeof b->site, "%s", site);
+	b->fwd_s = 1.0, b->bwd_s = 2.0;
+	b->mem_bytes = 1ll << 40;
+	b->bw_Bps = 1e8, b->lat_s = 0.001;
+}
+
+static void site_link(sky_fleet *f, const char *a, const char *b, double bw, double lat)
+{
+	sky_site_link *l = &f->link[f->n_links++];
+	memset(l, 0, sizeof *l);
+	snprintf(l->a, sizeof l->a, "%s", a);
+	snprintf(l->b, sizeof l->b, "%s", b);
+	l->bw_Bps = bw, l->lat_s = lat;
+}
+
+SKY_TEST(site_paths_go_through_the_core_unless_named)
+{
+	static sky_fleet f;
+	sky_fleet_init(&f);
+	site_link(&f, "fac", "", 2e6, 0.01);
+	site_link(&f, "", "shop", 1e6, 0.02); /* named the other way round */
+	site_link(&f, "home", "fac", 5e6, 0.005);
+	double bw = 0, lat = 0;
+	SKY_EXPECT_EQ(sky_fleet_site_path(&f, "fac", "shop", &bw, &lat), 1);
+	SKY_EXPECT_NEAR(bw, 1e6, 0); /* the slower hop */
+	SKY_EXPECT_NEAR(lat, 0.03, 1e-15); /* both hops */
+	SKY_EXPECT_EQ(sky_fleet_site_path(&f, "shop", "fac", &bw, &lat), 1);
+	SKY_EXPECT_NEAR(bw, 1e6, 0);
+	SKY_EXPECT_EQ(sky_fleet_site_path(&f, "fac", "", &bw, &lat), 1);
+	SKY_EXPECT_NEAR(bw, 2e6, 0);
+	SKY_EXPECT_NEAR(lat, 0.01, 0);
+	SKY_EXPECT_EQ(sky_fleet_site_path(&f, "home", "fac", &bw, &lat), 1); /* named directly */
+	SKY_EXPECT_NEAR(bw, 5e6, 0);
+	SKY_EXPECT_NEAR(lat, 0.005, 0);
+	SKY_EXPECT_EQ(sky_fleet_site_path(&f, "home", "shop", &bw, &lat), SKY_ENOTFOUND);
+	SKY_EXPECT_EQ(sky_fleet_site_path(&f, "home", "", &bw, &lat), SKY_ENOTFOUND);
+	SKY_EXPECT_EQ(sky_fleet_site_path(&f, "fac", "fac", &bw, &lat), 0);
+	SKY_EXPECT_EQ(sky_fleet_site_path(&f, "", "core", &bw, &lat), 0); /* one site */
+}
+
+SKY_TEST(cuts_are_charged_with_the_link_they_cross)
+{
+	static sky_fleet f;
+	static sky_plan p;
+	sky_job j;
+	SKY_EXPECT_EQ(sky_job_init(&j, "tiny"), 0);
+	j.model.layers = 3;
+	j.micro_batches = 4;
+	double B = (double)sky_model_cut_bytes(&j.model);
+	sky_fleet_init(&f);
+	f.n = 4;
+	site_board(&f, 0, "fac");
+	site_board(&f, 1, "shop");
+	site_board(&f, 2, "fac");
+	site_board(&f, 3, "fac");
+	site_link(&f, "fac", "", 2e6, 0.01);
+	site_link(&f, "shop", "", 1e6, 0.02);
+	p.n_stages = 4; /* fac | shop | fac | fac */
+	for (int k = 0; k < 4; k++)
+		p.stage[k] = (sky_stage){.board = k, .first_unit = k, .last_unit = k == 3 ? 5 : k};
+	SKY_EXPECT_EQ(sky_plan_evaluate(&f, &j, &p, NULL), 0);
+	/* two cuts cross (fac -> shop, shop -> fac), each both ways: every
+	 * direction of both hops carries two streams, so each gets half */
+	SKY_EXPECT_EQ(p.cross_site_cuts, 2);
+	SKY_EXPECT_NEAR(p.wan_bytes_per_step, 2 * 2.0 * 4 * B, 0);
+	for (int k = 0; k < 2; k++) {
+		SKY_EXPECT_EQ(p.stage[k].cross_site, 1);
+		SKY_EXPECT_NEAR(p.stage[k].wan_lat_s, 0.03, 1e-15);
+		SKY_EXPECT_NEAR(p.stage[k].wan_xfer_s, 2 * B / 1e6, 1e-12);
+		SKY_EXPECT_NEAR(p.stage[k].wan_xfer_b_s, 2 * B / 1e6, 1e-12);
+	}
+	/* within a site: the boards' own links only, as before sites */
+	SKY_EXPECT_EQ(p.stage[2].cross_site, 0);
+	SKY_EXPECT(p.stage[2].wan_lat_s == 0 && p.stage[2].wan_xfer_s == 0 &&
+		   p.stage[2].wan_xfer_b_s == 0);
+	SKY_EXPECT_NEAR(p.stage[2].link_s, 0.001 + B / 1e8, 1e-15);
+	/* the path's time per message counts toward the bottleneck */
+	SKY_EXPECT(p.bottleneck_s >= 2 * B / 1e6);
+	/* one crossing alone has the hops to itself */
+	f.board[2].site[0] = '\0';
+	snprintf(f.board[2].site, sizeof f.board[2].site, "shop");
+	SKY_EXPECT_EQ(sky_plan_evaluate(&f, &j, &p, NULL), 0); /* fac | shop | shop | fac */
+	SKY_EXPECT_EQ(p.cross_site_cuts, 2);
+	SKY_EXPECT_NEAR(p.stage[0].wan_xfer_s, 2 * B / 1e6, 1e-12); /* core->shop: cut 0 fwd, cut 2 bwd */
+	snprintf(f.board[3].site, sizeof f.board[3].site, "shop");
+	SKY_EXPECT_EQ(sky_plan_evaluate(&f, &j, &p, NULL), 0); /* fac | shop | shop | shop */
+	SKY_EXPECT_EQ(p.cross_site_cuts, 1);
+	SKY_EXPECT_NEAR(p.stage[0].wan_xfer_s, B / 1e6, 1e-12);
+	SKY_EXPECT_NEAR(p.stage[0].wan_xfer_b_s, B / 1e6, 1e-12);
+	SKY_EXPECT_NEAR(p.wan_bytes_per_step, 2.0 * 4 * B, 0);
+	/* link-blind: priced as one site, but the crossing is still counted */
+	j.link_blind = 1;
+	SKY_EXPECT_EQ(sky_plan_evaluate(&f, &j, &p, NULL), 0);
+	SKY_EXPECT_EQ(p.cross_site_cuts, 1);
+	SKY_EXPECT(p.stage[0].cross_site == 0 && p.stage[0].wan_xfer_s == 0 &&
+		   p.stage[0].wan_lat_s == 0);
+	/* sites the fleet names no path between: nothing beyond the boards' links */
+	j.link_blind = 0;
+	f.n_links = 1; /* shop's link is gone */
+	SKY_EXPECT_EQ(sky_plan_evaluate(&f, &j, &p, NULL), 0);
+	SKY_EXPECT_EQ(p.cross_site_cuts, 1);
+	SKY_EXPECT(p.stage[0].wan_xfer_s == 0 && p.stage[0].wan_lat_s == 0);
+}

@@ -5,6 +5,7 @@
 #include "planner_util.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static sky_fleet g_f;
@@ -82,6 +83,144 @@ SKY_TEST(step_equals_brute_force_on_small_fleets)
 	SKY_EXPECT_EQ(mismatches, 0);
 	SKY_EXPECT_EQ(not_exact, 0);
 	SKY_EXPECT(plans > 100000);
+}
+
+/* Sites on top of a random fleet: 2 or 3 sites (the core among them a
+ * third of the time), boards spread over them at random (so usually
+ * interleaved), each site linked to the core (one in ten not: cuts between
+ * such sites are then priced as within one), a direct link between two
+ * sites a third of the time; a message holds a site path 2 to 62 ms
+ * (compute is 10 to 80 ms a layer) and waits 0 to 20 ms more. */
+static void site_fleet(sky_rng *r, int n, const sky_job *j, sky_fleet *f)
+{
+	static const char *const names[] = {"", "fac", "shop", "home"};
+	test_random_fleet(r, n, j, (int)sky_rng_below(r, 8), f);
+	int S = 2 + (int)sky_rng_below(r, 2), first = sky_rng_below(r, 3) == 0 ? 0 : 1;
+	double cut = (double)sky_model_cut_bytes(&j->model);
+	for (int i = 0; i < n; i++)
+		snprintf(f->board[i].site, sizeof f->board[i].site, "%s",
+			 names[first + (int)sky_rng_below(r, (uint32_t)S)]);
+	f->n_links = 0;
+	for (int s = first; s < first + S; s++) {
+		if (!names[s][0] || sky_rng_below(r, 10) == 0)
+			continue;
+		sky_site_link *l = &f->link[f->n_links++];
+		memset(l, 0, sizeof *l);
+		snprintf(l->a, sizeof l->a, "%s", names[s]);
+		l->bw_Bps = cut / (0.002 + 0.06 * sky_rng_uniform(r));
+		l->lat_s = 0.02 * sky_rng_uniform(r);
+	}
+	if (names[first + S - 2][0] && sky_rng_below(r, 3) == 0) {
+		sky_site_link *l = &f->link[f->n_links++];
+		memset(l, 0, sizeof *l);
+		snprintf(l->a, sizeof l->a, "%s", names[first + S - 2]);
+		snprintf(l->b, sizeof l->b, "%s", names[first + S - 1]);
+		l->bw_Bps = cut / (0.002 + 0.06 * sky_rng_uniform(r));
+		l->lat_s = 0.02 * sky_rng_uniform(r);
+	}
+}
+
+/* The heuristic alone (what fleets above 8 boards get) on these fleets,
+ * measured 2026-12-01: optimal on 135 of 160, 0.39% above on average,
+ * 6.78% at worst. The bound it is held to: */
+#define HEUR_BOUND 1.10
+
+/* The order search with sites, against brute force (every order of every
+ * subset, every split, each plan priced by sky_plan_evaluate and
+ * simulated): equal whenever the search says it is exact, which on these
+ * sizes (2 to 7 boards) it must always be. */
+SKY_TEST(step_with_sites_equals_brute_force_on_small_fleets)
+{
+	sky_rng r;
+	sky_rng_seed(&r, 1212);
+	int checked = 0, mismatches = 0, not_exact = 0, grouped = 0, crossing = 0;
+	int heur_n = 0, heur_hit = 0;
+	double heur_worst = 1, heur_sum = 0;
+	long plans = 0;
+	for (int it = 0; it < 160; it++) {
+		sky_job j;
+		int n = 2 + (int)sky_rng_below(&r, it % 8 == 7 ? 6 : 5);
+		int layers = 1 + (int)sky_rng_below(&r, n > 6 ? 3 : 4);
+		test_job(&j, layers, 1 + (int)sky_rng_below(&r, 6),
+			 sky_rng_below(&r, 2) ? SKY_SCHED_1F1B : SKY_SCHED_GPIPE);
+		site_fleet(&r, n, &j, &g_f);
+		/* boards with identical figures in different sites are not
+		 * interchangeable: the search must tell them apart */
+		for (int i = 1; i < n && it % 3 == 1; i++) {
+			if (sky_rng_below(&r, 2)) {
+				sky_board *b = &g_f.board[i];
+				char site[sizeof b->site];
+				memcpy(site, b->site, sizeof site);
+				*b = g_f.board[sky_rng_below(&r, (uint32_t)i)];
+				memcpy(b->site, site, sizeof site);
+				snprintf(b->id, sizeof b->id, "b%d", i);
+			}
+		}
+		sky_diag d;
+		sky_diag_clear(&d);
+		SKY_EXPECT_MSG(sky_fleet_validate(&g_f, &d) == 0, "it %d: %s", it, d.msg);
+		long count = 0;
+		double brute = test_brute_step(&g_f, &j, 0, &count);
+		plans += count;
+		int rc = sky_plan_partition(&g_f, &j, SKY_ALGO_OPTIMAL, &g_p, &d);
+		if (isinf(brute)) {
+			SKY_EXPECT_MSG(rc == SKY_ENOMEM, "it %d: nothing fits, optimal rc %d", it, rc);
+			continue;
+		}
+		SKY_EXPECT_MSG(rc == 0, "it %d: optimal failed (%s), brute force %g", it, d.msg, brute);
+		if (rc)
+			continue;
+		checked++;
+		SKY_EXPECT(test_plan_sane(&g_f, &j, &g_p));
+		double step = step_of(&g_p, &j);
+		SKY_EXPECT_MSG(fabs(step - g_p.step_s) <= 1e-12 * step,
+			       "it %d: plan says %.12g, sim %.12g", it, g_p.step_s, step);
+		if (!(fabs(step - brute) <= 1e-9 * brute)) {
+			mismatches++;
+			SKY_EXPECT_MSG(0, "it %d (n %d, L %d, m %d, %s): optimal %.12g, brute force %.12g",
+				       it, n, layers, j.micro_batches, sky_sched_name(j.sched), step,
+				       brute);
+		}
+		not_exact += !g_p.step_exact;
+		crossing += g_p.cross_site_cuts > 0;
+		/* the heuristic alone (seeds, site-grouped orders, local search),
+		 * as on fleets above 8 boards */
+		j.no_exact = 1;
+		if (sky_plan_partition(&g_f, &j, SKY_ALGO_OPTIMAL, &g_q, &d) == 0) {
+			double h = step_of(&g_q, &j) / brute;
+			heur_worst = h > heur_worst ? h : heur_worst;
+			heur_sum += h;
+			heur_n++;
+			heur_hit += h <= 1 + 1e-9;
+		}
+		/* how often the best plan keeps every site's stages together */
+		int runs = 1;
+		for (int k = 1; k < g_p.n_stages; k++)
+			runs += !sky_site_eq(g_f.board[g_p.stage[k].board].site,
+					     g_f.board[g_p.stage[k - 1].board].site);
+		unsigned char seen[8] = {0};
+		int sites_used = 0;
+		for (int k = 0; k < g_p.n_stages; k++) {
+			const char *st = g_f.board[g_p.stage[k].board].site;
+			int idx = !st[0] ? 0 : !strcmp(st, "fac") ? 1 : !strcmp(st, "shop") ? 2 : 3;
+			sites_used += !seen[idx]++;
+		}
+		grouped += runs == sites_used;
+	}
+	SKY_EXPECT_MSG(checked > 120, "checked %d", checked);
+	SKY_EXPECT_MSG(crossing > 20, "plans crossing sites %d", crossing);
+	SKY_EXPECT_EQ(mismatches, 0);
+	SKY_EXPECT_EQ(not_exact, 0);
+	SKY_EXPECT(plans > 100000);
+	printf("  %d fleets with sites checked against %ld plans; %d best plans cross sites, %d "
+	       "keep each site's stages together\n",
+	       checked, plans, crossing, grouped);
+	printf("  the heuristic alone: optimal on %d of %d, %.2f%% above on average, %.2f%% at "
+	       "worst\n",
+	       heur_hit, heur_n, 100 * (heur_sum / (heur_n ? heur_n : 1) - 1),
+	       100 * (heur_worst - 1));
+	SKY_EXPECT(heur_n == checked);
+	SKY_EXPECT_MSG(heur_worst <= HEUR_BOUND, "heuristic %.4f x the optimum", heur_worst);
 }
 
 /* Fleets like the issue's demo: speeds in powers of two from 1 down to
@@ -228,4 +367,87 @@ SKY_TEST(default_objective_is_the_step)
 	SKY_EXPECT_EQ(sky_objective_parse("step", &o), 0);
 	SKY_EXPECT_EQ(o, SKY_OBJ_STEP);
 	SKY_EXPECT_EQ(sky_objective_parse("fastest", &o), SKY_EINVAL);
+}
+
+/* --link-blind is Sky before sites: the same plan as for the fleet with
+ * every site name removed, bit for bit */
+SKY_TEST(link_blind_plans_as_if_there_were_no_sites)
+{
+	sky_rng r;
+	sky_rng_seed(&r, 77);
+	for (int it = 0; it < 40; it++) {
+		sky_job j;
+		int n = 2 + (int)sky_rng_below(&r, 10);
+		test_job(&j, 2 + (int)sky_rng_below(&r, 12), 1 + (int)sky_rng_below(&r, 8),
+			 sky_rng_below(&r, 2) ? SKY_SCHED_1F1B : SKY_SCHED_GPIPE);
+		j.objective = it % 2 ? SKY_OBJ_STEP : SKY_OBJ_BOTTLENECK;
+		site_fleet(&r, n, &j, &g_f);
+		j.link_blind = 1;
+		int rc1 = sky_plan_partition(&g_f, &j, SKY_ALGO_OPTIMAL, &g_p, NULL);
+		for (int i = 0; i < n; i++)
+			memset(g_f.board[i].site, 0, sizeof g_f.board[i].site);
+		g_f.n_links = 0;
+		j.link_blind = 0;
+		int rc2 = sky_plan_partition(&g_f, &j, SKY_ALGO_OPTIMAL, &g_q, NULL);
+		SKY_EXPECT_EQ(rc1, rc2);
+		if (rc1 || rc2)
+			continue;
+		SKY_EXPECT_EQ(g_p.n_stages, g_q.n_stages);
+		for (int k = 0; k < g_p.n_stages && k < g_q.n_stages; k++)
+			SKY_EXPECT(g_p.stage[k].board == g_q.stage[k].board &&
+				   g_p.stage[k].first_unit == g_q.stage[k].first_unit &&
+				   g_p.stage[k].last_unit == g_q.stage[k].last_unit);
+		SKY_EXPECT(g_p.step_s == g_q.step_s && g_p.bottleneck_s == g_q.bottleneck_s);
+	}
+}
+
+/* The paper's setting (issue 12): 3 sites x 3 boards of unequal speed,
+ * listed interleaved, site paths of 20 Mbit/s, mini with 24 layers. The
+ * link-blind optimal plan crosses sites at most cuts, and its steady state
+ * is held up by uplinks that several of its streams share; link-aware
+ * optimal keeps sites together. Every plan is judged by the same
+ * link-aware simulation. */
+SKY_TEST(geo_fleet_link_aware_beats_link_blind)
+{
+	sky_diag d;
+	sky_diag_clear(&d);
+	SKY_EXPECT_MSG(sky_fleet_load("planner/data/geo-3x3.json", &g_f, &d) == 0, "%s", d.msg);
+	SKY_EXPECT_EQ(g_f.n, 9);
+	SKY_EXPECT_EQ(g_f.n_links, 3);
+	SKY_EXPECT_NEAR(g_f.link[0].bw_Bps, 20e6 / 8, 0);
+	for (int i = 0; i < 9; i++) /* interleaved: no two neighbours share a site */
+		SKY_EXPECT(i == 0 || !sky_site_eq(g_f.board[i].site, g_f.board[i - 1].site));
+	sky_job j;
+	SKY_EXPECT_EQ(sky_job_init(&j, "mini"), 0);
+	j.model.layers = 24;
+	j.micro_batches = 8;
+	sky_sim_result *res = malloc(sizeof *res);
+	SKY_EXPECT(res != NULL);
+	if (!res)
+		return;
+	double step[3];
+	int cuts[3];
+	for (int a = 0; a < 3; a++) {
+		sky_job pj = j;
+		pj.link_blind = a == 1;
+		SKY_EXPECT_EQ(sky_plan_partition(&g_f, &pj, a == 0 ? SKY_ALGO_EVEN : SKY_ALGO_OPTIMAL,
+						 &g_p, &d),
+			      0);
+		/* judged with sites priced, whatever chose it */
+		SKY_EXPECT_EQ(sky_plan_evaluate(&g_f, &j, &g_p, &d), 0);
+		SKY_EXPECT_EQ(sky_sim_run(&g_p, &j, res, &d), 0);
+		step[a] = res->step_s;
+		cuts[a] = g_p.cross_site_cuts;
+		SKY_EXPECT_NEAR(g_p.wan_bytes_per_step,
+				2.0 * 8 * (double)sky_model_cut_bytes(&j.model) * cuts[a], 0);
+	}
+	free(res);
+	printf("  even %.2f s (%d cuts cross sites), optimal --link-blind %.2f s (%d), optimal "
+	       "%.2f s (%d): %.2fx\n",
+	       step[0], cuts[0], step[1], cuts[1], step[2], cuts[2], step[1] / step[2]);
+	SKY_EXPECT_EQ(cuts[0], 8);
+	SKY_EXPECT(cuts[2] <= 2 && cuts[2] < cuts[1]);
+	SKY_EXPECT_MSG(step[1] >= 1.3 * step[2], "link-aware %.3f s, link-blind %.3f s", step[2],
+		       step[1]);
+	SKY_EXPECT(step[2] < step[0]);
 }

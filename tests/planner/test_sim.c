@@ -173,3 +173,86 @@ SKY_TEST(gpipe_step_has_a_closed_form)
 	}
 	SKY_EXPECT_MSG(checked > 150, "checked %d", checked);
 }
+
+/* Two boards in two sites, compute next to nothing: the site path is the
+ * pipeline. By hand: GPipe sends m activations one after another (the
+ * last arrives at m X + L), then m gradients (m X more, + L): 2 m X + 2 L.
+ * 1F1B with m = 3 (stage 0: F0 F1 B0 F2 B1 B2; stage 1: F0 B0 F1 B1 F2 B2):
+ * F0, F1 arrive at X + L, 2X + L; B0 back at 2X + 2L; F2 leaves then,
+ * arrives 3X + 3L; B2 back at 4X + 4L. */
+SKY_TEST(a_site_path_delays_and_queues_messages)
+{
+	sky_job j;
+	int m = 3;
+	for (int s = 0; s < 2; s++) {
+		test_job(&j, 1, m, (sky_sched)s);
+		memset(&g_f, 0, sizeof g_f);
+		g_f.n = 2;
+		for (int i = 0; i < 2; i++) {
+			snprintf(g_f.board[i].id, SKY_BOARD_ID_MAX, "b%d", i);
+			snprintf(g_f.board[i].site, sizeof g_f.board[i].site, i ? "shop" : "fac");
+			g_f.board[i].fwd_s = g_f.board[i].bwd_s = 1e-12;
+			g_f.board[i].mem_bytes = 1ll << 40;
+			g_f.board[i].bw_Bps = 1e300;
+		}
+		double B = (double)sky_model_cut_bytes(&j.model), X = 0.5, L = 0.1;
+		g_f.n_links = 1;
+		snprintf(g_f.link[0].a, sizeof g_f.link[0].a, "fac");
+		snprintf(g_f.link[0].b, sizeof g_f.link[0].b, "shop");
+		g_f.link[0].bw_Bps = B / X;
+		g_f.link[0].lat_s = L;
+		g_p.n_stages = 2;
+		g_p.stage[0] = (sky_stage){.board = 0, .first_unit = 0, .last_unit = 0};
+		g_p.stage[1] = (sky_stage){.board = 1, .first_unit = 1, .last_unit = 1};
+		SKY_EXPECT_EQ(sky_plan_evaluate(&g_f, &j, &g_p, NULL), 0);
+		SKY_EXPECT_NEAR(g_p.stage[0].wan_xfer_s, X, 1e-12);
+		SKY_EXPECT_EQ(sky_sim_run(&g_p, &j, &g_r, NULL), 0);
+		double want = s == SKY_SCHED_GPIPE ? 2 * m * X + 2 * L : 4 * X + 4 * L;
+		SKY_EXPECT_MSG(fabs(g_r.step_s - want) < 1e-9, "%s: step %.12g, by hand %.12g",
+			       sky_sched_name((sky_sched)s), g_r.step_s, want);
+		/* the same two boards in one site: the path is gone */
+		snprintf(g_f.board[1].site, sizeof g_f.board[1].site, "fac");
+		SKY_EXPECT_EQ(sky_plan_evaluate(&g_f, &j, &g_p, NULL), 0);
+		SKY_EXPECT_EQ(sky_sim_run(&g_p, &j, &g_r, NULL), 0);
+		SKY_EXPECT(g_r.step_s < 1e-9);
+	}
+}
+
+/* m = 1, real compute and links: every charge appears once each way */
+SKY_TEST(one_micro_batch_pays_every_charge_once_each_way)
+{
+	sky_job j;
+	test_job(&j, 1, 1, SKY_SCHED_1F1B);
+	memset(&g_f, 0, sizeof g_f);
+	g_f.n = 2;
+	const double fw[2] = {0.2, 0.3}, bw[2] = {0.4, 0.7}, lat[2] = {0.01, 0.02};
+	for (int i = 0; i < 2; i++) {
+		snprintf(g_f.board[i].id, SKY_BOARD_ID_MAX, "b%d", i);
+		snprintf(g_f.board[i].site, sizeof g_f.board[i].site, i ? "shop" : "fac");
+		g_f.board[i].fwd_s = fw[i], g_f.board[i].bwd_s = bw[i];
+		g_f.board[i].attn_share = 0.5;
+		g_f.board[i].mem_bytes = 1ll << 40;
+		g_f.board[i].bw_Bps = 1e300, g_f.board[i].lat_s = lat[i];
+	}
+	double B = (double)sky_model_cut_bytes(&j.model);
+	g_f.n_links = 2; /* fac -> core -> shop: 4e6 and 1e6 B/s, 30 + 50 ms */
+	snprintf(g_f.link[0].a, sizeof g_f.link[0].a, "fac");
+	g_f.link[0].bw_Bps = 4e6, g_f.link[0].lat_s = 0.03;
+	snprintf(g_f.link[1].a, sizeof g_f.link[1].a, "shop");
+	g_f.link[1].bw_Bps = 1e6, g_f.link[1].lat_s = 0.05;
+	g_p.n_stages = 2;
+	g_p.stage[0] = (sky_stage){.board = 0, .first_unit = 0, .last_unit = 0};
+	g_p.stage[1] = (sky_stage){.board = 1, .first_unit = 1, .last_unit = 1};
+	SKY_EXPECT_EQ(sky_plan_evaluate(&g_f, &j, &g_p, NULL), 0);
+	SKY_EXPECT_EQ(sky_sim_run(&g_p, &j, &g_r, NULL), 0);
+	double X = B / 1e6, L = 0.08;
+	double want = fw[0] / 2 + lat[0] + X + L + lat[1] + fw[1] / 2 + bw[1] / 2 + lat[1] + X +
+		      L + lat[0] + bw[0] / 2;
+	SKY_EXPECT_MSG(fabs(g_r.step_s - want) < 1e-9, "step %.12g, by hand %.12g", g_r.step_s,
+		       want);
+	/* link-blind: the boards' links only */
+	j.link_blind = 1;
+	SKY_EXPECT_EQ(sky_plan_evaluate(&g_f, &j, &g_p, NULL), 0);
+	SKY_EXPECT_EQ(sky_sim_run(&g_p, &j, &g_r, NULL), 0);
+	SKY_EXPECT_NEAR(g_r.step_s, want - 2 * (X + L), 1e-9);
+}

@@ -38,6 +38,9 @@ static void usage(const char *cmd, FILE *to, const char *extra)
 		"  --objective O         optimal: minimise the simulated step (default: fill, steady\n"
 		"                        state and drain of the schedule; exact up to 8 boards) or\n"
 		"                        the bottleneck (the slowest stage, exact per board order)\n"
+		"  --link-blind          plan as if every board were in one site (Sky before sites:\n"
+		"                        each cut charged with the boards' own links only); the\n"
+		"                        figures shown are still the fleet's, sites and all\n"
 		"  --write-fleet F.json  also save the fleet planned for (e.g. the paper's) as a file\n"
 		"%s"
 		"  --json                machine-readable output\n"
@@ -48,7 +51,7 @@ static void usage(const char *cmd, FILE *to, const char *extra)
 enum {
 	O_FLEET = SKY_OPT_FIRST, O_WRITE_FLEET, O_MODEL, O_ALGO, O_OBJECTIVE, O_OPTIMIZER,
 	O_SCHEDULE, O_PRECISION, O_LAYERS, O_SEQ, O_MICRO_BATCH, O_MICRO_BATCHES, O_ORDER_EVALS,
-	O_SVG, O_JSON, O_PAPER, O_KEEP_ORDER
+	O_SVG, O_JSON, O_PAPER, O_KEEP_ORDER, O_LINK_BLIND
 };
 
 static const struct option k_opts[] = {
@@ -69,6 +72,7 @@ static const struct option k_opts[] = {
 	{"json", no_argument, NULL, O_JSON},
 	{"paper", no_argument, NULL, O_PAPER},
 	{"keep-order", no_argument, NULL, O_KEEP_ORDER},
+	{"link-blind", no_argument, NULL, O_LINK_BLIND},
 	SKY_OPT_STD,
 	{0}};
 
@@ -79,7 +83,7 @@ int plan_cli_parse(const char *cmd, int argc, char **argv, plan_cli *c, const ch
 	c->algos = default_algos;
 	const char *model = NULL, *optim = NULL, *sched = NULL, *prec = NULL, *obj = NULL;
 	long layers = 0, seq = 0, mb = 0, m = 0, evals = -1;
-	int keep = 0;
+	int keep = 0, blind = 0;
 	char prog[32];
 	snprintf(prog, sizeof prog, "sky %s", cmd);
 	sky_opt p;
@@ -100,6 +104,9 @@ int plan_cli_parse(const char *cmd, int argc, char **argv, plan_cli *c, const ch
 			break;
 		case O_KEEP_ORDER:
 			keep = 1;
+			break;
+		case O_LINK_BLIND:
+			blind = 1;
 			break;
 		case O_FLEET:
 			c->fleet_path = v;
@@ -179,6 +186,7 @@ int plan_cli_parse(const char *cmd, int argc, char **argv, plan_cli *c, const ch
 	if (evals >= 0)
 		j->order_evals = (int)evals;
 	j->keep_order = keep;
+	j->link_blind = blind;
 	if (optim && sky_cost_optim_parse(optim, &j->optim)) {
 		fprintf(stderr, "sky %s: --optimizer expects sgd, momentum or adam, got '%s'\n", cmd,
 			optim);
@@ -221,6 +229,30 @@ int plan_cli_parse(const char *cmd, int argc, char **argv, plan_cli *c, const ch
 		fprintf(stderr, "sky %s: %s\n", cmd, d.msg);
 		return 2;
 	}
+	/* sites, and the pairs the fleet names no path for */
+	const sky_fleet *f = c->fleet;
+	for (int i = 0; i < f->n; i++) {
+		int seen = 0;
+		for (int k = 0; k < i && !seen; k++)
+			seen = sky_site_eq(f->board[k].site, f->board[i].site);
+		if (seen)
+			continue;
+		c->sites++;
+		for (int k = 0; k < i; k++) {
+			double bw, lat;
+			int first = 1;
+			for (int q = 0; q < k && first; q++)
+				first = !sky_site_eq(f->board[q].site, f->board[k].site);
+			if (first && sky_fleet_site_path(f, f->board[k].site, f->board[i].site, &bw,
+							 &lat) == SKY_ENOTFOUND)
+				fprintf(stderr,
+					"sky %s: warning: the fleet names no link between sites %s and "
+					"%s (nor both to the core): cuts between them are charged as "
+					"within a site\n",
+					cmd, sky_site_name(f->board[k].site),
+					sky_site_name(f->board[i].site));
+		}
+	}
 	if (c->write_fleet) {
 		size_t cap = 4096 + (size_t)c->fleet->n * 512;
 		char *buf = malloc(cap);
@@ -247,7 +279,28 @@ void plan_cli_free(plan_cli *c)
 
 static const char *block(int unit) { return unit % 2 ? "ffn" : "attn"; }
 
-int plan_print(const plan_cli *c, const sky_plan *p)
+int plan_judge(const plan_cli *c, sky_plan *p, plan_truth *t, sky_sim_result *r, sky_diag *d)
+{
+	static sky_sim_result own; /* when the caller does not want it (sky is one thread) */
+	sky_sim_result *res = r ? r : &own;
+	sky_job aware = c->job;
+	int rc;
+	memset(t, 0, sizeof *t);
+	if (c->job.link_blind) {
+		if ((rc = sky_sim_run(p, &c->job, res, d)))
+			return rc;
+		t->blind_step_s = res->step_s;
+		aware.link_blind = 0;
+		if ((rc = sky_plan_evaluate(c->fleet, &aware, p, d)))
+			return rc;
+	}
+	if ((rc = sky_sim_run(p, &aware, res, d)))
+		return rc;
+	t->step_s = res->step_s;
+	return 0;
+}
+
+int plan_print(const plan_cli *c, const sky_plan *p, const plan_truth *t)
 {
 	const sky_fleet *f = c->fleet;
 	const sky_job *j = &c->job;
@@ -257,21 +310,40 @@ int plan_print(const plan_cli *c, const sky_plan *p)
 		       sky_algo_name(p->algo), j->model.name, j->model.layers, 2 * j->model.layers,
 		       j->model.seq, j->model.batch, j->micro_batches, sky_sched_name(j->sched),
 		       sky_cost_optim_name(j->optim));
-		printf("%5s  %-16s %-20s %10s %10s %8s %10s\n", "stage", "board", "layers", "time_s",
-		       "send_s", "in_fl", "mem_MiB");
+		printf("%5s  %-16s %-12s %-20s %10s %10s %8s %10s\n", "stage", "board", "site",
+		       "layers", "time_s", "send_s", "in_fl", "mem_MiB");
 		for (int k = 0; k < p->n_stages; k++) {
 			const sky_stage *s = &p->stage[k];
 			char range[48];
 			snprintf(range, sizeof range, "%d.%s-%d.%s", s->first_unit / 2,
 				 block(s->first_unit), s->last_unit / 2, block(s->last_unit));
-			printf("%5d  %-16s %-20s %10.4f %10.4f %8d %10.1f%s\n", k,
-			       f->board[s->board].id, range, s->time_s, s->send_s, s->in_flight,
-			       s->mem_bytes / 1048576.0, k == p->bottleneck_stage ? "  <- bottleneck" : "");
+			printf("%5d  %-16s %-12s %-20s %10.4f %10.4f %8d %10.1f%s\n", k,
+			       f->board[s->board].id, sky_site_name(f->board[s->board].site), range,
+			       s->time_s, s->send_s, s->in_flight, s->mem_bytes / 1048576.0,
+			       k == p->bottleneck_stage ? "  <- bottleneck" : "");
+			if (k + 1 < p->n_stages &&
+			    !sky_site_eq(f->board[s->board].site, f->board[p->stage[k + 1].board].site))
+				printf("       -- crosses %s -> %s: %.4f s per activation, %.4f s per "
+				       "gradient on the site path, +%.4f s latency\n",
+				       sky_site_name(f->board[s->board].site),
+				       sky_site_name(f->board[p->stage[k + 1].board].site), s->wan_xfer_s,
+				       s->wan_xfer_b_s, s->wan_lat_s);
 		}
 		printf("bottleneck %.6f s/micro-batch, lower bound %.6f s (ratio %.3f), %d of %d "
 		       "boards used\n",
 		       p->bottleneck_s, p->lower_bound_s, p->bottleneck_s / p->lower_bound_s,
 		       p->n_stages, f->n);
+		if (c->sites > 1 || p->cross_site_cuts > 0)
+			printf("%d sites; %d cuts cross sites, %.1f MB cross between sites per step\n",
+			       c->sites, p->cross_site_cuts, p->wan_bytes_per_step / 1e6);
+		if (c->job.link_blind)
+			printf("planned link-blind: its simulated step is %.6f s on this fleet (the "
+			       "link-blind model says %.6f s)\n",
+			       t->step_s, t->blind_step_s);
+		else if (!(p->step_s > 0))
+			printf("simulated step %.6f s\n", t->step_s);
+		if (c->job.link_blind)
+			return 0; /* the search's own figure below is the link-blind one */
 		if (p->step_s > 0 && p->step_exact)
 			printf("simulated step %.6f s (exact: the shortest of every order, subset and "
 			       "split)\n",
@@ -305,6 +377,7 @@ int plan_print(const plan_cli *c, const sky_plan *p)
 		if (!x)
 			break;
 		cJSON_AddStringToObject(x, "board", f->board[s->board].id);
+		cJSON_AddStringToObject(x, "site", sky_site_name(f->board[s->board].site));
 		cJSON_AddNumberToObject(x, "first_layer", s->first_unit / 2);
 		cJSON_AddStringToObject(x, "first_block", block(s->first_unit));
 		cJSON_AddNumberToObject(x, "last_layer", s->last_unit / 2);
@@ -316,12 +389,28 @@ int plan_print(const plan_cli *c, const sky_plan *p)
 		cJSON_AddNumberToObject(x, "in_flight", s->in_flight);
 		cJSON_AddNumberToObject(x, "mem_bytes", (double)s->mem_bytes);
 		cJSON_AddNumberToObject(x, "mem_budget_bytes", (double)f->board[s->board].mem_bytes);
+		if (k + 1 < p->n_stages) {
+			int cross = !sky_site_eq(f->board[s->board].site,
+						 f->board[p->stage[k + 1].board].site);
+			cJSON_AddBoolToObject(x, "cut_crosses_sites", cross);
+			cJSON_AddNumberToObject(x, "cut_wan_xfer_s", s->wan_xfer_s);
+			cJSON_AddNumberToObject(x, "cut_wan_xfer_back_s", s->wan_xfer_b_s);
+			cJSON_AddNumberToObject(x, "cut_wan_lat_s", s->wan_lat_s);
+		}
 		cJSON_AddItemToArray(st, x);
 	}
 	cJSON_AddNumberToObject(o, "bottleneck_s", p->bottleneck_s);
 	cJSON_AddNumberToObject(o, "bottleneck_stage", p->bottleneck_stage);
 	cJSON_AddNumberToObject(o, "lower_bound_s", p->lower_bound_s);
+	cJSON_AddBoolToObject(o, "link_blind", c->job.link_blind);
+	cJSON_AddNumberToObject(o, "sites", c->sites);
+	cJSON_AddNumberToObject(o, "cross_site_cuts", p->cross_site_cuts);
+	cJSON_AddNumberToObject(o, "wan_bytes_per_step", p->wan_bytes_per_step);
+	cJSON_AddNumberToObject(o, "sim_step_s", t->step_s);
+	if (c->job.link_blind)
+		cJSON_AddNumberToObject(o, "sim_step_link_blind_s", t->blind_step_s);
 	if (p->step_s > 0) {
+		/* the search's own figure: under --link-blind, the link-blind model's */
 		cJSON_AddNumberToObject(o, "step_s", p->step_s);
 		cJSON_AddBoolToObject(o, "step_exact", p->step_exact);
 		cJSON_AddNumberToObject(o, "step_lower_bound_s", p->step_lower_bound_s);
@@ -383,7 +472,13 @@ int sky_cmd_plan(int argc, char **argv)
 		rc = 1;
 		goto exit;
 	}
-	rc = plan_print(&c, p);
+	plan_truth t;
+	if (plan_judge(&c, p, &t, NULL, &d)) {
+		fprintf(stderr, "sky plan: %s\n", d.msg);
+		rc = 1;
+		goto exit;
+	}
+	rc = plan_print(&c, p, &t);
 	if (!rc && c.svg)
 		rc = plan_svg(&c, p);
 exit:

@@ -11,6 +11,7 @@ typedef struct plan_cli {
 	const char *algos; /* as given to --algo */
 	const char *write_fleet; /* --write-fleet: save the fleet used here */
 	const char *svg;         /* sky plan --svg: draw the plan there */
+	int sites;               /* distinct sites among the fleet's boards */
 	sky_job job;
 	sky_fleet *fleet;  /* heap: the struct is large */
 } plan_cli;
@@ -20,7 +21,17 @@ typedef struct plan_cli {
 int plan_cli_parse(const char *cmd, int argc, char **argv, plan_cli *c, const char *help_extra,
 		   const char *default_algos);
 void plan_cli_free(plan_cli *c);
+/* A plan judged with sites priced (sky_plan.h), whatever --link-blind chose it. */
+typedef struct plan_truth {
+	double step_s;       /* its simulated step on the fleet as it is */
+	double blind_step_s; /* with --link-blind: the step the link-blind model predicts; else 0 */
+} plan_truth;
+/* Re-evaluates p with sites priced (when the job was planned link-blind;
+ * p's fields then describe the fleet as it is) and simulates its step into
+ * t and, when not NULL, r. Returns 0 or the evaluation's / simulator's code
+ * with d saying why. */
+int plan_judge(const plan_cli *c, sky_plan *p, plan_truth *t, sky_sim_result *r, sky_diag *d);
 /* Prints a plan as text or as one JSON object. Returns 0 or 1. */
-int plan_print(const plan_cli *c, const sky_plan *p);
+int plan_print(const plan_cli *c, const sky_plan *p, const plan_truth *t);
 
 #endif

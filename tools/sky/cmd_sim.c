@@ -14,7 +14,9 @@ typedef struct sim_row {
 	int rc;
 	char err[256];
 	double step_s, bottleneck_s, lower_bound_s, bubble;
-	int stages, step_exact;
+	double blind_step_s; /* --link-blind: what the link-blind model predicts */
+	int stages, step_exact, cross_site_cuts;
+	double wan_bytes_per_step;
 	double step_lb;
 	double *busy_s; /* per stage, heap */
 } sim_row;
@@ -67,15 +69,19 @@ int sky_cmd_sim(int argc, char **argv)
 		sim_row *w = &rows[i];
 		sky_diag d;
 		sky_diag_clear(&d);
+		plan_truth t;
 		w->rc = sky_plan_partition(c.fleet, &c.job, w->algo, p, &d);
 		if (!w->rc)
-			w->rc = sky_sim_run(p, &c.job, r, &d);
+			w->rc = plan_judge(&c, p, &t, r, &d); /* with sites priced */
 		if (w->rc) {
 			snprintf(w->err, sizeof w->err, "%s", d.msg);
 			failed = 1;
 			continue;
 		}
 		w->step_s = r->step_s;
+		w->blind_step_s = t.blind_step_s;
+		w->cross_site_cuts = p->cross_site_cuts;
+		w->wan_bytes_per_step = p->wan_bytes_per_step;
 		w->bubble = r->bubble;
 		w->bottleneck_s = p->bottleneck_s;
 		w->lower_bound_s = p->lower_bound_s;
@@ -91,8 +97,9 @@ int sky_cmd_sim(int argc, char **argv)
 	/* even is the reference for speedups; plan it if it was not asked for */
 	if (even_step == 0) {
 		sky_diag d;
+		plan_truth t;
 		if (!sky_plan_partition(c.fleet, &c.job, SKY_ALGO_EVEN, p, &d) &&
-		    !sky_sim_run(p, &c.job, r, &d))
+		    !plan_judge(&c, p, &t, r, &d))
 			even_step = r->step_s;
 	}
 	if (!c.json) {
@@ -150,6 +157,11 @@ int sky_cmd_sim(int argc, char **argv)
 		else
 			cJSON_AddNullToObject(o, "speedup_vs_even");
 		cJSON_AddNumberToObject(o, "bubble", w->bubble);
+		cJSON_AddBoolToObject(o, "link_blind", c.job.link_blind);
+		if (c.job.link_blind)
+			cJSON_AddNumberToObject(o, "step_link_blind_s", w->blind_step_s);
+		cJSON_AddNumberToObject(o, "cross_site_cuts", w->cross_site_cuts);
+		cJSON_AddNumberToObject(o, "wan_bytes_per_step", w->wan_bytes_per_step);
 		cJSON_AddNumberToObject(o, "stages", w->stages);
 		cJSON_AddNumberToObject(o, "boards", c.fleet->n);
 		cJSON_AddStringToObject(o, "model", c.job.model.name);
