@@ -141,6 +141,12 @@ int sky_job_req_parse(const char *buf, size_t len, sky_job_req *j, sky_diag *d)
 	if (cJSON_GetObjectItemCaseSensitive(doc, "wait_s") &&
 	    (rc = sky_json_num(doc, "wait_s", 0, 3600, &j->wait_s, "job", d)))
 		goto exit;
+	const cJSON *lb = cJSON_GetObjectItemCaseSensitive(doc, "link_blind");
+	if (lb && !cJSON_IsBool(lb)) {
+		rc = sky_diag_set(d, SKY_EFORMAT, "job: link_blind must be true or false");
+		goto exit;
+	}
+	j->link_blind = lb && cJSON_IsTrue(lb);
 	if ((rc = parse_train(doc, j, d)) != 0)
 		goto exit;
 	if (!sky_topic_segment_ok(j->job))
@@ -186,9 +192,9 @@ int sky_job_req_encode(const sky_job_req *j, char *buf, size_t cap)
 			 j->plaintext ? "true" : "false");
 	int n = snprintf(buf, cap,
 			 "{\"job\":\"%s\",\"model\":\"%s\"%s,\"micro_batches\":%d,\"algo\":\"%s\","
-			 "\"sched\":\"%s\",\"objective\":\"%s\",\"min_boards\":%d,\"wait_s\":%g%s%s}",
+			 "\"sched\":\"%s\",\"objective\":\"%s\",\"min_boards\":%d,\"wait_s\":%g%s%s%s}",
 			 j->job, j->model, shapes, j->micro_batches, j->algo, j->sched, j->objective,
-			 j->min_boards, j->wait_s, sid, train);
+			 j->min_boards, j->wait_s, sid, train, j->link_blind ? ",\"link_blind\":true" : "");
 	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : n;
 }
 
@@ -947,6 +953,7 @@ static int try_plan(svc *s, pending_job *pj)
 	sky_algo_parse(pj->req.algo, &algo);
 	sky_sched_parse(pj->req.sched, &job.sched);
 	sky_objective_parse(pj->req.objective, &job.objective);
+	job.link_blind = pj->req.link_blind;
 	int rc = sky_plan_partition(&s->fleet, &job, algo, &s->plan, &d);
 	if (rc) {
 		SKY_WARN("job %s: no plan: %s", pj->req.job, d.msg);
@@ -955,6 +962,8 @@ static int try_plan(svc *s, pending_job *pj)
 	/* the simulated step, once: the training plan carries it (the boards'
 	 * stall deadline) and the metrics compare measured steps with it */
 	static sky_sim_result sim;
+	/* a link-blind plan still runs on the real links: predict it with them */
+	job.link_blind = 0;
 	double predicted_s = sky_sim_run(&s->plan, &job, &sim, NULL) == 0 ? sim.step_s : 0;
 	sky_planmsg *p = &s->msg;
 	memset(p, 0, sizeof *p);

@@ -12,7 +12,7 @@
  *     ACL lets only that operator publish there) or from a job file:
  *       {"job":"j1","model":"tiny","layers":4,"seq":16,"batch":8,
  *        "micro_batches":4,"algo":"optimal","sched":"1f1b","objective":"step",
- *        "min_boards":16,"wait_s":30,"submit_id":"<hex>"}
+ *        "min_boards":16,"wait_s":30,"submit_id":"<hex>","link_blind":false}
  *     (all but job and model optional), and answers every submission on
  *     sky/v1/jobs/<operator CN>/reply (sky_job_reply), so a submit is never
  *     lost silently: the operator resends until it hears back. A resend
@@ -78,6 +78,9 @@ typedef struct sky_job_req {
 	char algo[16];          /* even, sky, optimal (default) */
 	char sched[8];          /* gpipe, 1f1b (default) */
 	char objective[16];     /* what optimal minimises: step (default), bottleneck */
+	int link_blind;         /* 1: plan as if every board were in one site
+	                           ("link_blind":true; the step is still predicted
+	                           with the links) */
 	int min_boards;         /* 0: every online board */
 	double wait_s;          /* default 30 */
 	char submit_id[33];     /* "" or 8-32 of [0-9a-f]: names one submission, resends included */

@@ -105,7 +105,7 @@ static void usage(FILE *to)
 		"usage: sky job submit --pki DIR --broker HOST:PORT (--model NAME | --file JOB.json)\n"
 		"                      [--job ID] [--layers L] [--seq S] [--batch B]\n"
 		"                      [--micro-batches M] [--algo even|sky|optimal] [--sched gpipe|1f1b]\n"
-		"                      [--objective step|bottleneck]\n"
+		"                      [--objective step|bottleneck] [--link-blind]\n"
 		"                      [--min-boards N] [--wait-boards-s S] [--wait SECONDS]\n"
 		"                      [--ack-timeout SECONDS] [--json]\n"
 		"                      [--task train --steps N --micro M --optimizer adamw|sgd --lr X\n"
@@ -122,6 +122,8 @@ static void usage(FILE *to)
 		"and publishes the signed plan. With --wait, follows the plan and each stage's\n"
 		"plan-ack for up to SECONDS more (plans verified with DIR/planner.crt) and\n"
 		"exits 0 only if every stage's board accepted it.\n"
+		"--link-blind plans as if every board were in one site (sites' links ignored),\n"
+		"for comparison with the link-aware plan.\n"
 		"--task train makes the fleet train: the boards run --steps optimizer steps of\n"
 		"--micro micro-batches under --sched, with `sky train`'s optimizer, seed, warm-up\n"
 		"and clip (same defaults), frames AES-GCM sealed unless --plaintext-frames;\n"
@@ -156,7 +158,8 @@ static int cmd_submit(int argc, char **argv)
 	enum {
 		O_PKI = SKY_OPT_FIRST, O_BROKER, O_FILE, O_JOB, O_MODEL, O_ALGO, O_SCHED, O_OBJECTIVE,
 		O_LAYERS, O_SEQ, O_BATCH, O_TASK, O_STEPS, O_OPTIM, O_LR, O_SEED, O_WARMUP, O_CLIP,
-		O_STALL, O_MICRO, O_MIN_BOARDS, O_WAIT_BOARDS, O_ACK, O_WAIT, O_JSON, O_PLAINTEXT
+		O_STALL, O_MICRO, O_MIN_BOARDS, O_WAIT_BOARDS, O_ACK, O_WAIT, O_JSON, O_PLAINTEXT,
+		O_LINK_BLIND
 	};
 	static const struct option k_opts[] = {
 		{"pki", required_argument, NULL, O_PKI},
@@ -187,6 +190,7 @@ static int cmd_submit(int argc, char **argv)
 		{"wait", required_argument, NULL, O_WAIT},
 		{"json", no_argument, NULL, O_JSON},
 		{"plaintext-frames", no_argument, NULL, O_PLAINTEXT},
+		{"link-blind", no_argument, NULL, O_LINK_BLIND},
 		SKY_OPT_STD,
 		{0}};
 	const char *cmd = "job submit";
@@ -206,6 +210,9 @@ static int cmd_submit(int argc, char **argv)
 			break;
 		case O_PLAINTEXT:
 			j.plaintext = 1;
+			break;
+		case O_LINK_BLIND:
+			j.link_blind = 1;
 			break;
 		case O_PKI:
 			pki = val;
