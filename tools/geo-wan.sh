@@ -14,8 +14,9 @@
 # Options (up and run):
 #   --sites N        sites (default 3), named site1..siteN
 #   --boards N       boards per site (default 3)
-#   --speeds LIST    each site's boards' emulated speeds, in order (skyd
-#                    --speed; default "0.5 0.25 0.125")
+#   --speeds LIST    the boards' emulated speeds (skyd --speed): SITES x BOARDS
+#                    values, site1's boards first, or BOARDS values that every
+#                    site repeats (default "0.5 0.25 0.125")
 #   --rate R         each site's uplink, both directions (tc tbf rate; default
 #                    20mbit); "none" leaves the links unshaped
 #   --model M --layers L --seq S   the shapes the boards probe (default mini, 24)
@@ -241,7 +242,8 @@ up() {
 		i=${ib%:*}
 		b=${ib#*:}
 		id="s${i}b$b"
-		speed=$(echo "$SPEEDS" | awk -v k="$b" '{ print (k <= NF) ? $k : $NF }')
+		speed=$(echo "$SPEEDS" | awk -v i="$i" -v b="$b" -v nb="$BOARDS" -v ns="$SITES" \
+			'{ k = (NF == nb * ns) ? (i - 1) * nb + b : b; print (k <= NF) ? $k : $NF }')
 		mkdir -p "$DIR/$id"
 		printf 'name = %s\nthreads = 1\n' "$id" >"$DIR/$id/profile.conf"
 		"$SKY_BIN/sky" pki issue --dir "$PKI" --id "$id" --state "$DIR/$id/state" >>"$DIR/pki.log" 2>&1 ||

@@ -11,6 +11,7 @@
  * The measured step of a training step is its slowest stage's step_s (the
  * stages meet at the end of a step in the clip-norm exchange); the figure
  * reported is the median over the steps after the --skip warm-up ones. */
+#include "sky_caps.h"
 #include "sky_cli.h"
 #include "sky_err.h"
 #include "sky_file.h"
@@ -171,14 +172,37 @@ typedef struct job_figures {
 	double frame_MBps;         /* bytes every stage sent in a step / the step */
 	double loss;               /* the last step's */
 	int median_step;           /* the step whose time is the median */
+	int cross_site_cuts;       /* cuts between stages of two sites (the plan's) */
+	double wan_bytes_per_step; /* bytes those cuts carried per timed step (see wan_bytes) */
 } job_figures;
+
+/* Bytes that crossed between sites in step s: for every cut whose two
+ * stages are on different sites, what each of its stages sent towards the
+ * other. A stage's bytes_out is everything it sent; its activations and
+ * gradients (the same tensor shape, one frame per micro-batch each way)
+ * are split evenly between its neighbours. The clip-norm frames to every
+ * stage (a few hundred bytes) are counted in too. */
+static double wan_bytes(const job_events *e, int s)
+{
+	double b = 0;
+	for (int k = 0; k + 1 < e->n_stages && e->have_plan; k++) {
+		if (sky_site_eq(e->plan.stages[k].site, e->plan.stages[k + 1].site))
+			continue;
+		for (int j = k; j <= k + 1; j++) {
+			int nb = (j > 0) + (j + 1 < e->n_stages);
+			b += (e->at[s][j].bytes_out - e->at[s - 1][j].bytes_out) / nb;
+		}
+	}
+	return b;
+}
 
 static int figures(const job_events *e, int skip, job_figures *o, sky_diag *d)
 {
 	memset(o, 0, sizeof *o);
 	double t[MAX_STEPS];
 	int steps[MAX_STEPS];
-	double sum_step = 0, sum_send = 0, sum_wait = 0, bytes = 0, secs = 0;
+	double sum_step = 0, sum_send = 0, sum_wait = 0, bytes = 0, secs = 0, wan = 0;
+	int wan_steps = 0;
 	for (int s = skip + 1; s <= e->last_step; s++) {
 		if (!step_complete(e, s))
 			continue;
@@ -194,7 +218,15 @@ static int figures(const job_events *e, int skip, job_figures *o, sky_diag *d)
 				bytes += x->bytes_out - e->at[s - 1][k].bytes_out;
 		}
 		secs += step_time(e, s);
+		if (s > 1 && step_complete(e, s - 1)) {
+			wan += wan_bytes(e, s);
+			wan_steps++;
+		}
 	}
+	for (int k = 0; k + 1 < e->n_stages && e->have_plan; k++)
+		o->cross_site_cuts +=
+			!sky_site_eq(e->plan.stages[k].site, e->plan.stages[k + 1].site);
+	o->wan_bytes_per_step = wan_steps ? wan / wan_steps : 0;
 	if (o->timed == 0) {
 		sky_diag_set(d, SKY_EFORMAT, "no complete step after the %d warm-up step%s", skip,
 			     skip == 1 ? "" : "s");
@@ -361,10 +393,14 @@ static int analyze(int argc, char **argv)
 	if (plain)
 		printf("\"step_s_plaintext\":%.6f,\"encryption_cost_s_per_step\":%.6f,", fp.step_s,
 		       f.step_s - fp.step_s);
+	printf("\"cross_site_cuts\":%d,\"wan_bytes_per_step\":%.0f,", f.cross_site_cuts,
+	       f.wan_bytes_per_step);
 	printf("\"plan\":[");
 	for (int k = 0; e->have_plan && k < e->plan.n_stages; k++)
-		printf("%s{\"stage\":%d,\"board\":\"%s\",\"first\":%d,\"last\":%d}", k ? "," : "", k,
-		       e->plan.stages[k].board, e->plan.stages[k].first, e->plan.stages[k].last);
+		printf("%s{\"stage\":%d,\"board\":\"%s\",\"site\":\"%s\",\"first\":%d,\"last\":%d}",
+		       k ? "," : "", k, e->plan.stages[k].board,
+		       sky_site_name(e->plan.stages[k].site), e->plan.stages[k].first,
+		       e->plan.stages[k].last);
 	printf("]}\n");
 	rc = 0;
 	goto exit;
@@ -383,7 +419,7 @@ exit:
 /* The orchestrating script: $SKY_TOOLS, else tools/ under the working
  * directory, else beside the build (<repo>/build/<board>/bin/sky). build
  * gets <repo>/build/<board> ("" if unknown). */
-static int find_script(char *out, size_t cap, char *build, size_t bcap)
+static int find_script(const char *name, char *out, size_t cap, char *build, size_t bcap)
 {
 	char bin[1024];
 	build[0] = 0;
@@ -396,32 +432,28 @@ static int find_script(char *out, size_t cap, char *build, size_t bcap)
 	}
 	const char *env = getenv("SKY_TOOLS");
 	if (env) {
-		snprintf(out, cap, "%s/bench_fleet.sh", env);
+		snprintf(out, cap, "%s/%s", env, name);
 		return sky_file_is_exec(out) ? 0 : SKY_ENOTFOUND;
 	}
-	snprintf(out, cap, "tools/bench_fleet.sh");
+	snprintf(out, cap, "tools/%s", name);
 	if (sky_file_is_exec(out))
 		return 0;
 	if (build[0]) {
-		snprintf(out, cap, "%s/../../tools/bench_fleet.sh", build);
+		snprintf(out, cap, "%s/../../tools/%s", build, name);
 		if (sky_file_is_exec(out))
 			return 0;
 	}
 	return SKY_ENOTFOUND;
 }
 
-int sky_bench_fleet(int argc, char **argv)
+/* Runs tools/<script> with argv[1..] (SKY_BUILD set to this build). */
+static int run_script(const char *cmd, const char *script_name, int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--analyze") || !strncmp(argv[i], "--analyze=", 10))
-			return analyze(argc, argv);
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-			usage(stdout); /* and the script's own below */
 	char script[1200], build[1024];
-	if (find_script(script, sizeof script, build, sizeof build) != 0) {
-		fprintf(stderr, "sky bench fleet: tools/bench_fleet.sh not found (run from the "
-				"repository, or set SKY_TOOLS to its tools/ directory)\n");
+	if (find_script(script_name, script, sizeof script, build, sizeof build) != 0) {
+		fprintf(stderr, "%s: tools/%s not found (run from the repository, or set SKY_TOOLS "
+				"to its tools/ directory)\n",
+			cmd, script_name);
 		return 1;
 	}
 	if (build[0] && !getenv("SKY_BUILD"))
@@ -433,7 +465,25 @@ int sky_bench_fleet(int argc, char **argv)
 	for (int i = 1; i < argc; i++)
 		args[i] = argv[i];
 	sky_file_exec(script, args);
-	fprintf(stderr, "sky bench fleet: cannot run %s\n", script);
+	fprintf(stderr, "%s: cannot run %s\n", cmd, script);
 	free(args);
 	return 1;
+}
+
+int sky_bench_fleet(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--analyze") || !strncmp(argv[i], "--analyze=", 10))
+			return analyze(argc, argv);
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+			usage(stdout); /* and the script's own below */
+	return run_script("sky bench fleet", "bench_fleet.sh", argc, argv);
+}
+
+/* sky bench geo: tools/bench_geo.sh (tools/geo-wan.sh's sites, a job per
+ * plan, each analysed by `sky bench fleet --analyze`). */
+int sky_bench_geo(int argc, char **argv)
+{
+	return run_script("sky bench geo", "bench_geo.sh", argc, argv);
 }
