@@ -962,8 +962,14 @@ static int try_plan(svc *s, pending_job *pj)
 	/* the simulated step, once: the training plan carries it (the boards'
 	 * stall deadline) and the metrics compare measured steps with it */
 	static sky_sim_result sim;
-	/* a link-blind plan still runs on the real links: predict it with them */
-	job.link_blind = 0;
+	/* a link-blind plan still runs on the real links: price its cuts and
+	 * predict its step with them */
+	if (job.link_blind) {
+		job.link_blind = 0;
+		if (sky_plan_evaluate(&s->fleet, &job, &s->plan, &d) != 0)
+			SKY_WARN("job %s: link-blind plan not priced with the links: %s", pj->req.job,
+				 d.msg);
+	}
 	double predicted_s = sky_sim_run(&s->plan, &job, &sim, NULL) == 0 ? sim.step_s : 0;
 	sky_planmsg *p = &s->msg;
 	memset(p, 0, sizeof *p);
