@@ -186,7 +186,19 @@ static int parse_link(const cJSON *o, int i, sky_site_link *l, sky_diag *d)
 	return 0;
 }
 
+static int parse_doc(const char *buf, size_t len, int links_only, sky_fleet *f, sky_diag *d);
+
 int sky_fleet_parse(const char *buf, size_t len, sky_fleet *f, sky_diag *d)
+{
+	return parse_doc(buf, len, 0, f, d);
+}
+
+int sky_fleet_parse_links(const char *buf, size_t len, sky_fleet *f, sky_diag *d)
+{
+	return parse_doc(buf, len, 1, f, d);
+}
+
+static int parse_doc(const char *buf, size_t len, int links_only, sky_fleet *f, sky_diag *d)
 {
 	sky_fleet_init(f);
 	if (len > SKY_FLEET_MAX_BYTES)
@@ -197,20 +209,19 @@ int sky_fleet_parse(const char *buf, size_t len, sky_fleet *f, sky_diag *d)
 		return SKY_EFORMAT;
 	int rc = 0;
 	const cJSON *boards = cJSON_GetObjectItemCaseSensitive(doc, "boards");
-	if (!cJSON_IsObject(doc) || !cJSON_IsArray(boards)) {
+	if (!cJSON_IsObject(doc) || (!links_only && !cJSON_IsArray(boards))) {
 		rc = sky_diag_set(d, SKY_EFORMAT, "fleet: expected {\"boards\": [...]}");
 		goto exit;
 	}
-	int n = cJSON_GetArraySize(boards);
-	if (n < 1 || n > SKY_PLAN_MAX_BOARDS) {
+	int n = links_only ? 0 : cJSON_GetArraySize(boards);
+	if (!links_only && (n < 1 || n > SKY_PLAN_MAX_BOARDS)) {
 		rc = sky_diag_set(d, SKY_ERANGE, "fleet: %d boards, allowed 1 to %d", n,
 				  SKY_PLAN_MAX_BOARDS);
 		goto exit;
 	}
 	int i = 0;
 	const cJSON *o;
-	cJSON_ArrayForEach(o, boards)
-	{
+	for (o = links_only ? NULL : boards->child; o; o = o->next) {
 		if ((rc = parse_board(o, i, &f->board[i], d)))
 			goto exit;
 		i++;
@@ -237,7 +248,18 @@ int sky_fleet_parse(const char *buf, size_t len, sky_fleet *f, sky_diag *d)
 		}
 		f->n_links = nl;
 	}
-	rc = sky_fleet_validate(f, d);
+	if (links_only) {
+		/* the links' checks without boards: validate with one stand-in */
+		f->n = 1;
+		memset(&f->board[0], 0, sizeof f->board[0]);
+		snprintf(f->board[0].id, sizeof f->board[0].id, "x");
+		f->board[0].fwd_s = f->board[0].bwd_s = f->board[0].bw_Bps = 1;
+		f->board[0].mem_bytes = 1;
+		rc = sky_fleet_validate(f, d);
+		f->n = 0;
+	} else {
+		rc = sky_fleet_validate(f, d);
+	}
 exit:
 	if (rc)
 		sky_fleet_init(f);
@@ -245,7 +267,7 @@ exit:
 	return rc;
 }
 
-int sky_fleet_load(const char *path, sky_fleet *f, sky_diag *d)
+static int load_file(const char *path, int links_only, sky_fleet *f, sky_diag *d)
 {
 	sky_fleet_init(f);
 	char *buf = malloc(SKY_FLEET_MAX_BYTES + 1);
@@ -261,9 +283,20 @@ int sky_fleet_load(const char *path, sky_fleet *f, sky_diag *d)
 		rc = sky_diag_set(d, SKY_ERANGE, "fleet %s: larger than %u bytes", path,
 				  SKY_FLEET_MAX_BYTES);
 	else
-		rc = sky_fleet_parse(buf, (size_t)n, f, d);
+		rc = links_only ? sky_fleet_parse_links(buf, (size_t)n, f, d)
+				: sky_fleet_parse(buf, (size_t)n, f, d);
 	free(buf);
 	return rc;
+}
+
+int sky_fleet_load(const char *path, sky_fleet *f, sky_diag *d)
+{
+	return load_file(path, 0, f, d);
+}
+
+int sky_fleet_load_links(const char *path, sky_fleet *f, sky_diag *d)
+{
+	return load_file(path, 1, f, d);
 }
 
 /* appends printf output at *at; returns 0 or SKY_ERANGE when it would not fit */

@@ -3,6 +3,7 @@
 #include "sky_clock.h"
 #include "sky_json.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -353,6 +354,39 @@ void sky_registry_assign(sky_registry *r, const sky_planmsg *p)
 	r->changed = 1;
 }
 
+int sky_registry_set_link(sky_registry *r, const char *a, const char *b, double bw_Bps,
+			  double lat_s, int64_t measured_unix)
+{
+	char na[SKY_SITE_MAX + 1], nb[SKY_SITE_MAX + 1];
+	if (!a || !b || strlen(a) > SKY_SITE_MAX || strlen(b) > SKY_SITE_MAX)
+		return SKY_EINVAL;
+	snprintf(na, sizeof na, "%s", a);
+	snprintf(nb, sizeof nb, "%s", b);
+	sky_site_norm(na);
+	sky_site_norm(nb);
+	if (!sky_site_ok(na) || !sky_site_ok(nb) || sky_site_eq(na, nb) || !isfinite(bw_Bps) ||
+	    !(bw_Bps > 0) || !isfinite(lat_s) || lat_s < 0)
+		return SKY_EINVAL;
+	int i = 0;
+	while (i < r->n_links && !((sky_site_eq(r->links[i].a, na) && sky_site_eq(r->links[i].b, nb)) ||
+				   (sky_site_eq(r->links[i].a, nb) && sky_site_eq(r->links[i].b, na))))
+		i++;
+	if (i == r->n_links) {
+		if (r->n_links == SKY_REG_MAX_LINKS)
+			return SKY_ENOMEM;
+		r->n_links++;
+	}
+	sky_reg_link *l = &r->links[i];
+	memset(l, 0, sizeof *l);
+	snprintf(l->a, sizeof l->a, "%s", na);
+	snprintf(l->b, sizeof l->b, "%s", nb);
+	l->bw_Bps = bw_Bps;
+	l->lat_s = lat_s;
+	l->measured_unix = measured_unix;
+	r->changed = 1;
+	return 0;
+}
+
 int sky_registry_to_json(const sky_registry *r, int64_t unix_s, char *buf, size_t cap)
 {
 	char ts[32];
@@ -387,6 +421,18 @@ int sky_registry_to_json(const sky_registry *r, int64_t unix_s, char *buf, size_
 		cJSON_AddItemToArray(jobs, o);
 		cJSON_AddStringToObject(o, "job", r->jobs[j].job);
 		cJSON_AddNumberToObject(o, "epoch", (double)r->jobs[j].epoch);
+	}
+	cJSON *links = r->n_links ? cJSON_AddArrayToObject(doc, "links") : NULL;
+	for (int i = 0; links && i < r->n_links; i++) {
+		cJSON *o = cJSON_CreateObject();
+		if (!o)
+			break;
+		cJSON_AddItemToArray(links, o);
+		cJSON_AddStringToObject(o, "a", sky_site_name(r->links[i].a));
+		cJSON_AddStringToObject(o, "b", sky_site_name(r->links[i].b));
+		cJSON_AddNumberToObject(o, "bw_Bps", r->links[i].bw_Bps);
+		cJSON_AddNumberToObject(o, "lat_s", r->links[i].lat_s);
+		cJSON_AddNumberToObject(o, "measured_unix", (double)r->links[i].measured_unix);
 	}
 	cJSON *arr = cJSON_AddArrayToObject(doc, "boards");
 	for (int i = 0; arr && i < r->n; i++) {

@@ -138,15 +138,15 @@ int sky_job_req_parse(const char *buf, size_t len, sky_job_req *j, sky_diag *d)
 	    (rc = opt_str(doc, "sched", j->sched, sizeof j->sched, d)) ||
 	    (rc = opt_str(doc, "objective", j->objective, sizeof j->objective, d)))
 		goto exit;
+	const cJSON *lb = cJSON_GetObjectItemCaseSensitive(doc, "link_blind");
+	if (lb && !cJSON_IsBool(lb)) {
+		rc = sky_diag_set(d, SKY_EFORMAT, "job: 'link_blind' must be true or false");
+		goto exit;
+	}
+	j->link_blind = cJSON_IsTrue(lb);
 	if (cJSON_GetObjectItemCaseSensitive(doc, "wait_s") &&
 	    (rc = sky_json_num(doc, "wait_s", 0, 3600, &j->wait_s, "job", d)))
 		goto exit;
-	const cJSON *lb = cJSON_GetObjectItemCaseSensitive(doc, "link_blind");
-	if (lb && !cJSON_IsBool(lb)) {
-		rc = sky_diag_set(d, SKY_EFORMAT, "job: link_blind must be true or false");
-		goto exit;
-	}
-	j->link_blind = lb && cJSON_IsTrue(lb);
 	if ((rc = parse_train(doc, j, d)) != 0)
 		goto exit;
 	if (!sky_topic_segment_ok(j->job))
@@ -194,7 +194,8 @@ int sky_job_req_encode(const sky_job_req *j, char *buf, size_t cap)
 			 "{\"job\":\"%s\",\"model\":\"%s\"%s,\"micro_batches\":%d,\"algo\":\"%s\","
 			 "\"sched\":\"%s\",\"objective\":\"%s\",\"min_boards\":%d,\"wait_s\":%g%s%s%s}",
 			 j->job, j->model, shapes, j->micro_batches, j->algo, j->sched, j->objective,
-			 j->min_boards, j->wait_s, sid, train, j->link_blind ? ",\"link_blind\":true" : "");
+			 j->min_boards, j->wait_s, j->link_blind ? ",\"link_blind\":true" : "", sid,
+			 train);
 	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : n;
 }
 
@@ -837,28 +838,10 @@ static int publish_probe(void *ctx, const char *topic, const void *data, size_t 
 	return sky_mqtt_publish(s->m, topic, data, len, 0, 0, NULL);
 }
 
-/* <state>/links.json: the measured paths, as a fleet file's "links". */
-static void save_links(svc *s, double now)
-{
-	char path[640], buf[SKY_LINKPROBE_MAX_SITES * 160 + 32];
-	size_t n = (size_t)snprintf(buf, sizeof buf, "{\"links\":[");
-	int k = 0;
-	for (int i = 0; i < s->links.n; i++) {
-		const sky_linkprobe_site *ls = &s->links.s[i];
-		if (!ls->measured)
-			continue;
-		n += (size_t)snprintf(buf + n, sizeof buf - n,
-				      "%s{\"a\":\"%s\",\"b\":\"" SKY_SITE_CORE
-				      "\",\"bw_Bps\":%.6g,\"lat_s\":%.6g,\"age_s\":%.1f}",
-				      k++ ? "," : "", ls->site, ls->bw_Bps, ls->lat_s, now - ls->at);
-	}
-	n += (size_t)snprintf(buf + n, sizeof buf - n, "]}\n");
-	if (n < sizeof buf && state_file(s, "links.json", path, sizeof path) == 0)
-		sky_file_write(path, buf, n, 0644);
-}
-
-/* Every site an online board reports is probed (sky_linkprobe.h); called
- * under the lock from the loop. */
+/* Every site an online board reports is probed (sky_linkprobe.h); a
+ * completed probe's figures become the registry's path between that site
+ * and the core, which plans use and fleet.json shows. Called under the
+ * lock from the loop. */
 static void probe_links(svc *s, double now)
 {
 	for (int i = 0; i < s->reg.n; i++) {
@@ -867,16 +850,22 @@ static void probe_links(svc *s, double now)
 			sky_linkprobe_add(&s->links, b->caps.site);
 	}
 	int cur = s->links.cur;
-	if (sky_linkprobe_tick(&s->links, now) && cur >= 0) {
-		const sky_linkprobe_site *ls = &s->links.s[cur];
-		if (ls->at == now)
-			SKY_INFO("site %s: path through its bridge %.3f ms one way, %.2f MB/s", ls->site,
-				 1e3 * ls->lat_s, ls->bw_Bps / 1e6);
-		else
-			SKY_WARN("site %s: link probe through its bridge got no answer%s", ls->site,
-				 ls->measured ? "; keeping the last figures" : "");
-		save_links(s, now);
+	if (!sky_linkprobe_tick(&s->links, now) || cur < 0)
+		return;
+	const sky_linkprobe_site *ls = &s->links.s[cur];
+	if (ls->at != now) {
+		SKY_WARN("site %s: link probe through its bridge got no answer%s", ls->site,
+			 ls->measured ? "; keeping the last figures" : "");
+		return;
 	}
+	sky_diag d;
+	sky_diag_clear(&d);
+	if (sky_registry_set_link(&s->reg, ls->site, "", ls->bw_Bps, ls->lat_s, sky_clock_unix()) !=
+	    0)
+		SKY_WARN("site %s: path figures not kept (the registry's table is full)", ls->site);
+	else
+		SKY_INFO("site %s: path through its bridge %.3f ms one way, %.2f MB/s", ls->site,
+			 1e3 * ls->lat_s, ls->bw_Bps / 1e6);
 }
 
 static int try_plan(svc *s, pending_job *pj)
@@ -930,8 +919,6 @@ static int try_plan(svc *s, pending_job *pj)
 		snprintf(fb->site, sizeof fb->site, "%s", b->caps.site);
 		s->fleet_reg[s->fleet.n++] = i;
 	}
-	/* the sites' paths as last measured through the bridges */
-	s->fleet.n_links = sky_linkprobe_links(&s->links, s->fleet.link, SKY_PLAN_MAX_LINKS);
 	int need = pj->req.min_boards > 0 ? pj->req.min_boards : online;
 	int timed_out = sky_clock_s() - pj->since >= pj->req.wait_s;
 	if ((s->fleet.n < need || s->fleet.n == 0) && !timed_out)
@@ -953,7 +940,17 @@ static int try_plan(svc *s, pending_job *pj)
 	sky_algo_parse(pj->req.algo, &algo);
 	sky_sched_parse(pj->req.sched, &job.sched);
 	sky_objective_parse(pj->req.objective, &job.objective);
-	job.link_blind = pj->req.link_blind;
+	job.link_blind = pj->req.link_blind || s->o->link_blind;
+	/* the site paths as the registry has them (from --links, or measured) */
+	s->fleet.n_links = 0;
+	for (int i = 0; i < r->n_links && s->fleet.n_links < SKY_PLAN_MAX_LINKS; i++) {
+		sky_site_link *l = &s->fleet.link[s->fleet.n_links++];
+		memset(l, 0, sizeof *l);
+		snprintf(l->a, sizeof l->a, "%s", r->links[i].a);
+		snprintf(l->b, sizeof l->b, "%s", r->links[i].b);
+		l->bw_Bps = r->links[i].bw_Bps;
+		l->lat_s = r->links[i].lat_s;
+	}
 	int rc = sky_plan_partition(&s->fleet, &job, algo, &s->plan, &d);
 	if (rc) {
 		SKY_WARN("job %s: no plan: %s", pj->req.job, d.msg);
@@ -1087,6 +1084,20 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 					SKY_WARN("%s is damaged; the registry starts empty", path);
 			}
 		}
+	}
+	if (o->links_file) {
+		/* the site paths as given, until measured figures replace them */
+		static sky_fleet lf;
+		if ((rc = sky_fleet_load_links(o->links_file, &lf, d)) != 0)
+			goto exit;
+		for (int i = 0; i < lf.n_links; i++)
+			if ((rc = sky_registry_set_link(&s->reg, lf.link[i].a, lf.link[i].b,
+							lf.link[i].bw_Bps, lf.link[i].lat_s, 0)) != 0) {
+				rc = sky_diag_set(d, rc, "%s: link %d: the registry cannot take it",
+						  o->links_file, i);
+				goto exit;
+			}
+		SKY_INFO("%d site paths from %s", lf.n_links, o->links_file);
 	}
 	{
 		char path[640];

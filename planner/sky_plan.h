@@ -211,6 +211,10 @@ int sky_fleet_validate(const sky_fleet *f, sky_diag *d);
 int sky_fleet_parse(const char *buf, size_t len, sky_fleet *f, sky_diag *d);
 /* Reads and parses a fleet file. SKY_ENOTFOUND / SKY_EIO for the file. */
 int sky_fleet_load(const char *path, sky_fleet *f, sky_diag *d);
+/* The same for the "links" alone (skyplan --links): "boards" may be absent
+ * and is ignored; f->n is 0 afterwards. */
+int sky_fleet_parse_links(const char *buf, size_t len, sky_fleet *f, sky_diag *d);
+int sky_fleet_load_links(const char *path, sky_fleet *f, sky_diag *d);
 /* Writes f as a fleet document into buf. Returns the length or SKY_ERANGE. */
 int sky_fleet_write(const sky_fleet *f, const char *what, char *buf, size_t cap);
 /* The path between the brokers of sites a and b ("" = core): a link f

@@ -94,6 +94,15 @@ typedef struct sky_reg_counters {
 } sky_reg_counters;
 
 #define SKY_REG_MAX_JOBS 256
+#define SKY_REG_MAX_LINKS 64
+
+/* A site-to-site path the planner knows (sky_plan.h: sky_site_link), from
+ * a links file or measured through the bridges; "" is the core site. */
+typedef struct sky_reg_link {
+	char a[SKY_TOPIC_SEGMENT_MAX + 1], b[SKY_TOPIC_SEGMENT_MAX + 1];
+	double bw_Bps, lat_s;
+	int64_t measured_unix; /* when the figures were taken (0: given, not measured) */
+} sky_reg_link;
 
 typedef struct sky_registry {
 	int n;
@@ -104,6 +113,8 @@ typedef struct sky_registry {
 		int64_t epoch; /* newest plan seen for it */
 	} jobs[SKY_REG_MAX_JOBS];
 	sky_reg_counters c;
+	int n_links;
+	sky_reg_link links[SKY_REG_MAX_LINKS];
 	int changed; /* set by every change; the service clears it after saving */
 } sky_registry;
 
@@ -131,12 +142,20 @@ int sky_registry_tick(sky_registry *r, double now);
  * seen for its job changes nothing. */
 void sky_registry_assign(sky_registry *r, const sky_planmsg *p);
 
+/* Sets (or adds) the path between sites a and b (either way round; "" or
+ * "core" is the core site): bandwidth > 0 and latency >= 0, finite.
+ * Returns 0, SKY_EINVAL (a bad name or figure, or a == b), SKY_ENOMEM (the
+ * table is full). */
+int sky_registry_set_link(sky_registry *r, const char *a, const char *b, double bw_Bps,
+			  double lat_s, int64_t measured_unix);
+
 /* Writes the registry as the fleet status document (`sky fleet status`),
  * which is also the planner's saved state:
  *   {"v":1,"updated_at":"<UTC>","updated_unix":N,"counters":{...},
  *    "jobs":[{"job","epoch"}, ...],
+ *    "links":[{"a","b","bw_Bps","lat_s","measured_unix"}, ...],   (site paths; "core" named)
  *    "boards":[{"id","state","why","last_seen","session","boot","retired_boots":[...],
- *               "version","board","caps":{...}|null,"assignment":{...}|null}, ...]}
+ *               "version","board","caps":{...,"site"}|null,"assignment":{...}|null}, ...]}
  * Returns the length or SKY_ERANGE / SKY_ENOMEM. */
 int sky_registry_to_json(const sky_registry *r, int64_t unix_s, char *buf, size_t cap);
 

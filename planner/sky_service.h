@@ -12,7 +12,7 @@
  *     ACL lets only that operator publish there) or from a job file:
  *       {"job":"j1","model":"tiny","layers":4,"seq":16,"batch":8,
  *        "micro_batches":4,"algo":"optimal","sched":"1f1b","objective":"step",
- *        "min_boards":16,"wait_s":30,"submit_id":"<hex>","link_blind":false}
+ *        "link_blind":false,"min_boards":16,"wait_s":30,"submit_id":"<hex>"}
  *     (all but job and model optional), and answers every submission on
  *     sky/v1/jobs/<operator CN>/reply (sky_job_reply), so a submit is never
  *     lost silently: the operator resends until it hears back. A resend
@@ -27,15 +27,16 @@
  *     boards (default: every online board) report capabilities at its
  *     shapes; boards that reported other shapes are asked to probe again
  *     (sky/v1/board/<id>/cmd). After wait_s it plans with whatever matches.
- *     Then it plans with the planner library (sky_plan.h), takes the next
+ *     Then it plans with the planner library (sky_plan.h) over the boards'
+ *     sites (their caps) and the site paths the registry holds
+ *     (sky_registry_set_link: from --links, or measured), takes the next
  *     epoch (persisted in <state>/epoch, so it only grows), signs the plan
  *     (sky_sign.h) and publishes it retained on sky/v1/job/<job>/plan;
  *   - collects plan-acks into the registry;
  *   - measures each site's path through its bridge (sky_linkprobe.h) for
- *     every site its boards report, again every link_probe_s seconds, hands
- *     the figures to the cost model with every plan (the fleet's links) and
- *     writes them to <state>/links.json as {"links":[{"a":SITE,"b":"core",
- *     "bw_Bps":..,"lat_s":..,"age_s":..}]} (a fleet file's "links");
+ *     every site its boards report, again every link_probe_s seconds; the
+ *     figures become the registry's path between that site and the core
+ *     (fleet.json "links", with measured_unix), which every plan uses;
  *   - keeps its own state, so a restart (of it, of the broker, or both)
  *     forgets nothing the fleet depends on: <state>/fleet.json (boards with
  *     their boot, session and retired boots, assignments with their
@@ -62,6 +63,9 @@ typedef struct sky_service_opts {
 	const char *state_dir; /* default <pki>/state */
 	const char *job_file;  /* optional: submit this job at start */
 	int keepalive_s;       /* the planner's own MQTT keepalive (default 10) */
+	int link_blind;        /* 1: every job planned link-blind (as "link_blind":true) */
+	const char *links_file; /* optional: a fleet file whose "links" are the site paths
+				   (until measured figures replace them) */
 	double link_probe_s;   /* re-measure each site's path this often (0: 300 s) */
 } sky_service_opts;
 
@@ -78,9 +82,6 @@ typedef struct sky_job_req {
 	char algo[16];          /* even, sky, optimal (default) */
 	char sched[8];          /* gpipe, 1f1b (default) */
 	char objective[16];     /* what optimal minimises: step (default), bottleneck */
-	int link_blind;         /* 1: plan as if every board were in one site
-	                           ("link_blind":true; the step is still predicted
-	                           with the links) */
 	int min_boards;         /* 0: every online board */
 	double wait_s;          /* default 30 */
 	char submit_id[33];     /* "" or 8-32 of [0-9a-f]: names one submission, resends included */
@@ -95,6 +96,7 @@ typedef struct sky_job_req {
 	double clip;            /* default 1 */
 	double stall_s;         /* frame deadline, 0: derived from the predicted step */
 	int plaintext;          /* 1: frames not sealed ("plaintext_frames":true) */
+	int link_blind;         /* 1: plan without pricing site paths ("link_blind":true) */
 } sky_job_req;
 
 /* Parses and checks a job document. Returns 0 or SKY_EFORMAT / SKY_ERANGE /

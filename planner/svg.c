@@ -57,6 +57,12 @@ static const char *const k_stage_fill[] = {"#4e79a7", "#f28e2b", "#59a14f", "#b0
 
 enum { PLAN_LABEL_W = 190, PLAN_UNITS_W = 520, PLAN_TIME_W = 210, PLAN_ROW_H = 22, PLAN_TOP = 64 };
 
+/* pale bands behind the rows, one per site, when a plan spans sites */
+static const char *const k_site_band[] = {"#e8f0f8", "#fbeede", "#e7f3e5", "#f3e8f1",
+					  "#e6f3f2", "#fbf6dc"};
+#define N_BAND (sizeof k_site_band / sizeof k_site_band[0])
+#define PLAN_SITES_DRAWN 64 /* sites beyond this share the last band */
+
 int sky_svg_plan(const sky_fleet *f, const sky_job *j, const sky_plan *p, const char *title,
 		 char *buf, size_t cap)
 {
@@ -98,6 +104,51 @@ int sky_svg_plan(const sky_fleet *f, const sky_job *j, const sky_plan *p, const 
 	sky_text_put(&o, "<text x=\"%d\" y=\"%d\" fill=\"#666\">time per micro-batch</text>\n",
 		     x_time + 16, PLAN_TOP - 9);
 	double worst = p->bottleneck_s > 0 ? p->bottleneck_s : 1;
+	/* sites: drawn only when the plan spans more than one (a plan in one
+	 * site looks as it did before sites) */
+	const char *site_name[PLAN_SITES_DRAWN];
+	int n_sites = 0, crossings = 0;
+	for (int k = 0; k < p->n_stages; k++) {
+		const char *st = f->board[p->stage[k].board].site;
+		int i = 0;
+		while (i < n_sites && !sky_site_eq(site_name[i], st))
+			i++;
+		if (i == n_sites && n_sites < PLAN_SITES_DRAWN)
+			site_name[n_sites++] = st;
+	}
+	for (int k = 0; n_sites > 1 && k < p->n_stages; k++) {
+		const sky_stage *s = &p->stage[k];
+		const char *st = f->board[s->board].site;
+		int i = 0, y = PLAN_TOP + k * PLAN_ROW_H;
+		while (i + 1 < n_sites && !sky_site_eq(site_name[i], st))
+			i++;
+		sky_text_put(&o,
+			     "<rect x=\"4\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"><title>site ",
+			     y, w - 8, PLAN_ROW_H, k_site_band[(size_t)i % N_BAND]);
+		esc(&o, sky_site_name(st));
+		sky_text_put(&o, "</title></rect>\n");
+	}
+	for (int k = 0; n_sites > 1 && k + 1 < p->n_stages; k++) {
+		const sky_stage *s = &p->stage[k];
+		if (sky_site_eq(f->board[s->board].site, f->board[p->stage[k + 1].board].site))
+			continue;
+		int y = PLAN_TOP + (k + 1) * PLAN_ROW_H;
+		double x = x_units + (s->last_unit + 1) * ux;
+		crossings++;
+		sky_text_put(&o,
+			     "<g><title>cut between sites ");
+		esc(&o, sky_site_name(f->board[s->board].site));
+		sky_text_put(&o, " and ");
+		esc(&o, sky_site_name(f->board[p->stage[k + 1].board].site));
+		sky_text_put(&o,
+			     ": %.1f ms per activation, %.1f ms per gradient on the site path, + %.1f "
+			     "ms latency</title>"
+			     "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#d62728\" "
+			     "stroke-width=\"2\" stroke-dasharray=\"5 3\"/>"
+			     "<circle cx=\"%.1f\" cy=\"%d\" r=\"4\" fill=\"#d62728\"/></g>\n",
+			     s->wan_xfer_s * 1e3, s->wan_xfer_b_s * 1e3, s->wan_lat_s * 1e3, 8, y,
+			     x_units + PLAN_UNITS_W, y, x, y);
+	}
 	for (int k = 0; k < p->n_stages; k++) {
 		const sky_stage *s = &p->stage[k];
 		const sky_board *b = &f->board[s->board];
@@ -113,6 +164,10 @@ int sky_svg_plan(const sky_fleet *f, const sky_job *j, const sky_plan *p, const 
 			     s->send_s * 1e3, s->in_flight, (double)s->mem_bytes / 1e6);
 		sky_text_put(&o, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", x_units - 8, y + 15);
 		esc(&o, b->id);
+		if (n_sites > 1) {
+			sky_text_put(&o, " @ ");
+			esc(&o, sky_site_name(b->site));
+		}
 		sky_text_put(&o, "</text>\n");
 		sky_text_put(&o,
 			     "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\" "
@@ -131,10 +186,17 @@ int sky_svg_plan(const sky_fleet *f, const sky_job *j, const sky_plan *p, const 
 			     x_time, y + 4, tw, PLAN_ROW_H - 8, is_worst ? "#e15759" : "#bab0ac",
 			     x_time + tw + 4, y + 15, s->time_s * 1e3, is_worst ? " *" : "");
 	}
-	sky_text_put(&o,
-		     "<text x=\"10\" y=\"%d\" fill=\"#666\">Numbers in bars: half-layers per stage. "
-		     "* the bottleneck stage.</text>\n</svg>\n",
-		     h - 12);
+	if (n_sites > 1)
+		sky_text_put(&o,
+			     "<text x=\"10\" y=\"%d\" fill=\"#666\">Numbers in bars: half-layers per "
+			     "stage. * the bottleneck stage. Bands: %d sites; red dashes: %d cut%s "
+			     "between sites.</text>\n</svg>\n",
+			     h - 12, n_sites, crossings, crossings == 1 ? "" : "s");
+	else
+		sky_text_put(&o,
+			     "<text x=\"10\" y=\"%d\" fill=\"#666\">Numbers in bars: half-layers per "
+			     "stage. * the bottleneck stage.</text>\n</svg>\n",
+			     h - 12);
 	return sky_text_result(&o);
 }
 

@@ -112,11 +112,11 @@ BR=$SKY_GEO_BROKER
 PKI=$SKY_GEO_PKI
 N=$SKY_GEO_BOARDS
 # the planner's link probes have measured every site before the first plan
-measured() { [ "$(grep -o '"a":"site[0-9]*"' "$SKY_GEO_STATE/links.json" 2>/dev/null | wc -l)" -ge 3 ]; }
+measured() { [ "$(grep -o '"a":"site[0-9]*","b":"core"' "$SKY_GEO_STATE/fleet.json" 2>/dev/null | wc -l)" -ge 3 ]; }
 _end=$(($(date +%s) + 120))
 while ! measured && [ "$(date +%s)" -lt "$_end" ]; do sleep 0.5; done
 measured || log "sky bench geo: the planner has not measured every site's path yet"
-[ "$JSON" = 1 ] || { log "sky bench geo: paths measured through the bridges:"; cat "$SKY_GEO_STATE/links.json" >&2; }
+[ "$JSON" = 1 ] || { log "sky bench geo: paths measured through the bridges:"; grep -o '"links":[^]]*' "$SKY_GEO_STATE/fleet.json" >&2; }
 run_job() { # run_job NAME SUBMIT-OPTIONS...
 	name=$1
 	shift

@@ -19,6 +19,7 @@ static void usage(FILE *to)
 {
 	fprintf(to,
 		"usage: skyplan --pki DIR --broker HOST:PORT [--state DIR] [--job FILE]\n"
+		"               [--links FLEET.json] [--link-blind]\n"
 		"               [--keepalive S] [--metrics ADDR:PORT] [--link-probe-s S]\n"
 		"               [--log-level L] [--log-journal]\n"
 		"\n"
@@ -35,11 +36,15 @@ static void usage(FILE *to)
 		"                     the plan epoch, and plans/<job>.env, the signed plans it\n"
 		"                     republishes if the broker has lost them\n"
 		"  --job FILE         submit this job at start (same JSON as `sky job submit`)\n"
+		"  --links F.json     site-to-site paths: the \"links\" of a fleet file (sky plan's\n"
+		"                     format); boards name their site in their profile\n"
+		"  --link-blind       plan every job as if all boards were in one site (each cut\n"
+		"                     charged with the boards' own links; for comparison)\n"
 		"  --keepalive S      the planner's MQTT keepalive (default 10)\n"
 		"  --link-probe-s S   measure each site's path through its bridge (latency and\n"
 		"                     bandwidth, sky/v1/site/<site>/echo) every S seconds (default\n"
-		"                     300); the figures go into the plans' cost model and\n"
-		"                     <state>/links.json (fleet-file \"links\" format)\n"
+		"                     300): the site-to-core path, replacing --links' figures\n"
+		"                     for that pair\n"
 		"  --metrics ADDR:PORT serve Prometheus metrics at http://ADDR:PORT/metrics\n"
 		"                     (e.g. 127.0.0.1:9464; [::1]:9464 for IPv6): the figures of\n"
 		"                     `sky fleet status`, refreshed whenever fleet.json is saved\n"
@@ -58,13 +63,15 @@ int main(int argc, char **argv)
 	sky_log_set_name("skyplan");
 	enum {
 		O_LOG_JOURNAL = SKY_OPT_FIRST, O_PKI, O_BROKER, O_STATE, O_JOB, O_KEEPALIVE,
-		O_METRICS, O_LOG_LEVEL, O_LINK_PROBE
+		O_METRICS, O_LOG_LEVEL, O_LINKS, O_LINK_BLIND, O_LINK_PROBE
 	};
 	static const struct option k_opts[] = {{"log-journal", no_argument, NULL, O_LOG_JOURNAL},
 					       {"pki", required_argument, NULL, O_PKI},
 					       {"broker", required_argument, NULL, O_BROKER},
 					       {"state", required_argument, NULL, O_STATE},
 					       {"job", required_argument, NULL, O_JOB},
+					       {"links", required_argument, NULL, O_LINKS},
+					       {"link-blind", no_argument, NULL, O_LINK_BLIND},
 					       {"keepalive", required_argument, NULL, O_KEEPALIVE},
 					       {"metrics", required_argument, NULL, O_METRICS},
 					       {"log-level", required_argument, NULL, O_LOG_LEVEL},
@@ -95,6 +102,12 @@ int main(int argc, char **argv)
 			break;
 		case O_JOB:
 			o.job_file = v;
+			break;
+		case O_LINKS:
+			o.links_file = v;
+			break;
+		case O_LINK_BLIND:
+			o.link_blind = 1;
 			break;
 		case O_KEEPALIVE: {
 			char *end = NULL;

@@ -141,9 +141,11 @@ grep -q '"site":"B"' "$W/fleet.json" && pass geo_planner_sees_board_sites ||
 	fail geo_planner_sees_board_sites "$(head -c 600 "$W/fleet.json")"
 
 # the planner measured each site's path through its bridge
-links() { grep -qs '"a":"A"' "$STATE/links.json" && grep -qs '"a":"B"' "$STATE/links.json"; }
+# (fleet.json "links": the registry's site paths)
+links() { grep -qs '"a":"A","b":"core","bw_Bps"' "$STATE/fleet.json" &&
+	grep -qs '"a":"B","b":"core","bw_Bps"' "$STATE/fleet.json"; }
 wait_for 30 links && pass geo_planner_measures_each_sites_path ||
-	fail geo_planner_measures_each_sites_path "$(cat "$STATE/links.json" 2>&1; grep site "$W/skyplan.log")"
+	fail geo_planner_measures_each_sites_path "$(grep -o '"links":[^]]*' "$STATE/fleet.json"; grep site "$W/skyplan.log")"
 grep "site [AB]: path" "$W/skyplan.log" | head -2 | sed 's/^/  /'
 
 # the same-site cut's frames, seen on site A (so that not seeing them on the

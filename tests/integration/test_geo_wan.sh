@@ -45,8 +45,8 @@ ip netns add "$SKY_GEO_NS-core"
 	tc qdisc show dev sgc1
 	ip netns exec "$SKY_GEO_NS-site1" tc qdisc show dev sgs1
 	ip -4 addr show dev lo | grep -o "inet [0-9./]*"
-	for i in $(seq 100); do grep -qs "\"a\":\"site2\"" "$SKY_GEO_STATE/links.json" && break; sleep 0.3; done
-	cat "$SKY_GEO_STATE/links.json"
+	for i in $(seq 100); do grep -qs "\"a\":\"site2\",\"b\":\"core\"" "$SKY_GEO_STATE/fleet.json" && break; sleep 0.3; done
+	grep -o "\"links\":[^]]*" "$SKY_GEO_STATE/fleet.json"
 	"$SKY_BIN/sky" fleet status --state "$SKY_GEO_STATE" --json | grep -o "\"site\":\"site[0-9]\"" | sort -u
 	echo "boards $SKY_GEO_BOARDS"
 ' >"$W/run.out" 2>&1

@@ -137,6 +137,29 @@ SKY_TEST(a_boards_site_is_kept_and_written_to_fleet_json)
 	SKY_EXPECT_MSG(s2 && !strncmp(s2, "\"site\":\"core\"", 13), "%s", out);
 }
 
+SKY_TEST(site_paths_are_kept_and_written)
+{
+	static char out[1 << 16];
+	sky_registry_init(&g_r);
+	SKY_EXPECT_EQ(sky_registry_set_link(&g_r, "fac", "core", 2.5e6, 0.03, 0), 0);
+	SKY_EXPECT_EQ(sky_registry_set_link(&g_r, "shop", "", 1e6, 0.01, 0), 0);
+	/* the same pair either way round replaces the figures */
+	SKY_EXPECT_EQ(sky_registry_set_link(&g_r, "", "fac", 3e6, 0.02, 1764511200), 0);
+	SKY_EXPECT_EQ(g_r.n_links, 2);
+	SKY_EXPECT_NEAR(g_r.links[0].bw_Bps, 3e6, 0);
+	SKY_EXPECT_EQ(sky_registry_set_link(&g_r, "fac", "fac", 1e6, 0, 0), SKY_EINVAL);
+	SKY_EXPECT_EQ(sky_registry_set_link(&g_r, "fac", "x/y", 1e6, 0, 0), SKY_EINVAL);
+	SKY_EXPECT_EQ(sky_registry_set_link(&g_r, "fac", "shop", 0, 0, 0), SKY_EINVAL);
+	SKY_EXPECT_EQ(sky_registry_set_link(&g_r, "fac", "shop", 1e6, -1, 0), SKY_EINVAL);
+	SKY_EXPECT_EQ(g_r.n_links, 2);
+	int n = sky_registry_to_json(&g_r, 1764511200, out, sizeof out);
+	SKY_EXPECT(n > 0);
+	SKY_EXPECT_MSG(strstr(out, "\"links\":[{\"a\":\"core\",\"b\":\"fac\",\"bw_Bps\":3000000") !=
+			       NULL,
+		       "%s", out);
+	SKY_EXPECT(strstr(out, "\"measured_unix\":1764511200") != NULL);
+}
+
 SKY_TEST(a_late_will_from_an_old_session_never_kills_a_live_board)
 {
 	sky_registry_init(&g_r);

@@ -31,12 +31,13 @@ SKY_TEST(job_defaults_and_round_trip)
 	SKY_EXPECT(back.layers == 16 && back.seq == 8 && back.batch == 0);
 	SKY_EXPECT(!strcmp(back.objective, "bottleneck"));
 	SKY_EXPECT_EQ(back.link_blind, 0);
+	SKY_EXPECT(strstr(buf, "link_blind") == NULL); /* the default is left out */
 	j.link_blind = 1;
 	n = sky_job_req_encode(&j, buf, sizeof buf);
 	SKY_EXPECT(n > 0 && strstr(buf, "\"link_blind\":true") != NULL);
 	SKY_EXPECT_EQ(sky_job_req_parse(buf, (size_t)n, &back, &d), 0);
 	SKY_EXPECT_EQ(back.link_blind, 1);
-	SKY_EXPECT_EQ(parse("{\"job\":\"j\",\"model\":\"tiny\",\"link_blind\":1}", &back, &d),
+	SKY_EXPECT_EQ(parse("{\"job\":\"j\",\"model\":\"tiny\",\"link_blind\":1}", &j, &d),
 		      SKY_EFORMAT);
 	SKY_EXPECT(strstr(d.msg, "link_blind") != NULL);
 	SKY_EXPECT_EQ(sky_json_pool_used(), 0);

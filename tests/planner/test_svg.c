@@ -98,3 +98,37 @@ SKY_TEST(timeline_refuses_bad_spans)
 	SKY_EXPECT_EQ(sky_svg_timeline(s, 1, 1, NULL, NULL, g_buf, sizeof g_buf), SKY_EINVAL);
 	SKY_EXPECT_EQ(sky_svg_timeline(s, 0, 0, NULL, NULL, g_buf, sizeof g_buf), SKY_EINVAL);
 }
+
+/* a plan over sites: a band per stage in its site's colour, the site
+ * beside each board, and a red dashed line at every cut between sites */
+SKY_TEST(plan_shows_sites_and_the_cuts_that_cross_them)
+{
+	sky_job j;
+	test_job(&j, 6, 4, SKY_SCHED_1F1B);
+	sky_rng r;
+	sky_rng_seed(&r, 7);
+	test_random_fleet(&r, 4, &j, FLEET_PLAIN, &g_f);
+	static const char *const sites[4] = {"fac", "fac", "shop", ""};
+	for (int i = 0; i < 4; i++)
+		snprintf(g_f.board[i].site, sizeof g_f.board[i].site, "%s", sites[i]);
+	g_f.n_links = 0;
+	g_p.n_stages = 4; /* fac | fac | shop | core: two cuts cross */
+	for (int k = 0; k < 4; k++)
+		g_p.stage[k] = (sky_stage){.board = k, .first_unit = 3 * k, .last_unit = 3 * k + 2};
+	SKY_EXPECT_EQ(sky_plan_evaluate(&g_f, &j, &g_p, NULL), 0);
+	int n = sky_svg_plan(&g_f, &j, &g_p, NULL, g_buf, sizeof g_buf);
+	SKY_EXPECT(n > 0);
+	SKY_EXPECT_EQ(count(g_buf, "<title>site "), 4);
+	SKY_EXPECT_EQ(count(g_buf, "<title>site fac<"), 2);
+	SKY_EXPECT_EQ(count(g_buf, "<title>cut between sites "), 2);
+	SKY_EXPECT(strstr(g_buf, "cut between sites fac and shop") != NULL);
+	SKY_EXPECT(strstr(g_buf, "cut between sites shop and core") != NULL);
+	SKY_EXPECT(strstr(g_buf, " @ shop</text>") != NULL);
+	SKY_EXPECT(strstr(g_buf, "Bands: 3 sites; red dashes: 2 cuts between sites") != NULL);
+	/* in one site nothing of it is drawn */
+	for (int i = 0; i < 4; i++)
+		g_f.board[i].site[0] = '\0';
+	SKY_EXPECT_EQ(sky_plan_evaluate(&g_f, &j, &g_p, NULL), 0);
+	n = sky_svg_plan(&g_f, &j, &g_p, NULL, g_buf, sizeof g_buf);
+	SKY_EXPECT(n > 0 && strstr(g_buf, "site") == NULL && strstr(g_buf, " @ ") == NULL);
+}

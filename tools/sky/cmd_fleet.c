@@ -17,8 +17,10 @@
 static void usage(FILE *to)
 {
 	fprintf(to, "usage: sky fleet status (--state DIR | --pki DIR) [--json]\n"
-		    "Prints each board skyplan knows: id, state (enrolled, online, offline), last\n"
-		    "seen (UTC), version, capabilities and current assignment, from DIR/fleet.json\n"
+		    "Prints each board skyplan knows, grouped by site (\"?\": no report yet): id,\n"
+		    "state (enrolled, online, offline), last seen (UTC), version, capabilities, its\n"
+		    "link to its site's broker (RTT, MB/s) and current assignment; then the site\n"
+		    "paths the planner knows (broker to broker); from DIR/fleet.json\n"
 		    "(skyplan --state DIR; default <pki>/state). --json prints the document as is.\n"
 		    "Training jobs (DIR/jobs.json, from their metrics) follow, one line per stage:\n"
 		    "step, loss, step time, busy fraction, frames dropped by reason, stall; with\n"
@@ -35,6 +37,18 @@ static double num(const cJSON *o, const char *k)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
 	return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+#define SITES_MAX 256
+
+/* the board's site as its capability report gave it; "?" before any */
+static const char *board_site(const cJSON *b)
+{
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(b, "caps");
+	if (!cJSON_IsObject(c))
+		return "?";
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, "site");
+	return cJSON_IsString(v) ? v->valuestring : "core";
 }
 
 /* The training jobs skyplan wrote beside fleet_path (jobs.json), if any. */
@@ -156,35 +170,78 @@ static int status(int argc, char **argv)
 		return 0;
 	}
 	const cJSON *boards = cJSON_GetObjectItemCaseSensitive(doc, "boards");
-	printf("%-16s %-8s %-20s %-14s %9s %9s %9s %9s  %s\n", "ID", "STATE", "LAST SEEN (UTC)",
-	       "VERSION", "FWD ms", "BWD ms", "MEM MiB", "RTT ms", "ASSIGNMENT");
+	/* grouped by site, sites in the order their first board appears;
+	 * a board's site comes with its capability report */
+	const char *sites[SITES_MAX];
+	int n_sites = 0, count = 0, online = 0;
 	const cJSON *b;
-	int count = 0, online = 0;
 	cJSON_ArrayForEach(b, boards)
 	{
-		const cJSON *c = cJSON_GetObjectItemCaseSensitive(b, "caps");
-		const cJSON *a = cJSON_GetObjectItemCaseSensitive(b, "assignment");
-		char caps[64] = "", asg[160] = "-";
-		count++;
-		online += !strcmp(str(b, "state"), "online");
-		if (cJSON_IsObject(c))
-			snprintf(caps, sizeof caps, "%9.3f %9.3f %9.0f %9.3f", 1e3 * num(c, "fwd_s"),
-				 1e3 * num(c, "bwd_s"), num(c, "mem_bytes") / 1048576.0,
-				 1e3 * num(c, "lat_s"));
-		else
-			snprintf(caps, sizeof caps, "%9s %9s %9s %9s", "-", "-", "-", "-");
-		if (cJSON_IsObject(a))
-			snprintf(asg, sizeof asg, "%s epoch %.0f stage %.0f half-layers %.0f-%.0f %s",
-				 str(a, "job"), num(a, "epoch"), num(a, "stage"), num(a, "first"),
-				 num(a, "last"), str(a, "ack"));
-		char st[24];
-		snprintf(st, sizeof st, "%s", str(b, "state"));
-		printf("%-16s %-8s %-20s %-14.14s %s  %s\n", str(b, "id"), st,
-		       cJSON_IsString(cJSON_GetObjectItemCaseSensitive(b, "last_seen"))
-			       ? str(b, "last_seen")
-			       : "never",
-		       str(b, "version"), caps, asg);
+		const char *site = board_site(b);
+		int k = 0;
+		while (k < n_sites && strcmp(sites[k], site))
+			k++;
+		if (k == n_sites && n_sites < SITES_MAX)
+			sites[n_sites++] = site;
 	}
+	for (int g = 0; g < n_sites; g++) {
+		int in_site = 0;
+		cJSON_ArrayForEach(b, boards) in_site += !strcmp(board_site(b), sites[g]);
+		printf("%ssite %s: %d board%s%s\n", g ? "\n" : "", sites[g], in_site,
+		       in_site == 1 ? "" : "s",
+		       strcmp(sites[g], "?") ? "" : " (no capability report yet: site unknown)");
+		printf("%-16s %-8s %-20s %-14s %9s %9s %9s %9s %9s  %s\n", "ID", "STATE",
+		       "LAST SEEN (UTC)", "VERSION", "FWD ms", "BWD ms", "MEM MiB", "RTT ms", "MB/s",
+		       "ASSIGNMENT");
+		cJSON_ArrayForEach(b, boards)
+		{
+			if (strcmp(board_site(b), sites[g]))
+				continue;
+			const cJSON *c = cJSON_GetObjectItemCaseSensitive(b, "caps");
+			const cJSON *a = cJSON_GetObjectItemCaseSensitive(b, "assignment");
+			char caps[80] = "", asg[160] = "-";
+			count++;
+			online += !strcmp(str(b, "state"), "online");
+			if (cJSON_IsObject(c))
+				snprintf(caps, sizeof caps, "%9.3f %9.3f %9.0f %9.3f %9.2f",
+					 1e3 * num(c, "fwd_s"), 1e3 * num(c, "bwd_s"),
+					 num(c, "mem_bytes") / 1048576.0, 1e3 * num(c, "lat_s"),
+					 num(c, "bw_Bps") / 1e6);
+			else
+				snprintf(caps, sizeof caps, "%9s %9s %9s %9s %9s", "-", "-", "-", "-",
+					 "-");
+			if (cJSON_IsObject(a))
+				snprintf(asg, sizeof asg, "%s epoch %.0f stage %.0f half-layers %.0f-%.0f %s",
+					 str(a, "job"), num(a, "epoch"), num(a, "stage"), num(a, "first"),
+					 num(a, "last"), str(a, "ack"));
+			char st[24];
+			snprintf(st, sizeof st, "%s", str(b, "state"));
+			printf("%-16s %-8s %-20s %-14.14s %s  %s\n", str(b, "id"), st,
+			       cJSON_IsString(cJSON_GetObjectItemCaseSensitive(b, "last_seen"))
+				       ? str(b, "last_seen")
+				       : "never",
+			       str(b, "version"), caps, asg);
+		}
+	}
+	/* the links above are each board's to its own site's broker; the
+	 * paths between sites' brokers are the planner's (from --links, or
+	 * measured through the bridges) */
+	const cJSON *l;
+	int n_links = 0;
+	cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(doc, "links"))
+	{
+		if (!n_links++)
+			printf("\nsite paths (broker to broker):\n  %-16s %-16s %9s %9s  %s\n", "A", "B",
+			       "MB/s", "LAT ms", "MEASURED (UTC)");
+		char when[32] = "given";
+		if (num(l, "measured_unix") > 0)
+			sky_clock_format_utc((int64_t)num(l, "measured_unix"), when, sizeof when);
+		printf("  %-16s %-16s %9.3f %9.3f  %s\n", str(l, "a"), str(l, "b"),
+		       num(l, "bw_Bps") / 1e6, 1e3 * num(l, "lat_s"), when);
+	}
+	if (n_sites > 1 && !n_links)
+		printf("\nno site paths known: the planner charges cuts between sites as within one "
+		       "(skyplan --links)\n");
 	const cJSON *k = cJSON_GetObjectItemCaseSensitive(doc, "counters");
 	printf("%d boards, %d online; caps rejected %.0f, stale messages ignored %.0f, timeouts %.0f "
 	       "(as of %s)\n",

@@ -122,12 +122,11 @@ static void usage(FILE *to)
 		"and publishes the signed plan. With --wait, follows the plan and each stage's\n"
 		"plan-ack for up to SECONDS more (plans verified with DIR/planner.crt) and\n"
 		"exits 0 only if every stage's board accepted it.\n"
-		"--link-blind plans as if every board were in one site (sites' links ignored),\n"
-		"for comparison with the link-aware plan.\n"
 		"--task train makes the fleet train: the boards run --steps optimizer steps of\n"
 		"--micro micro-batches under --sched, with `sky train`'s optimizer, seed, warm-up\n"
 		"and clip (same defaults), frames AES-GCM sealed unless --plaintext-frames;\n"
 		"--stall-s bounds the wait for one frame (default 10 x the predicted step + 30 s).\n"
+		"--link-blind has skyplan plan as if every board were in one site (for comparison).\n"
 		"watch prints one line per step (loss, step time, predicted, busy per stage) until\n"
 		"the job ends (exit 0) or stalls (exit 1). collect gathers every stage's part\n"
 		"into one safetensors file with HuggingFace names, which `sky eval` reads.\n"
@@ -139,6 +138,7 @@ static int cmd_submit(int argc, char **argv)
 {
 	sky_job_req j;
 	const char *pki = NULL, *broker = NULL, *file = NULL;
+	int link_blind = 0;
 	double wait_s = 0, ack_s = 30;
 	int json = 0;
 	long v;
@@ -212,7 +212,7 @@ static int cmd_submit(int argc, char **argv)
 			j.plaintext = 1;
 			break;
 		case O_LINK_BLIND:
-			j.link_blind = 1;
+			link_blind = 1;
 			break;
 		case O_PKI:
 			pki = val;
@@ -327,7 +327,9 @@ static int cmd_submit(int argc, char **argv)
 			fprintf(stderr, "sky job submit: %s: %s\n", file, d.msg);
 			return 2;
 		}
+		j.link_blind |= link_blind;
 	} else {
+		j.link_blind = link_blind;
 		if (!j.job[0])
 			snprintf(j.job, sizeof j.job, "job-%lld", (long long)sky_clock_unix());
 		if (j.train) {
@@ -521,9 +523,10 @@ static int cmd_submit(int argc, char **argv)
 		for (int s = 0; s < p->n_stages; s++) {
 			double at;
 			const sky_planack *a = find_ack(f, p->stages[s].board, p->job, p->epoch, &at);
-			printf("%s{\"board\":\"%s\",\"first\":%d,\"last\":%d,\"ack\":\"%s\","
-			       "\"arena_bytes\":%lld}",
-			       s ? "," : "", p->stages[s].board, p->stages[s].first, p->stages[s].last,
+			printf("%s{\"board\":\"%s\",\"site\":\"%s\",\"first\":%d,\"last\":%d,"
+			       "\"ack\":\"%s\",\"arena_bytes\":%lld}",
+			       s ? "," : "", p->stages[s].board, sky_site_name(p->stages[s].site),
+			       p->stages[s].first, p->stages[s].last,
 			       !a ? "missing" : a->ok ? "accepted" : "refused",
 			       a ? (long long)a->arena_bytes : 0ll);
 		}
