@@ -153,11 +153,15 @@ int sky_linkprobe_tick(sky_linkprobe *lp, double now)
 	}
 	/* the train's dispersion: after the first came back, the others
 	 * arrive one per bottleneck transmission time (the round trip and the
-	 * store-and-forward of the first are not bandwidth); with one only,
-	 * the whole time since sending */
-	double el = lp->bulk_back > 1 ? lp->bulk_last - lp->bulk_first : lp->bulk_last - lp->t0;
-	int counted = lp->bulk_back > 1 ? lp->bulk_back - 1 : 1;
-	double bw = el > 0 ? (double)counted * SKY_LINKPROBE_BULK_BYTES / el : 0;
+	 * store-and-forward of the first are not bandwidth). Arrivals bunched
+	 * closer than that (a fast path: the receiving side, which handles
+	 * messages in batches, spaced them) and a train of one fall back to
+	 * the whole time since sending, a lower bound. */
+	double total = lp->bulk_last - lp->t0;
+	double disp = lp->bulk_last - lp->bulk_first;
+	double bw = total > 0 ? (double)lp->bulk_back * SKY_LINKPROBE_BULK_BYTES / total : 0;
+	if (lp->bulk_back > 1 && disp > total / (2.0 * lp->bulk_back))
+		bw = (double)(lp->bulk_back - 1) * SKY_LINKPROBE_BULK_BYTES / disp;
 	double lat = 0.5 * median(lp->rtt, lp->n_rtt);
 	finish(lp, bw > 0, lat, bw, now);
 	return 1;

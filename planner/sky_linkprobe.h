@@ -13,7 +13,9 @@
  *              back; each direction carries every byte once and the slower
  *              one paces the train, so after the first is back the others
  *              come one per bottleneck transmission: bw = (n - 1) x bytes /
- *              (last back - first back), the train's dispersion
+ *              (last back - first back), the train's dispersion (or, when
+ *              the returns come bunched, as on a fast path, all bytes /
+ *              the time from sending to the last return: a lower bound)
  *
  * One site is probed at a time (probes of two sites would share the core's
  * links), each again every every_s seconds; a site that does not answer

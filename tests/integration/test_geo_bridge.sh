@@ -2,8 +2,10 @@
 # Sites bridged to a core (sky pki bridge, sky pki site-broker), on loopback
 # ports: a core broker with the planner, site A's broker with boards a1 and
 # a2, site B's broker with board b1, each site bridged to the core over
-# mutual TLS. A training job split a1 | a2 | b1 has a same-site cut (a1 -> a2)
-# and a cross-site cut (a2 -> b1). A subscriber on the core (identity "spy",
+# mutual TLS, and board c1 on the core broker itself (the core site). A
+# training job split a1 | a2 | b1 | c1 has a same-site cut (a1 -> a2), a
+# cut between sites (a2 -> b1) and one to the core site (b1 -> c1, frames
+# addressed sky/v1/site/core/...). A subscriber on the core (identity "spy",
 # which the test grants every sky/v1 topic there) sees the cross-site frames,
 # addressed sky/v1/site/<dst>/..., and never a frame of the same-site cut,
 # which the same subscriber does see on site A's broker; the collected
@@ -121,9 +123,10 @@ wait_for 10 grep -q "serving" "$W/skyplan.log" || {
 }
 n_caps() { "$SKY" fleet status --state "$STATE" --json 2>/dev/null | grep -o '"caps":{' | wc -l; }
 # one at a time: the planner lists boards in the order they first reported,
-# and the even split keeps that order (a1 | a2 | b1)
+# and the even split keeps that order (a1 | a2 | b1 | c1)
+PORT_core=$SKY_BROKER_PORT
 N=0
-for b in a1:A a2:A b1:B; do
+for b in a1:A a2:A b1:B c1:core; do
 	id=${b%:*}
 	s=${b#*:}
 	eval "port=\$PORT_$s"
@@ -159,33 +162,38 @@ J=jg
 	2>"$W/$J.watch.err" &
 wpid=$!
 sleep 0.5
-"$SKY" job submit --pki "$PKI" --broker "$BR" --model tiny --layers 3 --job "$J" --min-boards 3 \
+"$SKY" job submit --pki "$PKI" --broker "$BR" --model tiny --layers 4 --job "$J" --min-boards 4 \
 	--task train --wait 30 --algo even --sched 1f1b --steps 3 --micro 2 --optimizer adamw \
 	--seed 7 >"$W/$J.submit" 2>&1 || fail geo_job_submitted "$(cat "$W/$J.submit")"
 wait $wpid && pass geo_job_ends || fail geo_job_ends "$(tail -3 "$W/$J.watch.err")"
 "$SKY" job collect "$J" --pki "$PKI" --broker "$BR" --out "$W/$J.safetensors" --timeout 30 \
 	>"$W/$J.collect" 2>&1 || fail geo_job_collect "$(cat "$W/$J.collect")"
 order=$(awk '$1 == "stage" {printf "%s ", $3}' "$W/$J.submit")
-[ "$order" = "a1 a2 b1 " ] && pass geo_plan_has_a_same_site_and_a_cross_site_cut ||
-	fail geo_plan_has_a_same_site_and_a_cross_site_cut "stages on boards: $order"
+[ "$order" = "a1 a2 b1 c1 " ] && pass geo_plan_has_same_site_cross_site_and_core_cuts ||
+	fail geo_plan_has_same_site_cross_site_and_core_cuts "stages on boards: $order"
 sleep 1
 kill "$CORE_SUB" 2>/dev/null
 
-# plan a1 | a2 | b1: stage 0 -> 1 within A, 1 -> 2 from A to B
+# plan a1 | a2 | b1 | c1: stage 0 -> 1 within A, 1 -> 2 from A to B, 2 -> 3
+# from B to the core
 same=$(grep -c "^sky/v1/job/$J/stage/1/fwd$\|^sky/v1/job/$J/stage/0/bwd$" "$W/siteA.topics")
 core_plain=$(grep -c "^sky/v1/job/$J/stage/[0-9]*/\(fwd\|bwd\)$" "$W/core.topics")
 cross_fwd=$(grep -c "^sky/v1/site/B/job/$J/stage/2/fwd$" "$W/core.topics")
 cross_bwd=$(grep -c "^sky/v1/site/A/job/$J/stage/1/bwd$" "$W/core.topics")
-echo "MEASURE geo_frames same_site_on_A=$same plain_on_core=$core_plain cross_fwd_on_core=$cross_fwd cross_bwd_on_core=$cross_bwd"
+to_core=$(grep -c "^sky/v1/site/core/job/$J/stage/3/fwd$" "$W/core.topics")
+from_core=$(grep -c "^sky/v1/site/B/job/$J/stage/2/bwd$" "$W/core.topics")
+echo "MEASURE geo_frames same_site_on_A=$same plain_on_core=$core_plain cross_fwd_on_core=$cross_fwd cross_bwd_on_core=$cross_bwd to_core=$to_core from_core=$from_core"
 [ "$same" -ge 12 ] && pass geo_same_site_frames_flow_on_site ||
 	fail geo_same_site_frames_flow_on_site "$same frames of cut 0|1 on site A (want 3 steps x 2 mb x 2)"
 [ "$core_plain" -eq 0 ] && pass geo_same_site_frames_never_reach_core ||
 	fail geo_same_site_frames_never_reach_core "$core_plain plain stage frames on the core"
 [ "$cross_fwd" -ge 6 ] && [ "$cross_bwd" -ge 6 ] && pass geo_cross_site_frames_cross_the_core ||
 	fail geo_cross_site_frames_cross_the_core "fwd $cross_fwd bwd $cross_bwd (want >= 6 each)"
+[ "$to_core" -ge 6 ] && [ "$from_core" -ge 6 ] && pass geo_frames_to_and_from_the_core_site ||
+	fail geo_frames_to_and_from_the_core_site "to $to_core from $from_core (want >= 6 each)"
 
 # the same maths as one board
-"$SKY" train --model tiny --layers 3 --eval 4 --save "$W/$J.ref.safetensors" --steps 3 --micro 2 \
+"$SKY" train --model tiny --layers 4 --eval 4 --save "$W/$J.ref.safetensors" --steps 3 --micro 2 \
 	--optim adamw --seed 7 >"$W/$J.ref" 2>&1 || fail geo_sky_train "$(tail -2 "$W/$J.ref")"
 if [ -s "$W/$J.safetensors" ] && cmp -s "$W/$J.safetensors" "$W/$J.ref.safetensors"; then
 	pass geo_final_weights_bit_exact_with_sky_train

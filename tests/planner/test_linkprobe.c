@@ -5,6 +5,7 @@
 
 #include "sky_linkprobe.h"
 
+#include <math.h>
 #include <string.h>
 
 #define QMAX 64
@@ -119,6 +120,23 @@ SKY_TEST(linkprobe_measures_a_sites_latency_and_bandwidth_through_the_bridge)
 	run_until_done(&s, &lp, 30);
 	SKY_EXPECT_MSG(f->bw_Bps > 0.98 * 1.25e6 && f->bw_Bps < 1.02 * 1.25e6, "bw %.0f", f->bw_Bps);
 	SKY_EXPECT_EQ(f->probes, 2);
+}
+
+SKY_TEST(linkprobe_a_fast_path_whose_returns_come_bunched_is_measured_too)
+{
+	/* every probe back within one clock step: no dispersion to measure */
+	static sky_linkprobe lp;
+	sim s = {.bw = 1e12, .lat = 0.0002, .answer = 1};
+	g_now = 50;
+	sky_linkprobe_init(&lp, 60, sim_publish, &s);
+	sky_linkprobe_add(&lp, "lab");
+	run_until_done(&s, &lp, 30);
+	SKY_EXPECT_EQ(lp.s[0].measured, 1);
+	/* a figure the cost model can use: finite, and at least the train's
+	 * bytes over the 1 ms step plus the round trip it took */
+	SKY_EXPECT_MSG(isfinite(lp.s[0].bw_Bps) &&
+			       lp.s[0].bw_Bps >= SKY_LINKPROBE_BULK * SKY_LINKPROBE_BULK_BYTES / 2e-3,
+		       "bw %.0f", lp.s[0].bw_Bps);
 }
 
 SKY_TEST(linkprobe_a_silent_site_keeps_its_last_figures_and_is_tried_again)
