@@ -3,6 +3,7 @@
 #include "sky_ca.h"
 
 #include "sky_clock.h"
+#include "sky_crl.h"
 #include "sky_file.h"
 #include "sky_topics.h"
 
@@ -273,12 +274,16 @@ int sky_ca_init_dir(const char *dir, const sky_ca_opts *o, sky_diag *d)
 		if ((rc = make_pair(dir, ids[i].key, ids[i].crt, &id, &rng, d)) != 0)
 			goto exit;
 	}
-	/* a new CA: operators issued by an old one are gone from the ACL */
-	if ((rc = join(sub, dir, SKY_CA_OPERATORS_FILE, d)) != 0)
-		goto exit;
-	if (sky_file_write(sub, "", 0, 0644) != 0) {
-		rc = sky_diag_set(d, SKY_EIO, "%s: cannot write", sub);
-		goto exit;
+	/* a new CA: operators and clients issued by an old one are gone from
+	 * the ACL */
+	static const char *const lists[] = {SKY_CA_OPERATORS_FILE, SKY_CA_CLIENTS_FILE};
+	for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+		if ((rc = join(sub, dir, lists[i], d)) != 0)
+			goto exit;
+		if (sky_file_write(sub, "", 0, 0644) != 0) {
+			rc = sky_diag_set(d, SKY_EIO, "%s: cannot write", sub);
+			goto exit;
+		}
 	}
 	/* the claim bundle carries the trust anchor a new board needs */
 	char capem[CERT_PEM_CAP + 1], src[PATH_CAP];
@@ -290,6 +295,13 @@ int sky_ca_init_dir(const char *dir, const sky_ca_opts *o, sky_diag *d)
 		rc = sky_diag_set(d, SKY_EIO, "%s: cannot write", sub);
 		goto exit;
 	}
+	/* a new CA starts with an empty revoked list and an empty CRL of its
+	 * own (the broker refuses every client without one, sky_crl.h) */
+	if ((rc = join(sub, dir, SKY_CRL_REVOKED_FILE, d)) != 0)
+		goto exit;
+	remove(sub);
+	if ((rc = sky_crl_refresh(dir, d)) != 0)
+		goto exit;
 	rc = sky_ca_write_broker_conf_at(dir, o->listen, o->port, o->max_packet, d);
 exit:
 	mbedtls_pk_free(&cakey);
@@ -298,20 +310,46 @@ exit:
 	return rc;
 }
 
-/* ---- operators ------------------------------------------------------------------ */
+/* ---- operators and clients --------------------------------------------------------- */
 
-int sky_ca_check_operator_name(const char *name, sky_diag *d)
+/* What sets one kind of named identity apart: operators (sky job) and
+ * clients (sky infer) are issued the same way, into their own bundle
+ * directories, listed for the ACL. */
+typedef struct named_kind {
+	const char *what;   /* "operator" */
+	const char *prefix; /* CN prefix, "sky-op-" */
+	const char *subdir; /* "operators" */
+	const char *list;   /* "operators.list" */
+	const char *crt, *key;
+	int with_planner;   /* the bundle carries planner.crt (to verify plans) */
+} named_kind;
+
+static const named_kind k_operator = {"operator", SKY_CA_OPERATOR_NAME_PREFIX, SKY_CA_OPERATORS_DIR,
+				      SKY_CA_OPERATORS_FILE, SKY_CA_OPERATOR_CERT_FILE,
+				      SKY_CA_OPERATOR_KEY_FILE, 1};
+static const named_kind k_client = {"client", SKY_CA_CLIENT_NAME_PREFIX, SKY_CA_CLIENTS_DIR,
+				    SKY_CA_CLIENTS_FILE, SKY_CA_CLIENT_CERT_FILE,
+				    SKY_CA_CLIENT_KEY_FILE, 0};
+
+static int check_name(const char *what, const char *name, sky_diag *d)
 {
 	size_t n = 0;
 	for (; name && name[n]; n++) {
 		char c = name[n];
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
 		      c == '_' || c == '-') || n >= 32)
-			return sky_diag_set(d, SKY_EINVAL,
-					    "operator name: 1-32 characters of A-Z a-z 0-9 _ -");
+			return sky_diag_set(d, SKY_EINVAL, "%s name: 1-32 characters of A-Z a-z 0-9 _ -",
+					    what);
 	}
-	return n ? 0 : sky_diag_set(d, SKY_EINVAL, "operator name is empty");
+	return n ? 0 : sky_diag_set(d, SKY_EINVAL, "%s name is empty", what);
 }
+
+int sky_ca_check_operator_name(const char *name, sky_diag *d)
+{
+	return check_name("operator", name, d);
+}
+
+int sky_ca_check_client_name(const char *name, sky_diag *d) { return check_name("client", name, d); }
 
 /* Copies <dir>/<file> to <out>/<file>. */
 static int copy_file(const char *dir, const char *out, const char *file, sky_diag *d)
@@ -349,7 +387,9 @@ static int load_issuer(const char *dir, mbedtls_pk_context *cakey, mbedtls_x509_
 	return 0;
 }
 
-int sky_ca_add_operator(const char *dir, const char *name, sky_diag *d)
+/* Issues <prefix><name> into <dir>/<subdir>/<name>/, lists the name and
+ * rewrites the ACL; see sky_ca_add_operator. */
+static int add_named(const char *dir, const named_kind *k, const char *name, sky_diag *d)
 {
 	char path[PATH_CAP], out[PATH_CAP], rel[64 + SKY_ENROLL_ID_MAX], issuer[128];
 	char subject[96], list[4096];
@@ -359,46 +399,45 @@ int sky_ca_add_operator(const char *dir, const char *name, sky_diag *d)
 	mbedtls_pk_init(&cakey);
 	mbedtls_x509_crt_init(&cacrt);
 	memset(&rng, 0, sizeof rng);
-	int rc = sky_ca_check_operator_name(name, d);
+	int rc = check_name(k->what, name, d);
 	if (rc)
 		goto exit;
-	snprintf(rel, sizeof rel, SKY_CA_OPERATORS_DIR "/%s", name);
-	if ((rc = join(out, dir, rel, d)) != 0 || (rc = join(path, dir, SKY_CA_KEY_FILE, d)) != 0)
+	snprintf(rel, sizeof rel, "%s/%s", k->subdir, name);
+	if ((rc = join(out, dir, rel, d)) != 0 ||
+	    (rc = load_issuer(dir, &cakey, &cacrt, issuer, sizeof issuer, d)) != 0)
 		goto exit;
-	if ((rc = load_issuer(dir, &cakey, &cacrt, issuer, sizeof issuer, d)) != 0)
-		goto exit;
-	if ((rc = join(path, out, SKY_CA_OPERATOR_CERT_FILE, d)) != 0)
+	if ((rc = join(path, out, k->crt, d)) != 0)
 		goto exit;
 	if (sky_file_exists(path)) {
-		rc = sky_diag_set(d, SKY_ESTATE, "operator '%s' already exists (%s)", name, out);
+		rc = sky_diag_set(d, SKY_ESTATE, "%s '%s' already exists (%s)", k->what, name, out);
 		goto exit;
 	}
 	if (sky_file_mkdirs(out, 0700) != 0) {
 		rc = sky_diag_set(d, SKY_EIO, "%s: cannot create", out);
 		goto exit;
 	}
-	if ((rc = sky_sign_rng_init(&rng, "sky-ca-operator", d)) != 0)
+	if ((rc = sky_sign_rng_init(&rng, "sky-ca-named", d)) != 0)
 		goto exit;
-	snprintf(subject, sizeof subject, "CN=" SKY_CA_OPERATOR_NAME_PREFIX "%s,O=sky", name);
-	cert_spec op = {.subject = subject,
-			.issuer = issuer,
-			.issuer_key = &cakey,
-			.days = SKY_CA_BOARD_DAYS,
-			.key_usage = MBEDTLS_X509_KU_DIGITAL_SIGNATURE};
-	if ((rc = make_pair(out, SKY_CA_OPERATOR_KEY_FILE, SKY_CA_OPERATOR_CERT_FILE, &op, &rng, d)) ||
+	snprintf(subject, sizeof subject, "CN=%s%s,O=sky", k->prefix, name);
+	cert_spec spec = {.subject = subject,
+			  .issuer = issuer,
+			  .issuer_key = &cakey,
+			  .days = SKY_CA_BOARD_DAYS,
+			  .key_usage = MBEDTLS_X509_KU_DIGITAL_SIGNATURE};
+	if ((rc = make_pair(out, k->key, k->crt, &spec, &rng, d)) ||
 	    (rc = copy_file(dir, out, SKY_CA_CERT_FILE, d)) ||
-	    (rc = copy_file(dir, out, SKY_CA_PLANNER_CERT_FILE, d)))
+	    (k->with_planner && (rc = copy_file(dir, out, SKY_CA_PLANNER_CERT_FILE, d))))
 		goto exit;
-	if ((rc = join(path, dir, SKY_CA_OPERATORS_FILE, d)) != 0)
+	if ((rc = join(path, dir, k->list, d)) != 0)
 		goto exit;
 	long n = sky_file_read(path, list, sizeof list - 1);
 	n = n > 0 ? n : 0;
-	int k = snprintf(list + n, sizeof list - (size_t)n, "%s\n", name);
-	if (k < 0 || (size_t)k >= sizeof list - (size_t)n) {
-		rc = sky_diag_set(d, SKY_ERANGE, "%s: too many operators", path);
+	int w = snprintf(list + n, sizeof list - (size_t)n, "%s\n", name);
+	if (w < 0 || (size_t)w >= sizeof list - (size_t)n) {
+		rc = sky_diag_set(d, SKY_ERANGE, "%s: too many %ss", path, k->what);
 		goto exit;
 	}
-	if (sky_file_write(path, list, (size_t)n + (size_t)k, 0644) != 0) {
+	if (sky_file_write(path, list, (size_t)n + (size_t)w, 0644) != 0) {
 		rc = sky_diag_set(d, SKY_EIO, "%s: cannot write", path);
 		goto exit;
 	}
@@ -408,6 +447,16 @@ exit:
 	mbedtls_x509_crt_free(&cacrt);
 	sky_sign_rng_free(&rng);
 	return rc;
+}
+
+int sky_ca_add_operator(const char *dir, const char *name, sky_diag *d)
+{
+	return add_named(dir, &k_operator, name, d);
+}
+
+int sky_ca_add_client(const char *dir, const char *name, sky_diag *d)
+{
+	return add_named(dir, &k_client, name, d);
 }
 
 /* ---- sites ---------------------------------------------------------------------- */
@@ -765,6 +814,21 @@ exit:
 	return rc;
 }
 
+int sky_ca_check_not_revoked(const char *dir, const char *id, sky_diag *d)
+{
+	sky_crl_list *l = malloc(sizeof *l);
+	if (!l)
+		return sky_diag_set(d, SKY_ENOMEM, "out of memory");
+	int rc = sky_crl_list_load(dir, l, d);
+	if (rc == 0 && sky_crl_list_has_id(l, id))
+		rc = sky_diag_set(d, SKY_EAUTH,
+				  "board '%s' is revoked (sky pki revoke): it cannot enroll again "
+				  "under this id",
+				  id);
+	free(l);
+	return rc;
+}
+
 int sky_ca_enroll(sky_ca *ca, const char *msg, size_t len, int64_t now, char *reply, size_t cap,
 		  size_t *reply_len, char *id_out, sky_diag *d)
 {
@@ -792,6 +856,10 @@ int sky_ca_enroll(sky_ca *ca, const char *msg, size_t len, int64_t now, char *re
 	}
 	if (id_out)
 		memcpy(id_out, req->id, strlen(req->id) + 1);
+	/* a revoked id stays revoked: no token brings it back (before the
+	 * token is looked at, so the refusal names the real reason) */
+	if ((rc = sky_ca_check_not_revoked(ca->dir, req->id, &why)) != 0)
+		goto exit;
 	/* token first without using it up, so a bad CSR does not burn it */
 	if ((rc = sky_ca_token_use(ca->dir, req->token, req->id, now, 0, &why)) != 0)
 		goto exit;

@@ -41,6 +41,10 @@ int sky_job_validate(const sky_job *j, sky_diag *d)
 		return sky_diag_set(d, SKY_EINVAL, "job: unknown optimizer, schedule or precision");
 	if ((unsigned)j->objective > SKY_OBJ_STEP)
 		return sky_diag_set(d, SKY_EINVAL, "job: unknown objective %d", (int)j->objective);
+	if (j->infer && (j->prec != SKY_PREC_INT8 || j->objective != SKY_OBJ_BOTTLENECK))
+		return sky_diag_set(d, SKY_EINVAL,
+				    "job: serving is planned with int8 times and the bottleneck "
+				    "objective");
 	if (j->order_evals < 0)
 		return sky_diag_set(d, SKY_EINVAL, "job: order_evals must be >= 0");
 	return 0;
@@ -94,12 +98,29 @@ void plan_ctx_init(plan_ctx *c, const sky_job *j)
 		c->saved_bytes[h] = sky_cost_half_saved_floats(m, h) * (int64_t)sizeof(float);
 	}
 	c->cut_bytes = (double)sky_model_cut_bytes(m);
+	if (j->infer) /* int8 activations: one byte per value instead of a float's four */
+		c->cut_bytes /= (double)sizeof(float);
 	c->fixed_bytes = sky_cost_layer_scratch_floats(m) * (int64_t)sizeof(float) +
 			 4 * sky_model_cut_bytes(m);
 	c->embed_param_bytes = sky_model_embed_params(m) * c->bpp;
 	c->embed_saved_bytes = sky_cost_embed_saved_floats(m) * (int64_t)sizeof(float);
 	c->head_param_bytes = sky_model_head_params(m) * c->bpp;
 	c->head_saved_bytes = sky_cost_head_saved_floats(m) * (int64_t)sizeof(float);
+	if (j->infer) {
+		/* serving holds int8 layer weights (1 byte a parameter; the
+		 * per-channel scales are noise), the fp32 embeddings and head, no
+		 * gradients or optimizer state, and nothing saved for a backward:
+		 * a layer's scratch and the cut buffers (fixed_bytes) carry the
+		 * activations */
+		c->bpp = 1;
+		for (int h = 0; h < 2; h++) {
+			c->param_bytes[h] = sky_cost_half_params(m, h);
+			c->saved_bytes[h] = 0;
+		}
+		c->embed_param_bytes = sky_model_embed_params(m) * (int64_t)sizeof(float);
+		c->head_param_bytes = sky_model_head_params(m) * (int64_t)sizeof(float);
+		c->embed_saved_bytes = c->head_saved_bytes = 0;
+	}
 	double fa = sky_cost_half_flops_fwd(m, SKY_HALF_ATTN);
 	c->flops_attn_share = fa / (fa + sky_cost_half_flops_fwd(m, SKY_HALF_FFN));
 }
@@ -108,9 +129,10 @@ void plan_board_cost(const plan_ctx *c, const sky_job *j, const sky_board *b, bo
 {
 	int int8 = j->prec == SKY_PREC_INT8;
 	out->fwd = int8 ? b->fwd_int8_s : b->fwd_s;
-	out->bwd = int8 ? b->bwd_int8_s : b->bwd_s;
+	out->bwd = j->infer ? 0 : int8 ? b->bwd_int8_s : b->bwd_s;
 	out->share = b->attn_share > 0 ? b->attn_share : c->flops_attn_share;
 	out->link = b->lat_s + c->cut_bytes / b->bw_Bps;
+	out->link_back = j->infer ? 0 : out->link;
 	out->mem = b->mem_bytes;
 }
 
@@ -350,7 +372,7 @@ int sky_plan_evaluate(const sky_fleet *f, const sky_job *j, sky_plan *p, sky_dia
 		board_cost bc;
 		plan_board_cost(&c, j, &f->board[s->board], &bc);
 		int a = s->first_unit, b = s->last_unit + 1, first = k == 0, last = k == n - 1;
-		if (!(bc.fwd > 0 && bc.bwd > 0))
+		if (!(bc.fwd > 0 && (bc.bwd > 0 || j->infer)))
 			return sky_diag_set(d, SKY_EINVAL, "board %s: no %s times measured",
 					    f->board[s->board].id,
 					    j->prec == SKY_PREC_INT8 ? "int8" : "fp32");
@@ -358,7 +380,7 @@ int sky_plan_evaluate(const sky_fleet *f, const sky_job *j, sky_plan *p, sky_dia
 		s->fwd_s = bc.fwd * w;
 		s->bwd_s = bc.bwd * w;
 		s->link_s = bc.link;
-		s->send_s = (first ? 0 : bc.link) + (last ? 0 : bc.link);
+		s->send_s = (first ? 0 : bc.link_back) + (last ? 0 : bc.link);
 		s->time_s = stage_time(&bc, a, b, first, last);
 		s->in_flight = plan_in_flight(&c, n - k);
 		s->mem_bytes = stage_mem(&c, a, b, first, last, s->in_flight);

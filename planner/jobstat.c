@@ -71,6 +71,42 @@ int sky_jobstat_on_metrics(sky_jobstat *t, const char *job, const char *buf, siz
 	return 0;
 }
 
+void sky_jobstat_add_replan(sky_jobstat *t, const sky_jobstat_replan *r)
+{
+	if (t->n_replans == SKY_JOBSTAT_REPLANS) {
+		memmove(t->replan, t->replan + 1, (SKY_JOBSTAT_REPLANS - 1) * sizeof t->replan[0]);
+		t->n_replans--;
+	}
+	t->replan[t->n_replans++] = *r;
+	t->changed = 1;
+}
+
+void sky_jobstat_replan_lost(sky_jobstat *t, const char *job, double lost_s)
+{
+	for (int i = t->n_replans - 1; i >= 0; i--)
+		if (!strcmp(t->replan[i].job, job)) {
+			t->replan[i].lost_s = lost_s;
+			t->changed = 1;
+			return;
+		}
+}
+
+void sky_jobstat_set_paused(sky_jobstat *t, const char *job, int paused)
+{
+	int at = -1, free_at = -1;
+	for (int i = 0; i < 16; i++) {
+		if (!strcmp(t->paused[i], job))
+			at = i;
+		else if (!t->paused[i][0] && free_at < 0)
+			free_at = i;
+	}
+	if (paused && at < 0 && free_at >= 0)
+		snprintf(t->paused[free_at], sizeof t->paused[free_at], "%s", job);
+	else if (!paused && at >= 0)
+		t->paused[at][0] = '\0';
+	t->changed = 1;
+}
+
 int sky_jobstat_to_json(const sky_jobstat *t, char *buf, size_t cap)
 {
 	size_t n = 0;
@@ -106,6 +142,23 @@ int sky_jobstat_to_json(const sky_jobstat *t, char *buf, size_t cap)
 			for (const char *c = s->stall; *c; c++) /* the message is ours: no quotes, but be safe */
 				PUT("%c", *c == '"' || *c == '\\' ? '\'' : *c);
 			PUT("\",\"drops\":%s}", s->drops[0] ? s->drops : "{}");
+			first = 0;
+		}
+		int paused = 0;
+		for (int k = 0; k < 16; k++)
+			paused |= !strcmp(t->paused[k], r->job);
+		PUT("],\"paused\":%s,\"replans\":[", paused ? "true" : "false");
+		first = 1;
+		for (int k = 0; k < t->n_replans; k++) {
+			const sky_jobstat_replan *p = &t->replan[k];
+			if (strcmp(p->job, r->job))
+				continue;
+			PUT("%s{\"generation\":%d,\"epoch\":%lld,\"reason\":\"", first ? "" : ",",
+			    p->generation, (long long)p->epoch);
+			for (const char *c = p->reason; *c; c++)
+				PUT("%c", *c == '"' || *c == '\\' ? '\'' : *c);
+			PUT("\",\"resume_step\":%d,\"lost_steps\":%d,\"lost_s\":%.3f,\"at\":%lld}",
+			    p->resume_step, p->lost_steps, p->lost_s, (long long)p->at_unix);
 			first = 0;
 		}
 		PUT("]}");

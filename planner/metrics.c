@@ -235,10 +235,11 @@ static const struct {
 
 static void render_registry(sky_text *o, const sky_registry *r)
 {
-	static const sky_reg_state states[] = {SKY_REG_ONLINE, SKY_REG_OFFLINE, SKY_REG_ENROLLED};
+	static const sky_reg_state states[] = {SKY_REG_ONLINE, SKY_REG_OFFLINE, SKY_REG_ENROLLED,
+					       SKY_REG_REVOKED};
 	int n = r ? r->n : 0;
 	family(o, "sky_boards", "gauge", "Boards the planner knows, by state (enrolled: never heard "
-					 "from since enrollment).");
+					 "from since enrollment; revoked: on the CRL).");
 	for (size_t s = 0; s < sizeof states / sizeof states[0]; s++) {
 		int c = 0;
 		for (int i = 0; i < n; i++)

@@ -232,7 +232,12 @@ static double solve_order(opt_ws *w, double must_beat, sky_plan *out)
 		double mid = lo > 0 ? 0.5 * (lo + hi) : 0.5 * hi;
 		j = decide(w, mid, &r);
 		if (j >= 0) {
-			hi = trace(w, j, r, out);
+			/* a plan the decision took at mid is at most mid; should the
+			 * two ever disagree, stop rather than loop */
+			double h = trace(w, j, r, out);
+			if (!(h < hi))
+				break;
+			hi = h;
 		} else {
 			lo = w->flip > mid ? w->flip : mid;
 			if (lo >= hi)

@@ -100,7 +100,7 @@ static int fill_stage(const step_ws *w, sky_stage *s, int k, int P)
 	s->fwd_s = bc->fwd * wt;
 	s->bwd_s = bc->bwd * wt;
 	s->link_s = bc->link;
-	s->send_s = (first ? 0 : bc->link) + (last ? 0 : bc->link);
+	s->send_s = (first ? 0 : bc->link_back) + (last ? 0 : bc->link);
 	s->time_s = stage_time(bc, a, b, first, last);
 	s->in_flight = plan_in_flight(&w->c, P - k);
 	s->mem_bytes = stage_mem(&w->c, a, b, first, last, s->in_flight);

@@ -25,6 +25,7 @@ typedef struct board_cost {
 	double fwd, bwd;   /* one layer, one micro-batch, at the job's precision */
 	double share;      /* attention block's share of the layer's time */
 	double link;       /* one message: lat + cut / bw */
+	double link_back;  /* the backward message: link, or 0 when serving (sky_job.infer) */
 	int64_t mem;       /* its budget */
 } board_cost;
 
@@ -88,7 +89,7 @@ static inline double stage_time(const board_cost *bc, int a, int b, int first, i
 {
 	double t = (bc->fwd + bc->bwd) * units_weight(bc, a, b);
 	if (!first)
-		t += bc->link;
+		t += bc->link_back;
 	if (!last)
 		t += bc->link;
 	return t;

@@ -11,7 +11,10 @@ void sky_registry_init(sky_registry *r) { memset(r, 0, sizeof *r); }
 
 const char *sky_reg_state_name(sky_reg_state s)
 {
-	return s == SKY_REG_ONLINE ? "online" : s == SKY_REG_OFFLINE ? "offline" : "enrolled";
+	return s == SKY_REG_ONLINE    ? "online"
+	       : s == SKY_REG_OFFLINE ? "offline"
+	       : s == SKY_REG_REVOKED ? "revoked"
+				      : "enrolled";
 }
 
 sky_reg_board *sky_registry_find(sky_registry *r, const char *id)
@@ -290,11 +293,36 @@ int sky_registry_on_board_msg(sky_registry *r, const char *id, const char *leaf,
 	if (!b)
 		return sky_diag_set(d, SKY_ENOMEM, "registry full (%d boards) or bad id",
 				    SKY_REG_MAX_BOARDS);
+	if (b->state == SKY_REG_REVOKED) {
+		/* it may still hold a connection the broker opened before the
+		 * CRL: nothing it says counts */
+		r->c.revoked_ignored++;
+		sky_diag_set(d, 0, "board %s is revoked: its %s ignored", id, leaf);
+		return 1;
+	}
 	if (is_caps)
 		return on_caps(r, b, payload, len, now, unix_s, d);
 	if (is_ack)
 		return on_ack(r, b, payload, len, now, unix_s, d);
 	return on_status(r, b, payload, len, is_hb, now, unix_s, d);
+}
+
+int sky_registry_revoke(sky_registry *r, const char *id, const char *why)
+{
+	sky_reg_board *b = sky_registry_add(r, id);
+	if (!b)
+		return SKY_EINVAL;
+	if (b->state == SKY_REG_REVOKED)
+		return 0;
+	b->state = SKY_REG_REVOKED;
+	snprintf(b->why, sizeof b->why, "%s", why && why[0] ? why : "revoked");
+	b->has_caps = b->has_held_caps = b->has_held_ack = 0;
+	b->job[0] = '\0';
+	b->stage = -1;
+	b->epoch = 0;
+	r->c.revoked++;
+	r->changed = 1;
+	return 1;
 }
 
 int sky_registry_tick(sky_registry *r, double now)
@@ -412,6 +440,8 @@ int sky_registry_to_json(const sky_registry *r, int64_t unix_s, char *buf, size_
 		cJSON_AddNumberToObject(c, "enrolled", r->c.enrolled);
 		cJSON_AddNumberToObject(c, "enroll_refused", r->c.enroll_refused);
 		cJSON_AddNumberToObject(c, "plans_published", r->c.plans_published);
+		cJSON_AddNumberToObject(c, "revoked", r->c.revoked);
+		cJSON_AddNumberToObject(c, "revoked_ignored", r->c.revoked_ignored);
 	}
 	cJSON *jobs = cJSON_AddArrayToObject(doc, "jobs");
 	for (int j = 0; jobs && j < r->n_jobs; j++) {
@@ -577,6 +607,20 @@ int sky_registry_restore(sky_registry *r, const char *buf, size_t len, sky_diag 
 		snprintf(r->jobs[r->n_jobs].job, sizeof r->jobs[0].job, "%s", job);
 		r->jobs[r->n_jobs++].epoch = epoch;
 	}
+	/* site paths: kept until --links or a measurement replaces them */
+	cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(doc, "links"))
+	{
+		char a[SKY_SITE_MAX + 1], b[SKY_SITE_MAX + 1];
+		double bw, lat;
+		int64_t when = 0;
+		if (sky_json_str(o, "a", a, sizeof a, "fleet.json", NULL) == 0 &&
+		    sky_json_str(o, "b", b, sizeof b, "fleet.json", NULL) == 0 &&
+		    sky_json_num(o, "bw_Bps", 0, 1e300, &bw, "fleet.json", NULL) == 0 &&
+		    sky_json_num(o, "lat_s", 0, 1e300, &lat, "fleet.json", NULL) == 0 &&
+		    (!cJSON_GetObjectItemCaseSensitive(o, "measured_unix") ||
+		     sky_json_i64(o, "measured_unix", 0, 1ll << 40, &when, "fleet.json", NULL) == 0))
+			sky_registry_set_link(r, a, b, bw, lat, when); /* refuses bad ones */
+	}
 	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(doc, "boards");
 	int n = 0;
 	cJSON_ArrayForEach(o, arr)
@@ -593,8 +637,17 @@ int sky_registry_restore(sky_registry *r, const char *buf, size_t len, sky_diag 
 		if (cJSON_GetObjectItemCaseSensitive(o, "last_seen_unix"))
 			sky_json_i64(o, "last_seen_unix", 0, 1ll << 40, &seen, "fleet.json", NULL);
 		b->last_seen = seen;
-		/* nothing is known to be alive until it speaks again */
-		if (strcmp(state, "enrolled") != 0) {
+		/* nothing is known to be alive until it speaks again; a revoked
+		 * board stays revoked (the planner also reads the CRL's list) */
+		if (strcmp(state, "revoked") == 0) {
+			char why[sizeof b->why];
+			if (sky_json_str(o, "why", why, sizeof why, "fleet.json", NULL) != 0)
+				why[0] = '\0';
+			sky_registry_revoke(r, id, why);
+			r->c.revoked--; /* counted when it happened, not again */
+			n++;
+			continue;
+		} else if (strcmp(state, "enrolled") != 0) {
 			b->state = SKY_REG_OFFLINE;
 			snprintf(b->why, sizeof b->why, "not heard yet");
 		}

@@ -2,7 +2,9 @@
 
 #include "sky_ca.h"
 #include "sky_caps.h"
+#include "sky_ckpt.h"
 #include "sky_clock.h"
+#include "sky_crl.h"
 #include "sky_file.h"
 #include "sky_jobkey.h"
 #include "sky_jobstat.h"
@@ -14,6 +16,7 @@
 #include "sky_mqtt.h"
 #include "sky_plan.h"
 #include "sky_planmsg.h"
+#include "sky_nojob.h"
 #include "sky_ratelimit.h"
 #include "sky_registry.h"
 #include "sky_sign.h"
@@ -52,6 +55,46 @@ static int opt_num(const cJSON *doc, const char *key, double lo, double hi, doub
 	return sky_json_num(doc, key, lo, hi, out, "job", d);
 }
 
+/* The serving settings (sky_service.h): the model's hash is required. */
+static int parse_infer(const cJSON *doc, sky_job_req *j, sky_diag *d)
+{
+	int rc;
+	j->infer = 1;
+	j->wait_ms = 2;
+	j->queue = 64;
+	if (!cJSON_GetObjectItemCaseSensitive(doc, "weights"))
+		return sky_diag_set(d, SKY_EINVAL,
+				    "job %s: task infer needs weights (the SHA-256 of the int8 model "
+				    "uploaded with it)",
+				    j->job);
+	if ((rc = sky_json_str(doc, "weights", j->weights, sizeof j->weights, "job", d)) ||
+	    (rc = opt_int(doc, "serve_batch", 1, SKY_CAPS_MAX_BATCH, &j->serve_batch, d)) ||
+	    (rc = opt_int(doc, "wait_ms", 0, SKY_PLAN_MAX_WAIT_MS, &j->wait_ms, d)) ||
+	    (rc = opt_int(doc, "queue", 1, SKY_PLAN_MAX_QUEUE, &j->queue, d)))
+		return rc;
+	if (!sky_plan_sha256_ok(j->weights))
+		return sky_diag_set(d, SKY_EFORMAT, "job %s: weights must be 64 lower-case hex digits",
+				    j->job);
+	const cJSON *cl = cJSON_GetObjectItemCaseSensitive(doc, "clients"), *c;
+	if (!cl)
+		return 0;
+	if (!cJSON_IsArray(cl) || cJSON_GetArraySize(cl) > SKY_JOB_MAX_CLIENTS)
+		return sky_diag_set(d, SKY_EFORMAT, "job %s: clients must be a list of at most %d CNs",
+				    j->job, SKY_JOB_MAX_CLIENTS);
+	cJSON_ArrayForEach(c, cl)
+	{
+		if (!cJSON_IsString(c) || !sky_topic_segment_ok(c->valuestring) ||
+		    strncmp(c->valuestring, SKY_TOPIC_CLIENT_PREFIX,
+			    sizeof SKY_TOPIC_CLIENT_PREFIX - 1) != 0)
+			return sky_diag_set(d, SKY_EINVAL,
+					    "job %s: clients[%d] is not a client CN (" SKY_TOPIC_CLIENT_PREFIX
+					    "<name>)",
+					    j->job, j->n_clients);
+		snprintf(j->clients[j->n_clients++], sizeof j->clients[0], "%s", c->valuestring);
+	}
+	return 0;
+}
+
 /* The training settings, with `sky train`'s defaults. */
 static int parse_train(const cJSON *doc, sky_job_req *j, sky_diag *d)
 {
@@ -62,14 +105,18 @@ static int parse_train(const cJSON *doc, sky_job_req *j, sky_diag *d)
 		return rc;
 	if (!task[0])
 		return 0;
+	if (strcmp(task, "infer") == 0)
+		return parse_infer(doc, j, d);
 	if (strcmp(task, "train") != 0)
-		return sky_diag_set(d, SKY_EINVAL, "job %s: unknown task '%s' (train)", j->job, task);
+		return sky_diag_set(d, SKY_EINVAL, "job %s: unknown task '%s' (train, infer)", j->job,
+				    task);
 	j->train = 1;
 	j->steps = 10;
 	j->seed = 1;
 	j->warmup = -1;
 	j->clip = 1.0;
 	j->lr = -1;
+	j->ckpt_every = 10;
 	snprintf(j->optim, sizeof j->optim, "adamw");
 	if ((rc = opt_int(doc, "steps", 1, SKY_PLANMSG_MAX_STEPS, &j->steps, d)) ||
 	    (rc = opt_str(doc, "optim", j->optim, sizeof j->optim, d)) ||
@@ -77,7 +124,8 @@ static int parse_train(const cJSON *doc, sky_job_req *j, sky_diag *d)
 	    (rc = opt_int(doc, "seed", 0, 0x7fffffff, &j->seed, d)) ||
 	    (rc = opt_int(doc, "warmup", 0, SKY_PLANMSG_MAX_STEPS, &j->warmup, d)) ||
 	    (rc = opt_num(doc, "clip", 0, 1e9, &j->clip, d)) ||
-	    (rc = opt_num(doc, "stall_s", 0, 1e5, &j->stall_s, d)))
+	    (rc = opt_num(doc, "stall_s", 0, 1e5, &j->stall_s, d)) ||
+	    (rc = opt_int(doc, "checkpoint_every", 0, SKY_PLANMSG_MAX_STEPS, &j->ckpt_every, d)))
 		return rc;
 	if (pt && !cJSON_IsBool(pt))
 		return sky_diag_set(d, SKY_EFORMAT, "job %s: plaintext_frames must be true or false",
@@ -187,15 +235,31 @@ int sky_job_req_encode(const sky_job_req *j, char *buf, size_t cap)
 		snprintf(train, sizeof train,
 			 ",\"task\":\"train\",\"steps\":%d,\"optim\":\"%s\",\"lr\":%.17g,"
 			 "\"seed\":%d,\"warmup\":%d,\"clip\":%.17g,\"stall_s\":%g,"
-			 "\"plaintext_frames\":%s",
+			 "\"plaintext_frames\":%s,\"checkpoint_every\":%d",
 			 j->steps, j->optim, j->lr, j->seed, j->warmup, j->clip, j->stall_s,
-			 j->plaintext ? "true" : "false");
+			 j->plaintext ? "true" : "false", j->ckpt_every);
+	char infer[SKY_JOB_MAX_CLIENTS * 68 + 256] = "";
+	if (j->infer) {
+		int k2 = snprintf(infer, sizeof infer,
+				  ",\"task\":\"infer\",\"weights\":\"%s\",\"wait_ms\":%d,\"queue\":%d",
+				  j->weights, j->wait_ms, j->queue);
+		if (j->serve_batch)
+			k2 += snprintf(infer + k2, sizeof infer - (size_t)k2, ",\"serve_batch\":%d",
+				       j->serve_batch);
+		if (j->n_clients)
+			k2 += snprintf(infer + k2, sizeof infer - (size_t)k2, ",\"clients\":[");
+		for (int i = 0; i < j->n_clients && k2 > 0 && (size_t)k2 < sizeof infer; i++)
+			k2 += snprintf(infer + k2, sizeof infer - (size_t)k2, "%s\"%s\"", i ? "," : "",
+				       j->clients[i]);
+		if (j->n_clients && k2 > 0 && (size_t)k2 < sizeof infer)
+			snprintf(infer + k2, sizeof infer - (size_t)k2, "]");
+	}
 	int n = snprintf(buf, cap,
 			 "{\"job\":\"%s\",\"model\":\"%s\"%s,\"micro_batches\":%d,\"algo\":\"%s\","
-			 "\"sched\":\"%s\",\"objective\":\"%s\",\"min_boards\":%d,\"wait_s\":%g%s%s%s}",
+			 "\"sched\":\"%s\",\"objective\":\"%s\",\"min_boards\":%d,\"wait_s\":%g%s%s%s%s}",
 			 j->job, j->model, shapes, j->micro_batches, j->algo, j->sched, j->objective,
 			 j->min_boards, j->wait_s, j->link_blind ? ",\"link_blind\":true" : "", sid,
-			 train);
+			 train, infer);
 	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : n;
 }
 
@@ -254,13 +318,64 @@ int sky_job_reply_decode(const char *buf, size_t len, sky_job_reply *r, sky_diag
 #define ENROLL_ALL_PER_S 16
 #define LOG_LINES_PER_WINDOW 5
 #define LOG_WINDOW_S 10.0
+#define REVOKED_CHECK_S 1.0
+/* how long a job re-planned without a revoked board waits for the boards
+ * it wants (every online board with matching capabilities) */
+#define REPLAN_WAIT_S 10.0
 
 typedef struct pending_job {
 	sky_job_req req;
 	sky_model_cfg model; /* with the job's layers, seq, batch */
 	double since;        /* when it arrived (monotonic) */
 	unsigned char asked[SKY_REG_MAX_BOARDS]; /* probe requested of registry board i */
+	unsigned char no_int8[SKY_REG_MAX_BOARDS]; /* infer: said that board i has no int8 times */
+	/* re-plans of a running training job (see run_job) */
+	int replan;          /* plan now over the online boards, without waiting */
+	int dry;             /* only compute the plan's predicted step */
+	int resume_step, generation;
+	/* dry: also the current plan's stages (boards, units), re-simulated
+	 * with the boards' current capabilities into current_s */
+	int cur_n;
+	const char (*cur_board)[SKY_TOPIC_SEGMENT_MAX + 1];
+	const int *cur_first, *cur_last;
+	double current_s;
+	int64_t published;   /* out: the epoch published (0: none) */
+	double predicted_s;  /* out: the plan's simulated step */
+	char why[200];       /* out: why there is no plan */
 } pending_job;
+
+/* A training job with checkpoints, followed until it is done so it can be
+ * re-planned: at once when a board of its plan goes offline (from the
+ * last complete checkpoint), or, when a board joins or its speed changes,
+ * at the next commit if the predicted step improves by more than
+ * --replan-gain and the plan is --replan-holdoff old. */
+#define MAX_RUNNING 16
+#define RUN_MAX_STAGES 64
+typedef struct run_job {
+	pending_job pj;      /* the request, for re-plans */
+	int64_t epoch;       /* of the current plan */
+	int generation;
+	int n_stages;
+	char board[RUN_MAX_STAGES][SKY_TOPIC_SEGMENT_MAX + 1];
+	int first[RUN_MAX_STAGES], last[RUN_MAX_STAGES];
+	/* drift: each stage's busy seconds a step (metrics busy x step_s):
+	 * the mean of its first steps under this plan, the last step seen,
+	 * how many steps in a row were off by more than half, and when its
+	 * board was last asked to probe again */
+	double busy_base[RUN_MAX_STAGES];
+	int busy_n[RUN_MAX_STAGES], busy_step[RUN_MAX_STAGES], drift_run[RUN_MAX_STAGES];
+	double probe_asked_s[RUN_MAX_STAGES];
+	double predicted_s;
+	double plan_s;       /* monotonic: when the current plan went out */
+	int paused;
+	double retry_s;      /* paused: next attempt */
+	char pause_why[200]; /* the fault that paused it */
+	int want;            /* a voluntary re-plan waits for the next commit */
+	char want_why[160];
+	long commits_at_want;
+	double fault_s;      /* monotonic: the fault or decision a re-plan answers (0 none) */
+	double next_eval_s;
+} run_job;
 
 typedef struct svc {
 	const sky_service_opts *o;
@@ -274,6 +389,9 @@ typedef struct svc {
 	_Atomic int lost; /* set on Paho's thread (on_lost); not under the lock */
 	pending_job pending[MAX_PENDING];
 	sky_jobstat jobs; /* training jobs, from their metrics (under lock) */
+	sky_ckpt_store ckpt; /* checkpoints and job logs (under lock) */
+	run_job run[MAX_RUNNING]; /* jobs followed for re-plans (under lock) */
+	int n_run;
 	int n_pending;
 	int64_t epoch;
 	/* retained plans on the broker since the last connect, per registry
@@ -302,16 +420,53 @@ typedef struct svc {
 	sky_bucket enroll_all;
 	sky_keyed_buckets enroll_nonce;
 	long enroll_limited;
-	sky_log_throttle enroll_log, oversize_log;
+	sky_log_throttle enroll_log, oversize_log, revoked_log;
+	/* the CA's revoked list (<pki>/revoked, sky_crl.h), read again every
+	 * REVOKED_CHECK_S: `sky pki revoke` needs no message to reach us */
+	sky_crl_list revoked;
+	double revoked_check_at; /* monotonic */
+	sky_deploy deploy; /* model uploads, slices, slice transfers (main thread) */
+	/* inference requests for jobs that do not serve (sky_nojob.h) */
+	sky_nojob nojob;
+	sky_log_throttle req_log;
+	char req_resp[SKY_INFER_RESP_MAX_BYTES];
 } svc;
 
 static svc g_svc; /* one service per process; far too big for a stack */
+
+static run_job *find_run(svc *s, const char *job)
+{
+	for (int i = 0; i < s->n_run; i++)
+		if (!strcmp(s->run[i].pj.req.job, job))
+			return &s->run[i];
+	return NULL;
+}
 
 /* <state>/<name> into buf. Returns 0 or SKY_ERANGE. */
 static int state_file(const svc *s, const char *name, char *buf, size_t cap)
 {
 	int n = snprintf(buf, cap, "%s/%s", s->state_dir, name);
 	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
+}
+
+/* An infer job's model: uploaded, int8, of the job's shapes; and its batch
+ * within the model's. Returns 0 or the reason in d. */
+static int check_infer(svc *s, pending_job *pj, sky_diag *d)
+{
+	sky_job_req *r = &pj->req;
+	if (r->serve_batch == 0)
+		r->serve_batch = pj->model.batch;
+	if (r->serve_batch > pj->model.batch)
+		return sky_diag_set(d, SKY_ERANGE,
+				    "job %s: serve batch %d is above the model's batch %d (the "
+				    "micro-batch the boards probe and serve)",
+				    r->job, r->serve_batch, pj->model.batch);
+	sky_diag md;
+	sky_diag_clear(&md);
+	int rc = sky_deploy_check(&s->deploy, r->weights, &pj->model, &md);
+	if (rc)
+		return sky_diag_set(d, rc, "job %s: %s", r->job, md.msg);
+	return 0;
 }
 
 /* Parses and queues a job. Returns 0, or the reason it was refused in d
@@ -338,10 +493,16 @@ static int queue_job(svc *s, const char *buf, size_t len, const char *from, sky_
 		SKY_WARN("%s", d->msg);
 		return rc;
 	}
+	if (pj.req.infer && (rc = check_infer(s, &pj, d)) != 0) {
+		SKY_WARN("job %s from %s refused: %s", pj.req.job, from, d->msg);
+		return rc;
+	}
 	pj.since = sky_clock_s();
 	sky_mutex_lock(&s->lock);
 	if (s->n_pending < MAX_PENDING) {
 		s->pending[s->n_pending++] = pj;
+		if (sky_nojob_kind_of(&s->nojob, pj.req.job) == SKY_NOJOB_UNKNOWN)
+			sky_nojob_note(&s->nojob, pj.req.job, SKY_NOJOB_QUEUED);
 		SKY_INFO("job %s queued from %s (%s, %d layers, seq %d, batch %d, %s, min_boards %d)",
 			 pj.req.job, from, pj.req.model, pj.model.layers, pj.model.seq,
 			 pj.model.batch, pj.req.algo, pj.req.min_boards);
@@ -408,10 +569,11 @@ static void handle_submit(svc *s, const char *op, const char *p, size_t len)
  * how many requests the rate limit dropped before reading them. */
 static void suppressed_line(svc *s, const sky_log_throttle *t, const char *what, long n)
 {
-	if (t == &s->enroll_log)
+	if (t == &s->enroll_log || t == &s->req_log)
 		SKY_WARN("%s: %ld more suppressed in the last %.0f s (%ld requests dropped unread "
 			 "by the rate limit so far)",
-			 what, n, t->window_s, s->enroll_limited);
+			 what, n, t->window_s,
+			 t == &s->req_log ? s->nojob.limited : s->enroll_limited);
 	else
 		SKY_WARN("%s: %ld more suppressed in the last %.0f s", what, n, t->window_s);
 }
@@ -434,6 +596,22 @@ static void throttled_warn(svc *s, sky_log_throttle *t, const char *what, const 
 	vsnprintf(line, sizeof line, fmt, ap);
 	va_end(ap);
 	SKY_WARN("%s", line);
+}
+
+/* A request on sky/v1/job/<job>/req/<client>: answered "unknown_job" when
+ * the job does not serve (sky_nojob.h). Called with the lock held. */
+static void handle_request(svc *s, const char *topic, size_t tl, const char *p, size_t len)
+{
+	char rtopic[SKY_TOPIC_BUF];
+	int limited = 0;
+	sky_diag why;
+	sky_diag_clear(&why);
+	int n = sky_nojob_on_request(&s->nojob, topic, tl, p, len, sky_clock_s(), rtopic,
+				     sizeof rtopic, s->req_resp, sizeof s->req_resp, &limited, &why);
+	if (n > 0)
+		sky_mqtt_publish(s->m, rtopic, s->req_resp, (size_t)n, 1, 0, NULL);
+	if (n > 0 || limited)
+		throttled_warn(s, &s->req_log, "inference request refusals", "%s", why.msg);
 }
 
 static void handle_enroll(svc *s, const char *nonce, const char *p, size_t len)
@@ -555,6 +733,7 @@ static void on_plan(svc *s, const char *topic, const char *p, size_t len, int re
 	if (j < 0 || s->msg.epoch > s->reg.jobs[j].epoch)
 		save_plan(s, s->msg.job, p, len);
 	sky_registry_assign(&s->reg, &s->msg);
+	sky_nojob_note(&s->nojob, s->msg.job, s->msg.infer.on ? SKY_NOJOB_SERVING : SKY_NOJOB_TRAINING);
 	j = job_index(&s->reg, s->msg.job);
 	if (retained && j >= 0 && s->msg.epoch > s->on_broker[j])
 		s->on_broker[j] = s->msg.epoch;
@@ -591,6 +770,65 @@ static void republish_missing(svc *s)
 	}
 }
 
+static int deploy_publish(void *ctx, const char *topic, const void *data, size_t len)
+{
+	svc *s = ctx;
+	return s->m ? sky_mqtt_publish(s->m, topic, data, len, 1, 0, NULL) : SKY_ENET;
+}
+
+/* Board id asks for its slice: sent if it is the one the job's newest plan
+ * (as saved, signed) gives that board. */
+static void handle_slice_req(svc *s, const char *id, const char *p, size_t len)
+{
+	sky_slice_req r;
+	sky_diag d;
+	sky_diag_clear(&d);
+	if (sky_slice_req_decode(p, len, &r, &d) != 0) {
+		SKY_WARN("slice request from %s ignored: %s", id, d.msg);
+		return;
+	}
+	const sky_plan_slice *want = NULL;
+	if (load_plan(s, r.job) > 0) {
+		int k = sky_planmsg_find(&s->msg, id);
+		if (k >= 0 && s->msg.infer.on)
+			want = &s->msg.stages[k].slice;
+	}
+	if (sky_deploy_on_slice_req(&s->deploy, id, &r, want, sky_clock_s(), &d) != 0)
+		SKY_WARN("slice request from %s refused: %s", id, d.msg);
+}
+
+static void replan(svc *s, run_job *r, const char *reason, double now);
+
+/* A checkpoint part (called with the lock held): stored, or refused with
+ * the reason; a commit may let a waiting voluntary re-plan go, and closes
+ * the time lost of the last re-plan. */
+static void on_ckpt(svc *s, const char *job, const char *board, const unsigned char *p, size_t len)
+{
+	sky_diag d;
+	int64_t step = 0;
+	double now = sky_clock_s();
+	sky_diag_clear(&d);
+	int rc = sky_ckpt_on_part(&s->ckpt, job, board, p, len, now, &step, &d);
+	if (rc < 0) {
+		SKY_WARN("checkpoint part from %s for job %s refused: %s", board, job, d.msg);
+		return;
+	}
+	if (rc == 0)
+		return;
+	SKY_INFO("job %s: step %lld committed (every stage's checkpoint is in)", job,
+		 (long long)step);
+	run_job *r = find_run(s, job);
+	if (!r)
+		return;
+	if (r->fault_s > 0) {
+		sky_jobstat_replan_lost(&s->jobs, job, now - r->fault_s);
+		r->fault_s = 0;
+	}
+	sky_ckpt_job *cj = sky_ckpt_find(&s->ckpt, job);
+	if (r->want && cj && cj->commits > r->commits_at_want)
+		replan(s, r, r->want_why, now);
+}
+
 static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char *p, size_t len,
 		   int retained)
 {
@@ -603,6 +841,15 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 	if (sky_topic_parse(topic, tl, "jobs", seg, sizeof seg, leaf, sizeof leaf) == 0) {
 		if (strcmp(leaf, SKY_TOPIC_SUBMIT) == 0)
 			handle_submit(s, seg, (const char *)p, len);
+		else if (strcmp(leaf, SKY_TOPIC_WEIGHTS) == 0)
+			sky_deploy_on_weights(&s->deploy, seg, p, len, deploy_publish, s);
+		return;
+	}
+	if (sky_topic_parse(topic, tl, "board", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
+	    strcmp(leaf, SKY_TOPIC_SLICE_REQ) == 0) {
+		sky_mutex_lock(&s->lock); /* s->msg is shared with the planning */
+		handle_slice_req(s, seg, (const char *)p, len);
+		sky_mutex_unlock(&s->lock);
 		return;
 	}
 	sky_mutex_lock(&s->lock);
@@ -628,6 +875,9 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 				 now_b->state == SKY_REG_ONLINE ? leaf : "its will or shutdown status");
 		if (rc < 0)
 			SKY_WARN("rejected %s from %s: %s", leaf, seg, d.msg);
+		else if (rc == 1 && now_b && now_b->state == SKY_REG_REVOKED)
+			throttled_warn(s, &s->revoked_log, "messages from revoked boards", "%s",
+				       d.msg);
 		else if (rc == 1)
 			SKY_INFO("%s", d.msg);
 		else if (strcmp(leaf, SKY_TOPIC_PLAN_ACK) == 0) {
@@ -651,6 +901,13 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 		handle_enroll(s, seg, (const char *)p, len);
 	} else if (strncmp(topic, SKY_TOPIC_ROOT "/site/", sizeof SKY_TOPIC_ROOT + 5) == 0) {
 		sky_linkprobe_on_msg(&s->links, topic, p, len, sky_clock_s());
+	} else {
+		char board[SKY_TOPIC_SEGMENT_MAX + 1];
+		if (sky_topic_parse_job_to(topic, tl, SKY_TOPIC_CKPT, seg, sizeof seg, board,
+					   sizeof board) == 0)
+			on_ckpt(s, seg, board, p, len);
+		else
+			handle_request(s, topic, tl, (const char *)p, len);
 	}
 	sky_mutex_unlock(&s->lock);
 }
@@ -703,7 +960,10 @@ static int connect_svc(svc *s, sky_diag *d)
 			    .cert_file = crt, .key_file = key,
 			    .keepalive_s = s->o->keepalive_s > 0 ? s->o->keepalive_s : 10,
 			    .on_msg = on_msg, .on_lost = on_lost, .on_oversize = on_oversize,
-			    .ctx = s};
+			    /* the broker keeps our subscriptions and queues what
+			     * boards and operators send while we are away (one
+			     * planner per fleet: the session is its CN's) */
+			    .persistent = 1, .ctx = s};
 	sky_mqtt *m = NULL;
 	atomic_store(&s->lost, 0);
 	if ((rc = sky_mqtt_connect(&m, &mo, d)) != 0)
@@ -716,7 +976,11 @@ static int connect_svc(svc *s, sky_diag *d)
 			      SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_CAPS,
 			      SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_PLAN_ACK, SKY_TOPIC_SUB_ALL_CSRS,
 			      SKY_TOPIC_SUB_ALL_PLANS, SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_METRICS,
-			      SKY_TOPIC_SUB_ALL_SUBMITS,
+			      SKY_TOPIC_SUB_ALL_SUBMITS, SKY_TOPIC_ROOT "/jobs/+/" SKY_TOPIC_WEIGHTS,
+			      SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_SLICE_REQ,
+			      /* requests, to answer those for jobs that do not serve */
+			      SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_REQ "/+",
+			      SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_CKPT "/+",
 			      SKY_TOPIC_ROOT "/site/+/back/" SKY_TOPIC_ECHO};
 	sky_mutex_lock(&s->lock);
 	memset(s->on_broker, 0, sizeof s->on_broker);
@@ -795,7 +1059,44 @@ static int fill_train(const pending_job *pj, double predicted_step_s, sky_planms
 	t->stall_s = r->stall_s;
 	t->sealed = !r->plaintext;
 	t->predicted_step_s = predicted_step_s;
+	t->ckpt_every = r->ckpt_every;
+	t->resume_step = pj->resume_step;
+	t->generation = r->ckpt_every > 0 ? (pj->generation > 0 ? pj->generation : 1) : 0;
 	(void)d;
+	return 0;
+}
+
+/* The serving section of the plan and each stage's slice, cut from the
+ * stored model (sky_deploy.h). The predicted throughput is the served
+ * batch over the slowest stage's time (int8 forward and its send). */
+static int fill_infer(svc *s, const pending_job *pj, sky_planmsg *p, sky_diag *d)
+{
+	sky_plan_infer *in = &p->infer;
+	const sky_job_req *r = &pj->req;
+	memset(in, 0, sizeof *in);
+	in->on = 1;
+	in->batch = r->serve_batch;
+	in->wait_ms = r->wait_ms;
+	in->queue = r->queue;
+	in->n_clients = r->n_clients;
+	for (int i = 0; i < r->n_clients; i++)
+		snprintf(in->clients[i], sizeof in->clients[i], "%s", r->clients[i]);
+	in->predicted_seq_s = s->plan.bottleneck_s > 0 ? r->serve_batch / s->plan.bottleneck_s : 0;
+	in->threads = 0;
+	in->sealed = 1;
+	for (int k = 0; k < p->n_stages; k++) {
+		int rc = sky_deploy_cut(&s->deploy, r->weights, p->stages[k].first, p->stages[k].last,
+					&p->stages[k].slice, d);
+		if (rc)
+			return rc;
+		SKY_INFO("job %s stage %d (%s, half-layers %d-%d): slice %.16s.., %lld bytes in %d "
+			 "chunks",
+			 r->job, k, p->stages[k].board, p->stages[k].first, p->stages[k].last,
+			 p->stages[k].slice.sha256, (long long)p->stages[k].slice.bytes,
+			 p->stages[k].slice.chunks);
+	}
+	SKY_INFO("job %s: serving at batch %d, predicted %.1f sequences/s (bottleneck %.3f ms)",
+		 r->job, in->batch, in->predicted_seq_s, 1e3 * s->plan.bottleneck_s);
 	return 0;
 }
 
@@ -825,6 +1126,173 @@ static int wrap_keys(svc *s, sky_planmsg *p, sky_diag *d)
 	}
 	memset(key, 0, sizeof key);
 	return rc;
+}
+
+/* Queues job again from its newest saved plan (its model, shapes and
+ * training settings), to be planned over the boards online now: the way a
+ * job is planned when it is submitted. For a job without checkpoints,
+ * which check_running does not follow. Called with the lock held. */
+static void requeue_job(svc *s, const char *job, const char *why)
+{
+	for (int k = 0; k < s->n_pending; k++)
+		if (strcmp(s->pending[k].req.job, job) == 0)
+			return; /* already waiting to be planned */
+	long n = load_plan(s, job);
+	if (n < 0) {
+		SKY_WARN("job %s: cannot re-plan (%s): its saved plan is unusable (%s)", job, why,
+			 sky_strerror((int)n));
+		return;
+	}
+	if (s->n_pending >= MAX_PENDING) {
+		SKY_WARN("job %s: cannot re-plan (%s): %d jobs already waiting", job, why,
+			 MAX_PENDING);
+		return;
+	}
+	const sky_planmsg *p = &s->msg;
+	pending_job *pj = &s->pending[s->n_pending];
+	memset(pj, 0, sizeof *pj);
+	sky_job_req *r = &pj->req;
+	snprintf(r->job, sizeof r->job, "%s", p->job);
+	snprintf(r->model, sizeof r->model, "%s", p->shape.name);
+	r->layers = p->layers;
+	r->seq = p->shape.seq;
+	r->batch = p->shape.batch;
+	r->micro_batches = p->micro_batches;
+	snprintf(r->algo, sizeof r->algo, "%s", p->algo);
+	snprintf(r->sched, sizeof r->sched, "%s", p->train.sched[0] ? p->train.sched : "1f1b");
+	snprintf(r->objective, sizeof r->objective, "step");
+	r->wait_s = REPLAN_WAIT_S;
+	if (p->train.steps > 0) {
+		r->train = 1;
+		r->steps = p->train.steps;
+		snprintf(r->optim, sizeof r->optim, "%s", p->train.optim);
+		r->lr = p->train.lr;
+		r->seed = (int)p->train.seed;
+		r->warmup = p->train.warmup;
+		r->clip = p->train.clip;
+		r->stall_s = p->train.stall_s;
+		r->plaintext = !p->train.sealed;
+	}
+	sky_model_preset(r->model, &pj->model);
+	pj->model.layers = r->layers;
+	pj->model.seq = r->seq;
+	pj->model.batch = r->batch;
+	pj->since = sky_clock_s();
+	s->n_pending++;
+	SKY_INFO("job %s epoch %lld: re-planning over the online boards (%s)", job,
+		 (long long)p->epoch, why);
+}
+
+/* Reads the CA's revoked list and drops every board on it that the
+ * registry does not hold as revoked yet: marked revoked (shown in sky
+ * fleet status, its messages ignored from now on) and its job re-planned
+ * without it: a job with checkpoints by check_running (the board is not
+ * online any more), any other queued again. Called with the lock held. */
+static void check_revoked(svc *s)
+{
+	sky_diag d;
+	sky_diag_clear(&d);
+	if (sky_crl_list_load(s->o->pki_dir, &s->revoked, &d) != 0) {
+		throttled_warn(s, &s->revoked_log, "messages from revoked boards",
+			       "cannot read the revoked list: %s", d.msg);
+		return;
+	}
+	for (int i = 0; i < s->revoked.n; i++) {
+		const sky_crl_entry *e = &s->revoked.e[i];
+		sky_reg_board *b = sky_registry_find(&s->reg, e->id);
+		if (b && b->state == SKY_REG_REVOKED)
+			continue;
+		char job[SKY_TOPIC_SEGMENT_MAX + 1] = "";
+		int stage = b ? b->stage : -1;
+		if (b)
+			snprintf(job, sizeof job, "%s", b->job);
+		const char *why = e->reason >= 0 ? sky_crl_reason_name(e->reason) : "revoked";
+		if (sky_registry_revoke(&s->reg, e->id, why) != 1)
+			continue;
+		SKY_WARN("board %s revoked (%s; on the CA's CRL): dropped from the fleet%s%s", e->id,
+			 why, job[0] ? ", it held a stage of job " : "", job);
+		if (job[0] && !find_run(s, job)) {
+			char what[96];
+			snprintf(what, sizeof what, "board %s revoked, it held stage %d", e->id, stage);
+			requeue_job(s, job, what);
+		}
+	}
+}
+
+/* Norm blocks of stage k of p (sky_stage.h): [*blk0, *blk0 + *nblk). */
+static void stage_blocks(const sky_planmsg *p, int k, int *blk0, int *nblk)
+{
+	const sky_plan_stage *st = &p->stages[k];
+	*blk0 = st->first == 0 ? 0 : 1 + st->first;
+	*nblk = st->last - st->first + 1 + (st->first == 0) + (st->last == 2 * p->layers - 1);
+}
+
+/* Publishes, retained on sky/v1/job/<job>/load/<board>, each stage's
+ * blocks from the last complete checkpoint, stamped with p's epoch.
+ * Returns 0 or SKY_E* (logged; pj->why says it). */
+static int publish_loads(svc *s, const sky_planmsg *p, pending_job *pj)
+{
+	for (int k = 0; k < p->n_stages; k++) {
+		int blk0, nblk, rc;
+		unsigned char *img = NULL;
+		size_t len = 0;
+		char topic[SKY_TOPIC_BUF];
+		sky_diag d;
+		sky_diag_clear(&d);
+		stage_blocks(p, k, &blk0, &nblk);
+		rc = sky_ckpt_image(&s->ckpt, p->job, p->epoch, blk0, nblk, &img, &len, &d);
+		if (!rc && (rc = sky_topic_job_to(topic, sizeof topic, p->job, SKY_TOPIC_LOAD,
+						     p->stages[k].board)) == 0)
+			rc = sky_mqtt_publish(s->m, topic, img, len, 1, 1, &d);
+		free(img);
+		if (rc) {
+			snprintf(pj->why, sizeof pj->why, "checkpoint of step %d for %s: %.120s",
+				 p->train.resume_step, p->stages[k].board, d.msg);
+			SKY_ERROR("job %s epoch %lld not published: %s", p->job, (long long)p->epoch,
+				  pj->why);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+/* A training plan with checkpoints went out: follow its job (the first
+ * plan adds it, a re-plan updates it) and tell the store its epoch. */
+static void follow_job(svc *s, const pending_job *pj, const sky_planmsg *p)
+{
+	run_job *r = find_run(s, p->job);
+	if (p->n_stages > RUN_MAX_STAGES) {
+		SKY_WARN("job %s: %d stages, more than the %d a re-plan follows; no re-plans", p->job,
+			 p->n_stages, RUN_MAX_STAGES);
+		return;
+	}
+	if (!r) {
+		if (s->n_run == MAX_RUNNING) {
+			SKY_WARN("job %s: already following %d jobs; no re-plans for it", p->job,
+				 MAX_RUNNING);
+			return;
+		}
+		r = &s->run[s->n_run++];
+		memset(r, 0, sizeof *r);
+		r->pj = *pj;
+		r->pj.replan = r->pj.dry = 0;
+	}
+	r->epoch = p->epoch;
+	r->generation = p->train.generation;
+	r->n_stages = p->n_stages;
+	for (int k = 0; k < p->n_stages; k++) {
+		snprintf(r->board[k], sizeof r->board[k], "%s", p->stages[k].board);
+		r->first[k] = p->stages[k].first;
+		r->last[k] = p->stages[k].last;
+		r->busy_n[k] = r->busy_step[k] = r->drift_run[k] = 0;
+		r->busy_base[k] = 0;
+	}
+	r->predicted_s = pj->predicted_s;
+	r->plan_s = sky_clock_s();
+	r->paused = 0;
+	r->want = 0;
+	if (!sky_ckpt_begin(&s->ckpt, p->job, p->epoch, 2 * p->layers + 2))
+		SKY_WARN("job %s: the checkpoint store is full", p->job);
 }
 
 /* Plans pending job pj if enough boards are ready. Returns 1 when the job
@@ -897,6 +1365,15 @@ static int try_plan(svc *s, pending_job *pj)
 		}
 		if (strlen(b->id) >= SKY_BOARD_ID_MAX || s->fleet.n >= SKY_PLAN_MAX_BOARDS)
 			continue;
+		if (pj->req.infer && !(b->caps.has_int8 && b->caps.int8_fwd_s > 0)) {
+			if (!pj->no_int8[i]) {
+				pj->no_int8[i] = 1;
+				SKY_WARN("job %s: board %s is not used: it reported no int8 times "
+					 "(serving runs the int8 kernels)",
+					 pj->req.job, b->id);
+			}
+			continue;
+		}
 		sky_board *fb = &s->fleet.board[s->fleet.n];
 		memset(fb, 0, sizeof *fb);
 		snprintf(fb->id, sizeof fb->id, "%s", b->id);
@@ -909,6 +1386,12 @@ static int try_plan(svc *s, pending_job *pj)
 			fb->fwd_int8_s = b->caps.int8_fwd_s;
 			fb->bwd_int8_s = fb->bwd_s;
 		}
+		if (pj->req.infer) {
+			/* measured at the model's micro-batch, served at the job's batch;
+			 * serving has no backward (the cost model ignores bwd_int8_s) */
+			fb->fwd_int8_s = b->caps.int8_fwd_s * pj->req.serve_batch / pj->model.batch;
+			fb->bwd_int8_s = fb->fwd_int8_s;
+		}
 		if (!(fb->attn_share > 0 && fb->attn_share < 1))
 			fb->attn_share = 0;
 		/* a board that could not measure memory or its link gets stated
@@ -919,13 +1402,15 @@ static int try_plan(svc *s, pending_job *pj)
 		snprintf(fb->site, sizeof fb->site, "%s", b->caps.site);
 		s->fleet_reg[s->fleet.n++] = i;
 	}
-	int need = pj->req.min_boards > 0 ? pj->req.min_boards : online;
-	int timed_out = sky_clock_s() - pj->since >= pj->req.wait_s;
+	int need = pj->replan ? 1 : pj->req.min_boards > 0 ? pj->req.min_boards : online;
+	int timed_out = pj->replan || sky_clock_s() - pj->since >= pj->req.wait_s;
 	if ((s->fleet.n < need || s->fleet.n == 0) && !timed_out)
 		return 0;
 	if (s->fleet.n == 0) {
-		SKY_WARN("job %s dropped: no online board reported %s at seq %d batch %d within %g s",
-			 pj->req.job, want.name, want.seq, want.batch, pj->req.wait_s);
+		snprintf(pj->why, sizeof pj->why, "no online board reported %s at seq %d batch %d",
+			 want.name, want.seq, want.batch);
+		if (!pj->replan)
+			SKY_WARN("job %s dropped: %s within %g s", pj->req.job, pj->why, pj->req.wait_s);
 		return 1;
 	}
 	if (s->fleet.n < need)
@@ -951,9 +1436,18 @@ static int try_plan(svc *s, pending_job *pj)
 		l->bw_Bps = r->links[i].bw_Bps;
 		l->lat_s = r->links[i].lat_s;
 	}
+	if (pj->req.infer) {
+		/* serving: int8 forward only, throughput (the slowest stage) */
+		job.infer = 1;
+		job.prec = SKY_PREC_INT8;
+		job.objective = SKY_OBJ_BOTTLENECK;
+		job.model.batch = pj->req.serve_batch;
+	}
 	int rc = sky_plan_partition(&s->fleet, &job, algo, &s->plan, &d);
 	if (rc) {
-		SKY_WARN("job %s: no plan: %s", pj->req.job, d.msg);
+		snprintf(pj->why, sizeof pj->why, "%.190s", d.msg);
+		if (!pj->dry && !pj->replan)
+			SKY_WARN("job %s: no plan: %s", pj->req.job, d.msg);
 		return 1;
 	}
 	/* the simulated step, once: the training plan carries it (the boards'
@@ -967,7 +1461,32 @@ static int try_plan(svc *s, pending_job *pj)
 			SKY_WARN("job %s: link-blind plan not priced with the links: %s", pj->req.job,
 				 d.msg);
 	}
-	double predicted_s = sky_sim_run(&s->plan, &job, &sim, NULL) == 0 ? sim.step_s : 0;
+	double predicted_s = !job.infer && sky_sim_run(&s->plan, &job, &sim, NULL) == 0 ? sim.step_s : 0;
+	pj->predicted_s = predicted_s;
+	if (pj->dry) {
+		/* the plan that runs, under the same (current) capabilities: a
+		 * board whose speed changed changes it too */
+		static sky_plan cur;
+		memset(&cur, 0, sizeof cur);
+		cur.algo = algo;
+		cur.n_stages = pj->cur_n;
+		pj->current_s = 0;
+		for (int k = 0; k < pj->cur_n; k++) {
+			int fi = -1;
+			for (int b = 0; b < s->fleet.n && fi < 0; b++)
+				if (!strcmp(s->fleet.board[b].id, pj->cur_board[k]))
+					fi = b;
+			if (fi < 0)
+				return 1; /* a board of the plan has no capabilities now */
+			cur.stage[k].board = fi;
+			cur.stage[k].first_unit = pj->cur_first[k];
+			cur.stage[k].last_unit = pj->cur_last[k];
+		}
+		if (pj->cur_n > 0 && sky_plan_evaluate(&s->fleet, &job, &cur, NULL) == 0 &&
+		    sky_sim_run(&cur, &job, &sim, NULL) == 0)
+			pj->current_s = sim.step_s;
+		return 1;
+	}
 	sky_planmsg *p = &s->msg;
 	memset(p, 0, sizeof *p);
 	snprintf(p->job, sizeof p->job, "%s", pj->req.job);
@@ -991,6 +1510,10 @@ static int try_plan(svc *s, pending_job *pj)
 		SKY_WARN("job %s: not planned: %s", pj->req.job, d.msg);
 		return 1;
 	}
+	if (pj->req.infer && fill_infer(s, pj, p, &d) != 0) {
+		SKY_WARN("job %s: not planned: %s", pj->req.job, d.msg);
+		return 1;
+	}
 	/* the epoch only grows, across restarts too: persist it before use */
 	char path[640];
 	p->epoch = s->epoch + 1;
@@ -1000,7 +1523,7 @@ static int try_plan(svc *s, pending_job *pj)
 		return 1;
 	}
 	s->epoch = p->epoch;
-	if (p->train.sealed && wrap_keys(s, p, &d) != 0) {
+	if ((p->train.sealed || p->infer.sealed) && wrap_keys(s, p, &d) != 0) {
 		SKY_WARN("job %s: not planned: %s", pj->req.job, d.msg);
 		return 1;
 	}
@@ -1013,6 +1536,10 @@ static int try_plan(svc *s, pending_job *pj)
 		SKY_ERROR("job %s: plan not published: %s", p->job, d.msg);
 		return 1;
 	}
+	/* a resumed plan: each board's new range from the last complete
+	 * checkpoint, retained on its load topic before the plan goes out */
+	if (p->train.resume_step > 0 && publish_loads(s, p, pj) != 0)
+		return 1;
 	/* kept before it goes out, so it can be published again if the broker
 	 * loses it */
 	if (save_plan(s, p->job, s->envelope, (size_t)elen) != 0)
@@ -1023,10 +1550,14 @@ static int try_plan(svc *s, pending_job *pj)
 		return 1;
 	}
 	sky_registry_assign(&s->reg, p);
+	sky_nojob_note(&s->nojob, p->job, p->infer.on ? SKY_NOJOB_SERVING : SKY_NOJOB_TRAINING);
 	int j = job_index(&s->reg, p->job);
 	if (j >= 0)
 		s->on_broker[j] = p->epoch;
 	s->reg.c.plans_published++;
+	pj->published = p->epoch;
+	if (p->train.steps > 0 && p->train.ckpt_every > 0)
+		follow_job(s, pj, p);
 	if (predicted_s > 0)
 		sky_metrics_set_step_predicted(sky_metrics_default(), p->job, predicted_s);
 	SKY_INFO("job %s epoch %lld published: %d stages over %d boards (%s), bottleneck %.3f ms "
@@ -1034,6 +1565,230 @@ static int try_plan(svc *s, pending_job *pj)
 		 p->job, (long long)p->epoch, p->n_stages, s->fleet.n, p->algo,
 		 1e3 * s->plan.bottleneck_s);
 	return 1;
+}
+
+/* The highest step any stage of job reported under epoch (0: none). */
+static int last_step(const svc *s, const char *job, int64_t epoch)
+{
+	int step = 0;
+	for (int i = 0; i < s->jobs.n; i++)
+		if (!strcmp(s->jobs.row[i].job, job) && s->jobs.row[i].epoch == epoch &&
+		    s->jobs.row[i].step > step)
+			step = s->jobs.row[i].step;
+	return step;
+}
+
+/* Re-plans r over the online boards from the last complete checkpoint
+ * (called with the lock held). No plan (no board left, or the boards left
+ * cannot hold the model): the job is paused, said once, and tried again
+ * every second. */
+static void replan(svc *s, run_job *r, const char *reason, double now)
+{
+	const char *job = r->pj.req.job;
+	static pending_job pj; /* big; the loop's thread only */
+	pj = r->pj;
+	pj.replan = 1;
+	pj.dry = 0;
+	pj.resume_step = (int)sky_ckpt_last(&s->ckpt, job);
+	pj.generation = r->generation + 1;
+	pj.published = 0;
+	pj.why[0] = '\0';
+	int cut = last_step(s, job, r->epoch);
+	int64_t old_epoch = r->epoch;
+	char fields[700];
+	try_plan(s, &pj);
+	if (!pj.published) {
+		if (!r->paused) {
+			SKY_WARN("job %s paused: %s, and no plan over the boards left: %s", job, reason,
+				 pj.why[0] ? pj.why : "not planned");
+			snprintf(fields, sizeof fields,
+				 "\"event\":\"pause\",\"epoch\":%lld,\"reason\":\"%.150s\","
+				 "\"why\":\"%.200s\"",
+				 (long long)r->epoch, reason, pj.why);
+			for (char *c = fields; *c; c++)
+				*c = *c == '\\' ? '/' : *c;
+			sky_ckpt_log(&s->ckpt, job, fields);
+			sky_jobstat_set_paused(&s->jobs, job, 1);
+			snprintf(r->pause_why, sizeof r->pause_why, "resuming after %.150s", reason);
+		}
+		r->paused = 1;
+		r->retry_s = now + 1.0;
+		return;
+	}
+	sky_jobstat_set_paused(&s->jobs, job, 0);
+	sky_metrics_add_replan(sky_metrics_default(), job);
+	int lost = cut > pj.resume_step ? cut - pj.resume_step : 0;
+	char boards[RUN_MAX_STAGES * 16] = "";
+	size_t bn = 0;
+	for (int k = 0; k < r->n_stages && bn < sizeof boards - 70; k++)
+		bn += (size_t)snprintf(boards + bn, sizeof boards - bn, "%s%s", k ? "," : "",
+				       r->board[k]);
+	snprintf(fields, sizeof fields,
+		 "\"event\":\"replan\",\"generation\":%d,\"epoch\":%lld,\"from_epoch\":%lld,"
+		 "\"reason\":\"%.150s\",\"resume_step\":%d,\"lost_steps\":%d,\"predicted_step_s\":%.6f,"
+		 "\"boards\":\"%.300s\"",
+		 r->generation, (long long)r->epoch, (long long)old_epoch, reason, pj.resume_step,
+		 lost, r->predicted_s, boards);
+	sky_ckpt_log(&s->ckpt, job, fields);
+	sky_jobstat_replan rp;
+	memset(&rp, 0, sizeof rp);
+	snprintf(rp.job, sizeof rp.job, "%s", job);
+	rp.generation = r->generation;
+	rp.epoch = r->epoch;
+	rp.at_unix = sky_clock_unix();
+	rp.resume_step = pj.resume_step;
+	rp.lost_steps = lost;
+	rp.lost_s = -1;
+	snprintf(rp.reason, sizeof rp.reason, "%s", reason);
+	sky_jobstat_add_replan(&s->jobs, &rp);
+	if (r->fault_s <= 0)
+		r->fault_s = now;
+	SKY_INFO("job %s re-planned (generation %d, epoch %lld): %s; %d stages over %s, resuming "
+		 "from step %d (%d step(s) replayed)",
+		 job, r->generation, (long long)r->epoch, reason, r->n_stages, boards, pj.resume_step,
+		 lost);
+}
+
+#define DRIFT_BASE_STEPS 5  /* steps averaged into a stage's baseline */
+#define DRIFT_FACTOR 1.5    /* off by more than this factor ... */
+#define DRIFT_STEPS 3       /* ... this many steps in a row: a drift */
+#define DRIFT_REPROBE_S 10.0
+
+/* A stage's measured compute (busy seconds a step, from its metrics)
+ * drifting from what it was under this plan means its board's speed
+ * changed: the board is asked to probe again, and its new capabilities
+ * feed the voluntary re-plan check. */
+static void check_drift(svc *s, run_job *r, double now)
+{
+	const char *job = r->pj.req.job;
+	for (int i = 0; i < s->jobs.n; i++) {
+		const sky_jobstat_row *w = &s->jobs.row[i];
+		int k = w->stage;
+		if (strcmp(w->job, job) || w->epoch != r->epoch || k >= r->n_stages || w->done ||
+		    w->step <= r->busy_step[k] || strcmp(w->board, r->board[k]))
+			continue;
+		r->busy_step[k] = w->step;
+		double busy = w->busy * w->step_s;
+		if (!(busy > 0))
+			continue;
+		if (r->busy_n[k] < DRIFT_BASE_STEPS) {
+			r->busy_base[k] = (r->busy_base[k] * r->busy_n[k] + busy) / (r->busy_n[k] + 1);
+			r->busy_n[k]++;
+			continue;
+		}
+		double f = busy / r->busy_base[k];
+		r->drift_run[k] = f > DRIFT_FACTOR || f < 1.0 / DRIFT_FACTOR ? r->drift_run[k] + 1 : 0;
+		if (r->drift_run[k] < DRIFT_STEPS || now - r->probe_asked_s[k] < DRIFT_REPROBE_S)
+			continue;
+		SKY_INFO("job %s: stage %d (board %s) computes %.2f ms a step, %.2f ms under this "
+			 "plan at first: asking it to probe again",
+			 job, k, r->board[k], 1e3 * busy, 1e3 * r->busy_base[k]);
+		char fields[300];
+		snprintf(fields, sizeof fields,
+			 "\"event\":\"drift\",\"epoch\":%lld,\"stage\":%d,\"board\":\"%s\","
+			 "\"busy_s\":%.6f,\"base_s\":%.6f",
+			 (long long)r->epoch, k, r->board[k], busy, r->busy_base[k]);
+		sky_ckpt_log(&s->ckpt, job, fields);
+		ask_probe(s, r->board[k], &r->pj);
+		r->probe_asked_s[k] = now;
+		r->drift_run[k] = 0;
+		r->busy_n[k] = 0; /* a new baseline at the new speed */
+		r->busy_base[k] = 0;
+		r->next_eval_s = 0;
+	}
+}
+
+/* Follows the running training jobs (called with the lock held, every
+ * tick): done ones are let go; a board of a plan gone offline re-plans at
+ * once; a paused job tries again; and now and then, if no re-plan is
+ * waiting, a plan over the online boards is simulated to see whether a
+ * board that joined or changed speed is worth a voluntary re-plan. */
+static void check_running(svc *s, double now)
+{
+	for (int i = 0; i < s->n_run;) {
+		run_job *r = &s->run[i];
+		const char *job = r->pj.req.job;
+		int done = 0;
+		for (int k = 0; k < s->jobs.n; k++)
+			done += !strcmp(s->jobs.row[k].job, job) && s->jobs.row[k].epoch == r->epoch &&
+				s->jobs.row[k].done;
+		if (done >= r->n_stages && !r->paused) {
+			char fields[160];
+			snprintf(fields, sizeof fields, "\"event\":\"done\",\"epoch\":%lld,\"generation\":%d",
+				 (long long)r->epoch, r->generation);
+			sky_ckpt_log(&s->ckpt, job, fields);
+			SKY_INFO("job %s done under generation %d (epoch %lld)", job, r->generation,
+				 (long long)r->epoch);
+			s->run[i] = s->run[--s->n_run];
+			continue;
+		}
+		i++;
+		if (r->paused) {
+			if (now >= r->retry_s)
+				replan(s, r, r->pause_why, now);
+			continue;
+		}
+		char why[160] = "";
+		for (int k = 0; k < r->n_stages && !why[0]; k++) {
+			const sky_reg_board *b = sky_registry_find(&s->reg, r->board[k]);
+			if (!b || b->state != SKY_REG_ONLINE)
+				snprintf(why, sizeof why, "board %s (stage %d) offline", r->board[k], k);
+		}
+		if (why[0]) {
+			r->fault_s = now;
+			SKY_WARN("job %s epoch %lld: %s; re-planning over the boards left", job,
+				 (long long)r->epoch, why);
+			replan(s, r, why, now);
+			continue;
+		}
+		check_drift(s, r, now);
+		if (r->want || now < r->next_eval_s || now - r->plan_s < s->o->replan_holdoff_s)
+			continue;
+		r->next_eval_s = now + 1.0;
+		static pending_job pj;
+		pj = r->pj;
+		pj.replan = 1;
+		pj.dry = 1;
+		pj.predicted_s = 0;
+		pj.cur_n = r->n_stages;
+		pj.cur_board = (const char (*)[SKY_TOPIC_SEGMENT_MAX + 1])r->board;
+		pj.cur_first = r->first;
+		pj.cur_last = r->last;
+		pj.current_s = 0;
+		try_plan(s, &pj);
+		/* the plan that runs, re-simulated with today's capabilities (a
+		 * board re-probed after a drift), else as it was predicted */
+		double cur_s = pj.current_s > 0 ? pj.current_s : r->predicted_s;
+		SKY_DEBUG("job %s: a plan over the online boards would predict %.3f ms a step, the "
+			  "current %.3f ms (%.3f ms when planned)%s%s",
+			  job, 1e3 * pj.predicted_s, 1e3 * cur_s, 1e3 * r->predicted_s,
+			  pj.why[0] ? ": " : "", pj.why);
+		r->predicted_s = cur_s;
+		if (pj.predicted_s > 0 && cur_s > 0 && pj.predicted_s < cur_s * (1.0 - s->o->replan_gain)) {
+			sky_ckpt_job *cj = sky_ckpt_find(&s->ckpt, job);
+			r->want = 1;
+			r->commits_at_want = cj ? cj->commits : 0;
+			r->fault_s = now;
+			snprintf(r->want_why, sizeof r->want_why,
+				 "predicted step %.2f ms -> %.2f ms (%.0f%% better, over %.0f%%)",
+				 1e3 * r->predicted_s, 1e3 * pj.predicted_s,
+				 100 * (1 - pj.predicted_s / r->predicted_s), 100 * s->o->replan_gain);
+			/* ask every stage for a checkpoint a step ahead (they are at
+			 * most a step apart), so the re-plan need not wait for the
+			 * next K-th step */
+			int at = last_step(s, job, r->epoch) + 2;
+			char buf[SKY_CMD_MAX_BYTES], topic[SKY_TOPIC_BUF];
+			int n = snprintf(buf, sizeof buf,
+					 "{\"cmd\":\"ckpt\",\"job\":\"%s\",\"epoch\":%lld,\"step\":%d}", job,
+					 (long long)r->epoch, at);
+			for (int k = 0; k < r->n_stages; k++)
+				if (sky_topic_board(topic, sizeof topic, r->board[k], SKY_TOPIC_CMD) == 0)
+					sky_mqtt_publish(s->m, topic, buf, (size_t)n, 1, 0, NULL);
+			SKY_INFO("job %s: a plan over the online boards would be faster: %s; checkpoint "
+				 "asked after step %d, re-planning at the next commit",
+				 job, r->want_why, at);
+		}
+	}
 }
 
 int sky_service_run(const sky_service_opts *o, sky_diag *d)
@@ -1051,14 +1806,20 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 	sky_keyed_init(&s->enroll_nonce, ENROLL_NONCE_BURST, ENROLL_NONCE_PER_S);
 	sky_log_throttle_init(&s->enroll_log, LOG_LINES_PER_WINDOW, LOG_WINDOW_S);
 	sky_log_throttle_init(&s->oversize_log, LOG_LINES_PER_WINDOW, LOG_WINDOW_S);
+	sky_log_throttle_init(&s->revoked_log, LOG_LINES_PER_WINDOW, LOG_WINDOW_S);
+	sky_nojob_init(&s->nojob);
+	sky_log_throttle_init(&s->req_log, LOG_LINES_PER_WINDOW, LOG_WINDOW_S);
 	if (o->state_dir)
 		snprintf(s->state_dir, sizeof s->state_dir, "%s", o->state_dir);
 	else
 		snprintf(s->state_dir, sizeof s->state_dir, "%s/state", o->pki_dir);
+	sky_ckpt_init(&s->ckpt, s->state_dir);
 	if ((rc = sky_file_mkdirs(s->state_dir, 0700)) != 0) {
 		rc = sky_diag_set(d, rc, "cannot create %s", s->state_dir);
 		goto exit;
 	}
+	sky_deploy_init(&s->deploy, s->state_dir, o->model_ops, o->slice_chunk_bytes,
+			o->slice_pace_ms);
 	mbedtls_x509_crt_init(&s->planner_crt);
 	if ((rc = sky_ca_open(&s->ca, o->pki_dir, d)) != 0 ||
 	    (rc = sky_ca_load_signer(&s->signer, o->pki_dir, d)) != 0)
@@ -1123,6 +1884,8 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 		}
 		if (s->msg.epoch > s->epoch)
 			s->epoch = s->msg.epoch;
+		sky_nojob_note(&s->nojob, s->msg.job,
+			       s->msg.infer.on ? SKY_NOJOB_SERVING : SKY_NOJOB_TRAINING);
 		if (s->msg.epoch >= s->reg.jobs[j].epoch) {
 			s->reg.jobs[j].epoch = s->msg.epoch - 1; /* so that assign takes it */
 			sky_registry_assign(&s->reg, &s->msg);
@@ -1143,7 +1906,8 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 	}
 	SKY_INFO("serving: state in %s, epoch %lld", s->state_dir, (long long)s->epoch);
 	double last_save = 0;
-	int backoff_ms = 1000;
+	sky_mqtt_backoff backoff; /* 0.5 s doubling to 5 s, jittered */
+	sky_mqtt_backoff_init(&backoff, 500, 5000, sky_clock_ns() ^ (uint64_t)(uintptr_t)s);
 	sky_notify_ready();
 	while (!sky_signal_stop_requested()) {
 		sky_notify_watchdog(); /* from this loop only: a wedged loop stops pinging */
@@ -1152,14 +1916,14 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 			sky_diag cd;
 			sky_diag_clear(&cd);
 			if (connect_svc(s, &cd) != 0) {
-				SKY_WARN("%s; retrying in %d ms", cd.msg, backoff_ms);
+				int ms = sky_mqtt_backoff_next(&backoff);
+				SKY_WARN("%s; retrying in %d ms", cd.msg, ms);
 				drop(s);
-				for (int t = 0; t < backoff_ms / 50 && !sky_signal_stop_requested(); t++)
+				for (int t = 0; t < ms / 50 && !sky_signal_stop_requested(); t++)
 					sky_sleep_ms(50);
-				backoff_ms = backoff_ms * 2 > 5000 ? 5000 : backoff_ms * 2;
 				continue;
 			}
-			backoff_ms = 1000;
+			sky_mqtt_backoff_reset(&backoff);
 		}
 		double now = sky_clock_s();
 		sky_mutex_lock(&s->lock);
@@ -1173,13 +1937,21 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 						 "%d s, deadline 1.5x)",
 						 s->reg.b[i].id, now - s->reg.b[i].last_heard,
 						 s->reg.b[i].keepalive_s);
+		if (now >= s->revoked_check_at) {
+			s->revoked_check_at = now + REVOKED_CHECK_S;
+			check_revoked(s);
+		}
 		if (s->republish_at > 0 && now >= s->republish_at && s->m && !s->lost) {
 			s->republish_at = 0;
 			republish_missing(s);
 		}
 		probe_links(s, now);
+		check_running(s, now);
 		for (int k = 0; k < s->n_pending;) {
 			if (try_plan(s, &s->pending[k])) {
+				/* dropped without a plan: no longer queued */
+				if (sky_nojob_kind_of(&s->nojob, s->pending[k].req.job) == SKY_NOJOB_QUEUED)
+					sky_nojob_note(&s->nojob, s->pending[k].req.job, SKY_NOJOB_UNKNOWN);
 				s->pending[k] = s->pending[--s->n_pending];
 			} else {
 				k++;
@@ -1193,6 +1965,12 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 		sup = sky_log_throttle_flush(&s->oversize_log, now);
 		if (sup > 0)
 			suppressed_line(s, &s->oversize_log, "oversize messages", sup);
+		sup = sky_log_throttle_flush(&s->revoked_log, now);
+		if (sup > 0)
+			suppressed_line(s, &s->revoked_log, "messages from revoked boards", sup);
+		sup = sky_log_throttle_flush(&s->req_log, now);
+		if (sup > 0)
+			suppressed_line(s, &s->req_log, "inference request refusals", sup);
 		sky_mutex_unlock(&s->lock);
 		if ((changed && now - last_save >= 0.2) || now - last_save >= 2.0) {
 			save_state(s);
@@ -1200,14 +1978,17 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 		}
 		/* messages are handled on this thread; tick again after ~100 ms */
 		while (sky_clock_s() - now < 0.1 && !atomic_load(&s->lost) &&
-		       !sky_signal_stop_requested())
-			sky_mqtt_poll(s->m, 5);
+		       !sky_signal_stop_requested()) {
+			int sending = sky_deploy_pump(&s->deploy, sky_clock_s(), deploy_publish, s);
+			sky_mqtt_poll(s->m, sending ? 1 : 5);
+		}
 	}
 	SKY_INFO("stopping on signal %d", sky_signal_stop_requested());
 	save_state(s);
 	rc = 0;
 exit:
 	drop(s);
+	sky_deploy_free(&s->deploy);
 	mbedtls_x509_crt_free(&s->planner_crt);
 	sky_signer_free(&s->signer);
 	sky_ca_free(&s->ca);

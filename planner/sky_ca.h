@@ -19,6 +19,10 @@
  *                                   "sky-op-<name>"), operator.key; usable as
  *                                   `sky job submit --pki` on another machine
  *   <pki>/operators.list            their names, one a line (for the ACL)
+ *   <pki>/clients/<name>/           a client of serving jobs (sky_ca_add_client):
+ *                                   ca.crt, client.crt (CN "sky-client-<name>"),
+ *                                   client.key; `sky infer --pki` reads it
+ *   <pki>/clients.list              their names, one a line (for the ACL)
  *   <pki>/claim/ca.crt              the claim bundle, copied to a new board:
  *   <pki>/claim/claim.crt, claim.key  CN "sky-claim", which the ACL lets
  *                                   only publish enrollment requests and
@@ -31,6 +35,8 @@
  *                                   using it deletes the file (one-time)
  *   <pki>/issued/<id>               "<serial hex> <unix time>\n" of the last
  *                                   certificate issued to board <id>
+ *   <pki>/revoked, crl.pem, crl.number  revoked boards and the CA's CRL
+ *                                   (sky_crl.h; mosquitto's crlfile)
  *
  * Board certificates: CN = board id, validity 1 year from issue (backdated
  * 5 minutes for clock skew), 128-bit random serial, basicConstraints
@@ -80,6 +86,11 @@
 #define SKY_CA_BRIDGE_CERT_FILE "bridge.crt"
 #define SKY_CA_BRIDGE_CN_PREFIX "sky-bridge-"
 #define SKY_CA_SITE_NAME_MAX 64 /* SKY_SITE_MAX (sky_caps.h) */
+#define SKY_CA_CLIENT_KEY_FILE "client.key"
+#define SKY_CA_CLIENT_CERT_FILE "client.crt"
+#define SKY_CA_CLIENT_NAME_PREFIX "sky-client-"
+#define SKY_CA_CLIENTS_DIR "clients"
+#define SKY_CA_CLIENTS_FILE "clients.list"
 
 #define SKY_CA_BOARD_DAYS 365
 #define SKY_CA_DEFAULT_TOKEN_TTL 3600 /* seconds */
@@ -140,6 +151,20 @@ int sky_ca_check_operator_name(const char *name, sky_diag *d);
  * SKY_EINVAL / SKY_ENOTFOUND (no CA in dir) / SKY_EIO / SKY_ECRYPTO. */
 int sky_ca_add_operator(const char *dir, const char *name, sky_diag *d);
 
+/* Client names follow the operator rule (1..32 of [A-Za-z0-9_-]). Returns
+ * 0 or SKY_EINVAL with d set. */
+int sky_ca_check_client_name(const char *name, sky_diag *d);
+/* Issues a client identity for serving jobs, CN "sky-client-<name>", into
+ * <dir>/clients/<name>/ (ca.crt, client.crt, client.key 0600), adds name to
+ * <dir>/clients.list and rewrites the ACL: on the tools listener the
+ * client may write sky/v1/job/+/req/<CN> and read sky/v1/job/+/resp/<CN>,
+ * nothing else; on the fleet listener nothing at all (the board patterns
+ * there would give it every request and response; sky_ca_rewrite_acl).
+ * The broker reads the new ACL on SIGHUP. Refuses (SKY_ESTATE) a name
+ * already issued. Returns 0 or SKY_EINVAL / SKY_ENOTFOUND (no CA in dir) /
+ * SKY_EIO / SKY_ECRYPTO. */
+int sky_ca_add_client(const char *dir, const char *name, sky_diag *d);
+
 /* Parses a dotted IPv4 address into out. Returns 0 or SKY_EINVAL. */
 int sky_ca_parse_ipv4(const char *s, unsigned char out[4]);
 
@@ -159,7 +184,10 @@ int sky_ca_parse_ipv4(const char *s, unsigned char out[4]);
  * bridge may carry the site's boards' control messages to the planner,
  * plans and commands back, frames addressed to other sites
  * (sky/v1/site/<dst>/job/...) out and those addressed to its own site in,
- * and the planner's link probes; no other topic crosses. */
+ * the planner's link probes, checkpoints out and loads in, and serving's
+ * slice requests and answers out, slices and requests in; no other topic
+ * crosses. The site broker checks a copy of the CA's CRL kept in its
+ * directory (sky_crl_refresh renews it). */
 
 /* Site names: 1..SKY_CA_SITE_NAME_MAX characters of [A-Za-z0-9_.-], not
  * "core" (sky_caps.h), not "." or "..".
@@ -233,7 +261,8 @@ int sky_ca_issue(sky_ca *ca, const char *csr_pem, size_t csr_len, const char *id
 		 size_t cap, sky_diag *d);
 
 /* The whole enrollment step for skyplan: decodes the request msg (from
- * sky/v1/enroll/<nonce>/csr), checks the token without consuming it,
+ * sky/v1/enroll/<nonce>/csr), refuses a revoked id (SKY_EAUTH, "board '<id>'
+ * is revoked ..."; sky_ca_check_not_revoked), checks the token without consuming it,
  * checks the CSR and issues, consumes the token, records issued/<id>, and
  * writes the reply JSON for sky/v1/enroll/<nonce>/cert into reply (success
  * or refusal; a refusal says why in "error", without secrets). Returns 0
@@ -243,6 +272,12 @@ int sky_ca_issue(sky_ca *ca, const char *csr_pem, size_t csr_len, const char *id
  * id when it was readable, for the log line. */
 int sky_ca_enroll(sky_ca *ca, const char *msg, size_t len, int64_t now, char *reply, size_t cap,
 		  size_t *reply_len, char *id_out, sky_diag *d);
+
+/* Returns 0 if board id has no revoked certificate in <dir>/revoked
+ * (sky_crl.h), SKY_EAUTH with d saying it is revoked, or the list's read
+ * errors. sky_ca_enroll refuses a revoked id with this, before it looks at
+ * the token. */
+int sky_ca_check_not_revoked(const char *dir, const char *id, sky_diag *d);
 
 /* Loads the planner's signing identity (<dir>/planner.key and
  * planner.crt) into s, for sky_sign_envelope. Returns as sky_signer_load. */

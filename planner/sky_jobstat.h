@@ -5,7 +5,9 @@
  * `sky fleet status` prints it:
  *   {"jobs":[{"job":"j1","epoch":3,"steps":5,"stages":[{"stage":0,
  *     "board":"b1","step":4,"loss":0.69,"step_s":0.03,"busy":0.6,
- *     "done":false,"stall":"","drops":{"epoch":1}}]}]} */
+ *     "done":false,"stall":"","drops":{"epoch":1}}],
+ *     "paused":false,"replans":[{"generation":2,"epoch":5,"reason":"board b2 offline",
+ *     "resume_step":4,"lost_steps":1,"lost_s":3.2,"at":1764560000}]}]} */
 #ifndef SKY_JOBSTAT_H
 #define SKY_JOBSTAT_H
 
@@ -27,11 +29,36 @@ typedef struct sky_jobstat_row {
 	char stall[200];
 } sky_jobstat_row;
 
+#define SKY_JOBSTAT_REPLANS 64 /* re-plans kept (the oldest goes first) */
+
+/* A re-plan of a training job (planner/service.c): its generation and
+ * epoch, why, the step it resumed from, the steps that were cut and are
+ * replayed, and the time lost: from the fault (or the decision) to the
+ * first step committed under the new plan (-1 until then). */
+typedef struct sky_jobstat_replan {
+	char job[SKY_TOPIC_SEGMENT_MAX + 1];
+	int generation;
+	int64_t epoch, at_unix;
+	int resume_step, lost_steps;
+	double lost_s;
+	char reason[128];
+} sky_jobstat_replan;
+
 typedef struct sky_jobstat {
 	int n;
 	sky_jobstat_row row[SKY_JOBSTAT_MAX];
 	int changed;
+	int n_replans;
+	sky_jobstat_replan replan[SKY_JOBSTAT_REPLANS];
+	char paused[16][SKY_TOPIC_SEGMENT_MAX + 1]; /* jobs waiting for boards ("" free) */
 } sky_jobstat;
+
+/* Notes a re-plan (jobs.json lists a job's re-plans with it). */
+void sky_jobstat_add_replan(sky_jobstat *t, const sky_jobstat_replan *r);
+/* The job's newest re-plan gets its time lost (the first commit after it). */
+void sky_jobstat_replan_lost(sky_jobstat *t, const char *job, double lost_s);
+/* Marks job paused (the boards left cannot hold the model) or not. */
+void sky_jobstat_set_paused(sky_jobstat *t, const char *job, int paused);
 
 /* Takes one metrics message of job (from the topic the ACL vouched for).
  * Returns 0, or SKY_EFORMAT (not a metrics object: ignored). */

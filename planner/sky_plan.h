@@ -66,8 +66,10 @@
  * them statically or on the heap); `sky`, `optimal` and the simulator
  * allocate their working memory at the start of a call and free it before
  * returning (nothing is allocated inside their loops, except that the step
- * objective's sweep runs the exact split once per board count, each run
- * with its own working memory). No global state: calls
+ * objective's sweep runs the exact split once per board count, and its
+ * site-grouped seeds once per order, each run with its own working memory);
+ * sky_plan_evaluate allocates a small table of the fleet's sites to price
+ * the cuts, and frees it before returning. No global state: calls
  * on different threads do not interfere (the JSON pool is thread-safe). */
 #ifndef SKY_PLAN_H
 #define SKY_PLAN_H
@@ -137,6 +139,14 @@ typedef struct sky_job {
 	int keep_order;      /* 1: plan for the fleet's order only (no reordering) */
 	int order_evals;     /* local-search budget: board orders tried after the seeds */
 	sky_objective objective; /* what `optimal` minimises (default the step) */
+	/* 1: serving with int8 kernels: forward only (a stage's time is its
+	 * int8 forward; no backward), int8 activations between stages (a cut
+	 * is 1 byte per value, not 4), only the forward message is sent, and
+	 * a stage's memory is its int8 layer weights (1 byte a parameter), the
+	 * fp32 embeddings or head, a layer's scratch and the cut buffers.
+	 * Plan it with prec SKY_PREC_INT8 and the bottleneck objective (the
+	 * pipeline's throughput once full). */
+	int infer;
 	int link_blind;      /* 1: price cuts without sites (every board in one site) */
 	int no_exact;        /* 1: the step search skips its branch and bound, as it does
 				above 8 boards (tests measure the heuristic with it) */
@@ -244,7 +254,8 @@ int sky_objective_parse(const char *name, sky_objective *out);
 const char *sky_objective_name(sky_objective o);
 
 /* Fills every derived field of p (stage times, memory, in-flight counts,
- * bottleneck, lower bound) from the stages' boards and units. Checks that
+ * the cuts' site paths, bottleneck, lower bound, cuts that cross sites and
+ * their bytes) from the stages' boards and units. Checks that
  * every unit is assigned exactly once, in order, contiguously, that no board
  * is used twice, and that every stage fits its board's memory. Returns 0;
  * SKY_EINVAL (coverage, order, board index) or SKY_ENOMEM (a stage does not

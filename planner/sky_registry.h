@@ -50,12 +50,20 @@
 #define SKY_REG_MAX_BOARDS 1024
 #define SKY_REG_RETIRED_BOOTS 4
 
-typedef enum { SKY_REG_ENROLLED = 0, SKY_REG_ONLINE = 1, SKY_REG_OFFLINE = 2 } sky_reg_state;
+/* revoked: its certificate is on the CA's CRL (sky pki revoke); it stays
+ * revoked whatever it sends (sky_registry_revoke) */
+typedef enum {
+	SKY_REG_ENROLLED = 0,
+	SKY_REG_ONLINE = 1,
+	SKY_REG_OFFLINE = 2,
+	SKY_REG_REVOKED = 3
+} sky_reg_state;
 
 typedef struct sky_reg_board {
 	char id[SKY_TOPIC_SEGMENT_MAX + 1];
 	sky_reg_state state;
-	char why[24];          /* why offline: will, shutdown, timeout */
+	char why[24];          /* why offline: will, shutdown, timeout; why revoked: the
+	                          reason code's name, or "revoked" */
 	int64_t session;       /* newest seen within the current boot */
 	char boot[SKY_BOOT_ID_MAX + 1]; /* the current boot ("" before any, or from old boards) */
 	char retired[SKY_REG_RETIRED_BOOTS][SKY_BOOT_ID_MAX + 1]; /* replaced boots, newest first */
@@ -91,6 +99,8 @@ typedef struct sky_reg_counters {
 	long timeouts;                 /* boards marked offline by the heartbeat deadline */
 	long enrolled, enroll_refused;
 	long plans_published;
+	long revoked;                  /* boards revoked (sky_registry_revoke) */
+	long revoked_ignored;          /* messages from revoked boards, dropped */
 } sky_reg_counters;
 
 #define SKY_REG_MAX_JOBS 256
@@ -132,6 +142,14 @@ int sky_registry_on_board_msg(sky_registry *r, const char *id, const char *leaf,
 			      const char *payload, size_t len, double now, int64_t unix_s,
 			      sky_diag *d);
 
+/* Marks board id revoked (adding it if unknown): from now on its caps,
+ * status, heartbeats and acks are ignored (counted in revoked_ignored, the
+ * call returns 1 with d saying so), it is never online again, and its
+ * caps and assignment are dropped, so no plan uses it. why: the reason's
+ * name (NULL or "": "revoked"). Returns 1 if it was revoked now, 0 if it
+ * already was, SKY_EINVAL for a bad id or a full registry. */
+int sky_registry_revoke(sky_registry *r, const char *id, const char *why);
+
 /* Marks boards whose last message is older than 1.5 x keepalive offline
  * ("timeout"). Returns how many it marked. */
 int sky_registry_tick(sky_registry *r, double now);
@@ -165,12 +183,13 @@ const char *sky_reg_state_name(sky_reg_state s);
 int sky_reg_ack(const sky_reg_board *b);
 
 /* Re-adds the boards of a fleet status document written before (a planner
- * restart): enrolled boards stay enrolled, the others are offline ("not
- * heard yet") until they speak. Each board's boot, session and retired boots
+ * restart): enrolled boards stay enrolled, revoked ones revoked, the
+ * others are offline ("not heard yet") until they speak. Each board's boot, session and retired boots
  * come back (so stale messages stay stale across the restart), and so do
  * assignments (job, epoch, stage, half-layer range, expected bytes) and the
- * newest epoch of every job; caps and acks come back from the retained
- * messages. Returns how many boards it added or SKY_EFORMAT. */
+ * newest epoch of every job, and the site paths; caps and acks come back
+ * from the retained messages. Returns how many boards it added or
+ * SKY_EFORMAT. */
 int sky_registry_restore(sky_registry *r, const char *buf, size_t len, sky_diag *d);
 
 #endif

@@ -37,6 +37,11 @@
  *     every site its boards report, again every link_probe_s seconds; the
  *     figures become the registry's path between that site and the core
  *     (fleet.json "links", with measured_unix), which every plan uses;
+ *   - reads the CA's revoked list (<pki>/revoked, sky_crl.h) at start and
+ *     every second: a board on it is marked revoked in the registry (its
+ *     messages are ignored from then on) and the job it held a stage of is
+ *     queued again from its saved plan, to be planned over the boards
+ *     online now (a new epoch without it);
  *   - keeps its own state, so a restart (of it, of the broker, or both)
  *     forgets nothing the fleet depends on: <state>/fleet.json (boards with
  *     their boot, session and retired boots, assignments with their
@@ -53,6 +58,7 @@
 #ifndef SKY_SERVICE_H
 #define SKY_SERVICE_H
 
+#include "sky_deploy.h"
 #include "sky_err.h"
 
 #include <stddef.h>
@@ -63,6 +69,16 @@ typedef struct sky_service_opts {
 	const char *state_dir; /* default <pki>/state */
 	const char *job_file;  /* optional: submit this job at start */
 	int keepalive_s;       /* the planner's own MQTT keepalive (default 10) */
+	/* serving (infer jobs): the model file operations, which live in the
+	 * runtime (skyplan's main passes them; NULL: infer jobs are refused),
+	 * and how slices are sent (sky_deploy.h) */
+	const sky_deploy_model_ops *model_ops;
+	int slice_chunk_bytes; /* 0: SKY_CHUNK_DEFAULT_BYTES */
+	int slice_pace_ms;     /* 0: chunks as fast as the loop sends them */
+	/* a voluntary re-plan (a board joined, or its speed changed) needs the
+	 * predicted step to improve by more than replan_gain (a fraction) and
+	 * the job's last plan to be replan_holdoff_s old: no oscillation */
+	double replan_gain, replan_holdoff_s;
 	int link_blind;        /* 1: every job planned link-blind (as "link_blind":true) */
 	const char *links_file; /* optional: a fleet file whose "links" are the site paths
 				   (until measured figures replace them) */
@@ -74,6 +90,7 @@ typedef struct sky_service_opts {
 int sky_service_run(const sky_service_opts *o, sky_diag *d);
 
 /* A submitted job, as parsed from its JSON (bounded by SKY_JOB_MAX_BYTES). */
+#define SKY_JOB_MAX_CLIENTS 32
 typedef struct sky_job_req {
 	char job[65];
 	char model[16];
@@ -96,6 +113,20 @@ typedef struct sky_job_req {
 	double clip;            /* default 1 */
 	double stall_s;         /* frame deadline, 0: derived from the predicted step */
 	int plaintext;          /* 1: frames not sealed ("plaintext_frames":true) */
+	/* serving ("task":"infer"): the int8 model uploaded to the planner
+	 * before the submit (sky_deploy.h), named by its SHA-256:
+	 *   "task":"infer","weights":"<64 hex>","serve_batch":8,"wait_ms":2,
+	 *   "queue":64,"clients":["sky-client-demo"]
+	 * (all but weights optional) */
+	int infer;              /* 1 for "task":"infer" */
+	char weights[65];       /* the model's SHA-256, lower-case hex */
+	int serve_batch;        /* requests per micro-batch, 1..model batch (0: the model batch) */
+	int wait_ms;            /* first stage's wait for a batch (default 2) */
+	int queue;              /* first stage's queue bound (default 64) */
+	int n_clients;          /* 0: any sky-client-* */
+	char clients[SKY_JOB_MAX_CLIENTS][65];
+	int ckpt_every;         /* "checkpoint_every": K (default 10), 0: no checkpoints,
+				 * and no re-plans when a board dies */
 	int link_blind;         /* 1: plan without pricing site paths ("link_blind":true) */
 } sky_job_req;
 

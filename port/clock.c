@@ -29,6 +29,13 @@ int64_t sky_clock_unix(void)
 	return (int64_t)ts.tv_sec;
 }
 
+int64_t sky_clock_unix_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 void sky_clock_format_utc(int64_t unix_s, char *buf, size_t len)
 {
 	time_t t = (time_t)unix_s;

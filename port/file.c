@@ -3,6 +3,7 @@
 
 #include "sky_err.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 int sky_file_map_open(sky_file_map *m, const char *path)
@@ -109,6 +111,31 @@ long sky_file_read(const char *path, void *buf, size_t cap)
 		got += (size_t)n;
 	}
 	close(fd);
+	return rc;
+}
+
+int sky_file_append(const char *path, const void *data, size_t len, unsigned mode)
+{
+	/* O_APPEND: one write() of a line lands whole at the end, even if two
+	 * writers share the file */
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, (mode_t)mode);
+	if (fd < 0)
+		return SKY_EIO;
+	int rc = 0;
+	size_t done = 0;
+	while (done < len && !rc) {
+		ssize_t n = write(fd, (const char *)data + done, len - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			rc = SKY_EIO;
+		else
+			done += (size_t)n;
+	}
+	if (!rc && fsync(fd) != 0)
+		rc = SKY_EIO;
+	if (close(fd) != 0)
+		rc = SKY_EIO;
 	return rc;
 }
 
@@ -213,4 +240,62 @@ int sky_file_remove(const char *path)
 	if (unlink(path) == 0)
 		return 0;
 	return errno == ENOENT ? SKY_ENOTFOUND : SKY_EIO;
+}
+
+long long sky_file_size(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) != 0)
+		return errno == ENOENT ? SKY_ENOTFOUND : SKY_EIO;
+	return (long long)st.st_size;
+}
+
+int sky_file_truncate(const char *path, long long size)
+{
+	if (size < 0)
+		return SKY_EIO;
+	if (truncate(path, (off_t)size) == 0)
+		return 0;
+	return errno == ENOENT ? SKY_ENOTFOUND : SKY_EIO;
+}
+
+int sky_file_rename(const char *from, const char *to)
+{
+	return rename(from, to) == 0 ? 0 : SKY_EIO;
+}
+
+int sky_file_touch(const char *path)
+{
+	if (utimes(path, NULL) == 0)
+		return 0;
+	return errno == ENOENT ? SKY_ENOTFOUND : SKY_EIO;
+}
+
+double sky_file_mtime(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) != 0)
+		return errno == ENOENT ? SKY_ENOTFOUND : SKY_EIO;
+	return (double)st.st_mtim.tv_sec + 1e-9 * (double)st.st_mtim.tv_nsec;
+}
+
+int sky_file_list(const char *dir, const char *suffix, int (*fn)(void *ctx, const char *name),
+		  void *ctx)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? SKY_ENOTFOUND : SKY_EIO;
+	size_t sl = suffix ? strlen(suffix) : 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		size_t n = strlen(e->d_name);
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (n < sl || memcmp(e->d_name + n - sl, suffix, sl) != 0)
+			continue;
+		if (fn(ctx, e->d_name) != 0)
+			break;
+	}
+	closedir(d);
+	return 0;
 }

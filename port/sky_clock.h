@@ -14,6 +14,8 @@ double sky_clock_s(void);
 double sky_clock_thread_cpu_s(void);
 /* Wall-clock seconds since the Unix epoch. */
 int64_t sky_clock_unix(void);
+/* The same in milliseconds (event logs that compare times across processes). */
+int64_t sky_clock_unix_ms(void);
 /* Writes "YYYY-MM-DDTHH:MM:SS.mmmZ" (needs 25 bytes); truncates safely. */
 void sky_clock_utc_iso(char *buf, size_t len);
 /* Formats a given Unix time as "YYYY-MM-DDTHH:MM:SSZ". */

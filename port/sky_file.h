@@ -41,6 +41,12 @@ int sky_file_write_count(const char *path, int64_t v, unsigned mode);
  * Returns 0 or SKY_EIO. */
 int sky_file_write(const char *path, const void *data, size_t len, unsigned mode);
 
+/* Appends data to path (created with mode if missing) and syncs it: for
+ * logs whose lines must survive a crash, and downloads resumed after one.
+ * Returns 0 or SKY_EIO (how much of a failed append landed is not said:
+ * a caller that resumes checks the size). */
+int sky_file_append(const char *path, const void *data, size_t len, unsigned mode);
+
 /* Returns 1 if path exists, else 0. */
 int sky_file_exists(const char *path);
 /* Returns 1 if path is a directory (or a link to one), else 0. */
@@ -60,5 +66,26 @@ int sky_file_is_exec(const char *path);
  * terminated; the environment is kept). Returns only if it cannot:
  * SKY_EIO. */
 int sky_file_exec(const char *path, char *const argv[]);
+
+/* Pieces of a file written as they come (a download resumed after a
+ * restart): size, append, cut back, rename into place, and the last-use
+ * order of a cache directory. */
+/* Size of path in bytes (>= 0), or SKY_ENOTFOUND / SKY_EIO. */
+long long sky_file_size(const char *path);
+/* Cuts path to size bytes. Returns 0, SKY_ENOTFOUND or SKY_EIO. */
+int sky_file_truncate(const char *path, long long size);
+/* Renames from to to (atomic within one file system). Returns 0 or SKY_EIO. */
+int sky_file_rename(const char *from, const char *to);
+/* Sets path's modification time to now (the cache's "last used"). Returns
+ * 0, SKY_ENOTFOUND or SKY_EIO. */
+int sky_file_touch(const char *path);
+/* Modification time of path in seconds since the epoch, or a negative
+ * SKY_ENOTFOUND / SKY_EIO. */
+double sky_file_mtime(const char *path);
+/* Calls fn(ctx, name) for each entry of dir whose name ends in suffix
+ * ("" for all; "." and ".." never). Stops early when fn returns non-zero.
+ * Returns 0, SKY_ENOTFOUND or SKY_EIO. */
+int sky_file_list(const char *dir, const char *suffix, int (*fn)(void *ctx, const char *name),
+		  void *ctx);
 
 #endif

@@ -15,11 +15,14 @@
 #include "sky_sign.h"
 #include "sky_notify.h"
 #include "sky_signal.h"
+#include "sky_slicefetch.h"
 #include "sky_thread.h"
 #include "sky_topics.h"
+#include "sky_servejob.h"
 #include "sky_trainjob.h"
 
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,6 +259,19 @@ typedef struct agent {
 	int train_pending;     /* the held plan trains and has not run yet */
 	int training;          /* the job runs (main thread only: messages are
 				* dispatched on it, inside the job's polls) */
+	sky_servejob *sj;      /* the serving job of the infer plan we hold, or NULL */
+	int serving;           /* sj runs (main thread only, like training) */
+	char *pending_env;     /* a plan that came while serving, taken after */
+	size_t pending_len;
+	char pending_topic[SKY_TOPIC_BUF];
+	/* a newer plan of the running job (main thread only, like training):
+	 * the job abandons its step and the plan is taken when it has stopped */
+	int abandon;
+	char *next_env;
+	size_t next_env_len;
+	/* a resumed plan's checkpoint (sky/v1/job/<job>/load/<id>), main thread */
+	int loading, loaded;
+	char load_topic[SKY_TOPIC_BUF];
 	double next_hb;
 	int64_t hb_seq;
 	sky_planack ack;   /* the last answer to a plan, re-sent on reconnect */
@@ -265,6 +281,12 @@ typedef struct agent {
 	_Atomic uint64_t echo_seq_seen;
 	_Atomic int echo_bulk_seen;
 	double echo_last_s;
+	/* serving: the stage's slice, fetched before the plan is acknowledged;
+	 * the serving job is set up once the slice is in place, with the frame
+	 * key kept until then */
+	sky_slicefetch fetch;
+	unsigned char slice_key[SKY_JOBKEY_BYTES];
+	int slice_sealed;
 	/* scratch for plan handling (too big for Paho's stack) */
 	char payload[SKY_SIGN_MAX_PAYLOAD + 1];
 	sky_planmsg incoming;
@@ -274,6 +296,8 @@ int64_t sky_agent_stage_bytes(const sky_planmsg *p, int stage)
 {
 	if (stage < 0 || stage >= p->n_stages)
 		return SKY_EINVAL;
+	if (p->infer.on)
+		return sky_servejob_bytes(p, stage, 1, NULL);
 	return sky_trainjob_bytes(p, stage, NULL);
 }
 
@@ -354,10 +378,55 @@ static int net_publish(void *ctx, const char *topic, const void *data, size_t le
 	return a->m ? sky_mqtt_publish(a->m, topic, data, len, qos, retained, NULL) : SKY_ENET;
 }
 
+static int do_probe(agent *a, sky_diag *d);
+static int publish_caps(agent *a);
+
+/* SIGUSR1: <state>/speed (a number, as skyd --speed) is read again and the
+ * board computes at that speed from its next op on, a running job
+ * included: an emulated board that slows down or speeds up. */
+static void reload_speed(agent *a)
+{
+	char path[1024], buf[64], *end;
+	long n = state_path(a->o->state_dir, "speed", path, sizeof path) == 0
+			 ? sky_file_read(path, buf, sizeof buf - 1)
+			 : SKY_ERANGE;
+	sky_diag d;
+	sky_diag_clear(&d);
+	if (n <= 0) {
+		SKY_WARN("SIGUSR1: no speed in %s; speed unchanged", path);
+		return;
+	}
+	buf[n] = '\0';
+	double f = strtod(buf, &end);
+	if (end == buf || sky_profile_set_cores(&a->prof, f, &d) != 0) {
+		SKY_WARN("SIGUSR1: %s does not hold a usable speed (%s); unchanged", path, d.msg);
+		return;
+	}
+	SKY_INFO("SIGUSR1: now computing at speed %g (from %s)", f, path);
+}
+
+/* Between a running job's frames: a speed reload, and a probe the planner
+ * asked for (it saw this stage's times drift); the link probe waits for
+ * the job's end, its echoes would queue behind the frames. */
+static void job_chores(agent *a)
+{
+	if (sky_signal_take_reload())
+		reload_speed(a);
+	if (a->training && atomic_exchange(&a->probe_requested, 0)) {
+		sky_diag pd;
+		sky_diag_clear(&pd);
+		if (do_probe(a, &pd) == 0)
+			publish_caps(a);
+		else
+			SKY_ERROR("requested probe failed: %s", pd.msg);
+	}
+}
+
 static void net_poll(void *ctx, int wait_ms)
 {
 	agent *a = ctx;
 	heartbeat(a); /* the planner must not think a training board is gone */
+	job_chores(a);
 	if (a->m)
 		sky_mqtt_poll(a->m, wait_ms);
 }
@@ -365,7 +434,7 @@ static void net_poll(void *ctx, int wait_ms)
 static int net_stopped(void *ctx)
 {
 	agent *a = ctx;
-	return sky_signal_stop_requested() || a->lost || !a->m;
+	return sky_signal_stop_requested() || a->lost || !a->m || a->abandon;
 }
 
 static int net_subscribe(void *ctx, const char *filter)
@@ -374,15 +443,123 @@ static int net_subscribe(void *ctx, const char *filter)
 	return a->m ? sky_mqtt_subscribe(a->m, filter, 1, 5000, NULL) : SKY_ENET;
 }
 
+static sky_transport_net agent_net(agent *a)
+{
+	sky_transport_net net = {.ctx = a, .publish = net_publish, .poll = net_poll,
+				 .stopped = net_stopped, .subscribe = net_subscribe};
+	return net;
+}
+
+/* The slice of the plan we hold is in place (path): set up its serving
+ * job if that waited for the slice, and acknowledge the plan (or refuse it
+ * if the stage cannot be set up). */
+static void slice_in_place(agent *a, const char *path)
+{
+	sky_mutex_lock(&a->lock);
+	if (a->has_ack == 0 && a->ack.ok && !strcmp(a->fetch.job, a->plan.job) &&
+	    a->fetch.epoch == a->plan.epoch) {
+		if (a->plan.infer.on && !a->sj) {
+			sky_diag d;
+			sky_diag_clear(&d);
+			sky_transport_net net = agent_net(a);
+			sky_servejob *sj = calloc(1, sizeof *sj);
+			int rc = sj ? sky_servejob_setup(sj, &a->plan, a->stage, a->idn.id,
+							 a->o->state_dir, a->prof.threads,
+							 a->slice_sealed ? a->slice_key : NULL, &net, &d)
+				    : SKY_ENOMEM;
+			memset(a->slice_key, 0, sizeof a->slice_key);
+			if (rc) {
+				SKY_WARN("plan %s epoch %lld refused: %s", a->plan.job,
+					 (long long)a->plan.epoch, d.msg);
+				refuse(a, &a->plan, a->stage, a->arena_bytes, d.msg);
+				a->has_ack = 1; /* answered: the refusal */
+				sky_servejob_free(sj);
+				free(sj);
+				sky_mutex_unlock(&a->lock);
+				return;
+			}
+			sj->plan = &a->plan;
+			sj->prof = &a->prof; /* skyd --speed, as a training stage */
+			a->sj = sj;
+		}
+		a->has_ack = 1;
+		SKY_INFO("plan %s epoch %lld: slice in place (%s); acknowledging", a->plan.job,
+			 (long long)a->plan.epoch, path);
+		publish_ack(a);
+	}
+	sky_mutex_unlock(&a->lock);
+}
+
 /* Runs the training job of the plan we hold (on the main thread). */
+static int take_plan(agent *a, const char *topic, const char *msg, size_t len, int from_disk);
+
+/* A resumed plan: waits (up to 60 s, polling) for the planner's checkpoint
+ * of this stage's new range, which on_msg loads into the job. Returns 0,
+ * SKY_ETIMEOUT or SKY_ENET (stopped, or a newer plan came). */
+static int load_checkpoint(agent *a, sky_diag *d)
+{
+	const sky_planmsg *p = &a->plan;
+	int rc = sky_topic_job_to(a->load_topic, sizeof a->load_topic, p->job, SKY_TOPIC_LOAD,
+				     a->idn.id);
+	if (rc)
+		return sky_diag_set(d, rc, "job %s: no load topic", p->job);
+	a->loaded = 0;
+	a->loading = 1;
+	rc = net_subscribe(a, a->load_topic);
+	double end = sky_clock_s() + 60.0;
+	while (!rc && !a->loaded && !net_stopped(a) && sky_clock_s() < end)
+		net_poll(a, 20);
+	a->loading = 0;
+	if (rc)
+		return sky_diag_set(d, rc, "job %s: cannot subscribe to %s", p->job, a->load_topic);
+	if (!a->loaded)
+		return net_stopped(a) ? sky_diag_set(d, SKY_ENET, "job %s: stopped while loading",
+						     p->job)
+				      : sky_diag_set(d, SKY_ETIMEOUT,
+						     "job %s epoch %lld: no checkpoint of step %d "
+						     "for this stage on %s within 60 s",
+						     p->job, (long long)p->epoch,
+						     p->train.resume_step, a->load_topic);
+	SKY_INFO("job %s epoch %lld: stage %d resumes from the checkpoint of step %d", p->job,
+		 (long long)p->epoch, a->stage, p->train.resume_step);
+	return 0;
+}
+
+/* Takes the newer plan that stopped the job (on_msg kept it). */
+static void take_next_plan(agent *a)
+{
+	char *env = a->next_env;
+	size_t len = a->next_env_len;
+	char topic[SKY_TOPIC_BUF];
+	a->next_env = NULL;
+	a->abandon = 0;
+	if (!env)
+		return;
+	sky_topic_job(topic, sizeof topic, a->plan.job, SKY_TOPIC_PLAN);
+	sky_mutex_lock(&a->lock);
+	take_plan(a, topic, env, len, 0);
+	sky_mutex_unlock(&a->lock);
+	free(env);
+}
+
 static void run_job(agent *a)
 {
 	sky_diag d;
 	sky_diag_clear(&d);
 	a->train_pending = 0;
 	a->training = 1;
-	int rc = sky_trainjob_run(a->job, a->o->state_dir, 120.0, &d);
+	int rc = a->plan.train.resume_step > 0 ? load_checkpoint(a, &d) : 0;
+	if (!rc)
+		rc = sky_trainjob_run(a->job, a->o->state_dir, 120.0, &d);
 	a->training = 0;
+	if (a->abandon) {
+		/* a re-plan: the cut step is replayed from the checkpoint under
+		 * the new plan (frames of this epoch are dropped by epoch) */
+		SKY_WARN("job %s epoch %lld abandoned at step %ld: a newer plan arrived", a->plan.job,
+			 (long long)a->plan.epoch, a->job->steps_done);
+		take_next_plan(a);
+		return;
+	}
 	if (rc == SKY_ENET && (a->lost || sky_signal_stop_requested())) {
 		/* not the job's fault: run it again from its start after a reconnect */
 		SKY_WARN("job %s interrupted: %s", a->plan.job, d.msg);
@@ -391,6 +568,20 @@ static void run_job(agent *a)
 	}
 	/* ran (or stopped for good): a restart must not run it again */
 	write_counter(a->o->state_dir, "trained", a->plan.epoch);
+	if (rc)
+		SKY_ERROR("%s", d.msg);
+}
+
+/* Serves the infer plan we hold until a plan arrives or the board stops
+ * (on the main thread); a plan that came meanwhile is taken after. */
+static void run_serve(agent *a)
+{
+	sky_diag d;
+	sky_diag_clear(&d);
+	a->serving = 1;
+	int rc = sky_servejob_run(a->sj, &d);
+	a->serving = 0;
+	atomic_store(&a->sj->stop, 0);
 	if (rc)
 		SKY_ERROR("%s", d.msg);
 }
@@ -432,6 +623,13 @@ static int take_plan(agent *a, const char *topic, const char *msg, size_t len, i
 	}
 	int stage = sky_planmsg_find(p, a->idn.id);
 	if (stage < 0) {
+		if (a->job && a->train_pending && !strcmp(p->job, a->plan.job) && p->epoch > a->epoch) {
+			/* re-planned without us: the held epoch must not run any more */
+			SKY_INFO("plan %s epoch %lld has no stage for %s: epoch %lld will not run",
+				 p->job, (long long)p->epoch, a->idn.id, (long long)a->epoch);
+			a->train_pending = 0;
+			return 0;
+		}
 		SKY_DEBUG("plan %s epoch %lld has no stage for %s", p->job, (long long)p->epoch,
 			  a->idn.id);
 		return 0;
@@ -468,7 +666,8 @@ static int take_plan(agent *a, const char *topic, const char *msg, size_t len, i
 	}
 	/* the job's frame key, wrapped for this board's certificate key */
 	unsigned char key[SKY_JOBKEY_BYTES];
-	if (p->train.steps > 0 && p->train.sealed) {
+	int sealed = (p->train.steps > 0 && p->train.sealed) || (p->infer.on && p->infer.sealed);
+	if (sealed) {
 		sky_jobkey_refusal why = SKY_JOBKEY_OK;
 		const char *blob = p->stages[stage].key;
 		if (sky_jobkey_unwrap(&a->idn.key, blob, strlen(blob), p->job, a->idn.id, p->epoch,
@@ -485,35 +684,73 @@ static int take_plan(agent *a, const char *topic, const char *msg, size_t len, i
 	sky_trainjob *next = a->job == &a->jobs[0] ? &a->jobs[1] : &a->jobs[0];
 	sky_transport_net net = {.ctx = a, .publish = net_publish, .poll = net_poll,
 				 .stopped = net_stopped, .subscribe = net_subscribe};
-	rc = sky_trainjob_setup(next, p, stage, a->idn.id,
-				p->train.steps > 0 && p->train.sealed ? key : NULL, &net, &d);
+	/* an infer plan: a serving job from the slice in the board's cache; a
+	 * slice not there yet is fetched first (sky_slicefetch.h), and the job
+	 * is set up when it is in place (slice_in_place) */
+	int slice_ready = 1;
+	if (p->infer.on) {
+		char sp[700];
+		sky_transport_net fnet = agent_net(a);
+		int hit = sky_slicefetch_start(&a->fetch, p->job, p->epoch, &p->stages[stage].slice,
+					       &fnet, sp, sizeof sp, &d);
+		if (hit < 0)
+			SKY_WARN("plan %s epoch %lld: slice: %s", p->job, (long long)p->epoch, d.msg);
+		slice_ready = hit == 1;
+		sky_diag_clear(&d);
+	}
+	sky_servejob *sj = p->infer.on && slice_ready ? calloc(1, sizeof *sj) : NULL;
+	rc = 0;
+	if (p->infer.on && slice_ready)
+		rc = sj ? sky_servejob_setup(sj, p, stage, a->idn.id, a->o->state_dir,
+					     a->prof.threads, sealed ? key : NULL, &net, &d)
+			: SKY_ENOMEM;
+	else if (!p->infer.on)
+		rc = sky_trainjob_setup(next, p, stage, a->idn.id, sealed ? key : NULL, &net, &d);
+	memcpy(a->slice_key, key, sizeof key);
+	a->slice_sealed = sealed;
 	memset(key, 0, sizeof key);
 	if (rc) {
 		SKY_WARN("plan %s epoch %lld refused: %s", p->job, (long long)p->epoch, d.msg);
 		refuse(a, p, stage, need, d.msg);
+		sky_servejob_free(sj);
+		free(sj);
 		return rc;
 	}
 	next->tr.prof = &a->prof; /* skyd --speed: the stage computes as slowly as it probed */
 	char *env = malloc(len);
 	if (!env) {
 		sky_trainjob_free(next);
+		sky_servejob_free(sj);
+		free(sj);
 		return SKY_ENOMEM;
 	}
 	memcpy(env, msg, len);
 	if (a->job)
 		sky_trainjob_free(a->job);
+	sky_servejob_free(a->sj);
+	free(a->sj);
+	a->sj = sj;
 	free(a->plan_env);
-	a->job = next;
+	a->job = p->infer.on ? NULL : next;
 	a->arena_bytes = need;
 	a->plan_env = env;
 	a->plan_env_len = len;
 	a->plan = *p;
-	a->job->plan = &a->plan; /* the job keeps pointing at the plan we hold */
+	if (a->job)
+		a->job->plan = &a->plan; /* the job keeps pointing at the plan we hold */
+	if (a->sj) {
+		a->sj->plan = &a->plan;
+		a->sj->prof = &a->prof; /* skyd --speed: it serves as slowly as it probed */
+	}
 	a->stage = stage;
 	a->epoch = p->epoch;
 	a->train_pending = p->train.steps > 0 && trained_epoch(a->o->state_dir) < p->epoch;
+	/* serving: the plan is acknowledged once the stage's slice is in the
+	 * cache (at once on a hit; else when the download completes) */
+	if (slice_ready || !p->infer.on)
+		memset(a->slice_key, 0, sizeof a->slice_key);
 	fill_ack(a, &a->ack, p, stage, 1, need, NULL);
-	a->has_ack = 1;
+	a->has_ack = slice_ready;
 	SKY_INFO("plan %s epoch %lld accepted: stage %d of %d, half-layers %d-%d, arena %lld bytes "
 		 "reserved (planner expected %lld)",
 		 p->job, (long long)p->epoch, stage, p->n_stages, p->stages[stage].first,
@@ -538,17 +775,76 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 	/* frames, norms and the start barrier of the job that runs */
 	if (a->training && sky_transport_on_msg(&a->job->tr, topic, p, len))
 		return;
+	/* requests, frames and readiness of the job that serves */
+	if (a->serving && sky_servejob_on_msg(a->sj, topic, p, len))
+		return;
+	if (sky_topic_parse(topic, tl, "job", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
+	    strcmp(leaf, SKY_TOPIC_PLAN) == 0 && a->serving) {
+		/* a plan ends the serving loop and is taken after it */
+		char *env = malloc(len ? len : 1);
+		if (env && len <= SKY_PLAN_MAX_BYTES) {
+			memcpy(env, p, len);
+			free(a->pending_env);
+			a->pending_env = env;
+			a->pending_len = len;
+			snprintf(a->pending_topic, sizeof a->pending_topic, "%s", topic);
+			atomic_store(&a->sj->stop, 1);
+		} else {
+			free(env);
+		}
+		return;
+	}
+	{
+		char sp[700];
+		int fr = sky_slicefetch_on_msg(&a->fetch, topic, p, len, sp, sizeof sp);
+		if (fr == 2)
+			slice_in_place(a, sp);
+		if (fr)
+			return;
+	}
 	if (sky_topic_parse(topic, tl, "job", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
 	    strcmp(leaf, SKY_TOPIC_PLAN) == 0) {
 		if (a->training) {
-			/* the running job owns the arena; re-planning mid-job is the
-			 * faults issue's */
-			SKY_WARN("plan on %s ignored: job %s is training", topic, a->plan.job);
+			/* the running job owns the arena: a newer, verified plan of the
+			 * same job stops it at once (the job's polls see `abandon`),
+			 * and is taken when it has stopped */
+			sky_diag vd;
+			size_t plen = 0;
+			sky_diag_clear(&vd);
+			if (!a->abandon && len <= SKY_PLAN_MAX_BYTES &&
+			    sky_verify_envelope(&a->idn.planner, (const char *)p, len, a->payload,
+						sizeof a->payload, &plen, &vd) == 0 &&
+			    sky_planmsg_decode(a->payload, plen, &a->incoming, &vd) == 0 &&
+			    !strcmp(a->incoming.job, a->plan.job) && a->incoming.epoch > a->epoch &&
+			    (a->next_env = malloc(len)) != NULL) {
+				memcpy(a->next_env, p, len);
+				a->next_env_len = len;
+				a->abandon = 1;
+				SKY_INFO("job %s: plan epoch %lld (generation %d, resume from step "
+					 "%d) arrived while epoch %lld trains; stopping it",
+					 a->plan.job, (long long)a->incoming.epoch,
+					 a->incoming.train.generation, a->incoming.train.resume_step,
+					 (long long)a->epoch);
+				return;
+			}
+			if (!a->abandon)
+				SKY_WARN("plan on %s ignored: job %s is training", topic, a->plan.job);
 			return;
 		}
 		sky_mutex_lock(&a->lock);
 		take_plan(a, topic, (const char *)p, len, 0);
 		sky_mutex_unlock(&a->lock);
+		return;
+	}
+	if (a->loading && !strcmp(topic, a->load_topic)) {
+		sky_diag ld;
+		sky_diag_clear(&ld);
+		if (len == 0) /* a cleared retained message */
+			return;
+		if (sky_trainjob_load(a->job, p, len, &ld) == 0)
+			a->loaded = 1;
+		else
+			SKY_WARN("checkpoint on %s refused: %s", topic, ld.msg);
 		return;
 	}
 	if (sky_topic_parse(topic, tl, "board", seg, sizeof seg, leaf, sizeof leaf) != 0 ||
@@ -585,6 +881,22 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 			atomic_store(&a->probe_requested, 1);
 			sky_mutex_unlock(&a->lock);
 			SKY_INFO("probe requested by the planner (model %s)", a->probe_model.name);
+		} else if (doc && !strcmp(cmd, "ckpt")) {
+			/* a voluntary re-plan is coming: a checkpoint after step `step`
+			 * (every stage gets the same step), then the new plan resumes
+			 * from it, so no step is lost */
+			char job[SKY_TOPIC_SEGMENT_MAX + 1] = "";
+			int64_t epoch = 0, step = 0;
+			if (sky_json_str(doc, "job", job, sizeof job, "cmd", &d) == 0 &&
+			    sky_json_i64(doc, "epoch", 1, SKY_JSON_INT_MAX, &epoch, "cmd", &d) == 0 &&
+			    sky_json_i64(doc, "step", 1, SKY_PLANMSG_MAX_STEPS, &step, "cmd", &d) == 0 &&
+			    a->training && a->job && !strcmp(job, a->plan.job) && epoch == a->plan.epoch) {
+				a->job->ckpt_at = step;
+				SKY_INFO("job %s: checkpoint after step %lld asked by the planner", job,
+					 (long long)step);
+			} else {
+				SKY_DEBUG("checkpoint request ignored (not for the job this board runs)");
+			}
 		} else {
 			SKY_WARN("command ignored: %s", d.msg[0] ? d.msg : "unknown command");
 		}
@@ -747,6 +1059,7 @@ static int connect_once(agent *a, sky_diag *d)
 	sky_mutex_lock(&a->lock);
 	publish_ack(a); /* the planner may have restarted: say what we hold */
 	sky_mutex_unlock(&a->lock);
+	sky_slicefetch_reconnected(&a->fetch);
 	return 0;
 }
 
@@ -859,6 +1172,7 @@ int sky_agent_run(const sky_agent_opts *o, sky_diag *d)
 	sky_identity_init(&a.idn);
 	if ((rc = sky_identity_load(&a.idn, o->state_dir, d)) != 0)
 		goto exit;
+	sky_slicefetch_init(&a.fetch, o->state_dir, a.idn.id);
 	if (o->id && strcmp(o->id, a.idn.id) != 0) {
 		rc = sky_diag_set(d, SKY_EAUTH, "--id %s but the certificate in %s is for %s", o->id,
 				  o->state_dir, a.idn.id);
@@ -882,7 +1196,10 @@ int sky_agent_run(const sky_agent_opts *o, sky_diag *d)
 		goto exit;
 	load_saved_plan(&a);
 
-	int backoff_ms = 1000;
+	/* 0.5 s doubling to 5 s, jittered: a fleet that lost its broker does
+	 * not come back in one burst */
+	sky_mqtt_backoff backoff;
+	sky_mqtt_backoff_init(&backoff, 500, 5000, sky_clock_ns() ^ (uint64_t)(uintptr_t)&a);
 	sky_notify_ready(); /* identity, profile and probe are in hand */
 	while (!sky_signal_stop_requested()) {
 		sky_notify_watchdog(); /* from this thread only (here and between a job's frames): a wedged loop stops pinging */
@@ -894,16 +1211,18 @@ int sky_agent_run(const sky_agent_opts *o, sky_diag *d)
 			sky_diag cd;
 			sky_diag_clear(&cd);
 			if (connect_once(&a, &cd) != 0) {
-				SKY_WARN("%s; retrying in %d ms", cd.msg, backoff_ms);
+				int ms = sky_mqtt_backoff_next(&backoff);
+				SKY_WARN("%s; retrying in %d ms", cd.msg, ms);
 				disconnect(&a, 0);
-				for (int t = 0; t < backoff_ms / 50 && !sky_signal_stop_requested(); t++)
+				for (int t = 0; t < ms / 50 && !sky_signal_stop_requested(); t++)
 					sky_sleep_ms(50);
-				backoff_ms = backoff_ms * 2 > 5000 ? 5000 : backoff_ms * 2;
 				continue;
 			}
-			backoff_ms = 1000;
+			sky_mqtt_backoff_reset(&backoff);
 			a.next_hb = 0;
 		}
+		if (sky_signal_take_reload())
+			reload_speed(&a);
 		if (atomic_exchange(&a.probe_requested, 0)) {
 			sky_diag pd;
 			sky_diag_clear(&pd);
@@ -916,8 +1235,21 @@ int sky_agent_run(const sky_agent_opts *o, sky_diag *d)
 			}
 		}
 		heartbeat(&a);
+		if (a.m && !a.lost) {
+			sky_transport_net fnet = agent_net(&a);
+			sky_slicefetch_tick(&a.fetch, sky_clock_s(), &fnet);
+		}
 		if (a.train_pending && a.job && a.m && !a.lost)
 			run_job(&a);
+		if (a.sj && a.m && !a.lost && !a.pending_env)
+			run_serve(&a);
+		if (a.pending_env) {
+			sky_mutex_lock(&a.lock);
+			take_plan(&a, a.pending_topic, a.pending_env, a.pending_len, 0);
+			sky_mutex_unlock(&a.lock);
+			free(a.pending_env);
+			a.pending_env = NULL;
+		}
 		/* messages are handled here, on this thread (sky_mqtt_poll) */
 		sky_mqtt_poll(a.m, 20);
 	}
@@ -928,7 +1260,11 @@ exit:
 	disconnect(&a, 0);
 	sky_trainjob_free(&a.jobs[0]);
 	sky_trainjob_free(&a.jobs[1]);
+	sky_servejob_free(a.sj);
+	free(a.sj);
+	free(a.pending_env);
 	free(a.plan_env);
+	free(a.next_env);
 	sky_identity_free(&a.idn);
 	sky_mutex_free(&a.lock);
 	return rc;

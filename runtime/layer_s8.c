@@ -537,17 +537,12 @@ static void phase_attention(void *ctx, int task, int worker)
 	sky_k_gemm_s8(S, w->pbuf, S, &w->vh, &oc);
 }
 
-static void phase_rows(void *ctx, int task, int worker)
+/* The attention half's row-local end: h1 = LN1(ctx Wo^T + bo + x), the
+ * residual and LayerNorm a row at a time so the int32 sum stays in L1. */
+static void rows_attn(sky_layer_s8 *L, sky_layer_s8_ws *w, int t0, int rows)
 {
-	fwd_ctx *f = ctx;
-	sky_layer_s8 *L = f->L;
-	sky_layer_s8_ws *w = &L->ws[worker];
-	const int H = L->cfg.hidden, F = L->cfg.ffn;
-	int t0, rows;
-	rows_of(f, task, &t0, &rows);
+	const int H = L->cfg.hidden;
 	const size_t oh = (size_t)t0 * H;
-	/* h1 = LN1(ctx Wo^T + bo + x), the residual and LayerNorm a row at a
-	 * time so the int32 sum stays in L1 */
 	sky_k_gemm_out oo = {SKY_K_OUT_S16, L->a16 + oh, H, L->bo, L->mo, L->ro};
 	sky_k_gemm_s8(rows, L->ctx8 + oh, H, &L->wo, &oo);
 	for (int t = 0; t < rows; t++) {
@@ -556,8 +551,15 @@ static void phase_rows(void *ctx, int task, int worker)
 				 L->res1_rb, w->r32);
 		sky_k_layernorm_s8(w->r32, 1, H, L->ln1_g, L->ln1_b, L->h1_8 + o);
 	}
-	/* y = LN2(gelu(h1 W1^T + b1) W2^T + b2 + h1); the FFN pre-activation of
-	 * the block goes through GELU while it is still in L2 */
+}
+
+/* The FFN half, row-local: y8 = LN2(gelu(h1 W1^T + b1) W2^T + b2 + h1)
+ * into x8 (the FFN pre-activation of the block goes through GELU while it
+ * is still in L2), then y = dequant(y8) when y is wanted. */
+static void rows_ffn(sky_layer_s8 *L, sky_layer_s8_ws *w, int t0, int rows, float *y)
+{
+	const int H = L->cfg.hidden, F = L->cfg.ffn;
+	const size_t oh = (size_t)t0 * H;
 	sky_k_gemm_out o1 = {SKY_K_OUT_S16, w->u16, F, L->b1, L->m1, L->r1};
 	sky_k_gemm_s8(rows, L->h1_8 + oh, H, &L->w1, &o1);
 	sky_k_gelu_s16_s8(w->u16, (size_t)rows * F, &L->gelu, L->g8 + (size_t)t0 * F);
@@ -570,7 +572,61 @@ static void phase_rows(void *ctx, int task, int worker)
 		sky_k_layernorm_s8(w->r32, 1, H, L->ln2_g, L->ln2_b, L->x8 + o);
 	}
 	/* exit */
-	sky_k_dequantize_s8_f32(L->x8 + oh, (size_t)rows * H, L->s_y, f->y + oh);
+	if (y)
+		sky_k_dequantize_s8_f32(L->x8 + oh, (size_t)rows * H, L->s_y, y + oh);
+}
+
+static void phase_rows(void *ctx, int task, int worker)
+{
+	fwd_ctx *f = ctx;
+	int t0, rows;
+	rows_of(f, task, &t0, &rows);
+	rows_attn(f->L, &f->L->ws[worker], t0, rows);
+	rows_ffn(f->L, &f->L->ws[worker], t0, rows, f->y);
+}
+
+static void phase_rows_attn(void *ctx, int task, int worker)
+{
+	fwd_ctx *f = ctx;
+	int t0, rows;
+	rows_of(f, task, &t0, &rows);
+	rows_attn(f->L, &f->L->ws[worker], t0, rows);
+}
+
+static void phase_rows_ffn(void *ctx, int task, int worker)
+{
+	fwd_ctx *f = ctx;
+	int t0, rows;
+	rows_of(f, task, &t0, &rows);
+	rows_ffn(f->L, &f->L->ws[worker], t0, rows, f->y);
+}
+
+int sky_layer_s8_forward_attn(sky_layer_s8 *L, const float *x, const float *mask)
+{
+	const sky_model_cfg *c = &L->cfg;
+	fwd_ctx f = {.L = L, .x = x, .y = NULL, .T = (int)sky_model_tokens(c)};
+	f.row_tasks = (f.T + SKY_S8_ROW_BLOCK - 1) / SKY_S8_ROW_BLOCK;
+	atomic_init(&f.bad_input, 0);
+	for (int t = 0; t < f.T; t++)
+		L->maskbits[t] = mask && mask[t] < -1.0f;
+	sky_pool_run(L->pool, f.row_tasks, phase_qkv, &f);
+	if (atomic_load(&f.bad_input))
+		return SKY_EINVAL;
+	sky_pool_run(L->pool, c->batch * c->heads, phase_attention, &f);
+	sky_pool_run(L->pool, f.row_tasks, phase_rows_attn, &f);
+	return 0;
+}
+
+int sky_layer_s8_forward_ffn(sky_layer_s8 *L, const int8_t *h1, float *y)
+{
+	const sky_model_cfg *c = &L->cfg;
+	fwd_ctx f = {.L = L, .x = NULL, .y = y, .T = (int)sky_model_tokens(c)};
+	f.row_tasks = (f.T + SKY_S8_ROW_BLOCK - 1) / SKY_S8_ROW_BLOCK;
+	atomic_init(&f.bad_input, 0);
+	if (h1 && h1 != L->h1_8)
+		memcpy(L->h1_8, h1, (size_t)f.T * c->hidden);
+	sky_pool_run(L->pool, f.row_tasks, phase_rows_ffn, &f);
+	return 0;
 }
 
 int sky_layer_s8_forward(sky_layer_s8 *L, const float *x, const float *mask, float *y)

@@ -3,6 +3,7 @@
 #include "sky_quant_model.h"
 
 #include "sky_embed.h"
+#include "sky_ends.h"
 #include "sky_head.h"
 #include "sky_kernels_s8.h"
 #include "sky_layer.h"
@@ -156,7 +157,13 @@ int sky_qmodel_forward(sky_qmodel *m, const int32_t *ids, const int32_t *attn, f
 	int rc;
 	for (size_t i = 0; i < T; i++)
 		m->mask[i] = attn && !attn[i] ? -1e9f : 0.0f;
-	if ((rc = sky_embed_forward(c, m->embed, ids, NULL, m->act[0], NULL)) != 0)
+	/* int8: the fp32 ends in portable arithmetic (sky_ends.h), so the
+	 * logits are the same bits on every machine, as a serving fleet's */
+	if (m->precision == SKY_PREC_INT8)
+		rc = sky_ends_embed(c, m->embed, ids, m->act[0]);
+	else
+		rc = sky_embed_forward(c, m->embed, ids, NULL, m->act[0], NULL);
+	if (rc)
 		return rc;
 	int cur = 0;
 	for (int l = 0; l < c->layers; l++) {
@@ -168,6 +175,13 @@ int sky_qmodel_forward(sky_qmodel *m, const int32_t *ids, const int32_t *attn, f
 		else if ((rc = sky_layer_s8_forward(&m->q[l], m->act[cur], m->mask, m->act[1 - cur])))
 			return rc;
 		cur = 1 - cur;
+	}
+	if (m->precision == SKY_PREC_INT8) {
+		float *out = logits ? logits : m->logits;
+		for (int b = 0; b < c->batch; b++)
+			sky_ends_head(c, m->head, m->act[cur] + (size_t)b * c->seq * H,
+				      out + (size_t)b * c->classes, m->scratch);
+		return 0;
 	}
 	return sky_head_forward(c, m->head, m->act[cur], NULL, logits ? logits : m->logits, NULL,
 				NULL, m->scratch);

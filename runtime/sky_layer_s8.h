@@ -152,6 +152,21 @@ int sky_layer_s8_setup(sky_layer_s8 *L, sky_diag *d);
  * NULL. Returns 0, or SKY_EINVAL if x holds NaN or infinity (y untouched). */
 int sky_layer_s8_forward(sky_layer_s8 *L, const float *x, const float *mask, float *y);
 
+/* The same forward in its two halves, so a serving stage can start or end
+ * at any half-layer (sky_stage.h's half-layer 2i is the attention half,
+ * 2i+1 the FFN half). Chained, the halves give exactly the bits of
+ * sky_layer_s8_forward, for any thread count:
+ *   forward_attn: x (B*S, H) fp32 and mask as above -> L->h1_8 (int8, scale
+ *                 absmax[SKY_Q_H1] / 127). Returns 0 or SKY_EINVAL (NaN or
+ *                 infinity in x).
+ *   forward_ffn:  h1 (B*S, H) int8 (NULL: L->h1_8 as forward_attn left it;
+ *                 else copied there) -> L->x8 = y8 (int8, scale L->s_y) and,
+ *                 when y is not NULL, y = dequant(y8). Returns 0.
+ * L->h1_8 and L->x8 are scratch: read them before the next forward of any
+ * layer sharing that scratch. */
+int sky_layer_s8_forward_attn(sky_layer_s8 *L, const float *x, const float *mask);
+int sky_layer_s8_forward_ffn(sky_layer_s8 *L, const int8_t *h1, float *y);
+
 /* ---- weights files (runtime/quant_io.c) ---------------------------------- */
 struct sky_st_file;
 struct sky_st_entry;

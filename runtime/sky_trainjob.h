@@ -15,12 +15,15 @@
  *    "ops":[["F",0,0.12,1.5],["S",0,1.5,1.52],["W",1,1.6,2.0],...]}
  * ops are [kind, micro-batch, t0_ms, t1_ms] from the step's start: F
  * forward, B backward, S send, W wait for a frame (or the norms, mb -1).
+ * With train.ckpt_every K, after every K-th step and the last, the stage's
+ * checkpoint image (sky_ckptmsg.h) goes to sky/v1/job/<job>/ckpt/<board>.
  * When the job ends: {"v":1,...,"step":N,"done":true,"part_bytes":B}; on a
  * stall {"stage":k,...,"stall":{...},"message":"..."} (sky_transport.h)
  * and the board stops the job. */
 #ifndef SKY_TRAINJOB_H
 #define SKY_TRAINJOB_H
 
+#include "sky_ckptmsg.h"
 #include "sky_err.h"
 #include "sky_frameseal.h"
 #include "sky_planmsg.h"
@@ -42,6 +45,15 @@ typedef struct sky_trainjob {
 	int sealed;
 	long steps_done;
 	float last_loss;
+	/* checkpoints (plan train.ckpt_every > 0 or a resume): the image buffer
+	 * and its tensor table, carved with the rest, so a checkpoint between
+	 * steps allocates nothing */
+	unsigned char *ckpt_buf;
+	size_t ckpt_cap;
+	sky_ckpt_tensor *ckpt_t;
+	int ckpt_nt;
+	long ckpts_sent;
+	long ckpt_at;          /* a checkpoint after this step too (planner's request; 0 none) */
 	char metrics[SKY_METRICS_MAX_BYTES];
 } sky_trainjob;
 
@@ -66,6 +78,13 @@ int sky_trainjob_setup(sky_trainjob *j, const sky_planmsg *p, int stage, const c
  * to state_dir/parts/ (state_dir may be NULL). Returns 0 or the first
  * error (stall: SKY_ETIMEOUT, d holds the stall message). */
 int sky_trainjob_run(sky_trainjob *j, const char *state_dir, double start_s, sky_diag *d);
+
+/* Loads the stage's blocks, optimizer state and step from a checkpoint
+ * image made for it (sky_ckptmsg.h: the planner's image of this plan's
+ * job, epoch, resume step and exactly this stage's blocks). Returns 0, or
+ * SKY_EAUTH (hash mismatch) / SKY_EFORMAT / SKY_EINVAL (another job, epoch,
+ * step or range) with d saying which; the stage is unchanged then. */
+int sky_trainjob_load(sky_trainjob *j, const unsigned char *img, size_t len, sky_diag *d);
 
 /* Frees the arena and wipes the key. NULL-safe; may be called twice. */
 void sky_trainjob_free(sky_trainjob *j);

@@ -95,6 +95,14 @@ static int carve_all(sky_trainjob *j, const sky_planmsg *p, int k, const unsigne
 	tc.key = key;
 	if ((rc = sky_stage_carve(&j->st, &sc, a, d)) != 0)
 		return rc;
+	if (p->train.ckpt_every > 0 || p->train.resume_step > 0) {
+		int nvec = sky_optim_state_vectors(sc.optim.kind);
+		j->ckpt_nt = j->st.n_blk * (1 + nvec);
+		j->ckpt_cap = sky_ckpt_bound(j->ckpt_nt, (size_t)(1 + nvec) * j->st.n_params);
+		j->ckpt_buf = sky_arena_alloc(a, j->ckpt_cap, SKY_LIFE_PERSIST);
+		j->ckpt_t = sky_arena_alloc(a, (size_t)j->ckpt_nt * sizeof *j->ckpt_t,
+					    SKY_LIFE_PERSIST);
+	}
 	return sky_transport_carve(&j->tr, &tc, net, a, d);
 }
 
@@ -257,6 +265,96 @@ exit:
 	return rc;
 }
 
+/* The stage's blocks as checkpoint tensors (parameters, then each state
+ * vector), in j->ckpt_t. Returns the count. */
+static int ckpt_tensors(sky_trainjob *j, int nvec)
+{
+	const sky_stage *st = &j->st;
+	int n = 0;
+	for (int v = -1; v < nvec; v++)
+		for (int i = 0; i < st->n_blk; i++) {
+			const float *base = v < 0 ? st->params : st->opt_state + (size_t)v * st->n_params;
+			j->ckpt_t[n++] = (sky_ckpt_tensor){v, st->blk0 + i, base + st->blk_off[i],
+							   st->blk_len[i]};
+		}
+	return n;
+}
+
+/* The checkpoint after a step: the stage's blocks, optimizer state and
+ * step, on sky/v1/job/<job>/ckpt/<board> (QoS 1: the planner must get
+ * it). Encoded into the arena's buffer; allocates nothing. */
+static int publish_ckpt(sky_trainjob *j, sky_diag *d)
+{
+	const sky_planmsg *p = j->plan;
+	sky_ckpt_meta m;
+	memset(&m, 0, sizeof m);
+	snprintf(m.job, sizeof m.job, "%s", p->job);
+	m.epoch = p->epoch;
+	m.step = j->st.step;
+	m.blk0 = j->st.blk0;
+	m.nblk = j->st.n_blk;
+	m.nvec = sky_optim_state_vectors(j->st.cfg.optim.kind);
+	int nt = ckpt_tensors(j, m.nvec);
+	size_t len = 0;
+	char topic[SKY_TOPIC_BUF];
+	int rc = sky_ckpt_encode(&m, j->ckpt_t, nt, j->ckpt_buf, j->ckpt_cap, &len, d);
+	if (rc)
+		return rc;
+	if ((rc = sky_topic_job_to(topic, sizeof topic, p->job, SKY_TOPIC_CKPT, j->tr.board)) ||
+	    (rc = j->tr.net.publish(j->tr.net.ctx, topic, j->ckpt_buf, len, 1, 0)))
+		return sky_diag_set(d, rc, "job %s: checkpoint of step %lld not published", p->job,
+				    (long long)m.step);
+	j->ckpts_sent++;
+	SKY_DEBUG("job %s: checkpoint of step %lld sent (%zu bytes, sha256 %.12s)", p->job,
+		  (long long)m.step, len, m.sha);
+	return 0;
+}
+
+int sky_trainjob_load(sky_trainjob *j, const unsigned char *img, size_t len, sky_diag *d)
+{
+	const sky_planmsg *p = j->plan;
+	sky_stage *st = &j->st;
+	sky_ckpt_meta m;
+	int nt = 0, nvec = sky_optim_state_vectors(st->cfg.optim.kind);
+	if (!j->ckpt_t)
+		return sky_diag_set(d, SKY_EINVAL, "job %s: this plan has no checkpoints", p->job);
+	int rc = sky_ckpt_parse(img, len, &m, j->ckpt_t, j->ckpt_nt, &nt, d);
+	if (rc)
+		return rc;
+	if (strcmp(m.job, p->job) || m.epoch != p->epoch || m.step != p->train.resume_step ||
+	    m.blk0 != st->blk0 || m.nblk != st->n_blk || m.nvec != nvec || nt != j->ckpt_nt)
+		return sky_diag_set(d, SKY_EINVAL,
+				    "checkpoint of job %s epoch %lld step %lld blocks %d+%d (%d "
+				    "tensors) is not this stage's (job %s epoch %lld step %d blocks "
+				    "%d+%d)",
+				    m.job, (long long)m.epoch, (long long)m.step, m.blk0, m.nblk, nt,
+				    p->job, (long long)p->epoch, p->train.resume_step, st->blk0,
+				    st->n_blk);
+	/* every (vector, block) once with the right length, then copy */
+	for (int v = -1; v < nvec; v++)
+		for (int i = 0; i < st->n_blk; i++) {
+			int hit = 0;
+			for (int k = 0; k < nt; k++)
+				hit += j->ckpt_t[k].vec == v && j->ckpt_t[k].blk == st->blk0 + i &&
+				       j->ckpt_t[k].n == st->blk_len[i];
+			if (hit != 1)
+				return sky_diag_set(d, SKY_EINVAL,
+						    "checkpoint: block %d vector %d is missing or "
+						    "has the wrong length",
+						    st->blk0 + i, v);
+		}
+	for (int k = 0; k < nt; k++) {
+		const sky_ckpt_tensor *t = &j->ckpt_t[k];
+		int i = t->blk - st->blk0;
+		float *base = t->vec < 0 ? st->params : st->opt_state + (size_t)t->vec * st->n_params;
+		memcpy(base + st->blk_off[i], t->data, t->n * sizeof(float));
+	}
+	memset(st->grads, 0, st->n_params * sizeof *st->grads);
+	st->step = m.step;
+	j->steps_done = m.step;
+	return 0;
+}
+
 int sky_trainjob_run(sky_trainjob *j, const char *state_dir, double start_s, sky_diag *d)
 {
 	const sky_planmsg *p = j->plan;
@@ -291,6 +389,10 @@ int sky_trainjob_run(sky_trainjob *j, const char *state_dir, double start_s, sky
 		j->steps_done = s + 1;
 		j->last_loss = loss;
 		publish_metrics(j, el, loss);
+		const int k = t->ckpt_every;
+		if (((k > 0 && ((s + 1) % k == 0 || s + 1 == t->steps)) || j->ckpt_at == s + 1) &&
+		    j->ckpt_buf && (rc = publish_ckpt(j, d)) != 0)
+			return rc;
 		if (j->st.has_head)
 			SKY_INFO("job %s step %ld loss %.4f (%.1f ms)", p->job, s + 1, (double)loss,
 				 el * 1e3);

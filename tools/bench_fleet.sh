@@ -1,6 +1,6 @@
 #!/bin/sh
-# sky bench fleet: a loopback TLS broker (tests/integration/broker.sh), skyplan
-# and a fleet of skyd of unequal emulated speed (skyd --speed), plus an
+# sky bench fleet: a loopback TLS broker, skyplan
+# and a fleet of skyd of unequal emulated speed (tools/fleet_lib.sh), plus an
 # aarch64 skyd under qemu when qemu-aarch64 and build/generic-aarch64/bin/skyd
 # are there; they enroll, probe and report; then one training job per
 # algorithm (a warm-up step that is not timed, then --steps timed ones),
@@ -17,7 +17,7 @@ usage() {
 	cat <<'EOF'
 usage: sky bench fleet [--json] [--model NAME] [--layers L] [--seq S] [--steps N] [--micro M]
                        [--algos "even sky optimal"] [--speeds "0.5 0.25 ..."] [--qemu]
-                       [--no-plaintext] [--out DIR] [--keep] [--timeout S]
+                       [--no-plaintext] [--out DIR] [--collect F] [--keep] [--timeout S]
   --model, --layers  the job (default mini, 24 layers)
   --seq S            tokens per sequence (default the preset's)
   --steps N          timed steps per job (default 3), after one warm-up step
@@ -33,6 +33,8 @@ usage: sky bench fleet [--json] [--model NAME] [--layers L] [--seq S] [--steps N
                      plan's step takes minutes. --no-qemu: off (the default)
   --no-plaintext     skip the plaintext-frames run of the last algorithm
   --out DIR          where the SVGs and the events go (default build/demo)
+  --collect F        write the model the last algorithm's job trained to F
+                     (`sky job collect`: fp32 safetensors, HuggingFace names)
   --json             one JSON object per algorithm (default: a table)
   --keep             keep the work directory (logs) and say where
   --timeout S        bound on each job (default 600)
@@ -50,6 +52,7 @@ PLAIN=1
 OUT=build/demo
 JSON=0
 KEEP=0
+COLLECT=""
 TIMEOUT=600
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -71,7 +74,7 @@ while [ $# -gt 0 ]; do
 	--qemu) QEMU_BOARD=1 ;;
 	--no-plaintext) PLAIN=0 ;;
 	--keep) KEEP=1 ;;
-	--model | --layers | --seq | --steps | --micro | --algos | --speeds | --out | --timeout)
+	--model | --layers | --seq | --steps | --micro | --algos | --speeds | --out | --timeout | --collect)
 		[ $# -ge 2 ] || {
 			echo "sky bench fleet: $1 needs a value" >&2
 			exit 2
@@ -86,6 +89,7 @@ while [ $# -gt 0 ]; do
 		--speeds) SPEEDS=$2 ;;
 		--out) OUT=$2 ;;
 		--timeout) TIMEOUT=$2 ;;
+		--collect) COLLECT=$2 ;;
 		esac
 		shift
 		;;
@@ -105,97 +109,33 @@ for v in "$LAYERS" "${SEQ:-1}" "$STEPS" "$MICRO" "$TIMEOUT"; do
 	esac
 done
 
+# (the collected model's path as the caller meant it, before the cd below)
+case "$COLLECT" in '' | /*) ;; *) COLLECT="$(pwd)/$COLLECT" ;; esac
+
 # from the repository root (broker.sh wants it)
 cd "$(dirname "$0")/.." || exit 1
 SKY_BUILD=${SKY_BUILD:-build/host}
 export SKY_BUILD
-. tests/integration/broker.sh
-SKY="$SKY_BIN/sky"
+FLEET_WHAT="sky bench fleet"
+. tools/fleet_lib.sh
 ARM=build/generic-aarch64/bin/skyd
-export OPENBLAS_NUM_THREADS=1
-say() { [ "$JSON" = 1 ] || echo "$*"; }
-log() { echo "$*" >&2; }
 
-W=$(mktemp -d "${TMPDIR:-/tmp}/sky-bench-fleet.XXXXXX") || exit 1
+fleet_begin
 mkdir -p "$OUT" || exit 1
-PIDS=""
-FAILED=0
-stop_all() {
-	trap - EXIT INT TERM HUP
-	for p in $PIDS; do kill "$p" 2>/dev/null; done
-	# every process gets 10 s to exit on SIGTERM, then SIGKILL
-	_end=$(($(date +%s) + 10))
-	for p in $PIDS; do
-		while kill -0 "$p" 2>/dev/null && [ "$(date +%s)" -lt "$_end" ]; do sleep 0.1; done
-		kill -9 "$p" 2>/dev/null
-		wait "$p" 2>/dev/null
-	done
-	PIDS=""
-	sky_broker_stop
-	if [ "$KEEP" = 1 ] || [ "$FAILED" = 1 ]; then
-		log "sky bench fleet: logs kept in $W"
-	else
-		rm -rf "$W"
-	fi
-}
-trap stop_all EXIT
-trap 'FAILED=1; stop_all; exit 130' INT TERM HUP
-die() {
-	log "sky bench fleet: $*"
-	FAILED=1
-	exit 1
-}
-wait_for() { # wait_for SECONDS command...: polls every 0.2 s
-	_end=$(($(date +%s) + $1))
-	shift
-	while [ "$(date +%s)" -le "$_end" ]; do
-		"$@" && return 0
-		sleep 0.2
-	done
-	return 1
-}
-
-sky_broker_start "$W/broker" >/dev/null || die "mosquitto did not start"
-BR="127.0.0.1:$SKY_BROKER_PORT"
-PKI=$SKY_PKI_DIR
-STATE="$W/skyplan"
-"$SKY_BIN/skyplan" --pki "$PKI" --broker "$BR" --state "$STATE" >"$W/skyplan.log" 2>&1 &
-PIDS="$!"
-wait_for 20 grep -q "serving" "$W/skyplan.log" || die "skyplan did not start: $(tail -3 "$W/skyplan.log")"
+fleet_start
 
 SEQ_OPT=""
 [ -n "$SEQ" ] && SEQ_OPT="--seq $SEQ"
-reported() {
-	[ "$("$SKY" fleet status --state "$STATE" --json 2>/dev/null | grep -o '"caps":{' | wc -l)" -ge "$N" ]
-}
 # the boards: enroll with one-time tokens, probe at the job's shapes, report
-N=0
-start_board() { # start_board ID SPEED [COMMAND PREFIX...]
-	id=$1
-	speed=$2
-	shift 2
-	mkdir -p "$W/$id"
-	cp -r "$PKI/claim" "$W/$id/claim"
-	printf 'name = %s\nthreads = 1\n' "$id" >"$W/$id/profile.conf"
-	tok=$("$SKY" pki token --dir "$PKI" --ttl 600) || die "sky pki token failed"
-	"$@" --enroll --claim "$tok" --id "$id" --pki-ca "$W/$id/claim/ca.crt" \
-		--state "$W/$id/state" --broker "$BR" --profile "$W/$id/profile.conf" --speed "$speed" \
-		--model "$MODEL" --layers "$LAYERS" $SEQ_OPT --keepalive 5 --probe-seconds 2 >"$W/$id.log" 2>&1 &
-	PIDS="$PIDS $!"
-	N=$((N + 1))
-	# one board probes at a time: probes run at once on a small machine
-	# would share its cores and report each board slower than it is
-	wait_for 120 reported || die "board $id did not report within 120 s: $(tail -3 "$W/$id.log")"
-}
 i=0
 for s in $SPEEDS; do
 	i=$((i + 1))
-	start_board "b$i" "$s" "$SKY_BIN/skyd"
+	fleet_board "b$i" "$s"
 done
 if [ "$QEMU_BOARD" = 1 ]; then
 	command -v qemu-aarch64 >/dev/null 2>&1 && [ -x "$ARM" ] ||
 		die "--qemu needs qemu-aarch64 and $ARM (make BOARD=generic-aarch64)"
-	start_board arm 1 timeout -s KILL "$((TIMEOUT * 6))" qemu-aarch64 -L / -cpu max "$ARM"
+	fleet_board arm 1 timeout -s KILL "$((TIMEOUT * 6))" qemu-aarch64 -L / -cpu max "$ARM"
 	say "sky bench fleet: with an aarch64 board under qemu (arm)"
 fi
 say "sky bench fleet: $N boards (speeds $SPEEDS), $MODEL with $LAYERS layers, $MICRO micro-batches, 1 + $STEPS steps"
@@ -228,6 +168,18 @@ for a in $ALGOS; do
 	cp "$W/bench-$a.events" "$OUT/events-$a.jsonl"
 	last=$a
 done
+if [ -n "$COLLECT" ] && [ -n "$last" ]; then
+	# a part over the broker's message limit (the first stage's, with the
+	# embeddings, for mini) is only in its board's state directory
+	set --
+	for f in "$W"/*/state/parts/"bench-$last"-e*-stage*.safetensors; do
+		[ -f "$f" ] && set -- "$@" --part "$f"
+	done
+	"$SKY" job collect "bench-$last" --pki "$PKI" --broker "$BR" --out "$COLLECT" --timeout 120 \
+		"$@" >"$W/collect.log" 2>&1 ||
+		die "cannot collect the model of bench-$last: $(tail -3 "$W/collect.log")"
+	say "sky bench fleet: the model bench-$last trained is in $COLLECT"
+fi
 if [ "$PLAIN" = 1 ] && [ -n "$last" ]; then
 	say "sky bench fleet: $last again with plaintext frames"
 	run_job "bench-$last-plain" "$last" --plaintext-frames

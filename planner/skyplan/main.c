@@ -1,13 +1,21 @@
-/* skyplan: the planner service beside the broker (planner/sky_service.h). */
+/* skyplan: the planner service beside the broker (planner/sky_service.h).
+ *
+ * This file is where the planner meets the runtime: the planner's code
+ * includes no runtime header (tests/integration/test_layering.sh), but an
+ * infer job needs the model file code (the int8 model's check, slice
+ * cutting), so main passes those runtime functions to the service as
+ * sky_deploy_model_ops. It is the one planner file allowed runtime headers. */
 #include "sky_err.h"
 #include "sky_log.h"
 #include "sky_metrics.h"
 #include "sky_metrics_http.h"
+#include "sky_modelcheck.h"
 #include "sky_net.h"
 #include "sky_notify.h"
 #include "sky_opt.h"
 #include "sky_service.h"
 #include "sky_signal.h"
+#include "sky_slice.h"
 #include "sky_version.h"
 
 #include <errno.h>
@@ -22,6 +30,8 @@ static void usage(FILE *to)
 		"               [--links FLEET.json] [--link-blind]\n"
 		"               [--keepalive S] [--metrics ADDR:PORT] [--link-probe-s S]\n"
 		"               [--log-level L] [--log-journal]\n"
+		"               [--slice-chunk-bytes N] [--slice-pace-ms MS]\n"
+		"               [--replan-gain G] [--replan-holdoff S]\n"
 		"\n"
 		"skyplan is Sky's planner service (%s). It connects to the broker as the planner\n"
 		"(DIR/planner.crt), answers enrollment requests with the fleet CA in DIR, keeps the\n"
@@ -34,7 +44,9 @@ static void usage(FILE *to)
 		"  --state DIR        the planner's state (default DIR/state): fleet.json (read by\n"
 		"                     `sky fleet status`: boards, boot ids and sessions, assignments),\n"
 		"                     the plan epoch, and plans/<job>.env, the signed plans it\n"
-		"                     republishes if the broker has lost them\n"
+		"                     republishes if the broker has lost them; ckpt/<job>/, the last\n"
+		"                     two complete checkpoints of each training job, and\n"
+		"                     jobs/<job>.log.jsonl, its commits and re-plans\n"
 		"  --job FILE         submit this job at start (same JSON as `sky job submit`)\n"
 		"  --links F.json     site-to-site paths: the \"links\" of a fleet file (sky plan's\n"
 		"                     format); boards name their site in their profile\n"
@@ -45,14 +57,32 @@ static void usage(FILE *to)
 		"                     bandwidth, sky/v1/site/<site>/echo) every S seconds (default\n"
 		"                     300): the site-to-core path, replacing --links' figures\n"
 		"                     for that pair\n"
+		"  --slice-chunk-bytes N  serving: slices go to boards in chunks of N bytes\n"
+		"                     (%u to %u, default %u), each with its SHA-256\n"
+		"  --slice-pace-ms MS serving: one slice chunk per MS ms to each board (default 0:\n"
+		"                     pipelined, %d chunks per loop turn)\n"
 		"  --metrics ADDR:PORT serve Prometheus metrics at http://ADDR:PORT/metrics\n"
 		"                     (e.g. 127.0.0.1:9464; [::1]:9464 for IPv6): the figures of\n"
 		"                     `sky fleet status`, refreshed whenever fleet.json is saved\n"
+		"  --replan-gain G    a board that joins or whose speed changes re-plans a running\n"
+		"                     training job only when the predicted step improves by more\n"
+		"                     than this fraction (default 0.1) ...\n"
+		"  --replan-holdoff S ... and the job's last plan is at least S seconds old\n"
+		"                     (default 30); a board that dies re-plans at once\n"
 		"  --log-level L      error, warn, info (default), debug\n"
 		"  --log-journal      journald lines (<3>..<7> priority, no time stamp); the default\n"
 		"                     when stderr is the journal ($JOURNAL_STREAM)\n",
-		SKY_VERSION);
+		SKY_VERSION, SKY_CHUNK_MIN_BYTES, SKY_CHUNK_MAX_PAYLOAD, SKY_CHUNK_DEFAULT_BYTES,
+		SKY_DEPLOY_WINDOW);
 }
+
+static int cut(const char *model_path, int first, int last, const char *out_path,
+	       char sha256[65], int64_t *bytes, sky_diag *d)
+{
+	return sky_slice_cut(model_path, first, last, out_path, sha256, bytes, d);
+}
+
+static const sky_deploy_model_ops k_model_ops = {.check = sky_modelcheck_int8, .cut = cut};
 
 int main(int argc, char **argv)
 {
@@ -60,10 +90,14 @@ int main(int argc, char **argv)
 	const char *metrics = NULL;
 	memset(&o, 0, sizeof o);
 	o.keepalive_s = 10;
+	o.model_ops = &k_model_ops;
+	o.replan_gain = 0.1;
+	o.replan_holdoff_s = 30;
 	sky_log_set_name("skyplan");
 	enum {
 		O_LOG_JOURNAL = SKY_OPT_FIRST, O_PKI, O_BROKER, O_STATE, O_JOB, O_KEEPALIVE,
-		O_METRICS, O_LOG_LEVEL, O_LINKS, O_LINK_BLIND, O_LINK_PROBE
+		O_METRICS, O_LOG_LEVEL, O_CHUNK, O_PACE, O_GAIN, O_HOLDOFF, O_LINKS, O_LINK_BLIND,
+		O_LINK_PROBE
 	};
 	static const struct option k_opts[] = {{"log-journal", no_argument, NULL, O_LOG_JOURNAL},
 					       {"pki", required_argument, NULL, O_PKI},
@@ -76,6 +110,10 @@ int main(int argc, char **argv)
 					       {"metrics", required_argument, NULL, O_METRICS},
 					       {"log-level", required_argument, NULL, O_LOG_LEVEL},
 					       {"link-probe-s", required_argument, NULL, O_LINK_PROBE},
+					       {"slice-chunk-bytes", required_argument, NULL, O_CHUNK},
+					       {"slice-pace-ms", required_argument, NULL, O_PACE},
+					       {"replan-gain", required_argument, NULL, O_GAIN},
+					       {"replan-holdoff", required_argument, NULL, O_HOLDOFF},
 					       SKY_OPT_STD,
 					       {0}};
 	sky_opt op;
@@ -129,6 +167,36 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			o.link_probe_s = x;
+			break;
+		}
+		case O_CHUNK:
+		case O_PACE: {
+			char *end = NULL;
+			errno = 0;
+			long n = strtol(v, &end, 10);
+			long lo = c == O_CHUNK ? (long)SKY_CHUNK_MIN_BYTES : 0;
+			long hi = c == O_CHUNK ? (long)SKY_CHUNK_MAX_PAYLOAD : 60000;
+			if (end == v || *end || errno || n < lo || n > hi) {
+				fprintf(stderr, "skyplan: --%s expects %ld to %ld\n", op.name, lo, hi);
+				return 2;
+			}
+			if (c == O_CHUNK)
+				o.slice_chunk_bytes = (int)n;
+			else
+				o.slice_pace_ms = (int)n;
+			break;
+		}
+		case O_GAIN:
+		case O_HOLDOFF: {
+			char *end = NULL;
+			double x = strtod(v, &end);
+			double hi = c == O_GAIN ? 10 : 86400;
+			if (end == v || *end || !(x >= 0 && x <= hi)) {
+				fprintf(stderr, "skyplan: --%s expects 0 to %g\n",
+					c == O_GAIN ? "replan-gain" : "replan-holdoff", hi);
+				return 2;
+			}
+			*(c == O_GAIN ? &o.replan_gain : &o.replan_holdoff_s) = x;
 			break;
 		}
 		case O_METRICS: {

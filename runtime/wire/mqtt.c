@@ -270,7 +270,7 @@ int sky_mqtt_connect(sky_mqtt **out, const sky_mqtt_opts *o, sky_diag *d)
 	MQTTAsync_willOptions will = MQTTAsync_willOptions_initializer;
 	MQTTAsync_connectOptions co = MQTTAsync_connectOptions_initializer;
 	co.keepAliveInterval = o->keepalive_s > 0 ? o->keepalive_s : 30;
-	co.cleansession = 1;
+	co.cleansession = o->persistent ? 0 : 1;
 	co.connectTimeout = o->connect_timeout_s > 0 ? o->connect_timeout_s : 10;
 	co.ssl = &ssl;
 	co.MQTTVersion = MQTTVERSION_3_1_1;
@@ -404,3 +404,27 @@ void sky_mqtt_close(sky_mqtt *m, int timeout_ms)
 	sky_mutex_free(&m->lock);
 	free(m);
 }
+
+void sky_mqtt_backoff_init(sky_mqtt_backoff *b, int base_ms, int max_ms, uint64_t seed)
+{
+	b->base_ms = base_ms > 1 ? base_ms : 2;
+	b->max_ms = max_ms > b->base_ms ? max_ms : b->base_ms;
+	b->cur_ms = b->base_ms;
+	b->state = seed ? seed : 0x9e3779b97f4a7c15ull;
+}
+
+int sky_mqtt_backoff_next(sky_mqtt_backoff *b)
+{
+	/* xorshift64 (Marsaglia 2003): plenty for spreading reconnects */
+	uint64_t x = b->state;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	b->state = x;
+	int half = b->cur_ms / 2;
+	int ms = half + (int)(x % (uint64_t)(b->cur_ms - half + 1));
+	b->cur_ms = b->cur_ms > b->max_ms / 2 ? b->max_ms : b->cur_ms * 2;
+	return ms;
+}
+
+void sky_mqtt_backoff_reset(sky_mqtt_backoff *b) { b->cur_ms = b->base_ms; }

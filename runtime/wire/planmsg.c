@@ -12,6 +12,77 @@ int sky_planmsg_find(const sky_planmsg *p, const char *board)
 	return -1;
 }
 
+int sky_plan_sha256_ok(const char *s)
+{
+	size_t n;
+	for (n = 0; s && s[n]; n++)
+		if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+			return 0;
+	return n == SKY_PLAN_SHA256_HEX;
+}
+
+int sky_planmsg_client_ok(const sky_planmsg *p, const char *cn)
+{
+	if (!cn || !sky_topic_segment_ok(cn))
+		return 0;
+	if (p->infer.n_clients == 0)
+		return strncmp(cn, SKY_TOPIC_CLIENT_PREFIX, sizeof SKY_TOPIC_CLIENT_PREFIX - 1) == 0;
+	for (int i = 0; i < p->infer.n_clients; i++)
+		if (strcmp(p->infer.clients[i], cn) == 0)
+			return 1;
+	return 0;
+}
+
+static int validate_infer(const sky_planmsg *p, sky_diag *d)
+{
+	const sky_plan_infer *in = &p->infer;
+	if (!in->on) {
+		for (int i = 0; i < p->n_stages; i++)
+			if (p->stages[i].slice.sha256[0])
+				return sky_diag_set(d, SKY_EINVAL,
+						    "plan %s: stage %d has a slice but no infer section",
+						    p->job, i);
+		return 0;
+	}
+	if (p->train.steps > 0)
+		return sky_diag_set(d, SKY_EINVAL, "plan %s: has both train and infer", p->job);
+	if (in->batch < 1 || in->batch > p->shape.batch)
+		return sky_diag_set(d, SKY_ERANGE, "plan %s: infer.batch %d, allowed 1 to %d", p->job,
+				    in->batch, p->shape.batch);
+	if (in->wait_ms < 0 || in->wait_ms > SKY_PLAN_MAX_WAIT_MS || in->queue < 1 ||
+	    in->queue > SKY_PLAN_MAX_QUEUE || in->threads < 0 || in->threads > 64 ||
+	    !(in->predicted_seq_s >= 0 && in->predicted_seq_s < 1e9) || in->n_clients < 0 ||
+	    in->n_clients > SKY_PLAN_MAX_CLIENTS)
+		return sky_diag_set(d, SKY_ERANGE, "plan %s: an infer setting is out of range", p->job);
+	for (int i = 0; i < in->n_clients; i++)
+		if (!sky_topic_segment_ok(in->clients[i]) ||
+		    strncmp(in->clients[i], SKY_TOPIC_CLIENT_PREFIX,
+			    sizeof SKY_TOPIC_CLIENT_PREFIX - 1) != 0)
+			return sky_diag_set(d, SKY_EINVAL,
+					    "plan %s: infer client %d is not a " SKY_TOPIC_CLIENT_PREFIX
+					    "<name> id",
+					    p->job, i);
+	for (int i = 0; i < p->n_stages; i++) {
+		const sky_plan_slice *sl = &p->stages[i].slice;
+		if (!sky_plan_sha256_ok(sl->sha256))
+			return sky_diag_set(d, SKY_EINVAL,
+					    "plan %s: stage %d slice.sha256 is not 64 lower-case hex "
+					    "digits",
+					    p->job, i);
+		if (sl->bytes < 1 || sl->bytes > SKY_CAPS_MAX_MEM_BYTES || sl->chunks < 1 ||
+		    sl->chunk_bytes < 1 || (int64_t)sl->chunks * sl->chunk_bytes < sl->bytes ||
+		    (int64_t)(sl->chunks - 1) * sl->chunk_bytes >= sl->bytes)
+			return sky_diag_set(d, SKY_ERANGE,
+					    "plan %s: stage %d slice of %lld bytes in %d chunks of %d",
+					    p->job, i, (long long)sl->bytes, sl->chunks,
+					    sl->chunk_bytes);
+		if (in->sealed && !p->stages[i].key[0])
+			return sky_diag_set(d, SKY_EINVAL,
+					    "plan %s: sealed frames but stage %d has no key", p->job, i);
+	}
+	return 0;
+}
+
 int sky_planmsg_validate(const sky_planmsg *p, sky_diag *d)
 {
 	if (!sky_topic_segment_ok(p->job))
@@ -75,7 +146,9 @@ int sky_planmsg_validate(const sky_planmsg *p, sky_diag *d)
 		if (!(t->lr > 0 && t->lr <= 100) || !(t->clip >= 0 && t->clip <= 1e9) ||
 		    t->seed < 0 || t->seed > 0x7fffffff || t->warmup < 0 || t->warmup > t->steps ||
 		    !(t->predicted_step_s >= 0 && t->predicted_step_s < 1e6) ||
-		    !(t->stall_s >= 0 && t->stall_s < 1e6))
+		    !(t->stall_s >= 0 && t->stall_s < 1e6) || t->ckpt_every < 0 ||
+		    t->ckpt_every > SKY_PLANMSG_MAX_STEPS || t->resume_step < 0 ||
+		    t->resume_step > t->steps || t->generation < 0)
 			return sky_diag_set(d, SKY_ERANGE, "plan %s: a train setting is out of range",
 					    p->job);
 		for (int i = 0; i < p->n_stages; i++)
@@ -84,7 +157,7 @@ int sky_planmsg_validate(const sky_planmsg *p, sky_diag *d)
 						    "plan %s: sealed frames but stage %d has no key",
 						    p->job, i);
 	}
-	return 0;
+	return validate_infer(p, d);
 }
 
 int sky_planmsg_encode(const sky_planmsg *p, char *buf, size_t cap, sky_diag *d)
@@ -123,6 +196,26 @@ int sky_planmsg_encode(const sky_planmsg *p, char *buf, size_t cap, sky_diag *d)
 		cJSON_AddNumberToObject(tr, "predicted_step_s", t->predicted_step_s);
 		cJSON_AddNumberToObject(tr, "stall_s", t->stall_s);
 		cJSON_AddBoolToObject(tr, "sealed", t->sealed != 0);
+		/* only when set: a plan without faults support encodes as before */
+		if (t->ckpt_every > 0)
+			cJSON_AddNumberToObject(tr, "ckpt_every", t->ckpt_every);
+		if (t->resume_step > 0)
+			cJSON_AddNumberToObject(tr, "resume_step", t->resume_step);
+		if (t->generation > 0)
+			cJSON_AddNumberToObject(tr, "generation", t->generation);
+	}
+	const sky_plan_infer *in = &p->infer;
+	cJSON *inf = in->on ? cJSON_AddObjectToObject(doc, "infer") : NULL;
+	if (inf) {
+		cJSON_AddNumberToObject(inf, "batch", in->batch);
+		cJSON_AddNumberToObject(inf, "wait_ms", in->wait_ms);
+		cJSON_AddNumberToObject(inf, "queue", in->queue);
+		cJSON *cl = cJSON_AddArrayToObject(inf, "clients");
+		for (int i = 0; cl && i < in->n_clients; i++)
+			cJSON_AddItemToArray(cl, cJSON_CreateString(in->clients[i]));
+		cJSON_AddNumberToObject(inf, "predicted_seq_s", in->predicted_seq_s);
+		cJSON_AddNumberToObject(inf, "threads", in->threads);
+		cJSON_AddBoolToObject(inf, "sealed", in->sealed != 0);
 	}
 	cJSON *arr = cJSON_AddArrayToObject(doc, "stages");
 	for (int i = 0; arr && i < p->n_stages; i++) {
@@ -136,6 +229,14 @@ int sky_planmsg_encode(const sky_planmsg *p, char *buf, size_t cap, sky_diag *d)
 		cJSON_AddNumberToObject(st, "arena_bytes", (double)p->stages[i].arena_bytes);
 		if (p->stages[i].key[0])
 			cJSON_AddStringToObject(st, "key", p->stages[i].key);
+		const sky_plan_slice *sl = &p->stages[i].slice;
+		cJSON *so = sl->sha256[0] ? cJSON_AddObjectToObject(st, "slice") : NULL;
+		if (so) {
+			cJSON_AddStringToObject(so, "sha256", sl->sha256);
+			cJSON_AddNumberToObject(so, "bytes", (double)sl->bytes);
+			cJSON_AddNumberToObject(so, "chunks", sl->chunks);
+			cJSON_AddNumberToObject(so, "chunk_bytes", sl->chunk_bytes);
+		}
 		if (p->stages[i].site[0])
 			cJSON_AddStringToObject(st, "site", p->stages[i].site);
 		cJSON_AddItemToArray(arr, st);
@@ -206,6 +307,55 @@ int sky_planmsg_decode(const char *buf, size_t len, sky_planmsg *p, sky_diag *d)
 			goto exit;
 		}
 		t->sealed = cJSON_IsTrue(sealed);
+		if ((cJSON_GetObjectItemCaseSensitive(tr, "ckpt_every") &&
+		     (rc = sky_json_int(tr, "ckpt_every", 0, SKY_PLANMSG_MAX_STEPS, &t->ckpt_every,
+					"plan.train", d))) ||
+		    (cJSON_GetObjectItemCaseSensitive(tr, "resume_step") &&
+		     (rc = sky_json_int(tr, "resume_step", 0, SKY_PLANMSG_MAX_STEPS, &t->resume_step,
+					"plan.train", d))) ||
+		    (cJSON_GetObjectItemCaseSensitive(tr, "generation") &&
+		     (rc = sky_json_int(tr, "generation", 0, 0x7fffffff, &t->generation,
+					"plan.train", d))))
+			goto exit;
+	}
+	const cJSON *inf = cJSON_GetObjectItemCaseSensitive(doc, "infer");
+	if (inf) {
+		sky_plan_infer *in = &p->infer;
+		const cJSON *sealed = cJSON_GetObjectItemCaseSensitive(inf, "sealed");
+		const cJSON *cl = cJSON_GetObjectItemCaseSensitive(inf, "clients"), *c;
+		if (!cJSON_IsObject(inf)) {
+			rc = sky_diag_set(d, SKY_EFORMAT, "plan %s: 'infer' must be an object", p->job);
+			goto exit;
+		}
+		in->on = 1;
+		if ((rc = sky_json_int(inf, "batch", 1, SKY_CAPS_MAX_BATCH, &in->batch, "plan.infer", d)) ||
+		    (rc = sky_json_int(inf, "wait_ms", 0, SKY_PLAN_MAX_WAIT_MS, &in->wait_ms, "plan.infer", d)) ||
+		    (rc = sky_json_int(inf, "queue", 1, SKY_PLAN_MAX_QUEUE, &in->queue, "plan.infer", d)) ||
+		    (rc = sky_json_num(inf, "predicted_seq_s", 0, 1e9, &in->predicted_seq_s, "plan.infer", d)) ||
+		    (rc = sky_json_int(inf, "threads", 0, 64, &in->threads, "plan.infer", d)))
+			goto exit;
+		if (!cJSON_IsBool(sealed)) {
+			rc = sky_diag_set(d, SKY_EFORMAT, "plan %s: infer.sealed must be true or false",
+					  p->job);
+			goto exit;
+		}
+		in->sealed = cJSON_IsTrue(sealed);
+		if (!cJSON_IsArray(cl) || cJSON_GetArraySize(cl) > SKY_PLAN_MAX_CLIENTS) {
+			rc = sky_diag_set(d, SKY_EFORMAT,
+					  "plan %s: infer.clients must be an array of at most %d ids",
+					  p->job, SKY_PLAN_MAX_CLIENTS);
+			goto exit;
+		}
+		cJSON_ArrayForEach(c, cl)
+		{
+			if (!cJSON_IsString(c) ||
+			    strlen(c->valuestring) >= sizeof in->clients[0]) {
+				rc = sky_diag_set(d, SKY_EFORMAT, "plan %s: infer.clients[%d] is not an id",
+						  p->job, in->n_clients);
+				goto exit;
+			}
+			strcpy(in->clients[in->n_clients++], c->valuestring);
+		}
 	}
 	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(doc, "stages");
 	if (!cJSON_IsArray(arr)) {
@@ -239,6 +389,25 @@ int sky_planmsg_decode(const char *buf, size_t len, sky_planmsg *p, sky_diag *d)
 		if (cJSON_GetObjectItemCaseSensitive(st, "key") &&
 		    (rc = sky_json_str(st, "key", s->key, sizeof s->key, what, d)))
 			goto exit;
+		const cJSON *so = cJSON_GetObjectItemCaseSensitive(st, "slice");
+		if (so) {
+			if (!cJSON_IsObject(so)) {
+				rc = sky_diag_set(d, SKY_EFORMAT, "%s: 'slice' must be an object", what);
+				goto exit;
+			}
+			if ((rc = sky_json_str(so, "sha256", s->slice.sha256, sizeof s->slice.sha256,
+					       what, d)) ||
+			    (rc = sky_json_i64(so, "bytes", 1, SKY_CAPS_MAX_MEM_BYTES, &s->slice.bytes,
+					       what, d)) ||
+			    (rc = sky_json_int(so, "chunks", 1, 0x7fffffff, &s->slice.chunks, what, d)) ||
+			    (rc = sky_json_int(so, "chunk_bytes", 1, 0x7fffffff, &s->slice.chunk_bytes,
+					       what, d)))
+				goto exit;
+			if (!s->slice.sha256[0]) {
+				rc = sky_diag_set(d, SKY_EFORMAT, "%s: slice.sha256 is empty", what);
+				goto exit;
+			}
+		}
 		if (cJSON_GetObjectItemCaseSensitive(st, "site")) {
 			if ((rc = sky_json_str(st, "site", s->site, sizeof s->site, what, d)))
 				goto exit;

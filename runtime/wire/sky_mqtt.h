@@ -25,6 +25,7 @@
 #include "sky_err.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct sky_mqtt sky_mqtt;
 
@@ -51,13 +52,20 @@ typedef struct sky_mqtt_opts {
 	const void *will_payload;
 	size_t will_len;
 	int will_retained, will_qos;
+	int persistent;          /* 1: a persistent session (clean session 0): the
+	                            broker keeps our subscriptions and queues QoS 1
+	                            messages for them while we are away, across its
+	                            own restarts too (persistence on). Only for an
+	                            identity with one connection at a time (the
+	                            planner): the session is named by the client id */
 	sky_mqtt_msg_fn on_msg;
 	sky_mqtt_lost_fn on_lost;
 	sky_mqtt_oversize_fn on_oversize; /* optional */
 	void *ctx;
 } sky_mqtt_opts;
 
-/* Connects over TLS with o's certificate (clean session, MQTT 3.1.1) and
+/* Connects over TLS with o's certificate (MQTT 3.1.1; a clean session
+ * unless o->persistent) and
  * waits for CONNACK. Returns 0 and *out, or SKY_ENET (refused, TLS failure,
  * timeout) / SKY_EINVAL (bad broker address) with d saying which. */
 int sky_mqtt_connect(sky_mqtt **out, const sky_mqtt_opts *o, sky_diag *d);
@@ -85,6 +93,20 @@ long sky_mqtt_oversize(sky_mqtt *m);
  * keeps their own random client ids, so several may run at once. Returns 0, SKY_EINVAL (no port,
  * or 65535) or SKY_ERANGE (out too small). */
 int sky_mqtt_claim_broker(const char *broker, char *out, size_t cap);
+/* Reconnect delays: doubling from base_ms up to max_ms, each one drawn
+ * uniformly from [d/2, d] (equal jitter), so boards that lost the same
+ * broker do not all come back in the same millisecond. */
+typedef struct sky_mqtt_backoff {
+	int base_ms, max_ms, cur_ms;
+	uint64_t state; /* xorshift state, never 0 */
+} sky_mqtt_backoff;
+/* seed: anything that differs between processes (0 is replaced). */
+void sky_mqtt_backoff_init(sky_mqtt_backoff *b, int base_ms, int max_ms, uint64_t seed);
+/* The next delay in ms (base_ms/2 .. max_ms), then doubles the bound. */
+int sky_mqtt_backoff_next(sky_mqtt_backoff *b);
+/* After a success: the next failure starts from base_ms again. */
+void sky_mqtt_backoff_reset(sky_mqtt_backoff *b);
+
 /* 1 while connected. */
 int sky_mqtt_connected(sky_mqtt *m);
 /* Disconnects cleanly (so the broker does NOT publish the will), waiting

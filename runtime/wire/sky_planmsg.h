@@ -29,7 +29,23 @@
  * and, when sealed, each stage a "key": the per-job frame key wrapped for
  * that board's certificate key (sky_jobkey.h, base64). The settings mean
  * what `sky train`'s options of the same names mean; stall_s 0 lets the
- * board derive its frame deadline from predicted_step_s. */
+ * board derive its frame deadline from predicted_step_s.
+ *
+ * A serving (infer) job adds instead (a plan has train or infer, never both):
+ *   "infer":{"batch":8,"wait_ms":2,"queue":64,"clients":["sky-client-demo"],
+ *            "predicted_seq_s":123.4,"threads":0,"sealed":true}
+ * and each stage its slice of the int8 model (runtime/sky_slice.h), which a
+ * board keeps as <state>/slices/<sha256>.safetensors:
+ *   "slice":{"sha256":"<64 hex>","bytes":N,"chunks":C,"chunk_bytes":B}
+ * batch: requests per micro-batch (<= model.batch); wait_ms: the first
+ * stage's bounded wait for a batch to fill; queue: its request queue bound
+ * (beyond it requests are answered "busy"); clients: the client CNs allowed
+ * (none listed: any sky-client-*); predicted_seq_s: the planner's predicted
+ * throughput; threads: 0 uses the board profile's threads.
+ *
+ * Training jobs that survive faults add "ckpt_every":K, and a re-plan
+ * "resume_step":N (the last complete checkpoint) and "generation":G;
+ * each is left out when 0. */
 #ifndef SKY_PLANMSG_H
 #define SKY_PLANMSG_H
 
@@ -47,12 +63,25 @@
 #define SKY_PLANMSG_MAX_MICRO 1024
 #define SKY_PLANMSG_MAX_STEPS 100000000
 
+#define SKY_PLAN_MAX_CLIENTS 32
+#define SKY_PLAN_SHA256_HEX 64
+#define SKY_PLAN_MAX_WAIT_MS 60000
+#define SKY_PLAN_MAX_QUEUE 65536
+
+/* A stage's slice of an int8 model (serving). sha256[0] == 0: none. */
+typedef struct sky_plan_slice {
+	char sha256[SKY_PLAN_SHA256_HEX + 1]; /* of the file's bytes, lower-case hex */
+	int64_t bytes;                        /* file size */
+	int chunks, chunk_bytes;              /* how it is sent: chunks of chunk_bytes (the last shorter) */
+} sky_plan_slice;
+
 typedef struct sky_plan_stage {
 	char board[SKY_TOPIC_SEGMENT_MAX + 1];
 	int first, last;     /* half-layer range, inclusive */
 	int in_flight;       /* micro-batches whose activations it holds at once */
 	int64_t arena_bytes; /* planner's expectation */
 	char key[SKY_JOBKEY_B64_MAX]; /* wrapped frame key ("" when not sealed) */
+	sky_plan_slice slice;         /* infer plans only */
 	char site[SKY_SITE_MAX + 1];  /* the board's site ("" = core) */
 } sky_plan_stage;
 
@@ -66,7 +95,23 @@ typedef struct sky_plan_train {
 	double predicted_step_s; /* the planner's simulated step (0: unknown) */
 	double stall_s;          /* frame deadline (0: derived) */
 	int sealed;              /* frames AES-GCM sealed under the job key */
+	int ckpt_every;          /* checkpoint every K steps (sky_ckptmsg.h); 0: none */
+	int resume_step;         /* > 0: load the range from the planner's checkpoint of
+				  * this step (sky/v1/job/<job>/load/<board>) and go on */
+	int generation;          /* the job's plan count (1 first, + 1 per re-plan) */
 } sky_plan_train;
+
+typedef struct sky_plan_infer {
+	int on;                  /* 0: not a serving plan (no "infer" in the JSON) */
+	int batch;               /* requests per micro-batch, 1..model.batch */
+	int wait_ms;             /* first stage's wait for a batch to fill, 0..SKY_PLAN_MAX_WAIT_MS */
+	int queue;               /* first stage's request queue bound, 1..SKY_PLAN_MAX_QUEUE */
+	int n_clients;           /* 0: any sky-client-* */
+	char clients[SKY_PLAN_MAX_CLIENTS][SKY_TOPIC_SEGMENT_MAX + 1];
+	double predicted_seq_s;  /* planner's predicted throughput (0: unknown) */
+	int threads;             /* 0: the board profile's threads */
+	int sealed;              /* frames AES-GCM sealed under the job key */
+} sky_plan_infer;
 
 typedef struct sky_planmsg {
 	char job[SKY_TOPIC_SEGMENT_MAX + 1];
@@ -77,6 +122,7 @@ typedef struct sky_planmsg {
 	int layers;         /* encoder layers L */
 	int n_stages;
 	sky_plan_train train;     /* steps 0: not a training plan */
+	sky_plan_infer infer;     /* on 0: not a serving plan */
 	sky_plan_stage stages[SKY_PLANMSG_MAX_STAGES];
 } sky_planmsg;
 
@@ -89,6 +135,11 @@ int sky_planmsg_encode(const sky_planmsg *p, char *buf, size_t cap, sky_diag *d)
 int sky_planmsg_decode(const char *buf, size_t len, sky_planmsg *p, sky_diag *d);
 /* Checks ranges, board ids (unique), and that stages tile [0, 2L-1]. */
 int sky_planmsg_validate(const sky_planmsg *p, sky_diag *d);
+/* 1 if the plan lets client CN cn send requests (its list, or any
+ * sky-client-* when the list is empty), else 0. */
+int sky_planmsg_client_ok(const sky_planmsg *p, const char *cn);
+/* 1 if s is 64 lower-case hex digits. */
+int sky_plan_sha256_ok(const char *s);
 /* Index of board's stage, or -1. */
 int sky_planmsg_find(const sky_planmsg *p, const char *board);
 

@@ -23,6 +23,13 @@
  *   sky/v1/job/<job>/stage/<k>/ready        stage k board -> every stage   1   yes  frame: stage k subscribed (sky_transport.h)
  *   sky/v1/job/<job>/stage/<k>/norm         stage k board -> every stage   1   no   frame: its blocks' squared gradient sums
  *   sky/v1/job/<job>/part/<id>              board <id> -> collector        1   yes  its stage's trained tensors (safetensors bytes)
+ *   sky/v1/job/<job>/req/<client CN>        client -> first stage, planner 1   no   inference request JSON (sky_infermsg.h)
+ *   sky/v1/job/<job>/resp/<client CN>       last stage (logits), first stage or planner (errors) -> client
+ *                                                                          1   no   inference response JSON (sky_infermsg.h)
+ *   sky/v1/job/<job>/slice/<board>          planner -> board <board>       1   no   slice chunk (binary)
+ *   sky/v1/board/<id>/slice-req             board -> planner               1   no   {"job":..,"sha256":..,"from":chunk index}
+ *   sky/v1/job/<job>/ckpt/<id>              board <id> -> planner          1   no   checkpoint image of its blocks (sky_ckptmsg.h)
+ *   sky/v1/job/<job>/load/<id>              planner -> board <id>          1   yes  checkpoint image of its new range after a re-plan
  *   sky/v1/site/<site>/job/<job>/stage/<k>/<fwd|bwd|ready|norm>
  *                                           a stage on another site -> stage(s) on <site>: the same
  *                                           messages as the plain stage topics, addressed to a site
@@ -30,6 +37,7 @@
  *   sky/v1/site/<site>/echo             planner -> site <site>'s broker  0 no link probe (opaque bytes)
  *   sky/v1/site/<site>/back/echo        site <site>'s broker -> planner  0 no the same probe, turned around
  *   sky/v1/jobs/<op>/submit                 operator <op> (sky job submit) -> planner 1 no job JSON (+ "submit_id")
+ *   sky/v1/jobs/<op>/weights                operator <op> -> planner       1   no   model upload chunk (binary)
  *   sky/v1/jobs/<op>/reply                  planner -> operator <op>       1   no   submit ack or refusal JSON
  *   sky/v1/enroll/<nonce>/csr               claim identity -> planner      1   no   enrollment request JSON (token, id, CSR PEM)
  *   sky/v1/enroll/<nonce>/cert              planner -> claim identity      1   no   enrollment reply JSON (cert, CA, planner cert PEMs, or error)
@@ -38,16 +46,28 @@
  *   board <id>: write sky/v1/board/<id>/{caps,status,heartbeat,plan-ack,echo};
  *               read  sky/v1/board/<id>/{echo,cmd}, sky/v1/job/+/plan;
  *               read+write sky/v1/job/+/stage/#, write sky/v1/job/+/metrics,
- *               write sky/v1/job/+/part/<id>.
+ *               write sky/v1/job/+/part/<id>, sky/v1/job/+/ckpt/<id>;
+ *               read sky/v1/job/+/load/<id>;
+ *               read sky/v1/job/+/req/+, write sky/v1/job/+/resp/+ (serving),
+ *               read sky/v1/job/+/slice/<id>, write sky/v1/board/<id>/slice-req.
  *   claim identity (SKY_TOPIC_CLAIM_CN), on the claim listener only: write
  *               sky/v1/enroll/+/csr, read sky/v1/enroll/+/cert.
  *   planner (SKY_TOPIC_PLANNER_CN): read sky/v1/board/#, sky/v1/enroll/+/csr, sky/v1/jobs/+/submit,
- *               sky/v1/job/+/metrics, sky/v1/job/+/part/+; write sky/v1/job/+/plan, sky/v1/enroll/+/cert,
- *               sky/v1/board/+/cmd, sky/v1/jobs/+/reply.
+ *               sky/v1/job/+/metrics, sky/v1/job/+/part/+, sky/v1/job/+/ckpt/+; write sky/v1/job/+/plan,
+ *               sky/v1/job/+/load/+, sky/v1/enroll/+/cert,
+ *               sky/v1/board/+/cmd, sky/v1/jobs/+/reply;
+ *               read sky/v1/job/+/req/+ (answers unknown or stopped jobs), write
+ *               sky/v1/job/+/resp/+, write sky/v1/job/+/slice/+, read sky/v1/jobs/+/weights.
  *   operator <op> (SKY_TOPIC_OPERATOR_CN, or "sky-op-<name>" from `sky pki operator`):
  *               write sky/v1/jobs/<op>/submit; read sky/v1/jobs/<op>/reply,
  *               sky/v1/job/+/plan, sky/v1/board/+/plan-ack,
- *               sky/v1/job/+/metrics (sky job watch), sky/v1/job/+/part/+ (sky job collect).
+ *               sky/v1/job/+/metrics (sky job watch), sky/v1/job/+/part/+ (sky job collect);
+ *               write sky/v1/jobs/<op>/weights (the model of an infer job).
+ *   client sky-client-<name> (`sky pki client NAME`): write sky/v1/job/+/req/<its CN>,
+ *               read sky/v1/job/+/resp/<its CN>; nothing else. Clients connect to
+ *               the claim (tools) listener, whose ACL has no patterns; on the fleet
+ *               listener they get nothing (the board patterns there would give
+ *               them every request and response, and a deny cannot carve theirs out).
  *   everything else: denied.
  * The operator's CN in its submit topic is vouched for by the ACL, so the
  * planner knows whom to answer; a board cannot submit at all.
@@ -63,15 +83,18 @@
  * core's own boards also read sky/v1/site/core/job/... on the core broker.
  * ready and norm go to every stage: plainly for the sender's site, and
  * once per other site in the plan. Bridges also carry the boards' caps,
- * status, heartbeat, plan-ack, metrics and parts to the core, and plans and
- * commands to the sites; a board's echo stays on its site (it measures the
+ * status, heartbeat, plan-ack, metrics, parts, checkpoints, slice requests
+ * and serving answers to the core, and plans, commands, loads, slices and
+ * clients' requests to the sites; a board's echo stays on its site (it measures the
  * link to its own broker). The planner measures a site's path with
  * sky/v1/site/<site>/echo, which the site's broker sends back as
  * sky/v1/site/<site>/back/echo.
  *   bridge sky-bridge-<site> (on the core): write sky/v1/board/+/{caps,status,
  *               heartbeat,plan-ack}, sky/v1/job/+/{metrics,part/+},
- *               sky/v1/site/+/job/+/stage/#, sky/v1/site/<site>/back/echo;
+ *               sky/v1/site/+/job/+/stage/#, sky/v1/site/<site>/back/echo,
+ *               sky/v1/job/+/{ckpt,resp}/+, sky/v1/board/+/slice-req;
  *               read sky/v1/board/+/cmd, sky/v1/job/+/plan,
+ *               sky/v1/job/+/{load,slice,req}/+,
  *               sky/v1/site/<site>/job/+/stage/#, and (claim listener, its
  *               probe connection) sky/v1/site/<site>/echo.
  *   boards also: write sky/v1/site/+/job/+/stage/#, read sky/v1/site/core/job/+/stage/#.
@@ -114,6 +137,21 @@
 #define SKY_TOPIC_BWD "bwd"
 #define SKY_TOPIC_READY "ready"
 #define SKY_TOPIC_NORM "norm"
+/* Serving: levels under sky/v1/job/<job>/ followed by one more segment
+ * (the client CN, or the board id for slices). */
+#define SKY_TOPIC_REQ "req"
+#define SKY_TOPIC_RESP "resp"
+#define SKY_TOPIC_SLICE "slice"
+/* Leaf under sky/v1/board/<id>/: a board asks the planner for its slice. */
+#define SKY_TOPIC_SLICE_REQ "slice-req"
+/* Leaf under sky/v1/jobs/<operator CN>/: the model of an infer job. */
+#define SKY_TOPIC_WEIGHTS "weights"
+/* Client identities' CNs start with this (`sky pki client NAME`). */
+#define SKY_TOPIC_CLIENT_PREFIX "sky-client-"
+/* Leaves under sky/v1/job/<job>/, each followed by /<board> */
+#define SKY_TOPIC_PART "part"
+#define SKY_TOPIC_CKPT "ckpt"
+#define SKY_TOPIC_LOAD "load"
 
 
 /* Leaves under sky/v1/enroll/<nonce>/ */
@@ -176,6 +214,13 @@
 #define SKY_ENROLL_REPLY_MAX_BYTES (16u << 10) /* three certificate PEMs (~0.7 KiB each) */
 #define SKY_ECHO_MAX_BYTES (1u << 20)     /* link probe payload */
 #define SKY_METRICS_MAX_BYTES (16u << 10)
+/* Serving. A request above SKY_INFER_REQ_MAX_BYTES is answered "oversize"
+ * (sky_infermsg.h), so its topic class admits more than that, up to
+ * SKY_INFER_REQ_CLASS_BYTES; beyond the class it is dropped unanswered. */
+#define SKY_INFER_REQ_MAX_BYTES (64u << 10)
+#define SKY_INFER_REQ_CLASS_BYTES (1u << 20)
+#define SKY_INFER_RESP_MAX_BYTES (64u << 10)
+#define SKY_SLICE_REQ_MAX_BYTES 1024u
 /* Tensor frames: header + payload. A large preset at S=512, B=8 passes
  * 8*512*1024*4 B = 16 MiB per cut; the default limit is twice that. Boards
  * may configure a lower limit; a frame declaring more is refused before
@@ -293,6 +338,50 @@ static inline int sky_topic_part(char *buf, size_t cap, const char *job, const c
 	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
 }
 
+/* sky/v1/job/<job>/<level>/<who>, level SKY_TOPIC_REQ, SKY_TOPIC_RESP or
+ * SKY_TOPIC_SLICE; who NULL writes the filter "+". Returns 0, SKY_EINVAL
+ * (a bad segment) or SKY_ERANGE. */
+static inline int sky_topic_job_to(char *buf, size_t cap, const char *job, const char *level,
+				   const char *who)
+{
+	int n;
+	if (!sky_topic_segment_ok(job) || (who && !sky_topic_segment_ok(who)))
+		return SKY_EINVAL;
+	n = snprintf(buf, cap, SKY_TOPIC_ROOT "/job/%s/%s/%s", job, level, who ? who : "+");
+	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
+}
+
+/* Splits a received "sky/v1/job/<job>/<level>/<who>" (exactly six levels,
+ * level as given): copies job and who, both segment-checked. Returns 0 or
+ * SKY_EINVAL. A board learns from it which client asked (the ACL vouches
+ * for the CN in a req topic). */
+static inline int sky_topic_parse_job_to(const char *topic, size_t topic_len, const char *level,
+					 char *job, size_t job_cap, char *who, size_t who_cap)
+{
+	static const char pre[] = SKY_TOPIC_ROOT "/job/";
+	const char *p, *end, *s;
+	size_t ll = strlen(level);
+	if (!topic || topic_len > SKY_TOPIC_BUF || topic_len < sizeof pre ||
+	    memcmp(topic, pre, sizeof pre - 1) != 0 || memchr(topic, 0, topic_len))
+		return SKY_EINVAL;
+	end = topic + topic_len;
+	p = topic + sizeof pre - 1;
+	s = memchr(p, '/', (size_t)(end - p));
+	if (!s || s == p || (size_t)(s - p) >= job_cap)
+		return SKY_EINVAL;
+	memcpy(job, p, (size_t)(s - p));
+	job[s - p] = '\0';
+	s++;
+	if ((size_t)(end - s) <= ll + 1 || memcmp(s, level, ll) != 0 || s[ll] != '/')
+		return SKY_EINVAL;
+	s += ll + 1;
+	if ((size_t)(end - s) >= who_cap || memchr(s, '/', (size_t)(end - s)))
+		return SKY_EINVAL;
+	memcpy(who, s, (size_t)(end - s));
+	who[end - s] = '\0';
+	return sky_topic_segment_ok(job) && sky_topic_segment_ok(who) ? 0 : SKY_EINVAL;
+}
+
 /* Splits a received topic "sky/v1/<kind>/<seg>/<leaf>" (exactly five
  * levels). Copies seg (segment-checked) and leaf into the buffers. Returns
  * 0, or SKY_EINVAL if the topic has another form, kind differs, or seg is
@@ -355,10 +444,28 @@ static inline size_t sky_topic_max_bytes(const char *topic)
 		 {"/" SKY_TOPIC_READY, SKY_FRAME_MAX_PAYLOAD_DEFAULT + 4096u},
 		 {"/" SKY_TOPIC_NORM, SKY_FRAME_MAX_PAYLOAD_DEFAULT + 4096u},
 		 {"/" SKY_TOPIC_SUBMIT, SKY_JOB_MAX_BYTES},
-		 {"/" SKY_TOPIC_REPLY, SKY_JOB_REPLY_MAX_BYTES}};
+		 {"/" SKY_TOPIC_REPLY, SKY_JOB_REPLY_MAX_BYTES},
+		 {"/" SKY_TOPIC_SLICE_REQ, SKY_SLICE_REQ_MAX_BYTES},
+		 {"/" SKY_TOPIC_WEIGHTS, SKY_MQTT_MAX_PACKET}};
+	/* sky/v1/job/<job>/<level>/<who>: the level decides, whatever the
+	 * last segment (a client CN) says */
+	static const struct {
+		const char *level;
+		size_t max;
+	} j[] = {{"/" SKY_TOPIC_REQ "/", SKY_INFER_REQ_CLASS_BYTES},
+		 {"/" SKY_TOPIC_RESP "/", SKY_INFER_RESP_MAX_BYTES},
+		 {"/" SKY_TOPIC_SLICE "/", SKY_MQTT_MAX_PACKET}};
 	size_t n = topic ? strlen(topic) : 0;
 	if (n <= sizeof(SKY_TOPIC_ROOT) || memcmp(topic, SKY_TOPIC_ROOT "/", sizeof(SKY_TOPIC_ROOT)) != 0)
 		return 0;
+	const char *lastsep = strrchr(topic, '/');
+	if (n > sizeof(SKY_TOPIC_ROOT "/job/") && memcmp(topic, SKY_TOPIC_ROOT "/job/", 11) == 0)
+		for (size_t i = 0; i < sizeof j / sizeof j[0]; i++) {
+			size_t l = strlen(j[i].level);
+			if ((size_t)(lastsep - topic) + 1 >= l &&
+			    memcmp(lastsep + 1 - l, j[i].level, l) == 0)
+				return j[i].max;
+		}
 	for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
 		size_t l = strlen(k[i].leaf);
 		if (n > l && memcmp(topic + n - l, k[i].leaf, l) == 0)
@@ -368,6 +475,10 @@ static inline size_t sky_topic_max_bytes(const char *topic)
 	 * as the broker lets a message be */
 	const char *last = strrchr(topic, '/');
 	if (last && last - topic > 5 && memcmp(last - 5, "/part", 5) == 0)
+		return SKY_MQTT_MAX_PACKET;
+	/* .../ckpt/<board> and .../load/<board>: weights and optimizer state */
+	if (last && last - topic > 5 &&
+	    (memcmp(last - 5, "/" SKY_TOPIC_CKPT, 5) == 0 || memcmp(last - 5, "/" SKY_TOPIC_LOAD, 5) == 0))
 		return SKY_MQTT_MAX_PACKET;
 	return 0;
 }

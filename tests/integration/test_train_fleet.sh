@@ -200,12 +200,15 @@ echo "MEASURE jc_loss_first_last $first $last"
 [ -n "$first" ] && [ -n "$last" ] && awk "BEGIN{exit !($last < $first - 0.05)}" &&
 	pass jc_1f1b_loss_falls || fail jc_1f1b_loss_falls "first $first last $last"
 
-# ---- a board stopped mid-job: its neighbours report a stall, the watch exits 1 --
+# ---- a board stopped mid-job: its neighbours report a stall, the watch exits 1
+# (no checkpoints, so no re-plan when the broker drops the stopped board:
+# tests/integration/test_faults.sh has those) --
 "$SKY" job watch jd --pki "$PKI" --broker "$BR" --timeout 120 >"$W/jd.watch" 2>&1 &
 wpid=$!
 sleep 0.5
 "$SKY" job submit --pki "$PKI" --broker "$BR" --model tiny --layers 4 --job jd --min-boards $N \
 	--task train --algo even --sched gpipe --steps 100000 --micro 2 --stall-s 3 --wait 30 \
+	--checkpoint-every 0 \
 	>"$W/jd.submit" 2>&1 || fail jd_submitted "$(cat "$W/jd.submit")"
 wait_for 60 grep -q "^step 1 " "$W/jd.watch" || fail jd_steps "no step line: $(head -3 "$W/jd.watch")"
 kill -STOP "$BOARD_PID"

@@ -3,6 +3,7 @@
 
 #include "sky_ca.h"
 #include "sky_clock.h"
+#include "sky_crl.h"
 #include "sky_file.h"
 
 #include <mbedtls/x509_csr.h>
@@ -289,6 +290,23 @@ SKY_TEST(sites_get_a_bridge_identity_a_broker_config_and_core_acl_sections)
 	SKY_EXPECT(strstr(conf, "\nrequire_certificate true\nuse_identity_as_username true\n"
 				"use_username_as_clientid true\n") != NULL);
 	SKY_EXPECT(strstr(conf, "/sites/shop/bridge.crt\n") != NULL);
+	/* the site broker checks the CA's CRL, a copy beside it that follows
+	 * every revocation */
+	SKY_EXPECT(strstr(conf, "/sites/shop/ca.crt\ncrlfile ") != NULL &&
+		   strstr(conf, "/sites/shop/crl.pem\n") != NULL);
+	{
+		static char core_crl[8192], site_crl[8192];
+		char q[700];
+		file(p, sizeof p, SKY_CRL_FILE);
+		file(q, sizeof q, "sites/shop/" SKY_CRL_FILE);
+		long a = sky_file_read(p, core_crl, sizeof core_crl);
+		long b = sky_file_read(q, site_crl, sizeof site_crl);
+		SKY_EXPECT(a > 0 && a == b && memcmp(core_crl, site_crl, (size_t)a) == 0);
+		SKY_EXPECT_EQ(sky_crl_refresh(pki(), NULL), 0);
+		long a2 = sky_file_read(p, core_crl, sizeof core_crl);
+		long b2 = sky_file_read(q, site_crl, sizeof site_crl);
+		SKY_EXPECT(a2 > 0 && a2 == b2 && memcmp(core_crl, site_crl, (size_t)a2) == 0);
+	}
 	/* exactly these cross: no plain stage topic (a same-site frame stays),
 	 * no echo of a board, nothing outside sky/v1 */
 	topic_lines(conf, lines, sizeof lines);
@@ -300,6 +318,12 @@ SKY_TEST(sites_get_a_bridge_identity_a_broker_config_and_core_acl_sections)
 				     "topic sky/v1/job/+/part/+ out 1\n"
 				     "topic sky/v1/job/+/plan in 1\n"
 				     "topic sky/v1/board/+/cmd in 1\n"
+				     "topic sky/v1/job/+/ckpt/+ out 1\n"
+				     "topic sky/v1/job/+/load/+ in 1\n"
+				     "topic sky/v1/board/+/slice-req out 1\n"
+				     "topic sky/v1/job/+/slice/+ in 1\n"
+				     "topic sky/v1/job/+/req/+ in 1\n"
+				     "topic sky/v1/job/+/resp/+ out 1\n"
 				     "topic sky/v1/site/+/job/+/stage/# out 1\n"
 				     "topic job/+/stage/# in 1 sky/v1/ sky/v1/site/shop/\n"
 				     "topic echo out 0 sky/v1/site/shop/loop/ sky/v1/site/shop/back/\n"
@@ -314,6 +338,8 @@ SKY_TEST(sites_get_a_bridge_identity_a_broker_config_and_core_acl_sections)
 	SKY_EXPECT(sec && strstr(sec, "topic deny sky/v1/job/+/stage/#\n") != NULL);
 	SKY_EXPECT(sec && strstr(sec, "topic read sky/v1/site/shop/job/+/stage/#\n") != NULL);
 	SKY_EXPECT(sec && strstr(sec, "topic read sky/v1/site/+/") == NULL);
+	SKY_EXPECT(sec && strstr(sec, "topic write sky/v1/job/+/ckpt/+\n"
+				      "topic read sky/v1/job/+/load/+\n") != NULL);
 	file(p, sizeof p, SKY_CA_ACL_CLAIM_FILE);
 	n = sky_file_read(p, acl, sizeof acl - 1);
 	acl[n > 0 ? n : 0] = '\0';
@@ -339,6 +365,68 @@ SKY_TEST(sites_get_a_bridge_identity_a_broker_config_and_core_acl_sections)
 	SKY_EXPECT(strstr(conf, "\nlistener 19000 10.9.0.1\n") != NULL);
 	SKY_EXPECT_EQ(sky_ca_write_broker_conf_at(pki(), "10.9.0", 18999, 65536, NULL), SKY_EINVAL);
 	SKY_EXPECT_EQ(sky_ca_write_broker_conf(pki(), 18999, 65536, NULL), 0);
+}
+
+SKY_TEST(clients_get_a_bundle_and_only_their_own_serving_topics)
+{
+	char p[700], acl[16384];
+	sky_diag d;
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_ca_add_client(pki(), "demo", &d), 0);
+	SKY_EXPECT_EQ(sky_ca_add_client(pki(), "demo", NULL), SKY_ESTATE);
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_ca_add_client(pki(), "a+b", &d), SKY_EINVAL);
+	SKY_EXPECT(strstr(d.msg, "client name") != NULL);
+	SKY_EXPECT_EQ(sky_ca_add_client(pki(), "", NULL), SKY_EINVAL);
+	SKY_EXPECT_EQ(sky_ca_add_client("/nonexistent-pki-dir", "bob", NULL), SKY_ENOTFOUND);
+	const char *bundle[] = {"clients/demo/ca.crt", "clients/demo/client.crt",
+				"clients/demo/client.key"};
+	for (size_t i = 0; i < 3; i++) {
+		file(p, sizeof p, bundle[i]);
+		SKY_EXPECT_MSG(sky_file_exists(p), "missing %s", bundle[i]);
+	}
+	SKY_EXPECT_EQ(sky_file_mode(p), 0600);
+	mbedtls_x509_crt c;
+	mbedtls_x509_crt_init(&c);
+	char cn[80] = "";
+	file(p, sizeof p, "clients/demo/client.crt");
+	SKY_EXPECT_EQ(sky_sign_load_cert(&c, p, NULL), 0);
+	SKY_EXPECT_EQ(sky_sign_cert_cn(&c, cn, sizeof cn), 0);
+	SKY_EXPECT_MSG(strcmp(cn, "sky-client-demo") == 0, "%s", cn);
+	mbedtls_x509_crt_free(&c);
+	/* the fleet listener: nothing for the client (the board patterns there
+	 * would hand it every request); boards read requests and answer, the
+	 * planner too, operators are denied both */
+	file(p, sizeof p, SKY_CA_ACL_FILE);
+	long n = sky_file_read(p, acl, sizeof acl - 1);
+	acl[n > 0 ? n : 0] = '\0';
+	SKY_EXPECT(strstr(acl, "user sky-client-demo\ntopic deny #\n") != NULL);
+	SKY_EXPECT(strstr(acl, "pattern read sky/v1/job/+/req/+\n") != NULL);
+	SKY_EXPECT(strstr(acl, "pattern write sky/v1/job/+/resp/+\n") != NULL);
+	SKY_EXPECT(strstr(acl, "user sky-op-alice\n") != NULL); /* the operators stay */
+	const char *op = strstr(acl, "user sky-operator\n");
+	SKY_EXPECT(op && strstr(op, "topic deny sky/v1/job/+/req/#\ntopic deny sky/v1/job/+/resp/#\n"));
+	/* the tools listener: its own requests and responses, nothing else */
+	file(p, sizeof p, SKY_CA_ACL_CLAIM_FILE);
+	n = sky_file_read(p, acl, sizeof acl - 1);
+	acl[n > 0 ? n : 0] = '\0';
+	const char *mine = strstr(acl, "user sky-client-demo\n");
+	SKY_EXPECT(mine != NULL);
+	/* its section ends there (a site bridge's section may follow) */
+	static const char want[] = "user sky-client-demo\n"
+				   "topic write sky/v1/job/+/req/sky-client-demo\n"
+				   "topic read sky/v1/job/+/resp/sky-client-demo\n";
+	if (mine)
+		SKY_EXPECT(strncmp(mine, want, sizeof want - 1) == 0 &&
+			   (mine[sizeof want - 1] == '\0' || mine[sizeof want - 1] == '\n'));
+	SKY_EXPECT(strstr(acl, "pattern") == NULL && strstr(acl, "resp/+") == NULL &&
+		   strstr(acl, "req/+\n") == NULL);
+	/* a hand-edited list cannot widen the ACL */
+	file(p, sizeof p, SKY_CA_CLIENTS_FILE);
+	SKY_EXPECT_EQ(sky_file_write(p, "demo\n#\n", 7, 0644), 0);
+	SKY_EXPECT_EQ(sky_ca_rewrite_acl(pki(), NULL), SKY_EINVAL);
+	SKY_EXPECT_EQ(sky_file_write(p, "demo\n", 5, 0644), 0);
+	SKY_EXPECT_EQ(sky_ca_rewrite_acl(pki(), NULL), 0);
 }
 
 SKY_TEST(tokens_are_one_time_expiring_and_bound)

@@ -207,3 +207,50 @@ SKY_TEST(cuts_are_charged_with_the_link_they_cross)
 	SKY_EXPECT_EQ(p.cross_site_cuts, 1);
 	SKY_EXPECT(p.stage[0].wan_xfer_s == 0 && p.stage[0].wan_lat_s == 0);
 }
+
+/* serving: the int8 forward only, int8 cuts (a quarter of the bytes), and
+ * only the forward message; the last stage sends nothing */
+SKY_TEST(serving_stage_time_by_hand)
+{
+	static sky_fleet f;
+	static sky_plan p;
+	sky_job j;
+	SKY_EXPECT_EQ(sky_job_init(&j, "base"), 0);
+	j.model.layers = 2;
+	j.infer = 1;
+	j.prec = SKY_PREC_INT8;
+	j.objective = SKY_OBJ_BOTTLENECK;
+	memset(&f, 0, sizeof f);
+	f.n = 2;
+	for (int i = 0; i < 2; i++) {
+		snprintf(f.board[i].id, SKY_BOARD_ID_MAX, "b%d", i);
+		f.board[i].fwd_s = 1.0, f.board[i].bwd_s = 2.0;
+		f.board[i].fwd_int8_s = 0.5 + i, f.board[i].bwd_int8_s = 7.0;
+		f.board[i].attn_share = 0.25;
+		f.board[i].mem_bytes = 1ll << 40;
+		f.board[i].bw_Bps = 1e8, f.board[i].lat_s = 0.01;
+	}
+	p.n_stages = 2;
+	p.stage[0] = (sky_stage){.board = 0, .first_unit = 0, .last_unit = 2};
+	p.stage[1] = (sky_stage){.board = 1, .first_unit = 3, .last_unit = 3};
+	SKY_EXPECT_EQ(sky_plan_evaluate(&f, &j, &p, NULL), 0);
+	double link = 0.01 + 3145728.0 / 4 / 1e8; /* 8*128*768 int8 bytes */
+	SKY_EXPECT_NEAR(p.stage[0].time_s, 0.5 * (0.25 + 0.75 + 0.25) + link, 1e-12);
+	SKY_EXPECT_NEAR(p.stage[0].send_s, link, 1e-12);
+	SKY_EXPECT_NEAR(p.stage[1].time_s, 1.5 * 0.75, 1e-12);
+	SKY_EXPECT_NEAR(p.stage[1].send_s, 0, 0);
+	/* memory: int8 FFN weights (2HF+F+3H bytes), no saved activations, the
+	 * scratch and 4 cuts of the served batch (fp32 buffers, as training's),
+	 * and the fp32 head */
+	int64_t H = 768, F = 3072, T = 1024, S = 128, D = 768 / 12;
+	int64_t want = (2 * H * F + F + 3 * H) + (5 * T * H + T * F + S * S + 3 * S * D) * 4 +
+		       4 * 3145728 + (H * H + H + 2 * H + 2) * 4;
+	SKY_EXPECT_EQ(p.stage[1].mem_bytes, want);
+	/* the partitioner agrees: with the bottleneck objective */
+	static sky_plan q;
+	SKY_EXPECT_EQ(sky_plan_partition(&f, &j, SKY_ALGO_OPTIMAL, &q, NULL), 0);
+	SKY_EXPECT(q.bottleneck_s <= p.bottleneck_s + 1e-12);
+	/* serving with the step objective (a training step) is refused */
+	j.objective = SKY_OBJ_STEP;
+	SKY_EXPECT_EQ(sky_plan_partition(&f, &j, SKY_ALGO_OPTIMAL, &q, NULL), SKY_EINVAL);
+}

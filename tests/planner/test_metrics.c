@@ -69,11 +69,12 @@ SKY_TEST(exact_lines_for_a_small_registry)
 	SKY_EXPECT(n > 0 && (size_t)n == strlen(g_buf));
 	static const char *want[] = {
 		"# HELP sky_boards Boards the planner knows, by state (enrolled: never heard from "
-		"since enrollment).",
+		"since enrollment; revoked: on the CRL).",
 		"# TYPE sky_boards gauge",
 		"sky_boards{state=\"online\"} 1",
 		"sky_boards{state=\"offline\"} 1",
 		"sky_boards{state=\"enrolled\"} 1",
+		"sky_boards{state=\"revoked\"} 0",
 		"# TYPE sky_board_online gauge",
 		"sky_board_online{board=\"b1\"} 1",
 		"sky_board_online{board=\"b2\"} 0",

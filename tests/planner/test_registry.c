@@ -158,6 +158,15 @@ SKY_TEST(site_paths_are_kept_and_written)
 			       NULL,
 		       "%s", out);
 	SKY_EXPECT(strstr(out, "\"measured_unix\":1764511200") != NULL);
+	/* a planner restart keeps them */
+	static sky_registry back;
+	sky_registry_init(&back);
+	SKY_EXPECT(sky_registry_restore(&back, out, (size_t)n, NULL) >= 0);
+	SKY_EXPECT_EQ(back.n_links, 2);
+	SKY_EXPECT(sky_site_eq(back.links[0].a, "core") && !strcmp(back.links[0].b, "fac"));
+	SKY_EXPECT_NEAR(back.links[0].lat_s, 0.02, 0);
+	SKY_EXPECT_EQ(back.links[0].measured_unix, 1764511200);
+	SKY_EXPECT(!strcmp(back.links[1].a, "shop") && back.links[1].b[0] == '\0');
 }
 
 SKY_TEST(a_late_will_from_an_old_session_never_kills_a_live_board)
@@ -441,5 +450,42 @@ SKY_TEST(restore_keeps_boots_sessions_assignments_and_jobs)
 	g_p.stages[0].last = 1, g_p.stages[1].first = 2;
 	sky_registry_assign(&g_r, &g_p);
 	SKY_EXPECT(b1->last == 2 && g_r.jobs[0].epoch == 6);
+	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
+}
+
+SKY_TEST(a_revoked_board_is_never_online_again_and_its_reports_are_ignored)
+{
+	static char out[1 << 16];
+	sky_registry_init(&g_r);
+	SKY_EXPECT_EQ(bstatus("rv", SKY_TOPIC_STATUS, "aaaa", 1, 1, 0.0), 0);
+	SKY_EXPECT_EQ(bcaps("rv", "aaaa", 1, 0.01, 0.1), 0);
+	SKY_EXPECT_EQ(bstatus("ok", SKY_TOPIC_STATUS, "cccc", 1, 1, 0.0), 0);
+	sky_reg_board *b = sky_registry_find(&g_r, "rv");
+	SKY_EXPECT(b && b->state == SKY_REG_ONLINE && b->has_caps);
+	SKY_EXPECT_EQ(sky_registry_revoke(&g_r, "rv", "keyCompromise"), 1);
+	SKY_EXPECT_EQ(sky_registry_revoke(&g_r, "rv", "keyCompromise"), 0); /* already */
+	SKY_EXPECT(b->state == SKY_REG_REVOKED && !b->has_caps && !strcmp(b->why, "keyCompromise"));
+	SKY_EXPECT_EQ(g_r.c.revoked, 1);
+	/* what it sends after (its old connection, a new boot) changes nothing */
+	SKY_EXPECT_EQ(bstatus("rv", SKY_TOPIC_STATUS, "aaaa", 1, 2, 1.0), 1);
+	SKY_EXPECT_EQ(bstatus("rv", SKY_TOPIC_HEARTBEAT, "bbbb", 1, 1, 1.1), 1);
+	SKY_EXPECT_EQ(bcaps("rv", "aaaa", 2, 0.01, 1.2), 1);
+	SKY_EXPECT(b->state == SKY_REG_REVOKED && !b->has_caps && b->session == 1);
+	SKY_EXPECT_EQ(g_r.c.revoked_ignored, 3);
+	SKY_EXPECT_EQ(sky_registry_tick(&g_r, 100.0), 1); /* only "ok" times out */
+	SKY_EXPECT(b->state == SKY_REG_REVOKED);
+	/* a board never heard of can be revoked too */
+	SKY_EXPECT_EQ(sky_registry_revoke(&g_r, "gone", NULL), 1);
+	SKY_EXPECT_EQ(sky_registry_revoke(&g_r, "a/b", NULL), SKY_EINVAL);
+	/* shown as revoked, and still revoked after a planner restart */
+	int n = sky_registry_to_json(&g_r, 1764511200, out, sizeof out);
+	SKY_EXPECT(n > 0 && strstr(out, "\"state\":\"revoked\",\"why\":\"keyCompromise\"") != NULL);
+	sky_registry_init(&g_r);
+	SKY_EXPECT_EQ(sky_registry_restore(&g_r, out, (size_t)n, NULL), 3);
+	b = sky_registry_find(&g_r, "rv");
+	SKY_EXPECT(b && b->state == SKY_REG_REVOKED && !strcmp(b->why, "keyCompromise"));
+	SKY_EXPECT(sky_registry_find(&g_r, "gone")->state == SKY_REG_REVOKED);
+	SKY_EXPECT_EQ(bstatus("rv", SKY_TOPIC_STATUS, "dddd", 1, 1, 200.0), 1);
+	SKY_EXPECT(b->state == SKY_REG_REVOKED);
 	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
 }

@@ -114,3 +114,49 @@ SKY_TEST(submit_ids_and_replies)
 			       "accepted %s", bad[i]);
 	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
 }
+
+#define W64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+SKY_TEST(infer_jobs_round_trip)
+{
+	sky_job_req j, back;
+	sky_diag d;
+	char buf[4096];
+	SKY_EXPECT_EQ(parse("{\"job\":\"s1\",\"model\":\"tiny\",\"task\":\"infer\",\"weights\":\"" W64
+			    "\",\"serve_batch\":4,\"clients\":[\"sky-client-a\",\"sky-client-b\"]}",
+			    &j, &d),
+		      0);
+	SKY_EXPECT(j.infer && !j.train && j.serve_batch == 4 && j.wait_ms == 2 && j.queue == 64);
+	SKY_EXPECT(j.n_clients == 2 && !strcmp(j.clients[1], "sky-client-b"));
+	SKY_EXPECT(!strcmp(j.weights, W64));
+	j.wait_ms = 7;
+	int n = sky_job_req_encode(&j, buf, sizeof buf);
+	SKY_EXPECT(n > 0);
+	SKY_EXPECT_EQ(sky_job_req_parse(buf, (size_t)n, &back, &d), 0);
+	SKY_EXPECT(back.infer && back.serve_batch == 4 && back.wait_ms == 7 && back.n_clients == 2);
+	SKY_EXPECT(!strcmp(back.weights, W64) && !strcmp(back.clients[0], "sky-client-a"));
+	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
+}
+
+SKY_TEST(bad_infer_jobs_are_refused_with_the_reason)
+{
+	sky_job_req j;
+	sky_diag d;
+	SKY_EXPECT_EQ(parse("{\"job\":\"s1\",\"model\":\"tiny\",\"task\":\"infer\"}", &j, &d),
+		      SKY_EINVAL);
+	SKY_EXPECT_MSG(strstr(d.msg, "task infer needs weights") != NULL, "%s", d.msg);
+	SKY_EXPECT(parse("{\"job\":\"s1\",\"model\":\"tiny\",\"task\":\"infer\",\"weights\":\"abc\"}",
+			 &j, &d) != 0);
+	SKY_EXPECT_MSG(strstr(d.msg, "64 lower-case hex") != NULL, "%s", d.msg);
+	SKY_EXPECT(parse("{\"job\":\"s1\",\"model\":\"tiny\",\"task\":\"infer\",\"weights\":\"" W64
+			 "\",\"serve_batch\":0}",
+			 &j, &d) != 0);
+	SKY_EXPECT(parse("{\"job\":\"s1\",\"model\":\"tiny\",\"task\":\"infer\",\"weights\":\"" W64
+			 "\",\"clients\":[\"bob\"]}",
+			 &j, &d) != 0);
+	SKY_EXPECT_MSG(strstr(d.msg, "not a client CN") != NULL, "%s", d.msg);
+	SKY_EXPECT_EQ(parse("{\"job\":\"s1\",\"model\":\"tiny\",\"task\":\"dance\"}", &j, &d),
+		      SKY_EINVAL);
+	SKY_EXPECT_MSG(strstr(d.msg, "unknown task 'dance' (train, infer)") != NULL, "%s", d.msg);
+	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
+}

@@ -63,3 +63,34 @@ SKY_TEST(bad_broker_address_is_refused_before_any_thread)
 	SKY_EXPECT_EQ(sky_mqtt_connect(&m, &o, &d), SKY_EINVAL);
 	SKY_EXPECT(strstr(d.msg, "HOST:PORT") != NULL);
 }
+
+SKY_TEST(backoff_doubles_to_its_cap_with_jitter_and_resets)
+{
+	sky_mqtt_backoff b;
+	sky_mqtt_backoff_init(&b, 500, 5000, 42);
+	/* bounds of each draw: [d/2, d] with d = 500, 1000, 2000, 4000, 5000, 5000 */
+	static const int bound[] = {500, 1000, 2000, 4000, 5000, 5000, 5000};
+	for (size_t i = 0; i < sizeof bound / sizeof bound[0]; i++) {
+		int ms = sky_mqtt_backoff_next(&b);
+		SKY_EXPECT_MSG(ms >= bound[i] / 2 && ms <= bound[i], "draw %zu: %d ms", i, ms);
+	}
+	/* jittered: two processes (seeds) do not wait the same, nor one the
+	 * same every time at the cap */
+	sky_mqtt_backoff c;
+	sky_mqtt_backoff_init(&c, 500, 5000, 43);
+	int differ = 0, vary = 0, prev = -1;
+	for (int i = 0; i < 20; i++) {
+		int x = sky_mqtt_backoff_next(&b), y = sky_mqtt_backoff_next(&c);
+		differ += x != y;
+		vary += prev >= 0 && x != prev;
+		prev = x;
+		SKY_EXPECT(x >= 2500 && x <= 5000);
+	}
+	SKY_EXPECT(differ >= 15 && vary >= 15);
+	sky_mqtt_backoff_reset(&b);
+	int ms = sky_mqtt_backoff_next(&b);
+	SKY_EXPECT(ms >= 250 && ms <= 500);
+	/* a seed of 0 still draws */
+	sky_mqtt_backoff_init(&c, 100, 100, 0);
+	SKY_EXPECT(sky_mqtt_backoff_next(&c) >= 50);
+}

@@ -144,3 +144,121 @@ SKY_TEST(in_flight_must_be_within_the_micro_batches)
 	SKY_EXPECT_EQ(decode_edited("\"in_flight\":1", "\"in_flight\":5", &d), SKY_ERANGE);
 	SKY_EXPECT_MSG(strstr(d.msg, "in_flight") != NULL, "%s", d.msg);
 }
+
+static void sample_infer(sky_planmsg *p)
+{
+	sample(p, 4, 4);
+	p->infer.on = 1;
+	p->infer.batch = 2;
+	p->infer.wait_ms = 2;
+	p->infer.queue = 64;
+	p->infer.n_clients = 2;
+	strcpy(p->infer.clients[0], "sky-client-demo");
+	strcpy(p->infer.clients[1], "sky-client-x");
+	p->infer.predicted_seq_s = 123.5;
+	for (int i = 0; i < p->n_stages; i++) {
+		sky_plan_slice *s = &p->stages[i].slice;
+		memset(s->sha256, 'a' + i, SKY_PLAN_SHA256_HEX);
+		s->sha256[SKY_PLAN_SHA256_HEX] = 0;
+		s->bytes = 1000 + i;
+		s->chunks = 2;
+		s->chunk_bytes = 512;
+	}
+}
+
+SKY_TEST(infer_section_round_trips)
+{
+	static char buf[SKY_PLAN_MAX_BYTES];
+	sky_diag d;
+	sky_diag_clear(&d);
+	sample_infer(&g_p);
+	int n = sky_planmsg_encode(&g_p, buf, sizeof buf, &d);
+	SKY_EXPECT_MSG(n > 0, "%s", d.msg);
+	SKY_EXPECT(strstr(buf, "\"infer\":{\"batch\":2,\"wait_ms\":2,\"queue\":64,"
+			       "\"clients\":[\"sky-client-demo\",\"sky-client-x\"]") != NULL);
+	SKY_EXPECT(strstr(buf, "\"train\"") == NULL);
+	SKY_EXPECT_EQ(sky_planmsg_decode(buf, (size_t)n, &g_back, &d), 0);
+	SKY_EXPECT(g_back.infer.on && g_back.infer.batch == 2 && g_back.infer.queue == 64 &&
+		   g_back.infer.n_clients == 2 && g_back.infer.predicted_seq_s == 123.5);
+	SKY_EXPECT(strcmp(g_back.stages[2].slice.sha256, g_p.stages[2].slice.sha256) == 0);
+	SKY_EXPECT(g_back.stages[3].slice.bytes == 1003 && g_back.stages[3].slice.chunks == 2);
+	SKY_EXPECT(sky_planmsg_client_ok(&g_back, "sky-client-x"));
+	SKY_EXPECT(!sky_planmsg_client_ok(&g_back, "sky-client-other"));
+	g_back.infer.n_clients = 0; /* empty list: any client identity, nothing else */
+	SKY_EXPECT(sky_planmsg_client_ok(&g_back, "sky-client-other"));
+	SKY_EXPECT(!sky_planmsg_client_ok(&g_back, "b01"));
+	/* a training plan carries no infer section */
+	sample(&g_p, 4, 4);
+	n = sky_planmsg_encode(&g_p, buf, sizeof buf, &d);
+	SKY_EXPECT(n > 0 && strstr(buf, "infer") == NULL && strstr(buf, "slice") == NULL);
+	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
+}
+
+SKY_TEST(infer_plans_are_validated)
+{
+	sky_diag d;
+	sample_infer(&g_p);
+	g_p.train.steps = 5;
+	strcpy(g_p.train.sched, "gpipe");
+	strcpy(g_p.train.optim, "sgd");
+	g_p.train.lr = 0.1;
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_planmsg_validate(&g_p, &d), SKY_EINVAL);
+	SKY_EXPECT(strstr(d.msg, "both train and infer") != NULL);
+	sample_infer(&g_p);
+	g_p.infer.batch = 3; /* model batch is 2 */
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_planmsg_validate(&g_p, &d), SKY_ERANGE);
+	SKY_EXPECT(strstr(d.msg, "infer.batch 3") != NULL);
+	sample_infer(&g_p);
+	g_p.stages[1].slice.sha256[5] = 'G';
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_planmsg_validate(&g_p, &d), SKY_EINVAL);
+	SKY_EXPECT(strstr(d.msg, "stage 1 slice.sha256") != NULL);
+	sample_infer(&g_p);
+	g_p.stages[2].slice.chunks = 3; /* 1002 bytes need exactly 2 chunks of 512 */
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_planmsg_validate(&g_p, &d), SKY_ERANGE);
+	sample_infer(&g_p);
+	strcpy(g_p.infer.clients[1], "b01");
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_planmsg_validate(&g_p, &d), SKY_EINVAL);
+	sample_infer(&g_p);
+	g_p.infer.sealed = 1; /* no keys */
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_planmsg_validate(&g_p, &d), SKY_EINVAL);
+	sample(&g_p, 4, 4);
+	strcpy(g_p.stages[0].slice.sha256, "00");
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_planmsg_validate(&g_p, &d), SKY_EINVAL);
+	SKY_EXPECT(strstr(d.msg, "no infer section") != NULL);
+}
+
+SKY_TEST(checkpoint_settings_travel_and_are_left_out_when_zero)
+{
+	char buf[SKY_PLAN_MAX_BYTES];
+	sky_plan_train *t = &g_p.train;
+	sample(&g_p, 2, 2);
+	t->steps = 20;
+	strcpy(t->sched, "1f1b");
+	strcpy(t->optim, "adamw");
+	t->lr = 1e-3;
+	t->seed = 3;
+	int n = sky_planmsg_encode(&g_p, buf, sizeof buf, NULL);
+	SKY_EXPECT(n > 0);
+	SKY_EXPECT(n > 0 && !strstr(buf, "ckpt_every") && !strstr(buf, "resume_step") &&
+		   !strstr(buf, "generation"));
+	t->ckpt_every = 2;
+	t->resume_step = 6;
+	t->generation = 3;
+	n = sky_planmsg_encode(&g_p, buf, sizeof buf, NULL);
+	SKY_EXPECT(n > 0);
+	SKY_EXPECT_EQ(sky_planmsg_decode(buf, (size_t)n, &g_back, NULL), 0);
+	SKY_EXPECT(g_back.train.ckpt_every == 2 && g_back.train.resume_step == 6 &&
+		   g_back.train.generation == 3);
+	/* resuming past the last step is not a plan */
+	t->resume_step = 21;
+	sky_diag d;
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_planmsg_encode(&g_p, buf, sizeof buf, &d), SKY_ERANGE);
+}

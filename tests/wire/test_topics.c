@@ -83,3 +83,35 @@ SKY_TEST(each_topic_class_has_its_own_size_limit)
 	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/board/b1/unknown"), 0);
 	SKY_EXPECT_EQ(sky_topic_max_bytes(NULL), 0);
 }
+
+SKY_TEST(serving_topics_build_parse_and_size)
+{
+	char t[SKY_TOPIC_BUF], job[SKY_TOPIC_SEGMENT_MAX + 1], who[SKY_TOPIC_SEGMENT_MAX + 1];
+	SKY_EXPECT_EQ(sky_topic_job_to(t, sizeof t, "j1", SKY_TOPIC_REQ, "sky-client-demo"), 0);
+	SKY_EXPECT(strcmp(t, "sky/v1/job/j1/req/sky-client-demo") == 0);
+	SKY_EXPECT_EQ(sky_topic_parse_job_to(t, strlen(t), SKY_TOPIC_REQ, job, sizeof job, who,
+					     sizeof who),
+		      0);
+	SKY_EXPECT(!strcmp(job, "j1") && !strcmp(who, "sky-client-demo"));
+	SKY_EXPECT(sky_topic_parse_job_to(t, strlen(t), SKY_TOPIC_RESP, job, sizeof job, who,
+					  sizeof who) != 0);
+	SKY_EXPECT_EQ(sky_topic_job_to(t, sizeof t, "j1", SKY_TOPIC_REQ, NULL), 0);
+	SKY_EXPECT(strcmp(t, "sky/v1/job/j1/req/+") == 0);
+	SKY_EXPECT(sky_topic_parse_job_to(t, strlen(t), SKY_TOPIC_REQ, job, sizeof job, who,
+					  sizeof who) != 0);
+	SKY_EXPECT_EQ(sky_topic_job_to(t, sizeof t, "j1", SKY_TOPIC_RESP, "a/b"), SKY_EINVAL);
+	const char *bad[] = {"sky/v1/job/j1/req/a/b", "sky/v1/job//req/a", "sky/v1/job/j1/req/",
+			     "sky/v1/job/j1/reqx/a", NULL};
+	for (int i = 0; bad[i]; i++)
+		SKY_EXPECT_MSG(sky_topic_parse_job_to(bad[i], strlen(bad[i]), SKY_TOPIC_REQ, job,
+						      sizeof job, who, sizeof who) != 0,
+			       "accepted %s", bad[i]);
+	/* size classes: the level decides even when the CN looks like a leaf */
+	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/job/j1/req/sky-client-a"), SKY_INFER_REQ_CLASS_BYTES);
+	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/job/j1/req/plan"), SKY_INFER_REQ_CLASS_BYTES);
+	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/job/j1/resp/sky-client-a"), SKY_INFER_RESP_MAX_BYTES);
+	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/job/j1/slice/b01"), SKY_MQTT_MAX_PACKET);
+	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/board/b01/slice-req"), SKY_SLICE_REQ_MAX_BYTES);
+	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/jobs/sky-operator/weights"), SKY_MQTT_MAX_PACKET);
+	SKY_EXPECT(SKY_INFER_REQ_CLASS_BYTES > SKY_INFER_REQ_MAX_BYTES);
+}

@@ -11,6 +11,7 @@
  * The measured step of a training step is its slowest stage's step_s (the
  * stages meet at the end of a step in the clip-norm exchange); the figure
  * reported is the median over the steps after the --skip warm-up ones. */
+#include "bench_util.h"
 #include "sky_caps.h"
 #include "sky_cli.h"
 #include "sky_err.h"
@@ -416,60 +417,6 @@ exit:
 	return rc;
 }
 
-/* The orchestrating script: $SKY_TOOLS, else tools/ under the working
- * directory, else beside the build (<repo>/build/<board>/bin/sky). build
- * gets <repo>/build/<board> ("" if unknown). */
-static int find_script(const char *name, char *out, size_t cap, char *build, size_t bcap)
-{
-	char bin[1024];
-	build[0] = 0;
-	if (sky_file_exe_dir(bin, sizeof bin) == 0) {
-		char *s = strrchr(bin, '/'); /* .../build/<board>/bin -> .../build/<board> */
-		if (s) {
-			*s = 0;
-			snprintf(build, bcap, "%s", bin);
-		}
-	}
-	const char *env = getenv("SKY_TOOLS");
-	if (env) {
-		snprintf(out, cap, "%s/%s", env, name);
-		return sky_file_is_exec(out) ? 0 : SKY_ENOTFOUND;
-	}
-	snprintf(out, cap, "tools/%s", name);
-	if (sky_file_is_exec(out))
-		return 0;
-	if (build[0]) {
-		snprintf(out, cap, "%s/../../tools/%s", build, name);
-		if (sky_file_is_exec(out))
-			return 0;
-	}
-	return SKY_ENOTFOUND;
-}
-
-/* Runs tools/<script> with argv[1..] (SKY_BUILD set to this build). */
-static int run_script(const char *cmd, const char *script_name, int argc, char **argv)
-{
-	char script[1200], build[1024];
-	if (find_script(script_name, script, sizeof script, build, sizeof build) != 0) {
-		fprintf(stderr, "%s: tools/%s not found (run from the repository, or set SKY_TOOLS "
-				"to its tools/ directory)\n",
-			cmd, script_name);
-		return 1;
-	}
-	if (build[0] && !getenv("SKY_BUILD"))
-		setenv("SKY_BUILD", build, 1);
-	char **args = calloc((size_t)argc + 2, sizeof *args);
-	if (!args)
-		return 1;
-	args[0] = script;
-	for (int i = 1; i < argc; i++)
-		args[i] = argv[i];
-	sky_file_exec(script, args);
-	fprintf(stderr, "%s: cannot run %s\n", cmd, script);
-	free(args);
-	return 1;
-}
-
 int sky_bench_fleet(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++)
@@ -478,12 +425,12 @@ int sky_bench_fleet(int argc, char **argv)
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
 			usage(stdout); /* and the script's own below */
-	return run_script("sky bench fleet", "bench_fleet.sh", argc, argv);
+	return sky_bench_script("sky bench fleet", "bench_fleet.sh", argc, argv);
 }
 
 /* sky bench geo: tools/bench_geo.sh (tools/geo-wan.sh's sites, a job per
  * plan, each analysed by `sky bench fleet --analyze`). */
 int sky_bench_geo(int argc, char **argv)
 {
-	return run_script("sky bench geo", "bench_geo.sh", argc, argv);
+	return sky_bench_script("sky bench geo", "bench_geo.sh", argc, argv);
 }

@@ -4,6 +4,7 @@
 #include "sky_clock.h"
 #include "sky_cpu.h"
 #include "sky_err.h"
+#include "sky_file.h"
 #include "sky_json.h"
 #include "sky_version.h"
 
@@ -179,3 +180,55 @@ int sky_bench_print(const cJSON *obj)
 }
 
 void sky_bench_set_threads(int threads) { openblas_set_num_threads(threads); }
+
+/* The script's path: $SKY_TOOLS, else tools/ under the working directory,
+ * else beside the build. build gets <repo>/build/<board> ("" if unknown). */
+static int find_script(const char *name, char *out, size_t cap, char *build, size_t bcap)
+{
+	char bin[1024];
+	build[0] = 0;
+	if (sky_file_exe_dir(bin, sizeof bin) == 0) {
+		char *s = strrchr(bin, '/'); /* .../build/<board>/bin -> .../build/<board> */
+		if (s) {
+			*s = 0;
+			snprintf(build, bcap, "%s", bin);
+		}
+	}
+	const char *env = getenv("SKY_TOOLS");
+	if (env) {
+		snprintf(out, cap, "%s/%s", env, name);
+		return sky_file_is_exec(out) ? 0 : SKY_ENOTFOUND;
+	}
+	snprintf(out, cap, "tools/%s", name);
+	if (sky_file_is_exec(out))
+		return 0;
+	if (build[0]) {
+		snprintf(out, cap, "%s/../../tools/%s", build, name);
+		if (sky_file_is_exec(out))
+			return 0;
+	}
+	return SKY_ENOTFOUND;
+}
+
+int sky_bench_script(const char *prog, const char *script, int argc, char **argv)
+{
+	char path[1200], build[1024];
+	if (find_script(script, path, sizeof path, build, sizeof build) != 0) {
+		fprintf(stderr, "%s: tools/%s not found (run from the repository, or set SKY_TOOLS "
+				"to its tools/ directory)\n",
+			prog, script);
+		return 1;
+	}
+	if (build[0] && !getenv("SKY_BUILD"))
+		setenv("SKY_BUILD", build, 1);
+	char **args = calloc((size_t)argc + 2, sizeof *args);
+	if (!args)
+		return 1;
+	args[0] = path;
+	for (int i = 1; i < argc; i++)
+		args[i] = argv[i];
+	sky_file_exec(path, args);
+	fprintf(stderr, "%s: cannot run %s\n", prog, path);
+	free(args);
+	return 1;
+}

@@ -74,6 +74,13 @@ void sky_bench_add_env(cJSON *obj, const char *kernel, int threads);
 /* Prints obj as one line of JSON to stdout. Returns 0 or SKY_ERANGE. */
 int sky_bench_print(const cJSON *obj);
 
+/* Runs one of the orchestrating scripts in tools/ (bench_fleet.sh,
+ * bench_infer.sh) with argv[1..] in place of this process: found in
+ * $SKY_TOOLS, else tools/ under the working directory, else beside the
+ * build (<repo>/build/<board>/bin/sky); SKY_BUILD is set to that build if
+ * unset. Returns 1 (with a message naming prog) only if it cannot. */
+int sky_bench_script(const char *prog, const char *script, int argc, char **argv);
+
 /* Sets the OpenBLAS thread count (openblas_set_num_threads). */
 void sky_bench_set_threads(int threads);
 

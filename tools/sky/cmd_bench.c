@@ -8,6 +8,7 @@
 int sky_bench_fleet(int argc, char **argv);
 int sky_bench_frame(int argc, char **argv);
 int sky_bench_geo(int argc, char **argv);
+int sky_bench_infer(int argc, char **argv);
 int sky_bench_layer(int argc, char **argv);
 int sky_bench_planner(int argc, char **argv);
 int sky_bench_probe(int argc, char **argv);
@@ -19,6 +20,8 @@ static const sky_cmd k_benches[] = {
 	 sky_bench_frame},
 	{"geo", "3 sites of 3 boards on a shaped WAN (root): even, link-blind, link-aware (--json)",
 	 sky_bench_geo},
+	{"infer", "a loopback fleet serves N concurrent clients under even and optimal (--json)",
+	 sky_bench_infer},
 	{"layer", "one encoder layer fwd and fwd+bwd vs OpenBLAS sgemm (--precision fp32|int8)",
 	 sky_bench_layer},
 	{"planner", "time to plan 1,024 boards x 1,000 layers, and the paper's 64 x 160",

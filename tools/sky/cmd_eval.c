@@ -20,6 +20,7 @@
 
 typedef struct e_args {
 	const char *weights, *precision;
+	const char *tokens, *mask, *input; /* logits of given inputs instead of accuracy */
 	long batches;
 	sky_quant_cli_task task;
 	int json;
@@ -38,7 +39,13 @@ static void usage(FILE *to)
 		"  --seq S        tokens per sequence (default: the preset's)\n"
 		"  --batch B      sequences per micro-batch (default: the preset's)\n"
 		"  --seed N       the task's seed, as given to sky train (default 1)\n"
-		"  --json         one JSON object on stdout\n",
+		"  --json         one JSON object on stdout\n"
+		"  --tokens LIST  instead: the logits of this input (comma-separated token ids,\n"
+		"                 padded to --seq with id 0, mask 0), as one JSON line\n"
+		"                 {\"tokens\":N,\"logits\":[...]} with %%.9g (exact floats)\n"
+		"  --mask LIST    its attention mask (0 or 1 each; default all 1)\n"
+		"  --input F      the same for every row of F.safetensors: \"input_ids\" I32 or\n"
+		"                 I64 (N, L) and optional \"attention_mask\" (N, L); one line each\n",
 		sky_model_preset_names());
 }
 
@@ -48,11 +55,14 @@ static int parse(int argc, char **argv, e_args *a)
 	memset(a, 0, sizeof *a);
 	a->batches = 64;
 	a->task.seed = 1;
-	enum { O_WEIGHTS = SKY_OPT_FIRST, O_PRECISION, O_BATCHES, O_JSON };
+	enum { O_WEIGHTS = SKY_OPT_FIRST, O_PRECISION, O_BATCHES, O_JSON, O_TOKENS, O_MASK, O_INPUT };
 	static const struct option k_opts[] = {{"weights", required_argument, NULL, O_WEIGHTS},
 					       {"precision", required_argument, NULL, O_PRECISION},
 					       {"batches", required_argument, NULL, O_BATCHES},
 					       {"json", no_argument, NULL, O_JSON},
+					       {"tokens", required_argument, NULL, O_TOKENS},
+					       {"mask", required_argument, NULL, O_MASK},
+					       {"input", required_argument, NULL, O_INPUT},
 					       SKY_QUANT_CLI_OPT_TABLE,
 					       SKY_OPT_STD,
 					       {0}};
@@ -76,6 +86,15 @@ static int parse(int argc, char **argv, e_args *a)
 		case O_PRECISION:
 			a->precision = v;
 			break;
+		case O_TOKENS:
+			a->tokens = v;
+			break;
+		case O_MASK:
+			a->mask = v;
+			break;
+		case O_INPUT:
+			a->input = v;
+			break;
 		case O_BATCHES:
 			rc = sky_cli_int(cmd, o, v, 1, 1000000, &a->batches);
 			break;
@@ -95,11 +114,151 @@ static int parse(int argc, char **argv, e_args *a)
 		usage(stderr);
 		return -1;
 	}
+	if (a->tokens && a->input) {
+		fprintf(stderr, "sky eval: --tokens and --input exclude each other\n");
+		return -1;
+	}
+	if (a->mask && !a->tokens) {
+		fprintf(stderr, "sky eval: --mask goes with --tokens\n");
+		return -1;
+	}
 	if (a->precision && strcmp(a->precision, "fp32") != 0 && strcmp(a->precision, "int8") != 0) {
 		fprintf(stderr, "sky eval: --precision expects fp32 or int8, got '%s'\n", a->precision);
 		return -1;
 	}
 	return 0;
+}
+
+/* Parses "1,2,3" into out (at most cap values in [lo, hi]). Returns the
+ * count or -1 (message printed). */
+static int parse_list(const char *opt, const char *text, int32_t *out, int cap, long lo, long hi)
+{
+	int n = 0;
+	const char *p = text;
+	while (*p) {
+		char *end;
+		long v = strtol(p, &end, 10);
+		if (end == p || (*end && *end != ',') || v < lo || v > hi || n >= cap) {
+			fprintf(stderr, "sky eval: --%s expects up to %d comma-separated integers in "
+				"[%ld, %ld], got '%s'\n", opt, cap, lo, hi, text);
+			return -1;
+		}
+		out[n++] = (int32_t)v;
+		p = *end ? end + 1 : end;
+	}
+	if (n == 0)
+		fprintf(stderr, "sky eval: --%s is empty\n", opt);
+	return n ? n : -1;
+}
+
+/* One input's logits as a JSON line; %.9g reads back as the same float. */
+static void print_logits(int n, const float *lg, int classes)
+{
+	printf("{\"tokens\":%d,\"logits\":[", n);
+	for (int k = 0; k < classes; k++)
+		printf(k ? ",%.9g" : "%.9g", (double)lg[k]);
+	printf("]}\n");
+}
+
+/* --tokens / --input: the model with batch 1, one sequence at a time (as a
+ * serving fleet computes each request's logits). Returns the exit code. */
+static int eval_inputs(const e_args *a, sky_st_file *f, sky_model_cfg cfg)
+{
+	sky_qmodel m;
+	sky_diag d;
+	sky_diag_clear(&d);
+	sky_st_file in;
+	sky_st_init(&in);
+	int exitc = 1, rc, rows = 1, cols = 0;
+	cfg.batch = 1;
+	if ((rc = sky_qmodel_open(&m, f, &cfg, &d)) != 0) {
+		fprintf(stderr, "sky eval: %s: %s: %s\n", a->weights, sky_strerror(rc), d.msg);
+		return 1;
+	}
+	const int S = m.cfg.seq;
+	int32_t *ids = calloc((size_t)S, 4), *attn = calloc((size_t)S, 4);
+	float *lg = malloc((size_t)m.cfg.classes * sizeof(float));
+	const sky_st_tensor *ti = NULL, *tm = NULL;
+	if (!ids || !attn || !lg)
+		goto exit;
+	if (a->input) {
+		if ((rc = sky_st_open(&in, a->input, &d)) != 0) {
+			fprintf(stderr, "sky eval: %s: %s%s%s\n", a->input, sky_strerror(rc),
+				d.msg[0] ? ": " : "", d.msg);
+			goto exit;
+		}
+		ti = sky_st_find(&in, "input_ids");
+		tm = sky_st_find(&in, "attention_mask");
+		if (!ti || ti->ndim != 2 || (ti->dtype != SKY_ST_I32 && ti->dtype != SKY_ST_I64) ||
+		    ti->shape[1] < 1 || ti->shape[1] > S ||
+		    (tm && (tm->ndim != 2 || tm->dtype != ti->dtype || tm->shape[0] != ti->shape[0] ||
+			    tm->shape[1] != ti->shape[1]))) {
+			fprintf(stderr, "sky eval: %s: needs \"input_ids\" I32 or I64 (N, L) with L "
+				"at most %d, and \"attention_mask\" of the same shape and dtype if "
+				"any\n", a->input, S);
+			goto exit;
+		}
+		rows = (int)ti->shape[0];
+		cols = (int)ti->shape[1];
+	}
+	for (int r = 0; r < rows; r++) {
+		int n;
+		memset(ids, 0, (size_t)S * 4);
+		memset(attn, 0, (size_t)S * 4);
+		if (a->tokens) {
+			if ((n = parse_list("tokens", a->tokens, ids, S, 0, m.cfg.vocab - 1)) < 0)
+				goto exit;
+			if (a->mask) {
+				int nm = parse_list("mask", a->mask, attn, S, 0, 1);
+				if (nm < 0)
+					goto exit;
+				if (nm != n) {
+					fprintf(stderr, "sky eval: --mask has %d values for %d tokens\n",
+						nm, n);
+					goto exit;
+				}
+			} else {
+				for (int t = 0; t < n; t++)
+					attn[t] = 1;
+			}
+		} else {
+			n = cols;
+			for (int t = 0; t < n; t++) {
+				size_t at = (size_t)r * cols + t;
+				int64_t v, mv = 1;
+				if (ti->dtype == SKY_ST_I32) {
+					int32_t x;
+					memcpy(&x, ti->data + at * 4, 4);
+					v = x;
+					if (tm)
+						memcpy(&x, tm->data + at * 4, 4), mv = x;
+				} else {
+					memcpy(&v, ti->data + at * 8, 8);
+					if (tm)
+						memcpy(&mv, tm->data + at * 8, 8);
+				}
+				if (v < 0 || v >= m.cfg.vocab || (mv != 0 && mv != 1)) {
+					fprintf(stderr, "sky eval: %s: row %d token %d: id %lld mask %lld "
+						"(the vocabulary has %d)\n", a->input, r, t, (long long)v,
+						(long long)mv, m.cfg.vocab);
+					goto exit;
+				}
+				ids[t] = (int32_t)v;
+				attn[t] = (int32_t)mv;
+			}
+		}
+		if ((rc = sky_qmodel_forward(&m, ids, attn, lg, NULL)) != 0) {
+			fprintf(stderr, "sky eval: input %d: %s\n", r, sky_strerror(rc));
+			goto exit;
+		}
+		print_logits(n, lg, m.cfg.classes);
+	}
+	exitc = 0;
+exit:
+	sky_st_close(&in);
+	sky_qmodel_close(&m);
+	free(ids), free(attn), free(lg);
+	return exitc;
 }
 
 int sky_cmd_eval(int argc, char **argv)
@@ -136,6 +295,10 @@ int sky_cmd_eval(int argc, char **argv)
 		fprintf(stderr, "sky eval: %s holds %s encoder layers, not %s%s\n", a.weights, pname,
 			a.precision,
 			prec == SKY_PREC_FP32 ? " (make an int8 file with sky quantize)" : "");
+		goto exit;
+	}
+	if (a.tokens || a.input) {
+		exitc = eval_inputs(&a, &f, cfg);
 		goto exit;
 	}
 	if ((rc = sky_qmodel_open(&m, &f, &cfg, &d)) != 0) {

@@ -18,9 +18,9 @@ static void usage(FILE *to)
 {
 	fprintf(to, "usage: sky fleet status (--state DIR | --pki DIR) [--json]\n"
 		    "Prints each board skyplan knows, grouped by site (\"?\": no report yet): id,\n"
-		    "state (enrolled, online, offline), last seen (UTC), version, capabilities, its\n"
-		    "link to its site's broker (RTT, MB/s) and current assignment; then the site\n"
-		    "paths the planner knows (broker to broker); from DIR/fleet.json\n"
+		    "state (enrolled, online, offline, revoked), last seen (UTC), version,\n"
+		    "capabilities, its link to its site's broker (RTT, MB/s) and current assignment;\n"
+		    "then the site paths the planner knows (broker to broker); from DIR/fleet.json\n"
 		    "(skyplan --state DIR; default <pki>/state). --json prints the document as is.\n"
 		    "Training jobs (DIR/jobs.json, from their metrics) follow, one line per stage:\n"
 		    "step, loss, step time, busy fraction, frames dropped by reason, stall; with\n"
@@ -90,6 +90,18 @@ static void jobs(const char *fleet_path, int json)
 			       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "done")) ? " (done)" : "",
 			       1e3 * num(st, "step_s"), num(st, "busy"), k ? drops : " none",
 			       stall[0] && strcmp(stall, "-") ? "; " : "", stall[0] && strcmp(stall, "-") ? stall : "");
+		}
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "paused")))
+			printf("  paused: the boards left cannot hold the model; waiting for a board\n");
+		cJSON_ArrayForEach(st, cJSON_GetObjectItemCaseSensitive(j, "replans"))
+		{
+			char lost[48] = "not yet resumed";
+			if (num(st, "lost_s") >= 0)
+				snprintf(lost, sizeof lost, "%.1f s lost", num(st, "lost_s"));
+			printf("  re-plan generation %.0f epoch %.0f: %s; resumed from step %.0f, %.0f "
+			       "step(s) replayed, %s\n",
+			       num(st, "generation"), num(st, "epoch"), str(st, "reason"),
+			       num(st, "resume_step"), num(st, "lost_steps"), lost);
 		}
 	}
 	sky_json_free(doc);
@@ -173,7 +185,7 @@ static int status(int argc, char **argv)
 	/* grouped by site, sites in the order their first board appears;
 	 * a board's site comes with its capability report */
 	const char *sites[SITES_MAX];
-	int n_sites = 0, count = 0, online = 0;
+	int n_sites = 0, count = 0, online = 0, revoked = 0;
 	const cJSON *b;
 	cJSON_ArrayForEach(b, boards)
 	{
@@ -202,6 +214,7 @@ static int status(int argc, char **argv)
 			char caps[80] = "", asg[160] = "-";
 			count++;
 			online += !strcmp(str(b, "state"), "online");
+			revoked += !strcmp(str(b, "state"), "revoked");
 			if (cJSON_IsObject(c))
 				snprintf(caps, sizeof caps, "%9.3f %9.3f %9.0f %9.3f %9.2f",
 					 1e3 * num(c, "fwd_s"), 1e3 * num(c, "bwd_s"),
@@ -243,6 +256,9 @@ static int status(int argc, char **argv)
 		printf("\nno site paths known: the planner charges cuts between sites as within one "
 		       "(skyplan --links)\n");
 	const cJSON *k = cJSON_GetObjectItemCaseSensitive(doc, "counters");
+	if (revoked)
+		printf("%d revoked (sky pki revoke): their messages are ignored (%.0f so far)\n", revoked,
+		       num(k, "revoked_ignored"));
 	printf("%d boards, %d online; caps rejected %.0f, stale messages ignored %.0f, timeouts %.0f "
 	       "(as of %s)\n",
 	       count, online, num(k, "caps_rejected"), num(k, "stale_ignored"), num(k, "timeouts"),

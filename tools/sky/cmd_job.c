@@ -7,6 +7,8 @@
  * acknowledged the plan. sky job watch and sky job collect are in
  * job_follow.c. */
 #include "job_follow.h"
+#include "job_upload.h"
+#include "sky_chunk.h"
 #include "sky_caps.h"
 #include "sky_cli.h"
 #include "sky_clock.h"
@@ -99,6 +101,72 @@ static const sky_planack *find_ack(const follow *f, const char *board, const cha
 	return NULL;
 }
 
+static int upload_answered(void *ctx)
+{
+	follow *f = ctx;
+	sky_mutex_lock(&f->lock);
+	int a = f->answered;
+	sky_mutex_unlock(&f->lock);
+	return a;
+}
+
+/* Uploads the model and waits for the planner's answer, which carries the
+ * first 32 hex digits of the model's hash as its submit_id. Returns 0 once
+ * the planner holds the model, SKY_ENET (connection: try again), or an
+ * error with d saying why (its refusal, or no answer in ack_s). */
+static int upload_phase(follow *f, sky_mqtt *m, const char *op, const char *path,
+			const unsigned char sha[32], sky_upload_opts *uo, double ack_s,
+			const char *submit_id, int json, sky_diag *d)
+{
+	char topic[SKY_TOPIC_BUF], hex[65];
+	sky_sha256_hex(sha, hex);
+	if (sky_topic_jobs(topic, sizeof topic, op, SKY_TOPIC_WEIGHTS) != 0)
+		return sky_diag_set(d, SKY_EINVAL, "no weights topic for %s", op);
+	sky_mutex_lock(&f->lock);
+	f->answered = 0;
+	snprintf(f->submit_id, sizeof f->submit_id, "%.32s", hex);
+	sky_mutex_unlock(&f->lock);
+	uo->answered = upload_answered;
+	uo->ctx = f;
+	double t0 = sky_clock_s(), again = 0;
+	int sent = 0;
+	/* the chunks are not retained: a planner that was not listening (just
+	 * starting, restarting) never answers, so the upload goes again */
+	while (!upload_answered(f) && sky_clock_s() - t0 < ack_s && sky_mqtt_connected(m)) {
+		if (sky_clock_s() >= again) {
+			if (again > 0 && !json)
+				fprintf(stderr, "sky job submit: no answer to the upload yet; sending the "
+						"model again\n");
+			int n = sky_upload(m, topic, path, sha, uo, d);
+			if (n < 0)
+				return n;
+			sent += n;
+			sky_mqtt_flush(m, 10000);
+			again = sky_clock_s() + 5.0;
+		}
+		sky_mqtt_poll(m, 20);
+	}
+	int rc = 0;
+	sky_mutex_lock(&f->lock);
+	if (!f->answered)
+		rc = sky_mqtt_connected(m)
+			     ? sky_diag_set(d, SKY_ETIMEOUT,
+					    "no answer to the model upload from the planner within %g s "
+					    "(is skyplan running?)",
+					    ack_s)
+			     : SKY_ENET;
+	else if (!f->reply.ok)
+		rc = sky_diag_set(d, SKY_EINVAL, "the planner refused the model: %s", f->reply.error);
+	f->answered = 0;
+	snprintf(f->submit_id, sizeof f->submit_id, "%s", submit_id);
+	sky_mutex_unlock(&f->lock);
+	if (!rc && !json)
+		fprintf(stderr, "sky job submit: model %.16s.. held by the planner (%d chunk%s sent in "
+				"%.2f s)\n",
+			hex, sent, sent == 1 ? "" : "s", sky_clock_s() - t0);
+	return rc;
+}
+
 static void usage(FILE *to)
 {
 	fprintf(to,
@@ -109,7 +177,10 @@ static void usage(FILE *to)
 		"                      [--min-boards N] [--wait-boards-s S] [--wait SECONDS]\n"
 		"                      [--ack-timeout SECONDS] [--json]\n"
 		"                      [--task train --steps N --micro M --optimizer adamw|sgd --lr X\n"
-		"                       --seed S --warmup W --clip C --stall-s S --plaintext-frames]\n"
+		"                       --seed S --warmup W --clip C --stall-s S --plaintext-frames\n"
+		"                       --checkpoint-every K]\n"
+		"                      [--task infer --weights F.safetensors [--batch B] [--wait-ms W]\n"
+		"                       [--queue Q] [--clients a,b] [--chunk-bytes N]]\n"
 		"       sky job watch JOB --pki DIR --broker HOST:PORT [--timeout S] [--json]\n"
 		"       sky job collect JOB --pki DIR --broker HOST:PORT --out F.safetensors [--timeout S]\n"
 		"Publishes the job on sky/v1/jobs/<operator>/submit as the operator identity\n"
@@ -126,6 +197,21 @@ static void usage(FILE *to)
 		"--micro micro-batches under --sched, with `sky train`'s optimizer, seed, warm-up\n"
 		"and clip (same defaults), frames AES-GCM sealed unless --plaintext-frames;\n"
 		"--stall-s bounds the wait for one frame (default 10 x the predicted step + 30 s).\n"
+		"--task infer makes the fleet serve the model in F: an int8 file from `sky\n"
+		"quantize`, or an fp32 one from `sky train --save`, quantised first the same way\n"
+		"(8 calibration micro-batches, seed 1). --model and --layers default to the\n"
+		"file's. The int8 model is uploaded to skyplan in chunks of --chunk-bytes (default\n"
+		"256 KiB), each with its SHA-256, on sky/v1/jobs/<operator>/weights; skyplan\n"
+		"verifies and stores it, and the job names it by its SHA-256. skyplan plans on\n"
+		"the boards' int8 times and sends each board its slice. --batch: requests per\n"
+		"micro-batch (at most the model's batch, default it); --wait-ms: the first\n"
+		"stage's wait for a batch to fill (default 2); --queue: its request queue\n"
+		"(default 64); --clients: the client names (or sky-client-* CNs) allowed (default\n"
+		"any). Tests: --corrupt-chunk N damages chunk N after hashing it,\n"
+		"--claim-sha256 HEX names another hash than the file's.\n"
+		"--checkpoint-every K (default 10; 0 off): every K steps and after the last, each\n"
+		"stage sends its weights and optimizer state to skyplan's checkpoint store; a board\n"
+		"that dies then re-plans the job over the others from the last complete one.\n"
 		"--link-blind has skyplan plan as if every board were in one site (for comparison).\n"
 		"watch prints one line per step (loss, step time, predicted, busy per stage) until\n"
 		"the job ends (exit 0) or stalls (exit 1). collect gathers every stage's part\n"
@@ -159,7 +245,7 @@ static int cmd_submit(int argc, char **argv)
 		O_PKI = SKY_OPT_FIRST, O_BROKER, O_FILE, O_JOB, O_MODEL, O_ALGO, O_SCHED, O_OBJECTIVE,
 		O_LAYERS, O_SEQ, O_BATCH, O_TASK, O_STEPS, O_OPTIM, O_LR, O_SEED, O_WARMUP, O_CLIP,
 		O_STALL, O_MICRO, O_MIN_BOARDS, O_WAIT_BOARDS, O_ACK, O_WAIT, O_JSON, O_PLAINTEXT,
-		O_LINK_BLIND
+		O_WEIGHTS, O_WAIT_MS, O_QUEUE, O_CLIENTS, O_CHUNK, O_CORRUPT, O_CLAIM, O_CKPT, O_LINK_BLIND
 	};
 	static const struct option k_opts[] = {
 		{"pki", required_argument, NULL, O_PKI},
@@ -190,10 +276,23 @@ static int cmd_submit(int argc, char **argv)
 		{"wait", required_argument, NULL, O_WAIT},
 		{"json", no_argument, NULL, O_JSON},
 		{"plaintext-frames", no_argument, NULL, O_PLAINTEXT},
+		{"weights", required_argument, NULL, O_WEIGHTS},
+		{"wait-ms", required_argument, NULL, O_WAIT_MS},
+		{"queue", required_argument, NULL, O_QUEUE},
+		{"clients", required_argument, NULL, O_CLIENTS},
+		{"chunk-bytes", required_argument, NULL, O_CHUNK},
+		{"corrupt-chunk", required_argument, NULL, O_CORRUPT},
+		{"claim-sha256", required_argument, NULL, O_CLAIM},
+		{"checkpoint-every", required_argument, NULL, O_CKPT},
 		{"link-blind", no_argument, NULL, O_LINK_BLIND},
 		SKY_OPT_STD,
 		{0}};
 	const char *cmd = "job submit";
+	const char *weights = NULL, *clients = NULL;
+	long batch = 0;
+	sky_upload_opts uo = {.corrupt_chunk = -1, .progress = 1};
+	j.wait_ms = 2;
+	j.queue = 64;
 	sky_opt cli;
 	sky_opt_begin(&cli, "sky job submit", argc, argv, k_opts, 0);
 	for (int c; (c = sky_opt_next(&cli)) != SKY_OPT_END;) {
@@ -249,16 +348,41 @@ static int cmd_submit(int argc, char **argv)
 			if (!(rc = sky_cli_int(cmd, a, val, 1, SKY_CAPS_MAX_DIM, &v)))
 				j.seq = (int)v;
 			break;
-		case O_BATCH:
-			if (!(rc = sky_cli_int(cmd, a, val, 1, SKY_CAPS_MAX_BATCH, &v)))
-				j.batch = (int)v;
+		case O_BATCH: /* the model's micro-batch, or for infer the served batch */
+			rc = sky_cli_int(cmd, a, val, 1, SKY_CAPS_MAX_BATCH, &batch);
 			break;
 		case O_TASK:
-			if (strcmp(val, "train") != 0) {
-				fprintf(stderr, "sky job submit: --task expects train, got '%s'\n", val);
+			if (strcmp(val, "train") != 0 && strcmp(val, "infer") != 0) {
+				fprintf(stderr, "sky job submit: --task expects train or infer, got '%s'\n",
+					val);
 				return 2;
 			}
-			j.train = 1;
+			j.train = val[0] == 't';
+			j.infer = val[0] == 'i';
+			break;
+		case O_WEIGHTS:
+			weights = val;
+			break;
+		case O_WAIT_MS:
+			if (!(rc = sky_cli_int(cmd, a, val, 0, SKY_PLAN_MAX_WAIT_MS, &v)))
+				j.wait_ms = (int)v;
+			break;
+		case O_QUEUE:
+			if (!(rc = sky_cli_int(cmd, a, val, 1, SKY_PLAN_MAX_QUEUE, &v)))
+				j.queue = (int)v;
+			break;
+		case O_CLIENTS:
+			clients = val;
+			break;
+		case O_CHUNK:
+			if (!(rc = sky_cli_int(cmd, a, val, SKY_CHUNK_MIN_BYTES, SKY_CHUNK_MAX_PAYLOAD, &v)))
+				uo.chunk_bytes = (uint32_t)v;
+			break;
+		case O_CORRUPT:
+			rc = sky_cli_int(cmd, a, val, 0, 0x7fffffffL, &uo.corrupt_chunk);
+			break;
+		case O_CLAIM:
+			uo.claim_sha256 = val;
 			break;
 		case O_STEPS:
 			if (!(rc = sky_cli_int(cmd, a, val, 1, SKY_PLANMSG_MAX_STEPS, &v)))
@@ -280,6 +404,10 @@ static int cmd_submit(int argc, char **argv)
 			break;
 		case O_STALL:
 			rc = sky_cli_double(cmd, a, val, 0, 1e5, &j.stall_s);
+			break;
+		case O_CKPT:
+			if (!(rc = sky_cli_int(cmd, a, val, 0, SKY_PLANMSG_MAX_STEPS, &v)))
+				j.ckpt_every = (int)v;
 			break;
 		case O_MICRO:
 			if (!(rc = sky_cli_int(cmd, a, val, 1, SKY_PLANMSG_MAX_MICRO, &v)))
@@ -306,6 +434,51 @@ static int cmd_submit(int argc, char **argv)
 	}
 	if (sky_opt_no_args(&cli) != 0) {
 		return 2;
+	}
+	if (j.infer)
+		j.serve_batch = (int)batch;
+	else
+		j.batch = (int)batch;
+	if (j.infer && !weights) {
+		fprintf(stderr, "sky job submit: --task infer needs --weights F.safetensors\n");
+		return 2;
+	}
+	if (weights && !j.infer) {
+		fprintf(stderr, "sky job submit: --weights goes with --task infer\n");
+		return 2;
+	}
+	/* --clients a,b: names or full CNs */
+	for (const char *c = clients; c && *c;) {
+		size_t n = strcspn(c, ",");
+		if (j.n_clients >= SKY_JOB_MAX_CLIENTS || n == 0 || n > 40) {
+			fprintf(stderr, "sky job submit: --clients takes up to %d names of 1-40 characters\n",
+				SKY_JOB_MAX_CLIENTS);
+			return 2;
+		}
+		int full = n > sizeof SKY_TOPIC_CLIENT_PREFIX - 1 &&
+			   !strncmp(c, SKY_TOPIC_CLIENT_PREFIX, sizeof SKY_TOPIC_CLIENT_PREFIX - 1);
+		snprintf(j.clients[j.n_clients++], sizeof j.clients[0], "%s%.*s",
+			 full ? "" : SKY_TOPIC_CLIENT_PREFIX, (int)n, c);
+		c += n + (c[n] == ',');
+	}
+	char int8_path[600] = "", tmp_path[600] = "";
+	int made_tmp = 0;
+	unsigned char wsha[32];
+	if (j.infer && !file) {
+		sky_diag md;
+		sky_diag_clear(&md);
+		const char *tmpdir = getenv("TMPDIR");
+		snprintf(tmp_path, sizeof tmp_path, "%s/sky-submit-%ld.int8.safetensors",
+			 tmpdir && *tmpdir ? tmpdir : "/tmp", (long)sky_clock_unix() ^ (long)(size_t)&j);
+		if (sky_job_model_prepare(weights, tmp_path, &j, int8_path, sizeof int8_path, &made_tmp,
+					  &md) != 0 ||
+		    sky_upload_sha(int8_path, &uo, wsha, &md) != 0) {
+			fprintf(stderr, "sky job submit: %s\n", md.msg);
+			if (made_tmp)
+				sky_file_remove(tmp_path);
+			return 1;
+		}
+		sky_sha256_hex(wsha, j.weights);
 	}
 	if (!pki || !broker || (!file && !j.model[0])) {
 		fprintf(stderr, "sky job submit: --pki, --broker and --model (or --file) are required\n");
@@ -407,9 +580,11 @@ static int cmd_submit(int argc, char **argv)
 			    .cert_file = crt, .key_file = key, .keepalive_s = 30, .on_msg = on_msg,
 			    .ctx = f};
 	sky_mqtt *m = NULL;
-	int rc = 1, sends = 0;
+	int rc = 1, sends = 0, uploaded = !(j.infer && !file);
 	char last_err[256] = "";
 	double t0 = sky_clock_s(), next_send = t0;
+	sky_mqtt_backoff backoff; /* 0.25 s doubling to 2 s, jittered */
+	sky_mqtt_backoff_init(&backoff, 250, 2000, sky_clock_ns());
 	/* until answered: (re)connect, subscribe to the answers, send; a
 	 * connection that drops, or a planner that did not hear, gets it again */
 	for (;;) {
@@ -448,9 +623,26 @@ static int cmd_submit(int argc, char **argv)
 				}
 				sky_mqtt_close(m, 0);
 				m = NULL;
-				sky_sleep_ms(500);
+				sky_sleep_ms((unsigned)sky_mqtt_backoff_next(&backoff));
 				continue;
 			}
+			sky_mqtt_backoff_reset(&backoff);
+			next_send = sky_clock_s();
+		}
+		if (!uploaded) {
+			sky_diag ud;
+			sky_diag_clear(&ud);
+			int urc = upload_phase(f, m, op, int8_path, wsha, &uo, ack_s, j.submit_id, json,
+					       &ud);
+			if (urc == SKY_ENET) {
+				snprintf(last_err, sizeof last_err, "%s", ud.msg);
+				continue; /* reconnect and send it again */
+			}
+			if (urc) {
+				sky_diag_set(&d, urc, "%s", ud.msg);
+				goto fail;
+			}
+			uploaded = 1;
 			next_send = sky_clock_s();
 		}
 		if (sky_clock_s() >= next_send) {
@@ -479,6 +671,8 @@ static int cmd_submit(int argc, char **argv)
 		else
 			printf("job %s submitted and acknowledged\n", j.job);
 		sky_mqtt_close(m, 1000);
+		if (made_tmp)
+			sky_file_remove(tmp_path);
 		return 0;
 	}
 	int done = 0, accepted = 0, refused = 0;
@@ -551,11 +745,15 @@ static int cmd_submit(int argc, char **argv)
 	sky_mutex_unlock(&f->lock);
 	sky_mqtt_close(m, 1000);
 	mbedtls_x509_crt_free(&f->planner);
+	if (made_tmp)
+		sky_file_remove(tmp_path);
 	return rc;
 fail:
 	fprintf(stderr, "sky job submit: %s\n", d.msg);
 	sky_mqtt_close(m, 1000);
 	mbedtls_x509_crt_free(&f->planner);
+	if (made_tmp)
+		sky_file_remove(tmp_path);
 	return 1;
 }
 

@@ -7,12 +7,14 @@
 
 #include "sky_ca.h"
 #include "sky_clock.h"
+#include "sky_crl.h"
 #include "sky_err.h"
 #include "sky_file.h"
 #include "sky_identity.h"
 #include "sky_json.h"
 #include "sky_opt.h"
 #include "sky_sign.h"
+#include "sky_signal.h"
 
 #include <mbedtls/version.h>
 #include <stdio.h>
@@ -27,10 +29,12 @@ static void usage(FILE *to)
 		"usage: sky pki init --dir D [--port N] [--listen IPV4] [--max-packet BYTES] [--force]\n"
 		"       sky pki token --dir D [--ttl SECONDS] [--id BOARD]\n"
 		"       sky pki operator --dir D --name NAME\n"
+		"       sky pki client --dir D NAME\n"
 		"       sky pki issue --dir D --id BOARD --state S [--token T]\n"
 		"       sky pki bridge --dir D [--listen IPV4] [--port N --core IPV4:PORT] SITE\n"
 		"       sky pki site-broker --dir D --port N --core IPV4:PORT [--listen IPV4]\n"
 		"                           [--max-packet BYTES] SITE\n"
+		"       sky pki revoke --dir D BOARD [--reason R] [--broker-pid PID]\n"
 		"       sky pki sign --key K --cert C [FILE]     (payload from FILE or stdin)\n"
 		"       sky pki verify --cert C [FILE]           (envelope from FILE or stdin)\n"
 		"       sky pki bench --dir D [--json] [common bench options]\n"
@@ -50,6 +54,13 @@ static void usage(FILE *to)
 		"       D/operators/NAME/ (ca.crt, planner.crt, operator.crt, operator.key; use\n"
 		"       it as `sky job submit --pki D/operators/NAME`) and adds its ACL section\n"
 		"       (send the broker SIGHUP to read it).\n"
+		"client issues a client identity for serving jobs, CN sky-client-NAME, as a\n"
+		"       bundle in D/clients/NAME/ (ca.crt, client.crt, client.key; use it as\n"
+		"       `sky infer --pki D/clients/NAME`) and adds its ACL sections: on the\n"
+		"       tools listener (port N+1, where sky infer connects) it may publish\n"
+		"       requests on sky/v1/job/+/req/<its CN> and read sky/v1/job/+/resp/<its\n"
+		"       CN>, nothing else; on the fleet listener nothing (send the broker\n"
+		"       SIGHUP to read the new ACL).\n"
 		"token  prints a new one-time claim token (valid --ttl seconds, default %d),\n"
 		"       optionally bound to one board id (needed to re-enroll an enrolled id).\n"
 		"issue  enrolls board BOARD offline: makes its key and CSR in state dir S (as\n"
@@ -64,6 +75,14 @@ static void usage(FILE *to)
 		"       rules, and a mutual-TLS bridge to the core broker at IPV4:PORT that\n"
 		"       carries only Sky's control topics, frames addressed to other sites, and\n"
 		"       link probes. Run it: mosquitto -c D/sites/SITE/mosquitto.conf\n"
+		"revoke puts BOARD's certificate on the fleet CA's CRL (D/crl.pem, list in\n"
+		"       D/revoked; again: no change). The CA then refuses to enroll BOARD again\n"
+		"       and skyplan drops it from the fleet. mosquitto re-reads the CRL on\n"
+		"       SIGHUP (sent to PID with --broker-pid) and then refuses the board's TLS\n"
+		"       handshakes; a connection open before stays open until the board\n"
+		"       reconnects or the broker restarts. R: unspecified, keyCompromise,\n"
+		"       cACompromise, affiliationChanged, superseded, cessationOfOperation\n"
+		"       (default: no reason code).\n"
 		"sign   prints a signed envelope (runtime/wire/sky_sign.h) of the payload.\n"
 		"verify checks an envelope against certificate C and prints its payload.\n"
 		"bench  times plan signing and verification (2 KiB plan), P-256 key\n"
@@ -258,6 +277,54 @@ static int cmd_operator(int argc, char **argv)
 	return 0;
 }
 
+static int cmd_client(int argc, char **argv)
+{
+	const char *dir = NULL, *name = NULL;
+	enum { O_DIR = SKY_OPT_FIRST, O_NAME };
+	static const struct option k_opts[] = {{"dir", required_argument, NULL, O_DIR},
+					       {"name", required_argument, NULL, O_NAME},
+					       SKY_OPT_STD,
+					       {0}};
+	sky_opt op;
+	sky_opt_begin(&op, "sky pki client", argc, argv, k_opts, 0);
+	for (int c; (c = sky_opt_next(&op)) != SKY_OPT_END;) {
+		switch (c) {
+		case SKY_OPT_HELP:
+			usage(stdout);
+			return 0;
+		case SKY_OPT_VERSION:
+			return 0;
+		case O_DIR:
+			dir = op.arg;
+			break;
+		case O_NAME:
+			name = op.arg;
+			break;
+		default:
+			return 2;
+		}
+	}
+	/* the name as the one operand, or --name */
+	if (op.next < argc && !name)
+		name = argv[op.next++];
+	if (sky_opt_no_args(&op) != 0)
+		return 2;
+	if (!dir || !name) {
+		fprintf(stderr, "sky pki client: --dir D and a NAME are required\n");
+		return 2;
+	}
+	sky_diag d;
+	sky_diag_clear(&d);
+	int rc = sky_ca_add_client(dir, name, &d);
+	if (rc) {
+		fprintf(stderr, "sky pki client: %s\n", d.msg[0] ? d.msg : sky_strerror(rc));
+		return 1;
+	}
+	printf("client %s%s in %s/%s/%s (the broker reads the new ACL on SIGHUP)\n",
+	       SKY_CA_CLIENT_NAME_PREFIX, name, dir, SKY_CA_CLIENTS_DIR, name);
+	return 0;
+}
+
 static int cmd_issue(int argc, char **argv)
 {
 	const char *dir = NULL, *id = NULL, *state = NULL, *token = NULL;
@@ -426,6 +493,87 @@ static int cmd_site(int argc, char **argv, int issue)
 
 static int cmd_bridge(int argc, char **argv) { return cmd_site(argc, argv, 1); }
 static int cmd_site_broker(int argc, char **argv) { return cmd_site(argc, argv, 0); }
+
+static int cmd_revoke(int argc, char **argv)
+{
+	const char *dir = NULL, *id = NULL;
+	int reason = SKY_CRL_REASON_NONE;
+	long pid = 0;
+	enum { O_DIR = SKY_OPT_FIRST, O_REASON, O_PID };
+	static const struct option k_opts[] = {{"dir", required_argument, NULL, O_DIR},
+					       {"reason", required_argument, NULL, O_REASON},
+					       {"broker-pid", required_argument, NULL, O_PID},
+					       SKY_OPT_STD,
+					       {0}};
+	sky_diag d;
+	sky_diag_clear(&d);
+	sky_opt op;
+	sky_opt_begin(&op, "sky pki revoke", argc, argv, k_opts, 0);
+	for (int c; (c = sky_opt_next(&op)) != SKY_OPT_END;) {
+		switch (c) {
+		case SKY_OPT_HELP:
+			usage(stdout);
+			return 0;
+		case SKY_OPT_VERSION:
+			return 0;
+		case O_DIR:
+			dir = op.arg;
+			break;
+		case O_REASON:
+			if (sky_crl_reason_parse(op.arg, &reason, &d) != 0) {
+				fprintf(stderr, "sky pki revoke: %s\n", d.msg);
+				return 2;
+			}
+			break;
+		case O_PID:
+			if (sky_cli_int("pki revoke", "--broker-pid", op.arg, 2, 0x7fffffffL, &pid) != 0)
+				return 2;
+			break;
+		default:
+			return 2;
+		}
+	}
+	if (op.next < argc)
+		id = argv[op.next];
+	if (op.next + 1 < argc) {
+		fprintf(stderr, "sky pki revoke: one BOARD, got '%s' and '%s' (sky pki revoke --help)\n",
+			argv[op.next], argv[op.next + 1]);
+		return 2;
+	}
+	if (!dir || !id) {
+		fprintf(stderr, "sky pki revoke: --dir and BOARD are required\n");
+		return 2;
+	}
+	int rc = sky_crl_revoke(dir, id, reason, &d);
+	if (rc < 0) {
+		fprintf(stderr, "sky pki revoke: %s\n", d.msg[0] ? d.msg : sky_strerror(rc));
+		return 1;
+	}
+	if (rc == 1)
+		printf("board %s is already revoked; %s/%s unchanged\n", id, dir, SKY_CRL_FILE);
+	else
+		printf("revoked board %s%s%s: %s/%s re-signed; skyplan drops the board within a "
+		       "second\n",
+		       id, reason >= 0 ? " for " : "", reason >= 0 ? sky_crl_reason_name(reason) : "",
+		       dir, SKY_CRL_FILE);
+	if (pid > 0) {
+		int src = sky_signal_reload(pid);
+		if (src != 0) {
+			fprintf(stderr, "sky pki revoke: cannot signal the broker (pid %ld): %s\n", pid,
+				sky_strerror(src));
+			return 1;
+		}
+		printf("sent SIGHUP to the broker (pid %ld): it refuses the board's new TLS "
+		       "handshakes;\na connection it holds now lasts until the board reconnects or "
+		       "the broker restarts\n",
+		       pid);
+	} else {
+		printf("to apply it on the broker: kill -HUP <mosquitto pid> (or sky pki revoke "
+		       "--broker-pid PID),\nand restart mosquitto to cut a connection the board holds "
+		       "now\n");
+	}
+	return 0;
+}
 
 static int cmd_sign(int argc, char **argv, int verify)
 {
@@ -706,6 +854,8 @@ int sky_cmd_pki(int argc, char **argv)
 		{"operator", "another operator identity", cmd_operator},
 		{"bridge", "a site's bridge identity and broker certificate", cmd_bridge},
 		{"site-broker", "a site broker's config, bridged to the core", cmd_site_broker},
+		{"revoke", "put a board's certificate on the CRL", cmd_revoke},
+		{"client", "a client identity for serving jobs", cmd_client},
 		{"sign", "a signed envelope, by hand", cmd_sign_only},
 		{"verify", "check an envelope", cmd_verify},
 		{"bench", "signing, verification, key generation, issue", cmd_bench},

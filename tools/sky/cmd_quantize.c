@@ -115,7 +115,16 @@ int sky_cmd_quantize(int argc, char **argv)
 	int prc = parse(argc, argv, &a);
 	if (prc)
 		return prc > 0 ? 0 : 2;
-	int rc, exitc = 1;
+	return sky_quantize_file(a.in, a.out, a.calib, &a.task, a.json ? SKY_QUANT_JSON : 0) ? 1 : 0;
+}
+
+int sky_quantize_file(const char *in, const char *out, long calib, const sky_quant_cli_task *task,
+		      int flags)
+{
+	q_args a = {.in = in, .out = out, .calib = calib, .task = *task,
+		    .json = (flags & SKY_QUANT_JSON) != 0};
+	int quiet = (flags & SKY_QUANT_QUIET) != 0;
+	int rc, exitc = SKY_EINVAL;
 	sky_diag d;
 	sky_diag_clear(&d);
 	sky_st_file f;
@@ -245,7 +254,11 @@ int sky_cmd_quantize(int argc, char **argv)
 		goto exit;
 	}
 	size_t fp32_bytes = (size_t)L * np * sizeof(float), int8_bytes = (size_t)L * sky_layer_s8_weight_bytes(c);
-	if (a.json) {
+	if (quiet) {
+		fprintf(stderr, "quantised %d layers of %s to int8 (calibrated on %ld micro-batches, lowest "
+		       "cosine vs fp32 %.5f): %s\n",
+		       L, c->name, a.calib, cmin, a.out);
+	} else if (a.json) {
 		j = cJSON_CreateObject();
 		if (!j)
 			goto exit;

@@ -139,6 +139,10 @@ int sky_cmd_sim(int argc, char **argv)
 			       : c.job.objective == SKY_OBJ_BOTTLENECK ? "  (objective: bottleneck)"
 			       : w->step_exact ? "  (objective: step, exact)"
 					       : "  (objective: step)");
+			if (c.sites > 1)
+				printf("%-8s %d cuts cross sites, %.1f MB between sites per step%s\n",
+				       "", w->cross_site_cuts, w->wan_bytes_per_step / 1e6,
+				       c.job.link_blind ? "; planned link-blind" : "");
 			continue;
 		}
 		cJSON *o = sky_json_new_object();

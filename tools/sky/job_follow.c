@@ -31,6 +31,10 @@
 typedef struct follow_opts {
 	const char *job, *pki, *broker, *out;
 	const char *events; /* watch: every metrics message and the plan, a line each */
+	/* collect: parts as files (a board's <state>/parts/, for a part over the
+	 * message limit, which the board only writes there) */
+	const char *part_files[SKY_PLANMSG_MAX_STAGES];
+	int n_part_files;
 	double timeout_s;
 	int json;
 } follow_opts;
@@ -39,13 +43,14 @@ static int parse_opts(const char *cmd, int argc, char **argv, follow_opts *o, in
 {
 	memset(o, 0, sizeof *o);
 	o->timeout_s = 600;
-	enum { O_PKI = SKY_OPT_FIRST, O_BROKER, O_OUT, O_EVENTS, O_TIMEOUT, O_JSON };
+	enum { O_PKI = SKY_OPT_FIRST, O_BROKER, O_OUT, O_EVENTS, O_TIMEOUT, O_JSON, O_PART };
 	static const struct option k_opts[] = {{"pki", required_argument, NULL, O_PKI},
 					       {"broker", required_argument, NULL, O_BROKER},
 					       {"out", required_argument, NULL, O_OUT},
 					       {"events", required_argument, NULL, O_EVENTS},
 					       {"timeout", required_argument, NULL, O_TIMEOUT},
 					       {"json", no_argument, NULL, O_JSON},
+					       {"part", required_argument, NULL, O_PART},
 					       SKY_OPT_STD,
 					       {0}};
 	char prog[32];
@@ -58,7 +63,11 @@ static int parse_opts(const char *cmd, int argc, char **argv, follow_opts *o, in
 		case SKY_OPT_HELP:
 			printf("usage: sky job %s JOB --pki DIR --broker HOST:PORT%s [--timeout S]%s\n",
 			       cmd, need_out ? " --out F.safetensors" : "",
-			       need_out ? "" : " [--json] [--events F.jsonl]");
+			       need_out ? " [--part F]..." : " [--json] [--events F.jsonl]");
+			if (need_out)
+				printf("--part F: a stage's part as a file, for one over the broker's message\n"
+				       "limit (a board then only writes it to <state>/parts/); used for its\n"
+				       "stage if it is of the plan's epoch and none arrived\n");
 			if (!need_out)
 				printf("--events F.jsonl: also write each stage's metrics message as received,\n"
 				       "one a line, and at the end the signed plan's payload as {\"plan\":...}\n"
@@ -81,6 +90,14 @@ static int parse_opts(const char *cmd, int argc, char **argv, follow_opts *o, in
 				return -1;
 			}
 			o->out = v;
+			break;
+		case O_PART:
+			if (!need_out || o->n_part_files >= SKY_PLANMSG_MAX_STAGES) {
+				fprintf(stderr, "sky job %s: %s\n", cmd,
+					need_out ? "too many --part files" : "--part goes with collect");
+				return -1;
+			}
+			o->part_files[o->n_part_files++] = v;
 			break;
 		case O_EVENTS:
 			if (need_out) {
@@ -134,6 +151,9 @@ typedef struct follow {
 	part parts[SKY_PLANMSG_MAX_STAGES];
 	char part_board[SKY_PLANMSG_MAX_STAGES][SKY_TOPIC_SEGMENT_MAX + 1];
 	int n_parts;
+	/* how to connect again after the broker went away (reconnect) */
+	sky_mqtt_opts mo;
+	char ca[600], crt[600], key[600], client[48], broker[300];
 } follow;
 
 static follow g_f;
@@ -183,15 +203,14 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 
 static sky_mqtt *connect_follow(const char *cmd, const follow_opts *o, follow *f, sky_diag *d)
 {
-	char ca[600], crt[600], key[600], client[48];
-	snprintf(ca, sizeof ca, "%s/ca.crt", o->pki);
+	snprintf(f->ca, sizeof f->ca, "%s/ca.crt", o->pki);
 	char pcrt[600];
-	snprintf(crt, sizeof crt, "%s/operator.crt", o->pki);
-	snprintf(key, sizeof key, "%s/operator.key", o->pki);
+	snprintf(f->crt, sizeof f->crt, "%s/operator.crt", o->pki);
+	snprintf(f->key, sizeof f->key, "%s/operator.key", o->pki);
 	snprintf(pcrt, sizeof pcrt, "%s/planner.crt", o->pki);
 	sky_rng rng;
 	sky_rng_seed(&rng, sky_clock_ns());
-	snprintf(client, sizeof client, "sky-%s-%08llx", cmd,
+	snprintf(f->client, sizeof f->client, "sky-%s-%08llx", cmd,
 		 (unsigned long long)(sky_rng_u64(&rng) >> 32));
 	sky_mutex_init(&f->lock);
 	mbedtls_x509_crt_init(&f->planner);
@@ -200,18 +219,49 @@ static sky_mqtt *connect_follow(const char *cmd, const follow_opts *o, follow *f
 	snprintf(f->part_prefix, sizeof f->part_prefix, SKY_TOPIC_ROOT "/job/%s/part/", o->job);
 	if (sky_sign_load_cert(&f->planner, pcrt, d) != 0)
 		return NULL;
-	char tools_broker[300]; /* operator tools: the listener beside the fleet's */
-	if (sky_mqtt_claim_broker(o->broker, tools_broker, sizeof tools_broker) != 0) {
+	/* operator tools: the listener beside the fleet's */
+	if (sky_mqtt_claim_broker(o->broker, f->broker, sizeof f->broker) != 0) {
 		sky_diag_set(d, SKY_EINVAL, "--broker must be HOST:PORT (port below 65535), got '%s'",
 			     o->broker);
 		return NULL;
 	}
-	sky_mqtt_opts mo = {.broker = tools_broker, .client_id = client, .ca_file = ca, .cert_file = crt,
-			    .key_file = key, .keepalive_s = 30, .on_msg = on_msg, .ctx = f};
+	sky_mqtt_opts mo = {.broker = f->broker, .client_id = f->client, .ca_file = f->ca,
+			    .cert_file = f->crt, .key_file = f->key, .keepalive_s = 30,
+			    .on_msg = on_msg, .ctx = f};
+	f->mo = mo;
 	sky_mqtt *m = NULL;
 	if (sky_mqtt_connect(&m, &mo, d) != 0)
 		return NULL;
 	return m;
+}
+
+/* After the broker went away (a restart): connects again, at most once per
+ * backoff delay, and subscribes to filters again. Metrics sent while we
+ * were away are gone (they are not retained); the plan is retained. Returns
+ * 1 when connected. */
+static int reconnect_follow(follow *f, sky_mqtt **m, sky_mqtt_backoff *b, double *next_try,
+			    const char *const *filters, int n)
+{
+	if (sky_mqtt_connected(*m))
+		return 1;
+	if (sky_clock_s() < *next_try)
+		return 0;
+	sky_mqtt_close(*m, 0);
+	*m = NULL;
+	sky_diag d;
+	sky_diag_clear(&d);
+	int rc = sky_mqtt_connect(m, &f->mo, &d);
+	for (int i = 0; i < n && !rc; i++)
+		rc = sky_mqtt_subscribe(*m, filters[i], 1, 5000, &d);
+	if (rc) {
+		int ms = sky_mqtt_backoff_next(b);
+		fprintf(stderr, "sky job: %s; retrying in %d ms\n", d.msg, ms);
+		*next_try = sky_clock_s() + ms / 1e3;
+		return 0;
+	}
+	sky_mqtt_backoff_reset(b);
+	fprintf(stderr, "sky job: connected again to %s\n", f->mo.broker);
+	return 1;
 }
 
 /* ---- watch ------------------------------------------------------------------- */
@@ -247,13 +297,45 @@ int sky_job_watch(int argc, char **argv)
 		fprintf(stderr, "sky job watch: cannot write %s\n", o.events);
 		goto exit;
 	}
-	double end = sky_clock_s() + o.timeout_s;
+	double end = sky_clock_s() + o.timeout_s, next_try = 0;
 	int done = 0, printed = 0, stalled = 0;
+	sky_mqtt_backoff backoff; /* 0.25 s doubling to 2 s, jittered */
+	sky_mqtt_backoff_init(&backoff, 250, 2000, sky_clock_ns());
+	const char *const filters[] = {f->metrics_topic, f->plan_topic};
+	int64_t shown_epoch = 0;
 	while (sky_clock_s() < end && !stalled) {
+		if (!reconnect_follow(f, &m, &backoff, &next_try, filters, 2)) {
+			sky_sleep_ms(50);
+			continue;
+		}
 		sky_mqtt_poll(m, 50);
 		sky_mutex_lock(&f->lock);
 		int n_stages = f->have_plan ? f->plan.n_stages : 0;
 		double predicted = f->have_plan ? f->plan.train.predicted_step_s : 0;
+		if (f->have_plan && f->plan.epoch != shown_epoch) {
+			/* a re-plan: a line in with the steps, and the steps after the
+			 * one it resumes from are shown again as they are replayed */
+			const sky_plan_train *t = &f->plan.train;
+			if (shown_epoch && t->generation > 1) {
+				if (o.json)
+					printf("{\"replan\":{\"generation\":%d,\"epoch\":%lld,"
+					       "\"resume_step\":%d,\"stages\":%d}}\n",
+					       t->generation, (long long)f->plan.epoch, t->resume_step,
+					       n_stages);
+				else
+					printf("REPLAN generation %d epoch %lld: %d stages, resuming from "
+					       "step %d\n",
+					       t->generation, (long long)f->plan.epoch, n_stages,
+					       t->resume_step);
+				fflush(stdout);
+				if (printed > t->resume_step)
+					printed = t->resume_step;
+				for (int k = t->resume_step + 1; k <= MAX_STEPS; k++)
+					memset(&rows[k], 0, sizeof rows[k]);
+				done = 0;
+			}
+			shown_epoch = f->plan.epoch;
+		}
 		for (int i = 0; i < f->n_lines; i++) {
 			if (ev && !memchr(f->lines[i], '\n', f->line_len[i])) {
 				fwrite(f->lines[i], 1, f->line_len[i], ev);
@@ -263,8 +345,12 @@ int sky_job_watch(int argc, char **argv)
 			cJSON *doc = sky_json_parse(f->lines[i], f->line_len[i], &jd);
 			int stage = -1, step = 0;
 			double v = 0;
+			int64_t ep = 0;
 			if (!doc || sky_json_int(doc, "stage", 0, 63, &stage, "m", NULL) != 0 ||
-			    sky_json_int(doc, "step", 0, MAX_STEPS, &step, "m", NULL) != 0) {
+			    sky_json_int(doc, "step", 0, MAX_STEPS, &step, "m", NULL) != 0 ||
+			    (f->have_plan && sky_json_i64(doc, "epoch", 0, SKY_JSON_INT_MAX, &ep, "m",
+							  NULL) == 0 && ep < f->plan.epoch)) {
+				/* (an older epoch's: a plan that was replaced) */
 				sky_json_free(doc);
 				continue;
 			}
@@ -337,6 +423,57 @@ exit:
 
 enum { NAME_CAP = 96 };
 
+/* A local part file into bytes (malloc). Returns 0 or SKY_E*. */
+static int read_part(const char *path, part *out)
+{
+	FILE *fp = fopen(path, "rb");
+	long n = -1;
+	if (fp && fseek(fp, 0, SEEK_END) == 0)
+		n = ftell(fp);
+	unsigned char *b = n > 0 && fseek(fp, 0, SEEK_SET) == 0 ? malloc((size_t)n) : NULL;
+	int ok = b && fread(b, 1, (size_t)n, fp) == (size_t)n;
+	if (fp)
+		fclose(fp);
+	if (!ok) {
+		free(b);
+		return SKY_EIO;
+	}
+	*out = (part){b, (size_t)n};
+	return 0;
+}
+
+/* The local parts of the plan's epoch, each for its stage's board when no
+ * part of that board arrived (called with the lock held, the plan known).
+ * A used part's bytes move into f->parts. */
+static void add_local_parts(follow *f, part *local, int n_local)
+{
+	char epoch[32];
+	snprintf(epoch, sizeof epoch, "%lld", (long long)f->plan.epoch);
+	for (int i = 0; i < n_local; i++) {
+		sky_st_file st;
+		sky_st_init(&st);
+		const char *pe, *ps;
+		int stage = -1;
+		if (local[i].bytes && sky_st_parse(&st, local[i].bytes, local[i].len, NULL) == 0 &&
+		    (pe = sky_st_meta_get(&st, "sky_epoch")) && !strcmp(pe, epoch) &&
+		    (ps = sky_st_meta_get(&st, "sky_stage")))
+			stage = atoi(ps);
+		sky_st_close(&st);
+		if (stage < 0 || stage >= f->plan.n_stages || f->n_parts >= SKY_PLANMSG_MAX_STAGES)
+			continue;
+		const char *board = f->plan.stages[stage].board;
+		int have = 0;
+		for (int k = 0; k < f->n_parts; k++)
+			have |= !strcmp(f->part_board[k], board);
+		if (have)
+			continue;
+		size_t bl = strlen(board); /* < the segment bound: the plan checked it */
+		memcpy(f->part_board[f->n_parts], board, bl + 1);
+		f->parts[f->n_parts++] = local[i];
+		local[i] = (part){NULL, 0};
+	}
+}
+
 int sky_job_collect(int argc, char **argv)
 {
 	follow_opts o;
@@ -352,6 +489,13 @@ int sky_job_collect(int argc, char **argv)
 	sky_st_file *files = NULL;
 	sky_st_entry *e = NULL;
 	char *names = NULL;
+	part local[SKY_PLANMSG_MAX_STAGES];
+	memset(local, 0, sizeof local);
+	for (int i = 0; i < o.n_part_files; i++)
+		if (read_part(o.part_files[i], &local[i]) != 0) {
+			fprintf(stderr, "sky job collect: cannot read %s\n", o.part_files[i]);
+			return 1;
+		}
 	sky_mqtt *m = connect_follow("collect", &o, f, &d);
 	sky_topic_part(topic, sizeof topic, o.job, NULL);
 	if (!m || sky_mqtt_subscribe(m, f->plan_topic, 1, 5000, &d) != 0 ||
@@ -360,11 +504,20 @@ int sky_job_collect(int argc, char **argv)
 		goto exit;
 	}
 	/* the plan and one part per stage (retained: they are there if the job ended) */
-	double end = sky_clock_s() + o.timeout_s;
+	double end = sky_clock_s() + o.timeout_s, next_try = 0;
 	int have = 0;
+	sky_mqtt_backoff backoff; /* 0.25 s doubling to 2 s, jittered */
+	sky_mqtt_backoff_init(&backoff, 250, 2000, sky_clock_ns());
+	const char *const filters[] = {f->plan_topic, topic};
 	while (sky_clock_s() < end) {
+		if (!reconnect_follow(f, &m, &backoff, &next_try, filters, 2)) {
+			sky_sleep_ms(50);
+			continue;
+		}
 		sky_mqtt_poll(m, 50);
 		sky_mutex_lock(&f->lock);
+		if (f->have_plan)
+			add_local_parts(f, local, o.n_part_files);
 		have = 0;
 		for (int k = 0; f->have_plan && k < f->plan.n_stages; k++)
 			for (int i = 0; i < f->n_parts; i++)
@@ -464,6 +617,8 @@ exit:
 	free(names);
 	for (int i = 0; i < f->n_parts; i++)
 		free(f->parts[i].bytes);
+	for (int i = 0; i < o.n_part_files; i++)
+		free(local[i].bytes);
 	mbedtls_x509_crt_free(&f->planner);
 	return rc;
 }

@@ -17,11 +17,13 @@ static const sky_cmd k_cmds[] = {
 	{"layer", "run one encoder layer on given tensors (check a board)", sky_cmd_layer},
 	{"quantize", "int8 encoder layers from fp32 weights, calibrated (--calib N)", sky_cmd_quantize},
 	{"eval", "held-out accuracy of saved weights, fp32 or int8 (--precision)", sky_cmd_eval},
+	{"slice", "cut a serving stage's slice from an int8 model (--first/--last)", sky_cmd_slice},
 	{"bench", "benchmark a layer, the planner or the probe (--json)", sky_cmd_bench},
 	{"plan", "split a model over a fleet: even, sky or optimal (--json)", sky_cmd_plan},
 	{"sim", "simulate a training step of each algorithm's plan; --paper (--json)", sky_cmd_sim},
 	{"pki", "fleet CA, broker config and ACL, claim tokens, plan signatures", sky_cmd_pki},
 	{"job", "submit a job to skyplan over MQTT and follow its plan (--wait)", sky_cmd_job},
+	{"infer", "ask a serving job for logits (--tokens or --input; --json)", sky_cmd_infer},
 	{"fleet", "fleet status as skyplan sees it: boards, liveness, assignments", sky_cmd_fleet},
 	{"version", "print the version and build facts", sky_cmd_version},
 };

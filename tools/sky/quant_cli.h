@@ -38,4 +38,15 @@ int sky_quant_cli_task_opt(const char *cmd, int c, const char *o, const char *v,
 int sky_quant_cli_cfg(const char *cmd, const sky_st_file *f, const sky_quant_cli_task *t,
 		      sky_model_cfg *c);
 
+/* `sky quantize` itself: the fp32 model in to int8 layers in out (written
+ * atomically), calibrated on calib micro-batches of the synthetic task as
+ * task says (model from the file's metadata unless task->model, seq and
+ * batch 0: the preset's, seed). flags: SKY_QUANT_JSON prints the report
+ * as JSON, SKY_QUANT_QUIET one line instead of the report. `sky job submit
+ * --task infer` quantises an fp32 file with it. Returns 0, or a negative
+ * SKY_E* code after printing why on stderr. */
+enum { SKY_QUANT_JSON = 1, SKY_QUANT_QUIET = 2 };
+int sky_quantize_file(const char *in, const char *out, long calib, const sky_quant_cli_task *task,
+		      int flags);
+
 #endif

@@ -18,11 +18,13 @@ int sky_cmd_train(int argc, char **argv);
 int sky_cmd_layer(int argc, char **argv);
 int sky_cmd_quantize(int argc, char **argv);
 int sky_cmd_eval(int argc, char **argv);
+int sky_cmd_slice(int argc, char **argv);
 int sky_cmd_bench(int argc, char **argv);
 int sky_cmd_plan(int argc, char **argv);
 int sky_cmd_sim(int argc, char **argv);
 int sky_cmd_pki(int argc, char **argv);
 int sky_cmd_job(int argc, char **argv);
+int sky_cmd_infer(int argc, char **argv);
 int sky_cmd_fleet(int argc, char **argv);
 int sky_cmd_version(int argc, char **argv);
 

@@ -1,0 +1,100 @@
+/* The planner's checkpoint store and job log.
+ *
+ * Stages of a training job with train.ckpt_every K publish a checkpoint
+ * image of their blocks every K steps (runtime/wire/sky_ckptmsg.h). The
+ * store verifies each part's SHA-256 (a bad one is refused with the reason
+ * and logged), accepts only parts of the job's current plan epoch (late
+ * parts of a plan that was replaced are refused as stale), writes it to
+ * <state>/ckpt/<job>/<step>-<blk0>.safetensors, and marks the step complete
+ * when the parts of one epoch cover every block of the model (embeddings,
+ * each half-layer, head). A complete step is committed: a line goes to the
+ * job's log, and only the last two complete checkpoints are kept (files of
+ * older ones and of abandoned partial steps are removed).
+ *
+ * The job log, <state>/jobs/<job>.log.jsonl, one JSON object per line:
+ *   {"t":1764560000.123,"event":"commit","epoch":3,"step":4}
+ *   {"t":...,"event":"replan","generation":2,"epoch":5,"reason":"board b2 offline",
+ *    "resume_step":4,"lost_steps":1, ...}
+ * Generations and committed steps only grow; a step commits once.
+ *
+ * After a re-plan the store assembles, for each board of the new plan, the
+ * blocks of its new range from the last complete checkpoint into one image
+ * (sky_ckpt_image), which the service publishes to that board. */
+#ifndef SKY_CKPT_H
+#define SKY_CKPT_H
+
+#include "sky_ckptmsg.h"
+#include "sky_err.h"
+#include "sky_topics.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SKY_CKPT_JOBS 32 /* jobs followed; when full, the one idle longest goes */
+#define SKY_CKPT_PARTS 64 /* parts of one step (the stages of a plan) */
+#define SKY_CKPT_OPEN 4   /* steps being assembled at once */
+
+typedef struct sky_ckpt_part {
+	int blk0, nblk;
+} sky_ckpt_part;
+
+typedef struct sky_ckpt_step {
+	int64_t step; /* 0: unused */
+	int64_t epoch;
+	int n_parts, covered;
+	sky_ckpt_part part[SKY_CKPT_PARTS];
+} sky_ckpt_step;
+
+typedef struct sky_ckpt_job {
+	char job[SKY_TOPIC_SEGMENT_MAX + 1];
+	int64_t epoch;            /* parts of this epoch only */
+	int n_blocks;             /* 2L + 2 */
+	int nvec;                 /* optimizer state vectors, from the parts */
+	sky_ckpt_step done[2];    /* [0] the newest complete checkpoint */
+	sky_ckpt_step open[SKY_CKPT_OPEN];
+	long commits, refused;
+	double commit_s;          /* monotonic time of the last commit */
+} sky_ckpt_job;
+
+typedef struct sky_ckpt_store {
+	char dir[512];            /* the planner's state directory */
+	int n;
+	sky_ckpt_job job[SKY_CKPT_JOBS];
+} sky_ckpt_store;
+
+void sky_ckpt_init(sky_ckpt_store *s, const char *state_dir);
+
+/* A plan of job at epoch was published (the first or a re-plan): from now
+ * on parts of that epoch only; steps being assembled under an older epoch
+ * are dropped. A new job takes a free entry, or that of the job whose last
+ * commit is oldest (its files removed). Returns the job's entry. */
+sky_ckpt_job *sky_ckpt_begin(sky_ckpt_store *s, const char *job, int64_t epoch, int n_blocks);
+/* The job's entry, or NULL. */
+sky_ckpt_job *sky_ckpt_find(sky_ckpt_store *s, const char *job);
+
+/* One part from board (the topic's segments, which the ACL vouched for).
+ * Returns 1 when it completed a step (*committed = that step; logged), 0
+ * when stored, or a negative SKY_E* with d saying why it was refused:
+ * SKY_EAUTH (SHA-256 mismatch), SKY_EFORMAT (not a checkpoint image),
+ * SKY_ESTATE (unknown job, stale epoch, a step at or before the last
+ * commit, or blocks that overlap another part). */
+int sky_ckpt_on_part(sky_ckpt_store *s, const char *job, const char *board,
+		     const unsigned char *img, size_t len, double now, int64_t *committed,
+		     sky_diag *d);
+
+/* The newest complete step of job (0: none). */
+int64_t sky_ckpt_last(const sky_ckpt_store *s, const char *job);
+
+/* An image of blocks [blk0, blk0 + nblk) of job's newest complete
+ * checkpoint, stamped with epoch (the plan that will load it), into a
+ * malloc'd buffer (*img; free it). Returns 0, SKY_ENOTFOUND (no complete
+ * checkpoint, or a file of it is gone), SKY_EAUTH (a stored file no longer
+ * matches its hash) or SKY_ENOMEM. */
+int sky_ckpt_image(sky_ckpt_store *s, const char *job, int64_t epoch, int blk0, int nblk,
+		   unsigned char **img, size_t *len, sky_diag *d);
+
+/* Appends one JSON line (without newline) to <state>/jobs/<job>.log.jsonl,
+ * with "t" (Unix time) put in front. Returns 0 or SKY_EIO / SKY_ERANGE. */
+int sky_ckpt_log(sky_ckpt_store *s, const char *job, const char *fields);
+
+#endif

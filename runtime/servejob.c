@@ -1,0 +1,530 @@
+/* A board's serving job (see sky_servejob.h): requests in on the first
+ * stage, int8 frames between stages, logits out on the last. */
+#include "sky_servejob.h"
+
+#include "sky_clock.h"
+#include "sky_json.h"
+#include "sky_log.h"
+#include "sky_slice.h"
+#include "sky_trainjob.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int slots_for(const sky_planmsg *p)
+{
+	int n = p->infer.queue / p->infer.batch + 2;
+	return n < 4 ? 4 : n > SKY_SERVEJOB_RING ? SKY_SERVEJOB_RING : n;
+}
+
+/* The job buffers in one block: queue entries and their tokens, inbound
+ * slots, the outbound payload and wire frame. Returns the bytes; with
+ * mem, also points j's buffers into it. */
+static size_t buffers(sky_servejob *j, const sky_model_cfg *c, int first, unsigned char *mem)
+{
+	size_t o = 0, S = (size_t)c->seq;
+	int qn = first ? j->plan->infer.queue : 0, ns = first ? 0 : slots_for(j->plan);
+#define TAKE(ptr, bytes)                                                                          \
+	do {                                                                                      \
+		if (mem)                                                                          \
+			ptr = (void *)(mem + o);                                                  \
+		o += ((bytes) + 15) & ~(size_t)15;                                                \
+	} while (0)
+	TAKE(j->q, sizeof(sky_servejob_qent) * (size_t)qn);
+	for (int i = 0; i < qn; i++) {
+		TAKE(j->q[i].tokens, S * sizeof(int32_t));
+		TAKE(j->q[i].mask, S * sizeof(int32_t));
+	}
+	for (int i = 0; i < ns; i++)
+		TAKE(j->ring[i].payload, j->payload_bytes);
+	TAKE(j->out_payload, j->payload_bytes);
+	TAKE(j->wire, j->wire_cap);
+#undef TAKE
+	if (mem) {
+		j->q_cap = qn;
+		j->n_slots = ns;
+	}
+	return o;
+}
+
+static int threads_of(const sky_planmsg *p, int threads)
+{
+	int t = p->infer.threads > 0 ? p->infer.threads : threads;
+	return t < 1 ? 1 : t > SKY_POOL_MAX_THREADS ? SKY_POOL_MAX_THREADS : t;
+}
+
+int64_t sky_servejob_bytes(const sky_planmsg *p, int stage, int threads, sky_diag *d)
+{
+	sky_model_cfg c;
+	if (stage < 0 || stage >= p->n_stages || !p->infer.on)
+		return sky_diag_set(d, SKY_EINVAL, "plan %s: no serving stage %d", p->job, stage);
+	if (sky_trainjob_model(p, &c) != 0)
+		return sky_diag_set(d, SKY_ENOTFOUND, "plan %s: model %s is not known to this build",
+				    p->job, p->shape.name);
+	int64_t st = sky_serve_bytes(&c, p->stages[stage].first, p->stages[stage].last,
+				     threads_of(p, threads), d);
+	if (st < 0)
+		return st;
+	static sky_servejob j; /* only its pointers are written, with mem NULL */
+	j.plan = p;
+	j.payload_bytes = sky_serve_payload_bytes(&c);
+	j.wire_cap = SKY_FRAME_HEADER_BYTES + j.payload_bytes + SKY_FRAME_SEAL_OVERHEAD;
+	return st + (int64_t)buffers(&j, &c, stage == 0, NULL);
+}
+
+int sky_servejob_setup(sky_servejob *j, const sky_planmsg *p, int stage, const char *board,
+		       const char *state_dir, int threads, const unsigned char *key,
+		       const sky_transport_net *net, sky_diag *d)
+{
+	char path[1024], sha[SKY_SLICE_SHA_HEX + 1];
+	int64_t bytes = 0;
+	sky_model_cfg c;
+	int rc;
+	memset(j, 0, sizeof *j);
+	j->plan = p;
+	j->stage = stage;
+	j->n_stages = p->n_stages;
+	snprintf(j->job, sizeof j->job, "%s", p->job);
+	snprintf(j->board, sizeof j->board, "%s", board);
+	if (net)
+		j->net = *net;
+	if (!p->infer.on || stage < 0 || stage >= p->n_stages)
+		return sky_diag_set(d, SKY_EINVAL, "plan %s: no serving stage %d", p->job, stage);
+	if (sky_trainjob_model(p, &c) != 0)
+		return sky_diag_set(d, SKY_ENOTFOUND, "plan %s: model %s is not known to this build",
+				    p->job, p->shape.name);
+	const sky_plan_stage *ps = &p->stages[stage];
+	if (sky_slice_path(path, sizeof path, state_dir, ps->slice.sha256) != 0)
+		return sky_diag_set(d, SKY_EINVAL, "plan %s: bad slice path", p->job);
+	if ((rc = sky_slice_sha256_file(path, sha, &bytes, NULL)) != 0)
+		return sky_diag_set(d, SKY_ENOTFOUND, "slice %.12s... is not in the cache (%s)",
+				    ps->slice.sha256, path);
+	if (strcmp(sha, ps->slice.sha256) != 0 || bytes != ps->slice.bytes)
+		return sky_diag_set(d, SKY_EAUTH,
+				    "slice %s in the cache has SHA-256 %s and %lld bytes, the plan "
+				    "says %lld bytes",
+				    path, sha, (long long)bytes, (long long)ps->slice.bytes);
+	if ((rc = sky_serve_open(&j->st, path, &c, ps->first, ps->last, threads_of(p, threads), d)))
+		return rc;
+	j->sealed = key != NULL;
+	if (p->infer.sealed && !key)
+		return sky_diag_set(d, SKY_EINVAL, "plan %s: sealed frames but no key", p->job);
+	if ((rc = sky_frame_key_init(&j->send_key, key)) != 0 ||
+	    (rc = sky_frame_key_init(&j->recv_key, key)) != 0) {
+		sky_servejob_free(j);
+		return sky_diag_set(d, rc, "plan %s: frame key refused", p->job);
+	}
+	j->payload_bytes = sky_serve_payload_bytes(&c);
+	j->wire_cap = sky_frame_packed_bytes(&j->send_key, j->payload_bytes);
+	size_t need = buffers(j, &c, stage == 0, NULL);
+	j->mem = calloc(1, need); /* the one block of job buffers, when the plan is taken */
+	if (!j->mem) {
+		sky_servejob_free(j);
+		return sky_diag_set(d, SKY_ENOMEM, "plan %s: %zu bytes of job buffers", p->job, need);
+	}
+	buffers(j, &c, stage == 0, j->mem);
+	if (stage > 0)
+		sky_topic_stage(j->topic_in, sizeof j->topic_in, p->job, stage, 0);
+	if (stage < p->n_stages - 1)
+		sky_topic_stage(j->topic_out, sizeof j->topic_out, p->job, stage + 1, 0);
+	sky_topic_job_to(j->topic_req, sizeof j->topic_req, p->job, SKY_TOPIC_REQ, NULL);
+	sky_topic_stage_leaf(j->topic_ready, sizeof j->topic_ready, p->job, stage, SKY_TOPIC_READY);
+	sky_topic_job(j->topic_metrics, sizeof j->topic_metrics, p->job, SKY_TOPIC_METRICS);
+	/* a board's batch numbers start from the clock, so a restarted first
+	 * stage does not repeat the numbers the later stages saw last */
+	j->next_batch = (uint64_t)sky_clock_unix() << 20;
+	return 0;
+}
+
+void sky_servejob_free(sky_servejob *j)
+{
+	if (!j)
+		return;
+	sky_serve_close(&j->st);
+	sky_frame_key_free(&j->send_key);
+	sky_frame_key_free(&j->recv_key);
+	free(j->mem);
+	j->mem = NULL;
+}
+
+/* ---- answers --------------------------------------------------------------- */
+
+static void publish_resp(sky_servejob *j, const char *client)
+{
+	char topic[SKY_TOPIC_BUF];
+	sky_diag d;
+	sky_diag_clear(&d);
+	int n = sky_infer_resp_encode(&j->resp, j->msg, sizeof j->msg, &d);
+	if (n < 0 || sky_topic_job_to(topic, sizeof topic, j->job, SKY_TOPIC_RESP, client) != 0) {
+		SKY_WARN("job %s: response to %s not sent: %s", j->job, client, d.msg);
+		return;
+	}
+	if (j->net.publish(j->net.ctx, topic, j->msg, (size_t)n, 1, 0) == 0)
+		j->responses++;
+}
+
+static void refuse(sky_servejob *j, const char *client, const char *id, int code, const char *why)
+{
+	sky_infer_resp_error(&j->resp, id, j->job, code, why);
+	j->refused[code]++;
+	SKY_INFO("job %s: request %s from %s refused (%s): %s", j->job, id && id[0] ? id : "\"\"",
+		 client, sky_infer_code_name(code), why);
+	publish_resp(j, client);
+}
+
+/* ---- the first stage: requests ----------------------------------------------- */
+
+static void on_request(sky_servejob *j, const char *client, const unsigned char *p, size_t len)
+{
+	sky_diag d;
+	sky_diag_clear(&d);
+	const sky_model_cfg *c = &j->st.cfg;
+	int allowed = sky_planmsg_client_ok(j->plan, client);
+	if (j->q_len >= j->q_cap) {
+		/* decode into a scratch entry only to learn the id */
+		static int32_t tk[SKY_CAPS_MAX_DIM], mk[SKY_CAPS_MAX_DIM];
+		sky_infer_req r = {.tokens = tk, .mask = mk, .cap = c->seq};
+		int code;
+		sky_infer_req_decode((const char *)p, len, c->seq, c->vocab, &r, &code, NULL);
+		if (!allowed)
+			refuse(j, client, r.id, SKY_INFER_NOT_ALLOWED,
+			       "this client is not allowed on the job");
+		else
+			refuse(j, client, r.id, SKY_INFER_BUSY, "the first stage's queue is full");
+		return;
+	}
+	sky_servejob_qent *e = &j->q[(j->q_head + j->q_len) % j->q_cap];
+	sky_infer_req r = {.tokens = e->tokens, .mask = e->mask, .cap = c->seq};
+	int code = SKY_INFER_MALFORMED;
+	int rc = sky_infer_req_decode((const char *)p, len, c->seq, c->vocab, &r, &code, &d);
+	if (!allowed) {
+		char why[160];
+		snprintf(why, sizeof why, "client %s is not allowed on job %s", client, j->job);
+		refuse(j, client, r.id, SKY_INFER_NOT_ALLOWED, why);
+		return;
+	}
+	if (rc) {
+		refuse(j, client, r.id, code, d.msg);
+		return;
+	}
+	snprintf(e->client, sizeof e->client, "%s", client);
+	snprintf(e->id, sizeof e->id, "%s", r.id);
+	e->n = r.n;
+	e->t_in = sky_clock_s();
+	j->q_len++;
+}
+
+static void publish_metrics(sky_servejob *j, int n, double stage_s, size_t frame_bytes)
+{
+	char *b = j->msg;
+	size_t cap = sizeof j->msg;
+	int o = snprintf(b, cap,
+			 "{\"v\":1,\"job\":\"%s\",\"epoch\":%lld,\"stage\":%d,\"board\":\"%s\","
+			 "\"infer\":true,\"batch\":%llu,\"requests\":%d,\"stage_s\":%.6f,"
+			 "\"queue\":%d,\"frame_bytes\":%zu,\"frames_in\":%ld,\"frames_out\":%ld,"
+			 "\"responses\":%ld,\"ring_full\":%ld,\"refused\":{",
+			 j->job, (long long)j->plan->epoch, j->stage, j->board,
+			 (unsigned long long)j->batches, n, stage_s, j->q_len, frame_bytes,
+			 j->frames_in, j->frames_out, j->responses, j->ring_full);
+	int first = 1;
+	for (int i = 1; i < SKY_INFER_NCODES && o > 0 && (size_t)o < cap; i++)
+		if (j->refused[i]) {
+			o += snprintf(b + o, cap - (size_t)o, "%s\"%s\":%ld", first ? "" : ",",
+				      sky_infer_code_name(i), j->refused[i]);
+			first = 0;
+		}
+	if (o > 0 && (size_t)o < cap)
+		o += snprintf(b + o, cap - (size_t)o, "},\"drops\":{");
+	first = 1;
+	for (int i = 1; i < SKY_TDROP_N && o > 0 && (size_t)o < cap; i++)
+		if (j->drops[i]) {
+			o += snprintf(b + o, cap - (size_t)o, "%s\"%s\":%ld", first ? "" : ",",
+				      sky_transport_drop_name(i), j->drops[i]);
+			first = 0;
+		}
+	if (o > 0 && (size_t)o < cap)
+		o += snprintf(b + o, cap - (size_t)o, "}}");
+	if (o > 0 && (size_t)o < cap)
+		j->net.publish(j->net.ctx, j->topic_metrics, b, (size_t)o, 0, 0);
+}
+
+/* After the stage ran: the next stage's frame, or the responses. */
+static void send_on(sky_servejob *j, double t0)
+{
+	sky_serve *s = &j->st;
+	size_t frame_bytes = 0;
+	if (s->is_last) {
+		for (int b = 0; b < s->tab.n; b++) {
+			sky_infer_resp *r = &j->resp;
+			memset(r, 0, sizeof *r);
+			snprintf(r->id, sizeof r->id, "%s", s->tab.req[b].id);
+			snprintf(r->job, sizeof r->job, "%s", j->job);
+			r->ok = 1;
+			r->epoch = j->plan->epoch;
+			r->n_logits = s->cfg.classes;
+			memcpy(r->logits, s->logits + (size_t)b * s->cfg.classes,
+			       sizeof(float) * (size_t)s->cfg.classes);
+			publish_resp(j, s->tab.req[b].client);
+		}
+	} else {
+		sky_frame_hdr h;
+		sky_diag d;
+		sky_diag_clear(&d);
+		memset(&h, 0, sizeof h);
+		h.direction = SKY_FRAME_FWD;
+		h.dtype = SKY_FRAME_S8;
+		h.ndim = 1;
+		h.stage = j->stage + 1;
+		h.shape[0] = (uint32_t)j->payload_bytes;
+		snprintf(h.job, sizeof h.job, "%s", j->job);
+		h.epoch = j->plan->epoch;
+		h.step = (int64_t)(s->tab.batch & 0x7fffffffffffffffull);
+		int n = sky_frame_pack(&j->send_key, &h, j->out_payload, j->payload_bytes, j->wire,
+				       j->wire_cap, &d);
+		if (n < 0) {
+			SKY_WARN("job %s: batch %llu not sent: %s", j->job,
+				 (unsigned long long)s->tab.batch, d.msg);
+		} else if (j->net.publish(j->net.ctx, j->topic_out, j->wire, (size_t)n, 1, 0) == 0) {
+			j->frames_out++;
+			frame_bytes = (size_t)n;
+		}
+	}
+	j->batches++;
+	j->requests += s->tab.n;
+	double dt = sky_clock_s() - t0;
+	j->busy_s += dt;
+	publish_metrics(j, s->tab.n, dt, frame_bytes);
+}
+
+/* One batch through the stage, as slow as the board's emulated speed says. */
+static int forward(sky_servejob *j, const unsigned char *in, unsigned char *out, sky_diag *d)
+{
+	double w0 = sky_clock_s(), c0 = sky_clock_thread_cpu_s();
+	int rc = sky_serve_forward(&j->st, in, out, d);
+	if (j->prof)
+		sky_profile_stretch_cpu(j->prof, sky_clock_s() - w0, sky_clock_thread_cpu_s() - c0);
+	return rc;
+}
+
+static void run_first(sky_servejob *j)
+{
+	sky_serve *s = &j->st;
+	const sky_model_cfg *c = &s->cfg;
+	const size_t T = (size_t)sky_model_tokens(c), S = (size_t)c->seq;
+	double t0 = sky_clock_s();
+	int n = j->q_len < j->plan->infer.batch ? j->q_len : j->plan->infer.batch;
+	memset(s->ids, 0, T * sizeof *s->ids);
+	memset(s->tab.mask, 0, T);
+	s->tab.batch = j->next_batch++;
+	s->tab.n = n;
+	for (int b = 0; b < n; b++) {
+		sky_servejob_qent *e = &j->q[j->q_head];
+		sky_serve_req *r = &s->tab.req[b];
+		memcpy(r->client, e->client, sizeof r->client);
+		memcpy(r->id, e->id, sizeof r->id);
+		r->n = e->n;
+		for (int t = 0; t < e->n; t++) {
+			s->ids[b * S + (size_t)t] = e->tokens[t];
+			s->tab.mask[b * S + (size_t)t] = (uint8_t)e->mask[t];
+		}
+		j->q_head = (j->q_head + 1) % j->q_cap;
+		j->q_len--;
+	}
+	/* rows past n: one real token, so every row's softmax has a key */
+	for (int b = n; b < c->batch; b++)
+		s->tab.mask[(size_t)b * S] = 1;
+	sky_diag d;
+	sky_diag_clear(&d);
+	if (forward(j, NULL, s->is_last ? NULL : j->out_payload, &d) != 0) {
+		/* validated on arrival: this does not happen; answer rather than hang */
+		for (int b = 0; b < n; b++)
+			refuse(j, s->tab.req[b].client, s->tab.req[b].id, SKY_INFER_MALFORMED, d.msg);
+		return;
+	}
+	send_on(j, t0);
+}
+
+/* ---- other stages: frames ------------------------------------------------------ */
+
+static void run_frame(sky_servejob *j, sky_servejob_slot *slot);
+
+static void on_frame(sky_servejob *j, const unsigned char *p, size_t len)
+{
+	sky_frame_hdr h;
+	sky_frame_drop why = SKY_DROP_FORMAT;
+	sky_diag d;
+	sky_diag_clear(&d);
+	j->frames_in++;
+	if (sky_frame_decode(p, len < SKY_FRAME_HEADER_BYTES ? len : SKY_FRAME_HEADER_BYTES,
+			     j->payload_bytes + 4096u, &h, &d) != 0) {
+		j->drops[len < SKY_FRAME_HEADER_BYTES ? SKY_DROP_TRUNCATED : SKY_DROP_FORMAT]++;
+		return;
+	}
+	sky_servejob_slot *slot = NULL;
+	for (int i = 0; i < j->n_slots && !slot; i++)
+		if (!j->ring[i].full)
+			slot = &j->ring[i];
+	uint64_t batch = (uint64_t)h.step;
+	for (int i = 0; i < j->seen_n && i < 64; i++)
+		if (j->seen[i] == batch) {
+			j->drops[SKY_TDROP_DUPLICATE]++;
+			return;
+		}
+	if (!slot) {
+		/* every slot holds a batch (a burst from a faster stage before):
+		 * run the oldest now rather than lose requests */
+		for (int i = 0; i < j->n_slots; i++)
+			if (!slot || j->ring[i].order < slot->order)
+				slot = &j->ring[i];
+		j->ring_full++;
+		run_frame(j, slot);
+	}
+	sky_frame_expect want = {.job = j->job, .epoch = j->plan->epoch, .step = h.step,
+				 .direction = SKY_FRAME_FWD, .stage = j->stage, .micro_batches = 1,
+				 .dtype = SKY_FRAME_S8, .ndim = 1,
+				 .shape = {(uint32_t)j->payload_bytes}};
+	if (sky_frame_unpack(&j->recv_key, p, len, &want, &h, slot->payload, j->payload_bytes, &why,
+			     &d) != 0) {
+		j->drops[why]++;
+		SKY_DEBUG("job %s stage %d: frame dropped (%s): %s", j->job, j->stage,
+			  sky_frame_drop_name(why), d.msg);
+		return;
+	}
+	j->seen[j->seen_n++ % 64] = batch;
+	slot->full = 1;
+	slot->batch = batch;
+	slot->order = j->order++;
+}
+
+static void run_frame(sky_servejob *j, sky_servejob_slot *slot)
+{
+	double t0 = sky_clock_s();
+	sky_diag d;
+	sky_diag_clear(&d);
+	int rc = forward(j, slot->payload, j->st.is_last ? NULL : j->out_payload, &d);
+	slot->full = 0;
+	if (rc) {
+		j->drops[SKY_DROP_FORMAT]++;
+		SKY_WARN("job %s stage %d: batch %llu dropped: %s", j->job, j->stage,
+			 (unsigned long long)slot->batch, d.msg);
+		return;
+	}
+	send_on(j, t0);
+}
+
+/* ---- the loop --------------------------------------------------------------------- */
+
+int sky_servejob_on_msg(sky_servejob *j, const char *topic, const unsigned char *p, size_t len)
+{
+	char job[SKY_TOPIC_SEGMENT_MAX + 1], who[SKY_TOPIC_SEGMENT_MAX + 1];
+	size_t tl = strlen(topic);
+	if (j->stage > 0 && strcmp(topic, j->topic_in) == 0) {
+		on_frame(j, p, len);
+		return 1;
+	}
+	if (j->stage != 0)
+		return 0;
+	if (sky_topic_parse_job_to(topic, tl, SKY_TOPIC_REQ, job, sizeof job, who, sizeof who) == 0 &&
+	    strcmp(job, j->job) == 0) {
+		if (len > SKY_INFER_REQ_MAX_BYTES) {
+			char why[96];
+			snprintf(why, sizeof why, "request is %zu bytes, the limit is %u", len,
+				 SKY_INFER_REQ_MAX_BYTES);
+			refuse(j, who, "", SKY_INFER_OVERSIZE, why);
+		} else {
+			on_request(j, who, p, len);
+		}
+		return 1;
+	}
+	/* sky/v1/job/<job>/stage/<k>/ready */
+	char pre[SKY_TOPIC_BUF];
+	int n = snprintf(pre, sizeof pre, SKY_TOPIC_ROOT "/job/%s/stage/", j->job);
+	if (n > 0 && strncmp(topic, pre, (size_t)n) == 0) {
+		char *end;
+		long k = strtol(topic + n, &end, 10);
+		if (end == topic + n || strcmp(end, "/" SKY_TOPIC_READY) != 0 || k < 0 ||
+		    k >= j->n_stages)
+			return 0;
+		sky_diag d;
+		int64_t ep = 0;
+		cJSON *doc = len < 256 ? sky_json_parse((const char *)p, len, &d) : NULL;
+		if (doc && sky_json_i64(doc, "epoch", 0, SKY_JSON_INT_MAX, &ep, "ready", NULL) == 0 &&
+		    ep == j->plan->epoch && !j->ready_seen[k]) {
+			j->ready_seen[k] = 1;
+			j->n_ready++;
+		}
+		sky_json_free(doc);
+		return 1;
+	}
+	return 0;
+}
+
+int sky_servejob_start(sky_servejob *j, sky_diag *d)
+{
+	char buf[160], filter[SKY_TOPIC_BUF];
+	int rc;
+	const sky_transport_net *net = &j->net;
+	if (j->stage == 0) {
+		sky_topic_stage_leaf(filter, sizeof filter, j->job, -1, SKY_TOPIC_READY);
+		if ((rc = net->subscribe(net->ctx, filter)) != 0 ||
+		    (rc = net->subscribe(net->ctx, j->topic_req)) != 0)
+			return sky_diag_set(d, rc, "job %s: cannot subscribe to its requests", j->job);
+	} else if ((rc = net->subscribe(net->ctx, j->topic_in)) != 0) {
+		return sky_diag_set(d, rc, "job %s: cannot subscribe to %s", j->job, j->topic_in);
+	}
+	int n = snprintf(buf, sizeof buf, "{\"epoch\":%lld,\"board\":\"%s\"}",
+			 (long long)j->plan->epoch, j->board);
+	net->publish(net->ctx, j->topic_ready, buf, (size_t)n, 1, 1);
+	SKY_INFO("job %s epoch %lld: serving stage %d of %d, half-layers %d-%d, %d threads, %s "
+		 "frames, %zu-byte int8 frames",
+		 j->job, (long long)j->plan->epoch, j->stage, j->n_stages, j->st.first, j->st.last,
+		 j->st.threads, j->sealed ? "sealed" : "plaintext",
+		 sky_frame_packed_bytes(&j->send_key, j->payload_bytes));
+	return 0;
+}
+
+int sky_servejob_step(sky_servejob *j, int *wait_ms)
+{
+	const double wait_s = j->plan->infer.wait_ms / 1000.0;
+	*wait_ms = 20;
+	if (j->stage == 0) {
+		if (!j->open && j->n_ready == j->n_stages) {
+			j->open = 1;
+			SKY_INFO("job %s: every stage is ready; taking requests", j->job);
+		}
+		if (j->open && j->q_len > 0) {
+			double waited = sky_clock_s() - j->q[j->q_head].t_in;
+			if (j->q_len >= j->plan->infer.batch || waited >= wait_s) {
+				run_first(j);
+				return 1;
+			}
+			*wait_ms = (int)((wait_s - waited) * 1000.0) + 1;
+		}
+		return 0;
+	}
+	sky_servejob_slot *next = NULL;
+	for (int i = 0; i < j->n_slots; i++)
+		if (j->ring[i].full && (!next || j->ring[i].order < next->order))
+			next = &j->ring[i];
+	if (!next)
+		return 0;
+	run_frame(j, next);
+	return 1;
+}
+
+int sky_servejob_run(sky_servejob *j, sky_diag *d)
+{
+	const sky_transport_net *net = &j->net;
+	int rc = sky_servejob_start(j, d);
+	if (rc)
+		return rc;
+	while (!atomic_load(&j->stop) && !(net->stopped && net->stopped(net->ctx))) {
+		int wait_ms;
+		int work = sky_servejob_step(j, &wait_ms);
+		net->poll(net->ctx, work ? 0 : wait_ms);
+	}
+	SKY_INFO("job %s stage %d: serving ends after %ld batches, %ld requests, %ld responses",
+		 j->job, j->stage, j->batches, j->requests, j->responses);
+	return 0;
+}

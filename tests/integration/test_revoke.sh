@@ -1,0 +1,218 @@
+#!/bin/sh
+# Revoking a board: three skyd boards hold a job's plan; `sky pki revoke b2`
+# puts b2's certificate on the CA's CRL (openssl verifies it against the CA
+# and finds b2's serial), skyplan marks b2 revoked (sky fleet status),
+# ignores what b2 still sends on the connection it holds, and re-plans the
+# job over b1 and b3 (a new epoch they accept). mosquitto, sent SIGHUP by
+# `sky pki revoke --broker-pid`, refuses b2's certificate in the TLS
+# handshake while another board's passes; after a broker restart b2's skyd
+# cannot get back in while b1 and b3 do. The CA refuses to enroll b2 again
+# (the reply says it is revoked). Revoking again changes nothing; an unknown
+# id is an error naming it.
+#
+# PASS/FAIL lines; bounded (every wait has a deadline).
+set -u
+cd "$(dirname "$0")/../.."
+. tests/integration/broker.sh
+. tests/integration/lib.sh
+sky_test_workdir revoke
+export OPENBLAS_NUM_THREADS=1
+PIDS=""
+PLAN_PID=""
+cleanup() {
+	for p in $PIDS $PLAN_PID; do kill "$p" 2>/dev/null; done
+	for p in $PIDS $PLAN_PID; do wait "$p" 2>/dev/null; done
+	sky_broker_stop
+	if [ "$fails" -eq 0 ] && [ -z "${SKY_KEEP:-}" ]; then rm -rf "$W"; else echo "(logs kept in $W)"; fi
+}
+trap cleanup EXIT
+wait_for() { # wait_for SECONDS command...: polls every 0.1 s
+	_end=$(($(date +%s) + $1))
+	shift
+	while [ "$(date +%s)" -le "$_end" ]; do
+		"$@" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+if ! sky_broker_start "$W/broker"; then
+	fail revoke_broker "mosquitto did not start"
+	exit 1
+fi
+BR="127.0.0.1:$SKY_BROKER_PORT"
+PKI=$SKY_PKI_DIR
+SKY="$SKY_BIN/sky"
+STATE="$W/skyplan"
+"$SKY_BIN/skyplan" --pki "$PKI" --broker "$BR" --state "$STATE" >"$W/skyplan.log" 2>&1 &
+PLAN_PID=$!
+wait_for 10 grep -q "serving" "$W/skyplan.log" || {
+	fail revoke_skyplan_starts "$(tail -3 "$W/skyplan.log")"
+	exit 1
+}
+N=3
+for i in 1 2 3; do
+	b="b$i"
+	mkdir -p "$W/$b"
+	tok=$("$SKY" pki token --dir "$PKI" --ttl 300) || fail revoke_token "sky pki token failed"
+	"$SKY_BIN/skyd" --enroll --claim "$tok" --id "$b" --pki-ca "$PKI/claim/ca.crt" \
+		--state "$W/$b/state" --broker "$BR" --keepalive 2 --model tiny --layers 4 \
+		--probe-seconds 1 --no-link-probe >"$W/$b.log" 2>&1 &
+	PIDS="$PIDS $!"
+done
+fleet_json() { "$SKY" fleet status --state "$STATE" --json 2>/dev/null; }
+# board_field ID KEY: the string KEY of board ID in fleet.json
+board_field() {
+	fleet_json | python3 -c '
+import json, sys
+d = json.loads(sys.stdin.readline())
+for b in d["boards"]:
+    if b["id"] == sys.argv[1]:
+        v = b
+        for k in sys.argv[2].split("."):
+            v = v.get(k) if isinstance(v, dict) else None
+        print("" if v is None else v)' "$1" "$2" 2>/dev/null
+}
+with_caps() { [ "$(fleet_json | grep -o '"caps":{' | wc -l)" -eq $N ]; }
+wait_for 60 with_caps || fail revoke_boards_report "not all $N boards reported: $(fleet_json | head -c 300)"
+
+"$SKY" job submit --pki "$PKI" --broker "$BR" --model tiny --layers 4 --job j1 \
+	--min-boards $N --algo even --wait 30 --json >"$W/job1.json" 2>"$W/job1.err"
+if grep -q "\"accepted\":$N," "$W/job1.json"; then
+	pass revoke_job_planned_over_3
+else
+	fail revoke_job_planned_over_3 "$(cat "$W/job1.json" "$W/job1.err" | head -c 300)"
+fi
+E1=$(cat "$STATE/epoch")
+
+# an idle board identity for TLS checks (a running board's own certificate
+# would close that board's connection)
+"$SKY" pki issue --dir "$PKI" --id bx --state "$W/bx" >/dev/null 2>"$W/bx.err" ||
+	fail revoke_control_identity "$(cat "$W/bx.err")"
+pub_as() { # pub_as CERT KEY TOPIC: one QoS 1 publish, bounded
+	timeout 15 mosquitto_pub $(sky_mq_tls "$1" "$2") -q 1 -t "$3" -m x >"$W/pub.out" 2>&1
+}
+[ "$(board_field b2 state)" = online ] && pass revoke_b2_online_before ||
+	fail revoke_b2_online_before "b2 is $(board_field b2 state)"
+
+# ---- revoke ---------------------------------------------------------------------
+"$SKY" pki revoke --dir "$PKI" b2 --reason keyCompromise --broker-pid "$SKY_BROKER_PID" \
+	>"$W/revoke.out" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q "revoked board b2 for keyCompromise" "$W/revoke.out" &&
+	grep -q "sent SIGHUP" "$W/revoke.out"; then
+	pass revoke_command
+else
+	fail revoke_command "rc $rc: $(cat "$W/revoke.out")"
+fi
+if command -v openssl >/dev/null 2>&1; then
+	serial=$(openssl x509 -in "$PKI/certs/b2.crt" -noout -serial | cut -d= -f2)
+	openssl crl -in "$PKI/crl.pem" -noout -text -verify -CAfile "$PKI/ca.crt" \
+		>"$W/crl.txt" 2>&1
+	if grep -q "verify OK" "$W/crl.txt" && grep -q "Serial Number: $serial" "$W/crl.txt" &&
+		grep -q "Key Compromise" "$W/crl.txt" && grep -q "Version 2" "$W/crl.txt"; then
+		pass revoke_crl_verifies_with_openssl_and_lists_b2
+	else
+		fail revoke_crl_verifies_with_openssl_and_lists_b2 "serial $serial: $(head -c 600 "$W/crl.txt")"
+	fi
+else
+	echo "SKIP revoke_crl_verifies_with_openssl_and_lists_b2 (no openssl)"
+fi
+
+# the planner drops it and re-plans the job over the other two
+b2_revoked() { [ "$(board_field b2 state)" = revoked ]; }
+wait_for 15 b2_revoked && grep -q "board b2 revoked (keyCompromise" "$W/skyplan.log" &&
+	pass revoke_planner_marks_b2_revoked ||
+	fail revoke_planner_marks_b2_revoked "b2 is '$(board_field b2 state)'; $(grep -i revok "$W/skyplan.log" | head -3)"
+"$SKY" fleet status --state "$STATE" >"$W/status.txt" 2>&1
+grep -q "^b2  *revoked " "$W/status.txt" && grep -q "^1 revoked" "$W/status.txt" &&
+	pass revoke_fleet_status_shows_it || fail revoke_fleet_status_shows_it "$(cat "$W/status.txt")"
+replanned() {
+	e1=$(board_field b1 assignment.epoch)
+	e3=$(board_field b3 assignment.epoch)
+	[ -n "$e1" ] && [ "$e1" = "$e3" ] && [ "${e1%.*}" -gt "$E1" ] &&
+		[ "$(board_field b1 assignment.ack)" = accepted ] &&
+		[ "$(board_field b3 assignment.ack)" = accepted ] &&
+		[ -z "$(board_field b2 assignment.job)" ]
+}
+if wait_for 30 replanned && grep -q "job j1 epoch $E1: re-planning over the online boards (board b2 revoked" "$W/skyplan.log"; then
+	pass revoke_job_replanned_without_b2
+else
+	fail revoke_job_replanned_without_b2 "b1 $(board_field b1 assignment.epoch)/$(board_field b1 assignment.ack) b3 $(board_field b3 assignment.epoch)/$(board_field b3 assignment.ack); $(grep -E 're-plan|j1 epoch' "$W/skyplan.log" | tail -3)"
+fi
+# b2 still holds the connection it opened before the CRL: what it sends is ignored
+ignored() { [ "$(fleet_json | sed -n 's/.*"revoked_ignored":\([0-9]*\).*/\1/p')" -gt 0 ] 2>/dev/null; }
+wait_for 10 ignored && grep -q "board b2 is revoked: its .* ignored" "$W/skyplan.log" &&
+	pass revoke_b2_messages_ignored ||
+	fail revoke_b2_messages_ignored "$(fleet_json | grep -o '"revoked_ignored":[0-9]*')"
+
+# ---- the broker: new handshakes with b2's certificate fail ---------------------
+lines=$(wc -l <"$SKY_BROKER_LOG")
+if ! pub_as "$W/b2/state/board.crt" "$W/b2/state/board.key" sky/v1/board/b2/echo &&
+	tail -n +"$((lines + 1))" "$SKY_BROKER_LOG" | grep -q "certificate verify failed"; then
+	pass revoke_broker_refuses_b2_handshake_after_sighup
+else
+	fail revoke_broker_refuses_b2_handshake_after_sighup "$(cat "$W/pub.out"); $(tail -n +"$((lines + 1))" "$SKY_BROKER_LOG" | head -5)"
+fi
+pub_as "$W/bx/board.crt" "$W/bx/board.key" sky/v1/board/bx/echo &&
+	pass revoke_broker_admits_other_boards || fail revoke_broker_admits_other_boards "$(cat "$W/pub.out")"
+
+# a restart cuts b2's old connection; it cannot come back, b1 and b3 do
+lines=$(wc -l <"$SKY_BROKER_LOG")
+b2lines=$(wc -l <"$W/b2.log")
+sky_broker_restart || fail revoke_broker_restarts "$(tail -5 "$SKY_BROKER_LOG")"
+online_again() {
+	[ "$(board_field b1 state)" = online ] && [ "$(board_field b3 state)" = online ] &&
+		grep -q "connected to .* as sky-planner" "$W/skyplan.log"
+}
+b2_refused() {
+	tail -n +"$((b2lines + 1))" "$W/b2.log" | grep -qi "retrying" &&
+		tail -n +"$((lines + 1))" "$SKY_BROKER_LOG" | grep -q "certificate verify failed"
+}
+sleep 1
+if wait_for 30 b2_refused && wait_for 30 online_again && ! tail -n +"$((lines + 1))" "$SKY_BROKER_LOG" | grep -q "as b2 "; then
+	pass revoke_b2_cannot_reconnect_others_do
+else
+	fail revoke_b2_cannot_reconnect_others_do "b1 $(board_field b1 state) b3 $(board_field b3 state); b2: $(tail -n 2 "$W/b2.log")"
+fi
+[ "$(board_field b2 state)" = revoked ] && pass revoke_b2_stays_revoked ||
+	fail revoke_b2_stays_revoked "b2 is $(board_field b2 state)"
+
+# ---- the CA refuses to enroll it again, over MQTT and offline ----------------------
+tok=$("$SKY" pki token --dir "$PKI" --id b2 --ttl 300)
+timeout 30 "$SKY_BIN/skyd" --enroll --claim "$tok" --id b2 --pki-ca "$PKI/claim/ca.crt" \
+	--state "$W/b2again" --broker "$BR" --keepalive 2 --model tiny --layers 4 \
+	--probe-seconds 1 --no-link-probe >"$W/b2again.log" 2>&1
+rc=$?
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "is revoked" "$W/b2again.log" &&
+	[ ! -f "$W/b2again/board.crt" ]; then
+	pass revoke_enroll_again_refused_over_mqtt
+else
+	fail revoke_enroll_again_refused_over_mqtt "rc $rc: $(tail -3 "$W/b2again.log")"
+fi
+"$SKY" pki issue --dir "$PKI" --id b2 --state "$W/b2issue" >"$W/issue.out" 2>&1 &&
+	fail revoke_issue_refused "issued: $(cat "$W/issue.out")" ||
+	{ grep -q "refused: board 'b2' is revoked" "$W/issue.out" && pass revoke_issue_refused ||
+		fail revoke_issue_refused "$(cat "$W/issue.out")"; }
+
+# ---- again, and an unknown id ------------------------------------------------------
+cp "$PKI/crl.pem" "$W/crl.before"
+"$SKY" pki revoke --dir "$PKI" b2 >"$W/again.out" 2>&1
+rc=$?
+[ $rc -eq 0 ] && grep -q "already revoked" "$W/again.out" && cmp -s "$PKI/crl.pem" "$W/crl.before" &&
+	[ "$(wc -l <"$PKI/revoked")" -eq 1 ] && pass revoke_again_changes_nothing ||
+	fail revoke_again_changes_nothing "rc $rc: $(cat "$W/again.out")"
+"$SKY" pki revoke --dir "$PKI" nosuch >"$W/unknown.out" 2>&1
+rc=$?
+[ $rc -eq 1 ] && grep -q "no board 'nosuch'" "$W/unknown.out" && pass revoke_unknown_id_named ||
+	fail revoke_unknown_id_named "rc $rc: $(cat "$W/unknown.out")"
+"$SKY" pki revoke --dir "$PKI" b1 --reason sometimes >"$W/reason.out" 2>&1
+rc=$?
+[ $rc -eq 2 ] && grep -q "unknown revocation reason 'sometimes'" "$W/reason.out" &&
+	pass revoke_bad_reason_refused || fail revoke_bad_reason_refused "rc $rc: $(cat "$W/reason.out")"
+
+for p in $PIDS $PLAN_PID; do kill "$p" 2>/dev/null; done
+for p in $PIDS $PLAN_PID; do wait "$p" 2>/dev/null; done
+PIDS=""
+PLAN_PID=""
+exit $fails

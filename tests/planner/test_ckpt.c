@@ -1,0 +1,163 @@
+#include "sky_test.h"
+
+#include "sky_ckpt.h"
+#include "sky_file.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A model of 6 norm blocks (2 layers), two stages: blocks 0-2 and 3-5.
+ * Block b's parameters are 4 floats step*100 + b*10 + i, its one state
+ * vector the same + 0.5. */
+static float g_data[2][6][4];
+
+static size_t part(unsigned char *buf, size_t cap, int64_t epoch, int64_t step, int blk0)
+{
+	sky_ckpt_tensor t[6];
+	int n = 0;
+	for (int v = -1; v < 1; v++)
+		for (int b = blk0; b < blk0 + 3; b++) {
+			for (int i = 0; i < 4; i++)
+				g_data[v + 1][b][i] = (float)(step * 100 + b * 10 + i) + (v < 0 ? 0.0f : 0.5f);
+			t[n++] = (sky_ckpt_tensor){v, b, g_data[v + 1][b], 4};
+		}
+	sky_ckpt_meta m;
+	memset(&m, 0, sizeof m);
+	strcpy(m.job, "j1");
+	m.epoch = epoch;
+	m.step = step;
+	m.blk0 = blk0;
+	m.nblk = 3;
+	m.nvec = 1;
+	size_t len = 0;
+	SKY_EXPECT_EQ(sky_ckpt_encode(&m, t, n, buf, cap, &len, NULL), 0);
+	return len;
+}
+
+static char g_dir[600];
+static sky_ckpt_store g_s;
+
+static void fresh(const char *name)
+{
+	snprintf(g_dir, sizeof g_dir, "%s/%s", sky_test_tmp_dir(), name);
+	sky_file_mkdirs(g_dir, 0700);
+	sky_ckpt_init(&g_s, g_dir);
+	SKY_EXPECT(sky_ckpt_begin(&g_s, "j1", 5, 6) != NULL);
+}
+
+static int feed(int64_t epoch, int64_t step, int blk0, int64_t *committed, sky_diag *d)
+{
+	unsigned char buf[4096];
+	size_t len = part(buf, sizeof buf, epoch, step, blk0);
+	return sky_ckpt_on_part(&g_s, "j1", blk0 ? "b2" : "b1", buf, len, 1.0, committed, d);
+}
+
+SKY_TEST(a_step_commits_when_every_block_of_one_epoch_is_in)
+{
+	int64_t c = 0;
+	fresh("commit");
+	SKY_EXPECT_EQ(feed(5, 1, 0, &c, NULL), 0);
+	SKY_EXPECT_EQ(feed(5, 1, 0, &c, NULL), 0); /* a QoS 1 duplicate counts once */
+	SKY_EXPECT_EQ(sky_ckpt_last(&g_s, "j1"), 0);
+	SKY_EXPECT_EQ(feed(5, 1, 3, &c, NULL), 1);
+	SKY_EXPECT_EQ(c, 1);
+	SKY_EXPECT_EQ(sky_ckpt_last(&g_s, "j1"), 1);
+	char path[700], log[4096];
+	snprintf(path, sizeof path, "%s/jobs/j1.log.jsonl", g_dir);
+	long n = sky_file_read(path, log, sizeof log - 1);
+	SKY_EXPECT(n > 0);
+	log[n > 0 ? n : 0] = 0;
+	SKY_EXPECT_MSG(strstr(log, "\"event\":\"commit\",\"epoch\":5,\"step\":1") != NULL, "%s", log);
+}
+
+SKY_TEST(stale_epochs_old_steps_and_overlaps_are_refused_with_reasons)
+{
+	int64_t c = 0;
+	sky_diag d;
+	fresh("refuse");
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(feed(4, 1, 0, &c, &d), SKY_ESTATE);
+	SKY_EXPECT_MSG(strstr(d.msg, "stale") != NULL, "%s", d.msg);
+	feed(5, 1, 0, &c, NULL);
+	feed(5, 1, 3, &c, NULL);
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(feed(5, 1, 3, &c, &d), SKY_ESTATE); /* committed: never twice */
+	SKY_EXPECT_MSG(strstr(d.msg, "at or before the last commit") != NULL, "%s", d.msg);
+	/* a part that covers blocks 1-3 of step 2 overlaps the one of 0-2 */
+	feed(5, 2, 0, &c, NULL);
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(feed(5, 2, 1, &c, &d), SKY_ESTATE);
+	SKY_EXPECT_MSG(strstr(d.msg, "overlap") != NULL, "%s", d.msg);
+	/* a damaged one, by its hash */
+	unsigned char buf[4096];
+	size_t len = part(buf, sizeof buf, 5, 2, 3);
+	buf[len - 1] ^= 0x80;
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_ckpt_on_part(&g_s, "j1", "b2", buf, len, 1.0, &c, &d), SKY_EAUTH);
+	SKY_EXPECT_MSG(strstr(d.msg, "SHA-256 mismatch") != NULL, "%s", d.msg);
+	SKY_EXPECT_EQ(sky_ckpt_last(&g_s, "j1"), 1);
+	/* a re-plan: the next epoch only */
+	sky_ckpt_begin(&g_s, "j1", 6, 6);
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(feed(5, 2, 3, &c, &d), SKY_ESTATE);
+	SKY_EXPECT_MSG(strstr(d.msg, "stale") != NULL, "%s", d.msg);
+}
+
+SKY_TEST(only_the_last_two_complete_checkpoints_stay_on_disk)
+{
+	int64_t c = 0;
+	char path[700];
+	fresh("keep");
+	for (int s = 1; s <= 3; s++) {
+		feed(5, s, 0, &c, NULL);
+		SKY_EXPECT_EQ(feed(5, s, 3, &c, NULL), 1);
+	}
+	snprintf(path, sizeof path, "%s/ckpt/j1/1-0.safetensors", g_dir);
+	SKY_EXPECT(!sky_file_exists(path));
+	snprintf(path, sizeof path, "%s/ckpt/j1/2-3.safetensors", g_dir);
+	SKY_EXPECT(sky_file_exists(path));
+	snprintf(path, sizeof path, "%s/ckpt/j1/3-0.safetensors", g_dir);
+	SKY_EXPECT(sky_file_exists(path));
+}
+
+SKY_TEST(an_image_of_any_range_is_assembled_from_the_last_commit)
+{
+	int64_t c = 0;
+	fresh("image");
+	feed(5, 4, 0, &c, NULL);
+	feed(5, 4, 3, &c, NULL);
+	unsigned char *img = NULL;
+	size_t len = 0;
+	SKY_EXPECT_EQ(sky_ckpt_image(&g_s, "j1", 9, 2, 3, &img, &len, NULL), 0);
+	sky_ckpt_meta m;
+	sky_ckpt_tensor t[8];
+	int nt = 0;
+	SKY_EXPECT_EQ(sky_ckpt_parse(img, len, &m, t, 8, &nt, NULL), 0);
+	SKY_EXPECT(m.epoch == 9 && m.step == 4 && m.blk0 == 2 && m.nblk == 3 && m.nvec == 1);
+	SKY_EXPECT_EQ(nt, 6);
+	for (int k = 0; k < nt; k++) {
+		float want[4];
+		for (int i = 0; i < 4; i++)
+			want[i] = (float)(400 + t[k].blk * 10 + i) + (t[k].vec < 0 ? 0.0f : 0.5f);
+		SKY_EXPECT_MSG(t[k].n == 4 && memcmp(t[k].data, want, sizeof want) == 0,
+			       "tensor %d (vec %d blk %d)", k, t[k].vec, t[k].blk);
+	}
+	free(img);
+	sky_diag d;
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_ckpt_image(&g_s, "j2", 9, 0, 1, &img, &len, &d), SKY_ENOTFOUND);
+}
+
+SKY_TEST(a_full_store_forgets_the_job_idle_longest)
+{
+	fresh("full");
+	for (int i = 0; i < SKY_CKPT_JOBS + 3; i++) {
+		char job[16];
+		snprintf(job, sizeof job, "x%d", i);
+		SKY_EXPECT(sky_ckpt_begin(&g_s, job, 1, 6) != NULL);
+	}
+	SKY_EXPECT_EQ(g_s.n, SKY_CKPT_JOBS);
+	SKY_EXPECT(sky_ckpt_find(&g_s, "x0") == NULL); /* j1 and x0.. went first */
+	SKY_EXPECT(sky_ckpt_find(&g_s, "x34") != NULL);
+}

@@ -1,0 +1,380 @@
+/* sky infer: ask a serving job for logits. Connects as a client identity
+ * (infer_client.h), publishes one request per input row at once (they are
+ * pipelined through the fleet), waits for every response up to --timeout
+ * and prints them in request order. */
+#include "infer_client.h"
+#include "sky_cli.h"
+#include "sky_clock.h"
+#include "sky_err.h"
+#include "sky_opt.h"
+#include "sky_safetensors.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_ROWS 4096
+#define MAX_TOKENS 8192 /* a request is at most 64 KiB of JSON anyway */
+
+static void usage(FILE *to)
+{
+	fprintf(to,
+		"usage: sky infer --job J --broker HOST:PORT (--pki DIR | --cert C --key K [--ca CA])\n"
+		"                 (--tokens 101,2023,102 [--mask 1,1,1] | --input X.safetensors)\n"
+		"                 [--id ID] [--timeout SECONDS] [--json]\n"
+		"Sends inference requests to serving job J and prints the logits.\n"
+		"  --pki DIR      the client's bundle from `sky pki client NAME` (DIR is\n"
+		"                 <pki>/clients/NAME: ca.crt, client.crt, client.key)\n"
+		"  --cert, --key  the client certificate and key instead (CN sky-client-*);\n"
+		"                 --ca the fleet CA (default: ca.crt beside the certificate)\n"
+		"  --broker       the fleet broker as given to skyplan; clients connect to the\n"
+		"                 listener beside it (port + 1) with a random client id, so\n"
+		"                 several may run at once with one identity\n"
+		"  --tokens LIST  one request: token ids, comma-separated (1..seq of them)\n"
+		"  --mask LIST    its attention mask, 0 or 1 each (default all 1)\n"
+		"  --input F      one request per row of F's tensor input_ids (I32 or I64,\n"
+		"                 [rows, seq] or [seq]) with attention_mask (same shape) if\n"
+		"                 present; all rows are sent at once\n"
+		"  --id ID        the request id (1-64 of A-Z a-z 0-9 _ . -; several rows get\n"
+		"                 ID-0, ID-1, ...; default a random tag)\n"
+		"  --timeout S    wait at most S seconds for the responses (default 30)\n"
+		"  --json         print each response as the job sent it, one JSON object a line\n"
+		"Prints one line per request: its id and the logits. A refused request (its\n"
+		"code and reason on stderr) or a missing response exits 1.\n");
+}
+
+typedef struct row {
+	char id[SKY_INFER_ID_MAX + 1];
+	int32_t *tokens, *mask;
+	int n;
+	int answered;
+	char *raw; /* the response JSON */
+	sky_infer_resp resp;
+} row;
+
+typedef struct run {
+	row *rows;
+	int n_rows, n_answered;
+} run;
+
+/* "1,2,-3" -> ints; returns the count or -1 with a message. */
+static int parse_list(const char *what, const char *s, int32_t *out, int cap)
+{
+	int n = 0;
+	const char *p = s;
+	while (*p) {
+		char *end;
+		errno = 0;
+		long v = strtol(p, &end, 10);
+		if (end == p || errno || v < INT32_MIN || v > INT32_MAX || (*end && *end != ',') ||
+		    n >= cap) {
+			fprintf(stderr, "sky infer: %s: expected up to %d comma-separated integers, got '%s'\n",
+				what, cap, s);
+			return -1;
+		}
+		out[n++] = (int32_t)v;
+		p = *end ? end + 1 : end;
+	}
+	if (n == 0)
+		fprintf(stderr, "sky infer: %s is empty\n", what);
+	return n ? n : -1;
+}
+
+/* Reads a [rows, seq] or [seq] integer tensor into a fresh int32 array. */
+static int32_t *read_ints(const sky_st_file *f, const char *name, int *rows, int *seq,
+			  sky_diag *d)
+{
+	const sky_st_tensor *t = sky_st_find(f, name);
+	if (!t) {
+		sky_diag_set(d, SKY_ENOTFOUND, "no tensor %s", name);
+		return NULL;
+	}
+	if ((t->dtype != SKY_ST_I32 && t->dtype != SKY_ST_I64) || t->ndim < 1 || t->ndim > 2 ||
+	    t->count == 0) {
+		sky_diag_set(d, SKY_EFORMAT, "tensor %s: expected I32 or I64 [rows, seq] or [seq], found %s with %d dims",
+			     name, sky_st_dtype_name(t->dtype), t->ndim);
+		return NULL;
+	}
+	int64_t r = t->ndim == 2 ? t->shape[0] : 1, s = t->shape[t->ndim - 1];
+	if (r < 1 || r > MAX_ROWS || s < 1 || s > MAX_TOKENS) {
+		sky_diag_set(d, SKY_ERANGE, "tensor %s: %lld rows of %lld tokens, at most %d of %d", name,
+			     (long long)r, (long long)s, MAX_ROWS, MAX_TOKENS);
+		return NULL;
+	}
+	int32_t *out = malloc((size_t)(r * s) * sizeof *out);
+	if (!out) {
+		sky_diag_set(d, SKY_ENOMEM, "out of memory");
+		return NULL;
+	}
+	for (int64_t i = 0; i < r * s; i++) {
+		int64_t v;
+		if (t->dtype == SKY_ST_I32) {
+			int32_t x;
+			memcpy(&x, t->data + 4 * i, 4);
+			v = x;
+		} else {
+			memcpy(&v, t->data + 8 * i, 8);
+		}
+		if (v < INT32_MIN || v > INT32_MAX) {
+			free(out);
+			sky_diag_set(d, SKY_ERANGE, "tensor %s: element %lld is %lld, beyond int32", name,
+				     (long long)i, (long long)v);
+			return NULL;
+		}
+		out[i] = (int32_t)v;
+	}
+	*rows = (int)r;
+	*seq = (int)s;
+	return out;
+}
+
+static void on_resp(void *ctx, const sky_infer_resp *r, const char *raw, size_t len)
+{
+	run *u = ctx;
+	for (int i = 0; i < u->n_rows; i++) {
+		row *w = &u->rows[i];
+		if (w->answered || strcmp(w->id, r->id) != 0)
+			continue;
+		w->raw = malloc(len + 1);
+		if (w->raw) {
+			memcpy(w->raw, raw, len);
+			w->raw[len] = '\0';
+		}
+		w->resp = *r;
+		w->answered = 1;
+		u->n_answered++;
+		return;
+	}
+	/* not ours (an earlier run's, or an unreadable request's id ""): the
+	 * refusal of an unreadable request still names the reason */
+	if (!r->ok && r->id[0] == '\0')
+		fprintf(stderr, "sky infer: a request of job %s was refused without its id (%s): %s\n",
+			r->job, sky_infer_code_name(r->code), r->error);
+}
+
+int sky_cmd_infer(int argc, char **argv)
+{
+	const char *job = NULL, *broker = NULL, *pki = NULL, *ca = NULL, *cert = NULL, *key = NULL;
+	const char *tokens = NULL, *mask = NULL, *input = NULL, *id = NULL;
+	double timeout_s = 30;
+	int json = 0;
+	enum {
+		O_JOB = SKY_OPT_FIRST, O_BROKER, O_PKI, O_CA, O_CERT, O_KEY, O_TOKENS, O_MASK, O_INPUT,
+		O_ID, O_TIMEOUT, O_JSON
+	};
+	static const struct option k_opts[] = {{"job", required_argument, NULL, O_JOB},
+					       {"broker", required_argument, NULL, O_BROKER},
+					       {"pki", required_argument, NULL, O_PKI},
+					       {"ca", required_argument, NULL, O_CA},
+					       {"cert", required_argument, NULL, O_CERT},
+					       {"key", required_argument, NULL, O_KEY},
+					       {"tokens", required_argument, NULL, O_TOKENS},
+					       {"mask", required_argument, NULL, O_MASK},
+					       {"input", required_argument, NULL, O_INPUT},
+					       {"id", required_argument, NULL, O_ID},
+					       {"timeout", required_argument, NULL, O_TIMEOUT},
+					       {"json", no_argument, NULL, O_JSON},
+					       SKY_OPT_STD,
+					       {0}};
+	sky_opt op;
+	sky_opt_begin(&op, "sky infer", argc, argv, k_opts, 0);
+	for (int c; (c = sky_opt_next(&op)) != SKY_OPT_END;) {
+		switch (c) {
+		case SKY_OPT_HELP:
+			usage(stdout);
+			return 0;
+		case SKY_OPT_VERSION:
+			return 0;
+		case O_JOB:
+			job = op.arg;
+			break;
+		case O_BROKER:
+			broker = op.arg;
+			break;
+		case O_PKI:
+			pki = op.arg;
+			break;
+		case O_CA:
+			ca = op.arg;
+			break;
+		case O_CERT:
+			cert = op.arg;
+			break;
+		case O_KEY:
+			key = op.arg;
+			break;
+		case O_TOKENS:
+			tokens = op.arg;
+			break;
+		case O_MASK:
+			mask = op.arg;
+			break;
+		case O_INPUT:
+			input = op.arg;
+			break;
+		case O_ID:
+			id = op.arg;
+			break;
+		case O_JSON:
+			json = 1;
+			break;
+		case O_TIMEOUT:
+			if (sky_cli_double("infer", op.name, op.arg, 0.1, 86400, &timeout_s) != 0)
+				return 2;
+			break;
+		default:
+			return 2;
+		}
+	}
+	if (sky_opt_no_args(&op) != 0)
+		return 2;
+	if (!job || !broker || (!tokens == !input)) {
+		fprintf(stderr, "sky infer: --job, --broker and one of --tokens or --input are required "
+				"(sky infer --help)\n");
+		return 2;
+	}
+	if (mask && !tokens) {
+		fprintf(stderr, "sky infer: --mask goes with --tokens (an --input file has attention_mask)\n");
+		return 2;
+	}
+	if (id && !sky_infer_id_ok(id)) {
+		fprintf(stderr, "sky infer: --id: 1-64 characters of A-Z a-z 0-9 _ . -, got '%s'\n", id);
+		return 2;
+	}
+	sky_diag d;
+	sky_diag_clear(&d);
+	sky_ic_files files;
+	if (sky_ic_resolve(pki, ca, cert, key, &files, &d) != 0) {
+		fprintf(stderr, "sky infer: %s\n", d.msg);
+		return 2;
+	}
+
+	/* the requests */
+	static run u;
+	memset(&u, 0, sizeof u);
+	int32_t *all_tok = NULL, *all_mask = NULL;
+	int rows = 1, seq = 0, rc = 1;
+	sky_ic *c = NULL;
+	if (tokens) {
+		all_tok = malloc(MAX_TOKENS * sizeof *all_tok);
+		all_mask = mask ? malloc(MAX_TOKENS * sizeof *all_mask) : NULL;
+		if (!all_tok || (mask && !all_mask))
+			goto exit;
+		seq = parse_list("--tokens", tokens, all_tok, MAX_TOKENS);
+		if (seq < 0) {
+			rc = 2;
+			goto exit;
+		}
+		if (mask) {
+			int nm = parse_list("--mask", mask, all_mask, MAX_TOKENS);
+			if (nm < 0) {
+				rc = 2;
+				goto exit;
+			}
+			if (nm != seq) {
+				fprintf(stderr, "sky infer: --mask has %d values for %d tokens\n", nm, seq);
+				rc = 2;
+				goto exit;
+			}
+		}
+	} else {
+		sky_st_file f;
+		sky_st_init(&f);
+		int mr = 0, ms = 0;
+		if (sky_st_open(&f, input, &d) != 0 ||
+		    !(all_tok = read_ints(&f, "input_ids", &rows, &seq, &d))) {
+			fprintf(stderr, "sky infer: %s: %s\n", input, d.msg);
+			sky_st_close(&f);
+			rc = 2;
+			goto exit;
+		}
+		if (sky_st_find(&f, "attention_mask") &&
+		    (!(all_mask = read_ints(&f, "attention_mask", &mr, &ms, &d)) || mr != rows ||
+		     ms != seq)) {
+			fprintf(stderr, "sky infer: %s: attention_mask: %s\n", input,
+				d.msg[0] ? d.msg : "not the shape of input_ids");
+			sky_st_close(&f);
+			rc = 2;
+			goto exit;
+		}
+		sky_st_close(&f);
+	}
+	u.rows = calloc((size_t)rows, sizeof *u.rows);
+	if (!u.rows)
+		goto exit;
+	u.n_rows = rows;
+	char tag[9] = "";
+	if (!id && sky_ic_tag(tag) != 0)
+		goto exit;
+	for (int i = 0; i < rows; i++) {
+		row *w = &u.rows[i];
+		w->tokens = all_tok + (size_t)i * (size_t)seq;
+		w->mask = all_mask ? all_mask + (size_t)i * (size_t)seq : NULL;
+		w->n = seq;
+		if (id && rows == 1)
+			snprintf(w->id, sizeof w->id, "%s", id);
+		else
+			snprintf(w->id, sizeof w->id, "%.50s-%d", id ? id : tag, i);
+	}
+
+	if (sky_ic_open(&c, broker, &files, job, on_resp, &u, &d) != 0) {
+		fprintf(stderr, "sky infer: %s\n", d.msg);
+		goto exit;
+	}
+	/* every request at once: the fleet pipelines them */
+	for (int i = 0; i < rows; i++) {
+		sky_infer_req q = {.n = u.rows[i].n, .tokens = u.rows[i].tokens,
+				   .mask = u.rows[i].mask, .cap = u.rows[i].n,
+				   .has_mask = u.rows[i].mask != NULL};
+		snprintf(q.id, sizeof q.id, "%s", u.rows[i].id);
+		if (sky_ic_send(c, &q, &d) < 0) {
+			fprintf(stderr, "sky infer: request %s not sent: %s\n", q.id, d.msg);
+			goto exit;
+		}
+	}
+	double t0 = sky_clock_s();
+	while (u.n_answered < rows && sky_clock_s() - t0 < timeout_s) {
+		if (!sky_ic_connected(c)) {
+			fprintf(stderr, "sky infer: the connection to the broker was lost\n");
+			break;
+		}
+		sky_ic_poll(c, 50);
+	}
+	int refused = 0, missing = 0;
+	for (int i = 0; i < rows; i++) {
+		row *w = &u.rows[i];
+		if (!w->answered) {
+			missing++;
+			fprintf(stderr, "sky infer: no response to request %s within %g s (is job %s serving?)\n",
+				w->id, timeout_s, job);
+			if (json)
+				printf("{\"v\":1,\"id\":\"%s\",\"ok\":false,\"job\":\"%s\",\"code\":\"timeout\","
+				       "\"error\":\"no response within %g s\"}\n",
+				       w->id, job, timeout_s);
+			continue;
+		}
+		if (!w->resp.ok) {
+			refused++;
+			fprintf(stderr, "sky infer: request %s refused by job %s (%s): %s\n", w->id,
+				w->resp.job, sky_infer_code_name(w->resp.code), w->resp.error);
+		}
+		if (json) {
+			printf("%s\n", w->raw ? w->raw : "{}");
+		} else if (w->resp.ok) {
+			printf("%s epoch %lld logits", w->id, (long long)w->resp.epoch);
+			for (int k = 0; k < w->resp.n_logits; k++)
+				printf(" %.9g", (double)w->resp.logits[k]);
+			printf("\n");
+		}
+	}
+	rc = refused || missing ? 1 : 0;
+exit:
+	sky_ic_close(c);
+	for (int i = 0; i < u.n_rows; i++)
+		free(u.rows[i].raw);
+	free(u.rows);
+	free(all_tok);
+	free(all_mask);
+	return rc;
+}
