@@ -201,4 +201,26 @@ else
 	fail geo_final_weights_bit_exact_with_sky_train \
 		"$(cmp "$W/$J.safetensors" "$W/$J.ref.safetensors" 2>&1 | head -1)"
 fi
+
+# ---- a revoked board is refused at its site's broker too ----------------------------
+# (the site broker checks its copy of the CA's CRL, which sky pki revoke renews)
+"$SKY" pki issue --dir "$PKI" --id bx --state "$W/bx" >/dev/null 2>"$W/bx.err" ||
+	fail geo_issue_bx "$(cat "$W/bx.err")"
+"$SKY" pki revoke --dir "$PKI" spy >"$W/revoke.out" 2>&1 || fail geo_revoke "$(cat "$W/revoke.out")"
+cmp -s "$PKI/crl.pem" "$PKI/sites/A/crl.pem" && pass geo_site_crl_follows_revoke ||
+	fail geo_site_crl_follows_revoke "sites/A/crl.pem differs from crl.pem"
+set -- $SITE_PIDS
+lines=$(wc -l <"$W/broker-A.log")
+kill -HUP "$1"
+sleep 1
+if ! mosquitto_pub $(spy "$PORT_A") -t other/site-a -m x -q 1 >"$W/pub.out" 2>&1 &&
+	tail -n +"$((lines + 1))" "$W/broker-A.log" | grep -q "certificate verify failed"; then
+	pass geo_site_broker_refuses_revoked_board
+else
+	fail geo_site_broker_refuses_revoked_board "$(cat "$W/pub.out"); $(tail -n +"$((lines + 1))" "$W/broker-A.log" | head -5)"
+fi
+mosquitto_pub -h 127.0.0.1 -p "$PORT_A" -i "$(_sky_mq_id)" --cafile "$PKI/ca.crt" \
+	--cert "$W/bx/board.crt" --key "$W/bx/board.key" -t sky/v1/board/bx/echo -m x -q 1 \
+	>"$W/pub.out" 2>&1 && pass geo_site_broker_admits_other_boards ||
+	fail geo_site_broker_admits_other_boards "$(cat "$W/pub.out")"
 exit $((fails > 0))
