@@ -105,7 +105,9 @@ every_board_has_its_slice() {
 	ok=1
 	for i in 1 2 3; do
 		b="b$i"
-		line=$(grep -o "{\"board\":\"$b\",\"first\":[0-9]*,\"last\":[0-9]*" "$W/$1.submit")
+		# (a stage names its site between board and first)
+		line=$(grep -oE "\{\"board\":\"$b\",(\"site\":\"[^\"]*\",)?\"first\":[0-9]+,\"last\":[0-9]+" \
+			"$W/$1.submit")
 		first=$(echo "$line" | sed 's/.*"first":\([0-9]*\).*/\1/')
 		last=$(echo "$line" | sed 's/.*"last":\([0-9]*\)/\1/')
 		[ -n "$first" ] && [ -n "$last" ] || {

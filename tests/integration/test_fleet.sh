@@ -73,6 +73,22 @@ wait_for() {
 	done
 	return 1
 }
+# publishes file $2 on topic $1 with the planner's certificate until command
+# "$3..." succeeds (at most 8 tries, 4 s each). The broker binds client ids to
+# certificates, so this connection closes skyplan's, and skyplan's reconnect
+# may close this one before the message is through: a refused plan changes
+# nothing on the board, so sending it again until it is seen is harmless.
+pub_as_planner_until() {
+	_topic=$1 _file=$2 _try=0
+	shift 2
+	while [ $_try -lt 8 ]; do
+		mosquitto_pub $(planner_tls) -q 1 -t "$_topic" -f "$_file" 2>/dev/null
+		WAIT_S=4
+		wait_for "$@" && return 0
+		_try=$((_try + 1))
+	done
+	return 1
+}
 
 "$SKY_BIN/skyplan" --pki "$PKI" --broker "$BR" --state "$STATE" >"$W/skyplan.log" 2>&1 &
 PLAN_PID=$!
@@ -193,10 +209,8 @@ for case in "forged|$SIG signature does not verify with sky-planner's key" \
 	before=$(grep -cF "$why" "$W/b01.log")
 	# (the planner's certificate: the broker names this client sky-planner and
 	# closes skyplan's connection meanwhile; skyplan reconnects on its own)
-	mosquitto_pub $(planner_tls) -q 1 -t sky/v1/job/j1/plan -f "$W/$kind.env" 2>/dev/null
-	WAIT_S=15 # a deadline, not a delay: seen to need more than 5 s once on a loaded machine
 	rejected_for() { [ "$(grep -cF "$why" "$W/b01.log")" -gt "$before" ]; }
-	if wait_for rejected_for && [ "$(cat "$W/b01/state/epoch" 2>/dev/null)" = "$held" ]; then
+	if pub_as_planner_until sky/v1/job/j1/plan "$W/$kind.env" rejected_for && [ "$(cat "$W/b01/state/epoch" 2>/dev/null)" = "$held" ]; then
 		pass "fleet_${kind}_plan_rejected"
 	else
 		fail "fleet_${kind}_plan_rejected" "no '$why' in b01's log (epoch $(cat "$W/b01/state/epoch" 2>/dev/null), was $held); last: $(grep -E "plan (rejected|j1 epoch)" "$W/b01.log" | tail -1)"
@@ -213,10 +227,8 @@ EPOCH3=$(sed -n 's/.*"epoch":\([0-9]*\).*/\1/p' "$W/job3.json")
 grep -q "\"accepted\":$N," "$W/job3.json" && [ "${EPOCH3:-0}" -ge "$FRESH" ] &&
 	grep -q "plan j1 epoch $EPOCH3 accepted" "$W/b01.log" && pass fleet_third_plan_accepted ||
 	fail fleet_third_plan_accepted "epoch ${EPOCH3:-?}: $(head -c 300 "$W/job3.json")"
-mosquitto_pub $(planner_tls) -t sky/v1/job/j1/plan -f "$W/good.env" 2>/dev/null
-WAIT_S=5
 replay_logged() { grep -qF "plan rejected on sky/v1/job/j1/plan: epoch $EPOCH is not newer than $EPOCH3" "$W/b01.log"; }
-wait_for replay_logged && pass fleet_replayed_plan_rejected ||
+pub_as_planner_until sky/v1/job/j1/plan "$W/good.env" replay_logged && pass fleet_replayed_plan_rejected ||
 	fail fleet_replayed_plan_rejected "no replay rejection for epoch $EPOCH in b01's log"
 grep -h "plan rejected" "$W/b01.log" | sed 's/^[^ ]* [^ ]* //' | head -8 | sed 's/^/   log: /'
 # the board still holds its last good plan (in memory: acks; on disk: epoch)
@@ -228,10 +240,8 @@ grep -h "plan rejected" "$W/b01.log" | sed 's/^[^ ]* [^ ]* //' | head -8 | sed '
 E_BIG=$((EPOCH3 + 100))
 printf '%s' "{\"v\":1,\"job\":\"jbig\",\"epoch\":$E_BIG,\"algo\":\"even\",\"micro_batches\":1,\"model\":{\"name\":\"large\",\"hidden\":1024,\"heads\":16,\"ffn\":4096,\"layers\":1000,\"seq\":512,\"batch\":8},\"stages\":[{\"board\":\"b01\",\"first\":0,\"last\":1999,\"in_flight\":1,\"arena_bytes\":1}]}" >"$W/big.payload"
 "$SKY" pki sign --key "$PKI/planner.key" --cert "$PKI/planner.crt" "$W/big.payload" >"$W/big.env" 2>/dev/null
-mosquitto_pub $(planner_tls) -t sky/v1/job/jbig/plan -f "$W/big.env" 2>/dev/null
-WAIT_S=5
 refused() { [ "$(board_field b01 ack)" = refused ]; }
-if wait_for refused && grep -q "plan jbig epoch $E_BIG refused: stage needs [0-9]* bytes, the board's budget is [0-9]*" "$W/b01.log" &&
+if pub_as_planner_until sky/v1/job/jbig/plan "$W/big.env" refused && grep -q "plan jbig epoch $E_BIG refused: stage needs [0-9]* bytes, the board's budget is [0-9]*" "$W/b01.log" &&
 	[ "$(cat "$W/b01/state/epoch")" = "$EPOCH3" ]; then
 	pass fleet_oversized_stage_refused_with_numbers
 	grep -h "plan jbig" "$W/b01.log" | sed 's/^[^ ]* [^ ]* /   log: /'

@@ -193,11 +193,14 @@ if wait_for 15 grep -q "serving" "$W/skyplan.log" &&
 	"$SKY" job submit --pki "$PKI" --broker "$BR" --job da --min-boards 4 --task infer \
 		--weights "$W/q.safetensors" --algo optimal --wait 120 --json >"$W/da.submit" \
 		2>"$W/da.submit.err"; then
-	first=$(grep -o '{"board":"b[0-9]","first":0,' "$W/da.submit" | head -1 | sed 's/.*"board":"\(b[0-9]\)".*/\1/')
+	# (a stage names its site between board and first)
+	first=$(grep -oE '\{"board":"b[0-9]",("site":"[^"]*",)?"first":0,' "$W/da.submit" | head -1 |
+		sed 's/.*"board":"\(b[0-9]\)".*/\1/')
 	if [ -n "$first" ] && wait_for 120 grep -q "job da: every stage is ready" "$W/$first.log"; then
 		same_bits da
-		echo "MEASURE da_plan $(grep -o '{"board":"b[0-9]","first":[0-9]*,"last":[0-9]*' "$W/da.submit" |
-			sed 's/{"board":"\(b[0-9]\)","first":\([0-9]*\),"last":\([0-9]*\)/\1:\2-\3/' | tr '\n' ' ')"
+		echo "MEASURE da_plan $(grep -oE '\{"board":"b[0-9]",("site":"[^"]*",)?"first":[0-9]+,"last":[0-9]+' \
+			"$W/da.submit" | sed 's/{"board":"\(b[0-9]\)",.*"first":\([0-9]*\),"last":\([0-9]*\)/\1:\2-\3/' |
+			tr '\n' ' ')"
 		grep -q "sealed frames" "$W/$first.log" && pass da_frames_sealed || fail da_frames_sealed "$(grep "job da" "$W/$first.log" | head -3)"
 	else
 		fail da_fleet_ready "first stage '$first': $(grep -h "job da\|plan da" "$W"/b*.log | tail -5)"
