@@ -5,6 +5,7 @@
 #include "sky_clock.h"
 #include "sky_crl.h"
 #include "sky_file.h"
+#include "sky_topics.h"
 
 #include <mbedtls/md.h>
 #include <mbedtls/oid.h>
@@ -147,6 +148,53 @@ exit:
 	return rc;
 }
 
+int sky_ca_parse_ipv4(const char *s, unsigned char out[4])
+{
+	unsigned v[4];
+	char tail;
+	if (!s || sscanf(s, "%3u.%3u.%3u.%3u%c", &v[0], &v[1], &v[2], &v[3], &tail) != 4)
+		return SKY_EINVAL;
+	for (int i = 0; i < 4; i++) {
+		if (v[i] > 255)
+			return SKY_EINVAL;
+		out[i] = (unsigned char)v[i];
+	}
+	return 0;
+}
+
+/* A broker's server certificate and key (CN localhost) into dir: the
+ * subjectAltName holds DNS "localhost" [2], IP 127.0.0.1 [7] and, if
+ * listen is an IPv4 address other than 127.0.0.1, that one too (clients
+ * check the address they dial against it). DER by hand: Mbed TLS 2.28 has
+ * no SAN writer. */
+static int make_broker_pair(const char *dir, const char *cadn, mbedtls_pk_context *cakey,
+			    const char *listen, sky_sign_rng *rng, sky_diag *d)
+{
+	unsigned char san[2 + 11 + 6 + 6] = {0x30, 0x11, 0x82, 0x09, 'l', 'o', 'c', 'a', 'l',
+					     'h',  'o',  's',  't',  0x87, 0x04, 127, 0,   0,   1};
+	size_t san_len = 19;
+	unsigned char ip[4];
+	if (listen && sky_ca_parse_ipv4(listen, ip) != 0)
+		return sky_diag_set(d, SKY_EINVAL, "listen address '%s' is not an IPv4 address",
+				    listen);
+	if (listen && !(ip[0] == 127 && ip[1] == 0 && ip[2] == 0 && ip[3] == 1)) {
+		san[1] = 0x17;
+		san[19] = 0x87;
+		san[20] = 0x04;
+		memcpy(san + 21, ip, 4);
+		san_len = 25;
+	}
+	cert_spec broker = {.subject = "CN=localhost,O=sky",
+			    .issuer = cadn,
+			    .issuer_key = cakey,
+			    .days = CA_DAYS,
+			    .key_usage = MBEDTLS_X509_KU_DIGITAL_SIGNATURE |
+					 MBEDTLS_X509_KU_KEY_AGREEMENT,
+			    .san = san,
+			    .san_len = san_len};
+	return make_pair(dir, SKY_CA_BROKER_KEY_FILE, SKY_CA_BROKER_CERT_FILE, &broker, rng, d);
+}
+
 /* The CA's distinguished name: unique per fleet, so two fleets' CAs are
  * told apart in logs and by name lookups in TLS stacks. */
 static void ca_name(const char *cn, char *out, size_t cap) { snprintf(out, cap, "CN=%s,O=sky", cn); }
@@ -206,20 +254,7 @@ int sky_ca_init_dir(const char *dir, const sky_ca_opts *o, sky_diag *d)
 	if ((rc = sky_sign_load_key(&cakey, path, d)) != 0)
 		goto exit;
 
-	/* subjectAltName: DNS "localhost" [2] and IP 127.0.0.1 [7], DER by hand
-	 * (Mbed TLS 2.28 has no SAN writer) */
-	static const unsigned char san[] = {0x30, 0x11, 0x82, 0x09, 'l',  'o',  'c', 'a', 'l',
-					    'h',  'o',  's',  't',  0x87, 0x04, 127, 0,   0,   1};
-	cert_spec broker = {.subject = "CN=localhost,O=sky",
-			    .issuer = cadn,
-			    .issuer_key = &cakey,
-			    .days = CA_DAYS,
-			    .key_usage = MBEDTLS_X509_KU_DIGITAL_SIGNATURE |
-					 MBEDTLS_X509_KU_KEY_AGREEMENT,
-			    .san = san,
-			    .san_len = sizeof san};
-	if ((rc = make_pair(dir, SKY_CA_BROKER_KEY_FILE, SKY_CA_BROKER_CERT_FILE, &broker, &rng,
-			    d)) != 0)
+	if ((rc = make_broker_pair(dir, cadn, &cakey, o->listen, &rng, d)) != 0)
 		goto exit;
 	/* the fleet's own identities: the planner (TLS and plan signatures), the
 	 * claim bundle new boards share, the default operator */
@@ -267,7 +302,7 @@ int sky_ca_init_dir(const char *dir, const sky_ca_opts *o, sky_diag *d)
 	remove(sub);
 	if ((rc = sky_crl_refresh(dir, d)) != 0)
 		goto exit;
-	rc = sky_ca_write_broker_conf(dir, o->port, o->max_packet, d);
+	rc = sky_ca_write_broker_conf_at(dir, o->listen, o->port, o->max_packet, d);
 exit:
 	mbedtls_pk_free(&cakey);
 	mbedtls_x509_crt_free(&cacrt);
@@ -331,11 +366,32 @@ static int copy_file(const char *dir, const char *out, const char *file, sky_dia
 	return 0;
 }
 
+/* Loads the CA's key and certificate from dir and writes its name (the
+ * issuer of what it signs) into issuer. */
+static int load_issuer(const char *dir, mbedtls_pk_context *cakey, mbedtls_x509_crt *cacrt,
+		       char *issuer, size_t cap, sky_diag *d)
+{
+	char path[PATH_CAP], cacn[80];
+	int rc = join(path, dir, SKY_CA_KEY_FILE, d);
+	if (rc)
+		return rc;
+	if (!sky_file_exists(path))
+		return sky_diag_set(d, SKY_ENOTFOUND, "%s: no fleet CA here (run sky pki init)", dir);
+	if ((rc = sky_sign_load_key(cakey, path, d)) != 0 ||
+	    (rc = join(path, dir, SKY_CA_CERT_FILE, d)) != 0 ||
+	    (rc = sky_sign_load_cert(cacrt, path, d)) != 0)
+		return rc;
+	if (sky_sign_cert_cn(cacrt, cacn, sizeof cacn) != 0)
+		return sky_diag_set(d, SKY_ECRYPTO, "CA certificate has no CN");
+	ca_name(cacn, issuer, cap);
+	return 0;
+}
+
 /* Issues <prefix><name> into <dir>/<subdir>/<name>/, lists the name and
  * rewrites the ACL; see sky_ca_add_operator. */
 static int add_named(const char *dir, const named_kind *k, const char *name, sky_diag *d)
 {
-	char path[PATH_CAP], out[PATH_CAP], rel[64 + SKY_ENROLL_ID_MAX], cacn[80], issuer[128];
+	char path[PATH_CAP], out[PATH_CAP], rel[64 + SKY_ENROLL_ID_MAX], issuer[128];
 	char subject[96], list[4096];
 	mbedtls_pk_context cakey;
 	mbedtls_x509_crt cacrt;
@@ -347,20 +403,9 @@ static int add_named(const char *dir, const named_kind *k, const char *name, sky
 	if (rc)
 		goto exit;
 	snprintf(rel, sizeof rel, "%s/%s", k->subdir, name);
-	if ((rc = join(out, dir, rel, d)) != 0 || (rc = join(path, dir, SKY_CA_KEY_FILE, d)) != 0)
+	if ((rc = join(out, dir, rel, d)) != 0 ||
+	    (rc = load_issuer(dir, &cakey, &cacrt, issuer, sizeof issuer, d)) != 0)
 		goto exit;
-	if (!sky_file_exists(path)) {
-		rc = sky_diag_set(d, SKY_ENOTFOUND, "%s: no fleet CA here (run sky pki init)", dir);
-		goto exit;
-	}
-	if ((rc = sky_sign_load_key(&cakey, path, d)) != 0 ||
-	    (rc = join(path, dir, SKY_CA_CERT_FILE, d)) != 0 ||
-	    (rc = sky_sign_load_cert(&cacrt, path, d)) != 0)
-		goto exit;
-	if (sky_sign_cert_cn(&cacrt, cacn, sizeof cacn) != 0) {
-		rc = sky_diag_set(d, SKY_ECRYPTO, "CA certificate has no CN");
-		goto exit;
-	}
 	if ((rc = join(path, out, k->crt, d)) != 0)
 		goto exit;
 	if (sky_file_exists(path)) {
@@ -373,7 +418,6 @@ static int add_named(const char *dir, const named_kind *k, const char *name, sky
 	}
 	if ((rc = sky_sign_rng_init(&rng, "sky-ca-named", d)) != 0)
 		goto exit;
-	ca_name(cacn, issuer, sizeof issuer);
 	snprintf(subject, sizeof subject, "CN=%s%s,O=sky", k->prefix, name);
 	cert_spec spec = {.subject = subject,
 			  .issuer = issuer,
@@ -413,6 +457,81 @@ int sky_ca_add_operator(const char *dir, const char *name, sky_diag *d)
 int sky_ca_add_client(const char *dir, const char *name, sky_diag *d)
 {
 	return add_named(dir, &k_client, name, d);
+}
+
+/* ---- sites ---------------------------------------------------------------------- */
+
+int sky_ca_check_site_name(const char *name, sky_diag *d)
+{
+	/* the rule of site names everywhere (sky_caps.h): a topic segment */
+	if (!sky_topic_segment_ok(name))
+		return sky_diag_set(d, SKY_EINVAL, "site name: 1-%d characters of A-Z a-z 0-9 . _ -",
+				    SKY_CA_SITE_NAME_MAX);
+	if (strcmp(name, "core") == 0)
+		return sky_diag_set(d, SKY_EINVAL, "site name 'core' is the core broker's own site");
+	return 0;
+}
+
+int sky_ca_add_site(const char *dir, const char *site, const char *listen, sky_diag *d)
+{
+	char path[PATH_CAP], out[PATH_CAP], rel[64], issuer[128], subject[96], list[4096];
+	mbedtls_pk_context cakey;
+	mbedtls_x509_crt cacrt;
+	sky_sign_rng rng;
+	mbedtls_pk_init(&cakey);
+	mbedtls_x509_crt_init(&cacrt);
+	memset(&rng, 0, sizeof rng);
+	int rc = sky_ca_check_site_name(site, d);
+	if (rc)
+		goto exit;
+	snprintf(rel, sizeof rel, SKY_CA_SITES_DIR "/%s", site);
+	if ((rc = join(out, dir, rel, d)) != 0 ||
+	    (rc = load_issuer(dir, &cakey, &cacrt, issuer, sizeof issuer, d)) != 0 ||
+	    (rc = join(path, out, SKY_CA_BRIDGE_CERT_FILE, d)) != 0)
+		goto exit;
+	if (sky_file_exists(path)) {
+		rc = sky_diag_set(d, SKY_ESTATE, "site '%s' already has a bridge (%s)", site, out);
+		goto exit;
+	}
+	if (sky_file_mkdirs(out, 0700) != 0) {
+		rc = sky_diag_set(d, SKY_EIO, "%s: cannot create", out);
+		goto exit;
+	}
+	if ((rc = sky_sign_rng_init(&rng, "sky-ca-site", d)) != 0)
+		goto exit;
+	/* the site broker's server certificate: its boards and nobody else
+	 * dial it, on loopback or on listen */
+	if ((rc = make_broker_pair(out, issuer, &cakey, listen, &rng, d)) != 0)
+		goto exit;
+	/* the bridge is a client of the core broker, like any fleet identity */
+	snprintf(subject, sizeof subject, "CN=" SKY_CA_BRIDGE_CN_PREFIX "%s,O=sky", site);
+	cert_spec br = {.subject = subject,
+			.issuer = issuer,
+			.issuer_key = &cakey,
+			.days = CA_DAYS,
+			.key_usage = MBEDTLS_X509_KU_DIGITAL_SIGNATURE};
+	if ((rc = make_pair(out, SKY_CA_BRIDGE_KEY_FILE, SKY_CA_BRIDGE_CERT_FILE, &br, &rng, d)) ||
+	    (rc = copy_file(dir, out, SKY_CA_CERT_FILE, d)))
+		goto exit;
+	if ((rc = join(path, dir, SKY_CA_SITES_FILE, d)) != 0)
+		goto exit;
+	long n = sky_file_read(path, list, sizeof list - 1);
+	n = n > 0 ? n : 0;
+	int k = snprintf(list + n, sizeof list - (size_t)n, "%s\n", site);
+	if (k < 0 || (size_t)k >= sizeof list - (size_t)n) {
+		rc = sky_diag_set(d, SKY_ERANGE, "%s: too many sites", path);
+		goto exit;
+	}
+	if (sky_file_write(path, list, (size_t)n + (size_t)k, 0644) != 0) {
+		rc = sky_diag_set(d, SKY_EIO, "%s: cannot write", path);
+		goto exit;
+	}
+	rc = sky_ca_rewrite_acl(dir, d);
+exit:
+	mbedtls_pk_free(&cakey);
+	mbedtls_x509_crt_free(&cacrt);
+	sky_sign_rng_free(&rng);
+	return rc;
 }
 
 /* ---- tokens ------------------------------------------------------------------- */

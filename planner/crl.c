@@ -412,6 +412,43 @@ static int64_t not_after(const mbedtls_x509_crt *c)
 	return days * 86400 + t->hour * 3600 + t->min * 60 + t->sec;
 }
 
+/* Every site broker (sky pki bridge) checks this CA's CRL too: a copy in
+ * <dir>/sites/<site>/ for every site of sites.list whose directory exists,
+ * which its mosquitto.conf names (sky_ca_write_site_conf). */
+static int copy_to_sites(const char *dir, const char *pem, size_t n, sky_diag *d)
+{
+	char path[PATH_CAP], rel[64 + SKY_CA_SITE_NAME_MAX], list[4096],
+		site[SKY_CA_SITE_NAME_MAX + 1];
+	int rc = join(path, dir, SKY_CA_SITES_FILE, d);
+	if (rc)
+		return rc;
+	long ln = sky_file_read(path, list, sizeof list - 1);
+	list[ln > 0 ? ln : 0] = '\0';
+	for (const char *p = list;;) {
+		while (*p == '\n')
+			p++;
+		if (!*p)
+			break;
+		size_t l = strcspn(p, "\n");
+		snprintf(site, sizeof site, "%.*s", (int)(l < sizeof site ? l : sizeof site - 1), p);
+		p += l;
+		/* a name the CA would not issue names no site directory of ours */
+		if (l >= sizeof site || sky_ca_check_site_name(site, NULL) != 0)
+			continue;
+		snprintf(rel, sizeof rel, SKY_CA_SITES_DIR "/%s", site);
+		if ((rc = join(path, dir, rel, d)) != 0)
+			return rc;
+		if (!sky_file_is_dir(path))
+			continue;
+		snprintf(rel, sizeof rel, SKY_CA_SITES_DIR "/%s/" SKY_CRL_FILE, site);
+		if ((rc = join(path, dir, rel, d)) != 0)
+			return rc;
+		if (sky_file_write(path, pem, n, 0644) != 0)
+			return sky_diag_set(d, SKY_EIO, "%s: cannot write", path);
+	}
+	return 0;
+}
+
 int sky_crl_refresh(const char *dir, sky_diag *d)
 {
 	char path[PATH_CAP];
@@ -471,8 +508,11 @@ int sky_crl_refresh(const char *dir, sky_diag *d)
 	}
 	if ((rc = join(path, dir, SKY_CRL_FILE, d)) != 0)
 		goto exit;
-	if (sky_file_write(path, pem, (size_t)n, 0644) != 0)
+	if (sky_file_write(path, pem, (size_t)n, 0644) != 0) {
 		rc = sky_diag_set(d, SKY_EIO, "%s: cannot write", path);
+		goto exit;
+	}
+	rc = copy_to_sites(dir, pem, (size_t)n, d);
 exit:
 	mbedtls_pk_free(&key);
 	mbedtls_x509_crt_free(&ca);

@@ -9,6 +9,7 @@
 #include "sky_jobkey.h"
 #include "sky_jobstat.h"
 #include "sky_json.h"
+#include "sky_linkprobe.h"
 #include "sky_log.h"
 #include "sky_metrics.h"
 #include "sky_model.h"
@@ -402,6 +403,7 @@ typedef struct svc {
 	/* working memory for planning (large structs, kept out of the stack) */
 	sky_fleet fleet;
 	int fleet_reg[SKY_PLAN_MAX_BOARDS]; /* fleet index -> registry index */
+	sky_linkprobe links;                /* each site's path through its bridge */
 	sky_plan plan;
 	sky_planmsg msg;
 	char payload[SKY_SIGN_MAX_PAYLOAD];
@@ -897,6 +899,8 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 	} else if (sky_topic_parse(topic, tl, "enroll", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
 		   strcmp(leaf, SKY_TOPIC_CSR) == 0) {
 		handle_enroll(s, seg, (const char *)p, len);
+	} else if (strncmp(topic, SKY_TOPIC_ROOT "/site/", sizeof SKY_TOPIC_ROOT + 5) == 0) {
+		sky_linkprobe_on_msg(&s->links, topic, p, len, sky_clock_s());
 	} else {
 		char board[SKY_TOPIC_SEGMENT_MAX + 1];
 		if (sky_topic_parse_job_to(topic, tl, SKY_TOPIC_CKPT, seg, sizeof seg, board,
@@ -976,7 +980,8 @@ static int connect_svc(svc *s, sky_diag *d)
 			      SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_SLICE_REQ,
 			      /* requests, to answer those for jobs that do not serve */
 			      SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_REQ "/+",
-			      SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_CKPT "/+"};
+			      SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_CKPT "/+",
+			      SKY_TOPIC_ROOT "/site/+/back/" SKY_TOPIC_ECHO};
 	sky_mutex_lock(&s->lock);
 	memset(s->on_broker, 0, sizeof s->on_broker);
 	s->republish_at = 0;
@@ -1293,6 +1298,44 @@ static void follow_job(svc *s, const pending_job *pj, const sky_planmsg *p)
 /* Plans pending job pj if enough boards are ready. Returns 1 when the job
  * is done with (published or failed), 0 to keep waiting. Called with the
  * lock held. */
+static int publish_probe(void *ctx, const char *topic, const void *data, size_t len)
+{
+	svc *s = ctx;
+	if (!s->m || atomic_load(&s->lost))
+		return SKY_ENET;
+	return sky_mqtt_publish(s->m, topic, data, len, 0, 0, NULL);
+}
+
+/* Every site an online board reports is probed (sky_linkprobe.h); a
+ * completed probe's figures become the registry's path between that site
+ * and the core, which plans use and fleet.json shows. Called under the
+ * lock from the loop. */
+static void probe_links(svc *s, double now)
+{
+	for (int i = 0; i < s->reg.n; i++) {
+		const sky_reg_board *b = &s->reg.b[i];
+		if (b->state == SKY_REG_ONLINE && b->has_caps && b->caps.site[0])
+			sky_linkprobe_add(&s->links, b->caps.site);
+	}
+	int cur = s->links.cur;
+	if (!sky_linkprobe_tick(&s->links, now) || cur < 0)
+		return;
+	const sky_linkprobe_site *ls = &s->links.s[cur];
+	if (ls->at != now) {
+		SKY_WARN("site %s: link probe through its bridge got no answer%s", ls->site,
+			 ls->measured ? "; keeping the last figures" : "");
+		return;
+	}
+	sky_diag d;
+	sky_diag_clear(&d);
+	if (sky_registry_set_link(&s->reg, ls->site, "", ls->bw_Bps, ls->lat_s, sky_clock_unix()) !=
+	    0)
+		SKY_WARN("site %s: path figures not kept (the registry's table is full)", ls->site);
+	else
+		SKY_INFO("site %s: path through its bridge %.3f ms one way, %.2f MB/s", ls->site,
+			 1e3 * ls->lat_s, ls->bw_Bps / 1e6);
+}
+
 static int try_plan(svc *s, pending_job *pj)
 {
 	sky_registry *r = &s->reg;
@@ -1410,6 +1453,14 @@ static int try_plan(svc *s, pending_job *pj)
 	/* the simulated step, once: the training plan carries it (the boards'
 	 * stall deadline) and the metrics compare measured steps with it */
 	static sky_sim_result sim;
+	/* a link-blind plan still runs on the real links: price its cuts and
+	 * predict its step with them */
+	if (job.link_blind) {
+		job.link_blind = 0;
+		if (sky_plan_evaluate(&s->fleet, &job, &s->plan, &d) != 0)
+			SKY_WARN("job %s: link-blind plan not priced with the links: %s", pj->req.job,
+				 d.msg);
+	}
 	double predicted_s = !job.infer && sky_sim_run(&s->plan, &job, &sim, NULL) == 0 ? sim.step_s : 0;
 	pj->predicted_s = predicted_s;
 	if (pj->dry) {
@@ -1750,6 +1801,7 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 	sky_ca_init(&s->ca);
 	sky_signer_init(&s->signer);
 	sky_registry_init(&s->reg);
+	sky_linkprobe_init(&s->links, o->link_probe_s > 0 ? o->link_probe_s : 300, publish_probe, s);
 	sky_bucket_init(&s->enroll_all, ENROLL_ALL_BURST, ENROLL_ALL_PER_S);
 	sky_keyed_init(&s->enroll_nonce, ENROLL_NONCE_BURST, ENROLL_NONCE_PER_S);
 	sky_log_throttle_init(&s->enroll_log, LOG_LINES_PER_WINDOW, LOG_WINDOW_S);
@@ -1893,6 +1945,7 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 			s->republish_at = 0;
 			republish_missing(s);
 		}
+		probe_links(s, now);
 		check_running(s, now);
 		for (int k = 0; k < s->n_pending;) {
 			if (try_plan(s, &s->pending[k])) {

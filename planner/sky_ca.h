@@ -80,6 +80,12 @@
 #define SKY_CA_OPERATOR_NAME_PREFIX "sky-op-"
 #define SKY_CA_OPERATORS_DIR "operators"
 #define SKY_CA_OPERATORS_FILE "operators.list"
+#define SKY_CA_SITES_DIR "sites"        /* <site>/: a site broker's files (sky_ca_add_site) */
+#define SKY_CA_SITES_FILE "sites.list"  /* site names, one a line (bridge sections of the ACL) */
+#define SKY_CA_BRIDGE_KEY_FILE "bridge.key"
+#define SKY_CA_BRIDGE_CERT_FILE "bridge.crt"
+#define SKY_CA_BRIDGE_CN_PREFIX "sky-bridge-"
+#define SKY_CA_SITE_NAME_MAX 64 /* SKY_SITE_MAX (sky_caps.h) */
 #define SKY_CA_CLIENT_KEY_FILE "client.key"
 #define SKY_CA_CLIENT_CERT_FILE "client.crt"
 #define SKY_CA_CLIENT_NAME_PREFIX "sky-client-"
@@ -96,6 +102,8 @@ typedef struct sky_ca_opts {
 	unsigned long max_packet;  /* broker max_packet_size in bytes (0: default
 	                              SKY_MQTT_MAX_PACKET from sky_topics.h) */
 	int force;                 /* 1: replace an existing CA (else refuse) */
+	const char *listen;        /* IPv4 address both listeners bind (NULL:
+	                              127.0.0.1); also named in broker.crt */
 } sky_ca_opts;
 
 /* Creates dir (0700) and everything in the layout above. Refuses
@@ -122,6 +130,12 @@ int sky_ca_init_dir(const char *dir, const sky_ca_opts *o, sky_diag *d);
  * with spaces or control characters, which mosquitto's config syntax
  * cannot carry). */
 int sky_ca_write_broker_conf(const char *dir, int port, unsigned long max_packet, sky_diag *d);
+
+/* The same, with both listeners on the IPv4 address listen (NULL:
+ * 127.0.0.1) instead of loopback: a core broker that site bridges reach
+ * over a network. Its certificate must name that address (sky_ca_opts). */
+int sky_ca_write_broker_conf_at(const char *dir, const char *listen, int port,
+				unsigned long max_packet, sky_diag *d);
 
 /* (Re)writes only <dir>/acl and <dir>/acl-claim (as above). Returns 0 or
  * SKY_EIO / SKY_ERANGE / SKY_EINVAL (a bad name in operators.list). */
@@ -150,6 +164,57 @@ int sky_ca_check_client_name(const char *name, sky_diag *d);
  * already issued. Returns 0 or SKY_EINVAL / SKY_ENOTFOUND (no CA in dir) /
  * SKY_EIO / SKY_ECRYPTO. */
 int sky_ca_add_client(const char *dir, const char *name, sky_diag *d);
+
+/* Parses a dotted IPv4 address into out. Returns 0 or SKY_EINVAL. */
+int sky_ca_parse_ipv4(const char *s, unsigned char out[4]);
+
+/* ---- sites: a broker per site, bridged to the core broker ----
+ *
+ *   <pki>/sites/<site>/ca.crt               the fleet CA
+ *   <pki>/sites/<site>/broker.key, .crt     the site broker's server
+ *                                           certificate (CN localhost, SAN
+ *                                           localhost, 127.0.0.1 [, listen])
+ *   <pki>/sites/<site>/bridge.key, .crt     CN "sky-bridge-<site>": the site
+ *                                           broker's client identity on the
+ *                                           core broker
+ *   <pki>/sites/<site>/mosquitto.conf, acl  the site broker (sky_ca_write_site_conf)
+ *   <pki>/sites.list                        site names, one a line
+ *
+ * The core's ACL (sky_ca_rewrite_acl) gets one section per site: its
+ * bridge may carry the site's boards' control messages to the planner,
+ * plans and commands back, frames addressed to other sites
+ * (sky/v1/site/<dst>/job/...) out and those addressed to its own site in,
+ * the planner's link probes, checkpoints out and loads in, and serving's
+ * slice requests and answers out, slices and requests in; no other topic
+ * crosses. The site broker checks a copy of the CA's CRL kept in its
+ * directory (sky_crl_refresh renews it). */
+
+/* Site names: 1..SKY_CA_SITE_NAME_MAX characters of [A-Za-z0-9_.-], not
+ * "core" (sky_caps.h), not "." or "..".
+ * Returns 0 or SKY_EINVAL with d set. */
+int sky_ca_check_site_name(const char *name, sky_diag *d);
+/* Issues site's bridge identity and its broker's server certificate
+ * (naming listen too if not NULL) into <dir>/sites/<site>/, adds site to
+ * sites.list and rewrites the core ACL (the core broker reads it on
+ * SIGHUP). Refuses (SKY_ESTATE) a site that has a bridge already. Returns
+ * 0 or SKY_EINVAL / SKY_ENOTFOUND (no CA) / SKY_EIO / SKY_ECRYPTO. */
+int sky_ca_add_site(const char *dir, const char *site, const char *listen, sky_diag *d);
+
+typedef struct sky_ca_site_opts {
+	const char *site;         /* an issued site (sky_ca_add_site) */
+	const char *listen;       /* IPv4 address the site's listener binds (NULL: 127.0.0.1) */
+	int port;                 /* its port */
+	const char *core;         /* the core broker's fleet listener, "IPv4:PORT" */
+	unsigned long max_packet; /* 0: SKY_MQTT_MAX_PACKET */
+} sky_ca_site_opts;
+/* (Re)writes <dir>/sites/<site>/mosquitto.conf and acl: one mutual-TLS
+ * listener for the site's boards (client id = CN, the boards' ACL rules
+ * of the core, plus writing frames addressed to other sites) and a bridge
+ * to the core over mutual TLS as sky-bridge-<site>, whose topic lines let
+ * only Sky's cross-site topics through (see the config's comments).
+ * Returns 0, SKY_EINVAL (bad name, port, address), SKY_ENOTFOUND (site
+ * not issued) or SKY_EIO. */
+int sky_ca_write_site_conf(const char *dir, const sky_ca_site_opts *o, sky_diag *d);
 
 /* Mints a one-time claim token valid for ttl_s seconds (1..SKY_CA_MAX_TOKEN_TTL),
  * optionally bound to board id bind_id (NULL: any id). Writes the token

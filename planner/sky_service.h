@@ -33,6 +33,10 @@
  *     epoch (persisted in <state>/epoch, so it only grows), signs the plan
  *     (sky_sign.h) and publishes it retained on sky/v1/job/<job>/plan;
  *   - collects plan-acks into the registry;
+ *   - measures each site's path through its bridge (sky_linkprobe.h) for
+ *     every site its boards report, again every link_probe_s seconds; the
+ *     figures become the registry's path between that site and the core
+ *     (fleet.json "links", with measured_unix), which every plan uses;
  *   - reads the CA's revoked list (<pki>/revoked, sky_crl.h) at start and
  *     every second: a board on it is marked revoked in the registry (its
  *     messages are ignored from then on) and the job it held a stage of is
@@ -78,6 +82,7 @@ typedef struct sky_service_opts {
 	int link_blind;        /* 1: every job planned link-blind (as "link_blind":true) */
 	const char *links_file; /* optional: a fleet file whose "links" are the site paths
 				   (until measured figures replace them) */
+	double link_probe_s;   /* re-measure each site's path this often (0: 300 s) */
 } sky_service_opts;
 
 /* Runs until a stop signal (sky_signal.h). Returns 0 after a clean stop, or

@@ -40,6 +40,7 @@ typedef struct sky_trainjob {
 	void *mem;
 	size_t bytes;
 	int first[SKY_PLANMSG_MAX_STAGES], last[SKY_PLANMSG_MAX_STAGES];
+	const char *site[SKY_PLANMSG_MAX_STAGES]; /* the plan's stage sites (transport cfg) */
 	unsigned char key[SKY_FRAME_KEY_BYTES];
 	int sealed;
 	long steps_done;

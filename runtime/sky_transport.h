@@ -68,6 +68,9 @@ typedef struct sky_transport_cfg {
 	int batch, seq, hidden;     /* a tensor is (batch, seq, hidden) f32 */
 	int fwd_slots, bwd_slots;   /* ring sizes (in_flight of stage k-1 and of k) */
 	const int *first, *last;    /* (n_stages) each stage's half-layers, for the norm blocks */
+	const char *const *site;    /* (n_stages) each stage's site ("" = the core), or NULL:
+	                               every stage on one broker. A frame to a stage of
+	                               another site is addressed to that site (sky_topics.h) */
 	const unsigned char *key;   /* SKY_FRAME_KEY_BYTES; NULL: plaintext frames */
 	double stall_s;             /* longest wait for one frame */
 } sky_transport_cfg;
@@ -86,6 +89,7 @@ typedef struct sky_transport_ev {
 } sky_transport_ev;
 
 #define SKY_TRANSPORT_MAX_STAGES 1024
+#define SKY_TRANSPORT_MAX_SITES 32 /* sites of one plan besides the stage's own */
 
 typedef struct sky_transport {
 	sky_transport_cfg cfg;
@@ -94,6 +98,12 @@ typedef struct sky_transport {
 	char topic_fwd_out[SKY_TOPIC_BUF], topic_bwd_out[SKY_TOPIC_BUF];
 	char topic_fwd_in[SKY_TOPIC_BUF], topic_bwd_in[SKY_TOPIC_BUF];
 	char topic_norm[SKY_TOPIC_BUF], topic_ready[SKY_TOPIC_BUF], topic_metrics[SKY_TOPIC_BUF];
+	/* sites: this stage's ("" = core) and the plan's others, to which
+	 * ready and norm go once each; core_in: this stage is on the core and
+	 * also takes messages addressed to sky/v1/site/core/... */
+	char site[SKY_TOPIC_SEGMENT_MAX + 1];
+	char other[SKY_TRANSPORT_MAX_SITES][SKY_TOPIC_SEGMENT_MAX + 1];
+	int n_other, core_in;
 	sky_frame_key send_key, recv_key;
 	int sealed;
 	size_t tensor_bytes;
@@ -147,8 +157,9 @@ sky_stage_io sky_transport_io(sky_transport *t);
  * one of its own (taken or dropped and counted), 0 if not. */
 int sky_transport_on_msg(sky_transport *t, const char *topic, const unsigned char *p, size_t len);
 
-/* Topics to subscribe to before sky_transport_start: fills up to 4 filters,
- * returns how many. */
+/* Topics to subscribe to before sky_transport_start: fills up to 4 filters
+ * (8 on the core site of a plan with sites: also the ones addressed to
+ * sky/v1/site/core/...), returns how many. */
 int sky_transport_topics(const sky_transport *t, char topics[][SKY_TOPIC_BUF], int cap);
 /* The start barrier: publishes this stage's ready (retained) and waits up
  * to timeout_s until every stage's has arrived for this epoch. Returns 0,

@@ -28,7 +28,7 @@ int sky_trainjob_model(const sky_planmsg *p, sky_model_cfg *c)
 
 /* The stage and transport configurations of plan p for stage k. */
 static int configs(const sky_planmsg *p, int k, sky_stage_cfg *sc, sky_transport_cfg *tc,
-		   int *first, int *last, sky_diag *d)
+		   int *first, int *last, const char **site, sky_diag *d)
 {
 	const sky_plan_train *t = &p->train;
 	memset(sc, 0, sizeof *sc);
@@ -62,6 +62,7 @@ static int configs(const sky_planmsg *p, int k, sky_stage_cfg *sc, sky_transport
 	for (int i = 0; i < p->n_stages; i++) {
 		first[i] = p->stages[i].first;
 		last[i] = p->stages[i].last;
+		site[i] = p->stages[i].site;
 	}
 	tc->job = p->job;
 	tc->epoch = p->epoch;
@@ -75,6 +76,7 @@ static int configs(const sky_planmsg *p, int k, sky_stage_cfg *sc, sky_transport
 	tc->bwd_slots = p->stages[k].in_flight;
 	tc->first = first;
 	tc->last = last;
+	tc->site = site;
 	/* generous: a loaded machine may run a step many times slower than
 	 * the planner predicted */
 	tc->stall_s = t->stall_s > 0 ? t->stall_s : 10.0 * t->predicted_step_s + 30.0;
@@ -86,7 +88,7 @@ static int carve_all(sky_trainjob *j, const sky_planmsg *p, int k, const unsigne
 {
 	sky_stage_cfg sc;
 	sky_transport_cfg tc;
-	int rc = configs(p, k, &sc, &tc, j->first, j->last, d);
+	int rc = configs(p, k, &sc, &tc, j->first, j->last, j->site, d);
 	if (rc)
 		return rc;
 	tc.board = board;
@@ -358,9 +360,9 @@ int sky_trainjob_run(sky_trainjob *j, const char *state_dir, double start_s, sky
 	const sky_planmsg *p = j->plan;
 	const sky_plan_train *t = &p->train;
 	sky_transport *tr = &j->tr;
-	char topics[4][SKY_TOPIC_BUF];
+	char topics[8][SKY_TOPIC_BUF];
 	int rc = 0;
-	int nt = sky_transport_topics(tr, topics, 4);
+	int nt = sky_transport_topics(tr, topics, 8);
 	for (int i = 0; i < nt && !rc; i++)
 		if (tr->net.subscribe && (rc = tr->net.subscribe(tr->net.ctx, topics[i])) != 0)
 			return sky_diag_set(d, rc, "job %s: cannot subscribe to %s", p->job, topics[i]);

@@ -30,6 +30,50 @@ static void stage_blocks(const sky_transport_cfg *c, int k, int *lo, int *n)
 	*n = units + embed + head;
 }
 
+/* The site of stage i ("" = core, as cfg gave it, or "" for all). */
+static const char *site_of(const sky_transport_cfg *cfg, int i)
+{
+	const char *s = cfg->site ? cfg->site[i] : NULL;
+	return s && strcmp(s, "core") != 0 ? s : "";
+}
+
+/* This stage's site and the plan's other sites (see sky_transport). */
+static int set_sites(sky_transport *t, const sky_transport_cfg *cfg, sky_diag *d)
+{
+	t->n_other = 0;
+	for (int i = 0; i < cfg->n_stages; i++) {
+		const char *s = site_of(cfg, i);
+		if (s[0] && !sky_topic_segment_ok(s))
+			return sky_diag_set(d, SKY_EINVAL, "transport: stage %d: bad site name", i);
+	}
+	snprintf(t->site, sizeof t->site, "%s", site_of(cfg, cfg->stage));
+	for (int i = 0; i < cfg->n_stages; i++) {
+		const char *s = site_of(cfg, i);
+		int seen = strcmp(s, t->site) == 0;
+		for (int j = 0; j < t->n_other && !seen; j++)
+			seen = strcmp(s, t->other[j]) == 0;
+		if (seen)
+			continue;
+		if (t->n_other == SKY_TRANSPORT_MAX_SITES)
+			return sky_diag_set(d, SKY_EINVAL, "transport: more than %d sites in one plan",
+					    SKY_TRANSPORT_MAX_SITES + 1);
+		snprintf(t->other[t->n_other++], sizeof t->other[0], "%s", s);
+	}
+	t->core_in = !t->site[0] && t->n_other > 0;
+	return 0;
+}
+
+/* The topic for a message to stage k: plain if k is on our site (it never
+ * leaves the site's broker), else addressed to k's site (the bridges carry
+ * it there). Sets buf (SKY_TOPIC_BUF) or leaves it "" on a bad segment. */
+static void out_topic(sky_transport *t, char *buf, int k, const char *s, const char *leaf)
+{
+	if (strcmp(s, t->site) == 0)
+		sky_topic_stage_leaf(buf, SKY_TOPIC_BUF, t->job, k, leaf);
+	else
+		sky_topic_site_stage(buf, SKY_TOPIC_BUF, s, t->job, k, leaf);
+}
+
 int sky_transport_carve(sky_transport *t, const sky_transport_cfg *cfg,
 			const sky_transport_net *net, sky_arena *a, sky_diag *d)
 {
@@ -47,6 +91,7 @@ int sky_transport_carve(sky_transport *t, const sky_transport_cfg *cfg,
 	snprintf(t->board, sizeof t->board, "%s", cfg->board);
 	t->cfg.job = t->job;
 	t->cfg.board = t->board;
+	t->cfg.site = NULL; /* the caller's array need not outlive this call */
 	t->tensor_bytes = (size_t)cfg->batch * cfg->seq * cfg->hidden * sizeof(float);
 	t->sealed = cfg->key != NULL;
 	t->n_slots[SKY_STAGE_FWD] = cfg->stage > 0 ? cfg->fwd_slots : 0;
@@ -87,10 +132,12 @@ int sky_transport_carve(sky_transport *t, const sky_transport_cfg *cfg,
 	memset(t->ready, 0, (size_t)cfg->n_stages);
 	t->norm_done = -1;
 	const int k = cfg->stage;
+	if ((rc = set_sites(t, cfg, d)) != 0)
+		return rc;
 	if (k + 1 < cfg->n_stages)
-		sky_topic_stage(t->topic_fwd_out, sizeof t->topic_fwd_out, t->job, k + 1, 0);
+		out_topic(t, t->topic_fwd_out, k + 1, site_of(cfg, k + 1), SKY_TOPIC_FWD);
 	if (k > 0)
-		sky_topic_stage(t->topic_bwd_out, sizeof t->topic_bwd_out, t->job, k - 1, 1);
+		out_topic(t, t->topic_bwd_out, k - 1, site_of(cfg, k - 1), SKY_TOPIC_BWD);
 	sky_topic_stage(t->topic_fwd_in, sizeof t->topic_fwd_in, t->job, k, 0);
 	sky_topic_stage(t->topic_bwd_in, sizeof t->topic_bwd_in, t->job, k, 1);
 	sky_topic_stage_leaf(t->topic_norm, sizeof t->topic_norm, t->job, k, SKY_TOPIC_NORM);
@@ -254,14 +301,22 @@ static void on_ready(sky_transport *t, int from, const unsigned char *p, size_t 
 	}
 }
 
-/* "sky/v1/job/<job>/stage/<k>/<leaf>" -> k and leaf, if job is ours */
+/* "sky/v1/job/<job>/stage/<k>/<leaf>" (and, on the core site of a plan
+ * with sites, "sky/v1/site/core/job/<job>/stage/<k>/<leaf>") -> k and
+ * leaf, if job is ours */
 static int parse_stage_topic(const sky_transport *t, const char *topic, int *k, const char **leaf)
 {
 	char pre[SKY_TOPIC_BUF];
-	int n = snprintf(pre, sizeof pre, SKY_TOPIC_ROOT "/job/%s/stage/", t->job);
-	if (n <= 0 || strncmp(topic, pre, (size_t)n) != 0)
+	static const char core[] = "site/core/";
+	if (strncmp(topic, SKY_TOPIC_ROOT "/", sizeof SKY_TOPIC_ROOT) != 0)
 		return 0;
-	const char *s = topic + n;
+	const char *rest = topic + sizeof SKY_TOPIC_ROOT; /* past "sky/v1/" */
+	if (t->core_in && strncmp(rest, core, sizeof core - 1) == 0)
+		rest += sizeof core - 1;
+	int n = snprintf(pre, sizeof pre, "job/%s/stage/", t->job);
+	if (n <= 0 || strncmp(rest, pre, (size_t)n) != 0)
+		return 0;
+	const char *s = rest + n;
 	int v = 0, digits = 0;
 	while (*s >= '0' && *s <= '9' && digits < 6) {
 		v = v * 10 + (*s++ - '0');
@@ -291,6 +346,22 @@ int sky_transport_on_msg(sky_transport *t, const char *topic, const unsigned cha
 	else
 		return 0;
 	return 1;
+}
+
+/* Publishes a message for every stage (ready, norm): on the plain topic
+ * for the stages of our site, and once addressed to each other site of
+ * the plan. Returns 0 or the first failure. */
+static int publish_all(sky_transport *t, const char *plain, const char *leaf, const void *data,
+		       size_t len, int retained)
+{
+	int rc = t->net.publish(t->net.ctx, plain, data, len, 1, retained);
+	for (int i = 0; i < t->n_other && !rc; i++) {
+		char topic[SKY_TOPIC_BUF];
+		if ((rc = sky_topic_site_stage(topic, sizeof topic, t->other[i], t->job,
+					       t->cfg.stage, leaf)) == 0)
+			rc = t->net.publish(t->net.ctx, topic, data, len, 1, retained);
+	}
+	return rc;
 }
 
 /* Publishes a stall on the metrics topic and says what in t->stall. */
@@ -479,7 +550,8 @@ static int io_share_norm(void *ctx, long step, const double *mine, int b0, int n
 					(size_t)n_all * sizeof(double), t->sendbuf, t->sendbuf_cap, &d);
 		if (rc < 0)
 			return rc;
-		if ((rc = t->net.publish(t->net.ctx, t->topic_norm, t->sendbuf, (size_t)rc, 1, 0)) != 0)
+		if ((rc = publish_all(t, t->topic_norm, SKY_TOPIC_NORM, t->sendbuf, (size_t)rc, 0)) !=
+		    0)
 			return rc;
 		rc = wait_until(t, norms_here, NULL, t->cfg.stall_s, -1);
 		if (rc) {
@@ -552,6 +624,20 @@ int sky_transport_topics(const sky_transport *t, char topics[][SKY_TOPIC_BUF], i
 		sky_topic_stage_leaf(topics[n++], SKY_TOPIC_BUF, t->job, -1, SKY_TOPIC_NORM);
 	if (n < cap)
 		sky_topic_stage_leaf(topics[n++], SKY_TOPIC_BUF, t->job, -1, SKY_TOPIC_READY);
+	/* on the core, messages from other sites stay addressed to "core" */
+	if (t->core_in) {
+		if (t->n_slots[SKY_STAGE_FWD] && n < cap)
+			sky_topic_site_stage(topics[n++], SKY_TOPIC_BUF, "", t->job, t->cfg.stage,
+					     SKY_TOPIC_FWD);
+		if (t->n_slots[SKY_STAGE_BWD] && n < cap)
+			sky_topic_site_stage(topics[n++], SKY_TOPIC_BUF, "", t->job, t->cfg.stage,
+					     SKY_TOPIC_BWD);
+		if (n < cap)
+			sky_topic_site_stage(topics[n++], SKY_TOPIC_BUF, "", t->job, -1, SKY_TOPIC_NORM);
+		if (n < cap)
+			sky_topic_site_stage(topics[n++], SKY_TOPIC_BUF, "", t->job, -1,
+					     SKY_TOPIC_READY);
+	}
 	return n;
 }
 
@@ -582,7 +668,7 @@ int sky_transport_start(sky_transport *t, double timeout_s, sky_diag *d)
 		t->n_ready++;
 	}
 	/* retained: a stage that subscribes later still sees that we are here */
-	if ((rc = t->net.publish(t->net.ctx, t->topic_ready, t->sendbuf, (size_t)rc, 1, 1)) != 0)
+	if ((rc = publish_all(t, t->topic_ready, SKY_TOPIC_READY, t->sendbuf, (size_t)rc, 1)) != 0)
 		return sky_diag_set(d, rc, "transport: cannot publish ready");
 	rc = wait_until(t, all_ready, NULL, timeout_s, -1);
 	if (rc) {

@@ -28,7 +28,8 @@ static void usage(FILE *to)
 	fprintf(to,
 		"usage: skyplan --pki DIR --broker HOST:PORT [--state DIR] [--job FILE]\n"
 		"               [--links FLEET.json] [--link-blind]\n"
-		"               [--keepalive S] [--metrics ADDR:PORT] [--log-level L] [--log-journal]\n"
+		"               [--keepalive S] [--metrics ADDR:PORT] [--link-probe-s S]\n"
+		"               [--log-level L] [--log-journal]\n"
 		"               [--slice-chunk-bytes N] [--slice-pace-ms MS]\n"
 		"               [--replan-gain G] [--replan-holdoff S]\n"
 		"\n"
@@ -52,6 +53,10 @@ static void usage(FILE *to)
 		"  --link-blind       plan every job as if all boards were in one site (each cut\n"
 		"                     charged with the boards' own links; for comparison)\n"
 		"  --keepalive S      the planner's MQTT keepalive (default 10)\n"
+		"  --link-probe-s S   measure each site's path through its bridge (latency and\n"
+		"                     bandwidth, sky/v1/site/<site>/echo) every S seconds (default\n"
+		"                     300): the site-to-core path, replacing --links' figures\n"
+		"                     for that pair\n"
 		"  --slice-chunk-bytes N  serving: slices go to boards in chunks of N bytes\n"
 		"                     (%u to %u, default %u), each with its SHA-256\n"
 		"  --slice-pace-ms MS serving: one slice chunk per MS ms to each board (default 0:\n"
@@ -91,7 +96,8 @@ int main(int argc, char **argv)
 	sky_log_set_name("skyplan");
 	enum {
 		O_LOG_JOURNAL = SKY_OPT_FIRST, O_PKI, O_BROKER, O_STATE, O_JOB, O_KEEPALIVE,
-		O_METRICS, O_LOG_LEVEL, O_CHUNK, O_PACE, O_GAIN, O_HOLDOFF, O_LINKS, O_LINK_BLIND
+		O_METRICS, O_LOG_LEVEL, O_CHUNK, O_PACE, O_GAIN, O_HOLDOFF, O_LINKS, O_LINK_BLIND,
+		O_LINK_PROBE
 	};
 	static const struct option k_opts[] = {{"log-journal", no_argument, NULL, O_LOG_JOURNAL},
 					       {"pki", required_argument, NULL, O_PKI},
@@ -103,6 +109,7 @@ int main(int argc, char **argv)
 					       {"keepalive", required_argument, NULL, O_KEEPALIVE},
 					       {"metrics", required_argument, NULL, O_METRICS},
 					       {"log-level", required_argument, NULL, O_LOG_LEVEL},
+					       {"link-probe-s", required_argument, NULL, O_LINK_PROBE},
 					       {"slice-chunk-bytes", required_argument, NULL, O_CHUNK},
 					       {"slice-pace-ms", required_argument, NULL, O_PACE},
 					       {"replan-gain", required_argument, NULL, O_GAIN},
@@ -149,6 +156,17 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			o.keepalive_s = (int)n;
+			break;
+		}
+		case O_LINK_PROBE: {
+			char *end = NULL;
+			errno = 0;
+			double x = strtod(v, &end);
+			if (end == v || *end || errno || !(x >= 1 && x <= 86400)) {
+				fprintf(stderr, "skyplan: --link-probe-s expects 1 to 86400\n");
+				return 2;
+			}
+			o.link_probe_s = x;
 			break;
 		}
 		case O_CHUNK:

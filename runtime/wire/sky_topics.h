@@ -30,6 +30,12 @@
  *   sky/v1/board/<id>/slice-req             board -> planner               1   no   {"job":..,"sha256":..,"from":chunk index}
  *   sky/v1/job/<job>/ckpt/<id>              board <id> -> planner          1   no   checkpoint image of its blocks (sky_ckptmsg.h)
  *   sky/v1/job/<job>/load/<id>              planner -> board <id>          1   yes  checkpoint image of its new range after a re-plan
+ *   sky/v1/site/<site>/job/<job>/stage/<k>/<fwd|bwd|ready|norm>
+ *                                           a stage on another site -> stage(s) on <site>: the same
+ *                                           messages as the plain stage topics, addressed to a site
+ *                                           (below); <site> "core" is the core broker's own boards
+ *   sky/v1/site/<site>/echo             planner -> site <site>'s broker  0 no link probe (opaque bytes)
+ *   sky/v1/site/<site>/back/echo        site <site>'s broker -> planner  0 no the same probe, turned around
  *   sky/v1/jobs/<op>/submit                 operator <op> (sky job submit) -> planner 1 no job JSON (+ "submit_id")
  *   sky/v1/jobs/<op>/weights                operator <op> -> planner       1   no   model upload chunk (binary)
  *   sky/v1/jobs/<op>/reply                  planner -> operator <op>       1   no   submit ack or refusal JSON
@@ -65,6 +71,34 @@
  *   everything else: denied.
  * The operator's CN in its submit topic is vouched for by the ACL, so the
  * planner knows whom to answer; a board cannot submit at all.
+ *
+ * Sites (sky pki bridge, planner/broker_conf.c): a site runs its own broker,
+ * bridged to the core broker. A stage sends a frame to a stage of its own
+ * site on the plain stage topic, which no bridge carries: it never leaves
+ * the site. A frame to a stage of another site goes to
+ * sky/v1/site/<dst>/job/...: the sender's bridge carries every such topic
+ * to the core, and the core hands it to <dst>'s bridge only, which
+ * delivers it on <dst>'s broker as the plain topic (the bridge swaps the
+ * prefix), so receivers on a site subscribe to the plain topics only; the
+ * core's own boards also read sky/v1/site/core/job/... on the core broker.
+ * ready and norm go to every stage: plainly for the sender's site, and
+ * once per other site in the plan. Bridges also carry the boards' caps,
+ * status, heartbeat, plan-ack, metrics, parts, checkpoints, slice requests
+ * and serving answers to the core, and plans, commands, loads, slices and
+ * clients' requests to the sites; a board's echo stays on its site (it measures the
+ * link to its own broker). The planner measures a site's path with
+ * sky/v1/site/<site>/echo, which the site's broker sends back as
+ * sky/v1/site/<site>/back/echo.
+ *   bridge sky-bridge-<site> (on the core): write sky/v1/board/+/{caps,status,
+ *               heartbeat,plan-ack}, sky/v1/job/+/{metrics,part/+},
+ *               sky/v1/site/+/job/+/stage/#, sky/v1/site/<site>/back/echo,
+ *               sky/v1/job/+/{ckpt,resp}/+, sky/v1/board/+/slice-req;
+ *               read sky/v1/board/+/cmd, sky/v1/job/+/plan,
+ *               sky/v1/job/+/{load,slice,req}/+,
+ *               sky/v1/site/<site>/job/+/stage/#, and (claim listener, its
+ *               probe connection) sky/v1/site/<site>/echo.
+ *   boards also: write sky/v1/site/+/job/+/stage/#, read sky/v1/site/core/job/+/stage/#.
+ *   planner also: write sky/v1/site/+/echo, read sky/v1/site/+/back/echo.
  *
  * Client ids are bound to certificates (planner/broker_conf.c): the fleet
  * listener replaces every client id with the certificate CN, so no client
@@ -271,6 +305,26 @@ static inline int sky_topic_stage_leaf(char *buf, size_t cap, const char *job, i
 		n = snprintf(buf, cap, SKY_TOPIC_ROOT "/job/%s/stage/+/%s", job, leaf);
 	else
 		n = snprintf(buf, cap, SKY_TOPIC_ROOT "/job/%s/stage/%d/%s", job, stage, leaf);
+	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
+}
+
+/* sky/v1/site/<site>/job/<job>/stage/<k>/<leaf>: a stage message addressed
+ * to a stage on site <site> ("" is the core, written "core"); stage -1
+ * writes the filter "+". Returns 0, SKY_EINVAL or SKY_ERANGE. */
+static inline int sky_topic_site_stage(char *buf, size_t cap, const char *site, const char *job,
+				       int stage, const char *leaf)
+{
+	int n;
+	if (!site || !site[0])
+		site = "core";
+	if (!sky_topic_segment_ok(site) || !sky_topic_segment_ok(job) || stage < -1 ||
+	    stage > 65535)
+		return SKY_EINVAL;
+	if (stage < 0)
+		n = snprintf(buf, cap, SKY_TOPIC_ROOT "/site/%s/job/%s/stage/+/%s", site, job, leaf);
+	else
+		n = snprintf(buf, cap, SKY_TOPIC_ROOT "/site/%s/job/%s/stage/%d/%s", site, job, stage,
+			     leaf);
 	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
 }
 

@@ -3,6 +3,7 @@
 
 #include "sky_ca.h"
 #include "sky_clock.h"
+#include "sky_crl.h"
 #include "sky_file.h"
 
 #include <mbedtls/x509_csr.h>
@@ -222,6 +223,150 @@ SKY_TEST(operators_get_a_bundle_and_an_acl_section)
 	SKY_EXPECT(strstr(acl, "user sky-op-alice\n") != NULL);
 }
 
+/* The bridge lines of a site config, in order ("topic ..." lines only). */
+static void topic_lines(const char *conf, char *out, size_t cap)
+{
+	size_t n = 0;
+	out[0] = '\0';
+	for (const char *p = conf; p && *p;) {
+		const char *e = strchr(p, '\n');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+		if (l > 6 && strncmp(p, "topic ", 6) == 0 && n + l + 2 < cap) {
+			memcpy(out + n, p, l);
+			n += l;
+			out[n++] = '\n';
+			out[n] = '\0';
+		}
+		p = e ? e + 1 : NULL;
+	}
+}
+
+SKY_TEST(sites_get_a_bridge_identity_a_broker_config_and_core_acl_sections)
+{
+	char p[700], conf[16384], lines[4096], acl[32768];
+	sky_diag d;
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_ca_add_site(pki(), "shop", "10.9.0.2", &d), 0);
+	SKY_EXPECT_EQ(sky_ca_add_site(pki(), "shop", NULL, NULL), SKY_ESTATE);
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_ca_add_site(pki(), "core", NULL, &d), SKY_EINVAL);
+	SKY_EXPECT(strstr(d.msg, "core broker's own site") != NULL);
+	SKY_EXPECT_EQ(sky_ca_add_site(pki(), "a/b", NULL, NULL), SKY_EINVAL);
+	SKY_EXPECT_EQ(sky_ca_add_site(pki(), "x", "10.0.0", NULL), SKY_EINVAL);
+	SKY_EXPECT_EQ(sky_ca_add_site("/nonexistent-pki-dir", "x", NULL, NULL), SKY_ENOTFOUND);
+	mbedtls_x509_crt c;
+	mbedtls_x509_crt_init(&c);
+	char cn[80] = "";
+	file(p, sizeof p, "sites/shop/bridge.crt");
+	SKY_EXPECT_EQ(sky_sign_load_cert(&c, p, NULL), 0);
+	SKY_EXPECT_EQ(sky_sign_cert_cn(&c, cn, sizeof cn), 0);
+	SKY_EXPECT_MSG(strcmp(cn, "sky-bridge-shop") == 0, "%s", cn);
+	mbedtls_x509_crt_free(&c);
+	/* the site broker's certificate names the address it listens on */
+	mbedtls_x509_crt_init(&c);
+	file(p, sizeof p, "sites/shop/broker.crt");
+	SKY_EXPECT_EQ(sky_sign_load_cert(&c, p, NULL), 0);
+	/* subjectAltName: localhost, 127.0.0.1 and 10.9.0.2 */
+	int ips = 0, lo = 0, names = 0;
+	for (const mbedtls_x509_sequence *s = &c.subject_alt_names; s && s->buf.p; s = s->next) {
+		names++;
+		ips += s->buf.len == 4 && memcmp(s->buf.p, "\x0a\x09\x00\x02", 4) == 0;
+		lo += s->buf.len == 4 && memcmp(s->buf.p, "\x7f\x00\x00\x01", 4) == 0;
+	}
+	SKY_EXPECT(names == 3 && ips == 1 && lo == 1);
+	mbedtls_x509_crt_free(&c);
+	file(p, sizeof p, "sites/shop/bridge.key");
+	SKY_EXPECT_EQ(sky_file_mode(p), 0600);
+
+	sky_ca_site_opts so = {.site = "shop", .listen = "10.9.0.2", .port = 19100,
+			       .core = "10.9.0.1:18999"};
+	SKY_EXPECT_EQ(sky_ca_write_site_conf(pki(), &so, &d), 0);
+	file(p, sizeof p, "sites/shop/mosquitto.conf");
+	long n = sky_file_read(p, conf, sizeof conf - 1);
+	conf[n > 0 ? n : 0] = '\0';
+	SKY_EXPECT(strstr(conf, "\nlistener 19100 10.9.0.2\n") != NULL);
+	SKY_EXPECT(strstr(conf, "\naddress 10.9.0.1:18999\n") != NULL);
+	SKY_EXPECT(strstr(conf, "\naddress 10.9.0.1:19000\n") != NULL); /* claim listener */
+	SKY_EXPECT(strstr(conf, "\nrequire_certificate true\nuse_identity_as_username true\n"
+				"use_username_as_clientid true\n") != NULL);
+	SKY_EXPECT(strstr(conf, "/sites/shop/bridge.crt\n") != NULL);
+	/* the site broker checks the CA's CRL, a copy beside it that follows
+	 * every revocation */
+	SKY_EXPECT(strstr(conf, "/sites/shop/ca.crt\ncrlfile ") != NULL &&
+		   strstr(conf, "/sites/shop/crl.pem\n") != NULL);
+	{
+		static char core_crl[8192], site_crl[8192];
+		char q[700];
+		file(p, sizeof p, SKY_CRL_FILE);
+		file(q, sizeof q, "sites/shop/" SKY_CRL_FILE);
+		long a = sky_file_read(p, core_crl, sizeof core_crl);
+		long b = sky_file_read(q, site_crl, sizeof site_crl);
+		SKY_EXPECT(a > 0 && a == b && memcmp(core_crl, site_crl, (size_t)a) == 0);
+		SKY_EXPECT_EQ(sky_crl_refresh(pki(), NULL), 0);
+		long a2 = sky_file_read(p, core_crl, sizeof core_crl);
+		long b2 = sky_file_read(q, site_crl, sizeof site_crl);
+		SKY_EXPECT(a2 > 0 && a2 == b2 && memcmp(core_crl, site_crl, (size_t)a2) == 0);
+	}
+	/* exactly these cross: no plain stage topic (a same-site frame stays),
+	 * no echo of a board, nothing outside sky/v1 */
+	topic_lines(conf, lines, sizeof lines);
+	SKY_EXPECT_MSG(strcmp(lines, "topic sky/v1/board/+/caps out 1\n"
+				     "topic sky/v1/board/+/status out 1\n"
+				     "topic sky/v1/board/+/heartbeat out 0\n"
+				     "topic sky/v1/board/+/plan-ack out 1\n"
+				     "topic sky/v1/job/+/metrics out 0\n"
+				     "topic sky/v1/job/+/part/+ out 1\n"
+				     "topic sky/v1/job/+/plan in 1\n"
+				     "topic sky/v1/board/+/cmd in 1\n"
+				     "topic sky/v1/job/+/ckpt/+ out 1\n"
+				     "topic sky/v1/job/+/load/+ in 1\n"
+				     "topic sky/v1/board/+/slice-req out 1\n"
+				     "topic sky/v1/job/+/slice/+ in 1\n"
+				     "topic sky/v1/job/+/req/+ in 1\n"
+				     "topic sky/v1/job/+/resp/+ out 1\n"
+				     "topic sky/v1/site/+/job/+/stage/# out 1\n"
+				     "topic job/+/stage/# in 1 sky/v1/ sky/v1/site/shop/\n"
+				     "topic echo out 0 sky/v1/site/shop/loop/ sky/v1/site/shop/back/\n"
+				     "topic echo in 0 sky/v1/site/shop/loop/ sky/v1/site/shop/\n") == 0,
+		       "%s", lines);
+	/* the core's ACL: the bridge's sections, and it is denied the plain stage topics */
+	file(p, sizeof p, SKY_CA_ACL_FILE);
+	n = sky_file_read(p, acl, sizeof acl - 1);
+	acl[n > 0 ? n : 0] = '\0';
+	const char *sec = strstr(acl, "\nuser sky-bridge-shop\n");
+	SKY_EXPECT(sec != NULL);
+	SKY_EXPECT(sec && strstr(sec, "topic deny sky/v1/job/+/stage/#\n") != NULL);
+	SKY_EXPECT(sec && strstr(sec, "topic read sky/v1/site/shop/job/+/stage/#\n") != NULL);
+	SKY_EXPECT(sec && strstr(sec, "topic read sky/v1/site/+/") == NULL);
+	SKY_EXPECT(sec && strstr(sec, "topic write sky/v1/job/+/ckpt/+\n"
+				      "topic read sky/v1/job/+/load/+\n") != NULL);
+	file(p, sizeof p, SKY_CA_ACL_CLAIM_FILE);
+	n = sky_file_read(p, acl, sizeof acl - 1);
+	acl[n > 0 ? n : 0] = '\0';
+	SKY_EXPECT(strstr(acl, "user sky-bridge-shop\ntopic read sky/v1/site/shop/echo\n") != NULL);
+	/* bad configurations are refused, with the reason */
+	sky_ca_site_opts bad = so;
+	bad.core = "core.example:1883";
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_ca_write_site_conf(pki(), &bad, &d), SKY_EINVAL);
+	SKY_EXPECT(strstr(d.msg, "IPv4:PORT") != NULL);
+	bad = so;
+	bad.site = "nowhere";
+	SKY_EXPECT_EQ(sky_ca_write_site_conf(pki(), &bad, NULL), SKY_ENOTFOUND);
+	bad = so;
+	bad.port = 0;
+	SKY_EXPECT_EQ(sky_ca_write_site_conf(pki(), &bad, NULL), SKY_EINVAL);
+	/* sky pki init --listen: the core's listeners bind there */
+	SKY_EXPECT_EQ(sky_ca_write_broker_conf_at(pki(), "10.9.0.1", 18999, 65536, NULL), 0);
+	file(p, sizeof p, SKY_CA_BROKER_CONF_FILE);
+	n = sky_file_read(p, conf, sizeof conf - 1);
+	conf[n > 0 ? n : 0] = '\0';
+	SKY_EXPECT(strstr(conf, "\nlistener 18999 10.9.0.1\n") != NULL);
+	SKY_EXPECT(strstr(conf, "\nlistener 19000 10.9.0.1\n") != NULL);
+	SKY_EXPECT_EQ(sky_ca_write_broker_conf_at(pki(), "10.9.0", 18999, 65536, NULL), SKY_EINVAL);
+	SKY_EXPECT_EQ(sky_ca_write_broker_conf(pki(), 18999, 65536, NULL), 0);
+}
+
 SKY_TEST(clients_get_a_bundle_and_only_their_own_serving_topics)
 {
 	char p[700], acl[16384];
@@ -267,10 +412,13 @@ SKY_TEST(clients_get_a_bundle_and_only_their_own_serving_topics)
 	acl[n > 0 ? n : 0] = '\0';
 	const char *mine = strstr(acl, "user sky-client-demo\n");
 	SKY_EXPECT(mine != NULL);
+	/* its section ends there (a site bridge's section may follow) */
+	static const char want[] = "user sky-client-demo\n"
+				   "topic write sky/v1/job/+/req/sky-client-demo\n"
+				   "topic read sky/v1/job/+/resp/sky-client-demo\n";
 	if (mine)
-		SKY_EXPECT(strcmp(mine, "user sky-client-demo\n"
-					"topic write sky/v1/job/+/req/sky-client-demo\n"
-					"topic read sky/v1/job/+/resp/sky-client-demo\n") == 0);
+		SKY_EXPECT(strncmp(mine, want, sizeof want - 1) == 0 &&
+			   (mine[sizeof want - 1] == '\0' || mine[sizeof want - 1] == '\n'));
 	SKY_EXPECT(strstr(acl, "pattern") == NULL && strstr(acl, "resp/+") == NULL &&
 		   strstr(acl, "req/+\n") == NULL);
 	/* a hand-edited list cannot widen the ACL */

@@ -295,6 +295,121 @@ static void node_child(node *me)
 	_exit(0);
 }
 
+/* ---- sites: which topic a message goes to ------------------------------------ */
+
+typedef struct rec {
+	char topic[8][SKY_TOPIC_BUF];
+	int n;
+} rec;
+
+static int rec_publish(void *ctx, const char *topic, const void *data, size_t len, int qos,
+		       int retained)
+{
+	rec *r = ctx;
+	(void)data, (void)len, (void)qos, (void)retained;
+	if (r->n < 8)
+		snprintf(r->topic[r->n++], SKY_TOPIC_BUF, "%s", topic);
+	return 0;
+}
+
+static void rec_poll(void *ctx, int wait_ms)
+{
+	(void)ctx;
+	sky_sleep_ms(wait_ms < 5 ? wait_ms : 5);
+}
+
+/* Stage k of 3 with the given sites, over a recording net; returns the
+ * topics its ready went to (start times out at once: nobody answers). */
+static sky_transport *site_stage(int k, const char *const *sites, rec *r, void **mem)
+{
+	static sky_transport t;
+	sky_model_cfg c = tiny(3);
+	sky_transport_cfg tc = {.job = "jt", .board = "b", .epoch = 5, .stage = k, .n_stages = 3,
+				.micro = 2, .batch = c.batch, .seq = c.seq, .hidden = c.hidden,
+				.fwd_slots = 2, .bwd_slots = 2, .first = g_first, .last = g_last,
+				.site = sites, .stall_s = 0.2};
+	sky_transport_net nt = {.ctx = r, .publish = rec_publish, .poll = rec_poll};
+	sky_arena a;
+	sky_diag d;
+	sky_arena_init(&a, NULL, 0);
+	SKY_EXPECT(sky_transport_carve(&t, &tc, &nt, &a, &d) == 0);
+	size_t n = sky_arena_required(&a);
+	*mem = malloc(n);
+	sky_arena_init(&a, *mem, n);
+	SKY_EXPECT_MSG(sky_transport_carve(&t, &tc, &nt, &a, &d) == 0, "%s", d.msg);
+	return &t;
+}
+
+static int has(const char topics[][SKY_TOPIC_BUF], int n, const char *want)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(topics[i], want) == 0)
+			return 1;
+	return 0;
+}
+
+SKY_TEST(transport_sites_frames_within_a_site_stay_plain_across_sites_are_addressed)
+{
+	/* stages 0 and 1 on site A, stage 2 on site B */
+	static const char *const sites[3] = {"A", "A", "B"};
+	rec r = {0};
+	void *mem;
+	sky_transport *t = site_stage(1, sites, &r, &mem);
+	SKY_EXPECT_MSG(strcmp(t->topic_bwd_out, "sky/v1/job/jt/stage/0/bwd") == 0, "%s", t->topic_bwd_out);
+	SKY_EXPECT_MSG(strcmp(t->topic_fwd_out, "sky/v1/site/B/job/jt/stage/2/fwd") == 0, "%s", t->topic_fwd_out);
+	/* ready goes to our site plainly and to B addressed; never to A addressed */
+	SKY_EXPECT(sky_transport_start(t, 0.05, NULL) == SKY_ETIMEOUT);
+	SKY_EXPECT_EQ(r.n, 2);
+	SKY_EXPECT(has(r.topic, r.n, "sky/v1/job/jt/stage/1/ready"));
+	SKY_EXPECT(has(r.topic, r.n, "sky/v1/site/B/job/jt/stage/1/ready"));
+	/* a site's stage subscribes to the plain topics only (its bridge
+	 * delivers what is addressed to it there) */
+	char topics[8][SKY_TOPIC_BUF];
+	SKY_EXPECT_EQ(sky_transport_topics(t, topics, 8), 4);
+	sky_transport_free(t);
+	free(mem);
+
+	/* stage 2 on B: both its neighbours' messages cross */
+	memset(&r, 0, sizeof r);
+	t = site_stage(2, sites, &r, &mem);
+	SKY_EXPECT_MSG(strcmp(t->topic_bwd_out, "sky/v1/site/A/job/jt/stage/1/bwd") == 0, "%s", t->topic_bwd_out);
+	sky_transport_free(t);
+	free(mem);
+}
+
+SKY_TEST(transport_sites_the_core_site_reads_what_is_addressed_to_core)
+{
+	/* stage 0 on the core ("" and "core" are one), 1 on A, 2 on the core */
+	static const char *const sites[3] = {"", "A", "core"};
+	rec r = {0};
+	void *mem;
+	sky_transport *t = site_stage(2, sites, &r, &mem);
+	SKY_EXPECT_MSG(strcmp(t->topic_bwd_out, "sky/v1/site/A/job/jt/stage/1/bwd") == 0, "%s", t->topic_bwd_out);
+	char topics[8][SKY_TOPIC_BUF];
+	int n = sky_transport_topics(t, topics, 8);
+	SKY_EXPECT(has(topics, n, "sky/v1/job/jt/stage/2/fwd"));
+	SKY_EXPECT(has(topics, n, "sky/v1/site/core/job/jt/stage/2/fwd"));
+	SKY_EXPECT(has(topics, n, "sky/v1/site/core/job/jt/stage/+/ready"));
+	/* a ready addressed to the core counts; one addressed to A is not ours */
+	SKY_EXPECT(sky_transport_start(t, 0.05, NULL) == SKY_ETIMEOUT);
+	unsigned char buf[256];
+	sky_frame_hdr h = {.direction = SKY_FRAME_FWD, .dtype = SKY_FRAME_S32, .ndim = 1,
+			   .shape = {1}, .stage = 1, .epoch = 5};
+	snprintf(h.job, sizeof h.job, "jt");
+	int32_t v = 1;
+	int len = sky_frame_pack(NULL, &h, &v, sizeof v, buf, sizeof buf, NULL);
+	SKY_EXPECT(len > 0);
+	SKY_EXPECT_EQ(sky_transport_on_msg(t, "sky/v1/site/A/job/jt/stage/1/ready", buf, (size_t)len),
+		      0);
+	SKY_EXPECT_EQ(t->ready[1], 0);
+	SKY_EXPECT_EQ(sky_transport_on_msg(t, "sky/v1/site/core/job/jt/stage/1/ready", buf,
+					   (size_t)len),
+		      1);
+	SKY_EXPECT_EQ(t->ready[1], 1);
+	sky_transport_free(t);
+	free(mem);
+}
+
 SKY_TEST(transport_pipeline_sealed_equals_one_board_and_allocates_nothing)
 {
 	static net nw;

@@ -12,6 +12,7 @@
  * stages meet at the end of a step in the clip-norm exchange); the figure
  * reported is the median over the steps after the --skip warm-up ones. */
 #include "bench_util.h"
+#include "sky_caps.h"
 #include "sky_cli.h"
 #include "sky_err.h"
 #include "sky_file.h"
@@ -172,14 +173,37 @@ typedef struct job_figures {
 	double frame_MBps;         /* bytes every stage sent in a step / the step */
 	double loss;               /* the last step's */
 	int median_step;           /* the step whose time is the median */
+	int cross_site_cuts;       /* cuts between stages of two sites (the plan's) */
+	double wan_bytes_per_step; /* bytes those cuts carried per timed step (see wan_bytes) */
 } job_figures;
+
+/* Bytes that crossed between sites in step s: for every cut whose two
+ * stages are on different sites, what each of its stages sent towards the
+ * other. A stage's bytes_out is everything it sent; its activations and
+ * gradients (the same tensor shape, one frame per micro-batch each way)
+ * are split evenly between its neighbours. The clip-norm frames to every
+ * stage (a few hundred bytes) are counted in too. */
+static double wan_bytes(const job_events *e, int s)
+{
+	double b = 0;
+	for (int k = 0; k + 1 < e->n_stages && e->have_plan; k++) {
+		if (sky_site_eq(e->plan.stages[k].site, e->plan.stages[k + 1].site))
+			continue;
+		for (int j = k; j <= k + 1; j++) {
+			int nb = (j > 0) + (j + 1 < e->n_stages);
+			b += (e->at[s][j].bytes_out - e->at[s - 1][j].bytes_out) / nb;
+		}
+	}
+	return b;
+}
 
 static int figures(const job_events *e, int skip, job_figures *o, sky_diag *d)
 {
 	memset(o, 0, sizeof *o);
 	double t[MAX_STEPS];
 	int steps[MAX_STEPS];
-	double sum_step = 0, sum_send = 0, sum_wait = 0, bytes = 0, secs = 0;
+	double sum_step = 0, sum_send = 0, sum_wait = 0, bytes = 0, secs = 0, wan = 0;
+	int wan_steps = 0;
 	for (int s = skip + 1; s <= e->last_step; s++) {
 		if (!step_complete(e, s))
 			continue;
@@ -195,7 +219,15 @@ static int figures(const job_events *e, int skip, job_figures *o, sky_diag *d)
 				bytes += x->bytes_out - e->at[s - 1][k].bytes_out;
 		}
 		secs += step_time(e, s);
+		if (s > 1 && step_complete(e, s - 1)) {
+			wan += wan_bytes(e, s);
+			wan_steps++;
+		}
 	}
+	for (int k = 0; k + 1 < e->n_stages && e->have_plan; k++)
+		o->cross_site_cuts +=
+			!sky_site_eq(e->plan.stages[k].site, e->plan.stages[k + 1].site);
+	o->wan_bytes_per_step = wan_steps ? wan / wan_steps : 0;
 	if (o->timed == 0) {
 		sky_diag_set(d, SKY_EFORMAT, "no complete step after the %d warm-up step%s", skip,
 			     skip == 1 ? "" : "s");
@@ -362,10 +394,14 @@ static int analyze(int argc, char **argv)
 	if (plain)
 		printf("\"step_s_plaintext\":%.6f,\"encryption_cost_s_per_step\":%.6f,", fp.step_s,
 		       f.step_s - fp.step_s);
+	printf("\"cross_site_cuts\":%d,\"wan_bytes_per_step\":%.0f,", f.cross_site_cuts,
+	       f.wan_bytes_per_step);
 	printf("\"plan\":[");
 	for (int k = 0; e->have_plan && k < e->plan.n_stages; k++)
-		printf("%s{\"stage\":%d,\"board\":\"%s\",\"first\":%d,\"last\":%d}", k ? "," : "", k,
-		       e->plan.stages[k].board, e->plan.stages[k].first, e->plan.stages[k].last);
+		printf("%s{\"stage\":%d,\"board\":\"%s\",\"site\":\"%s\",\"first\":%d,\"last\":%d}",
+		       k ? "," : "", k, e->plan.stages[k].board,
+		       sky_site_name(e->plan.stages[k].site), e->plan.stages[k].first,
+		       e->plan.stages[k].last);
 	printf("]}\n");
 	rc = 0;
 	goto exit;
@@ -390,4 +426,11 @@ int sky_bench_fleet(int argc, char **argv)
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
 			usage(stdout); /* and the script's own below */
 	return sky_bench_script("sky bench fleet", "bench_fleet.sh", argc, argv);
+}
+
+/* sky bench geo: tools/bench_geo.sh (tools/geo-wan.sh's sites, a job per
+ * plan, each analysed by `sky bench fleet --analyze`). */
+int sky_bench_geo(int argc, char **argv)
+{
+	return sky_bench_script("sky bench geo", "bench_geo.sh", argc, argv);
 }

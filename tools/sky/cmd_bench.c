@@ -7,6 +7,7 @@
 
 int sky_bench_fleet(int argc, char **argv);
 int sky_bench_frame(int argc, char **argv);
+int sky_bench_geo(int argc, char **argv);
 int sky_bench_infer(int argc, char **argv);
 int sky_bench_layer(int argc, char **argv);
 int sky_bench_planner(int argc, char **argv);
@@ -17,6 +18,8 @@ static const sky_cmd k_benches[] = {
 	 sky_bench_fleet},
 	{"frame", "CRC32C, and tensor frame pack+unpack plain vs sealed (AES-GCM), 1 and 3 MiB",
 	 sky_bench_frame},
+	{"geo", "3 sites of 3 boards on a shaped WAN (root): even, link-blind, link-aware (--json)",
+	 sky_bench_geo},
 	{"infer", "a loopback fleet serves N concurrent clients under even and optimal (--json)",
 	 sky_bench_infer},
 	{"layer", "one encoder layer fwd and fwd+bwd vs OpenBLAS sgemm (--precision fp32|int8)",

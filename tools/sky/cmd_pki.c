@@ -26,11 +26,14 @@
 static void usage(FILE *to)
 {
 	fprintf(to,
-		"usage: sky pki init --dir D [--port N] [--max-packet BYTES] [--force]\n"
+		"usage: sky pki init --dir D [--port N] [--listen IPV4] [--max-packet BYTES] [--force]\n"
 		"       sky pki token --dir D [--ttl SECONDS] [--id BOARD]\n"
 		"       sky pki operator --dir D --name NAME\n"
 		"       sky pki client --dir D NAME\n"
 		"       sky pki issue --dir D --id BOARD --state S [--token T]\n"
+		"       sky pki bridge --dir D [--listen IPV4] [--port N --core IPV4:PORT] SITE\n"
+		"       sky pki site-broker --dir D --port N --core IPV4:PORT [--listen IPV4]\n"
+		"                           [--max-packet BYTES] SITE\n"
 		"       sky pki revoke --dir D BOARD [--reason R] [--broker-pid PID]\n"
 		"       sky pki sign --key K --cert C [FILE]     (payload from FILE or stdin)\n"
 		"       sky pki verify --cert C [FILE]           (envelope from FILE or stdin)\n"
@@ -44,7 +47,9 @@ static void usage(FILE *to)
 		"       mosquitto.conf (fleet listener 127.0.0.1:N, default %d, where the client\n"
 		"       id is the certificate CN; claim listener N+1 for enrollment only;\n"
 		"       max_packet_size BYTES), acl and acl-claim. Keys are mode 0600. Refuses\n"
-		"       to replace an existing CA unless --force.\n"
+		"       to replace an existing CA unless --force. --listen binds both listeners\n"
+		"       to IPV4 instead of 127.0.0.1 (a core broker that site bridges reach over\n"
+		"       a network) and names it in broker.crt.\n"
 		"operator issues one more operator identity, CN sky-op-NAME, as a bundle in\n"
 		"       D/operators/NAME/ (ca.crt, planner.crt, operator.crt, operator.key; use\n"
 		"       it as `sky job submit --pki D/operators/NAME`) and adds its ACL section\n"
@@ -61,6 +66,15 @@ static void usage(FILE *to)
 		"issue  enrolls board BOARD offline: makes its key and CSR in state dir S (as\n"
 		"       skyd --enroll does), runs the CA's checks on them with token T (default:\n"
 		"       a fresh token bound to BOARD) and installs the certificates in S.\n"
+		"bridge issues site SITE's bridge identity (CN sky-bridge-SITE) and its\n"
+		"       broker's server certificate (naming --listen too) into D/sites/SITE/, and\n"
+		"       adds the bridge's section to the core ACL (send the core broker SIGHUP);\n"
+		"       with --port and --core it writes the site broker's config as well.\n"
+		"site-broker  (re)writes D/sites/SITE/mosquitto.conf and acl: a mutual-TLS\n"
+		"       listener for the site's boards on --listen (127.0.0.1):N with the core's\n"
+		"       rules, and a mutual-TLS bridge to the core broker at IPV4:PORT that\n"
+		"       carries only Sky's control topics, frames addressed to other sites, and\n"
+		"       link probes. Run it: mosquitto -c D/sites/SITE/mosquitto.conf\n"
 		"revoke puts BOARD's certificate on the fleet CA's CRL (D/crl.pem, list in\n"
 		"       D/revoked; again: no change). The CA then refuses to enroll BOARD again\n"
 		"       and skyplan drops it from the fleet. mosquitto re-reads the CRL on\n"
@@ -68,7 +82,8 @@ static void usage(FILE *to)
 		"       handshakes; a connection open before stays open until the board\n"
 		"       reconnects or the broker restarts. R: unspecified, keyCompromise,\n"
 		"       cACompromise, affiliationChanged, superseded, cessationOfOperation\n"
-		"       (default: no reason code).\n"
+		"       (default: no reason code). Each site broker's copy of the CRL\n"
+		"       (D/sites/SITE/crl.pem) is renewed too: send that broker SIGHUP as well.\n"
 		"sign   prints a signed envelope (runtime/wire/sky_sign.h) of the payload.\n"
 		"verify checks an envelope against certificate C and prints its payload.\n"
 		"bench  times plan signing and verification (2 KiB plan), P-256 key\n"
@@ -98,9 +113,10 @@ static int cmd_init(int argc, char **argv)
 {
 	const char *dir = NULL;
 	sky_ca_opts o = {.port = DEFAULT_PORT};
-	enum { O_DIR = SKY_OPT_FIRST, O_PORT, O_MAX_PACKET, O_FORCE };
+	enum { O_DIR = SKY_OPT_FIRST, O_PORT, O_MAX_PACKET, O_FORCE, O_LISTEN };
 	static const struct option k_opts[] = {{"dir", required_argument, NULL, O_DIR},
 					       {"port", required_argument, NULL, O_PORT},
+					       {"listen", required_argument, NULL, O_LISTEN},
 					       {"max-packet", required_argument, NULL, O_MAX_PACKET},
 					       {"force", no_argument, NULL, O_FORCE},
 					       SKY_OPT_STD,
@@ -132,6 +148,9 @@ static int cmd_init(int argc, char **argv)
 		case O_FORCE:
 			o.force = 1;
 			break;
+		case O_LISTEN:
+			o.listen = op.arg;
+			break;
 		default:
 			return 2;
 		}
@@ -150,10 +169,10 @@ static int cmd_init(int argc, char **argv)
 		fprintf(stderr, "sky pki init: %s\n", d.msg[0] ? d.msg : sky_strerror(rc));
 		return 1;
 	}
-	printf("fleet PKI in %s (broker 127.0.0.1:%d, claim listener :%d); claim bundle: %s/%s/\n"
+	printf("fleet PKI in %s (broker %s:%d, claim listener :%d); claim bundle: %s/%s/\n"
 	       "start the broker: mosquitto -c %s/%s\n"
 	       "claim token for a new board: sky pki token --dir %s\n",
-	       dir, o.port, o.port + 1, dir, SKY_CA_CLAIM_DIR, dir, SKY_CA_BROKER_CONF_FILE, dir);
+	       dir, o.listen ? o.listen : "127.0.0.1", o.port, o.port + 1, dir, SKY_CA_CLAIM_DIR, dir, SKY_CA_BROKER_CONF_FILE, dir);
 	return 0;
 }
 
@@ -393,6 +412,88 @@ exit:
 	free(reply);
 	return rc ? 1 : 0;
 }
+
+/* sky pki bridge and sky pki site-broker share their options; issue says
+ * which one runs. */
+static int cmd_site(int argc, char **argv, int issue)
+{
+	const char *dir = NULL;
+	const char *name = issue ? "sky pki bridge" : "sky pki site-broker";
+	sky_ca_site_opts so = {0};
+	enum { O_DIR = SKY_OPT_FIRST, O_PORT, O_CORE, O_LISTEN, O_MAX_PACKET };
+	static const struct option k_opts[] = {{"dir", required_argument, NULL, O_DIR},
+					       {"port", required_argument, NULL, O_PORT},
+					       {"core", required_argument, NULL, O_CORE},
+					       {"listen", required_argument, NULL, O_LISTEN},
+					       {"max-packet", required_argument, NULL, O_MAX_PACKET},
+					       SKY_OPT_STD,
+					       {0}};
+	sky_opt op;
+	sky_opt_begin(&op, name, argc, argv, k_opts, 0);
+	for (int c; (c = sky_opt_next(&op)) != SKY_OPT_END;) {
+		long x;
+		switch (c) {
+		case SKY_OPT_HELP:
+			usage(stdout);
+			return 0;
+		case SKY_OPT_VERSION:
+			return 0;
+		case O_DIR:
+			dir = op.arg;
+			break;
+		case O_PORT:
+			if (sky_cli_int(name + 4, "--port", op.arg, 1, 65535, &x) != 0)
+				return 2;
+			so.port = (int)x;
+			break;
+		case O_CORE:
+			so.core = op.arg;
+			break;
+		case O_LISTEN:
+			so.listen = op.arg;
+			break;
+		case O_MAX_PACKET:
+			if (sky_cli_int(name + 4, "--max-packet", op.arg, 1024, 268435455L, &x) != 0)
+				return 2;
+			so.max_packet = (unsigned long)x;
+			break;
+		default:
+			return 2;
+		}
+	}
+	if (op.next != argc - 1) {
+		fprintf(stderr, "%s: want one SITE\n", name);
+		return 2;
+	}
+	so.site = argv[op.next];
+	int conf = so.port || so.core;
+	if (!dir || (!issue && !conf) || (conf && (!so.port || !so.core))) {
+		fprintf(stderr, "%s: --dir%s are required\n", name,
+			issue ? " (and --port with --core, or neither)" : ", --port and --core");
+		return 2;
+	}
+	sky_diag d;
+	sky_diag_clear(&d);
+	int rc = issue ? sky_ca_add_site(dir, so.site, so.listen, &d) : 0;
+	if (!rc && conf)
+		rc = sky_ca_write_site_conf(dir, &so, &d);
+	if (rc) {
+		fprintf(stderr, "%s: %s\n", name, d.msg[0] ? d.msg : sky_strerror(rc));
+		return 1;
+	}
+	if (issue)
+		printf("site %s: bridge identity %s%s in %s/%s/%s (the core broker reads its new "
+		       "ACL on SIGHUP)\n",
+		       so.site, SKY_CA_BRIDGE_CN_PREFIX, so.site, dir, SKY_CA_SITES_DIR, so.site);
+	if (conf)
+		printf("site %s: broker %s:%d bridged to %s; start it: mosquitto -c %s/%s/%s/%s\n",
+		       so.site, so.listen ? so.listen : "127.0.0.1", so.port, so.core, dir,
+		       SKY_CA_SITES_DIR, so.site, SKY_CA_BROKER_CONF_FILE);
+	return 0;
+}
+
+static int cmd_bridge(int argc, char **argv) { return cmd_site(argc, argv, 1); }
+static int cmd_site_broker(int argc, char **argv) { return cmd_site(argc, argv, 0); }
 
 static int cmd_revoke(int argc, char **argv)
 {
@@ -752,6 +853,8 @@ int sky_cmd_pki(int argc, char **argv)
 		{"token", "a one-time claim token", cmd_token},
 		{"issue", "enroll a board offline", cmd_issue},
 		{"operator", "another operator identity", cmd_operator},
+		{"bridge", "a site's bridge identity and broker certificate", cmd_bridge},
+		{"site-broker", "a site broker's config, bridged to the core", cmd_site_broker},
 		{"revoke", "put a board's certificate on the CRL", cmd_revoke},
 		{"client", "a client identity for serving jobs", cmd_client},
 		{"sign", "a signed envelope, by hand", cmd_sign_only},
