@@ -19,3 +19,16 @@ sky_test_workdir() {
 	LSAN_OPTIONS="suppressions=$W/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 	export LSAN_OPTIONS
 }
+
+# sky_wait SECONDS command...: runs command every 0.1 s until it succeeds (0)
+# or SECONDS have passed (1). A deadline, never a delay: tests must pass on a
+# slow, loaded machine, so bounds are generous and success returns at once.
+sky_wait() {
+	_sky_wait_end=$(($(date +%s) + $1))
+	shift
+	while [ "$(date +%s)" -le "$_sky_wait_end" ]; do
+		"$@" && return 0
+		sleep 0.1
+	done
+	return 1
+}

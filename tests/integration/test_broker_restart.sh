@@ -27,15 +27,6 @@ cleanup() {
 	if [ "$fails" -eq 0 ] && [ -z "${SKY_KEEP:-}" ]; then rm -rf "$W"; else echo "(logs kept in $W)"; fi
 }
 trap cleanup EXIT
-wait_for() { # wait_for SECONDS command...: polls every 0.1 s
-	_end=$(($(date +%s) + $1))
-	shift
-	while [ "$(date +%s)" -le "$_end" ]; do
-		"$@" && return 0
-		sleep 0.1
-	done
-	return 1
-}
 now() { date +%s.%N; }
 elapsed() { echo "$1 $2" | awk '{printf "%.2f", $2 - $1}'; }
 
@@ -52,7 +43,7 @@ start_planner() {
 	PLAN_PID=$!
 }
 start_planner
-wait_for 10 grep -q "serving" "$W/skyplan.log" || {
+sky_wait 10 grep -q "serving" "$W/skyplan.log" || {
 	fail restart_skyplan_starts "$(tail -3 "$W/skyplan.log")"
 	exit 1
 }
@@ -78,7 +69,7 @@ for b in d["boards"]:
         print("" if v is None else (int(v) if isinstance(v, float) else v))' "$1" "$2" 2>/dev/null
 }
 with_caps() { [ "$(fleet_json | grep -o '"caps":{' | wc -l)" -eq $N ]; }
-wait_for 60 with_caps || fail restart_boards_report "not all $N boards reported: $(fleet_json | head -c 300)"
+sky_wait 60 with_caps || fail restart_boards_report "not all $N boards reported: $(fleet_json | head -c 300)"
 submit() { # submit JOB: plan over the 3 boards and wait for their acks
 	"$SKY" job submit --pki "$PKI" --broker "$BR" --model tiny --layers 4 --job "$1" \
 		--min-boards $N --algo even --wait 30 --ack-timeout 60 --json >"$W/$1.json" 2>"$W/$1.err"
@@ -104,7 +95,7 @@ offline_all() {
 	for i in 1 2 3; do grep -q "connection to the broker lost" "$W/b$i.log" || return 1; done
 	grep -q "connection to the broker lost" "$W/skyplan.log"
 }
-wait_for 15 offline_all || fail restart_loss_noticed "not every process noticed the broker was gone"
+sky_wait 15 offline_all || fail restart_loss_noticed "not every process noticed the broker was gone"
 sleep 2
 lines_plan=$(wc -l <"$W/skyplan.log")
 sky_broker_restart || {
@@ -122,12 +113,12 @@ back() {
 	done
 }
 planner_back() { tail -n +"$((lines_plan + 1))" "$W/skyplan.log" | grep -q "connected to .* as sky-planner"; }
-if wait_for 30 planner_back; then
+if sky_wait 30 planner_back; then
 	echo "MEASURE planner_reconnect_after_broker_up_s $(elapsed "$T_UP" "$(now)")"
 else
 	fail restart_planner_reconnects "$(tail -3 "$W/skyplan.log")"
 fi
-if wait_for 30 back; then
+if sky_wait 30 back; then
 	echo "MEASURE all_boards_online_after_broker_up_s $(elapsed "$T_UP" "$(now)") (3 boards, keepalive 2 s, backoff 0.5-5 s jittered)"
 	pass restart_boards_back_same_boot_new_session
 else
@@ -145,7 +136,7 @@ j1_intact() {
 	done
 	fleet_json | grep -q "{\"job\":\"j1\",\"epoch\":$E1}"
 }
-wait_for 20 j1_intact && pass restart_planner_view_intact ||
+sky_wait 20 j1_intact && pass restart_planner_view_intact ||
 	fail restart_planner_view_intact "$(tail -n +"$((lines_plan + 1))" "$W/skyplan.log" | grep j1 | head -5)"
 # the job submitted during the outage is delivered and planned
 wait "$SUB_PID"
@@ -178,7 +169,7 @@ mosquitto_pub $(sky_mq_tls "$PKI/operator.crt" "$PKI/operator.key") -q 1 \
 sky_broker_restart || fail restart_broker_third "$(tail -5 "$SKY_BROKER_LOG")"
 start_planner
 j4_planned() { grep -q "job j4 epoch [0-9]* published" "$W/skyplan.log"; }
-if wait_for 40 j4_planned && grep -q "job j4 queued from operator sky-operator" "$W/skyplan.log"; then
+if sky_wait 40 j4_planned && grep -q "job j4 queued from operator sky-operator" "$W/skyplan.log"; then
 	pass restart_planner_session_keeps_what_was_sent_while_away
 else
 	fail restart_planner_session_keeps_what_was_sent_while_away "$(grep -E 'j4|connected' "$W/skyplan.log" | tail -3)"

@@ -42,14 +42,7 @@ cleanup() {
 	if [ "$fails" -eq 0 ] && [ -z "${SKY_KEEP:-}" ]; then rm -rf "$W"; else echo "(logs kept in $W)"; fi
 }
 trap cleanup EXIT
-wait_for() {
-	_end=$(($(date +%s) + WAIT_S))
-	while [ "$(date +%s)" -le "$_end" ]; do
-		"$@" && return 0
-		sleep 0.1
-	done
-	return 1
-}
+wait_for() { sky_wait "$WAIT_S" "$@"; } # at most $WAIT_S seconds
 
 # ---- build and inspect ----------------------------------------------------------
 # check_debs DIR ARCH LABEL: contents, conffiles, Architecture, Depends

@@ -30,15 +30,6 @@ cleanup() {
 	if [ "$fails" -eq 0 ] && [ -z "${SKY_KEEP:-}" ]; then rm -rf "$W"; else echo "(logs kept in $W)"; fi
 }
 trap cleanup EXIT
-wait_for() { # wait_for SECONDS command...: polls every 0.1 s
-	_end=$(($(date +%s) + $1))
-	shift
-	while [ "$(date +%s)" -le "$_end" ]; do
-		"$@" && return 0
-		sleep 0.1
-	done
-	return 1
-}
 now() { date +%s.%N; }
 
 if ! sky_broker_start "$W/broker"; then
@@ -55,7 +46,7 @@ start_planner() { # options...: skyplan with 1 KiB slice chunks (a tiny slice is
 	"$SKY_BIN/skyplan" --pki "$PKI" --broker "$BR" --state "$STATE" --slice-chunk-bytes $CHUNK \
 		"$@" >>"$W/skyplan.log" 2>&1 &
 	PLAN_PID=$!
-	wait_for 10 sh -c "[ \$(grep -c 'serving: state' '$W/skyplan.log') -gt $_was ]"
+	sky_wait 10 sh -c "[ \$(grep -c 'serving: state' '$W/skyplan.log') -gt $_was ]"
 }
 start_planner || {
 	fail deploy_skyplan_starts "$(tail -3 "$W/skyplan.log")"
@@ -80,7 +71,7 @@ done
 online() {
 	[ "$("$SKY" fleet status --state "$STATE" --json 2>/dev/null | grep -o '"caps":{' | wc -l)" -eq $N ]
 }
-wait_for 60 online || fail deploy_boards_report "not all $N boards reported"
+sky_wait 60 online || fail deploy_boards_report "not all $N boards reported"
 
 # the models: tiny, 4 layers, trained a little and quantised
 "$SKY" train --model tiny --layers 4 --steps 2 --save "$W/m1.fp32.safetensors" >"$W/train1.log" 2>&1 &&
@@ -191,7 +182,7 @@ part_chunks() { # chunks in b2's .part
 	s=$(cat "$W/b2/state/slices/"*.part 2>/dev/null | wc -c)
 	echo $((s / CHUNK))
 }
-if wait_for 60 sh -c "[ \$(cat '$W'/b2/state/slices/*.part 2>/dev/null | wc -c) -ge $((3 * CHUNK)) ]"; then
+if sky_wait 60 sh -c "[ \$(cat '$W'/b2/state/slices/*.part 2>/dev/null | wc -c) -ge $((3 * CHUNK)) ]"; then
 	kill -9 "$PID_b2"
 	had=$(part_chunks)
 	sleep 1
@@ -229,8 +220,8 @@ fi
 kill "$PID_b1"
 wait "$PID_b1" 2>/dev/null
 start_board b1
-if wait_for 30 grep -q "slice cache hit: job d4 " "$W/b1.log" &&
-	wait_for 5 grep -q '"hits":3,"misses":2,' "$W/b1/state/slices/stats.json"; then
+if sky_wait 30 grep -q "slice cache hit: job d4 " "$W/b1.log" &&
+	sky_wait 5 grep -q '"hits":3,"misses":2,' "$W/b1/state/slices/stats.json"; then
 	pass deploy_restart_after_download_is_a_cache_hit
 else
 	fail deploy_restart_after_download_is_a_cache_hit "$(grep -i slice "$W/b1.log" | tail -3; cat "$W/b1/state/slices/stats.json")"

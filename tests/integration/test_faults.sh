@@ -39,15 +39,6 @@ cleanup() {
 	if [ "$fails" -eq 0 ] && [ -z "${SKY_KEEP:-}" ]; then rm -rf "$W"; else echo "(logs kept in $W)"; fi
 }
 trap cleanup EXIT
-wait_for() { # wait_for SECONDS command...: polls every 0.05 s
-	_end=$(($(date +%s) + $1))
-	shift
-	while [ "$(date +%s)" -le "$_end" ]; do
-		"$@" && return 0
-		sleep 0.05
-	done
-	return 1
-}
 now() { date +%s.%N | cut -c1-14; }
 
 if ! sky_broker_start "$W/broker"; then
@@ -61,7 +52,7 @@ STATE="$W/skyplan"
 "$SKY_BIN/skyplan" --pki "$PKI" --broker "$BR" --state "$STATE" --replan-holdoff 1 \
 	--replan-gain ${GAIN:-0.05} ${PLAN_OPTS:-} >"$W/skyplan.log" 2>&1 &
 PLAN_PID=$!
-wait_for 10 grep -q "serving" "$W/skyplan.log" || {
+sky_wait 10 grep -q "serving" "$W/skyplan.log" || {
 	fail faults_skyplan_starts "$(tail -3 "$W/skyplan.log")"
 	exit 1
 }
@@ -109,7 +100,7 @@ watch_step() { grep -c '"step"' "$W/$JOB.watch" 2>/dev/null | awk -v n="$1" '{ex
 LOG() { echo "$STATE/jobs/$JOB.log.jsonl"; }
 
 for b in b1 b2 b3 b4 b5; do start_board $b; done
-wait_for 90 online_at_least 5 || fail faults_boards_online "$(online_count) of 5 online"
+sky_wait 90 online_at_least 5 || fail faults_boards_online "$(online_count) of 5 online"
 
 SEED=7
 # submit JOB STEPS [MIN-BOARDS [K]]: a 4-layer tiny job, even split, a
@@ -135,7 +126,7 @@ submit() {
 # all_online: every board not running is started again (same identity)
 all_online() {
 	for b in b1 b2 b3 b4 b5; do [ -f "$W/pid.$b" ] || start_board $b; done
-	wait_for 60 online_at_least 5 || fail faults_boards_back "$(online_count) of 5 online"
+	sky_wait 60 online_at_least 5 || fail faults_boards_back "$(online_count) of 5 online"
 }
 replans() { grep -c '"event":"replan"' "$(LOG)" 2>/dev/null || true; }
 replans_at_least() { [ "$(replans)" -ge "$1" ]; }
@@ -202,7 +193,7 @@ for sc in $SCENARIOS; do
 	middle) # a middle stage's board dies
 		all_online
 		submit fm 12
-		wait_for 60 watch_step 3 || fail middle_steps "$(head -3 "$W/$JOB.watch")"
+		sky_wait 60 watch_step 3 || fail middle_steps "$(head -3 "$W/$JOB.watch")"
 		victim=$(stage_board "$JOB" 1)
 		[ -n "$victim" ] && kill_board "$victim"
 		echo "MEASURE middle_killed $victim"
@@ -212,7 +203,7 @@ for sc in $SCENARIOS; do
 		# steps after the last one are replayed with the same samples
 		all_online
 		submit fm4 30 4 4
-		wait_for 60 watch_step 7 || fail middle4_steps "$(head -3 "$W/$JOB.watch")"
+		sky_wait 60 watch_step 7 || fail middle4_steps "$(head -3 "$W/$JOB.watch")"
 		kill_board "$(stage_board "$JOB" 1)"
 		finish middle4 1
 		r=$(grep '"event":"replan"' "$(LOG)" | head -1)
@@ -228,9 +219,9 @@ for sc in $SCENARIOS; do
 		kill_board b4
 		kill_board b5
 		: >"$W/$JOB.kills"
-		wait_for 30 sh -c "[ \$($SKY fleet status --state $STATE --json | grep -o '\"state\":\"online\"' | wc -l) -eq 2 ]"
+		sky_wait 30 sh -c "[ \$($SKY fleet status --state $STATE --json | grep -o '\"state\":\"online\"' | wc -l) -eq 2 ]"
 		submit fj50 400 2 50
-		wait_for 60 watch_step 3 || fail join50_steps "$(head -3 "$W/$JOB.watch")"
+		sky_wait 60 watch_step 3 || fail join50_steps "$(head -3 "$W/$JOB.watch")"
 		start_board b3
 		echo "b3-joins $(now)" >>"$W/$JOB.kills"
 		start_board b4
@@ -248,7 +239,7 @@ for sc in $SCENARIOS; do
 		# a plan (optimal) without its slowness is worth a re-plan
 		all_online
 		ALGO=optimal submit fd 250 5
-		wait_for 60 watch_step 10 || fail drift_steps "$(head -3 "$W/$JOB.watch")"
+		sky_wait 60 watch_step 10 || fail drift_steps "$(head -3 "$W/$JOB.watch")"
 		v=$(stage_board "$JOB" 0)
 		echo 0.002 >"$W/$v/state/speed"
 		echo "$v-slows $(now)" >>"$W/$JOB.kills"
@@ -263,7 +254,7 @@ for sc in $SCENARIOS; do
 		# notices it by keepalive (1.5 x 2 s) and publishes its will
 		all_online
 		submit fh 200
-		wait_for 60 watch_step 3 || fail hang_steps "$(head -3 "$W/$JOB.watch")"
+		sky_wait 60 watch_step 3 || fail hang_steps "$(head -3 "$W/$JOB.watch")"
 		v=$(stage_board "$JOB" 1)
 		echo "$v-stopped $(now)" >>"$W/$JOB.kills"
 		kill -STOP "$(cat "$W/pid.$v")"
@@ -275,10 +266,10 @@ for sc in $SCENARIOS; do
 	ends) # the first stage's board dies, then the last's of the new plan
 		all_online
 		submit fe 40
-		wait_for 60 watch_step 3 || fail ends_steps "$(head -3 "$W/$JOB.watch")"
+		sky_wait 60 watch_step 3 || fail ends_steps "$(head -3 "$W/$JOB.watch")"
 		kill_board "$(stage_board "$JOB" 0)"
-		wait_for 60 replans_at_least 1 || fail ends_first_replan "$(cat "$(LOG)")"
-		wait_for 60 grep -q "plan $JOB epoch [0-9]* accepted: stage 3 of 4" "$W"/b*.log
+		sky_wait 60 replans_at_least 1 || fail ends_first_replan "$(cat "$(LOG)")"
+		sky_wait 60 grep -q "plan $JOB epoch [0-9]* accepted: stage 3 of 4" "$W"/b*.log
 		sleep 0.3
 		last=$(stage_board "$JOB" 3)
 		[ -n "$last" ] && [ -f "$W/pid.$last" ] && kill_board "$last"
@@ -287,7 +278,7 @@ for sc in $SCENARIOS; do
 	two) # two boards die at once: three are left for four layers
 		all_online
 		submit f2 12
-		wait_for 60 watch_step 3 || fail two_steps "$(head -3 "$W/$JOB.watch")"
+		sky_wait 60 watch_step 3 || fail two_steps "$(head -3 "$W/$JOB.watch")"
 		v1=$(stage_board "$JOB" 1)
 		v2=$(stage_board "$JOB" 2)
 		t=$(now)
@@ -302,10 +293,10 @@ for sc in $SCENARIOS; do
 	second) # a second board dies while the fleet recovers from the first
 		all_online
 		submit f3 40
-		wait_for 60 watch_step 3 || fail second_steps "$(head -3 "$W/$JOB.watch")"
+		sky_wait 60 watch_step 3 || fail second_steps "$(head -3 "$W/$JOB.watch")"
 		kill_board "$(stage_board "$JOB" 1)"
 		# as soon as the re-plan is out, before the new plan's first commit
-		wait_for 60 replans_at_least 1 || fail second_first_replan "$(cat "$(LOG)")"
+		sky_wait 60 replans_at_least 1 || fail second_first_replan "$(cat "$(LOG)")"
 		# the new plan's third board, from the re-plan line, at once
 		v=$(sed -n 's/.*"event":"replan".*"boards":"[^,]*,[^,]*,\([^,"]*\).*/\1/p' "$(LOG)" | tail -1)
 		[ -n "$v" ] && kill_board "$v"
@@ -321,9 +312,9 @@ for sc in $SCENARIOS; do
 		kill_board b4
 		kill_board b5
 		: >"$W/fj.kills"
-		wait_for 30 sh -c "[ \$($SKY fleet status --state $STATE --json | grep -o '\"state\":\"online\"' | wc -l) -eq 2 ]"
+		sky_wait 30 sh -c "[ \$($SKY fleet status --state $STATE --json | grep -o '\"state\":\"online\"' | wc -l) -eq 2 ]"
 		submit fj 400 2
-		wait_for 60 watch_step 3 || fail join_steps "$(head -3 "$W/$JOB.watch")"
+		sky_wait 60 watch_step 3 || fail join_steps "$(head -3 "$W/$JOB.watch")"
 		start_board b3
 		echo "b3-joins $(now)" >>"$W/$JOB.kills"
 		start_board b4
@@ -338,7 +329,7 @@ for sc in $SCENARIOS; do
 		# forced re-plan when it leaves, none when it returns
 		all_online
 		submit fs 40
-		wait_for 60 watch_step 3 || fail slow_steps "$(head -3 "$W/$JOB.watch")"
+		sky_wait 60 watch_step 3 || fail slow_steps "$(head -3 "$W/$JOB.watch")"
 		v=$(stage_board "$JOB" 1)
 		kill_board "$v"
 		start_board "$v" --speed 0.01
@@ -352,16 +343,16 @@ for sc in $SCENARIOS; do
 		JOB=fp
 		kill_board b5
 		: >"$W/fp.kills"
-		wait_for 30 sh -c "[ \$($SKY fleet status --state $STATE --json | grep -o '\"state\":\"online\"' | wc -l) -eq 4 ]"
+		sky_wait 30 sh -c "[ \$($SKY fleet status --state $STATE --json | grep -o '\"state\":\"online\"' | wc -l) -eq 4 ]"
 		submit fp 40
-		wait_for 60 watch_step 3 || fail pause_steps "$(head -3 "$W/$JOB.watch")"
+		sky_wait 60 watch_step 3 || fail pause_steps "$(head -3 "$W/$JOB.watch")"
 		vs=""
 		for k in 0 1 2 3; do vs="$vs $(stage_board "$JOB" $k)"; done
 		for v in $vs; do kill -KILL "$(cat "$W/pid.$v")"; done
 		for v in $vs; do kill_board "$v"; done
-		wait_for 20 grep -q '"event":"pause"' "$(LOG)" && pass pause_logged_when_no_board_can_hold_the_job ||
+		sky_wait 20 grep -q '"event":"pause"' "$(LOG)" && pass pause_logged_when_no_board_can_hold_the_job ||
 			fail pause_logged_when_no_board_can_hold_the_job "$(tail -3 "$(LOG)")"
-		wait_for 10 sh -c "$SKY fleet status --state $STATE | grep -q 'paused: the boards left cannot hold'" &&
+		sky_wait 10 sh -c "$SKY fleet status --state $STATE | grep -q 'paused: the boards left cannot hold'" &&
 			pass pause_shown_by_fleet_status || fail pause_shown_by_fleet_status "$("$SKY" fleet status --state "$STATE" | tail -5)"
 		grep -q "job $JOB paused: .*no plan over the boards left" "$W/skyplan.log" &&
 			pass pause_reason_in_planner_log || fail pause_reason_in_planner_log "$(grep "$JOB" "$W/skyplan.log" | tail -3)"
@@ -372,7 +363,7 @@ for sc in $SCENARIOS; do
 	churn) # 26 membership changes (a board killed, a board back) under one job
 		all_online
 		submit fc 1500
-		wait_for 60 watch_step 3 || fail churn_steps "$(head -3 "$W/$JOB.watch")"
+		sky_wait 60 watch_step 3 || fail churn_steps "$(head -3 "$W/$JOB.watch")"
 		rss0=$(awk '/VmRSS/ {print $2}' /proc/"$PLAN_PID"/status)
 		changes=0
 		i=0
@@ -387,7 +378,7 @@ for sc in $SCENARIOS; do
 			start_board "$v"
 			echo "$v-back $(now)" >>"$W/$JOB.kills"
 			changes=$((changes + 1))
-			wait_for 20 online_at_least 5
+			sky_wait 20 online_at_least 5
 			sleep 0.5
 		done
 		rss1=$(awk '/VmRSS/ {print $2}' /proc/"$PLAN_PID"/status)
@@ -410,13 +401,13 @@ for sc in $SCENARIOS; do
 			mosquitto_pub $(sky_mq_tls "$W/bx/board.crt" "$W/bx/board.key") -q 1 \
 				-t "sky/v1/job/$job/ckpt/bx" -f "$W/bad.safetensors" ||
 				fail corrupt_publish "mosquitto_pub failed"
-			wait_for 10 grep -q "checkpoint part from bx for job $job refused: SHA-256 mismatch" \
+			sky_wait 10 grep -q "checkpoint part from bx for job $job refused: SHA-256 mismatch" \
 				"$W/skyplan.log" && pass corrupt_part_refused_sha256_mismatch ||
 				fail corrupt_part_refused_sha256_mismatch "$(grep bx "$W/skyplan.log" | tail -2)"
 			# the intact part, sent again: its hash holds, but its epoch is over
 			mosquitto_pub $(sky_mq_tls "$W/bx/board.crt" "$W/bx/board.key") -q 1 \
 				-t "sky/v1/job/$job/ckpt/bx" -f "$part" || fail corrupt_publish "mosquitto_pub failed"
-			wait_for 10 grep -q "checkpoint part from bx for job $job refused: \\(stale\\|step [0-9]* is at or before\\)" \
+			sky_wait 10 grep -q "checkpoint part from bx for job $job refused: \\(stale\\|step [0-9]* is at or before\\)" \
 				"$W/skyplan.log" && pass stale_part_refused_as_stale ||
 				fail stale_part_refused_as_stale "$(grep bx "$W/skyplan.log" | tail -2)"
 		fi

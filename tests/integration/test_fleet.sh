@@ -64,15 +64,7 @@ board_field() { # one board object per line: split before each '{"id":'
 		sed -n "s/.*\"$2\":\"\{0,1\}\([^\",}]*\).*/\1/p"
 }
 counter() { fleet_json | sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p" | head -1; }
-# waits until command "$@" succeeds, at most $WAIT_S seconds (0.1 s steps)
-wait_for() {
-	_end=$(($(date +%s) + WAIT_S))
-	while [ "$(date +%s)" -le "$_end" ]; do
-		"$@" && return 0
-		sleep 0.1
-	done
-	return 1
-}
+wait_for() { sky_wait "$WAIT_S" "$@"; } # at most $WAIT_S seconds
 # publishes file $2 on topic $1 with the planner's certificate until command
 # "$3..." succeeds (at most 8 tries, 4 s each). The broker binds client ids to
 # certificates, so this connection closes skyplan's, and skyplan's reconnect

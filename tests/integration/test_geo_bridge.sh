@@ -30,15 +30,6 @@ cleanup() {
 	if [ "$fails" -eq 0 ] && [ -z "${SKY_KEEP:-}" ]; then rm -rf "$W"; else echo "(logs kept in $W)"; fi
 }
 trap cleanup EXIT
-wait_for() { # wait_for SECONDS command...: polls every 0.1 s
-	_end=$(($(date +%s) + $1))
-	shift
-	while [ "$(date +%s)" -le "$_end" ]; do
-		"$@" && return 0
-		sleep 0.1
-	done
-	return 1
-}
 
 if ! sky_broker_start "$W/core"; then
 	fail geo_core_broker "mosquitto did not start"
@@ -78,10 +69,10 @@ for s in A B; do
 	mosquitto -c "$PKI/sites/$s/mosquitto.conf" >"$W/broker-$s.log" 2>&1 &
 	SITE_PIDS="$SITE_PIDS $!"
 done
-wait_for 10 listening "$PORT_A" && wait_for 10 listening "$PORT_B" ||
+sky_wait 10 listening "$PORT_A" && sky_wait 10 listening "$PORT_B" ||
 	fail geo_site_brokers_listen "$(tail -3 "$W/broker-A.log" "$W/broker-B.log")"
 bridged() { [ "$(grep -c "New bridge connected" "$SKY_BROKER_LOG")" -ge 4 ]; }
-wait_for 20 bridged && pass geo_bridges_connect_with_mutual_tls ||
+sky_wait 20 bridged && pass geo_bridges_connect_with_mutual_tls ||
 	fail geo_bridges_connect_with_mutual_tls "$(grep -i bridge "$SKY_BROKER_LOG" | tail -4)"
 
 spy() { # spy PORT: mosquitto options for the observer on that broker
@@ -94,7 +85,7 @@ sleep 1
 mosquitto_pub $(spy "$PORT_A") -t other/site-a -m x -q 1 || fail geo_publish_other "refused on site A"
 mosquitto_pub $(spy "$PORT_A") -t sky/v1/board/spy/echo -m x -q 1 || fail geo_publish_echo "refused"
 mosquitto_pub $(spy "$PORT_A") -t sky/v1/board/spy/caps -m '{}' -q 1 || fail geo_publish_caps "refused"
-wait_for 10 grep -q "^sky/v1/board/spy/caps$" "$W/core.topics" && pass geo_caps_cross_to_core ||
+sky_wait 10 grep -q "^sky/v1/board/spy/caps$" "$W/core.topics" && pass geo_caps_cross_to_core ||
 	fail geo_caps_cross_to_core "$(cat "$W/core.topics")"
 sleep 1
 grep -q "^other/" "$W/core.topics" && fail geo_non_sky_topic_stays_on_site "$(cat "$W/core.topics")" ||
@@ -110,14 +101,14 @@ mosquitto_pub $P -i "$(_sky_mq_id)" -t sky/v1/site/A/echo -m probe-a
 mosquitto_pub $P -i "$(_sky_mq_id)" -t sky/v1/site/B/echo -m probe-b
 back() { grep -q "^sky/v1/site/A/back/echo$" "$W/core.topics" &&
 	grep -q "^sky/v1/site/B/back/echo$" "$W/core.topics"; }
-wait_for 20 back && pass geo_link_probe_turns_around_at_each_site ||
+sky_wait 20 back && pass geo_link_probe_turns_around_at_each_site ||
 	fail geo_link_probe_turns_around_at_each_site "$(grep echo "$W/core.topics")"
 
 # ---- planner on the core, boards on their sites ----------------------------------
 STATE="$W/skyplan"
 "$SKY_BIN/skyplan" --pki "$PKI" --broker "$BR" --state "$STATE" >"$W/skyplan.log" 2>&1 &
 PIDS="$PIDS $!"
-wait_for 10 grep -q "serving" "$W/skyplan.log" || {
+sky_wait 10 grep -q "serving" "$W/skyplan.log" || {
 	fail geo_skyplan_starts "$(tail -3 "$W/skyplan.log")"
 	exit 1
 }
@@ -137,7 +128,7 @@ for b in a1:A a2:A b1:B c1:core; do
 	PIDS="$PIDS $!"
 	N=$((N + 1))
 	caps_n() { [ "$(n_caps)" -ge "$N" ]; }
-	wait_for 60 caps_n || fail "geo_${id}_reports_through_the_bridge" "$(tail -3 "$W/$id.log")"
+	sky_wait 60 caps_n || fail "geo_${id}_reports_through_the_bridge" "$(tail -3 "$W/$id.log")"
 done
 "$SKY" fleet status --state "$STATE" --json >"$W/fleet.json" 2>&1
 grep -q '"site":"B"' "$W/fleet.json" && pass geo_planner_sees_board_sites ||
@@ -147,7 +138,7 @@ grep -q '"site":"B"' "$W/fleet.json" && pass geo_planner_sees_board_sites ||
 # (fleet.json "links": the registry's site paths)
 links() { grep -qs '"a":"A","b":"core","bw_Bps"' "$STATE/fleet.json" &&
 	grep -qs '"a":"B","b":"core","bw_Bps"' "$STATE/fleet.json"; }
-wait_for 30 links && pass geo_planner_measures_each_sites_path ||
+sky_wait 30 links && pass geo_planner_measures_each_sites_path ||
 	fail geo_planner_measures_each_sites_path "$(grep -o '"links":[^]]*' "$STATE/fleet.json"; grep site "$W/skyplan.log")"
 grep "site [AB]: path" "$W/skyplan.log" | head -2 | sed 's/^/  /'
 

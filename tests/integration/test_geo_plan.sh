@@ -90,14 +90,7 @@ EOT
 "$SKY_BIN/skyplan" --pki "$PKI" --broker "$BR" --state "$STATE" --links "$W/links.json" \
 	>"$W/skyplan.log" 2>&1 &
 PIDS="$PIDS $!"
-wait_for() {
-	_end=$(($(date +%s) + WAIT_S))
-	while [ "$(date +%s)" -le "$_end" ]; do
-		"$@" && return 0
-		sleep 0.2
-	done
-	return 1
-}
+wait_for() { sky_wait "$WAIT_S" "$@"; } # at most $WAIT_S seconds
 WAIT_S=15
 wait_for grep -q "serving" "$W/skyplan.log" || fail geo_skyplan_starts "$(tail -3 "$W/skyplan.log")"
 for b in f1:factory f2:factory s1:shop; do

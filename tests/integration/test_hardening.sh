@@ -55,14 +55,7 @@ board_field() { # board field: from fleet.json, one board object per line
 	fleet_json | sed 's/{"id":/\n{"id":/g' | grep "^{\"id\":\"$1\"" | head -1 |
 		sed -n "s/.*\"$2\":\"\{0,1\}\([^\",}]*\).*/\1/p"
 }
-wait_for() { # up to $WAIT_S seconds until "$@" succeeds
-	_end=$(($(date +%s) + WAIT_S))
-	while [ "$(date +%s)" -le "$_end" ]; do
-		"$@" && return 0
-		sleep 0.1
-	done
-	return 1
-}
+wait_for() { sky_wait "$WAIT_S" "$@"; } # at most $WAIT_S seconds
 lost_count() { grep -c "connection to the broker lost" "$1" 2>/dev/null; }
 # connect as CERT/KEY on PORT with client id ID, publish once, leave
 connect_as() { # cert key port id

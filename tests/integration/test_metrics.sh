@@ -53,14 +53,7 @@ BR="127.0.0.1:$SKY_BROKER_PORT"
 PKI=$SKY_PKI_DIR
 SKY="$SKY_BIN/sky"
 STATE="$W/skyplan"
-wait_for() {
-	_end=$(($(date +%s) + WAIT_S))
-	while [ "$(date +%s)" -le "$_end" ]; do
-		"$@" && return 0
-		sleep 0.1
-	done
-	return 1
-}
+wait_for() { sky_wait "$WAIT_S" "$@"; } # at most $WAIT_S seconds
 
 # ---- a bad address is refused before anything starts --------------------------
 for bad in 127.0.0.1 127.0.0.1:0 127.0.0.1:99999 localhost:http ::1:9464; do

@@ -61,14 +61,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-wait_for() { # waits until "$@" succeeds, at most $WAIT_S seconds
-	_end=$(($(date +%s) + WAIT_S))
-	while [ "$(date +%s)" -le "$_end" ]; do
-		"$@" && return 0
-		sleep 0.2
-	done
-	return 1
-}
+wait_for() { sky_wait "$WAIT_S" "$@"; } # at most $WAIT_S seconds
 
 # ---- --speed refusals (no broker needed: refused before anything else) -----
 for bad in 0 -1 65 abc; do

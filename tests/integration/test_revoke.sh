@@ -26,15 +26,6 @@ cleanup() {
 	if [ "$fails" -eq 0 ] && [ -z "${SKY_KEEP:-}" ]; then rm -rf "$W"; else echo "(logs kept in $W)"; fi
 }
 trap cleanup EXIT
-wait_for() { # wait_for SECONDS command...: polls every 0.1 s
-	_end=$(($(date +%s) + $1))
-	shift
-	while [ "$(date +%s)" -le "$_end" ]; do
-		"$@" && return 0
-		sleep 0.1
-	done
-	return 1
-}
 
 if ! sky_broker_start "$W/broker"; then
 	fail revoke_broker "mosquitto did not start"
@@ -46,7 +37,7 @@ SKY="$SKY_BIN/sky"
 STATE="$W/skyplan"
 "$SKY_BIN/skyplan" --pki "$PKI" --broker "$BR" --state "$STATE" >"$W/skyplan.log" 2>&1 &
 PLAN_PID=$!
-wait_for 10 grep -q "serving" "$W/skyplan.log" || {
+sky_wait 10 grep -q "serving" "$W/skyplan.log" || {
 	fail revoke_skyplan_starts "$(tail -3 "$W/skyplan.log")"
 	exit 1
 }
@@ -74,7 +65,7 @@ for b in d["boards"]:
         print("" if v is None else v)' "$1" "$2" 2>/dev/null
 }
 with_caps() { [ "$(fleet_json | grep -o '"caps":{' | wc -l)" -eq $N ]; }
-wait_for 60 with_caps || fail revoke_boards_report "not all $N boards reported: $(fleet_json | head -c 300)"
+sky_wait 60 with_caps || fail revoke_boards_report "not all $N boards reported: $(fleet_json | head -c 300)"
 
 "$SKY" job submit --pki "$PKI" --broker "$BR" --model tiny --layers 4 --job j1 \
 	--min-boards $N --algo even --wait 30 --json >"$W/job1.json" 2>"$W/job1.err"
@@ -121,7 +112,7 @@ fi
 
 # the planner drops it and re-plans the job over the other two
 b2_revoked() { [ "$(board_field b2 state)" = revoked ]; }
-wait_for 15 b2_revoked && grep -q "board b2 revoked (keyCompromise" "$W/skyplan.log" &&
+sky_wait 15 b2_revoked && grep -q "board b2 revoked (keyCompromise" "$W/skyplan.log" &&
 	pass revoke_planner_marks_b2_revoked ||
 	fail revoke_planner_marks_b2_revoked "b2 is '$(board_field b2 state)'; $(grep -i revok "$W/skyplan.log" | head -3)"
 "$SKY" fleet status --state "$STATE" >"$W/status.txt" 2>&1
@@ -135,14 +126,14 @@ replanned() {
 		[ "$(board_field b3 assignment.ack)" = accepted ] &&
 		[ -z "$(board_field b2 assignment.job)" ]
 }
-if wait_for 30 replanned && grep -q "job j1 epoch $E1: re-planning over the online boards (board b2 revoked" "$W/skyplan.log"; then
+if sky_wait 30 replanned && grep -q "job j1 epoch $E1: re-planning over the online boards (board b2 revoked" "$W/skyplan.log"; then
 	pass revoke_job_replanned_without_b2
 else
 	fail revoke_job_replanned_without_b2 "b1 $(board_field b1 assignment.epoch)/$(board_field b1 assignment.ack) b3 $(board_field b3 assignment.epoch)/$(board_field b3 assignment.ack); $(grep -E 're-plan|j1 epoch' "$W/skyplan.log" | tail -3)"
 fi
 # b2 still holds the connection it opened before the CRL: what it sends is ignored
 ignored() { [ "$(fleet_json | sed -n 's/.*"revoked_ignored":\([0-9]*\).*/\1/p')" -gt 0 ] 2>/dev/null; }
-wait_for 10 ignored && grep -q "board b2 is revoked: its .* ignored" "$W/skyplan.log" &&
+sky_wait 10 ignored && grep -q "board b2 is revoked: its .* ignored" "$W/skyplan.log" &&
 	pass revoke_b2_messages_ignored ||
 	fail revoke_b2_messages_ignored "$(fleet_json | grep -o '"revoked_ignored":[0-9]*')"
 
@@ -170,7 +161,7 @@ b2_refused() {
 		tail -n +"$((lines + 1))" "$SKY_BROKER_LOG" | grep -q "certificate verify failed"
 }
 sleep 1
-if wait_for 30 b2_refused && wait_for 30 online_again && ! tail -n +"$((lines + 1))" "$SKY_BROKER_LOG" | grep -q "as b2 "; then
+if sky_wait 30 b2_refused && sky_wait 30 online_again && ! tail -n +"$((lines + 1))" "$SKY_BROKER_LOG" | grep -q "as b2 "; then
 	pass revoke_b2_cannot_reconnect_others_do
 else
 	fail revoke_b2_cannot_reconnect_others_do "b1 $(board_field b1 state) b3 $(board_field b3 state); b2: $(tail -n 2 "$W/b2.log")"

@@ -38,15 +38,6 @@ cleanup() {
 	if [ "$fails" -eq 0 ] && [ -z "${SKY_KEEP:-}" ]; then rm -rf "$W"; else echo "(logs kept in $W)"; fi
 }
 trap cleanup EXIT
-wait_for() { # wait_for SECONDS command...: polls every 0.1 s
-	_end=$(($(date +%s) + $1))
-	shift
-	while [ "$(date +%s)" -le "$_end" ]; do
-		"$@" && return 0
-		sleep 0.1
-	done
-	return 1
-}
 SKY="$SKY_BIN/sky"
 ARM=build/generic-aarch64/bin/skyd
 QEMU=""
@@ -93,7 +84,7 @@ for i in 1 2 3 4; do
 done
 online() { grep -q "caps published\|reported caps\|connected" "$W/b$1.log"; }
 for i in 1 2 3 4; do
-	wait_for 240 online $i || fail serve_board_online "b$i: $(tail -3 "$W/b$i.log")"
+	sky_wait 240 online $i || fail serve_board_online "b$i: $(tail -3 "$W/b$i.log")"
 done
 [ -n "$QEMU" ] && pass serve_qemu_board_runs || echo "SKIP serve_qemu_board (needs qemu-aarch64 and $ARM)"
 
@@ -128,7 +119,7 @@ plan() {
 		-t "sky/v1/job/$job/plan" -f "$W/$job.plan.env" || { fail serve_plan_published "$job"; return 1; }
 	# the first stage takes requests once every stage is ready
 	first_board=${1%%:*}
-	wait_for 120 grep -q "job $job: every stage is ready" "$W/$first_board.log" ||
+	sky_wait 120 grep -q "job $job: every stage is ready" "$W/$first_board.log" ||
 		{ fail "${job}_fleet_ready" "$(grep "$job" "$W"/b*.log | tail -5)"; return 1; }
 }
 
@@ -189,14 +180,14 @@ same_bits() {
 # ---- plan 0: submitted through skyplan (deploy's path), optimal split ------------
 "$SKY_BIN/skyplan" --pki "$PKI" --broker "$BR" --state "$STATE" >"$W/skyplan.log" 2>&1 &
 PLAN_PID=$!
-if wait_for 15 grep -q "serving" "$W/skyplan.log" &&
+if sky_wait 15 grep -q "serving" "$W/skyplan.log" &&
 	"$SKY" job submit --pki "$PKI" --broker "$BR" --job da --min-boards 4 --task infer \
 		--weights "$W/q.safetensors" --algo optimal --wait 120 --json >"$W/da.submit" \
 		2>"$W/da.submit.err"; then
 	# (a stage names its site between board and first)
 	first=$(grep -oE '\{"board":"b[0-9]",("site":"[^"]*",)?"first":0,' "$W/da.submit" | head -1 |
 		sed 's/.*"board":"\(b[0-9]\)".*/\1/')
-	if [ -n "$first" ] && wait_for 120 grep -q "job da: every stage is ready" "$W/$first.log"; then
+	if [ -n "$first" ] && sky_wait 120 grep -q "job da: every stage is ready" "$W/$first.log"; then
 		same_bits da
 		echo "MEASURE da_plan $(grep -oE '\{"board":"b[0-9]",("site":"[^"]*",)?"first":[0-9]+,"last":[0-9]+' \
 			"$W/da.submit" | sed 's/{"board":"\(b[0-9]\)",.*"first":\([0-9]*\),"last":\([0-9]*\)/\1:\2-\3/' |

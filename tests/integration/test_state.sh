@@ -57,14 +57,7 @@ board_field() {
 	fleet_json | sed 's/{"id":/\n{"id":/g' | grep "^{\"id\":\"$1\"" | head -1 |
 		sed -n "s/.*\"$2\":\"\{0,1\}\([^\",}]*\).*/\1/p"
 }
-wait_for() {
-	_end=$(($(date +%s) + WAIT_S))
-	while [ "$(date +%s)" -le "$_end" ]; do
-		"$@" && return 0
-		sleep 0.1
-	done
-	return 1
-}
+wait_for() { sky_wait "$WAIT_S" "$@"; } # at most $WAIT_S seconds
 start_planner() { # log file
 	"$SKY_BIN/skyplan" --pki "$PKI" --broker "$BR" --state "$STATE" --keepalive $K >"$1" 2>&1 &
 	PLAN_PID=$!

@@ -31,15 +31,6 @@ cleanup() {
 	if [ "$fails" -eq 0 ] && [ -z "${SKY_KEEP:-}" ]; then rm -rf "$W"; else echo "(logs kept in $W)"; fi
 }
 trap cleanup EXIT
-wait_for() { # wait_for SECONDS command...: polls every 0.1 s
-	_end=$(($(date +%s) + $1))
-	shift
-	while [ "$(date +%s)" -le "$_end" ]; do
-		"$@" && return 0
-		sleep 0.1
-	done
-	return 1
-}
 
 if ! sky_broker_start "$W/broker"; then
 	fail train_broker "mosquitto did not start"
@@ -51,7 +42,7 @@ SKY="$SKY_BIN/sky"
 STATE="$W/skyplan"
 "$SKY_BIN/skyplan" --pki "$PKI" --broker "$BR" --state "$STATE" >"$W/skyplan.log" 2>&1 &
 PLAN_PID=$!
-wait_for 10 grep -q "serving" "$W/skyplan.log" || {
+sky_wait 10 grep -q "serving" "$W/skyplan.log" || {
 	fail train_skyplan_starts "$(tail -3 "$W/skyplan.log")"
 	exit 1
 }
@@ -71,7 +62,7 @@ done
 online() {
 	[ "$("$SKY" fleet status --state "$STATE" --json 2>/dev/null | grep -o '"caps":{' | wc -l)" -eq $N ]
 }
-wait_for 60 online || fail train_boards_report "not all $N boards reported"
+sky_wait 60 online || fail train_boards_report "not all $N boards reported"
 
 # run_job NAME LAYERS SUBMIT-OPTIONS...: watch (started first: metrics are
 # not retained), submit, wait for the watch to see the job end, collect
@@ -153,7 +144,7 @@ wrc=$?
 	fail ja_watch_one_line_per_step "rc $wrc: $(cat "$W/ja.watch" "$W/ja.watch.err" | head -5)"
 grep -q "sealed frames" "$W/b1.log" && pass ja_frames_sealed || fail ja_frames_sealed "no 'sealed frames' in b1.log"
 same_as_one_board ja 4 --steps 4 --micro 4 --optim adamw --seed 5 --clip 0.05 --warmup 1
-wait_for 10 dropped ja auth 1 && pass ja_plaintext_frame_dropped_as_auth ||
+sky_wait 10 dropped ja auth 1 && pass ja_plaintext_frame_dropped_as_auth ||
 	fail ja_plaintext_frame_dropped_as_auth "$("$SKY" fleet status --state "$STATE" | grep -A5 "^job ja")"
 sed -n 's/.*half-layers *\([0-9]*-[0-9]*\) .*/\1/p' "$W/ja.submit" | tr '\n' ' ' >"$W/ja.split"
 echo "MEASURE ja_plan_half_layers $(cat "$W/ja.split")"
@@ -182,7 +173,7 @@ run_job je 4 --algo even --sched 1f1b --steps 3 --micro 2 --optimizer adamw --se
 	fail je_job_ends "$(cat "$W/je.watch.err")"
 same_as_one_board je 4 --steps 3 --micro 2 --optim adamw --seed 4
 for r in epoch step shape checksum truncated oversize; do
-	wait_for 10 dropped je $r 1 && pass "je_bad_frame_dropped_and_counted_$r" ||
+	sky_wait 10 dropped je $r 1 && pass "je_bad_frame_dropped_and_counted_$r" ||
 		fail "je_bad_frame_dropped_and_counted_$r" \
 			"$("$SKY" fleet status --state "$STATE" | sed -n '/^job je /,$p' | head -6)"
 done
@@ -210,7 +201,7 @@ sleep 0.5
 	--task train --algo even --sched gpipe --steps 100000 --micro 2 --stall-s 3 --wait 30 \
 	--checkpoint-every 0 \
 	>"$W/jd.submit" 2>&1 || fail jd_submitted "$(cat "$W/jd.submit")"
-wait_for 60 grep -q "^step 1 " "$W/jd.watch" || fail jd_steps "no step line: $(head -3 "$W/jd.watch")"
+sky_wait 60 grep -q "^step 1 " "$W/jd.watch" || fail jd_steps "no step line: $(head -3 "$W/jd.watch")"
 kill -STOP "$BOARD_PID"
 wait $wpid
 wrc=$?

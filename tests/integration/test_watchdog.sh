@@ -25,14 +25,7 @@ cleanup() {
 	if [ "$fails" -eq 0 ] && [ -z "${SKY_KEEP:-}" ]; then rm -rf "$W"; else echo "(logs kept in $W)"; fi
 }
 trap cleanup EXIT
-wait_for() {
-	_end=$(($(date +%s) + WAIT_S))
-	while [ "$(date +%s)" -le "$_end" ]; do
-		"$@" && return 0
-		sleep 0.1
-	done
-	return 1
-}
+wait_for() { sky_wait "$WAIT_S" "$@"; } # at most $WAIT_S seconds
 pings() { grep -c '^WATCHDOG=1$' "$1" 2>/dev/null || true; }
 more_pings() { [ "$(pings "$1")" -gt "$2" ]; }
 # starts a fake notify socket: sink NAME -> $W/NAME.sock, messages in $W/NAME.notify

@@ -28,7 +28,7 @@ static void usage(FILE *to)
 	fprintf(to,
 		"usage: sky pki init --dir D [--port N] [--listen IPV4] [--max-packet BYTES] [--force]\n"
 		"       sky pki token --dir D [--ttl SECONDS] [--id BOARD]\n"
-		"       sky pki operator --dir D --name NAME\n"
+		"       sky pki operator --dir D NAME\n"
 		"       sky pki client --dir D NAME\n"
 		"       sky pki issue --dir D --id BOARD --state S [--token T]\n"
 		"       sky pki bridge --dir D [--listen IPV4] [--port N --core IPV4:PORT] SITE\n"
@@ -232,53 +232,22 @@ static int cmd_token(int argc, char **argv)
 	return 0;
 }
 
-static int cmd_operator(int argc, char **argv)
-{
-	const char *dir = NULL, *name = NULL;
-	enum { O_DIR = SKY_OPT_FIRST, O_NAME };
-	static const struct option k_opts[] = {{"dir", required_argument, NULL, O_DIR},
-					       {"name", required_argument, NULL, O_NAME},
-					       SKY_OPT_STD,
-					       {0}};
-	sky_opt op;
-	sky_opt_begin(&op, "sky pki operator", argc, argv, k_opts, 0);
-	for (int c; (c = sky_opt_next(&op)) != SKY_OPT_END;) {
-		switch (c) {
-		case SKY_OPT_HELP:
-			usage(stdout);
-			return 0;
-		case SKY_OPT_VERSION:
-			return 0;
-		case O_DIR:
-			dir = op.arg;
-			break;
-		case O_NAME:
-			name = op.arg;
-			break;
-		default:
-			return 2;
-		}
-	}
-	if (sky_opt_no_args(&op) != 0) {
-		return 2;
-	}
-	if (!dir || !name) {
-		fprintf(stderr, "sky pki operator: --dir and --name are required\n");
-		return 2;
-	}
-	sky_diag d;
-	sky_diag_clear(&d);
-	int rc = sky_ca_add_operator(dir, name, &d);
-	if (rc) {
-		fprintf(stderr, "sky pki operator: %s\n", d.msg[0] ? d.msg : sky_strerror(rc));
-		return 1;
-	}
-	printf("operator %s%s in %s/%s/%s (the broker reads the new ACL on SIGHUP)\n",
-	       SKY_CA_OPERATOR_NAME_PREFIX, name, dir, SKY_CA_OPERATORS_DIR, name);
-	return 0;
-}
+/* A named identity the CA issues beside the fixed ones: an operator (sky job
+ * submit/watch/collect) or a client of serving jobs (sky infer). */
+typedef struct named_identity {
+	const char *prog, *what;   /* "sky pki operator", "operator" */
+	int (*add)(const char *dir, const char *name, sky_diag *d);
+	const char *cn_prefix, *subdir;
+} named_identity;
 
-static int cmd_client(int argc, char **argv)
+static const named_identity k_operator_identity = {"sky pki operator", "operator",
+						   sky_ca_add_operator, SKY_CA_OPERATOR_NAME_PREFIX,
+						   SKY_CA_OPERATORS_DIR};
+static const named_identity k_client_identity = {"sky pki client", "client", sky_ca_add_client,
+						 SKY_CA_CLIENT_NAME_PREFIX, SKY_CA_CLIENTS_DIR};
+
+/* sky pki operator|client --dir D (NAME | --name NAME) */
+static int add_identity(int argc, char **argv, const named_identity *k)
 {
 	const char *dir = NULL, *name = NULL;
 	enum { O_DIR = SKY_OPT_FIRST, O_NAME };
@@ -287,7 +256,7 @@ static int cmd_client(int argc, char **argv)
 					       SKY_OPT_STD,
 					       {0}};
 	sky_opt op;
-	sky_opt_begin(&op, "sky pki client", argc, argv, k_opts, 0);
+	sky_opt_begin(&op, k->prog, argc, argv, k_opts, 0);
 	for (int c; (c = sky_opt_next(&op)) != SKY_OPT_END;) {
 		switch (c) {
 		case SKY_OPT_HELP:
@@ -311,19 +280,29 @@ static int cmd_client(int argc, char **argv)
 	if (sky_opt_no_args(&op) != 0)
 		return 2;
 	if (!dir || !name) {
-		fprintf(stderr, "sky pki client: --dir D and a NAME are required\n");
+		fprintf(stderr, "%s: --dir D and a NAME (or --name NAME) are required\n", k->prog);
 		return 2;
 	}
 	sky_diag d;
 	sky_diag_clear(&d);
-	int rc = sky_ca_add_client(dir, name, &d);
+	int rc = k->add(dir, name, &d);
 	if (rc) {
-		fprintf(stderr, "sky pki client: %s\n", d.msg[0] ? d.msg : sky_strerror(rc));
+		fprintf(stderr, "%s: %s\n", k->prog, d.msg[0] ? d.msg : sky_strerror(rc));
 		return 1;
 	}
-	printf("client %s%s in %s/%s/%s (the broker reads the new ACL on SIGHUP)\n",
-	       SKY_CA_CLIENT_NAME_PREFIX, name, dir, SKY_CA_CLIENTS_DIR, name);
+	printf("%s %s%s in %s/%s/%s (the broker reads the new ACL on SIGHUP)\n", k->what,
+	       k->cn_prefix, name, dir, k->subdir, name);
 	return 0;
+}
+
+static int cmd_operator(int argc, char **argv)
+{
+	return add_identity(argc, argv, &k_operator_identity);
+}
+
+static int cmd_client(int argc, char **argv)
+{
+	return add_identity(argc, argv, &k_client_identity);
 }
 
 static int cmd_issue(int argc, char **argv)
