@@ -6,6 +6,7 @@
 #include "sky_ends.h"
 #include "sky_head.h"
 #include "sky_kernels_s8.h"
+#include "sky_le.h"
 #include "sky_safetensors.h"
 
 #include <math.h>
@@ -14,17 +15,6 @@
 #include <string.h>
 
 /* ---- the payload ------------------------------------------------------------ */
-
-static void put32(unsigned char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
 
 size_t sky_serve_payload_bytes(const sky_model_cfg *c)
 {
@@ -39,13 +29,13 @@ void sky_serve_payload_write(const sky_model_cfg *c, const sky_serve_table *tab,
 	uint32_t sb;
 	memcpy(&sb, &scale, 4);
 	memcpy(p, SKY_SERVE_MAGIC, 4);
-	put32(p + 4, SKY_SERVE_VERSION);
-	put32(p + 8, (uint32_t)tab->batch);
-	put32(p + 12, (uint32_t)(tab->batch >> 32));
-	put32(p + 16, (uint32_t)tab->n);
-	put32(p + 20, (uint32_t)kind);
-	put32(p + 24, sb);
-	put32(p + 28, 0);
+	sky_le_put32(p + 4, SKY_SERVE_VERSION);
+	sky_le_put32(p + 8, (uint32_t)tab->batch);
+	sky_le_put32(p + 12, (uint32_t)(tab->batch >> 32));
+	sky_le_put32(p + 16, (uint32_t)tab->n);
+	sky_le_put32(p + 20, (uint32_t)kind);
+	sky_le_put32(p + 24, sb);
+	sky_le_put32(p + 28, 0);
 	unsigned char *e = p + SKY_SERVE_HDR_BYTES;
 	memset(e, 0, B * SKY_SERVE_ENTRY_BYTES);
 	for (int b = 0; b < tab->n; b++, e += SKY_SERVE_ENTRY_BYTES) {
@@ -82,10 +72,10 @@ int sky_serve_payload_read(const sky_model_cfg *c, const unsigned char *p, sky_s
 			   int *kind, float *scale, const int8_t **act, sky_diag *d)
 {
 	size_t B = (size_t)c->batch, T = (size_t)sky_model_tokens(c);
-	if (memcmp(p, SKY_SERVE_MAGIC, 4) != 0 || get32(p + 4) != SKY_SERVE_VERSION ||
-	    get32(p + 28) != 0)
+	if (memcmp(p, SKY_SERVE_MAGIC, 4) != 0 || sky_le_get32(p + 4) != SKY_SERVE_VERSION ||
+	    sky_le_get32(p + 28) != 0)
 		return sky_diag_set(d, SKY_EFORMAT, "serving payload: bad magic, version or reserved");
-	uint32_t n = get32(p + 16), k = get32(p + 20), sb = get32(p + 24);
+	uint32_t n = sky_le_get32(p + 16), k = sky_le_get32(p + 20), sb = sky_le_get32(p + 24);
 	float sc;
 	memcpy(&sc, &sb, 4);
 	if (n < 1 || n > B)
@@ -94,7 +84,7 @@ int sky_serve_payload_read(const sky_model_cfg *c, const unsigned char *p, sky_s
 		return sky_diag_set(d, SKY_EFORMAT, "serving payload: kind %u", k);
 	if (!isfinite(sc) || !(sc > 0))
 		return sky_diag_set(d, SKY_EFORMAT, "serving payload: scale is not a positive number");
-	tab->batch = (uint64_t)get32(p + 8) | (uint64_t)get32(p + 12) << 32;
+	tab->batch = (uint64_t)sky_le_get32(p + 8) | (uint64_t)sky_le_get32(p + 12) << 32;
 	tab->n = (int)n;
 	const unsigned char *e = p + SKY_SERVE_HDR_BYTES;
 	for (size_t b = 0; b < B; b++, e += SKY_SERVE_ENTRY_BYTES) {

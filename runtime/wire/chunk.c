@@ -2,6 +2,7 @@
 
 #include "sky_file.h"
 #include "sky_json.h"
+#include "sky_le.h"
 #include "sky_topics.h"
 
 #include <mbedtls/sha256.h>
@@ -21,28 +22,6 @@ uint32_t sky_chunk_count(uint64_t file_bytes, uint32_t chunk_bytes)
 		return 0;
 	uint64_t n = (file_bytes + chunk_bytes - 1) / chunk_bytes;
 	return n == 0 ? 1 : (uint32_t)n;
-}
-
-static void put32(unsigned char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
 }
 
 void sky_sha256(const void *data, size_t len, unsigned char sha[32])
@@ -74,11 +53,11 @@ int sky_chunk_encode(int kind, const unsigned char *file, uint64_t file_bytes,
 	memcpy(out, "SKYC", 4);
 	out[4] = 1;
 	out[5] = (unsigned char)kind;
-	put32(out + 8, index);
-	put32(out + 12, sky_chunk_count(file_bytes, chunk_bytes));
-	put32(out + 16, chunk_bytes);
-	put32(out + 20, (uint32_t)n);
-	put64(out + 24, file_bytes);
+	sky_le_put32(out + 8, index);
+	sky_le_put32(out + 12, sky_chunk_count(file_bytes, chunk_bytes));
+	sky_le_put32(out + 16, chunk_bytes);
+	sky_le_put32(out + 20, (uint32_t)n);
+	sky_le_put64(out + 24, file_bytes);
 	memcpy(out + 32, file_sha, 32);
 	const unsigned char *src = file + (size_t)index * chunk_bytes;
 	sky_sha256(src, (size_t)n, out + 64);
@@ -103,11 +82,11 @@ int sky_chunk_decode(const unsigned char *buf, size_t len, sky_chunk *c, sky_chu
 		return sky_diag_set(d, SKY_EFORMAT,
 				    "chunk: no chunk header (magic, version 1, reserved 0)");
 	c->kind = buf[5];
-	c->index = get32(buf + 8);
-	c->total = get32(buf + 12);
-	c->chunk_bytes = get32(buf + 16);
-	uint32_t n = get32(buf + 20);
-	c->file_bytes = get64(buf + 24);
+	c->index = sky_le_get32(buf + 8);
+	c->total = sky_le_get32(buf + 12);
+	c->chunk_bytes = sky_le_get32(buf + 16);
+	uint32_t n = sky_le_get32(buf + 20);
+	c->file_bytes = sky_le_get64(buf + 24);
 	memcpy(c->file_sha, buf + 32, 32);
 	memcpy(c->sha, buf + 64, 32);
 	if (c->kind != SKY_CHUNK_MODEL && c->kind != SKY_CHUNK_SLICE)

@@ -1,4 +1,5 @@
 #include "sky_frame.h"
+#include "sky_le.h"
 
 #include <string.h>
 
@@ -13,34 +14,6 @@ size_t sky_frame_dtype_size(int dtype)
 	default:
 		return 0;
 	}
-}
-
-static void put16(unsigned char *p, unsigned v)
-{
-	p[0] = (unsigned char)v;
-	p[1] = (unsigned char)(v >> 8);
-}
-static void put32(unsigned char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-static void put64(unsigned char *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-static unsigned get16(const unsigned char *p) { return p[0] | (unsigned)p[1] << 8; }
-static uint32_t get32(const unsigned char *p)
-{
-	return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static uint64_t get64(const unsigned char *p)
-{
-	uint64_t v = 0;
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
 }
 
 /* Product of the shape times the element size, or 0 with *ovf set if it
@@ -112,16 +85,16 @@ int sky_frame_encode(sky_frame_hdr *h, unsigned char *out, size_t cap, sky_diag 
 	out[5] = (unsigned char)h->direction;
 	out[6] = (unsigned char)h->dtype;
 	out[7] = (unsigned char)h->ndim;
-	put16(out + 8, (unsigned)h->stage);
-	put16(out + 10, h->flags);
-	put32(out + 12, h->micro_batch);
+	sky_le_put16(out + 8, (unsigned)h->stage);
+	sky_le_put16(out + 10, h->flags);
+	sky_le_put32(out + 12, h->micro_batch);
 	for (int i = 0; i < SKY_FRAME_MAX_DIMS; i++)
-		put32(out + 16 + 4 * i, h->shape[i]);
-	put64(out + 32, h->payload_bytes);
+		sky_le_put32(out + 16 + 4 * i, h->shape[i]);
+	sky_le_put64(out + 32, h->payload_bytes);
 	memcpy(out + 40, h->job, strlen(h->job)); /* <= 64 by check() */
-	put64(out + SKY_FRAME_OFF_EPOCH, (uint64_t)h->epoch);
-	put64(out + SKY_FRAME_OFF_STEP, (uint64_t)h->step);
-	put32(out + SKY_FRAME_OFF_CRC, h->crc);
+	sky_le_put64(out + SKY_FRAME_OFF_EPOCH, (uint64_t)h->epoch);
+	sky_le_put64(out + SKY_FRAME_OFF_STEP, (uint64_t)h->step);
+	sky_le_put32(out + SKY_FRAME_OFF_CRC, h->crc);
 	return SKY_FRAME_HEADER_BYTES;
 }
 
@@ -143,27 +116,27 @@ int sky_frame_decode(const unsigned char *buf, size_t len, uint64_t max_payload,
 	if (buf[4] != SKY_FRAME_VERSION)
 		return sky_diag_set(d, SKY_EFORMAT, "frame: version %u, expected %d", buf[4],
 				    SKY_FRAME_VERSION);
-	h->flags = get16(buf + 10);
+	h->flags = sky_le_get16(buf + 10);
 	if (h->flags & ~SKY_FRAME_FLAG_SEALED)
 		return sky_diag_set(d, SKY_EFORMAT, "frame: flags 0x%x (only bit 0, sealed, is known)",
 				    h->flags);
 	for (int i = SKY_FRAME_OFF_CRC + 4; i < SKY_FRAME_HEADER_BYTES; i++)
 		if (buf[i])
 			return sky_diag_set(d, SKY_EFORMAT, "frame: reserved byte %d is not zero", i);
-	uint64_t epoch = get64(buf + SKY_FRAME_OFF_EPOCH), step = get64(buf + SKY_FRAME_OFF_STEP);
+	uint64_t epoch = sky_le_get64(buf + SKY_FRAME_OFF_EPOCH), step = sky_le_get64(buf + SKY_FRAME_OFF_STEP);
 	if (epoch > INT64_MAX || step > INT64_MAX)
 		return sky_diag_set(d, SKY_EFORMAT, "frame: epoch or step over 2^63-1");
 	h->epoch = (int64_t)epoch;
 	h->step = (int64_t)step;
-	h->crc = get32(buf + SKY_FRAME_OFF_CRC);
+	h->crc = sky_le_get32(buf + SKY_FRAME_OFF_CRC);
 	h->direction = buf[5];
 	h->dtype = buf[6];
 	h->ndim = buf[7];
-	h->stage = (int)get16(buf + 8);
-	h->micro_batch = get32(buf + 12);
+	h->stage = (int)sky_le_get16(buf + 8);
+	h->micro_batch = sky_le_get32(buf + 12);
 	for (int i = 0; i < SKY_FRAME_MAX_DIMS; i++)
-		h->shape[i] = get32(buf + 16 + 4 * i);
-	h->payload_bytes = get64(buf + 32);
+		h->shape[i] = sky_le_get32(buf + 16 + 4 * i);
+	h->payload_bytes = sky_le_get64(buf + 32);
 	/* job: up to 64 bytes, then only NUL padding */
 	size_t n = 0;
 	while (n < SKY_TOPIC_SEGMENT_MAX && buf[40 + n])
