@@ -366,6 +366,26 @@ static int copy_file(const char *dir, const char *out, const char *file, sky_dia
 	return 0;
 }
 
+/* Appends name to the list <dir>/<list_file> (one name a line: the
+ * operators, clients or sites the ACL gives sections to) and rewrites the
+ * ACL. what names one entry in the error ("operator": "too many operators"). */
+static int list_add(const char *dir, const char *list_file, const char *name, const char *what,
+		    sky_diag *d)
+{
+	char path[PATH_CAP], list[4096];
+	int rc = join(path, dir, list_file, d);
+	if (rc)
+		return rc;
+	long n = sky_file_read(path, list, sizeof list - 1);
+	n = n > 0 ? n : 0;
+	int w = snprintf(list + n, sizeof list - (size_t)n, "%s\n", name);
+	if (w < 0 || (size_t)w >= sizeof list - (size_t)n)
+		return sky_diag_set(d, SKY_ERANGE, "%s: too many %ss", path, what);
+	if (sky_file_write(path, list, (size_t)n + (size_t)w, 0644) != 0)
+		return sky_diag_set(d, SKY_EIO, "%s: cannot write", path);
+	return sky_ca_rewrite_acl(dir, d);
+}
+
 /* Loads the CA's key and certificate from dir and writes its name (the
  * issuer of what it signs) into issuer. */
 static int load_issuer(const char *dir, mbedtls_pk_context *cakey, mbedtls_x509_crt *cacrt,
@@ -392,7 +412,7 @@ static int load_issuer(const char *dir, mbedtls_pk_context *cakey, mbedtls_x509_
 static int add_named(const char *dir, const named_kind *k, const char *name, sky_diag *d)
 {
 	char path[PATH_CAP], out[PATH_CAP], rel[64 + SKY_ENROLL_ID_MAX], issuer[128];
-	char subject[96], list[4096];
+	char subject[96];
 	mbedtls_pk_context cakey;
 	mbedtls_x509_crt cacrt;
 	sky_sign_rng rng;
@@ -428,20 +448,7 @@ static int add_named(const char *dir, const named_kind *k, const char *name, sky
 	    (rc = copy_file(dir, out, SKY_CA_CERT_FILE, d)) ||
 	    (k->with_planner && (rc = copy_file(dir, out, SKY_CA_PLANNER_CERT_FILE, d))))
 		goto exit;
-	if ((rc = join(path, dir, k->list, d)) != 0)
-		goto exit;
-	long n = sky_file_read(path, list, sizeof list - 1);
-	n = n > 0 ? n : 0;
-	int w = snprintf(list + n, sizeof list - (size_t)n, "%s\n", name);
-	if (w < 0 || (size_t)w >= sizeof list - (size_t)n) {
-		rc = sky_diag_set(d, SKY_ERANGE, "%s: too many %ss", path, k->what);
-		goto exit;
-	}
-	if (sky_file_write(path, list, (size_t)n + (size_t)w, 0644) != 0) {
-		rc = sky_diag_set(d, SKY_EIO, "%s: cannot write", path);
-		goto exit;
-	}
-	rc = sky_ca_rewrite_acl(dir, d);
+	rc = list_add(dir, k->list, name, k->what, d);
 exit:
 	mbedtls_pk_free(&cakey);
 	mbedtls_x509_crt_free(&cacrt);
@@ -474,7 +481,7 @@ int sky_ca_check_site_name(const char *name, sky_diag *d)
 
 int sky_ca_add_site(const char *dir, const char *site, const char *listen, sky_diag *d)
 {
-	char path[PATH_CAP], out[PATH_CAP], rel[64], issuer[128], subject[96], list[4096];
+	char path[PATH_CAP], out[PATH_CAP], rel[64], issuer[128], subject[96];
 	mbedtls_pk_context cakey;
 	mbedtls_x509_crt cacrt;
 	sky_sign_rng rng;
@@ -513,20 +520,7 @@ int sky_ca_add_site(const char *dir, const char *site, const char *listen, sky_d
 	if ((rc = make_pair(out, SKY_CA_BRIDGE_KEY_FILE, SKY_CA_BRIDGE_CERT_FILE, &br, &rng, d)) ||
 	    (rc = copy_file(dir, out, SKY_CA_CERT_FILE, d)))
 		goto exit;
-	if ((rc = join(path, dir, SKY_CA_SITES_FILE, d)) != 0)
-		goto exit;
-	long n = sky_file_read(path, list, sizeof list - 1);
-	n = n > 0 ? n : 0;
-	int k = snprintf(list + n, sizeof list - (size_t)n, "%s\n", site);
-	if (k < 0 || (size_t)k >= sizeof list - (size_t)n) {
-		rc = sky_diag_set(d, SKY_ERANGE, "%s: too many sites", path);
-		goto exit;
-	}
-	if (sky_file_write(path, list, (size_t)n + (size_t)k, 0644) != 0) {
-		rc = sky_diag_set(d, SKY_EIO, "%s: cannot write", path);
-		goto exit;
-	}
-	rc = sky_ca_rewrite_acl(dir, d);
+	rc = list_add(dir, SKY_CA_SITES_FILE, site, "site", d);
 exit:
 	mbedtls_pk_free(&cakey);
 	mbedtls_x509_crt_free(&cacrt);
