@@ -341,6 +341,28 @@ static int conf_checks(const char *dir, const char *listen, unsigned long *max_p
 	return 0;
 }
 
+/* A broker listener with mutual TLS under the fleet CA and its CRL, users
+ * named by their certificate CN. Format arguments: the port, the address,
+ * then the directory of the CA, CRL, certificate and key (4 x %s). */
+#define CONF_TLS_LISTENER                                                                  \
+	"listener %d %s\n"                                                                 \
+	"allow_anonymous false\n"                                                          \
+	"cafile %s/" SKY_CA_CERT_FILE "\n"                                                 \
+	"crlfile %s/" SKY_CRL_FILE "\n"                                                    \
+	"certfile %s/" SKY_CA_BROKER_CERT_FILE "\n"                                        \
+	"keyfile %s/" SKY_CA_BROKER_KEY_FILE "\n"                                          \
+	"tls_version tlsv1.2\n"                                                            \
+	"require_certificate true\n"                                                       \
+	"use_identity_as_username true\n"
+
+/* The listener boards use (the core's fleet listener, a site's own): the
+ * client id IS the certificate CN, so nobody can take another identity's id
+ * and close its connection; then the fleet ACL (a fifth %s: its directory). */
+#define CONF_FLEET_LISTENER                                                                \
+	CONF_TLS_LISTENER                                                                  \
+	"use_username_as_clientid true\n"                                                 \
+	"acl_file %s/" SKY_CA_ACL_FILE "\n"
+
 /* The part of both configs after the listeners: limits, persistence in
  * <abs>/broker-state/, logging. Returns the new length or SKY_ERANGE. */
 static int conf_tail(char *conf, size_t cap, size_t n, const char *abs, unsigned long max_packet,
@@ -433,29 +455,11 @@ int sky_ca_write_broker_conf_at(const char *dir, const char *listen, int port,
 		"# the fleet listener: boards, planner, operators. Clients are named by\n"
 		"# their certificate CN, and the client id IS the CN: nobody can take\n"
 		"# another identity's id and close its connection\n"
-		"listener %d %s\n"
-		"allow_anonymous false\n"
-		"cafile %s/" SKY_CA_CERT_FILE "\n"
-		"crlfile %s/" SKY_CRL_FILE "\n"
-		"certfile %s/" SKY_CA_BROKER_CERT_FILE "\n"
-		"keyfile %s/" SKY_CA_BROKER_KEY_FILE "\n"
-		"tls_version tlsv1.2\n"
-		"require_certificate true\n"
-		"use_identity_as_username true\n"
-		"use_username_as_clientid true\n"
-		"acl_file %s/" SKY_CA_ACL_FILE "\n"
+		CONF_FLEET_LISTENER
 		"\n"
 		"# the claim listener: new boards with the shared claim certificate keep\n"
 		"# their own \"" SKY_MQTT_CLIENT_PREFIX "...\" ids, and may only enroll\n"
-		"listener %d %s\n"
-		"allow_anonymous false\n"
-		"cafile %s/" SKY_CA_CERT_FILE "\n"
-		"crlfile %s/" SKY_CRL_FILE "\n"
-		"certfile %s/" SKY_CA_BROKER_CERT_FILE "\n"
-		"keyfile %s/" SKY_CA_BROKER_KEY_FILE "\n"
-		"tls_version tlsv1.2\n"
-		"require_certificate true\n"
-		"use_identity_as_username true\n"
+		CONF_TLS_LISTENER
 		"acl_file %s/" SKY_CA_ACL_CLAIM_FILE "\n",
 		port, listen, abs, abs, abs, abs, abs, port + 1, listen, abs, abs, abs, abs, abs);
 	if (n < 0 || (size_t)n >= sizeof conf)
@@ -558,17 +562,7 @@ int sky_ca_write_site_conf(const char *dir, const sky_ca_site_opts *o, sky_diag 
 		"clientid_prefixes " SKY_MQTT_CLIENT_PREFIX "\n"
 		"\n"
 		"# the site's boards; the client id is the certificate CN\n"
-		"listener %d %s\n"
-		"allow_anonymous false\n"
-		"cafile %s/" SKY_CA_CERT_FILE "\n"
-		"crlfile %s/" SKY_CRL_FILE "\n"
-		"certfile %s/" SKY_CA_BROKER_CERT_FILE "\n"
-		"keyfile %s/" SKY_CA_BROKER_KEY_FILE "\n"
-		"tls_version tlsv1.2\n"
-		"require_certificate true\n"
-		"use_identity_as_username true\n"
-		"use_username_as_clientid true\n"
-		"acl_file %s/" SKY_CA_ACL_FILE "\n"
+		CONF_FLEET_LISTENER
 		"\n"
 		"# the bridge to the core (identity " SKY_CA_BRIDGE_CN_PREFIX "%s)\n"
 		"connection " SKY_CA_BRIDGE_CN_PREFIX "%s\n"
