@@ -601,47 +601,61 @@ static void phase_rows_ffn(void *ctx, int task, int worker)
 	rows_ffn(f->L, &f->L->ws[worker], t0, rows, f->y);
 }
 
+/* A forward's context over L's tokens (x, y as the forward takes them). */
+static void fwd_begin(fwd_ctx *f, sky_layer_s8 *L, const float *x, float *y)
+{
+	f->L = L;
+	f->x = x;
+	f->y = y;
+	f->T = (int)sky_model_tokens(&L->cfg);
+	f->row_tasks = (f->T + SKY_S8_ROW_BLOCK - 1) / SKY_S8_ROW_BLOCK;
+	atomic_init(&f->bad_input, 0);
+}
+
+/* The first two phases of a forward that starts at the attention: the
+ * padding bits of the mask, quantising x and q|k|v (the only float work
+ * before the exit), then attention. Returns 0 or SKY_EINVAL (x holds NaN
+ * or infinity). */
+static int fwd_attention(fwd_ctx *f, const float *mask)
+{
+	sky_layer_s8 *L = f->L;
+	for (int t = 0; t < f->T; t++)
+		L->maskbits[t] = mask && mask[t] < -1.0f;
+	sky_pool_run(L->pool, f->row_tasks, phase_qkv, f);
+	if (atomic_load(&f->bad_input))
+		return SKY_EINVAL;
+	sky_pool_run(L->pool, L->cfg.batch * L->cfg.heads, phase_attention, f);
+	return 0;
+}
+
 int sky_layer_s8_forward_attn(sky_layer_s8 *L, const float *x, const float *mask)
 {
-	const sky_model_cfg *c = &L->cfg;
-	fwd_ctx f = {.L = L, .x = x, .y = NULL, .T = (int)sky_model_tokens(c)};
-	f.row_tasks = (f.T + SKY_S8_ROW_BLOCK - 1) / SKY_S8_ROW_BLOCK;
-	atomic_init(&f.bad_input, 0);
-	for (int t = 0; t < f.T; t++)
-		L->maskbits[t] = mask && mask[t] < -1.0f;
-	sky_pool_run(L->pool, f.row_tasks, phase_qkv, &f);
-	if (atomic_load(&f.bad_input))
-		return SKY_EINVAL;
-	sky_pool_run(L->pool, c->batch * c->heads, phase_attention, &f);
+	fwd_ctx f;
+	fwd_begin(&f, L, x, NULL);
+	int rc = fwd_attention(&f, mask);
+	if (rc)
+		return rc;
 	sky_pool_run(L->pool, f.row_tasks, phase_rows_attn, &f);
 	return 0;
 }
 
 int sky_layer_s8_forward_ffn(sky_layer_s8 *L, const int8_t *h1, float *y)
 {
-	const sky_model_cfg *c = &L->cfg;
-	fwd_ctx f = {.L = L, .x = NULL, .y = y, .T = (int)sky_model_tokens(c)};
-	f.row_tasks = (f.T + SKY_S8_ROW_BLOCK - 1) / SKY_S8_ROW_BLOCK;
-	atomic_init(&f.bad_input, 0);
+	fwd_ctx f;
+	fwd_begin(&f, L, NULL, y);
 	if (h1 && h1 != L->h1_8)
-		memcpy(L->h1_8, h1, (size_t)f.T * c->hidden);
+		memcpy(L->h1_8, h1, (size_t)f.T * L->cfg.hidden);
 	sky_pool_run(L->pool, f.row_tasks, phase_rows_ffn, &f);
 	return 0;
 }
 
 int sky_layer_s8_forward(sky_layer_s8 *L, const float *x, const float *mask, float *y)
 {
-	const sky_model_cfg *c = &L->cfg;
-	fwd_ctx f = {.L = L, .x = x, .y = y, .T = (int)sky_model_tokens(c)};
-	f.row_tasks = (f.T + SKY_S8_ROW_BLOCK - 1) / SKY_S8_ROW_BLOCK;
-	atomic_init(&f.bad_input, 0);
-	for (int t = 0; t < f.T; t++)
-		L->maskbits[t] = mask && mask[t] < -1.0f;
-	/* entry: the only float work before the exit */
-	sky_pool_run(L->pool, f.row_tasks, phase_qkv, &f);
-	if (atomic_load(&f.bad_input))
-		return SKY_EINVAL;
-	sky_pool_run(L->pool, c->batch * c->heads, phase_attention, &f);
+	fwd_ctx f;
+	fwd_begin(&f, L, x, y);
+	int rc = fwd_attention(&f, mask);
+	if (rc)
+		return rc;
 	sky_pool_run(L->pool, f.row_tasks, phase_rows, &f);
 	return 0;
 }
