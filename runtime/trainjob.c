@@ -240,7 +240,7 @@ static int publish_part(sky_trainjob *j, const char *state_dir, size_t *bytes, s
 	if ((rc = sky_st_encode(e, n, meta, 5, img, size, &len, d)) != 0)
 		goto exit;
 	char topic[SKY_TOPIC_BUF];
-	sky_topic_part(topic, sizeof topic, p->job, j->tr.board);
+	sky_topic_job_to(topic, sizeof topic, p->job, SKY_TOPIC_PART, j->tr.board);
 	if (len > SKY_FRAME_MAX_PAYLOAD_DEFAULT) {
 		SKY_WARN("job %s: part of %zu bytes is over the %u-byte message limit; only written "
 			 "to the state directory",

@@ -328,18 +328,10 @@ static inline int sky_topic_site_stage(char *buf, size_t cap, const char *site, 
 	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
 }
 
-/* sky/v1/job/<job>/part/<board>; board NULL writes the filter "+". */
-static inline int sky_topic_part(char *buf, size_t cap, const char *job, const char *board)
-{
-	int n;
-	if (!sky_topic_segment_ok(job) || (board && !sky_topic_segment_ok(board)))
-		return SKY_EINVAL;
-	n = snprintf(buf, cap, SKY_TOPIC_ROOT "/job/%s/part/%s", job, board ? board : "+");
-	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
-}
-
-/* sky/v1/job/<job>/<level>/<who>, level SKY_TOPIC_REQ, SKY_TOPIC_RESP or
- * SKY_TOPIC_SLICE; who NULL writes the filter "+". Returns 0, SKY_EINVAL
+/* sky/v1/job/<job>/<level>/<who>, level SKY_TOPIC_REQ, SKY_TOPIC_RESP,
+ * SKY_TOPIC_SLICE (who: a client CN or a board id), SKY_TOPIC_PART,
+ * SKY_TOPIC_CKPT or SKY_TOPIC_LOAD (who: a board id); who NULL writes the
+ * filter "+". Returns 0, SKY_EINVAL
  * (a bad segment) or SKY_ERANGE. */
 static inline int sky_topic_job_to(char *buf, size_t cap, const char *job, const char *level,
 				   const char *who)

@@ -497,7 +497,7 @@ int sky_job_collect(int argc, char **argv)
 			return 1;
 		}
 	sky_mqtt *m = connect_follow("collect", &o, f, &d);
-	sky_topic_part(topic, sizeof topic, o.job, NULL);
+	sky_topic_job_to(topic, sizeof topic, o.job, SKY_TOPIC_PART, NULL);
 	if (!m || sky_mqtt_subscribe(m, f->plan_topic, 1, 5000, &d) != 0 ||
 	    sky_mqtt_subscribe(m, topic, 1, 5000, &d) != 0) {
 		fprintf(stderr, "sky job collect: %s\n", d.msg);
