@@ -1,6 +1,7 @@
 /* The job, the cost model and plan evaluation (formulas in sky_plan.h). */
 #include "plan_internal.h"
 
+#include "sky_ckptmsg.h"
 #include "sky_cost.h"
 
 #include <math.h>
@@ -120,6 +121,22 @@ void plan_ctx_init(plan_ctx *c, const sky_job *j)
 		c->embed_param_bytes = sky_model_embed_params(m) * (int64_t)sizeof(float);
 		c->head_param_bytes = sky_model_head_params(m) * (int64_t)sizeof(float);
 		c->embed_saved_bytes = c->head_saved_bytes = 0;
+	}
+	if (j->ckpt && !j->infer) {
+		/* the checkpoint image a stage keeps in its arena (runtime/trainjob.c
+		 * carves sky_ckpt_bound(tensors, floats) and a tensor table): per
+		 * block its parameters and state vectors (each padded to 16 floats
+		 * as the stage lays them out) and their header entries; once per
+		 * stage the image's fixed header and two allocations' alignment */
+		int64_t nv = 1 + sky_cost_optim_vectors(j->optim);
+		int64_t per_blk = (int64_t)sky_ckpt_bound((int)nv, 0) - (int64_t)sky_ckpt_bound(0, 0) +
+				  nv * ((int64_t)sizeof(sky_ckpt_tensor) + 16 * (int64_t)sizeof(float));
+		int64_t cbpp = sky_cost_ckpt_bytes_per_param(j->optim);
+		for (int h = 0; h < 2; h++)
+			c->param_bytes[h] += sky_cost_half_params(m, h) * cbpp + per_blk;
+		c->embed_param_bytes += sky_model_embed_params(m) * cbpp + per_blk;
+		c->head_param_bytes += sky_model_head_params(m) * cbpp + per_blk;
+		c->fixed_bytes += (int64_t)sky_ckpt_bound(0, 0) + 2 * 64;
 	}
 	double fa = sky_cost_half_flops_fwd(m, SKY_HALF_ATTN);
 	c->flops_attn_share = fa / (fa + sky_cost_half_flops_fwd(m, SKY_HALF_FFN));

@@ -1426,6 +1426,7 @@ static int try_plan(svc *s, pending_job *pj)
 	sky_sched_parse(pj->req.sched, &job.sched);
 	sky_objective_parse(pj->req.objective, &job.objective);
 	job.link_blind = pj->req.link_blind || s->o->link_blind;
+	job.ckpt = pj->req.train && pj->req.ckpt_every > 0; /* the stages' checkpoint buffers */
 	/* the site paths as the registry has them (from --links, or measured) */
 	s->fleet.n_links = 0;
 	for (int i = 0; i < r->n_links && s->fleet.n_links < SKY_PLAN_MAX_LINKS; i++) {

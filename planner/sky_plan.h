@@ -150,6 +150,11 @@ typedef struct sky_job {
 	int link_blind;      /* 1: price cuts without sites (every board in one site) */
 	int no_exact;        /* 1: the step search skips its branch and bound, as it does
 				above 8 boards (tests measure the heuristic with it) */
+	/* 1: the job checkpoints (training with ckpt_every > 0): each stage's
+	 * arena also holds the image it sends, its blocks' weights and
+	 * optimizer state (sky_ckpt_bound), so a unit weighs
+	 * sky_cost_ckpt_bytes_per_param more per parameter */
+	int ckpt;
 } sky_job;
 
 /* One pipeline stage. Times are per micro-batch. */

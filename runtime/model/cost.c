@@ -22,10 +22,19 @@ const char *sky_cost_optim_name(sky_optim o)
 	return (unsigned)o < 3 ? k_optim[o] : "unknown";
 }
 
+int sky_cost_optim_vectors(sky_optim o)
+{
+	return o == SKY_OPTIM_ADAM ? 2 : o == SKY_OPTIM_MOMENTUM ? 1 : 0;
+}
+
 int64_t sky_cost_train_bytes_per_param(sky_optim o)
 {
-	int64_t state = o == SKY_OPTIM_ADAM ? 2 : o == SKY_OPTIM_MOMENTUM ? 1 : 0;
-	return (int64_t)sizeof(float) * (2 + state);
+	return (int64_t)sizeof(float) * (2 + sky_cost_optim_vectors(o));
+}
+
+int64_t sky_cost_ckpt_bytes_per_param(sky_optim o)
+{
+	return (int64_t)sizeof(float) * (1 + sky_cost_optim_vectors(o));
 }
 
 int64_t sky_cost_half_params(const sky_model_cfg *c, int half)

@@ -31,6 +31,11 @@ const char *sky_cost_optim_name(sky_optim o);
 /* Bytes per trained parameter: fp32 weight + fp32 gradient + optimizer
  * state (SGD none, momentum one float, Adam two). */
 int64_t sky_cost_train_bytes_per_param(sky_optim o);
+/* Bytes per parameter of a checkpoint image: the fp32 weight and each
+ * optimizer state vector (no gradient), 4 * (1 + state vectors). */
+int64_t sky_cost_ckpt_bytes_per_param(sky_optim o);
+/* Optimizer state vectors per parameter: SGD 0, momentum 1, Adam 2. */
+int sky_cost_optim_vectors(sky_optim o);
 
 /* Parameters of one half block: attention 4H^2 + 6H (QKV and output weights
  * and biases, LN1), feed-forward 2HF + F + 3H (W1, b1, W2, b2, LN2). The two

@@ -1,8 +1,10 @@
 #include "sky_test.h"
 
+#include "sky_ckptmsg.h"
 #include "sky_cost.h"
 #include "sky_layer.h"
 #include "sky_plan.h"
+#include "sky_planmsg.h"
 
 #include <string.h>
 
@@ -253,4 +255,130 @@ SKY_TEST(serving_stage_time_by_hand)
 	/* serving with the step objective (a training step) is refused */
 	j.objective = SKY_OBJ_STEP;
 	SKY_EXPECT_EQ(sky_plan_partition(&f, &j, SKY_ALGO_OPTIMAL, &q, NULL), SKY_EINVAL);
+}
+
+/* ---- checkpoints: the buffer a checkpointing stage keeps ------------------- */
+
+/* A 4-layer tiny job with checkpoints on or off, over fleet f. */
+static void ckpt_job(sky_job *j, int ckpt)
+{
+	sky_job_init(j, "tiny");
+	j->model.layers = 4;
+	j->micro_batches = 2;
+	j->ckpt = ckpt;
+}
+
+static void ckpt_board(sky_fleet *f, int i, int64_t mem)
+{
+	sky_board *b = &f->board[i];
+	memset(b, 0, sizeof *b);
+	snprintf(b->id, SKY_BOARD_ID_MAX, "b%d", i);
+	b->fwd_s = 1.0, b->bwd_s = 2.0, b->attn_share = 0.5;
+	b->mem_bytes = mem;
+	b->bw_Bps = 1e9, b->lat_s = 0;
+}
+
+/* runtime/sky_trainjob.h, whose header cannot sit beside sky_plan.h (the
+ * runtime's sky_stage is another type than the planner's) */
+int64_t sky_trainjob_bytes(const sky_planmsg *p, int stage, sky_diag *d);
+
+/* the planner's extra bytes for a stage's checkpoint buffer are what the
+ * runtime carves for it (sky_trainjob_bytes with and without checkpoints),
+ * give or take the arena's alignment */
+SKY_TEST(checkpoint_buffer_counted_as_the_runtime_carves_it)
+{
+	static sky_fleet f;
+	static sky_plan p0, p1;
+	static sky_planmsg pm;
+	sky_job j0, j1;
+	ckpt_job(&j0, 0);
+	ckpt_job(&j1, 1);
+	memset(&f, 0, sizeof f);
+	f.n = 1;
+	ckpt_board(&f, 0, 1ll << 40);
+	SKY_EXPECT_EQ(sky_plan_partition(&f, &j0, SKY_ALGO_EVEN, &p0, NULL), 0);
+	SKY_EXPECT_EQ(sky_plan_partition(&f, &j1, SKY_ALGO_EVEN, &p1, NULL), 0);
+	int64_t extra = p1.stage[0].mem_bytes - p0.stage[0].mem_bytes;
+	/* by hand: weights + 2 Adam vectors (12 bytes a parameter); 3 tensors of
+	 * each of the 10 blocks, each a header entry, a table row and up to 16
+	 * floats of padding; one image header and two allocations' alignment */
+	int64_t params = sky_model_embed_params(&j0.model) + sky_model_head_params(&j0.model) +
+			 4 * sky_model_layer_params(&j0.model);
+	int64_t want = params * 12 + 10 * 3 * (128 + (int64_t)sizeof(sky_ckpt_tensor) + 64) + 8 +
+		       1024 + 128;
+	SKY_EXPECT_MSG(extra == want, "extra %lld, by hand %lld", (long long)extra,
+		       (long long)want);
+	/* the runtime's arena for the same single stage (adamw) */
+	memset(&pm, 0, sizeof pm);
+	snprintf(pm.job, sizeof pm.job, "j");
+	pm.epoch = 1;
+	snprintf(pm.algo, sizeof pm.algo, "even");
+	pm.micro_batches = 2;
+	snprintf(pm.shape.name, sizeof pm.shape.name, "tiny");
+	pm.shape.hidden = j0.model.hidden, pm.shape.heads = j0.model.heads;
+	pm.shape.ffn = j0.model.ffn, pm.shape.seq = j0.model.seq, pm.shape.batch = j0.model.batch;
+	pm.layers = 4;
+	pm.n_stages = 1;
+	pm.stages[0] = (sky_plan_stage){.board = "b0", .first = 0, .last = 7, .in_flight = 2};
+	pm.train.steps = 4;
+	snprintf(pm.train.sched, sizeof pm.train.sched, "1f1b");
+	snprintf(pm.train.optim, sizeof pm.train.optim, "adamw");
+	pm.train.lr = 1e-3;
+	int64_t r0 = sky_trainjob_bytes(&pm, 0, NULL);
+	pm.train.ckpt_every = 2;
+	int64_t r1 = sky_trainjob_bytes(&pm, 0, NULL);
+	SKY_EXPECT(r0 > 0 && r1 > r0);
+	SKY_EXPECT_MSG(extra >= r1 - r0 && extra - (r1 - r0) < 4096,
+		       "planner counts %lld bytes of checkpoint buffer, the runtime carves %lld",
+		       (long long)extra, (long long)(r1 - r0));
+}
+
+/* a board that holds the whole job without checkpoints is refused it with
+ * them (the fit check says by how much) */
+SKY_TEST(checkpoint_buffer_can_make_a_board_too_small)
+{
+	static sky_fleet f;
+	static sky_plan p;
+	sky_job j;
+	sky_diag d;
+	sky_diag_clear(&d);
+	ckpt_job(&j, 0);
+	memset(&f, 0, sizeof f);
+	f.n = 1;
+	ckpt_board(&f, 0, 1ll << 40);
+	SKY_EXPECT_EQ(sky_plan_partition(&f, &j, SKY_ALGO_OPTIMAL, &p, NULL), 0);
+	f.board[0].mem_bytes = p.stage[0].mem_bytes; /* exactly enough without */
+	SKY_EXPECT_EQ(sky_plan_partition(&f, &j, SKY_ALGO_OPTIMAL, &p, NULL), 0);
+	ckpt_job(&j, 1);
+	SKY_EXPECT_EQ(sky_plan_partition(&f, &j, SKY_ALGO_OPTIMAL, &p, &d), SKY_ENOMEM);
+	SKY_EXPECT_MSG(strstr(d.msg, "does not fit") != NULL, "%s", d.msg);
+}
+
+/* two equal boards, the second with just the memory for its half without
+ * checkpoints: with them it is given fewer half-layers */
+SKY_TEST(checkpoint_buffer_gives_a_tight_board_fewer_layers)
+{
+	static sky_fleet f;
+	static sky_plan p;
+	sky_job j;
+	ckpt_job(&j, 0);
+	memset(&f, 0, sizeof f);
+	f.n = 2;
+	ckpt_board(&f, 0, 1ll << 40);
+	ckpt_board(&f, 1, 1ll << 40);
+	j.keep_order = 1;
+	SKY_EXPECT_EQ(sky_plan_partition(&f, &j, SKY_ALGO_OPTIMAL, &p, NULL), 0);
+	SKY_EXPECT_EQ(p.n_stages, 2);
+	int units0 = p.stage[1].last_unit - p.stage[1].first_unit + 1;
+	f.board[1].mem_bytes = p.stage[1].mem_bytes;
+	SKY_EXPECT_EQ(sky_plan_partition(&f, &j, SKY_ALGO_OPTIMAL, &p, NULL), 0);
+	SKY_EXPECT_EQ(p.stage[1].last_unit - p.stage[1].first_unit + 1, units0);
+	ckpt_job(&j, 1);
+	j.keep_order = 1;
+	SKY_EXPECT_EQ(sky_plan_partition(&f, &j, SKY_ALGO_OPTIMAL, &p, NULL), 0);
+	int units1 = p.n_stages == 2 ? p.stage[1].last_unit - p.stage[1].first_unit + 1 : 0;
+	SKY_EXPECT_MSG(units1 < units0, "board 1: %d half-layers with checkpoints, %d without",
+		       units1, units0);
+	for (int k = 0; k < p.n_stages; k++)
+		SKY_EXPECT(p.stage[k].mem_bytes <= f.board[p.stage[k].board].mem_bytes);
 }
