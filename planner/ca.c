@@ -795,6 +795,14 @@ static int record_issued(sky_ca *ca, const char *id, const char *pem, sky_diag *
 	int n = snprintf(line, sizeof line, "%s %lld\n", sn, (long long)sky_clock_unix());
 	if (sky_file_write(path, line, (size_t)n, 0644) != 0)
 		rc = sky_diag_set(d, SKY_EIO, "%s: cannot record the issued certificate", path);
+	/* every serial the id ever got, so a revoke covers older certificates
+	 * (a re-enrolled board's) too; appended and synced */
+	if (!rc && sn[0] && (rc = join(path, ca->dir, SKY_CA_SERIALS_DIR, d)) == 0)
+		sky_file_mkdirs(path, 0700);
+	snprintf(rel, sizeof rel, SKY_CA_SERIALS_DIR "/%s", id);
+	if (!rc && sn[0] && (rc = join(path, ca->dir, rel, d)) == 0 &&
+	    sky_file_append(path, line, (size_t)n, 0644) != 0)
+		rc = sky_diag_set(d, SKY_EIO, "%s: cannot record the issued serial", path);
 	/* and the certificate itself: the planner wraps each job's frame key
 	 * for its public key (sky_jobkey.h) */
 	snprintf(rel, sizeof rel, SKY_CA_CERTS_DIR "/%s.crt", id);

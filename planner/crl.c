@@ -5,6 +5,7 @@
 #include "sky_clock.h"
 #include "sky_enroll.h"
 #include "sky_file.h"
+#include "sky_log.h"
 
 #include <mbedtls/asn1write.h>
 #include <mbedtls/md.h>
@@ -523,32 +524,59 @@ exit:
 	return rc;
 }
 
-/* The serial of the certificate the CA last issued to id: from
- * <dir>/certs/<id>.crt, or else the serial recorded in <dir>/issued/<id>. */
-static int issued_serial(const char *dir, const char *id, sky_crl_entry *e, sky_diag *d)
+#define MAX_ISSUED 64 /* certificates of one id a revoke looks at */
+
+/* Adds serial hex sn to e[0..*n) unless it is there. */
+static void add_serial(sky_crl_entry *e, int *n, const unsigned char *sn, size_t len)
 {
-	char path[PATH_CAP], rel[32 + SKY_ENROLL_ID_MAX], line[160], sn[80];
+	if (len == 0 || len > sizeof e->serial || *n >= MAX_ISSUED)
+		return;
+	for (int i = 0; i < *n; i++)
+		if (e[i].serial_len == len && memcmp(e[i].serial, sn, len) == 0)
+			return;
+	memset(&e[*n], 0, sizeof e[*n]);
+	memcpy(e[*n].serial, sn, len);
+	e[(*n)++].serial_len = len;
+}
+
+/* The serials of every certificate the CA issued to id: each line of
+ * <dir>/serials/<id> (appended at every issue), the current
+ * <dir>/certs/<id>.crt, and <dir>/issued/<id> (PKIs from before serials/
+ * existed have only those two). Returns how many (>= 1) or SKY_ENOTFOUND. */
+static int issued_serials(const char *dir, const char *id, sky_crl_entry *e, sky_diag *d)
+{
+	char path[PATH_CAP], rel[32 + SKY_ENROLL_ID_MAX], sn[80];
+	static char text[MAX_ISSUED * 64];
+	unsigned char raw[SKY_CRL_SERIAL_MAX + 1];
+	size_t len = 0;
+	int n = 0;
+	snprintf(rel, sizeof rel, SKY_CA_SERIALS_DIR "/%s", id);
+	long k = join(path, dir, rel, d) == 0 ? sky_file_read(path, text, sizeof text - 1) : -1;
+	if (k == SKY_ERANGE)
+		SKY_WARN("%s: more than fits %zu bytes; the first lines are revoked", path,
+			 sizeof text - 1);
+	for (char *line = k > 0 ? (text[k] = '\0', text) : NULL, *next; line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		if (sscanf(line, "%79s", sn) == 1 && unhex(sn, raw, sizeof raw, &len) == 0)
+			add_serial(e, &n, raw, len);
+	}
 	mbedtls_x509_crt crt;
 	mbedtls_x509_crt_init(&crt);
-	int rc = SKY_ENOTFOUND;
 	snprintf(rel, sizeof rel, SKY_CA_CERTS_DIR "/%s.crt", id);
-	if (join(path, dir, rel, d) == 0 && mbedtls_x509_crt_parse_file(&crt, path) == 0 &&
-	    crt.serial.len > 0 && crt.serial.len <= sizeof e->serial) {
-		memcpy(e->serial, crt.serial.p, crt.serial.len);
-		e->serial_len = crt.serial.len;
-		rc = 0;
-	}
+	if (join(path, dir, rel, d) == 0 && mbedtls_x509_crt_parse_file(&crt, path) == 0)
+		add_serial(e, &n, crt.serial.p, crt.serial.len);
 	mbedtls_x509_crt_free(&crt);
-	if (rc == 0)
-		return 0;
 	snprintf(rel, sizeof rel, "issued/%s", id);
-	long n = join(path, dir, rel, d) == 0 ? sky_file_read(path, line, sizeof line - 1) : -1;
-	if (n > 0) {
-		line[n] = '\0';
-		if (sscanf(line, "%79s", sn) == 1 &&
-		    unhex(sn, e->serial, sizeof e->serial, &e->serial_len) == 0)
-			return 0;
+	k = join(path, dir, rel, d) == 0 ? sky_file_read(path, text, sizeof text - 1) : -1;
+	if (k > 0) {
+		text[k] = '\0';
+		if (sscanf(text, "%79s", sn) == 1 && unhex(sn, raw, sizeof raw, &len) == 0)
+			add_serial(e, &n, raw, len);
 	}
+	if (n > 0)
+		return n;
 	return sky_diag_set(d, SKY_ENOTFOUND,
 			    "no board '%s': the CA in %s never issued it a certificate", id, dir);
 }
@@ -566,25 +594,33 @@ int sky_crl_revoke(const char *dir, const char *id, int reason, sky_diag *d)
 	sky_crl_list *l = malloc(sizeof *l);
 	if (!l)
 		return sky_diag_set(d, SKY_ENOMEM, "out of memory");
-	sky_crl_entry e;
-	memset(&e, 0, sizeof e);
-	if ((rc = sky_crl_list_load(dir, l, d)) != 0 || (rc = issued_serial(dir, id, &e, d)) != 0)
+	static sky_crl_entry e[MAX_ISSUED];
+	int n = 0, added = 0;
+	if ((rc = sky_crl_list_load(dir, l, d)) != 0 || (rc = n = issued_serials(dir, id, e, d)) < 0)
 		goto exit;
-	for (int i = 0; i < l->n; i++)
-		if (l->e[i].serial_len == e.serial_len &&
-		    memcmp(l->e[i].serial, e.serial, e.serial_len) == 0) {
-			rc = 1; /* already listed: nothing changes */
+	/* every certificate of the id, older ones (re-enrolled) too */
+	for (int k = 0; k < n; k++) {
+		int listed = 0;
+		for (int i = 0; i < l->n && !listed; i++)
+			listed = l->e[i].serial_len == e[k].serial_len &&
+				 memcmp(l->e[i].serial, e[k].serial, e[k].serial_len) == 0;
+		if (listed)
+			continue;
+		if (l->n >= SKY_CRL_MAX_ENTRIES) {
+			rc = sky_diag_set(d, SKY_ERANGE, "the revoked list holds %d entries already",
+					  SKY_CRL_MAX_ENTRIES);
 			goto exit;
 		}
-	if (l->n >= SKY_CRL_MAX_ENTRIES) {
-		rc = sky_diag_set(d, SKY_ERANGE, "the revoked list holds %d entries already",
-				  SKY_CRL_MAX_ENTRIES);
+		snprintf(e[k].id, sizeof e[k].id, "%s", id);
+		e[k].when = sky_clock_unix();
+		e[k].reason = reason;
+		l->e[l->n++] = e[k];
+		added++;
+	}
+	if (!added) {
+		rc = 1; /* every one listed already: nothing changes */
 		goto exit;
 	}
-	snprintf(e.id, sizeof e.id, "%s", id);
-	e.when = sky_clock_unix();
-	e.reason = reason;
-	l->e[l->n++] = e;
 	if ((rc = list_save(dir, l, d)) != 0)
 		goto exit;
 	rc = sky_crl_refresh(dir, d);

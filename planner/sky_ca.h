@@ -35,6 +35,10 @@
  *                                   using it deletes the file (one-time)
  *   <pki>/issued/<id>               "<serial hex> <unix time>\n" of the last
  *                                   certificate issued to board <id>
+ *   <pki>/serials/<id>              every certificate ever issued to board <id>,
+ *                                   one "<serial hex> <unix time>\n" line each
+ *                                   (appended): `sky pki revoke` puts them all
+ *                                   on the CRL, not only the newest
  *   <pki>/revoked, crl.pem, crl.number  revoked boards and the CA's CRL
  *                                   (sky_crl.h; mosquitto's crlfile)
  *
@@ -67,6 +71,7 @@
 #define SKY_CA_PLANNER_CERT_FILE "planner.crt"
 #define SKY_CA_CLAIM_DIR "claim"
 #define SKY_CA_CERTS_DIR "certs" /* <id>.crt: each board's certificate as issued (frame keys are wrapped for it) */
+#define SKY_CA_SERIALS_DIR "serials" /* <id>: every serial issued to the board, one a line */
 #define SKY_CA_CLAIM_KEY_FILE "claim/claim.key"
 #define SKY_CA_CLAIM_CERT_FILE "claim/claim.crt"
 #define SKY_CA_CLAIM_CA_FILE "claim/ca.crt"

@@ -97,10 +97,11 @@ int sky_crl_list_has_id(const sky_crl_list *l, const char *id);
  * SKY_ENOTFOUND (no CA) / SKY_EIO / SKY_ECRYPTO / SKY_EFORMAT. */
 int sky_crl_refresh(const char *dir, sky_diag *d);
 
-/* Revokes the certificate the CA issued to board id (<dir>/certs/<id>.crt):
- * adds its serial to <dir>/revoked with the reason and the time now, and
- * re-signs <dir>/crl.pem. Revoking a certificate already listed changes
- * nothing. Returns 0 (revoked now), 1 (already revoked), or SKY_ENOTFOUND
+/* Revokes every certificate the CA issued to board id (each serial of
+ * <dir>/serials/<id>, and <dir>/certs/<id>.crt and <dir>/issued/<id>): adds
+ * those not listed yet to <dir>/revoked with the reason and the time now,
+ * and re-signs <dir>/crl.pem. When all are listed already nothing changes.
+ * Returns 0 (revoked now), 1 (already revoked), or SKY_ENOTFOUND
  * (no such board: d names the id) / SKY_EINVAL (a bad id) / SKY_ERANGE
  * (the list is full) / the codes of sky_crl_refresh. */
 int sky_crl_revoke(const char *dir, const char *id, int reason, sky_diag *d);

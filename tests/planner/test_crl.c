@@ -215,6 +215,57 @@ SKY_TEST(a_revoked_id_cannot_enroll_again)
 	SKY_EXPECT_EQ(sky_ca_check_not_revoked(pki(), "rv-d", NULL), 0);
 }
 
+/* A board enrolled twice (a token bound to it: a lost key) holds two valid
+ * certificates; a revoke puts both on the CRL, and Mbed TLS's chain check
+ * refuses both. */
+SKY_TEST(revoke_covers_every_certificate_of_a_board)
+{
+	static char reply[SKY_ENROLL_REPLY_MAX + 1], first[4096];
+	char p[700];
+	SKY_EXPECT_EQ(enroll("rv-twice", reply, sizeof reply), 0);
+	path(p, sizeof p, SKY_CA_CERTS_DIR "/rv-twice.crt");
+	long n = sky_file_read(p, first, sizeof first - 1);
+	SKY_EXPECT(n > 0);
+	first[n > 0 ? n : 0] = '\0';
+	SKY_EXPECT_EQ(enroll("rv-twice", reply, sizeof reply), 0);
+	mbedtls_x509_crt ca, old, cur;
+	mbedtls_x509_crl crl;
+	SKY_EXPECT_EQ(load_crt(&ca, SKY_CA_CERT_FILE), 0);
+	SKY_EXPECT_EQ(load_crt(&cur, SKY_CA_CERTS_DIR "/rv-twice.crt"), 0);
+	mbedtls_x509_crt_init(&old);
+	SKY_EXPECT_EQ(mbedtls_x509_crt_parse(&old, (const unsigned char *)first, (size_t)n + 1), 0);
+	SKY_EXPECT(old.serial.len != cur.serial.len ||
+		   memcmp(old.serial.p, cur.serial.p, cur.serial.len) != 0);
+	/* both valid before */
+	uint32_t fl = 0;
+	SKY_EXPECT_EQ(mbedtls_x509_crt_verify(&old, &ca, NULL, NULL, &fl, NULL, NULL), 0);
+	SKY_EXPECT_EQ(mbedtls_x509_crt_verify(&cur, &ca, NULL, NULL, &fl, NULL, NULL), 0);
+	SKY_EXPECT_EQ(sky_crl_revoke(pki(), "rv-twice", SKY_CRL_REASON_KEY_COMPROMISE, NULL), 0);
+	SKY_EXPECT_EQ(load_crl(&crl), 0);
+	SKY_EXPECT_EQ(mbedtls_x509_crt_is_revoked(&old, &crl), 1);
+	SKY_EXPECT_EQ(mbedtls_x509_crt_is_revoked(&cur, &crl), 1);
+	fl = 0;
+	SKY_EXPECT(mbedtls_x509_crt_verify(&old, &ca, &crl, NULL, &fl, NULL, NULL) != 0 &&
+		   (fl & MBEDTLS_X509_BADCERT_REVOKED));
+	fl = 0;
+	SKY_EXPECT(mbedtls_x509_crt_verify(&cur, &ca, &crl, NULL, &fl, NULL, NULL) != 0 &&
+		   (fl & MBEDTLS_X509_BADCERT_REVOKED));
+	mbedtls_x509_crl_free(&crl);
+	/* the revoked list names the board once per certificate */
+	sky_crl_list *l = malloc(sizeof *l);
+	int mine = 0;
+	SKY_EXPECT(l && sky_crl_list_load(pki(), l, NULL) == 0);
+	for (int i = 0; l && i < l->n; i++)
+		mine += strcmp(l->e[i].id, "rv-twice") == 0;
+	SKY_EXPECT_EQ(mine, 2);
+	free(l);
+	/* again: both listed, nothing changes */
+	SKY_EXPECT_EQ(sky_crl_revoke(pki(), "rv-twice", SKY_CRL_REASON_NONE, NULL), 1);
+	mbedtls_x509_crt_free(&old);
+	mbedtls_x509_crt_free(&cur);
+	mbedtls_x509_crt_free(&ca);
+}
+
 SKY_TEST(unknown_or_bad_ids_are_refused_by_name)
 {
 	sky_diag d;
