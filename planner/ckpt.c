@@ -3,6 +3,7 @@
 
 #include "sky_clock.h"
 #include "sky_file.h"
+#include "sky_json.h"
 #include "sky_log.h"
 
 #include <stdio.h>
@@ -28,6 +29,13 @@ static int part_path(const sky_ckpt_store *s, const char *job, int64_t step, int
 {
 	int n = snprintf(buf, cap, "%s/ckpt/%s/%lld-%d.safetensors", s->dir, job, (long long)step,
 			 blk0);
+	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
+}
+
+/* <state>/ckpt/<job>/index.json. Returns 0 or SKY_ERANGE. */
+static int index_path(const sky_ckpt_store *s, const char *job, char *buf, size_t cap)
+{
+	int n = snprintf(buf, cap, "%s/ckpt/%s/" SKY_CKPT_INDEX_FILE, s->dir, job);
 	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
 }
 
@@ -58,6 +66,9 @@ sky_ckpt_job *sky_ckpt_begin(sky_ckpt_store *s, const char *job, int64_t epoch, 
 				drop_step(s, j->job, &j->open[i]);
 			drop_step(s, j->job, &j->done[0]);
 			drop_step(s, j->job, &j->done[1]);
+			char path[700];
+			if (index_path(s, j->job, path, sizeof path) == 0)
+				sky_file_remove(path);
 		} else {
 			j = &s->job[s->n++];
 		}
@@ -69,6 +80,8 @@ sky_ckpt_job *sky_ckpt_begin(sky_ckpt_store *s, const char *job, int64_t epoch, 
 	j->n_blocks = n_blocks;
 	for (int i = 0; i < SKY_CKPT_OPEN; i++)
 		drop_step(s, job, &j->open[i]);
+	if (sky_ckpt_save(s, j) != 0)
+		SKY_WARN("job %s: cannot save its checkpoint index in %s/ckpt", job, s->dir);
 	return j;
 }
 
@@ -173,19 +186,36 @@ int sky_ckpt_on_part(sky_ckpt_store *s, const char *job, const char *board,
 	j->nvec = m.nvec;
 	SKY_DEBUG("job %s: checkpoint part of step %lld from %s (blocks %d+%d), %d of %d blocks",
 		  job, (long long)m.step, board, m.blk0, m.nblk, st->covered, j->n_blocks);
-	if (st->covered < j->n_blocks)
+	if (st->covered < j->n_blocks) {
+		/* on disk before the message is acknowledged: a planner killed now
+		 * still has the part after its restart (or gets it again) */
+		if ((rc = sky_ckpt_save(s, j)) != 0)
+			return sky_diag_set(d, rc, "job %s: cannot save its checkpoint index", job);
 		return 0;
-	/* complete: committed; keep it and the one before, drop the rest */
-	drop_step(s, job, &j->done[1]);
+	}
+	/* complete: committed; keep it and the one before, drop the rest. The
+	 * index is saved before the commit is logged and before older files
+	 * go, so a crash in between leaves a commit the restart can log
+	 * (sky_ckpt_restore), never a logged commit without its files. */
+	sky_ckpt_step gone = j->done[1];
 	j->done[1] = j->done[0];
 	j->done[0] = *st;
 	memset(st, 0, sizeof *st);
+	sky_ckpt_step older[SKY_CKPT_OPEN];
+	int n_older = 0;
 	for (int i = 0; i < SKY_CKPT_OPEN; i++)
-		if (j->open[i].step > 0 && j->open[i].step < m.step)
-			drop_step(s, job, &j->open[i]);
+		if (j->open[i].step > 0 && j->open[i].step < m.step) {
+			older[n_older++] = j->open[i];
+			memset(&j->open[i], 0, sizeof j->open[i]);
+		}
 	j->commits++;
 	j->commit_s = now;
 	*committed = m.step;
+	if (sky_ckpt_save(s, j) != 0)
+		SKY_WARN("job %s: cannot save its checkpoint index in %s/ckpt", job, s->dir);
+	drop_step(s, job, &gone);
+	for (int i = 0; i < n_older; i++)
+		drop_step(s, job, &older[i]);
 	char fields[200];
 	snprintf(fields, sizeof fields, "\"event\":\"commit\",\"epoch\":%lld,\"step\":%lld,\"parts\":%d",
 		 (long long)m.epoch, (long long)m.step, j->done[0].n_parts);
@@ -273,4 +303,253 @@ exit:
 		sky_file_map_close(&maps[i]);
 	free(out);
 	return rc;
+}
+
+/* ---- the index: what the store knows of a job, across planner restarts ---- */
+
+static cJSON *step_json(const sky_ckpt_step *st)
+{
+	cJSON *o = cJSON_CreateObject(), *parts = cJSON_CreateArray();
+	if (!o || !parts) {
+		cJSON_Delete(o);
+		cJSON_Delete(parts);
+		return NULL;
+	}
+	cJSON_AddNumberToObject(o, "step", (double)st->step);
+	cJSON_AddNumberToObject(o, "epoch", (double)st->epoch);
+	for (int i = 0; i < st->n_parts; i++) {
+		const int pair[2] = {st->part[i].blk0, st->part[i].nblk};
+		cJSON_AddItemToArray(parts, cJSON_CreateIntArray(pair, 2));
+	}
+	cJSON_AddItemToObject(o, "parts", parts);
+	return o;
+}
+
+int sky_ckpt_save(const sky_ckpt_store *s, const sky_ckpt_job *j)
+{
+	static char buf[SKY_CKPT_INDEX_MAX];
+	char path[700];
+	int rc = index_path(s, j->job, path, sizeof path);
+	if (rc)
+		return rc;
+	cJSON *doc = sky_json_new_object(), *done = cJSON_CreateArray(), *open = cJSON_CreateArray();
+	int ok = doc && done && open && cJSON_AddNumberToObject(doc, "v", 1) &&
+		 cJSON_AddStringToObject(doc, "job", j->job) &&
+		 cJSON_AddNumberToObject(doc, "epoch", (double)j->epoch) &&
+		 cJSON_AddNumberToObject(doc, "n_blocks", j->n_blocks) &&
+		 cJSON_AddNumberToObject(doc, "nvec", j->nvec) &&
+		 cJSON_AddNumberToObject(doc, "commits", (double)j->commits);
+	for (int i = 0; ok && i < 2; i++)
+		if (j->done[i].step > 0)
+			ok = cJSON_AddItemToArray(done, step_json(&j->done[i]));
+	for (int i = 0; ok && i < SKY_CKPT_OPEN; i++)
+		if (j->open[i].step > 0)
+			ok = cJSON_AddItemToArray(open, step_json(&j->open[i]));
+	if (ok) {
+		cJSON_AddItemToObject(doc, "done", done);
+		cJSON_AddItemToObject(doc, "open", open);
+		done = open = NULL;
+	}
+	int n = ok ? sky_json_print(doc, buf, sizeof buf) : SKY_ENOMEM;
+	cJSON_Delete(done);
+	cJSON_Delete(open);
+	sky_json_free(doc);
+	if (n < 0)
+		return n;
+	snprintf(path, sizeof path, "%s/ckpt/%s", s->dir, j->job);
+	sky_file_mkdirs(path, 0700);
+	index_path(s, j->job, path, sizeof path);
+	return sky_file_write(path, buf, (size_t)n, 0600);
+}
+
+/* One step of the index into st. Returns 0 or SKY_EFORMAT naming it. */
+static int step_from_json(const cJSON *o, int n_blocks, sky_ckpt_step *st, const char *what,
+			  sky_diag *d)
+{
+	memset(st, 0, sizeof *st);
+	int rc;
+	if ((rc = sky_json_i64(o, "step", 1, SKY_JSON_INT_MAX, &st->step, what, d)) ||
+	    (rc = sky_json_i64(o, "epoch", 1, SKY_JSON_INT_MAX, &st->epoch, what, d)))
+		return rc;
+	const cJSON *parts = cJSON_GetObjectItemCaseSensitive(o, "parts"), *p;
+	if (!cJSON_IsArray(parts) || cJSON_GetArraySize(parts) > SKY_CKPT_PARTS)
+		return sky_diag_set(d, SKY_EFORMAT, "%s: 'parts' must be a list of at most %d",
+				    what, SKY_CKPT_PARTS);
+	cJSON_ArrayForEach(p, parts)
+	{
+		const cJSON *a = cJSON_GetArrayItem(p, 0), *b = cJSON_GetArrayItem(p, 1);
+		if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) != 2 || !cJSON_IsNumber(a) ||
+		    !cJSON_IsNumber(b) || a->valuedouble < 0 || b->valuedouble < 1 ||
+		    a->valuedouble + b->valuedouble > n_blocks || a->valuedouble != (int)a->valuedouble ||
+		    b->valuedouble != (int)b->valuedouble)
+			return sky_diag_set(d, SKY_EFORMAT,
+					    "%s: step %lld: a part is not [blk0, nblk] within %d blocks",
+					    what, (long long)st->step, n_blocks);
+		st->part[st->n_parts++] = (sky_ckpt_part){a->valueint, b->valueint};
+		st->covered += b->valueint;
+	}
+	return 0;
+}
+
+/* Checks every file of step st against its hash and its place. Returns 0 or
+ * the first failure in d, naming the file. */
+static int verify_step(const sky_ckpt_store *s, const char *job, const sky_ckpt_step *st,
+		       sky_diag *d)
+{
+	static sky_ckpt_tensor t[4 * SKY_CKPT_PARTS * 64];
+	for (int i = 0; i < st->n_parts; i++) {
+		char path[700];
+		sky_file_map fm;
+		sky_ckpt_meta m;
+		sky_diag why;
+		int nt = 0, rc;
+		sky_diag_clear(&why);
+		memset(&fm, 0, sizeof fm);
+		part_path(s, job, st->step, st->part[i].blk0, path, sizeof path);
+		if ((rc = sky_file_map_open(&fm, path)) != 0)
+			return sky_diag_set(d, rc, "checkpoint file %s: %s", path, sky_strerror(rc));
+		rc = sky_ckpt_parse(fm.data, fm.size, &m, t, (int)(sizeof t / sizeof t[0]), &nt, &why);
+		sky_file_map_close(&fm);
+		if (rc)
+			return sky_diag_set(d, rc, "checkpoint file %s: %s", path, why.msg);
+		if (strcmp(m.job, job) || m.step != st->step || m.blk0 != st->part[i].blk0 ||
+		    m.nblk != st->part[i].nblk)
+			return sky_diag_set(d, SKY_EFORMAT,
+					    "checkpoint file %s holds job %s step %lld blocks %d+%d, "
+					    "not what the index says",
+					    path, m.job, (long long)m.step, m.blk0, m.nblk);
+	}
+	return 0;
+}
+
+/* The newest step the job's log has a commit line for (0: none). */
+static int64_t logged_commit(const sky_ckpt_store *s, const char *job)
+{
+	char path[700];
+	sky_file_map fm;
+	int64_t last = 0;
+	memset(&fm, 0, sizeof fm);
+	snprintf(path, sizeof path, "%s/jobs/%s.log.jsonl", s->dir, job);
+	if (sky_file_map_open(&fm, path) != 0 || !fm.data)
+		return 0;
+	static const char key[] = "\"event\":\"commit\"";
+	const char *p = (const char *)fm.data, *end = p + fm.size;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		char line[512];
+		if (len < sizeof line) {
+			memcpy(line, p, len);
+			line[len] = '\0';
+			const char *st = strstr(line, key) ? strstr(line, "\"step\":") : NULL;
+			long long v;
+			if (st && sscanf(st + 7, "%lld", &v) == 1 && v > last)
+				last = v;
+		}
+		p += len + 1;
+	}
+	sky_file_map_close(&fm);
+	return last;
+}
+
+int sky_ckpt_restore(sky_ckpt_store *s, const char *job, int64_t epoch, int n_blocks,
+		     sky_diag *d)
+{
+	static char buf[SKY_CKPT_INDEX_MAX];
+	static sky_ckpt_job got; /* as read, before it takes an entry */
+	char path[700];
+	int rc = index_path(s, job, path, sizeof path);
+	if (rc)
+		return sky_diag_set(d, rc, "job %s: index path too long", job);
+	long n = sky_file_read(path, buf, sizeof buf);
+	if (n < 0)
+		return sky_diag_set(d, (int)n, "checkpoint index %s: %s", path,
+				    n == SKY_ENOTFOUND ? "missing" : sky_strerror((int)n));
+	sky_diag why;
+	sky_diag_clear(&why);
+	memset(&got, 0, sizeof got);
+	cJSON *doc = sky_json_parse(buf, (size_t)n, &why);
+	char jname[SKY_TOPIC_SEGMENT_MAX + 1] = "";
+	int64_t e = 0, commits = 0;
+	rc = doc ? 0 : SKY_EFORMAT;
+	if (!rc)
+		(void)((rc = sky_json_str(doc, "job", jname, sizeof jname, "index", &why)) ||
+		       (rc = sky_json_i64(doc, "epoch", 1, SKY_JSON_INT_MAX, &e, "index", &why)) ||
+		       (rc = sky_json_int(doc, "n_blocks", 1, 1 << 20, &got.n_blocks, "index", &why)) ||
+		       (rc = sky_json_int(doc, "nvec", 0, SKY_CKPT_MAX_VECS, &got.nvec, "index", &why)) ||
+		       (rc = sky_json_i64(doc, "commits", 0, SKY_JSON_INT_MAX, &commits, "index", &why)));
+	if (!rc && strcmp(jname, job) != 0)
+		rc = sky_diag_set(&why, SKY_EFORMAT, "it is the index of job '%s'", jname);
+	if (!rc && got.n_blocks != n_blocks)
+		rc = sky_diag_set(&why, SKY_EFORMAT, "%d blocks, the job's model has %d",
+				  got.n_blocks, n_blocks);
+	const cJSON *arr[2] = {doc ? cJSON_GetObjectItemCaseSensitive(doc, "done") : NULL,
+			       doc ? cJSON_GetObjectItemCaseSensitive(doc, "open") : NULL};
+	for (int a = 0; a < 2 && !rc; a++) {
+		const int cap = a ? SKY_CKPT_OPEN : 2;
+		sky_ckpt_step *to = a ? got.open : got.done;
+		const cJSON *o;
+		if (!cJSON_IsArray(arr[a]) || cJSON_GetArraySize(arr[a]) > cap) {
+			rc = sky_diag_set(&why, SKY_EFORMAT, "'%s' must be a list of at most %d steps",
+					  a ? "open" : "done", cap);
+			break;
+		}
+		int k = 0;
+		cJSON_ArrayForEach(o, arr[a])
+		{
+			if ((rc = step_from_json(o, n_blocks, &to[k++], a ? "open" : "done", &why)) != 0)
+				break;
+		}
+	}
+	sky_json_free(doc);
+	if (!rc && got.done[1].step >= got.done[0].step && got.done[1].step > 0)
+		rc = sky_diag_set(&why, SKY_EFORMAT, "done steps %lld and %lld are not newest first",
+				  (long long)got.done[0].step, (long long)got.done[1].step);
+	if (rc) /* whatever the getter said (a key missing, out of range): damaged */
+		return sky_diag_set(d, SKY_EFORMAT, "checkpoint index %s is damaged: %s", path,
+				    why.msg[0] ? why.msg : sky_strerror(rc));
+	/* every file re-verified against its SHA-256: a damaged newest
+	 * checkpoint gives way to the one before it */
+	int bad = 0;
+	for (int i = 0; i < 2; i++)
+		if (got.done[i].step > 0 && verify_step(s, job, &got.done[i], &why) != 0) {
+			SKY_ERROR("job %s: committed step %lld not restored: %s", job,
+				  (long long)got.done[i].step, why.msg);
+			if (!bad++)
+				sky_diag_set(d, SKY_EAUTH, "%s", why.msg);
+			memset(&got.done[i], 0, sizeof got.done[i]);
+		}
+	if (got.done[0].step == 0) {
+		got.done[0] = got.done[1];
+		memset(&got.done[1], 0, sizeof got.done[1]);
+	}
+	for (int i = 0; i < SKY_CKPT_OPEN; i++)
+		if (got.open[i].step > 0 &&
+		    (got.open[i].epoch != epoch || got.open[i].step <= got.done[0].step ||
+		     verify_step(s, job, &got.open[i], &why) != 0))
+			memset(&got.open[i], 0, sizeof got.open[i]);
+	/* the entry: fresh (its epoch set, nothing open), then what was read */
+	sky_ckpt_job *j = sky_ckpt_find(s, job);
+	if (j)
+		memset(j->open, 0, sizeof j->open);
+	j = sky_ckpt_begin(s, job, epoch, n_blocks);
+	if (!j)
+		return sky_diag_set(d, SKY_ERANGE, "job %s: the checkpoint store is full", job);
+	memcpy(j->done, got.done, sizeof j->done);
+	memcpy(j->open, got.open, sizeof j->open);
+	j->nvec = got.nvec;
+	j->commits = (long)commits;
+	j->commit_s = sky_clock_s();
+	if ((rc = sky_ckpt_save(s, j)) != 0)
+		SKY_WARN("job %s: cannot save its checkpoint index %s", job, path);
+	/* a commit saved but not yet logged when the planner stopped is logged
+	 * now, once */
+	if (j->done[0].step > 0 && logged_commit(s, job) < j->done[0].step) {
+		char fields[200];
+		snprintf(fields, sizeof fields,
+			 "\"event\":\"commit\",\"epoch\":%lld,\"step\":%lld,\"parts\":%d,\"restored\":true",
+			 (long long)j->done[0].epoch, (long long)j->done[0].step, j->done[0].n_parts);
+		sky_ckpt_log(s, job, fields);
+	}
+	return bad ? SKY_EAUTH : 0;
 }

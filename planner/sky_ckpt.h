@@ -93,6 +93,30 @@ int64_t sky_ckpt_last(const sky_ckpt_store *s, const char *job);
 int sky_ckpt_image(sky_ckpt_store *s, const char *job, int64_t epoch, int blk0, int nblk,
 		   unsigned char **img, size_t *len, sky_diag *d);
 
+/* The index, <state>/ckpt/<job>/index.json (at most SKY_CKPT_INDEX_MAX
+ * bytes): the job's epoch, block and state-vector counts, commits, and the
+ * parts of its complete and open steps,
+ *   {"v":1,"job":"j1","epoch":5,"n_blocks":10,"nvec":2,"commits":3,
+ *    "done":[{"step":8,"epoch":5,"parts":[[0,3],[3,7]]},{"step":4,...}],
+ *    "open":[{"step":9,"epoch":5,"parts":[[0,3]]}]}
+ * written atomically whenever they change (a part stored, a commit, a new
+ * epoch), so a planner killed and started again knows what it had. */
+#define SKY_CKPT_INDEX_FILE "index.json"
+#define SKY_CKPT_INDEX_MAX (64u << 10)
+/* Writes j's index. Returns 0 or SKY_EIO / SKY_ERANGE / SKY_ENOMEM. */
+int sky_ckpt_save(const sky_ckpt_store *s, const sky_ckpt_job *j);
+/* Takes job back from its index after a restart, at plan epoch (open steps
+ * of another epoch are dropped) over n_blocks blocks. Every file of every
+ * step is verified again (sky_ckpt_parse: its SHA-256, job, step and
+ * blocks); a step with a missing or damaged file is dropped (the newest
+ * complete one then gives way to the one before). A commit the index holds
+ * but the job log lacks (a crash between the two) is logged, once.
+ * Returns 0; SKY_EAUTH when a step was dropped (the entry holds the rest;
+ * d names the file); or, with no entry made, SKY_ENOTFOUND (no index) or
+ * SKY_EFORMAT (damaged), d naming the index file. */
+int sky_ckpt_restore(sky_ckpt_store *s, const char *job, int64_t epoch, int n_blocks,
+		     sky_diag *d);
+
 /* Appends one JSON line (without newline) to <state>/jobs/<job>.log.jsonl,
  * with "t" (Unix time) put in front. Returns 0 or SKY_EIO / SKY_ERANGE. */
 int sky_ckpt_log(sky_ckpt_store *s, const char *job, const char *fields);

@@ -161,3 +161,144 @@ SKY_TEST(a_full_store_forgets_the_job_idle_longest)
 	SKY_EXPECT(sky_ckpt_find(&g_s, "x0") == NULL); /* j1 and x0.. went first */
 	SKY_EXPECT(sky_ckpt_find(&g_s, "x34") != NULL);
 }
+
+/* ---- restarts: the index brings a job's checkpoints back ------------------- */
+
+static sky_ckpt_store g_r; /* the store of the restarted planner */
+
+static int feed_to(sky_ckpt_store *s, int64_t epoch, int64_t step, int blk0, int64_t *committed,
+		   sky_diag *d)
+{
+	unsigned char buf[4096];
+	size_t len = part(buf, sizeof buf, epoch, step, blk0);
+	return sky_ckpt_on_part(s, "j1", blk0 ? "b2" : "b1", buf, len, 1.0, committed, d);
+}
+
+static int count_in_log(const char *needle)
+{
+	static char log[1 << 16];
+	char path[700];
+	snprintf(path, sizeof path, "%s/jobs/j1.log.jsonl", g_dir);
+	long n = sky_file_read(path, log, sizeof log - 1);
+	log[n > 0 ? n : 0] = '\0';
+	int k = 0;
+	for (const char *p = log; (p = strstr(p, needle)) != NULL; p++)
+		k++;
+	return k;
+}
+
+SKY_TEST(a_restarted_store_goes_on_where_it_stopped)
+{
+	int64_t c = 0;
+	sky_diag d;
+	sky_diag_clear(&d);
+	fresh("restart");
+	SKY_EXPECT_EQ(feed(5, 1, 0, &c, NULL), 0);
+	SKY_EXPECT_EQ(feed(5, 1, 3, &c, NULL), 1);
+	SKY_EXPECT_EQ(feed(5, 2, 0, &c, NULL), 0); /* step 2 half in when the planner dies */
+	sky_ckpt_init(&g_r, g_dir);
+	SKY_EXPECT_MSG(sky_ckpt_restore(&g_r, "j1", 5, 6, &d) == 0, "%s", d.msg);
+	SKY_EXPECT_EQ(sky_ckpt_last(&g_r, "j1"), 1);
+	SKY_EXPECT_EQ(sky_ckpt_find(&g_r, "j1")->commits, 1);
+	/* step 1 again (a QoS 1 resend): refused, not committed twice */
+	SKY_EXPECT_EQ(feed_to(&g_r, 5, 1, 3, &c, &d), SKY_ESTATE);
+	SKY_EXPECT(strstr(d.msg, "at or before the last commit") != NULL);
+	/* the other half of step 2 completes it: the half from before is kept */
+	c = 0;
+	SKY_EXPECT_EQ(feed_to(&g_r, 5, 2, 3, &c, NULL), 1);
+	SKY_EXPECT_EQ(c, 2);
+	SKY_EXPECT_EQ(count_in_log("\"event\":\"commit\",\"epoch\":5,\"step\":1,"), 1);
+	SKY_EXPECT_EQ(count_in_log("\"event\":\"commit\",\"epoch\":5,\"step\":2,"), 1);
+	/* an image of the restored checkpoint, as a re-plan publishes it */
+	unsigned char *img = NULL;
+	size_t len = 0;
+	SKY_EXPECT_EQ(sky_ckpt_image(&g_r, "j1", 6, 0, 6, &img, &len, NULL), 0);
+	free(img);
+	/* a restart under a newer epoch drops the open steps of the old one */
+	SKY_EXPECT_EQ(feed_to(&g_r, 5, 3, 0, &c, NULL), 0);
+	sky_ckpt_init(&g_s, g_dir);
+	SKY_EXPECT_EQ(sky_ckpt_restore(&g_s, "j1", 6, 6, NULL), 0);
+	SKY_EXPECT_EQ(sky_ckpt_last(&g_s, "j1"), 2);
+	SKY_EXPECT_EQ(feed(6, 3, 3, &c, NULL), 0); /* not completing the epoch-5 half */
+}
+
+SKY_TEST(a_damaged_checkpoint_file_is_found_again_at_restart)
+{
+	int64_t c = 0;
+	sky_diag d;
+	sky_diag_clear(&d);
+	fresh("restart-bad");
+	for (int64_t st = 1; st <= 2; st++) {
+		SKY_EXPECT_EQ(feed(5, st, 0, &c, NULL), 0);
+		SKY_EXPECT_EQ(feed(5, st, 3, &c, NULL), 1);
+	}
+	/* one byte of step 2's second part flipped on disk */
+	char path[700];
+	static unsigned char buf[8192];
+	snprintf(path, sizeof path, "%s/ckpt/j1/2-3.safetensors", g_dir);
+	long n = sky_file_read(path, buf, sizeof buf);
+	SKY_EXPECT(n > 10);
+	buf[n - 3] ^= 0x40;
+	SKY_EXPECT_EQ(sky_file_write(path, buf, (size_t)n, 0600), 0);
+	sky_ckpt_init(&g_r, g_dir);
+	SKY_EXPECT_EQ(sky_ckpt_restore(&g_r, "j1", 5, 6, &d), SKY_EAUTH);
+	SKY_EXPECT_MSG(strstr(d.msg, path) && strstr(d.msg, "SHA-256 mismatch"), "%s", d.msg);
+	SKY_EXPECT_EQ(sky_ckpt_last(&g_r, "j1"), 1); /* the one before it */
+	/* a missing file of it: the same, naming that file */
+	snprintf(path, sizeof path, "%s/ckpt/j1/1-0.safetensors", g_dir);
+	SKY_EXPECT_EQ(sky_file_remove(path), 0);
+	sky_ckpt_init(&g_r, g_dir);
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_ckpt_restore(&g_r, "j1", 5, 6, &d), SKY_EAUTH);
+	SKY_EXPECT_MSG(strstr(d.msg, path) != NULL, "%s", d.msg);
+	SKY_EXPECT_EQ(sky_ckpt_last(&g_r, "j1"), 0);
+}
+
+SKY_TEST(a_damaged_or_missing_index_is_an_error_naming_it)
+{
+	int64_t c = 0;
+	sky_diag d;
+	sky_diag_clear(&d);
+	fresh("restart-index");
+	SKY_EXPECT_EQ(feed(5, 1, 0, &c, NULL), 0);
+	char path[700];
+	snprintf(path, sizeof path, "%s/ckpt/j1/" SKY_CKPT_INDEX_FILE, g_dir);
+	const char *bad[] = {"{\"v\":1,\"job\":\"j1\"", "[]", "{\"v\":1,\"job\":\"j2\",\"epoch\":5,"
+			     "\"n_blocks\":6,\"nvec\":1,\"commits\":0,\"done\":[],\"open\":[]}",
+			     "{\"v\":1,\"job\":\"j1\",\"epoch\":5,\"n_blocks\":6,\"nvec\":1,"
+			     "\"commits\":0,\"done\":[{\"step\":1,\"epoch\":5,\"parts\":[[4,9]]}],"
+			     "\"open\":[]}"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		SKY_EXPECT_EQ(sky_file_write(path, bad[i], strlen(bad[i]), 0600), 0);
+		sky_ckpt_init(&g_r, g_dir);
+		sky_diag_clear(&d);
+		SKY_EXPECT_EQ(sky_ckpt_restore(&g_r, "j1", 5, 6, &d), SKY_EFORMAT);
+		SKY_EXPECT_MSG(strstr(d.msg, path) && strstr(d.msg, "damaged"), "%zu: %s", i, d.msg);
+		SKY_EXPECT(sky_ckpt_find(&g_r, "j1") == NULL);
+	}
+	sky_file_remove(path);
+	sky_ckpt_init(&g_r, g_dir);
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_ckpt_restore(&g_r, "j1", 5, 6, &d), SKY_ENOTFOUND);
+	SKY_EXPECT_MSG(strstr(d.msg, path) && strstr(d.msg, "missing"), "%s", d.msg);
+}
+
+/* a commit saved in the index but not in the log (the planner killed in
+ * between) is logged at the restart, once */
+SKY_TEST(a_commit_the_log_missed_is_logged_once_at_restart)
+{
+	int64_t c = 0;
+	fresh("restart-log");
+	SKY_EXPECT_EQ(feed(5, 1, 0, &c, NULL), 0);
+	SKY_EXPECT_EQ(feed(5, 1, 3, &c, NULL), 1);
+	char path[700];
+	snprintf(path, sizeof path, "%s/jobs/j1.log.jsonl", g_dir);
+	SKY_EXPECT_EQ(sky_file_remove(path), 0);
+	sky_ckpt_init(&g_r, g_dir);
+	SKY_EXPECT_EQ(sky_ckpt_restore(&g_r, "j1", 5, 6, NULL), 0);
+	SKY_EXPECT_EQ(count_in_log("\"event\":\"commit\",\"epoch\":5,\"step\":1,"), 1);
+	SKY_EXPECT_EQ(count_in_log("\"restored\":true"), 1);
+	sky_ckpt_init(&g_r, g_dir);
+	SKY_EXPECT_EQ(sky_ckpt_restore(&g_r, "j1", 5, 6, NULL), 0);
+	SKY_EXPECT_EQ(count_in_log("\"event\":\"commit\""), 1);
+}
