@@ -8,6 +8,7 @@
 #include "sky_file.h"
 #include "sky_jobkey.h"
 #include "sky_jobstat.h"
+#include "sky_jobstate.h"
 #include "sky_json.h"
 #include "sky_linkprobe.h"
 #include "sky_log.h"
@@ -350,7 +351,7 @@ typedef struct pending_job {
  * at the next commit if the predicted step improves by more than
  * --replan-gain and the plan is --replan-holdoff old. */
 #define MAX_RUNNING 16
-#define RUN_MAX_STAGES 64
+#define RUN_MAX_STAGES SKY_JOBSTATE_MAX_STAGES
 typedef struct run_job {
 	pending_job pj;      /* the request, for re-plans */
 	int64_t epoch;       /* of the current plan */
@@ -375,6 +376,10 @@ typedef struct run_job {
 	long commits_at_want;
 	double fault_s;      /* monotonic: the fault or decision a re-plan answers (0 none) */
 	double next_eval_s;
+	/* taken back from <state>/jobs/<job>.run.json at a restart (monotonic
+	 * restored_at): until restored_until, a board not heard from since (the
+	 * registry restores every board offline) is not taken for dead yet */
+	double restored_at, restored_until;
 } run_job;
 
 typedef struct svc {
@@ -1256,6 +1261,32 @@ static int publish_loads(svc *s, const sky_planmsg *p, pending_job *pj)
 	return 0;
 }
 
+/* Keeps what following r needs in <state>/jobs/<job>.run.json (sky_jobstate.h),
+ * so a restarted planner goes on following it. */
+static void run_save(svc *s, const run_job *r)
+{
+	static sky_jobstate js; /* the loop's thread only */
+	sky_diag d;
+	sky_diag_clear(&d);
+	memset(&js, 0, sizeof js);
+	js.req = r->pj.req;
+	js.epoch = r->epoch;
+	js.generation = r->generation;
+	js.predicted_s = r->predicted_s > 0 ? r->predicted_s : 0;
+	js.paused = r->paused;
+	snprintf(js.pause_why, sizeof js.pause_why, "%s", r->pause_why);
+	js.n_stages = r->n_stages;
+	for (int k = 0; k < r->n_stages; k++) {
+		memcpy(js.board[k], r->board[k], sizeof js.board[k]);
+		js.first[k] = r->first[k];
+		js.last[k] = r->last[k];
+	}
+	if (sky_jobstate_save(s->state_dir, &js, &d) != 0)
+		SKY_ERROR("job %s: its state is not saved (%s); a planner restart would stop "
+			  "following it",
+			  r->pj.req.job, d.msg);
+}
+
 /* A training plan with checkpoints went out: follow its job (the first
  * plan adds it, a re-plan updates it) and tell the store its epoch. */
 static void follow_job(svc *s, const pending_job *pj, const sky_planmsg *p)
@@ -1291,8 +1322,10 @@ static void follow_job(svc *s, const pending_job *pj, const sky_planmsg *p)
 	r->plan_s = sky_clock_s();
 	r->paused = 0;
 	r->want = 0;
+	r->restored_until = 0;
 	if (!sky_ckpt_begin(&s->ckpt, p->job, p->epoch, 2 * p->layers + 2))
 		SKY_WARN("job %s: the checkpoint store is full", p->job);
+	run_save(s, r);
 }
 
 /* Plans pending job pj if enough boards are ready. Returns 1 when the job
@@ -1612,7 +1645,10 @@ static void replan(svc *s, run_job *r, const char *reason, double now)
 			sky_jobstat_set_paused(&s->jobs, job, 1);
 			snprintf(r->pause_why, sizeof r->pause_why, "resuming after %.150s", reason);
 		}
-		r->paused = 1;
+		if (!r->paused) {
+			r->paused = 1;
+			run_save(s, r);
+		}
 		r->retry_s = now + 1.0;
 		return;
 	}
@@ -1720,6 +1756,7 @@ static void check_running(svc *s, double now)
 			sky_ckpt_log(&s->ckpt, job, fields);
 			SKY_INFO("job %s done under generation %d (epoch %lld)", job, r->generation,
 				 (long long)r->epoch);
+			sky_jobstate_remove(s->state_dir, job);
 			s->run[i] = s->run[--s->n_run];
 			continue;
 		}
@@ -1728,6 +1765,18 @@ static void check_running(svc *s, double now)
 			if (now >= r->retry_s)
 				replan(s, r, r->pause_why, now);
 			continue;
+		}
+		if (r->restored_until > 0) {
+			/* just restarted: the broker hands over each board's retained
+			 * status; one not heard from yet is not known to be offline */
+			int unheard = 0;
+			for (int k = 0; k < r->n_stages; k++) {
+				const sky_reg_board *b = sky_registry_find(&s->reg, r->board[k]);
+				unheard += !b || b->last_heard < r->restored_at;
+			}
+			if (unheard && now < r->restored_until)
+				continue;
+			r->restored_until = 0;
 		}
 		char why[160] = "";
 		for (int k = 0; k < r->n_stages && !why[0]; k++) {
@@ -1790,6 +1839,109 @@ static void check_running(svc *s, double now)
 				 job, r->want_why, at);
 		}
 	}
+}
+
+/* How long a job followed again after a restart waits to hear from its
+ * boards (their retained status comes right after the subscription) before
+ * one it has not heard from counts as offline. */
+#define RESTORE_GRACE_S 10.0
+
+/* One <state>/jobs/<job>.run.json at start: the job followed again, from
+ * its newest plan (the saved plan, if the state file is older: a restart
+ * between publishing and saving), with its checkpoints from the store's
+ * index, every file verified again. A damaged or missing file is an error
+ * naming it; the planner goes on without what it could not read. */
+static int restore_run(void *ctx, const char *path)
+{
+	svc *s = ctx;
+	static sky_jobstate js; /* big; start-up only */
+	sky_diag d;
+	sky_diag_clear(&d);
+	if (sky_jobstate_load(path, &js, &d) != 0) {
+		SKY_ERROR("%s; that job is not followed", d.msg);
+		return 0;
+	}
+	const char *job = js.req.job;
+	long n = load_plan(s, job);
+	if (n < 0)
+		SKY_WARN("job %s: its saved plan is unusable (%s); following it as %s says", job,
+			 sky_strerror((int)n), path);
+	else if (s->msg.epoch > js.epoch && s->msg.train.ckpt_every > 0 &&
+		 s->msg.n_stages <= SKY_JOBSTATE_MAX_STAGES) {
+		js.epoch = s->msg.epoch;
+		js.generation = s->msg.train.generation > js.generation ? s->msg.train.generation
+									: js.generation;
+		js.n_stages = s->msg.n_stages;
+		for (int k = 0; k < js.n_stages; k++) {
+			snprintf(js.board[k], sizeof js.board[k], "%s", s->msg.stages[k].board);
+			js.first[k] = s->msg.stages[k].first;
+			js.last[k] = s->msg.stages[k].last;
+		}
+		js.paused = 0;
+	}
+	if (s->n_run == MAX_RUNNING) {
+		SKY_ERROR("job %s: already following %d jobs; %s not restored", job, MAX_RUNNING, path);
+		return 0;
+	}
+	run_job *r = &s->run[s->n_run];
+	double now = sky_clock_s();
+	memset(r, 0, sizeof *r);
+	r->pj.req = js.req;
+	sky_model_preset(js.req.model, &r->pj.model);
+	if (js.req.layers)
+		r->pj.model.layers = js.req.layers;
+	if (js.req.seq)
+		r->pj.model.seq = js.req.seq;
+	if (js.req.batch)
+		r->pj.model.batch = js.req.batch;
+	r->pj.since = now;
+	r->epoch = js.epoch;
+	r->generation = js.generation;
+	r->n_stages = js.n_stages;
+	for (int k = 0; k < js.n_stages; k++) {
+		memcpy(r->board[k], js.board[k], sizeof r->board[k]);
+		r->first[k] = js.first[k];
+		r->last[k] = js.last[k];
+	}
+	r->predicted_s = js.predicted_s;
+	r->paused = js.paused;
+	snprintf(r->pause_why, sizeof r->pause_why, "%s", js.pause_why);
+	r->plan_s = now;
+	r->retry_s = now + 1.0;
+	r->restored_at = now;
+	r->restored_until = now + RESTORE_GRACE_S;
+	int n_blocks = 2 * r->pj.model.layers + 2;
+	int rc = sky_ckpt_restore(&s->ckpt, job, r->epoch, n_blocks, &d);
+	if (rc == SKY_EAUTH) {
+		SKY_ERROR("job %s: %s (the checkpoint before it is used)", job, d.msg);
+	} else if (rc) {
+		SKY_ERROR("job %s: %s; its checkpoints are unknown, so a re-plan starts it again "
+			  "from step 0",
+			  job, d.msg);
+		if (!sky_ckpt_begin(&s->ckpt, job, r->epoch, n_blocks))
+			SKY_WARN("job %s: the checkpoint store is full", job);
+	}
+	int64_t last = sky_ckpt_last(&s->ckpt, job);
+	if (last >= r->pj.req.steps) {
+		/* its last step committed: the boards finished while we were away */
+		char fields[160];
+		snprintf(fields, sizeof fields,
+			 "\"event\":\"done\",\"epoch\":%lld,\"generation\":%d,\"restored\":true",
+			 (long long)r->epoch, r->generation);
+		sky_ckpt_log(&s->ckpt, job, fields);
+		SKY_INFO("job %s: finished while the planner was away (step %lld committed)", job,
+			 (long long)last);
+		sky_jobstate_remove(s->state_dir, job);
+		return 0;
+	}
+	s->n_run++;
+	if (r->paused)
+		sky_jobstat_set_paused(&s->jobs, job, 1);
+	SKY_INFO("job %s: followed again after a restart: epoch %lld, generation %d, %d stages, "
+		 "last committed step %lld%s",
+		 job, (long long)r->epoch, r->generation, r->n_stages, (long long)last,
+		 r->paused ? ", paused" : "");
+	return 0;
 }
 
 int sky_service_run(const sky_service_opts *o, sky_diag *d)
@@ -1892,6 +2044,9 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 			sky_registry_assign(&s->reg, &s->msg);
 		}
 	}
+	/* the training jobs it followed, with their checkpoints */
+	if (sky_jobstate_list(s->state_dir, restore_run, s) != 0)
+		SKY_ERROR("cannot list %s/jobs: the jobs followed before a restart are not", s->state_dir);
 	if ((rc = connect_svc(s, d)) != 0)
 		goto exit;
 	if (o->job_file) {

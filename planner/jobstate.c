@@ -1,0 +1,173 @@
+/* The followed jobs' state files (see sky_jobstate.h). */
+#include "sky_jobstate.h"
+
+#include "sky_file.h"
+#include "sky_json.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int sky_jobstate_path(const char *state_dir, const char *job, char *buf, size_t cap)
+{
+	int n = snprintf(buf, cap, "%s/jobs/%s" SKY_JOBSTATE_SUFFIX, state_dir, job);
+	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
+}
+
+int sky_jobstate_save(const char *state_dir, const sky_jobstate *js, sky_diag *d)
+{
+	static char req[SKY_JOB_MAX_BYTES + 1], buf[SKY_JOBSTATE_MAX_BYTES];
+	char path[700];
+	int rc = sky_jobstate_path(state_dir, js->req.job, path, sizeof path);
+	if (rc)
+		return sky_diag_set(d, rc, "job %s: state path too long", js->req.job);
+	int rn = sky_job_req_encode(&js->req, req, sizeof req);
+	if (rn < 0)
+		return sky_diag_set(d, rn, "job %s: its request does not encode", js->req.job);
+	cJSON *doc = sky_json_new_object(), *stages = cJSON_CreateArray();
+	int ok = doc && stages && cJSON_AddNumberToObject(doc, "v", 1) &&
+		 cJSON_AddStringToObject(doc, "job", js->req.job) &&
+		 cJSON_AddStringToObject(doc, "req", req) &&
+		 cJSON_AddNumberToObject(doc, "epoch", (double)js->epoch) &&
+		 cJSON_AddNumberToObject(doc, "generation", js->generation) &&
+		 cJSON_AddNumberToObject(doc, "predicted_step_s", js->predicted_s) &&
+		 cJSON_AddBoolToObject(doc, "paused", js->paused) &&
+		 cJSON_AddStringToObject(doc, "pause_why", js->pause_why);
+	for (int k = 0; ok && k < js->n_stages; k++) {
+		cJSON *st = cJSON_CreateObject();
+		ok = st && cJSON_AddItemToArray(stages, st) &&
+		     cJSON_AddStringToObject(st, "board", js->board[k]) &&
+		     cJSON_AddNumberToObject(st, "first", js->first[k]) &&
+		     cJSON_AddNumberToObject(st, "last", js->last[k]);
+	}
+	if (ok) {
+		cJSON_AddItemToObject(doc, "stages", stages);
+		stages = NULL;
+	}
+	int n = ok ? sky_json_print(doc, buf, sizeof buf) : SKY_ENOMEM;
+	cJSON_Delete(stages);
+	sky_json_free(doc);
+	if (n < 0)
+		return sky_diag_set(d, n, "job %s: state does not fit %zu bytes", js->req.job,
+				    sizeof buf);
+	char dir[640];
+	snprintf(dir, sizeof dir, "%s/jobs", state_dir);
+	sky_file_mkdirs(dir, 0700);
+	if ((rc = sky_file_write(path, buf, (size_t)n, 0600)) != 0)
+		return sky_diag_set(d, rc, "cannot write %s", path);
+	return 0;
+}
+
+/* The file's own job name from its path: ".../jobs/<job>.run.json". */
+static void name_of(const char *path, char *job, size_t cap)
+{
+	const char *b = strrchr(path, '/');
+	b = b ? b + 1 : path;
+	size_t n = strlen(b), sl = sizeof SKY_JOBSTATE_SUFFIX - 1;
+	n = n > sl ? n - sl : 0;
+	snprintf(job, cap, "%.*s", (int)(n < cap ? n : cap - 1), b);
+}
+
+int sky_jobstate_load(const char *path, sky_jobstate *js, sky_diag *d)
+{
+	static char buf[SKY_JOBSTATE_MAX_BYTES], req[SKY_JOB_MAX_BYTES + 1];
+	char job[SKY_TOPIC_SEGMENT_MAX + 1] = "", want[SKY_TOPIC_SEGMENT_MAX + 1];
+	sky_diag why;
+	sky_diag_clear(&why);
+	memset(js, 0, sizeof *js);
+	long n = sky_file_read(path, buf, sizeof buf);
+	if (n < 0)
+		return sky_diag_set(d, n == SKY_ERANGE ? SKY_EFORMAT : (int)n, "job state %s: %s", path,
+				    n == SKY_ENOTFOUND ? "missing" : sky_strerror((int)n));
+	cJSON *doc = sky_json_parse(buf, (size_t)n, &why);
+	int v = 0, rc = doc ? 0 : SKY_EFORMAT;
+	const cJSON *paused = doc ? cJSON_GetObjectItemCaseSensitive(doc, "paused") : NULL;
+	const cJSON *stages = doc ? cJSON_GetObjectItemCaseSensitive(doc, "stages") : NULL, *o;
+	if (!rc)
+		(void)((rc = sky_json_int(doc, "v", 1, 1, &v, "job state", &why)) ||
+		       (rc = sky_json_str(doc, "job", job, sizeof job, "job state", &why)) ||
+		       (rc = sky_json_str(doc, "req", req, sizeof req, "job state", &why)) ||
+		       (rc = sky_json_i64(doc, "epoch", 1, SKY_JSON_INT_MAX, &js->epoch, "job state",
+					  &why)) ||
+		       (rc = sky_json_int(doc, "generation", 1, 1 << 30, &js->generation, "job state",
+					  &why)) ||
+		       (rc = sky_json_num(doc, "predicted_step_s", 0, 1e9, &js->predicted_s,
+					  "job state", &why)) ||
+		       (rc = sky_json_str(doc, "pause_why", js->pause_why, sizeof js->pause_why,
+					  "job state", &why)));
+	if (!rc && !cJSON_IsBool(paused))
+		rc = sky_diag_set(&why, SKY_EFORMAT, "'paused' must be true or false");
+	js->paused = cJSON_IsTrue(paused);
+	if (!rc && (!cJSON_IsArray(stages) || cJSON_GetArraySize(stages) < 1 ||
+		    cJSON_GetArraySize(stages) > SKY_JOBSTATE_MAX_STAGES))
+		rc = sky_diag_set(&why, SKY_EFORMAT, "'stages' must be a list of 1 to %d",
+				  SKY_JOBSTATE_MAX_STAGES);
+	if (!rc)
+		cJSON_ArrayForEach(o, stages)
+		{
+			int k = js->n_stages;
+			if ((rc = sky_json_str(o, "board", js->board[k], sizeof js->board[k],
+					       "job state stage", &why)) ||
+			    (rc = sky_json_int(o, "first", 0, 2 * SKY_PLANMSG_MAX_LAYERS, &js->first[k],
+					       "job state stage", &why)) ||
+			    (rc = sky_json_int(o, "last", js->first[k], 2 * SKY_PLANMSG_MAX_LAYERS,
+					       &js->last[k], "job state stage", &why)))
+				break;
+			if (!sky_topic_segment_ok(js->board[k])) {
+				rc = sky_diag_set(&why, SKY_EFORMAT, "stage %d: board '%s' is not an id",
+						  k, js->board[k]);
+				break;
+			}
+			js->n_stages++;
+		}
+	sky_json_free(doc);
+	if (!rc) {
+		sky_diag rd;
+		sky_diag_clear(&rd);
+		if (sky_job_req_parse(req, strlen(req), &js->req, &rd) != 0)
+			rc = sky_diag_set(&why, SKY_EFORMAT, "its request: %s", rd.msg);
+	}
+	name_of(path, want, sizeof want);
+	if (!rc && (strcmp(job, want) != 0 || strcmp(js->req.job, job) != 0))
+		rc = sky_diag_set(&why, SKY_EFORMAT, "it names job '%s' (request '%s')", job,
+				  js->req.job);
+	if (!rc && !(js->req.train && js->req.ckpt_every > 0))
+		rc = sky_diag_set(&why, SKY_EFORMAT, "job %s is not a training job with checkpoints",
+				  job);
+	if (rc)
+		return sky_diag_set(d, SKY_EFORMAT, "job state %s is damaged: %s", path,
+				    why.msg[0] ? why.msg : sky_strerror(rc));
+	return 0;
+}
+
+int sky_jobstate_remove(const char *state_dir, const char *job)
+{
+	char path[700];
+	int rc = sky_jobstate_path(state_dir, job, path, sizeof path);
+	return rc ? rc : sky_file_remove(path);
+}
+
+typedef struct list_ctx {
+	const char *dir;
+	int (*fn)(void *ctx, const char *path);
+	void *ctx;
+} list_ctx;
+
+static int each(void *ctx, const char *name)
+{
+	list_ctx *l = ctx;
+	char path[700];
+	int n = snprintf(path, sizeof path, "%s/jobs/%s", l->dir, name);
+	if (n < 0 || (size_t)n >= sizeof path)
+		return 0;
+	return l->fn(l->ctx, path);
+}
+
+int sky_jobstate_list(const char *state_dir, int (*fn)(void *ctx, const char *path), void *ctx)
+{
+	char dir[640];
+	list_ctx l = {state_dir, fn, ctx};
+	snprintf(dir, sizeof dir, "%s/jobs", state_dir);
+	int rc = sky_file_list(dir, SKY_JOBSTATE_SUFFIX, each, &l);
+	return rc == SKY_ENOTFOUND ? 0 : rc;
+}

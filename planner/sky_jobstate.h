@@ -1,0 +1,57 @@
+/* The running training jobs skyplan follows, kept across its restarts.
+ *
+ * skyplan follows a training job with checkpoints until it is done, to
+ * re-plan it when a board of its plan dies (planner/service.c). What it
+ * needs for that is written, atomically, to <state>/jobs/<job>.run.json
+ * whenever it changes (a plan published, a pause, a resume) and removed
+ * when the job is done:
+ *   {"v":1,"job":"j1","req":"<the job request as submitted, sky_job_req_encode>",
+ *    "epoch":7,"generation":2,"predicted_step_s":0.12,"paused":false,"pause_why":"",
+ *    "stages":[{"board":"b1","first":0,"last":3},{"board":"b3","first":4,"last":7}]}
+ * At start skyplan reads every such file (sky_jobstate_list), checks it
+ * against the job's saved plan and takes the job's checkpoints back from
+ * the store's index (sky_ckpt_restore), then goes on following it. The
+ * plan epoch and generation only grow. */
+#ifndef SKY_JOBSTATE_H
+#define SKY_JOBSTATE_H
+
+#include "sky_err.h"
+#include "sky_service.h"
+#include "sky_topics.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SKY_JOBSTATE_SUFFIX ".run.json"
+#define SKY_JOBSTATE_MAX_STAGES 64
+#define SKY_JOBSTATE_MAX_BYTES (32u << 10)
+
+typedef struct sky_jobstate {
+	sky_job_req req;          /* as submitted (re-plans plan it again) */
+	int64_t epoch;            /* of the job's current plan */
+	int generation;           /* its plan count: 1 first, + 1 per re-plan */
+	double predicted_s;       /* the current plan's simulated step */
+	int paused;               /* 1: no plan over the boards left; retried */
+	char pause_why[200];
+	int n_stages;
+	char board[SKY_JOBSTATE_MAX_STAGES][SKY_TOPIC_SEGMENT_MAX + 1];
+	int first[SKY_JOBSTATE_MAX_STAGES], last[SKY_JOBSTATE_MAX_STAGES];
+} sky_jobstate;
+
+/* <state_dir>/jobs/<job>.run.json into buf. Returns 0 or SKY_ERANGE. */
+int sky_jobstate_path(const char *state_dir, const char *job, char *buf, size_t cap);
+/* Writes js atomically. Returns 0 or SKY_ERANGE / SKY_ENOMEM / SKY_EIO with
+ * d naming the file. */
+int sky_jobstate_save(const char *state_dir, const sky_jobstate *js, sky_diag *d);
+/* Reads the file at path. Returns 0, or SKY_ENOTFOUND / SKY_EIO /
+ * SKY_EFORMAT (damaged: not JSON, a field missing or out of range, a
+ * request that does not parse, a job other than the file's name says) with
+ * d naming the file and what is wrong. */
+int sky_jobstate_load(const char *path, sky_jobstate *js, sky_diag *d);
+/* Removes job's file (the job is done). Returns 0 or SKY_ENOTFOUND / SKY_EIO. */
+int sky_jobstate_remove(const char *state_dir, const char *job);
+/* Calls fn(ctx, path) for each <state_dir>/jobs/<job>.run.json, stopping
+ * when it returns non-zero. Returns 0 (none is fine) or SKY_EIO. */
+int sky_jobstate_list(const char *state_dir, int (*fn)(void *ctx, const char *path), void *ctx);
+
+#endif
