@@ -456,9 +456,10 @@ int plan_shortfall(const sky_fleet *f, const sky_job *j, sky_diag *d, const char
 	if ((double)need > have)
 		return sky_diag_set(d, SKY_ENOMEM,
 				    "%s: the job does not fit: it needs at least %.2f GiB (weights, "
-				    "gradients, %s state, activations), the fleet's %d boards have "
+				    "gradients, %s state, activations%s), the fleet's %d boards have "
 				    "%.2f GiB in all (short by %.2f GiB)",
-				    algo, need / GIB, sky_cost_optim_name(j->optim), f->n, have / GIB,
+				    algo, need / GIB, sky_cost_optim_name(j->optim),
+				    j->ckpt && !j->infer ? ", checkpoint buffer" : "", f->n, have / GIB,
 				    (need - have) / GIB);
 	int64_t unit_min = stage_mem(&c, 0, 1, 1, 0, c.m);
 	return sky_diag_set(d, SKY_ENOMEM,

@@ -351,7 +351,8 @@ SKY_TEST(checkpoint_buffer_can_make_a_board_too_small)
 	SKY_EXPECT_EQ(sky_plan_partition(&f, &j, SKY_ALGO_OPTIMAL, &p, NULL), 0);
 	ckpt_job(&j, 1);
 	SKY_EXPECT_EQ(sky_plan_partition(&f, &j, SKY_ALGO_OPTIMAL, &p, &d), SKY_ENOMEM);
-	SKY_EXPECT_MSG(strstr(d.msg, "does not fit") != NULL, "%s", d.msg);
+	SKY_EXPECT_MSG(strstr(d.msg, "does not fit") && strstr(d.msg, "checkpoint buffer"), "%s",
+		       d.msg);
 }
 
 /* two equal boards, the second with just the memory for its half without
