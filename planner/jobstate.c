@@ -1,4 +1,5 @@
 /* The followed jobs' state files (see sky_jobstate.h). */
+#define _GNU_SOURCE /* memmem */
 #include "sky_jobstate.h"
 
 #include "sky_file.h"
@@ -170,4 +171,66 @@ int sky_jobstate_list(const char *state_dir, int (*fn)(void *ctx, const char *pa
 	snprintf(dir, sizeof dir, "%s/jobs", state_dir);
 	int rc = sky_file_list(dir, SKY_JOBSTATE_SUFFIX, each, &l);
 	return rc == SKY_ENOTFOUND ? 0 : rc;
+}
+
+int sky_jobstate_replans(const char *state_dir, const char *job, sky_jobstat *t)
+{
+	char path[700];
+	sky_file_map fm;
+	memset(&fm, 0, sizeof fm);
+	snprintf(path, sizeof path, "%s/jobs/%s.log.jsonl", state_dir, job);
+	if (sky_file_map_open(&fm, path) != 0 || !fm.data)
+		return 0;
+	const char *p = (const char *)fm.data, *end = p + fm.size;
+	sky_jobstat_replan rp;
+	char reason[256];
+	double at = 0;
+	int n = 0, open = 0; /* open: rp waits for the commit after it */
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		int replan = memmem(p, len, "\"event\":\"replan\"", 16) != NULL;
+		int commit = memmem(p, len, "\"event\":\"commit\"", 16) != NULL;
+		cJSON *doc = replan || (commit && open) ? sky_json_parse(p, len, NULL) : NULL;
+		double tl = 0;
+		if (doc && sky_json_num(doc, "t", 0, 1e12, &tl, "job log", NULL) == 0) {
+			if (commit && open) {
+				rp.lost_s = tl - at;
+				sky_jobstat_add_replan(t, &rp);
+				open = 0;
+				n++;
+			} else if (replan) {
+				if (open) { /* one re-plan after another, no commit between */
+					sky_jobstat_add_replan(t, &rp);
+					n++;
+				}
+				memset(&rp, 0, sizeof rp);
+				snprintf(rp.job, sizeof rp.job, "%s", job);
+				int64_t e = 0;
+				open = sky_json_int(doc, "generation", 1, 1 << 30, &rp.generation, "job log",
+						    NULL) == 0 &&
+				       sky_json_i64(doc, "epoch", 1, SKY_JSON_INT_MAX, &e, "job log", NULL) == 0 &&
+				       sky_json_int(doc, "resume_step", 0, SKY_PLANMSG_MAX_STEPS,
+						    &rp.resume_step, "job log", NULL) == 0 &&
+				       sky_json_int(doc, "lost_steps", 0, SKY_PLANMSG_MAX_STEPS,
+						    &rp.lost_steps, "job log", NULL) == 0 &&
+				       sky_json_str(doc, "reason", reason, sizeof reason, "job log",
+						    NULL) == 0;
+				snprintf(rp.reason, sizeof rp.reason, "%.*s", (int)sizeof rp.reason - 1,
+					 reason);
+				rp.epoch = e;
+				rp.at_unix = (int64_t)tl;
+				rp.lost_s = -1;
+				at = tl;
+			}
+		}
+		sky_json_free(doc);
+		p += len + 1;
+	}
+	if (open) {
+		sky_jobstat_add_replan(t, &rp);
+		n++;
+	}
+	sky_file_map_close(&fm);
+	return n;
 }

@@ -1935,6 +1935,7 @@ static int restore_run(void *ctx, const char *path)
 		return 0;
 	}
 	s->n_run++;
+	sky_jobstate_replans(s->state_dir, job, &s->jobs); /* sky fleet status shows them again */
 	if (r->paused)
 		sky_jobstat_set_paused(&s->jobs, job, 1);
 	SKY_INFO("job %s: followed again after a restart: epoch %lld, generation %d, %d stages, "

@@ -16,6 +16,7 @@
 #define SKY_JOBSTATE_H
 
 #include "sky_err.h"
+#include "sky_jobstat.h"
 #include "sky_service.h"
 #include "sky_topics.h"
 
@@ -50,6 +51,11 @@ int sky_jobstate_save(const char *state_dir, const sky_jobstate *js, sky_diag *d
 int sky_jobstate_load(const char *path, sky_jobstate *js, sky_diag *d);
 /* Removes job's file (the job is done). Returns 0 or SKY_ENOTFOUND / SKY_EIO. */
 int sky_jobstate_remove(const char *state_dir, const char *job);
+/* The re-plans of job's log (<state_dir>/jobs/<job>.log.jsonl) back into t,
+ * so `sky fleet status` still shows them after a restart; a re-plan's time
+ * lost is taken as from its line to the next commit's (-1 if none). Lines
+ * that do not parse are skipped. Returns how many were added (0: no log). */
+int sky_jobstate_replans(const char *state_dir, const char *job, sky_jobstat *t);
 /* Calls fn(ctx, path) for each <state_dir>/jobs/<job>.run.json, stopping
  * when it returns non-zero. Returns 0 (none is fine) or SKY_EIO. */
 int sky_jobstate_list(const char *state_dir, int (*fn)(void *ctx, const char *path), void *ctx);

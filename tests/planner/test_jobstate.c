@@ -146,3 +146,36 @@ SKY_TEST(damaged_foreign_or_missing_files_are_errors_naming_them)
 	SKY_EXPECT_EQ(sky_jobstate_load(path, &g_b, &d), SKY_ENOTFOUND);
 	SKY_EXPECT_MSG(strstr(d.msg, path) && strstr(d.msg, "missing"), "%s", d.msg);
 }
+
+/* the re-plans of a job's log come back into the table sky fleet status
+ * reads, with their time lost to the next commit */
+SKY_TEST(replans_come_back_from_the_job_log)
+{
+	static sky_jobstat t;
+	char path[700];
+	fresh("replans");
+	snprintf(path, sizeof path, "%s/jobs", g_dir);
+	sky_file_mkdirs(path, 0700);
+	snprintf(path, sizeof path, "%s/jobs/j1.log.jsonl", g_dir);
+	const char *log =
+		"{\"t\":100.0,\"event\":\"commit\",\"epoch\":3,\"step\":4,\"parts\":4}\n"
+		"{\"t\":101.5,\"event\":\"replan\",\"generation\":2,\"epoch\":4,\"from_epoch\":3,"
+		"\"reason\":\"board b2 (stage 1) offline\",\"resume_step\":4,\"lost_steps\":1,"
+		"\"predicted_step_s\":0.1,\"boards\":\"b1,b2\"}\n"
+		"not json at all\n"
+		"{\"t\":103.0,\"event\":\"commit\",\"epoch\":4,\"step\":8,\"parts\":3}\n"
+		"{\"t\":110.0,\"event\":\"replan\",\"generation\":3,\"epoch\":6,\"from_epoch\":4,"
+		"\"reason\":\"board b3 (stage 0) offline\",\"resume_step\":8,\"lost_steps\":0,"
+		"\"predicted_step_s\":0.1,\"boards\":\"b1\"}\n";
+	SKY_EXPECT_EQ(sky_file_write(path, log, strlen(log), 0644), 0);
+	memset(&t, 0, sizeof t);
+	SKY_EXPECT_EQ(sky_jobstate_replans(g_dir, "j1", &t), 2);
+	SKY_EXPECT_EQ(t.n_replans, 2);
+	SKY_EXPECT(strcmp(t.replan[0].job, "j1") == 0 && t.replan[0].generation == 2 &&
+		   t.replan[0].epoch == 4 && t.replan[0].resume_step == 4 &&
+		   t.replan[0].lost_steps == 1 && t.replan[0].at_unix == 101 &&
+		   strcmp(t.replan[0].reason, "board b2 (stage 1) offline") == 0);
+	SKY_EXPECT_NEAR(t.replan[0].lost_s, 1.5, 1e-9);
+	SKY_EXPECT(t.replan[1].generation == 3 && t.replan[1].lost_s == -1);
+	SKY_EXPECT_EQ(sky_jobstate_replans(g_dir, "nolog", &t), 0);
+}
