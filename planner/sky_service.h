@@ -50,8 +50,13 @@
  *     exactly as published (written before it is published). At start it
  *     loads them; after every connect it gives the broker 2 s to deliver
  *     the retained plans and publishes again (retained) every saved plan the
- *     broker lacks or holds at an older epoch. All writes are atomic
- *     (sky_file_write).
+ *     broker lacks or holds at an older epoch. The training jobs with
+ *     checkpoints it follows are kept too: <state>/jobs/<job>.run.json
+ *     (sky_jobstate.h) and <state>/ckpt/<job>/index.json (sky_ckpt.h); at
+ *     start it follows them again (their checkpoint files verified again),
+ *     giving their boards RESTORE_GRACE_S to be heard from before one
+ *     counts as offline, so a board that dies after a restart is re-planned
+ *     as before it. All writes are atomic (sky_file_write).
  * Enrollment requests are rate-limited before they are parsed (a token
  * bucket per nonce and one for all), and repeated refusals are logged at
  * most a few times per window, then as "... N more suppressed". */
