@@ -54,7 +54,7 @@
  *     checkpoints it follows are kept too: <state>/jobs/<job>.run.json
  *     (sky_jobstate.h) and <state>/ckpt/<job>/index.json (sky_ckpt.h); at
  *     start it follows them again (their checkpoint files verified again),
- *     giving their boards RESTORE_GRACE_S to be heard from before one
+ *     giving their boards 10 s to be heard from before one
  *     counts as offline, so a board that dies after a restart is re-planned
  *     as before it. All writes are atomic (sky_file_write).
  * Enrollment requests are rate-limited before they are parsed (a token
