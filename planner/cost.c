@@ -359,12 +359,14 @@ int sky_plan_evaluate(const sky_fleet *f, const sky_job *j, sky_plan *p, sky_dia
 		if ((oi = plan_owner_index(f, j)) < 0)
 			return sky_diag_set(d, SKY_EINVAL, "plan: data owner %s is not in the fleet",
 					    j->owner);
-		if (n < 3 || p->stage[0].board != oi || p->stage[n - 1].board != oi)
+		if (n == 2 || p->stage[0].board != oi || p->stage[n - 1].board != oi)
 			return sky_diag_set(d, SKY_EINVAL,
 					    "plan: data owner %s must hold the first and the last of "
-					    "at least 3 stages",
+					    "at least 3 stages (or the only one)",
 					    j->owner);
-		p->owner = 1;
+		p->owner = n >= 3;
+		if (n == 1)
+			oi = -1; /* the owner alone: a plan like any other */
 	}
 	p->cross_site_cuts = 0;
 	p->wan_bytes_per_step = 0;

@@ -12,7 +12,8 @@
  * even: layers split equally (as plan_even) over the owner, the other
  * boards in the fleet's order, and the owner again.
  *
- * optimal (the simulated step, min over the owner's lag):
+ * optimal (the simulated step, min over the owner's lag), also weighing
+ * the owner alone (one stage, the whole model: its data stays home too):
  *  - exact when the candidates are few (OWNER_EXACT_SIMS): every ordered
  *    subset of the other boards, every a < b and every contiguous split of
  *    [a, b) over them, each simulated;
@@ -98,6 +99,34 @@ static double eval(own_ws *w, sky_stage *st, int P, int *lag)
 	w->sims += (w->m < P ? w->m : P) + 1;
 	double t = plan_owner_best_lag(&w->sim, st, P, w->m, w->c.sched, lag);
 	return t < 0 ? INFINITY : t;
+}
+
+/* the owner alone: one stage, all of the model (its data stays home too) */
+static void consider_alone(own_ws *w)
+{
+	sky_stage *s = w->trial;
+	s->board = w->oi;
+	s->first_unit = 0;
+	s->last_unit = w->U - 1;
+	const board_cost *bc = &w->bc[w->oi];
+	double wt = units_weight(bc, 0, w->U);
+	s->fwd_s = bc->fwd * wt;
+	s->bwd_s = bc->bwd * wt;
+	s->link_s = bc->link;
+	s->send_s = 0;
+	s->time_s = stage_time(bc, 0, w->U, 1, 1);
+	s->in_flight = plan_in_flight(&w->c, 1);
+	s->mem_bytes = stage_mem(&w->c, 0, w->U, 1, 1, s->in_flight);
+	if (s->mem_bytes > bc->mem)
+		return;
+	plan_price_cuts(&w->sites, s, 1);
+	double t = plan_sim(&w->sim, s, 1, w->m, w->c.sched, NULL);
+	if (t >= 0 && t < w->best_step * (1 - 1e-12)) {
+		w->best_step = t;
+		w->best_lag = 0;
+		w->n_best = 1;
+		w->best[0] = *s;
+	}
 }
 
 static void consider(own_ws *w, const sky_stage *st, int P, double step, int lag)
@@ -413,7 +442,7 @@ static void heuristic(own_ws *w)
 		double t = eval(w, st, w->keep_n[i], &lag);
 		consider(w, st, w->keep_n[i], t, lag);
 	}
-	while (w->n_best > 0 && ls_pass(w))
+	while (w->n_best >= 3 && ls_pass(w))
 		;
 }
 
@@ -516,6 +545,7 @@ int plan_owner(const sky_fleet *f, const sky_job *j, sky_algo algo, sky_plan *ou
 		rc = owner_even(&w, out, d);
 		goto exit;
 	}
+	consider_alone(&w);
 	int exact = !j->no_exact && exact_count(&w) <= OWNER_EXACT_SIMS;
 	if (exact) {
 		int cut[SKY_PLAN_MAX_BOARDS + 2];

@@ -190,9 +190,10 @@ int sky_trainjob_setup(sky_trainjob *j, const sky_planmsg *p, int stage, const c
 		sky_stage_init(&j->st2);
 	if (p->train.owner[0])
 		SKY_INFO("job %s: data owner %s; %s", p->job, p->train.owner,
-			 j->stage2 >= 0 ? "this board makes the data and holds stages 0 and the last"
-			 : "this stage holds no data (no tokens or labels): masks come with the "
-			   "activations");
+			 j->stage2 >= 0  ? "this board makes the data and holds stages 0 and the last"
+			 : j->st.has_data ? "this board makes the data and holds the only stage"
+					  : "this stage holds no data (no tokens or labels): masks "
+					    "come with the activations");
 	return 0;
 }
 

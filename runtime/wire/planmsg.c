@@ -154,13 +154,14 @@ int sky_planmsg_validate(const sky_planmsg *p, sky_diag *d)
 			return sky_diag_set(d, SKY_ERANGE, "plan %s: a train setting is out of range",
 					    p->job);
 		if (t->owner[0] &&
-		    (!sky_topic_segment_ok(t->owner) || p->n_stages < 3 ||
+		    (!sky_topic_segment_ok(t->owner) || p->n_stages == 2 ||
 		     strcmp(p->stages[0].board, t->owner) != 0 ||
 		     strcmp(p->stages[p->n_stages - 1].board, t->owner) != 0 || t->ckpt_every > 0 ||
 		     t->resume_step > 0 || t->owner_lag < 0 || t->owner_lag > SKY_PLANMSG_MAX_MICRO))
 			return sky_diag_set(d, SKY_EINVAL,
 					    "plan %s: data owner %s must hold the first and the last of "
-					    "at least 3 stages (and the plan no checkpoints)",
+					    "at least 3 stages, or the only one (and the plan no "
+					    "checkpoints)",
 					    p->job, t->owner);
 		for (int i = 0; i < p->n_stages; i++)
 			if (t->sealed && !p->stages[i].key[0])

@@ -47,7 +47,7 @@
  *   "owner":"b01","owner_lag":1
  * and the plan is U-shaped: the owner's board holds stage 0 and the last
  * stage (its only two stages; no other board appears twice), at least 3
- * stages. Only the owner makes the data (tokens, labels); forward frames
+ * stages; or the owner holds the only stage. Only the owner makes the data (tokens, labels); forward frames
  * carry the attention mask after the activation (sky_stage.h), and the
  * owner runs both of its stages in one op order (sky_schedule_owner_ops,
  * with owner_lag). Such a plan has no checkpoints (ckpt_every 0).
