@@ -176,7 +176,8 @@ printf 'x 00%s00\n' "$(sed -n 3p "$W/oa.data")" | cut -d' ' -f2 | grep -q -F -f 
 	fail oa_data_search_works "a planted token run was not found"
 hits=$(cut -d' ' -f2- "$W/oa.sub" | grep -c -F -f "$W/oa.data")
 [ "$hits" -eq 0 ] && pass oa_no_token_ids_or_labels_in_any_payload ||
-	fail oa_no_token_ids_or_labels_in_any_payload "$hits messages hold them: $(cut -d' ' -f1 "$W/oa.sub" | head -3)"
+	fail oa_no_token_ids_or_labels_in_any_payload \
+		"$hits messages hold them: $(grep -F -f "$W/oa.data" "$W/oa.sub" | cut -d' ' -f1 | sort | uniq -c | head -3)"
 # only the owner made data; the boards between say they hold none
 nodata=$(grep -l "job oa: data owner b1; this stage holds no data" "$W"/b[234].log | wc -l)
 grep -q "job oa: data owner b1; this board makes the data" "$W/b1.log" && [ "$nodata" -ge 1 ] &&
