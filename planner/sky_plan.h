@@ -14,7 +14,9 @@
  *            heuristic with local search
  *
  * and a simulator (sky_sim_run) predicts one training step of a plan under
- * GPipe or 1F1B.
+ * GPipe or 1F1B. A job that names a data owner (sky_job.owner) gets a
+ * U-shaped plan instead (partition_owner.c): the owner's board holds the
+ * first stage and the last, so its tokens and labels never leave it.
  *
  * Units. A model of L encoder layers has U = 2L units: unit 2i is layer i's
  * attention block, unit 2i+1 its feed-forward block (see sky_cost.h).
