@@ -3,6 +3,7 @@
  * more live activations than the schedule's in_flight. */
 #include "sky_test.h"
 
+#include "sky_plan.h"
 #include "sky_schedule.h"
 
 #include <string.h>
@@ -113,4 +114,28 @@ SKY_TEST(schedule_owner_merges_its_two_stages)
 		       "%s", s);
 	SKY_EXPECT_EQ(sky_schedule_owner_ops(SKY_SCHEDULE_1F1B, 2, 4, 1, ops, 16), SKY_EINVAL);
 	SKY_EXPECT_EQ(sky_schedule_owner_ops(SKY_SCHEDULE_1F1B, 4, 4, 1, ops, 15), SKY_ERANGE);
+}
+
+/* under 1F1B every stage's own order is the same in the runtime and in the
+ * planner's simulator, so the owner's order the board runs is the one the
+ * planner simulated (its step prediction and its lag choice hold). GPipe's
+ * backwards differ (the simulator takes them last-in first-out). */
+SKY_TEST(schedule_owner_order_is_the_planners_under_1f1b)
+{
+	for (int n = 3; n <= 8; n++)
+		for (int m = 1; m <= 10; m++)
+			for (int lag = 0; lag <= 11; lag++) {
+				sky_schedule_op ops[40];
+				int stage[40], op[40];
+				int c = sky_schedule_owner_ops(SKY_SCHEDULE_1F1B, n, m, lag, ops, 40);
+				SKY_EXPECT_EQ(sky_plan_owner_order(SKY_SCHED_1F1B, n, m, lag, stage, op), c);
+				for (int i = 0; i < c; i++) {
+					int want = ops[i].kind == 'F' ? ops[i].mb : -ops[i].mb - 1;
+					SKY_EXPECT_MSG(stage[i] == (ops[i].last ? n - 1 : 0) && op[i] == want,
+						       "n %d m %d lag %d op %d: runtime %c%d of %s, planner "
+						       "%d of stage %d",
+						       n, m, lag, i, ops[i].kind, ops[i].mb,
+						       ops[i].last ? "last" : "first", op[i], stage[i]);
+				}
+			}
 }
