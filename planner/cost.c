@@ -363,12 +363,28 @@ int sky_plan_evaluate(const sky_fleet *f, const sky_job *j, sky_plan *p, sky_dia
 	p->bottleneck_stage = -1;
 	p->lower_bound_s = sky_plan_lower_bound(f, j);
 	int n = p->n_stages;
-	if (n < 1 || n > f->n)
+	if (n < 1 || n > f->n + (j->owner[0] != 0)) /* the owner's board holds two */
 		return sky_diag_set(d, SKY_EINVAL, "plan: %d stages for a fleet of %d boards", n,
 				    f->n);
 	unsigned char used[SKY_PLAN_MAX_BOARDS];
 	memset(used, 0, (size_t)f->n);
-	int next = 0, rc = 0;
+	int next = 0, rc = 0, oi = -1;
+	p->owner = 0;
+	p->owner_time_s = 0;
+	if (j->owner[0]) {
+		/* U-shaped: the owner holds the first and the last stage */
+		if ((oi = plan_owner_index(f, j)) < 0)
+			return sky_diag_set(d, SKY_EINVAL, "plan: data owner %s is not in the fleet",
+					    j->owner);
+		if (n == 2 || p->stage[0].board != oi || p->stage[n - 1].board != oi)
+			return sky_diag_set(d, SKY_EINVAL,
+					    "plan: data owner %s must hold the first and the last of "
+					    "at least 3 stages (or the only one)",
+					    j->owner);
+		p->owner = n >= 3;
+		if (n == 1)
+			oi = -1; /* the owner alone: a plan like any other */
+	}
 	p->cross_site_cuts = 0;
 	p->wan_bytes_per_step = 0;
 	for (int k = 0; k < n; k++) {
@@ -376,7 +392,7 @@ int sky_plan_evaluate(const sky_fleet *f, const sky_job *j, sky_plan *p, sky_dia
 		if (s->board < 0 || s->board >= f->n)
 			return sky_diag_set(d, SKY_EINVAL, "plan: stage %d has board index %d", k,
 					    s->board);
-		if (used[s->board]++)
+		if (used[s->board]++ && !(s->board == oi && k == n - 1))
 			return sky_diag_set(d, SKY_EINVAL, "plan: board %s holds two stages",
 					    f->board[s->board].id);
 		if (s->first_unit != next || s->last_unit < s->first_unit ||
@@ -411,13 +427,22 @@ int sky_plan_evaluate(const sky_fleet *f, const sky_job *j, sky_plan *p, sky_dia
 			p->cross_site_cuts++;
 			p->wan_bytes_per_step += 2.0 * c.m * c.cut_bytes;
 		}
-		if (s->mem_bytes > bc.mem && !rc)
+		int64_t need = s->mem_bytes;
+		if (s->board == oi) {
+			/* both of the owner's stages: one board's memory and CPU */
+			p->owner_time_s += s->time_s;
+			if (p->owner_time_s > p->bottleneck_s) {
+				p->bottleneck_s = p->owner_time_s;
+				p->bottleneck_stage = 0;
+			}
+			need = last ? p->stage[0].mem_bytes + s->mem_bytes : 0;
+		}
+		if (need > bc.mem && !rc)
 			rc = sky_diag_set(d, SKY_ENOMEM,
 					  "board %s (stage %d, units %d..%d): needs %lld bytes "
 					  "(%.2f GiB), has %lld (short by %.2f GiB)",
-					  f->board[s->board].id, k, a, b - 1, (long long)s->mem_bytes,
-					  s->mem_bytes / GIB, (long long)bc.mem,
-					  (s->mem_bytes - bc.mem) / GIB);
+					  f->board[s->board].id, k, a, b - 1, (long long)need,
+					  need / GIB, (long long)bc.mem, (need - bc.mem) / GIB);
 	}
 	if (next != c.units)
 		return sky_diag_set(d, SKY_EINVAL, "plan: covers %d of %d units", next, c.units);

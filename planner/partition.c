@@ -14,6 +14,9 @@ int sky_plan_partition(const sky_fleet *f, const sky_job *j, sky_algo algo, sky_
 	out->step_s = 0;
 	out->step_exact = 0;
 	out->step_lower_bound_s = 0;
+	out->owner = 0;
+	out->owner_lag = 0;
+	out->owner_time_s = 0;
 	if ((rc = sky_fleet_validate(f, d)) || (rc = sky_job_validate(j, d)))
 		return rc;
 	if (j->prec == SKY_PREC_INT8) {
@@ -23,6 +26,13 @@ int sky_plan_partition(const sky_fleet *f, const sky_job *j, sky_algo algo, sky_
 						    "board %s: field 'fwd_int8_s' is missing, and the "
 						    "job runs int8",
 						    f->board[i].id);
+	}
+	if (j->owner[0]) {
+		/* data stays home: a U-shaped plan (partition_owner.c) */
+		if ((rc = plan_owner(f, j, algo, out, d)) != 0)
+			return rc;
+		out->algo = algo;
+		return sky_plan_evaluate(f, j, out, d);
 	}
 	switch (algo) {
 	case SKY_ALGO_EVEN:

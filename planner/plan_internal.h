@@ -136,6 +136,7 @@ typedef struct plan_sim_ws {
 	double *path_f, *path_b; /* P: when the site path after / before stage k is free,
 				    forward / backward */
 	int *next, *todo;       /* P: next operation per stage; stages to look at */
+	int *u_stage, *u_op;    /* 4m: the owner's op order (U-shaped plans) */
 } plan_sim_ws;
 
 /* 0 or SKY_ENOMEM (w then holds nothing). */
@@ -149,6 +150,22 @@ void plan_sim_ws_free(plan_sim_ws *w);
  * workspace or the schedule deadlocks. */
 double plan_sim(plan_sim_ws *w, const sky_stage *st, int P, int m, sky_sched sched,
 		double *busy_s);
+
+/* plan_sim for a U-shaped plan (sky_job.owner): stages 0 and P-1 are one
+ * board, which runs their ops in sky_plan_owner_order(sched, P, m, lag)
+ * on one CPU (an op waits for the board, whichever stage it is of). P >= 3.
+ * Returns -1 as plan_sim does. */
+double plan_sim_owner(plan_sim_ws *w, const sky_stage *st, int P, int m, sky_sched sched, int lag,
+		      double *busy_s);
+/* Picks the owner's lag for stages st[0..P) (priced, filled): the one of
+ * 0..min(m, P) with the shortest simulated step (the smallest on a tie).
+ * Returns the step (*lag set) or -1. */
+double plan_owner_best_lag(plan_sim_ws *w, const sky_stage *st, int P, int m, sky_sched sched,
+			   int *lag);
+/* U-shaped plans (partition_owner.c): the owner's fleet index or -1
+ * (SKY_ENOTFOUND through d when the job names a board the fleet lacks). */
+int plan_owner_index(const sky_fleet *f, const sky_job *j);
+int plan_owner(const sky_fleet *f, const sky_job *j, sky_algo algo, sky_plan *out, sky_diag *d);
 
 /* Fills a one-line description of how far the job is from fitting at all
  * (total bytes the model needs vs the fleet's total). */

@@ -126,8 +126,13 @@ static int parse_train(const cJSON *doc, sky_job_req *j, sky_diag *d)
 	    (rc = opt_int(doc, "warmup", 0, SKY_PLANMSG_MAX_STEPS, &j->warmup, d)) ||
 	    (rc = opt_num(doc, "clip", 0, 1e9, &j->clip, d)) ||
 	    (rc = opt_num(doc, "stall_s", 0, 1e5, &j->stall_s, d)) ||
-	    (rc = opt_int(doc, "checkpoint_every", 0, SKY_PLANMSG_MAX_STEPS, &j->ckpt_every, d)))
+	    (rc = opt_int(doc, "checkpoint_every", 0, SKY_PLANMSG_MAX_STEPS, &j->ckpt_every, d)) ||
+	    (rc = opt_str(doc, "data_owner", j->data_owner, sizeof j->data_owner, d)))
 		return rc;
+	if (j->data_owner[0] && !sky_topic_segment_ok(j->data_owner))
+		return sky_diag_set(d, SKY_EINVAL, "job %s: data_owner is not a board id", j->job);
+	if (j->data_owner[0])
+		j->ckpt_every = 0; /* a U-shaped plan is not re-planned from checkpoints */
 	if (pt && !cJSON_IsBool(pt))
 		return sky_diag_set(d, SKY_EFORMAT, "job %s: plaintext_frames must be true or false",
 				    j->job);
@@ -231,14 +236,16 @@ int sky_job_req_encode(const sky_job_req *j, char *buf, size_t cap)
 	char sid[64] = "";
 	if (j->submit_id[0])
 		snprintf(sid, sizeof sid, ",\"submit_id\":\"%s\"", j->submit_id);
-	char train[320] = "";
+	char train[420] = "";
 	if (j->train) /* %.17g: the lr a board uses is exactly the one asked for */
 		snprintf(train, sizeof train,
 			 ",\"task\":\"train\",\"steps\":%d,\"optim\":\"%s\",\"lr\":%.17g,"
 			 "\"seed\":%d,\"warmup\":%d,\"clip\":%.17g,\"stall_s\":%g,"
-			 "\"plaintext_frames\":%s,\"checkpoint_every\":%d",
+			 "\"plaintext_frames\":%s,\"checkpoint_every\":%d%s%s%s",
 			 j->steps, j->optim, j->lr, j->seed, j->warmup, j->clip, j->stall_s,
-			 j->plaintext ? "true" : "false", j->ckpt_every);
+			 j->plaintext ? "true" : "false", j->ckpt_every,
+			 j->data_owner[0] ? ",\"data_owner\":\"" : "", j->data_owner,
+			 j->data_owner[0] ? "\"" : "");
 	char infer[SKY_JOB_MAX_CLIENTS * 68 + 256] = "";
 	if (j->infer) {
 		int k2 = snprintf(infer, sizeof infer,
@@ -1048,8 +1055,8 @@ static void ask_probe(svc *s, const char *id, const pending_job *pj)
 
 /* The training section of the plan: the job's settings and the
  * simulator's step time for this plan. */
-static int fill_train(const pending_job *pj, double predicted_step_s, sky_planmsg *p,
-		      sky_diag *d)
+static int fill_train(const pending_job *pj, double predicted_step_s, int owner_lag,
+		      sky_planmsg *p, sky_diag *d)
 {
 	sky_plan_train *t = &p->train;
 	const sky_job_req *r = &pj->req;
@@ -1067,6 +1074,11 @@ static int fill_train(const pending_job *pj, double predicted_step_s, sky_planms
 	t->ckpt_every = r->ckpt_every;
 	t->resume_step = pj->resume_step;
 	t->generation = r->ckpt_every > 0 ? (pj->generation > 0 ? pj->generation : 1) : 0;
+	if (r->data_owner[0]) {
+		/* U-shaped: the owner holds the first and the last stage */
+		snprintf(t->owner, sizeof t->owner, "%s", r->data_owner);
+		t->owner_lag = owner_lag;
+	}
 	(void)d;
 	return 0;
 }
@@ -1177,6 +1189,7 @@ static void requeue_job(svc *s, const char *job, const char *why)
 		r->clip = p->train.clip;
 		r->stall_s = p->train.stall_s;
 		r->plaintext = !p->train.sealed;
+		snprintf(r->data_owner, sizeof r->data_owner, "%s", p->train.owner);
 	}
 	sky_model_preset(r->model, &pj->model);
 	pj->model.layers = r->layers;
@@ -1460,6 +1473,7 @@ static int try_plan(svc *s, pending_job *pj)
 	sky_objective_parse(pj->req.objective, &job.objective);
 	job.link_blind = pj->req.link_blind || s->o->link_blind;
 	job.ckpt = pj->req.train && pj->req.ckpt_every > 0; /* the stages' checkpoint buffers */
+	snprintf(job.owner, sizeof job.owner, "%.*s", (int)sizeof job.owner - 1, pj->req.data_owner);
 	/* the site paths as the registry has them (from --links, or measured) */
 	s->fleet.n_links = 0;
 	for (int i = 0; i < r->n_links && s->fleet.n_links < SKY_PLAN_MAX_LINKS; i++) {
@@ -1540,7 +1554,7 @@ static int try_plan(svc *s, pending_job *pj)
 		p->stages[k].in_flight = st->in_flight < 1 ? 1 : st->in_flight;
 		p->stages[k].arena_bytes = st->mem_bytes;
 	}
-	if (pj->req.train && fill_train(pj, predicted_s, p, &d) != 0) {
+	if (pj->req.train && fill_train(pj, predicted_s, s->plan.owner_lag, p, &d) != 0) {
 		SKY_WARN("job %s: not planned: %s", pj->req.job, d.msg);
 		return 1;
 	}

@@ -14,7 +14,9 @@
  *            heuristic with local search
  *
  * and a simulator (sky_sim_run) predicts one training step of a plan under
- * GPipe or 1F1B.
+ * GPipe or 1F1B. A job that names a data owner (sky_job.owner) gets a
+ * U-shaped plan instead (partition_owner.c): the owner's board holds the
+ * first stage and the last, so its tokens and labels never leave it.
  *
  * Units. A model of L encoder layers has U = 2L units: unit 2i is layer i's
  * attention block, unit 2i+1 its feed-forward block (see sky_cost.h).
@@ -155,6 +157,14 @@ typedef struct sky_job {
 	 * optimizer state (sky_ckpt_bound), so a unit weighs
 	 * sky_cost_ckpt_bytes_per_param more per parameter */
 	int ckpt;
+	/* The data owner ("" none): the board whose data (tokens and labels)
+	 * must stay on it. The plan is U-shaped (partition_owner.c): the owner
+	 * holds stage 0 (embeddings and half-layers [0, a)) and the last stage
+	 * (half-layers [b, U), head, labels, loss); the other boards split
+	 * [a, b) between them. Both of the owner's stages run on its one CPU:
+	 * the cost model adds their times and the simulator runs them as one
+	 * machine (sky_sim_run). Planned with even or optimal. */
+	char owner[SKY_BOARD_ID_MAX];
 } sky_job;
 
 /* One pipeline stage. Times are per micro-batch. */
@@ -179,7 +189,7 @@ typedef struct sky_stage {
 typedef struct sky_plan {
 	sky_algo algo;
 	int n_stages;
-	sky_stage stage[SKY_PLAN_MAX_BOARDS];
+	sky_stage stage[SKY_PLAN_MAX_BOARDS + 1]; /* + 1: a data owner's board holds two */
 	double bottleneck_s;  /* largest stage time (or a cut's path time, if larger) */
 	int bottleneck_stage; /* that stage (for a cut: the stage before it) */
 	int cross_site_cuts;  /* cuts whose two stages are in different sites */
@@ -194,6 +204,12 @@ typedef struct sky_plan {
 	double step_lower_bound_s; /* no plan of any order, subset or split has a
 				      shorter step (a relaxation that ignores
 				      links and memory); the step when exact */
+	/* U-shaped plans (sky_job.owner): */
+	int owner;            /* 1: stage 0 and the last stage are the owner's board */
+	int owner_lag;        /* the owner's op order (sky_plan_owner_order): how many
+				 of its last stage's backwards its first stage's
+				 backwards trail by; chosen by the simulator */
+	double owner_time_s;  /* the owner's two stages' time_s added (in bottleneck_s) */
 } sky_plan;
 
 /* ---- fleet (fleet.c) ------------------------------------------------------ */
@@ -295,7 +311,7 @@ typedef struct sky_sim_result {
 	double step_s;         /* from the first forward to the last backward */
 	double bubble;         /* 1 - sum(busy) / (stages * step_s) */
 	int n_stages;
-	double busy_s[SKY_PLAN_MAX_BOARDS]; /* per stage: compute + sends */
+	double busy_s[SKY_PLAN_MAX_BOARDS + 1]; /* per stage: compute + sends */
 } sky_sim_result;
 
 /* Simulates one training step of an evaluated plan: m micro-batches under
@@ -307,6 +323,20 @@ typedef struct sky_sim_result {
  * time. Returns 0, SKY_EINVAL for an empty plan, SKY_ENOMEM if working
  * memory cannot be had. */
 int sky_sim_run(const sky_plan *p, const sky_job *j, sky_sim_result *out, sky_diag *d);
+
+/* The owner's one op order in a U-shaped plan of P stages (P >= 3, m
+ * micro-batches, lag >= 0): 4m entries, stage[i] 0 or P-1 and op[i] as the
+ * schedules number them (mb >= 0 a forward, -(mb + 1) a backward). Each
+ * stage keeps its own schedule order; the last stage's ops come one by one,
+ * and before each the first stage runs ahead as far as it may: its
+ * forwards, and its backward of the j-th micro-batch (in backward order)
+ * once the last stage has done j + 1 + lag backwards (a gradient needs the
+ * trip through the middle stages: the lag leaves time for it). The lag is
+ * capped at the first stage's leading forwards - 1, above which a held
+ * back backward would hold back a forward the last stage needs. No order
+ * deadlocks (tested in the simulator for P <= 7, m <= 10, every lag), and
+ * the runtime (sky_schedule_owner_ops) uses the same rule. Returns 4m. */
+int sky_plan_owner_order(sky_sched sched, int P, int m, int lag, int *stage, int *op);
 
 /* ---- the paper's fleet (paper.c) ------------------------------------------- */
 

@@ -19,7 +19,8 @@
  *     (same operator, same submit_id) is answered again, not queued twice.
  *     A training job adds
  *       "task":"train","steps":5,"optim":"adamw","lr":0.001,"seed":1,
- *       "warmup":0,"clip":1,"stall_s":0,"plaintext_frames":false
+ *       "warmup":0,"clip":1,"stall_s":0,"plaintext_frames":false,
+ *       "data_owner":"b01" (optional)
  *     and its plan carries them (sky_planmsg.h), with the simulated step
  *     time and, unless plaintext, a fresh frame key wrapped for each
  *     stage's board (sky_jobkey.h; the board's certificate as the CA
@@ -118,6 +119,8 @@ typedef struct sky_job_req {
 	double clip;            /* default 1 */
 	double stall_s;         /* frame deadline, 0: derived from the predicted step */
 	int plaintext;          /* 1: frames not sealed ("plaintext_frames":true) */
+	char data_owner[65];    /* "data_owner":"<board>": its data stays on it (a U-shaped
+				 * plan, sky_plan.h; no checkpoints), "" none */
 	/* serving ("task":"infer"): the int8 model uploaded to the planner
 	 * before the submit (sky_deploy.h), named by its SHA-256:
 	 *   "task":"infer","weights":"<64 hex>","serve_batch":8,"wait_ms":2,

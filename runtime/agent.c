@@ -716,7 +716,11 @@ static int take_plan(agent *a, const char *topic, const char *msg, size_t len, i
 		free(sj);
 		return rc;
 	}
-	next->tr.prof = &a->prof; /* skyd --speed: the stage computes as slowly as it probed */
+	/* skyd --speed: the stage computes as slowly as it probed (both of a
+	 * data owner's) */
+	next->tr.prof = &a->prof;
+	if (next->stage2 >= 0)
+		next->tr2.prof = &a->prof;
 	char *env = malloc(len);
 	if (!env) {
 		sky_trainjob_free(next);
@@ -773,7 +777,7 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 	if (strlen(topic) != tl)
 		return; /* an embedded NUL: not one of ours */
 	/* frames, norms and the start barrier of the job that runs */
-	if (a->training && sky_transport_on_msg(&a->job->tr, topic, p, len))
+	if (a->training && sky_trainjob_on_msg(a->job, topic, p, len))
 		return;
 	/* requests, frames and readiness of the job that serves */
 	if (a->serving && sky_servejob_on_msg(a->sj, topic, p, len))

@@ -27,6 +27,21 @@ int sky_schedule_in_flight(sky_schedule_kind kind, int stage, int n_stages, int 
 	return k < m ? k : m;
 }
 
+/* op i of stage k of n: forwards before the first backward, all of them
+ * (GPipe), or enough to fill the pipeline below this stage (1F1B); then
+ * one forward one backward; then the remaining backwards */
+static sky_schedule_op op_at(sky_schedule_kind kind, int k, int n, int m, int i)
+{
+	int warm = kind == SKY_SCHEDULE_GPIPE ? m : sky_schedule_in_flight(kind, k, n, m) - 1;
+	if (i < warm)
+		return (sky_schedule_op){.kind = 'F', .mb = i};
+	int steady = m - warm, t = i - warm;
+	if (t < 2 * steady)
+		return t % 2 == 0 ? (sky_schedule_op){.kind = 'F', .mb = warm + t / 2}
+				  : (sky_schedule_op){.kind = 'B', .mb = t / 2};
+	return (sky_schedule_op){.kind = 'B', .mb = steady + (t - 2 * steady)};
+}
+
 int sky_schedule_ops(sky_schedule_kind kind, int stage, int n_stages, int m, sky_schedule_op *ops,
 		     int cap)
 {
@@ -34,17 +49,42 @@ int sky_schedule_ops(sky_schedule_kind kind, int stage, int n_stages, int m, sky
 		return SKY_EINVAL;
 	if (cap < 2 * m)
 		return SKY_ERANGE;
-	int n = 0, f = 0, b = 0;
-	/* forwards before the first backward: all of them (GPipe), or enough
-	 * to fill the pipeline below this stage (1F1B) */
-	int warm = kind == SKY_SCHEDULE_GPIPE ? m : sky_schedule_in_flight(kind, stage, n_stages, m) - 1;
-	while (f < warm)
-		ops[n++] = (sky_schedule_op){'F', f++};
-	while (f < m) {
-		ops[n++] = (sky_schedule_op){'F', f++};
-		ops[n++] = (sky_schedule_op){'B', b++};
+	for (int i = 0; i < 2 * m; i++)
+		ops[i] = op_at(kind, stage, n_stages, m, i);
+	return 2 * m;
+}
+
+int sky_schedule_owner_ops(sky_schedule_kind kind, int n_stages, int m, int lag,
+			   sky_schedule_op *ops, int cap)
+{
+	if (n_stages < 3 || m < 1 || lag < 0)
+		return SKY_EINVAL;
+	if (cap < 4 * m)
+		return SKY_ERANGE;
+	int lead = 0;
+	while (lead < 2 * m && op_at(kind, 0, n_stages, m, lead).kind == 'F')
+		lead++;
+	if (lag > lead - 1)
+		lag = lead - 1;
+	if (lag < 0)
+		lag = 0;
+	int n = 0, e = 0, b0 = 0, bl = 0;
+	for (int i = 0; i <= 2 * m; i++) {
+		/* the first stage runs ahead (see sky_schedule.h) */
+		while (e < 2 * m) {
+			sky_schedule_op o = op_at(kind, 0, n_stages, m, e);
+			if (o.kind == 'B' && i < 2 * m && bl < b0 + 1 + lag)
+				break;
+			ops[n++] = o;
+			b0 += o.kind == 'B';
+			e++;
+		}
+		if (i == 2 * m)
+			break;
+		sky_schedule_op o = op_at(kind, n_stages - 1, n_stages, m, i);
+		o.last = 1;
+		ops[n++] = o;
+		bl += o.kind == 'B';
 	}
-	while (b < m)
-		ops[n++] = (sky_schedule_op){'B', b++};
 	return n;
 }

@@ -20,6 +20,7 @@ typedef enum { SKY_SCHEDULE_GPIPE = 0, SKY_SCHEDULE_1F1B = 1 } sky_schedule_kind
 typedef struct sky_schedule_op {
 	char kind; /* 'F' forward, 'B' backward */
 	int mb;    /* micro-batch */
+	int last;  /* owner orders only: 1 an op of the last stage, 0 of the first */
 } sky_schedule_op;
 
 /* "gpipe" / "1f1b" -> kind. Returns 0 or SKY_EINVAL. */
@@ -34,5 +35,17 @@ int sky_schedule_in_flight(sky_schedule_kind kind, int stage, int n_stages, int 
  * (bad k, n or m) / SKY_ERANGE (cap < 2m). */
 int sky_schedule_ops(sky_schedule_kind kind, int stage, int n_stages, int m, sky_schedule_op *ops,
 		     int cap);
+
+/* A data owner's one op order (a U-shaped plan: it holds stage 0 and
+ * stage n-1 of n >= 3): 4m ops, each stage's in its own order
+ * (sky_schedule_ops), merged by the planner's rule (sky_plan_owner_order
+ * in planner/sky_plan.h, which the simulator uses): before each op of the
+ * last stage, the first stage runs ahead as far as it may (every forward;
+ * the backward of its j-th micro-batch once the last stage has done
+ * j + 1 + lag backwards); lag is capped at the first stage's leading
+ * forwards - 1, so no order deadlocks. Returns 4m, or SKY_EINVAL /
+ * SKY_ERANGE (cap < 4m). */
+int sky_schedule_owner_ops(sky_schedule_kind kind, int n_stages, int m, int lag,
+			   sky_schedule_op *ops, int cap);
 
 #endif

@@ -53,6 +53,13 @@ typedef struct sky_stage_cfg {
 	sky_optim_cfg optim;     /* lr is set per step by sky_stage_step */
 	float clip_norm;         /* 0: off */
 	uint64_t seed;           /* initial weights and data, as `sky train --seed` */
+	/* 1: a job with a data owner (U-shaped, sky_planmsg.h train.owner):
+	 * only the first and the last stage (the owner's) make the data; a
+	 * stage in between has no tokens or labels (none are carved) and
+	 * takes each micro-batch's attention mask from its forward frame:
+	 * every forward tensor carries B*S floats of additive mask (0 or
+	 * -1e9) after its B*S*H activations */
+	int data_owner;
 } sky_stage_cfg;
 
 typedef struct sky_stage_io {
@@ -82,6 +89,8 @@ typedef struct sky_stage_io {
 typedef struct sky_stage {
 	sky_stage_cfg cfg;
 	int has_embed, has_head;
+	int has_data;            /* makes the micro-batches itself (not a data-owner
+				    job's middle stage) */
 	int n_units;             /* last - first + 1 */
 	int blk0, n_blk;         /* norm blocks held: [blk0, blk0 + n_blk) */
 	size_t n_params;         /* floats of params, grads (with padding) */
@@ -100,7 +109,12 @@ typedef struct sky_stage {
 	struct sky_schedule_op *ops;
 	int n_ops;
 	long step;               /* optimizer steps taken */
+	double loss_sum;         /* this step's, so far (last stage) */
 } sky_stage;
+
+/* Floats in a forward tensor of stage cfg's job: B*S*H, plus B*S of
+ * attention mask in a data-owner job. */
+size_t sky_stage_fwd_floats(const sky_stage_cfg *cfg);
 
 /* Checks cfg (ranges; in_flight covers the schedule). Returns 0 or
  * SKY_EINVAL with d saying what. */
@@ -121,6 +135,18 @@ void sky_stage_init(sky_stage *s);
  * (then the parameters are as before the optimizer: the step did not
  * happen). Allocates nothing. */
 int sky_stage_step(sky_stage *s, const sky_stage_io *io, float lr, float *loss);
+
+/* A step in parts, for a board that interleaves two stages (a data
+ * owner, sky_trainjob.h): begin (gradients zeroed), each op of the
+ * schedule (run_op: forward or backward of a micro-batch, through io),
+ * then the squared sums of the blocks' gradients into s->norm_mine (sums),
+ * then finish: clip by the norm of all[0..2L+2) (every stage's sums; NULL
+ * when clip is off) and the optimizer. sky_stage_step is exactly these.
+ * run_op returns 0 or io's error. */
+void sky_stage_step_begin(sky_stage *s);
+int sky_stage_run_op(sky_stage *s, const sky_stage_io *io, sky_schedule_op op);
+void sky_stage_step_sums(sky_stage *s);
+void sky_stage_step_finish(sky_stage *s, const double *all, float lr, float *loss);
 
 /* Parameters of norm block b (global index, see share_norm) held by this
  * stage, or NULL. *n gets its length in floats. */

@@ -55,14 +55,33 @@ typedef struct sky_trainjob {
 	long ckpts_sent;
 	long ckpt_at;          /* a checkpoint after this step too (planner's request; 0 none) */
 	char metrics[SKY_METRICS_MAX_BYTES];
+	/* a data owner (plan train.owner is this board, stage 0): it also holds
+	 * the last stage, in the same arena under the same job key, and runs
+	 * both in one op order (sky_schedule_owner_ops); stage2 -1 otherwise */
+	int stage2;
+	sky_stage st2;
+	sky_transport tr2;
+	sky_schedule_op *owner_ops; /* (4 m) */
+	int n_owner_ops;
 } sky_trainjob;
+
+/* The last stage a board holding stage `stage` of p also runs: p's last
+ * when p names a data owner, stage is 0 and the last stage's board is
+ * stage 0's; else -1. */
+int sky_trainjob_owner_last(const sky_planmsg *p, int stage);
+
+/* Hands a received message to the job's transport(s) (both of a data
+ * owner's stages see every norm and ready). Returns 1 if it was one of
+ * theirs. */
+int sky_trainjob_on_msg(sky_trainjob *j, const char *topic, const unsigned char *p, size_t len);
 
 /* The model configuration a plan describes (preset, with the plan's
  * shapes and layers). Returns 0 or SKY_ENOTFOUND (unknown preset) /
  * SKY_EINVAL. */
 int sky_trainjob_model(const sky_planmsg *p, sky_model_cfg *c);
 
-/* Bytes of arena stage `stage` of plan p needs (stage and transport).
+/* Bytes of arena stage `stage` of plan p needs (stage and transport; a
+ * data owner's stage 0: both of its stages).
  * Returns the count (> 0) or a negative SKY_E* with d set. */
 int64_t sky_trainjob_bytes(const sky_planmsg *p, int stage, sky_diag *d);
 

@@ -73,6 +73,9 @@ typedef struct sky_transport_cfg {
 	                               another site is addressed to that site (sky_topics.h) */
 	const unsigned char *key;   /* SKY_FRAME_KEY_BYTES; NULL: plaintext frames */
 	double stall_s;             /* longest wait for one frame */
+	int fwd_extra;              /* floats per token after the hidden ones in a forward
+	                               tensor: 1 in a data-owner job (the attention mask,
+	                               sky_stage.h), else 0; shape (batch, seq, hidden + 1) */
 } sky_transport_cfg;
 
 typedef struct sky_transport_slot {
@@ -106,7 +109,8 @@ typedef struct sky_transport {
 	int n_other, core_in;
 	sky_frame_key send_key, recv_key;
 	int sealed;
-	size_t tensor_bytes;
+	size_t tensor_bytes;         /* a gradient: batch x seq x hidden floats */
+	size_t fwd_bytes;            /* an activation (with the mask, fwd_extra) */
 	sky_transport_slot *ring[2]; /* [SKY_STAGE_FWD / BWD] */
 	int n_slots[2];
 	int held[2];                 /* slot handed out per direction, -1 none */
@@ -165,6 +169,17 @@ int sky_transport_topics(const sky_transport *t, char topics[][SKY_TOPIC_BUF], i
  * to timeout_s until every stage's has arrived for this epoch. Returns 0,
  * SKY_ETIMEOUT (d names the missing stages) or SKY_ENET (stopped). */
 int sky_transport_start(sky_transport *t, double timeout_s, sky_diag *d);
+/* The start barrier in two halves, for a board with two stages (a data
+ * owner): announce publishes this stage's ready (retained), wait_ready
+ * waits for every stage's (sky_transport_start is both). */
+int sky_transport_announce(sky_transport *t, sky_diag *d);
+int sky_transport_wait_ready(sky_transport *t, double timeout_s, sky_diag *d);
+/* The clip norm's exchange in two halves (share_norm is both): post
+ * publishes this stage's squared sums mine[0..n) of blocks [b0, b0 + n);
+ * wait_norms waits until every other stage's arrived and fills all[0..n_all).
+ * Returns 0 or SKY_E* (a stall: SKY_ETIMEOUT, published as io_recv's). */
+int sky_transport_norm_post(sky_transport *t, long step, const double *mine, int b0, int n);
+int sky_transport_norm_wait(sky_transport *t, long step, double *all, int n_all);
 /* Marks the start of step (0-based): frames of step and step + 1 are
  * accepted from now; clears the step's events. */
 void sky_transport_begin_step(sky_transport *t, int64_t step);

@@ -83,6 +83,9 @@ int sky_stage_carve(sky_stage *s, const sky_stage_cfg *cfg, sky_arena *a, sky_di
 	s->cfg = *cfg;
 	s->has_embed = cfg->first == 0;
 	s->has_head = cfg->last == 2 * m->layers - 1;
+	s->has_data = !cfg->data_owner || s->has_embed || s->has_head;
+	const size_t dslots = s->has_data ? slots : 0; /* no data: no token or label buffers */
+	const size_t fwd_f = sky_stage_fwd_floats(cfg);
 	s->n_units = cfg->last - cfg->first + 1;
 	s->blk0 = s->has_embed ? 0 : 1 + cfg->first;
 	s->n_blk = s->n_units + s->has_embed + s->has_head;
@@ -107,14 +110,14 @@ int sky_stage_carve(sky_stage *s, const sky_stage_cfg *cfg, sky_arena *a, sky_di
 	s->grads = sky_arena_floats(a, s->n_params, SKY_LIFE_PERSIST);
 	s->opt_state = sky_arena_floats(a, nstate, SKY_LIFE_PERSIST);
 	s->saved = sky_arena_floats(a, slots * s->slot_floats, SKY_LIFE_ACT);
-	s->ids = sky_arena_alloc(a, slots * T * sizeof(int32_t), SKY_LIFE_ACT);
-	s->types = sky_arena_alloc(a, slots * T * sizeof(int32_t), SKY_LIFE_ACT);
-	s->attn = sky_arena_alloc(a, slots * T * sizeof(int32_t), SKY_LIFE_ACT);
-	s->labels = sky_arena_alloc(a, slots * (size_t)m->batch * sizeof(int32_t), SKY_LIFE_ACT);
+	s->ids = sky_arena_alloc(a, dslots * T * sizeof(int32_t), SKY_LIFE_ACT);
+	s->types = sky_arena_alloc(a, dslots * T * sizeof(int32_t), SKY_LIFE_ACT);
+	s->attn = sky_arena_alloc(a, dslots * T * sizeof(int32_t), SKY_LIFE_ACT);
+	s->labels = sky_arena_alloc(a, dslots * (size_t)m->batch * sizeof(int32_t), SKY_LIFE_ACT);
 	s->mask = sky_arena_floats(a, slots * T, SKY_LIFE_ACT);
 	const size_t head_f = SKY_STAGE_HEADROOM / sizeof(float);
 	for (int i = 0; i < 2; i++) {
-		float *p = sky_arena_floats(a, head_f + T * H, SKY_LIFE_ACT);
+		float *p = sky_arena_floats(a, head_f + fwd_f, SKY_LIFE_ACT);
 		s->act[i] = p ? p + head_f : NULL;
 		p = sky_arena_floats(a, head_f + T * H, SKY_LIFE_ACT);
 		s->dact[i] = p ? p + head_f : NULL;
@@ -135,6 +138,12 @@ int sky_stage_carve(sky_stage *s, const sky_stage_cfg *cfg, sky_arena *a, sky_di
 	if (rc)
 		sky_diag_set(d, rc, "stage: arena: %s", sky_strerror(rc));
 	return rc;
+}
+
+size_t sky_stage_fwd_floats(const sky_stage_cfg *cfg)
+{
+	const size_t T = (size_t)sky_model_tokens(&cfg->model);
+	return T * (size_t)cfg->model.hidden + (cfg->data_owner ? T : 0);
 }
 
 int sky_stage_arena_bytes(const sky_stage_cfg *cfg, size_t *bytes, sky_diag *d)
@@ -215,7 +224,7 @@ static int forward(sky_stage *s, const sky_stage_io *io, int mb, double *loss_su
 	const size_t T = (size_t)sky_model_tokens(m), H = (size_t)m->hidden;
 	const int slot = mb % s->cfg.in_flight;
 	const int u0 = unit_index(s);
-	int rc = load_batch(s, slot, mb);
+	int rc = s->has_data ? load_batch(s, slot, mb) : 0;
 	if (rc)
 		return rc;
 	const float *x;
@@ -229,6 +238,9 @@ static int forward(sky_stage *s, const sky_stage_io *io, int mb, double *loss_su
 		nb = 1;
 	} else if ((rc = io->recv(io->ctx, SKY_STAGE_FWD, s->step, mb, &x)) != 0) {
 		return rc;
+	} else if (!s->has_data) {
+		/* the mask travels after the activation: this stage has no data */
+		memcpy(s->mask + slot * T, x + T * H, T * sizeof(float));
 	}
 	double t0 = sky_clock_s();
 	const float *mask = s->mask + slot * T;
@@ -254,8 +266,15 @@ static int forward(sky_stage *s, const sky_stage_io *io, int mb, double *loss_su
 	}
 	if (io->event)
 		io->event(io->ctx, 'F', mb, t0, sky_clock_s());
-	if (!s->has_head)
-		rc = io->send(io->ctx, SKY_STAGE_FWD, s->step, mb, (float *)x, T * H);
+	if (!s->has_head) {
+		size_t n = T * H;
+		if (s->cfg.data_owner) {
+			/* x is one of this stage's act buffers, which have room */
+			memcpy((float *)x + n, mask, T * sizeof(float));
+			n += T;
+		}
+		rc = io->send(io->ctx, SKY_STAGE_FWD, s->step, mb, (float *)x, n);
+	}
 	return rc;
 }
 
@@ -303,32 +322,54 @@ static int backward(sky_stage *s, const sky_stage_io *io, int mb)
 	return 0;
 }
 
-int sky_stage_step(sky_stage *s, const sky_stage_io *io, float lr, float *loss)
+void sky_stage_step_begin(sky_stage *s)
 {
-	double loss_sum = 0;
-	int rc = 0;
 	memset(s->grads, 0, s->n_params * sizeof *s->grads);
-	for (int k = 0; k < s->n_ops && !rc; k++)
-		rc = s->ops[k].kind == 'F' ? forward(s, io, s->ops[k].mb, &loss_sum)
-					   : backward(s, io, s->ops[k].mb);
-	if (rc)
-		return rc;
-	const int n_all = 2 * s->cfg.model.layers + 2;
+	s->loss_sum = 0;
+}
+
+int sky_stage_run_op(sky_stage *s, const sky_stage_io *io, sky_schedule_op op)
+{
+	return op.kind == 'F' ? forward(s, io, op.mb, &s->loss_sum) : backward(s, io, op.mb);
+}
+
+void sky_stage_step_sums(sky_stage *s)
+{
 	for (int i = 0; i < s->n_blk; i++)
 		s->norm_mine[i] = sky_optim_sumsq(s->grads + s->blk_off[i], s->blk_len[i]);
-	if (s->cfg.clip_norm > 0) {
-		rc = io->share_norm(io->ctx, s->step, s->norm_mine, s->blk0, s->n_blk, s->norm_all,
-				    n_all);
-		if (rc)
-			return rc;
-		float norm = sky_optim_norm(s->norm_all, n_all);
+}
+
+void sky_stage_step_finish(sky_stage *s, const double *all, float lr, float *loss)
+{
+	const int n_all = 2 * s->cfg.model.layers + 2;
+	if (s->cfg.clip_norm > 0 && all) {
+		float norm = sky_optim_norm(all, n_all);
 		sky_optim_clip_scale(s->grads, s->n_params, norm, s->cfg.clip_norm);
 	}
 	s->cfg.optim.lr = lr;
 	s->step++;
 	sky_optim_step(&s->cfg.optim, s->params, s->grads, s->opt_state, s->n_params, s->step);
 	if (loss)
-		*loss = s->has_head ? (float)(loss_sum / s->cfg.micro) : 0.0f;
+		*loss = s->has_head ? (float)(s->loss_sum / s->cfg.micro) : 0.0f;
+}
+
+int sky_stage_step(sky_stage *s, const sky_stage_io *io, float lr, float *loss)
+{
+	int rc = 0;
+	sky_stage_step_begin(s);
+	for (int k = 0; k < s->n_ops && !rc; k++)
+		rc = sky_stage_run_op(s, io, s->ops[k]);
+	if (rc)
+		return rc;
+	const int n_all = 2 * s->cfg.model.layers + 2;
+	sky_stage_step_sums(s);
+	if (s->cfg.clip_norm > 0) {
+		rc = io->share_norm(io->ctx, s->step, s->norm_mine, s->blk0, s->n_blk, s->norm_all,
+				    n_all);
+		if (rc)
+			return rc;
+	}
+	sky_stage_step_finish(s, s->norm_all, lr, loss);
 	return 0;
 }
 

@@ -45,6 +45,7 @@ static int configs(const sky_planmsg *p, int k, sky_stage_cfg *sc, sky_transport
 	sc->last = p->stages[k].last;
 	sc->micro = p->micro_batches;
 	sc->in_flight = p->stages[k].in_flight;
+	sc->data_owner = p->train.owner[0] != 0;
 	sky_optim_kind kind = SKY_OPTIM_ADAMW;
 	if (t->steps > 0) {
 		sky_schedule_parse(t->sched, &sc->sched);
@@ -80,7 +81,18 @@ static int configs(const sky_planmsg *p, int k, sky_stage_cfg *sc, sky_transport
 	/* generous: a loaded machine may run a step many times slower than
 	 * the planner predicted */
 	tc->stall_s = t->stall_s > 0 ? t->stall_s : 10.0 * t->predicted_step_s + 30.0;
+	tc->fwd_extra = sc->data_owner; /* the attention mask rides with the activation */
 	return 0;
+}
+
+int sky_trainjob_owner_last(const sky_planmsg *p, int stage)
+{
+	int last = p->n_stages - 1;
+	if (!p->train.owner[0] || stage != 0 || last < 2 ||
+	    strcmp(p->stages[0].board, p->train.owner) != 0 ||
+	    strcmp(p->stages[last].board, p->stages[0].board) != 0)
+		return -1;
+	return last;
 }
 
 static int carve_all(sky_trainjob *j, const sky_planmsg *p, int k, const unsigned char *key,
@@ -88,6 +100,7 @@ static int carve_all(sky_trainjob *j, const sky_planmsg *p, int k, const unsigne
 {
 	sky_stage_cfg sc;
 	sky_transport_cfg tc;
+	j->stage2 = -1;
 	int rc = configs(p, k, &sc, &tc, j->first, j->last, j->site, d);
 	if (rc)
 		return rc;
@@ -95,6 +108,29 @@ static int carve_all(sky_trainjob *j, const sky_planmsg *p, int k, const unsigne
 	tc.key = key;
 	if ((rc = sky_stage_carve(&j->st, &sc, a, d)) != 0)
 		return rc;
+	j->stage2 = sky_trainjob_owner_last(p, k);
+	if (j->stage2 >= 0) {
+		/* the data owner's last stage, beside its first, and its op order */
+		sky_stage_cfg sc2;
+		sky_transport_cfg tc2;
+		if ((rc = configs(p, j->stage2, &sc2, &tc2, j->first, j->last, j->site, d)) != 0)
+			return rc;
+		tc2.board = board;
+		tc2.key = key;
+		if ((rc = sky_stage_carve(&j->st2, &sc2, a, d)) != 0 ||
+		    (rc = sky_transport_carve(&j->tr2, &tc2, net, a, d)) != 0)
+			return rc;
+		int n4 = 4 * p->micro_batches;
+		j->owner_ops = sky_arena_alloc(a, (size_t)n4 * sizeof *j->owner_ops, SKY_LIFE_PERSIST);
+		if (j->owner_ops)
+			j->n_owner_ops = sky_schedule_owner_ops(sc.sched, p->n_stages, p->micro_batches,
+								 p->train.owner_lag, j->owner_ops, n4);
+		if ((rc = sky_arena_status(a)) != 0)
+			return sky_diag_set(d, rc, "owner: arena: %s", sky_strerror(rc));
+		if (j->owner_ops && j->n_owner_ops != n4)
+			return sky_diag_set(d, SKY_EINVAL, "owner: no op order for %d stages",
+					    p->n_stages);
+	}
 	if (p->train.ckpt_every > 0 || p->train.resume_step > 0) {
 		int nvec = sky_optim_state_vectors(sc.optim.kind);
 		j->ckpt_nt = j->st.n_blk * (1 + nvec);
@@ -122,6 +158,7 @@ int sky_trainjob_setup(sky_trainjob *j, const sky_planmsg *p, int stage, const c
 		       const unsigned char *key, const sky_transport_net *net, sky_diag *d)
 {
 	memset(j, 0, sizeof *j);
+	j->stage2 = -1;
 	if (p->train.sealed && !key)
 		return sky_diag_set(d, SKY_EINVAL, "plan %s: sealed frames but no key", p->job);
 	int64_t need = sky_trainjob_bytes(p, stage, d);
@@ -149,6 +186,14 @@ int sky_trainjob_setup(sky_trainjob *j, const sky_planmsg *p, int stage, const c
 	j->plan = p;
 	j->stage = stage;
 	sky_stage_init(&j->st);
+	if (j->stage2 >= 0)
+		sky_stage_init(&j->st2);
+	if (p->train.owner[0])
+		SKY_INFO("job %s: data owner %s; %s", p->job, p->train.owner,
+			 j->stage2 >= 0  ? "this board makes the data and holds stages 0 and the last"
+			 : j->st.has_data ? "this board makes the data and holds the only stage"
+					  : "this stage holds no data (no tokens or labels): masks "
+					    "come with the activations");
 	return 0;
 }
 
@@ -157,6 +202,7 @@ void sky_trainjob_free(sky_trainjob *j)
 	if (!j)
 		return;
 	sky_transport_free(&j->tr);
+	sky_transport_free(&j->tr2);
 	free(j->mem);
 	j->mem = NULL;
 	memset(j->key, 0, sizeof j->key);
@@ -173,17 +219,17 @@ void sky_trainjob_free(sky_trainjob *j)
 		} \
 	} while (0)
 
-static void publish_metrics(sky_trainjob *j, double step_s, float loss)
+static void publish_metrics(sky_trainjob *j, int stage, sky_transport *t, const sky_stage *st,
+			    double step_s, float loss)
 {
-	sky_transport *t = &j->tr;
 	char *b = j->metrics;
 	const size_t cap = sizeof j->metrics - 64; /* room to close the arrays */
 	size_t n = 0;
 	PUT("{\"v\":1,\"job\":\"%s\",\"epoch\":%lld,\"stage\":%d,\"board\":\"%s\",\"step\":%ld,"
 	    "\"steps\":%d",
-	    j->plan->job, (long long)j->plan->epoch, j->stage, t->board, j->steps_done,
+	    j->plan->job, (long long)j->plan->epoch, stage, t->board, j->steps_done,
 	    j->plan->train.steps);
-	if (j->st.has_head)
+	if (st->has_head)
 		PUT(",\"loss\":%.9g", (double)loss);
 	PUT(",\"step_s\":%.6f,\"busy\":%.4f,\"wait_s\":%.6f,\"send_s\":%.6f,\"predicted_step_s\":%g,"
 	    "\"frames_in\":%ld,\"frames_out\":%ld,\"bytes_out\":%.0f,\"drops\":{",
@@ -212,7 +258,8 @@ static void publish_metrics(sky_trainjob *j, double step_s, float loss)
 static int publish_part(sky_trainjob *j, const char *state_dir, size_t *bytes, sky_diag *d)
 {
 	const sky_planmsg *p = j->plan;
-	int cap = sky_stage_max_entries(&j->st.cfg.model, &j->st.cfg), rc;
+	int cap1 = sky_stage_max_entries(&j->st.cfg.model, &j->st.cfg), rc;
+	int cap = cap1 + (j->stage2 >= 0 ? sky_stage_max_entries(&j->st2.cfg.model, &j->st2.cfg) : 0);
 	enum { NAME_CAP = 96 };
 	sky_st_entry *e = calloc((size_t)cap, sizeof *e);
 	char *names = calloc((size_t)cap, NAME_CAP), epoch[32], stage[16], path[1024];
@@ -226,6 +273,16 @@ static int publish_part(sky_trainjob *j, const char *state_dir, size_t *bytes, s
 	if (n < 0) {
 		rc = n;
 		goto exit;
+	}
+	if (j->stage2 >= 0) {
+		/* a data owner's part holds both of its stages */
+		int n2 = sky_stage_entries(&j->st2, e + n, cap - n, names + (size_t)n * NAME_CAP,
+					   NAME_CAP, d);
+		if (n2 < 0) {
+			rc = n2;
+			goto exit;
+		}
+		n += n2;
 	}
 	snprintf(epoch, sizeof epoch, "%lld", (long long)p->epoch);
 	snprintf(stage, sizeof stage, "%d", j->stage);
@@ -355,45 +412,106 @@ int sky_trainjob_load(sky_trainjob *j, const unsigned char *img, size_t len, sky
 	return 0;
 }
 
+int sky_trainjob_on_msg(sky_trainjob *j, const char *topic, const unsigned char *p, size_t len)
+{
+	int took = sky_transport_on_msg(&j->tr, topic, p, len);
+	if (j->stage2 >= 0)
+		took |= sky_transport_on_msg(&j->tr2, topic, p, len);
+	return took;
+}
+
+/* One step of a data owner: both of its stages' ops in the owner order,
+ * then both norms posted before either waits (each waits for the other's,
+ * through the broker), then both optimizer steps. */
+static int owner_step(sky_trainjob *j, const sky_stage_io *io0, const sky_stage_io *io1, float lr,
+		      float *loss)
+{
+	sky_stage *a = &j->st, *b = &j->st2;
+	sky_transport *ta = &j->tr, *tb = &j->tr2;
+	int rc = 0;
+	sky_stage_step_begin(a);
+	sky_stage_step_begin(b);
+	for (int i = 0; i < j->n_owner_ops && !rc; i++) {
+		sky_schedule_op op = j->owner_ops[i];
+		/* skyd --speed: an op's CPU time counts from here, whichever
+		 * stage ran last */
+		ta->cpu_mark = tb->cpu_mark = sky_clock_thread_cpu_s();
+		rc = op.last ? sky_stage_run_op(b, io1, op) : sky_stage_run_op(a, io0, op);
+	}
+	if (rc)
+		return rc;
+	sky_stage_step_sums(a);
+	sky_stage_step_sums(b);
+	if (a->cfg.clip_norm > 0) {
+		const int n_all = 2 * a->cfg.model.layers + 2;
+		if ((rc = sky_transport_norm_post(ta, a->step, a->norm_mine, a->blk0, a->n_blk)) ||
+		    (rc = sky_transport_norm_post(tb, b->step, b->norm_mine, b->blk0, b->n_blk)) ||
+		    (rc = sky_transport_norm_wait(ta, a->step, a->norm_all, n_all)) ||
+		    (rc = sky_transport_norm_wait(tb, b->step, b->norm_all, n_all)))
+			return rc;
+	}
+	sky_stage_step_finish(a, a->norm_all, lr, NULL);
+	sky_stage_step_finish(b, b->norm_all, lr, loss);
+	return 0;
+}
+
 int sky_trainjob_run(sky_trainjob *j, const char *state_dir, double start_s, sky_diag *d)
 {
 	const sky_planmsg *p = j->plan;
 	const sky_plan_train *t = &p->train;
 	sky_transport *tr = &j->tr;
-	char topics[8][SKY_TOPIC_BUF];
+	char topics[16][SKY_TOPIC_BUF];
 	int rc = 0;
+	const int owner = j->stage2 >= 0;
 	int nt = sky_transport_topics(tr, topics, 8);
+	if (owner)
+		nt += sky_transport_topics(&j->tr2, topics + nt, 8);
 	for (int i = 0; i < nt && !rc; i++)
 		if (tr->net.subscribe && (rc = tr->net.subscribe(tr->net.ctx, topics[i])) != 0)
 			return sky_diag_set(d, rc, "job %s: cannot subscribe to %s", p->job, topics[i]);
-	SKY_INFO("job %s epoch %lld: stage %d of %d waiting for the other stages", p->job,
-		 (long long)p->epoch, j->stage, p->n_stages);
-	if ((rc = sky_transport_start(tr, start_s, d)) != 0)
+	if (owner)
+		SKY_INFO("job %s epoch %lld: data owner: stages 0 and %d of %d waiting for the "
+			 "others",
+			 p->job, (long long)p->epoch, j->stage2, p->n_stages);
+	else
+		SKY_INFO("job %s epoch %lld: stage %d of %d waiting for the other stages", p->job,
+			 (long long)p->epoch, j->stage, p->n_stages);
+	/* both of an owner's stages announce before either waits */
+	if ((rc = sky_transport_announce(tr, d)) != 0 ||
+	    (owner && (rc = sky_transport_announce(&j->tr2, d)) != 0) ||
+	    (rc = sky_transport_wait_ready(tr, start_s, d)) != 0 ||
+	    (owner && (rc = sky_transport_wait_ready(&j->tr2, start_s, d)) != 0))
 		return rc;
 	SKY_INFO("job %s: all %d stages ready; %d steps, %s, %d micro-batches, %s frames", p->job,
 		 p->n_stages, t->steps, t->sched, p->micro_batches, j->sealed ? "sealed" : "plaintext");
-	sky_stage_io io = sky_transport_io(tr);
+	sky_stage_io io = sky_transport_io(tr), io2 = sky_transport_io(&j->tr2);
 	const float lr = (float)t->lr;
 	for (long s = j->st.step; s < t->steps; s++) {
-		float loss = 0;
+		float loss = 0, step_lr = sky_optim_lr_at(lr, s, t->steps, t->warmup);
 		sky_transport_begin_step(tr, s);
+		if (owner)
+			sky_transport_begin_step(&j->tr2, s);
 		double t0 = sky_clock_s();
-		rc = sky_stage_step(&j->st, &io, sky_optim_lr_at(lr, s, t->steps, t->warmup), &loss);
+		rc = owner ? owner_step(j, &io, &io2, step_lr, &loss)
+			   : sky_stage_step(&j->st, &io, step_lr, &loss);
 		double el = sky_clock_s() - t0;
 		if (rc) {
-			if (tr->stall[0])
-				return sky_diag_set(d, rc, "job %s stopped: %s", p->job, tr->stall);
+			const char *why = tr->stall[0] ? tr->stall : owner ? j->tr2.stall : "";
+			if (why[0])
+				return sky_diag_set(d, rc, "job %s stopped: %s", p->job, why);
 			return sky_diag_set(d, rc, "job %s stopped at step %ld: %s", p->job, s + 1,
 					    sky_strerror(rc));
 		}
 		j->steps_done = s + 1;
 		j->last_loss = loss;
-		publish_metrics(j, el, loss);
+		publish_metrics(j, j->stage, tr, &j->st, el, loss);
+		if (owner)
+			publish_metrics(j, j->stage2, &j->tr2, &j->st2, el, loss);
 		const int k = t->ckpt_every;
 		if (((k > 0 && ((s + 1) % k == 0 || s + 1 == t->steps)) || j->ckpt_at == s + 1) &&
 		    j->ckpt_buf && (rc = publish_ckpt(j, d)) != 0)
 			return rc;
-		if (j->st.has_head)
+		if (j->st.has_head || owner)
 			SKY_INFO("job %s step %ld loss %.4f (%.1f ms)", p->job, s + 1, (double)loss,
 				 el * 1e3);
 	}
@@ -401,11 +519,14 @@ int sky_trainjob_run(sky_trainjob *j, const char *state_dir, double start_s, sky
 	if ((rc = publish_part(j, state_dir, &part, d)) != 0)
 		return rc;
 	char done[256];
-	int n = snprintf(done, sizeof done,
-			 "{\"v\":1,\"job\":\"%s\",\"epoch\":%lld,\"stage\":%d,\"board\":\"%s\","
-			 "\"step\":%ld,\"steps\":%d,\"done\":true,\"part_bytes\":%zu}",
-			 p->job, (long long)p->epoch, j->stage, tr->board, j->steps_done, t->steps, part);
-	tr->net.publish(tr->net.ctx, tr->topic_metrics, done, (size_t)n, 1, 0);
+	for (int k = 0; k < 1 + owner; k++) {
+		int n = snprintf(done, sizeof done,
+				 "{\"v\":1,\"job\":\"%s\",\"epoch\":%lld,\"stage\":%d,\"board\":\"%s\","
+				 "\"step\":%ld,\"steps\":%d,\"done\":true,\"part_bytes\":%zu}",
+				 p->job, (long long)p->epoch, k ? j->stage2 : j->stage, tr->board,
+				 j->steps_done, t->steps, part);
+		tr->net.publish(tr->net.ctx, tr->topic_metrics, done, (size_t)n, 1, 0);
+	}
 	SKY_INFO("job %s: stage %d done after %ld steps; part of %zu bytes published", p->job,
 		 j->stage, j->steps_done, part);
 	return 0;

@@ -74,6 +74,12 @@ static void out_topic(sky_transport *t, char *buf, int k, const char *s, const c
 		sky_topic_site_stage(buf, SKY_TOPIC_BUF, s, t->job, k, leaf);
 }
 
+/* bytes of a tensor going in direction dir */
+static size_t dir_bytes(const sky_transport *t, int dir)
+{
+	return dir == SKY_STAGE_FWD ? t->fwd_bytes : t->tensor_bytes;
+}
+
 int sky_transport_carve(sky_transport *t, const sky_transport_cfg *cfg,
 			const sky_transport_net *net, sky_arena *a, sky_diag *d)
 {
@@ -82,6 +88,7 @@ int sky_transport_carve(sky_transport *t, const sky_transport_cfg *cfg,
 	    cfg->n_stages > SKY_TRANSPORT_MAX_STAGES || cfg->stage < 0 ||
 	    cfg->stage >= cfg->n_stages || cfg->micro < 1 || cfg->fwd_slots < 1 ||
 	    cfg->bwd_slots < 1 || cfg->batch < 1 || cfg->seq < 1 || cfg->hidden < 1 ||
+	    cfg->fwd_extra < 0 || cfg->fwd_extra > 1 ||
 	    !cfg->first || !cfg->last || !(cfg->stall_s > 0))
 		return sky_diag_set(d, SKY_EINVAL, "transport: bad configuration");
 	t->cfg = *cfg;
@@ -93,6 +100,8 @@ int sky_transport_carve(sky_transport *t, const sky_transport_cfg *cfg,
 	t->cfg.board = t->board;
 	t->cfg.site = NULL; /* the caller's array need not outlive this call */
 	t->tensor_bytes = (size_t)cfg->batch * cfg->seq * cfg->hidden * sizeof(float);
+	t->fwd_bytes = (size_t)cfg->batch * cfg->seq * (size_t)(cfg->hidden + cfg->fwd_extra) *
+		       sizeof(float);
 	t->sealed = cfg->key != NULL;
 	t->n_slots[SKY_STAGE_FWD] = cfg->stage > 0 ? cfg->fwd_slots : 0;
 	t->n_slots[SKY_STAGE_BWD] = cfg->stage < cfg->n_stages - 1 ? cfg->bwd_slots : 0;
@@ -100,7 +109,7 @@ int sky_transport_carve(sky_transport *t, const sky_transport_cfg *cfg,
 		t->ring[dir] = sky_arena_alloc(a, (size_t)t->n_slots[dir] * sizeof(sky_transport_slot),
 					       SKY_LIFE_ACT);
 		for (int i = 0; i < t->n_slots[dir]; i++) {
-			float *p = sky_arena_alloc(a, t->tensor_bytes, SKY_LIFE_ACT);
+			float *p = sky_arena_alloc(a, dir_bytes(t, dir), SKY_LIFE_ACT);
 			if (t->ring[dir]) {
 				t->ring[dir][i] = (sky_transport_slot){-1, -1, 0, p};
 			}
@@ -113,7 +122,7 @@ int sky_transport_carve(sky_transport *t, const sky_transport_cfg *cfg,
 	size_t norm_frame = sky_frame_packed_bytes(&(sky_frame_key){.sealed = t->sealed},
 						   (size_t)t->n_all * sizeof(double));
 	size_t tensor_frame = t->sealed ? sky_frame_packed_bytes(&(sky_frame_key){.sealed = 1},
-								 t->tensor_bytes)
+								 t->fwd_bytes)
 					: 0;
 	t->sendbuf_cap = norm_frame > tensor_frame ? norm_frame : tensor_frame;
 	t->sendbuf = sky_arena_alloc(a, t->sendbuf_cap, SKY_LIFE_SCRATCH);
@@ -198,7 +207,7 @@ static void frame_expect(const sky_transport *t, sky_frame_expect *w, int dir, i
 		w->ndim = 3;
 		w->shape[0] = (uint32_t)t->cfg.batch;
 		w->shape[1] = (uint32_t)t->cfg.seq;
-		w->shape[2] = (uint32_t)t->cfg.hidden;
+		w->shape[2] = (uint32_t)(t->cfg.hidden + (dir == SKY_FRAME_FWD ? t->cfg.fwd_extra : 0));
 	} else {
 		w->ndim = 1;
 		w->shape[0] = elems;
@@ -248,7 +257,8 @@ static void on_tensor(sky_transport *t, int dir, const char *topic, const unsign
 		return;
 	}
 	sky_transport_slot *s = &t->ring[dir][slot];
-	if (sky_frame_unpack(&t->recv_key, p, len, &w, &h, s->data, t->tensor_bytes, &why, &d) != 0) {
+	if (sky_frame_unpack(&t->recv_key, p, len, &w, &h, s->data, dir_bytes(t, dir), &why, &d) !=
+	    0) {
 		count_drop(t, why, topic, d.msg);
 		return;
 	}
@@ -467,7 +477,7 @@ static void tensor_hdr(const sky_transport *t, sky_frame_hdr *h, int dir, int to
 	h->ndim = 3;
 	h->shape[0] = (uint32_t)t->cfg.batch;
 	h->shape[1] = (uint32_t)t->cfg.seq;
-	h->shape[2] = (uint32_t)t->cfg.hidden;
+	h->shape[2] = (uint32_t)(t->cfg.hidden + (dir == SKY_FRAME_FWD ? t->cfg.fwd_extra : 0));
 	h->stage = to;
 	h->micro_batch = (uint32_t)mb;
 	snprintf(h->job, sizeof h->job, "%s", t->job);
@@ -489,7 +499,7 @@ static int io_send(void *ctx, int dir, long step, int mb, float *buf, size_t n)
 	size_t len;
 	int rc;
 	tensor_hdr(t, &h, dir, to, step, mb);
-	if (bytes != t->tensor_bytes)
+	if (bytes != dir_bytes(t, dir))
 		return SKY_EINVAL;
 	if (!t->sealed) {
 		/* the header goes into the headroom in front of the tensor: no copy */
@@ -522,38 +532,43 @@ static int norms_here(sky_transport *t, const void *arg)
 	return t->norm_n >= t->cfg.n_stages - 1;
 }
 
-static int io_share_norm(void *ctx, long step, const double *mine, int b0, int n, double *all,
-			 int n_all)
+int sky_transport_norm_post(sky_transport *t, long step, const double *mine, int b0, int n)
 {
-	sky_transport *t = ctx;
 	sky_frame_hdr h;
 	sky_diag d;
 	sky_diag_clear(&d);
-	if (n_all != t->n_all)
+	const int n_all = t->n_all;
+	if (b0 < 0 || n < 0 || b0 + n > n_all)
 		return SKY_EINVAL;
 	memcpy(t->norm_all + b0, mine, (size_t)n * sizeof *mine);
+	if (t->cfg.n_stages < 2)
+		return 0;
+	/* the whole vector goes out (others' blocks are ignored by the
+	 * receivers): its shape is the same from every stage */
+	memset(t->norm_buf, 0, (size_t)n_all * sizeof(double));
+	memcpy(t->norm_buf + b0, mine, (size_t)n * sizeof *mine);
+	memset(&h, 0, sizeof h);
+	h.direction = SKY_FRAME_FWD;
+	h.dtype = SKY_FRAME_S32;
+	h.ndim = 1;
+	h.shape[0] = (uint32_t)(2 * n_all); /* doubles as pairs of 32-bit words, little-endian */
+	h.stage = t->cfg.stage;
+	snprintf(h.job, sizeof h.job, "%s", t->job);
+	h.epoch = t->cfg.epoch;
+	h.step = step;
+	int rc = sky_frame_pack(t->sealed ? &t->send_key : NULL, &h, t->norm_buf,
+				(size_t)n_all * sizeof(double), t->sendbuf, t->sendbuf_cap, &d);
+	if (rc < 0)
+		return rc;
+	return publish_all(t, t->topic_norm, SKY_TOPIC_NORM, t->sendbuf, (size_t)rc, 0);
+}
+
+int sky_transport_norm_wait(sky_transport *t, long step, double *all, int n_all)
+{
+	if (n_all != t->n_all)
+		return SKY_EINVAL;
 	if (t->cfg.n_stages > 1) {
-		/* the whole vector goes out (others' blocks are ignored by the
-		 * receivers): its shape is the same from every stage */
-		memset(t->norm_buf, 0, (size_t)n_all * sizeof(double));
-		memcpy(t->norm_buf + b0, mine, (size_t)n * sizeof *mine);
-		memset(&h, 0, sizeof h);
-		h.direction = SKY_FRAME_FWD;
-		h.dtype = SKY_FRAME_S32;
-		h.ndim = 1;
-		h.shape[0] = (uint32_t)(2 * n_all); /* doubles as pairs of 32-bit words, little-endian */
-		h.stage = t->cfg.stage;
-		snprintf(h.job, sizeof h.job, "%s", t->job);
-		h.epoch = t->cfg.epoch;
-		h.step = step;
-		int rc = sky_frame_pack(t->sealed ? &t->send_key : NULL, &h, t->norm_buf,
-					(size_t)n_all * sizeof(double), t->sendbuf, t->sendbuf_cap, &d);
-		if (rc < 0)
-			return rc;
-		if ((rc = publish_all(t, t->topic_norm, SKY_TOPIC_NORM, t->sendbuf, (size_t)rc, 0)) !=
-		    0)
-			return rc;
-		rc = wait_until(t, norms_here, NULL, t->cfg.stall_s, -1);
+		int rc = wait_until(t, norms_here, NULL, t->cfg.stall_s, -1);
 		if (rc) {
 			if (rc == SKY_ETIMEOUT)
 				stall(t, "gradient norm from every stage", -1, t->cfg.stall_s);
@@ -565,6 +580,16 @@ static int io_share_norm(void *ctx, long step, const double *mine, int b0, int n
 	t->norm_n = 0;
 	t->norm_done = step;
 	return 0;
+}
+
+static int io_share_norm(void *ctx, long step, const double *mine, int b0, int n, double *all,
+			 int n_all)
+{
+	sky_transport *t = ctx;
+	if (n_all != t->n_all)
+		return SKY_EINVAL;
+	int rc = sky_transport_norm_post(t, step, mine, b0, n);
+	return rc ? rc : sky_transport_norm_wait(t, step, all, n_all);
 }
 
 static void io_event(void *ctx, char kind, int mb, double t0, double t1)
@@ -647,7 +672,7 @@ static int all_ready(sky_transport *t, const void *arg)
 	return t->n_ready >= t->cfg.n_stages;
 }
 
-int sky_transport_start(sky_transport *t, double timeout_s, sky_diag *d)
+int sky_transport_announce(sky_transport *t, sky_diag *d)
 {
 	sky_frame_hdr h;
 	int32_t v = t->cfg.stage;
@@ -670,7 +695,12 @@ int sky_transport_start(sky_transport *t, double timeout_s, sky_diag *d)
 	/* retained: a stage that subscribes later still sees that we are here */
 	if ((rc = publish_all(t, t->topic_ready, SKY_TOPIC_READY, t->sendbuf, (size_t)rc, 1)) != 0)
 		return sky_diag_set(d, rc, "transport: cannot publish ready");
-	rc = wait_until(t, all_ready, NULL, timeout_s, -1);
+	return 0;
+}
+
+int sky_transport_wait_ready(sky_transport *t, double timeout_s, sky_diag *d)
+{
+	int rc = wait_until(t, all_ready, NULL, timeout_s, -1);
 	if (rc) {
 		char miss[128] = "";
 		size_t k = 0;
@@ -681,4 +711,10 @@ int sky_transport_start(sky_transport *t, double timeout_s, sky_diag *d)
 				    timeout_s);
 	}
 	return 0;
+}
+
+int sky_transport_start(sky_transport *t, double timeout_s, sky_diag *d)
+{
+	int rc = sky_transport_announce(t, d);
+	return rc ? rc : sky_transport_wait_ready(t, timeout_s, d);
 }

@@ -5,7 +5,9 @@
 # are there; they enroll, probe and report; then one training job per
 # algorithm (a warm-up step that is not timed, then --steps timed ones),
 # and, for the last algorithm, the same job again with plaintext frames (the
-# cost of sealing). Each job's metrics go through `sky job watch --events`;
+# cost of sealing), and with --data-owner B the last algorithm again with
+# B as the job's data owner (a U-shaped plan). Each job's metrics go
+# through `sky job watch --events`;
 # `sky bench fleet --analyze` (C) turns them into one JSON object per
 # algorithm (--json) or a table, and draws the measured time lines.
 # Everything it starts is stopped at the end, also on Ctrl-C.
@@ -17,7 +19,8 @@ usage() {
 	cat <<'EOF'
 usage: sky bench fleet [--json] [--model NAME] [--layers L] [--seq S] [--steps N] [--micro M]
                        [--algos "even sky optimal"] [--speeds "0.5 0.25 ..."] [--qemu]
-                       [--no-plaintext] [--out DIR] [--collect F] [--keep] [--timeout S]
+                       [--no-plaintext] [--data-owner B] [--out DIR] [--collect F] [--keep]
+                       [--timeout S]
   --model, --layers  the job (default mini, 24 layers)
   --seq S            tokens per sequence (default the preset's)
   --steps N          timed steps per job (default 3), after one warm-up step
@@ -32,6 +35,9 @@ usage: sky bench fleet [--json] [--model NAME] [--layers L] [--seq S] [--steps N
                      micro-batch here (the 1/16 board: 0.4 and 0.7 s), so the even
                      plan's step takes minutes. --no-qemu: off (the default)
   --no-plaintext     skip the plaintext-frames run of the last algorithm
+  --data-owner B     also run the last algorithm with board B (b1 = the first
+                     speed) as the job's data owner: a U-shaped plan, reported
+                     as "<algo>+owner" (its speedup against the first algorithm)
   --out DIR          where the SVGs and the events go (default build/demo)
   --collect F        write the model the last algorithm's job trained to F
                      (`sky job collect`: fp32 safetensors, HuggingFace names)
@@ -54,6 +60,7 @@ JSON=0
 KEEP=0
 COLLECT=""
 TIMEOUT=600
+OWNER=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--*=*) # --opt=value, as every sky command takes it
@@ -74,7 +81,8 @@ while [ $# -gt 0 ]; do
 	--qemu) QEMU_BOARD=1 ;;
 	--no-plaintext) PLAIN=0 ;;
 	--keep) KEEP=1 ;;
-	--model | --layers | --seq | --steps | --micro | --algos | --speeds | --out | --timeout | --collect)
+	--model | --layers | --seq | --steps | --micro | --algos | --speeds | --out | --timeout | --collect | \
+		--data-owner)
 		[ $# -ge 2 ] || {
 			echo "sky bench fleet: $1 needs a value" >&2
 			exit 2
@@ -90,6 +98,7 @@ while [ $# -gt 0 ]; do
 		--out) OUT=$2 ;;
 		--timeout) TIMEOUT=$2 ;;
 		--collect) COLLECT=$2 ;;
+		--data-owner) OWNER=$2 ;;
 		esac
 		shift
 		;;
@@ -186,6 +195,12 @@ if [ "$PLAIN" = 1 ] && [ -n "$last" ]; then
 	cp "$W/bench-$last-plain.events" "$OUT/events-$last-plaintext.jsonl"
 fi
 
+if [ -n "$OWNER" ] && [ -n "$last" ]; then
+	say "sky bench fleet: $last again with $OWNER as the data owner"
+	run_job "bench-$last-owner" "$last" --data-owner "$OWNER"
+	cp "$W/bench-$last-owner.events" "$OUT/events-$last-owner.jsonl"
+fi
+
 # the figures (C), the time lines and the plan
 : >"$W/results.jsonl"
 for a in $ALGOS; do
@@ -201,6 +216,11 @@ for a in $ALGOS; do
 			mv "$W/first.json" "$W/results.jsonl"
 	fi
 done
+if [ -n "$OWNER" ] && [ -n "$last" ]; then
+	"$SKY" bench fleet --analyze "$W/bench-$last-owner.events" --algo "$last+owner" \
+		--svg "$OUT/timeline-$last-owner.svg" ${even_s:+--even-step "$even_s"} \
+		>>"$W/results.jsonl" || die "cannot analyze job bench-$last-owner"
+fi
 # the optimal plan drawn by `sky plan --svg` on the fleet as the boards reported it
 # (skyplan's fleet.json: each board's measured times per micro-batch, memory, link)
 f="$STATE/fleet.json"

@@ -126,7 +126,9 @@ int sky_planmsg_validate(const sky_planmsg *p, sky_diag *d)
 			return sky_diag_set(d, SKY_ERANGE, "plan %s: stage %d arena_bytes %lld", p->job,
 					    i, (long long)st->arena_bytes);
 		for (int j = 0; j < i; j++)
-			if (strcmp(p->stages[j].board, st->board) == 0)
+			if (strcmp(p->stages[j].board, st->board) == 0 &&
+			    !(p->train.owner[0] && strcmp(st->board, p->train.owner) == 0 && j == 0 &&
+			      i == p->n_stages - 1))
 				return sky_diag_set(d, SKY_EINVAL,
 						    "plan %s: board %s has stages %d and %d", p->job,
 						    st->board, j, i);
@@ -151,6 +153,16 @@ int sky_planmsg_validate(const sky_planmsg *p, sky_diag *d)
 		    t->resume_step > t->steps || t->generation < 0)
 			return sky_diag_set(d, SKY_ERANGE, "plan %s: a train setting is out of range",
 					    p->job);
+		if (t->owner[0] &&
+		    (!sky_topic_segment_ok(t->owner) || p->n_stages == 2 ||
+		     strcmp(p->stages[0].board, t->owner) != 0 ||
+		     strcmp(p->stages[p->n_stages - 1].board, t->owner) != 0 || t->ckpt_every > 0 ||
+		     t->resume_step > 0 || t->owner_lag < 0 || t->owner_lag > SKY_PLANMSG_MAX_MICRO))
+			return sky_diag_set(d, SKY_EINVAL,
+					    "plan %s: data owner %s must hold the first and the last of "
+					    "at least 3 stages, or the only one (and the plan no "
+					    "checkpoints)",
+					    p->job, t->owner);
 		for (int i = 0; i < p->n_stages; i++)
 			if (t->sealed && !p->stages[i].key[0])
 				return sky_diag_set(d, SKY_EINVAL,
@@ -203,6 +215,10 @@ int sky_planmsg_encode(const sky_planmsg *p, char *buf, size_t cap, sky_diag *d)
 			cJSON_AddNumberToObject(tr, "resume_step", t->resume_step);
 		if (t->generation > 0)
 			cJSON_AddNumberToObject(tr, "generation", t->generation);
+		if (t->owner[0]) {
+			cJSON_AddStringToObject(tr, "owner", t->owner);
+			cJSON_AddNumberToObject(tr, "owner_lag", t->owner_lag);
+		}
 	}
 	const sky_plan_infer *in = &p->infer;
 	cJSON *inf = in->on ? cJSON_AddObjectToObject(doc, "infer") : NULL;
@@ -315,7 +331,11 @@ int sky_planmsg_decode(const char *buf, size_t len, sky_planmsg *p, sky_diag *d)
 					"plan.train", d))) ||
 		    (cJSON_GetObjectItemCaseSensitive(tr, "generation") &&
 		     (rc = sky_json_int(tr, "generation", 0, 0x7fffffff, &t->generation,
-					"plan.train", d))))
+					"plan.train", d))) ||
+		    (cJSON_GetObjectItemCaseSensitive(tr, "owner") &&
+		     ((rc = sky_json_str(tr, "owner", t->owner, sizeof t->owner, "plan.train", d)) ||
+		      (rc = sky_json_int(tr, "owner_lag", 0, SKY_PLANMSG_MAX_MICRO, &t->owner_lag,
+					 "plan.train", d)))))
 			goto exit;
 	}
 	const cJSON *inf = cJSON_GetObjectItemCaseSensitive(doc, "infer");

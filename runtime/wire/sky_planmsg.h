@@ -43,6 +43,15 @@
  * (none listed: any sky-client-*); predicted_seq_s: the planner's predicted
  * throughput; threads: 0 uses the board profile's threads.
  *
+ * A training job with a data owner (data stays home) adds to "train"
+ *   "owner":"b01","owner_lag":1
+ * and the plan is U-shaped: the owner's board holds stage 0 and the last
+ * stage (its only two stages; no other board appears twice), at least 3
+ * stages; or the owner holds the only stage. Only the owner makes the data (tokens, labels); forward frames
+ * carry the attention mask after the activation (sky_stage.h), and the
+ * owner runs both of its stages in one op order (sky_schedule_owner_ops,
+ * with owner_lag). Such a plan has no checkpoints (ckpt_every 0).
+ *
  * Training jobs that survive faults add "ckpt_every":K, and a re-plan
  * "resume_step":N (the last complete checkpoint) and "generation":G;
  * each is left out when 0. */
@@ -99,6 +108,8 @@ typedef struct sky_plan_train {
 	int resume_step;         /* > 0: load the range from the planner's checkpoint of
 				  * this step (sky/v1/job/<job>/load/<board>) and go on */
 	int generation;          /* the job's plan count (1 first, + 1 per re-plan) */
+	char owner[SKY_TOPIC_SEGMENT_MAX + 1]; /* data owner board ("" none): U-shaped */
+	int owner_lag;           /* the owner's op order (sky_schedule_owner_ops) */
 } sky_plan_train;
 
 typedef struct sky_plan_infer {
@@ -140,7 +151,8 @@ int sky_planmsg_validate(const sky_planmsg *p, sky_diag *d);
 int sky_planmsg_client_ok(const sky_planmsg *p, const char *cn);
 /* 1 if s is 64 lower-case hex digits. */
 int sky_plan_sha256_ok(const char *s);
-/* Index of board's stage, or -1. */
+/* Index of board's stage (its first: a data owner also holds the last),
+ * or -1. */
 int sky_planmsg_find(const sky_planmsg *p, const char *board);
 
 /* ---- plan acknowledgement (board -> planner, sky/v1/board/<id>/plan-ack) ----

@@ -3,6 +3,7 @@
  * more live activations than the schedule's in_flight. */
 #include "sky_test.h"
 
+#include "sky_plan.h"
 #include "sky_schedule.h"
 
 #include <string.h>
@@ -69,4 +70,72 @@ SKY_TEST(schedule_invariants_and_in_flight)
 	SKY_EXPECT(sky_schedule_parse("1f1b", &k) == 0 && k == SKY_SCHEDULE_1F1B);
 	SKY_EXPECT(sky_schedule_parse("gpipe", &k) == 0 && k == SKY_SCHEDULE_GPIPE);
 	SKY_EXPECT_EQ(sky_schedule_parse("pipedream", &k), SKY_EINVAL);
+}
+
+/* the data owner's order: each of its stages in its own schedule order,
+ * its first stage's forward of i before the last's, the last's backward of
+ * i before the first's; a worked example of the lag */
+SKY_TEST(schedule_owner_merges_its_two_stages)
+{
+	for (int k = 0; k < 2; k++)
+		for (int n = 3; n <= 8; n++)
+			for (int m = 1; m <= 10; m++)
+				for (int lag = 0; lag <= 11; lag++) {
+					sky_schedule_op ops[40], own[2][20];
+					int c = sky_schedule_owner_ops((sky_schedule_kind)k, n, m, lag, ops, 40);
+					SKY_EXPECT_EQ(c, 4 * m);
+					sky_schedule_ops((sky_schedule_kind)k, 0, n, m, own[0], 20);
+					sky_schedule_ops((sky_schedule_kind)k, n - 1, n, m, own[1], 20);
+					int at[2] = {0, 0}, pf[2][10], pb[2][10];
+					for (int i = 0; i < c; i++) {
+						int e = ops[i].last;
+						SKY_EXPECT(e == 0 || e == 1);
+						SKY_EXPECT(at[e] < 2 * m && ops[i].kind == own[e][at[e]].kind &&
+							   ops[i].mb == own[e][at[e]].mb);
+						at[e]++;
+						(ops[i].kind == 'F' ? pf : pb)[e][ops[i].mb] = i;
+					}
+					for (int mb = 0; mb < m; mb++)
+						SKY_EXPECT(pf[0][mb] < pf[1][mb] && pb[1][mb] < pb[0][mb]);
+				}
+	sky_schedule_op ops[16];
+	char s[128] = "";
+	/* 1F1B, 4 stages, 4 micro-batches, lag 1: the first stage warms up
+	 * with 4 forwards, then each of its backwards trails the last stage's
+	 * by one */
+	int c = sky_schedule_owner_ops(SKY_SCHEDULE_1F1B, 4, 4, 1, ops, 16);
+	for (int i = 0; i < c; i++) {
+		char t[8];
+		snprintf(t, sizeof t, "%c%c%d ", ops[i].last ? 'L' : 'f', ops[i].kind, ops[i].mb);
+		strcat(s, t);
+	}
+	SKY_EXPECT_MSG(strcmp(s, "fF0 fF1 fF2 fF3 LF0 LB0 LF1 LB1 fB0 LF2 LB2 fB1 LF3 LB3 fB2 fB3 ") ==
+			       0,
+		       "%s", s);
+	SKY_EXPECT_EQ(sky_schedule_owner_ops(SKY_SCHEDULE_1F1B, 2, 4, 1, ops, 16), SKY_EINVAL);
+	SKY_EXPECT_EQ(sky_schedule_owner_ops(SKY_SCHEDULE_1F1B, 4, 4, 1, ops, 15), SKY_ERANGE);
+}
+
+/* under 1F1B every stage's own order is the same in the runtime and in the
+ * planner's simulator, so the owner's order the board runs is the one the
+ * planner simulated (its step prediction and its lag choice hold). GPipe's
+ * backwards differ (the simulator takes them last-in first-out). */
+SKY_TEST(schedule_owner_order_is_the_planners_under_1f1b)
+{
+	for (int n = 3; n <= 8; n++)
+		for (int m = 1; m <= 10; m++)
+			for (int lag = 0; lag <= 11; lag++) {
+				sky_schedule_op ops[40];
+				int stage[40], op[40];
+				int c = sky_schedule_owner_ops(SKY_SCHEDULE_1F1B, n, m, lag, ops, 40);
+				SKY_EXPECT_EQ(sky_plan_owner_order(SKY_SCHED_1F1B, n, m, lag, stage, op), c);
+				for (int i = 0; i < c; i++) {
+					int want = ops[i].kind == 'F' ? ops[i].mb : -ops[i].mb - 1;
+					SKY_EXPECT_MSG(stage[i] == (ops[i].last ? n - 1 : 0) && op[i] == want,
+						       "n %d m %d lag %d op %d: runtime %c%d of %s, planner "
+						       "%d of stage %d",
+						       n, m, lag, i, ops[i].kind, ops[i].mb,
+						       ops[i].last ? "last" : "first", op[i], stage[i]);
+				}
+			}
 }

@@ -262,3 +262,47 @@ SKY_TEST(checkpoint_settings_travel_and_are_left_out_when_zero)
 	sky_diag_clear(&d);
 	SKY_EXPECT_EQ(sky_planmsg_encode(&g_p, buf, sizeof buf, &d), SKY_ERANGE);
 }
+
+/* a data owner: its board at both ends, nowhere else; signed with the rest */
+SKY_TEST(data_owner_round_trip_and_refusals)
+{
+	char buf[SKY_PLAN_MAX_BYTES];
+	sky_diag d;
+	sky_diag_clear(&d);
+	sample(&g_p, 4, 4);
+	g_p.train.steps = 3;
+	strcpy(g_p.train.sched, "1f1b");
+	strcpy(g_p.train.optim, "adamw");
+	g_p.train.lr = 1e-3;
+	g_p.train.seed = 1;
+	strcpy(g_p.train.owner, "b00");
+	g_p.train.owner_lag = 2;
+	strcpy(g_p.stages[3].board, "b00");
+	int n = sky_planmsg_encode(&g_p, buf, sizeof buf, &d);
+	SKY_EXPECT_MSG(n > 0, "%s", d.msg);
+	SKY_EXPECT(strstr(buf, "\"owner\":\"b00\",\"owner_lag\":2") != NULL);
+	SKY_EXPECT_EQ(sky_planmsg_decode(buf, (size_t)n, &g_back, &d), 0);
+	SKY_EXPECT(strcmp(g_back.train.owner, "b00") == 0);
+	SKY_EXPECT_EQ(g_back.train.owner_lag, 2);
+	SKY_EXPECT_EQ(sky_planmsg_find(&g_back, "b00"), 0);
+	/* the owner in the middle as well */
+	strcpy(g_p.stages[2].board, "b00");
+	SKY_EXPECT_EQ(sky_planmsg_encode(&g_p, buf, sizeof buf, &d), SKY_EINVAL);
+	SKY_EXPECT_MSG(strstr(d.msg, "board b00 has stages 0 and 2") != NULL, "%s", d.msg);
+	strcpy(g_p.stages[2].board, "b02");
+	/* not at the end */
+	strcpy(g_p.stages[3].board, "b03");
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_planmsg_encode(&g_p, buf, sizeof buf, &d), SKY_EINVAL);
+	SKY_EXPECT_MSG(strstr(d.msg, "must hold the first and the last") != NULL, "%s", d.msg);
+	/* a board at both ends without an owner named */
+	strcpy(g_p.stages[3].board, "b00");
+	g_p.train.owner[0] = 0;
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_planmsg_encode(&g_p, buf, sizeof buf, &d), SKY_EINVAL);
+	SKY_EXPECT_MSG(strstr(d.msg, "board b00 has stages 0 and 3") != NULL, "%s", d.msg);
+	/* checkpoints are not for U-shaped plans */
+	strcpy(g_p.train.owner, "b00");
+	g_p.train.ckpt_every = 2;
+	SKY_EXPECT_EQ(sky_planmsg_encode(&g_p, buf, sizeof buf, &d), SKY_EINVAL);
+}

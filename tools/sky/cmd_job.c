@@ -6,6 +6,7 @@
  * --wait it then follows the job until every stage's board has
  * acknowledged the plan. sky job watch and sky job collect are in
  * job_follow.c. */
+#include "job_data.h"
 #include "job_follow.h"
 #include "job_upload.h"
 #include "sky_chunk.h"
@@ -178,7 +179,7 @@ static void usage(FILE *to)
 		"                      [--ack-timeout SECONDS] [--json]\n"
 		"                      [--task train --steps N --micro M --optimizer adamw|sgd --lr X\n"
 		"                       --seed S --warmup W --clip C --stall-s S --plaintext-frames\n"
-		"                       --checkpoint-every K]\n"
+		"                       --checkpoint-every K --data-owner BOARD]\n"
 		"                      [--task infer --weights F.safetensors [--batch B] [--wait-ms W]\n"
 		"                       [--queue Q] [--clients a,b] [--chunk-bytes N]]\n"
 		"       sky job watch JOB --pki DIR --broker HOST:PORT [--timeout S] [--json]\n"
@@ -213,6 +214,10 @@ static void usage(FILE *to)
 		"stage sends its weights and optimizer state to skyplan's checkpoint store; a board\n"
 		"that dies then re-plans the job over the others from the last complete one.\n"
 		"--link-blind has skyplan plan as if every board were in one site (for comparison).\n"
+		"--data-owner BOARD keeps the job's data on BOARD: a U-shaped plan gives it the\n"
+		"embeddings and first layers and the last layers, head, labels and loss; the\n"
+		"other boards see only sealed activations (with the attention mask) and\n"
+		"gradients. Planned with even or optimal; no checkpoints.\n"
 		"watch prints one line per step (loss, step time, predicted, busy per stage) until\n"
 		"the job ends (exit 0) or stalls (exit 1). collect gathers every stage's part\n"
 		"into one safetensors file with HuggingFace names, which `sky eval` reads.\n"
@@ -245,7 +250,8 @@ static int cmd_submit(int argc, char **argv)
 		O_PKI = SKY_OPT_FIRST, O_BROKER, O_FILE, O_JOB, O_MODEL, O_ALGO, O_SCHED, O_OBJECTIVE,
 		O_LAYERS, O_SEQ, O_BATCH, O_TASK, O_STEPS, O_OPTIM, O_LR, O_SEED, O_WARMUP, O_CLIP,
 		O_STALL, O_MICRO, O_MIN_BOARDS, O_WAIT_BOARDS, O_ACK, O_WAIT, O_JSON, O_PLAINTEXT,
-		O_WEIGHTS, O_WAIT_MS, O_QUEUE, O_CLIENTS, O_CHUNK, O_CORRUPT, O_CLAIM, O_CKPT, O_LINK_BLIND
+		O_WEIGHTS, O_WAIT_MS, O_QUEUE, O_CLIENTS, O_CHUNK, O_CORRUPT, O_CLAIM, O_CKPT, O_LINK_BLIND,
+		O_OWNER
 	};
 	static const struct option k_opts[] = {
 		{"pki", required_argument, NULL, O_PKI},
@@ -285,6 +291,7 @@ static int cmd_submit(int argc, char **argv)
 		{"claim-sha256", required_argument, NULL, O_CLAIM},
 		{"checkpoint-every", required_argument, NULL, O_CKPT},
 		{"link-blind", no_argument, NULL, O_LINK_BLIND},
+		{"data-owner", required_argument, NULL, O_OWNER},
 		SKY_OPT_STD,
 		{0}};
 	const char *cmd = "job submit";
@@ -312,6 +319,13 @@ static int cmd_submit(int argc, char **argv)
 			break;
 		case O_LINK_BLIND:
 			link_blind = 1;
+			break;
+		case O_OWNER:
+			if (!sky_topic_segment_ok(val)) {
+				fprintf(stderr, "sky job submit: --data-owner %s is not a board id\n", val);
+				return 2;
+			}
+			snprintf(j.data_owner, sizeof j.data_owner, "%s", val);
 			break;
 		case O_PKI:
 			pki = val;
@@ -496,11 +510,15 @@ static int cmd_submit(int argc, char **argv)
 		}
 		n = (int)got;
 		/* the file's job, re-encoded below with a submit_id of this run */
+		char owner[sizeof j.data_owner];
+		snprintf(owner, sizeof owner, "%s", j.data_owner);
 		if (sky_job_req_parse(doc, (size_t)n, &j, &d) != 0) {
 			fprintf(stderr, "sky job submit: %s: %s\n", file, d.msg);
 			return 2;
 		}
 		j.link_blind |= link_blind;
+		if (owner[0])
+			snprintf(j.data_owner, sizeof j.data_owner, "%s", owner);
 	} else {
 		j.link_blind = link_blind;
 		if (!j.job[0])
@@ -764,6 +782,7 @@ int sky_cmd_job(int argc, char **argv)
 		{"watch", "one line per training step", sky_job_watch},
 		{"collect", "the trained parts into one safetensors file", sky_job_collect},
 		{"frame", "craft a tensor frame (tests)", sky_job_frame},
+		{"data", "a training micro-batch's tokens and labels as hex (tests)", sky_job_data},
 	};
 	return sky_cli_dispatch("sky job", argc, argv, subs, sizeof subs / sizeof subs[0], usage);
 }

@@ -41,6 +41,8 @@ static void usage(const char *cmd, FILE *to, const char *extra)
 		"  --link-blind          plan as if every board were in one site (Sky before sites:\n"
 		"                        each cut charged with the boards' own links only); the\n"
 		"                        figures shown are still the fleet's, sites and all\n"
+		"  --data-owner B        board B's data stays on it: a U-shaped plan (B holds the\n"
+		"                        first and the last stage; even or optimal)\n"
 		"  --write-fleet F.json  also save the fleet planned for (e.g. the paper's) as a file\n"
 		"%s"
 		"  --json                machine-readable output\n"
@@ -51,7 +53,7 @@ static void usage(const char *cmd, FILE *to, const char *extra)
 enum {
 	O_FLEET = SKY_OPT_FIRST, O_WRITE_FLEET, O_MODEL, O_ALGO, O_OBJECTIVE, O_OPTIMIZER,
 	O_SCHEDULE, O_PRECISION, O_LAYERS, O_SEQ, O_MICRO_BATCH, O_MICRO_BATCHES, O_ORDER_EVALS,
-	O_SVG, O_JSON, O_PAPER, O_KEEP_ORDER, O_LINK_BLIND
+	O_SVG, O_JSON, O_PAPER, O_KEEP_ORDER, O_LINK_BLIND, O_OWNER
 };
 
 static const struct option k_opts[] = {
@@ -73,6 +75,7 @@ static const struct option k_opts[] = {
 	{"paper", no_argument, NULL, O_PAPER},
 	{"keep-order", no_argument, NULL, O_KEEP_ORDER},
 	{"link-blind", no_argument, NULL, O_LINK_BLIND},
+	{"data-owner", required_argument, NULL, O_OWNER},
 	SKY_OPT_STD,
 	{0}};
 
@@ -82,6 +85,7 @@ int plan_cli_parse(const char *cmd, int argc, char **argv, plan_cli *c, const ch
 	memset(c, 0, sizeof *c);
 	c->algos = default_algos;
 	const char *model = NULL, *optim = NULL, *sched = NULL, *prec = NULL, *obj = NULL;
+	const char *owner = NULL;
 	long layers = 0, seq = 0, mb = 0, m = 0, evals = -1;
 	int keep = 0, blind = 0;
 	char prog[32];
@@ -107,6 +111,9 @@ int plan_cli_parse(const char *cmd, int argc, char **argv, plan_cli *c, const ch
 			break;
 		case O_LINK_BLIND:
 			blind = 1;
+			break;
+		case O_OWNER:
+			owner = v;
 			break;
 		case O_FLEET:
 			c->fleet_path = v;
@@ -187,6 +194,12 @@ int plan_cli_parse(const char *cmd, int argc, char **argv, plan_cli *c, const ch
 		j->order_evals = (int)evals;
 	j->keep_order = keep;
 	j->link_blind = blind;
+	if (owner && (!owner[0] || strlen(owner) >= sizeof j->owner)) {
+		fprintf(stderr, "sky %s: --data-owner expects a board id\n", cmd);
+		return 2;
+	}
+	if (owner)
+		snprintf(j->owner, sizeof j->owner, "%s", owner);
 	if (optim && sky_cost_optim_parse(optim, &j->optim)) {
 		fprintf(stderr, "sky %s: --optimizer expects sgd, momentum or adam, got '%s'\n", cmd,
 			optim);
@@ -332,7 +345,13 @@ int plan_print(const plan_cli *c, const sky_plan *p, const plan_truth *t)
 		printf("bottleneck %.6f s/micro-batch, lower bound %.6f s (ratio %.3f), %d of %d "
 		       "boards used\n",
 		       p->bottleneck_s, p->lower_bound_s, p->bottleneck_s / p->lower_bound_s,
-		       p->n_stages, f->n);
+		       p->n_stages - p->owner, f->n);
+		if (p->owner)
+			printf("data owner %s: U-shaped, stages 0 and %d on it (%.4f s of its time per "
+			       "micro-batch), owner lag %d\n",
+			       j->owner, p->n_stages - 1, p->owner_time_s, p->owner_lag);
+		else if (j->owner[0])
+			printf("data owner %s: it holds the whole model (the shortest step)\n", j->owner);
 		if (c->sites > 1 || p->cross_site_cuts > 0)
 			printf("%d sites; %d cuts cross sites, %.1f MB cross between sites per step\n",
 			       c->sites, p->cross_site_cuts, p->wan_bytes_per_step / 1e6);
@@ -348,6 +367,8 @@ int plan_print(const plan_cli *c, const sky_plan *p, const plan_truth *t)
 			printf("simulated step %.6f s (exact: the shortest of every order, subset and "
 			       "split)\n",
 			       p->step_s);
+		else if (p->step_s > 0 && !(p->step_lower_bound_s > 0))
+			printf("simulated step %.6f s (the best the search found)\n", p->step_s);
 		else if (p->step_s > 0)
 			printf("simulated step %.6f s (the best the search found; no plan is below "
 			       "%.6f s, so it is within %.1f%% of the optimum)\n",
@@ -369,7 +390,12 @@ int plan_print(const plan_cli *c, const sky_plan *p, const plan_truth *t)
 	cJSON_AddStringToObject(o, "optimizer", sky_cost_optim_name(j->optim));
 	cJSON_AddStringToObject(o, "objective", sky_objective_name(j->objective));
 	cJSON_AddNumberToObject(o, "boards", f->n);
-	cJSON_AddNumberToObject(o, "boards_used", p->n_stages);
+	cJSON_AddNumberToObject(o, "boards_used", p->n_stages - p->owner);
+	if (j->owner[0]) {
+		cJSON_AddStringToObject(o, "data_owner", j->owner);
+		cJSON_AddBoolToObject(o, "u_shaped", p->owner);
+		cJSON_AddNumberToObject(o, "owner_lag", p->owner_lag);
+	}
 	cJSON *st = cJSON_AddArrayToObject(o, "stages");
 	for (int k = 0; st && k < p->n_stages; k++) {
 		const sky_stage *s = &p->stage[k];
