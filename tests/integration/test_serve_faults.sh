@@ -3,9 +3,10 @@
 # tiny int8 model (`sky job submit --task infer`, an even split over all
 # five) while clients keep requests coming: a new `sky infer` every 0.15 s,
 # each sending four rows at once and waiting for their answers. Then, one
-# after the other, the board of a middle stage, of the first stage and of
-# the last stage is killed with SIGKILL; then the two boards left, so the
-# job pauses, and one comes back. Each time
+# after the other, a board is revoked (`sky pki revoke`), and the board of a
+# middle stage, of the first stage and of the last stage is frozen for a
+# second (requests pile up at it) and killed with SIGKILL; then the boards
+# left, so the job pauses, and one comes back. Each time
 #   - skyplan re-plans the serving job over the boards left (its job log,
 #     <state>/jobs/<job>.log.jsonl: "replan", then "answered"), or pauses
 #     it (logged, `sky fleet status`) and resumes it when a board returns;
@@ -17,8 +18,10 @@
 #   - `sky fleet status` shows the re-plan: reason, requests replayed,
 #     time lost;
 # and one JSON per event goes to build/faults/serve-*.json: time to detect
-# (kill to the planner's re-plan) and to the next answered request (kill to
-# the first answer of the new plan). No process is left.
+# (kill or revocation to the planner's re-plan, or to its pause) and to the
+# next answered request (to the first answer of the new plan; after a pause
+# that includes the board's restart and probe), requests sent and replayed,
+# duplicates dropped by the clients. No process is left.
 #
 # PASS/FAIL lines, MEASURE lines; bounded (every wait has a deadline).
 set -u
@@ -86,6 +89,9 @@ for i in 1 2 3 4 5; do
 	"$SKY" pki issue --dir "$PKI" --id "b$i" --state "$W/b$i/state" >/dev/null 2>"$W/b$i.issue" ||
 		fail servefaults_board_issued "$(cat "$W/b$i.issue")"
 done
+# an idle board identity, for a forged answer below (never runs skyd)
+"$SKY" pki issue --dir "$PKI" --id bx --state "$W/bx" >/dev/null 2>"$W/bx.issue" ||
+	fail servefaults_board_issued "$(cat "$W/bx.issue")"
 start_board() {
 	"$SKY_BIN/skyd" --state "$W/$1/state" --broker "$BR" --keepalive 2 --model tiny --layers 4 \
 		--probe-seconds 1 --no-link-probe >>"$W/$1.log" 2>&1 &
@@ -140,10 +146,10 @@ answered_after() { # answered_after T: a client finished after time T
 	grep -q '"event":"answered"' "$LOG" 2>/dev/null &&
 		awk -v t="$1" '/"event":"answered"/ { match($0, /"t":[0-9.]+/); if (substr($0, RSTART + 4, RLENGTH - 4) + 0 >= t) f = 1 } END { exit !f }' "$LOG"
 }
-# check NAME FROM TO: every sky infer c(FROM+1)..cTO ended with four answers,
+# check NAME FROM TO T0 [EVENT]: every sky infer c(FROM+1)..cTO ended with four answers,
 # each once, each with the right logits; then the event's JSON
 check() {
-	name=$1 from=$2 to=$3 t0=$4
+	name=$1 from=$2 to=$3 t0=$4 ev=${5:-replan}
 	bad=0 dups=0 ci=$from
 	while [ $ci -lt "$to" ]; do
 		ci=$((ci + 1))
@@ -168,12 +174,14 @@ check() {
 	total=$(((to - from) * 4))
 	[ $bad -eq 0 ] && [ $total -gt 0 ] && pass "${name}_every_request_answered_once_with_sky_evals_logits" ||
 		fail "${name}_every_request_answered_once_with_sky_evals_logits" "$bad of $total requests wrong"
-	# the event: the first re-plan after the kill, the first answer after it
-	awk -v t0="$t0" -v name="$name" -v job="$JOB" -v total="$total" -v dups="$dups" '
-		/"event":"replan"/ && !r { match($0, /"t":[0-9.]+/); rt = substr($0, RSTART + 4, RLENGTH - 4)
-			if (rt + 0 >= t0 + 0) { r = rt; match($0, /"epoch":[0-9]+/); e = substr($0, RSTART + 8, RLENGTH - 8) } }
+	# the event: the planner's first re-plan (or pause) after the fault,
+	# then the first answer of a new plan and the requests it replayed
+	awk -v t0="$t0" -v name="$name" -v job="$JOB" -v total="$total" -v dups="$dups" -v ev="\"event\":\"$ev\"" '
+		index($0, ev) && !r { match($0, /"t":[0-9.]+/); rt = substr($0, RSTART + 4, RLENGTH - 4)
+			if (rt + 0 >= t0 + 0) r = rt }
 		/"event":"replayed"/ && r && !p { match($0, /"requests":[0-9]+/); p = 1; rp = substr($0, RSTART + 11, RLENGTH - 11) }
-		/"event":"answered"/ && r && !a { match($0, /"t":[0-9.]+/); at = substr($0, RSTART + 4, RLENGTH - 4); if (at + 0 >= r + 0) a = at }
+		/"event":"answered"/ && r && !a { match($0, /"t":[0-9.]+/); at = substr($0, RSTART + 4, RLENGTH - 4)
+			if (at + 0 >= r + 0) { a = at; match($0, /"epoch":[0-9]+/); e = substr($0, RSTART + 8, RLENGTH - 8) } }
 		END { printf "{\"scenario\":\"serve-%s\",\"job\":\"%s\",\"at\":%.3f,\"epoch\":%s,", name, job, t0, e ? e : "null"
 			printf "\"detect_s\":%s,\"next_answer_s\":%s,", r ? sprintf("%.3f", r - t0) : "null", a ? sprintf("%.3f", a - t0) : "null"
 			printf "\"requests\":%d,\"replayed\":%s,\"duplicates_dropped\":%d}\n", total, p ? rp : "null", dups }' \
@@ -214,6 +222,27 @@ kill_stage() {
 		fail "${name}_requests_in_flight_replayed" "$(cat "$OUT/serve-$name.json")"
 }
 
+# ---- a board is revoked: the planner drops it and re-plans; the board,
+# still connected (no SIGHUP to the broker), stops serving the old epoch ---
+victim=$(stage_board 1)
+from=$N
+flow 2
+t0=$(now)
+"$SKY" pki revoke --dir "$PKI" "$victim" >"$W/revoke.out" 2>&1 || fail revoke_issued "$(cat "$W/revoke.out")"
+REVOKED=$victim
+_end=$(($(date +%s) + 90))
+while ! answered_after "$t0" && [ "$(date +%s)" -lt "$_end" ]; do
+	ask
+	sleep 0.3
+done
+flow 1
+check revoke "$from" "$N" "$t0"
+grep '"event":"replan"' "$LOG" | tail -1 | grep -q "\"reason\":\"board $victim (stage 1) revoked\"" &&
+	pass revoke_replanned_without_the_board || fail revoke_replanned_without_the_board "$(grep -v commit "$LOG" | tail -3)"
+sky_wait 30 grep -q "plan $JOB epoch [0-9]* has no stage for $victim: stops serving epoch" "$W/$victim.log" &&
+	pass revoke_board_stops_serving_the_old_epoch ||
+	fail revoke_board_stops_serving_the_old_epoch "$(grep "$JOB" "$W/$victim.log" | tail -3)"
+
 kill_stage middle 2
 kill_stage first 0
 last=$(($(n_stages) - 1))
@@ -221,7 +250,7 @@ kill_stage last $last
 
 # sky fleet status shows the serving re-plans (reason, requests replayed, time lost)
 "$SKY" fleet status --state "$W/skyplan" >"$W/status.txt" 2>&1
-if [ "$(grep -c "re-plan generation [0-9]* epoch [0-9]*: board b[0-9] (stage [0-9]) offline; [0-9]* unanswered request(s) replayed, [0-9.]* s lost" "$W/status.txt")" -ge 3 ]; then
+if [ "$(grep -c "re-plan generation [0-9]* epoch [0-9]*: board b[0-9] (stage [0-9]) \(offline\|revoked\); [0-9]* unanswered request(s) replayed, [0-9.]* s lost" "$W/status.txt")" -ge 4 ]; then
 	pass servefaults_fleet_status_shows_the_replans
 else
 	fail servefaults_fleet_status_shows_the_replans "$(grep -A8 "job $JOB" "$W/status.txt" | head -12)"
@@ -236,11 +265,35 @@ for b in b1 b2 b3 b4 b5; do
 	kill -KILL "$(cat "$W/pid.$b")" 2>/dev/null
 	wait "$(cat "$W/pid.$b")" 2>/dev/null
 	rm -f "$W/pid.$b"
-	back=$b
+	[ "$b" = "$REVOKED" ] || back=$b
 done
 sky_wait 30 grep -q '"event":"pause"' "$LOG" && pass pause_logged || fail pause_logged "$(tail -3 "$LOG")"
 sky_wait 10 sh -c "'$SKY' fleet status --state '$W/skyplan' | grep -q 'paused: the boards left cannot hold the model'" &&
 	pass pause_shown_in_fleet_status || fail pause_shown_in_fleet_status "$(grep -A6 "job $JOB" "$W/status.txt")"
+# the client drops a second answer to an id: while nobody serves, an idle
+# board identity (bx, never started) answers request dd-0 twice, then the
+# others, in one connection (in order); sky infer shows each once
+"$SKY" infer --pki "$PKI/clients/t" --broker "$BR" --job $JOB --input "$W/rows.safetensors" \
+	--id dd --timeout 60 --json >"$W/dd.json" 2>"$W/dd.err" &
+DD=$!
+echo $DD >"$W/pid.dd"
+fake() { printf '{"v":1,"id":"dd-%s","ok":true,"job":"%s","epoch":1,"logits":[0.25,-0.5]}\n' "$1" $JOB; }
+i=0
+while kill -0 $DD 2>/dev/null && [ $i -lt 100 ]; do # until it has its answers (bounded)
+	# shellcheck disable=SC2046
+	{ fake 0; fake 0; fake 1; fake 2; fake 3; } | timeout 20 mosquitto_pub $(sky_mq_tls "$W/bx/board.crt" "$W/bx/board.key") \
+		-q 1 -t "sky/v1/job/$JOB/resp/sky-client-t" -l 2>>"$W/dd.pub.err"
+	sleep 0.2
+	i=$((i + 1))
+done
+wait $DD
+rc=$?
+rm -f "$W/pid.dd"
+if [ $rc = 0 ] && [ "$(grep -c '"id":"dd-0"' "$W/dd.json")" = 1 ] && grep -q "duplicate response(s) dropped" "$W/dd.err"; then
+	pass client_drops_a_duplicate_answer
+else
+	fail client_drops_a_duplicate_answer "rc $rc: $(head -c 300 "$W/dd.json") $(head -c 200 "$W/dd.err")"
+fi
 flow 2 # requests while nobody serves
 start_board "$back"
 _end=$(($(date +%s) + 120))
@@ -249,7 +302,7 @@ while ! answered_after "$t0" && [ "$(date +%s)" -lt "$_end" ]; do
 	sleep 0.3
 done
 flow 1
-check pause "$from" "$N" "$t0"
+check pause "$from" "$N" "$t0" pause
 grep '"event":"replan"' "$LOG" | tail -1 | grep -q '"reason":"resuming after board' &&
 	pass pause_resumed_on_the_board_back || fail pause_resumed_on_the_board_back "$(grep -v commit "$LOG" | tail -3)"
 # the planner's table: nothing let go unanswered
