@@ -76,6 +76,10 @@ static int parse_infer(const cJSON *doc, sky_job_req *j, sky_diag *d)
 	if (!sky_plan_sha256_ok(j->weights))
 		return sky_diag_set(d, SKY_EFORMAT, "job %s: weights must be 64 lower-case hex digits",
 				    j->job);
+	const cJSON *rp = cJSON_GetObjectItemCaseSensitive(doc, "replan");
+	if (rp && !cJSON_IsBool(rp))
+		return sky_diag_set(d, SKY_EFORMAT, "job %s: replan must be true or false", j->job);
+	j->no_replan = rp && cJSON_IsFalse(rp);
 	const cJSON *cl = cJSON_GetObjectItemCaseSensitive(doc, "clients"), *c;
 	if (!cl)
 		return 0;
@@ -247,6 +251,8 @@ int sky_job_req_encode(const sky_job_req *j, char *buf, size_t cap)
 		if (j->serve_batch)
 			k2 += snprintf(infer + k2, sizeof infer - (size_t)k2, ",\"serve_batch\":%d",
 				       j->serve_batch);
+		if (j->no_replan)
+			k2 += snprintf(infer + k2, sizeof infer - (size_t)k2, ",\"replan\":false");
 		if (j->n_clients)
 			k2 += snprintf(infer + k2, sizeof infer - (size_t)k2, ",\"clients\":[");
 		for (int i = 0; i < j->n_clients && k2 > 0 && (size_t)k2 < sizeof infer; i++)
@@ -1649,7 +1655,7 @@ static int try_plan(svc *s, pending_job *pj)
 		s->on_broker[j] = p->epoch;
 	s->reg.c.plans_published++;
 	pj->published = p->epoch;
-	if ((p->train.steps > 0 && p->train.ckpt_every > 0) || p->infer.on)
+	if ((p->train.steps > 0 && p->train.ckpt_every > 0) || (p->infer.on && !pj->req.no_replan))
 		follow_job(s, pj, p);
 	if (predicted_s > 0)
 		sky_metrics_set_step_predicted(sky_metrics_default(), p->job, predicted_s);
