@@ -138,14 +138,20 @@ int sky_jobstat_to_json(const sky_jobstat *t, char *buf, size_t cap)
 			seen = !strcmp(t->row[j].job, r->job);
 		if (seen)
 			continue; /* its rows went out with the first one */
+		/* the stages of its newest plan: a re-plan over fewer boards
+		 * leaves rows of stages that no longer exist */
+		int64_t newest = r->epoch;
+		for (int j = i + 1; j < t->n; j++)
+			if (!strcmp(t->row[j].job, r->job) && t->row[j].epoch > newest)
+				newest = t->row[j].epoch;
 		PUT("%s{\"job\":\"%s\",\"epoch\":%lld,\"steps\":%d,%s\"stages\":[",
-		    first_job ? "" : ",", r->job, (long long)r->epoch, r->steps,
+		    first_job ? "" : ",", r->job, (long long)newest, r->steps,
 		    r->infer ? "\"infer\":true," : "");
 		first_job = 0;
 		int first = 1;
 		for (int j = i; j < t->n; j++) {
 			const sky_jobstat_row *s = &t->row[j];
-			if (strcmp(s->job, r->job))
+			if (strcmp(s->job, r->job) || s->epoch < newest)
 				continue;
 			PUT("%s{\"stage\":%d,\"board\":\"%s\",\"step\":%d,", first ? "" : ",", s->stage,
 			    s->board, s->step);
