@@ -244,11 +244,13 @@ demo: deps all
 
 # The fault scenarios (tests/integration/test_faults.sh): make check runs
 # the default list; this adds the churn run (26 membership changes under one
-# job). One JSON per event in build/faults/.
+# job), and the serving faults (test_serve_faults.sh, also in make check).
+# One JSON per event in build/faults/.
 FAULTS_ALL := middle middle4 hang ends two second join join50 slow drift pause churn corrupt
 faults: deps all
 	@rm -rf build/faults
-	FAULTS_SCENARIOS="$(FAULTS_ALL)" SKY_BUILD=$(B) tests/run.sh --label faults tests/integration/test_faults.sh
+	FAULTS_SCENARIOS="$(FAULTS_ALL)" SKY_BUILD=$(B) tests/run.sh --label faults tests/integration/test_faults.sh \
+		tests/integration/test_serve_faults.sh
 
 bench: deps all
 	tools/bench.sh $(B)

@@ -38,6 +38,7 @@
 	"pattern write sky/v1/job/+/part/%u\n"                                      \
 	"# serving: the first stage reads requests, a stage answers the client\n"  \
 	"pattern read sky/v1/job/+/req/+\n"                                         \
+	"pattern read sky/v1/job/+/replay/+\n"                                      \
 	"pattern write sky/v1/job/+/resp/+\n"                                       \
 	"pattern read sky/v1/job/+/slice/%u\n"                                      \
 	"pattern write sky/v1/board/%u/slice-req\n"                                 \
@@ -55,7 +56,11 @@ static const char k_acl[] =
 	"# The planner service.\n"
 	"user " SKY_ENROLL_PLANNER_CN "\n"
 	"topic deny sky/v1/board/" SKY_ENROLL_PLANNER_CN "/#\n"
-	"topic deny sky/v1/job/+/stage/#\n"
+	"# no frames; a stage's ready it reads (serving re-plans replay after it)\n"
+	"topic deny sky/v1/job/+/stage/+/fwd\n"
+	"topic deny sky/v1/job/+/stage/+/bwd\n"
+	"topic deny sky/v1/job/+/stage/+/norm\n"
+	"topic read sky/v1/job/+/stage/+/ready\n"
 	"topic read sky/v1/board/#\n"
 	"topic write sky/v1/board/+/cmd\n"
 	"topic read sky/v1/enroll/+/csr\n"
@@ -66,7 +71,8 @@ static const char k_acl[] =
 	"topic write sky/v1/jobs/+/reply\n"
 	"topic read sky/v1/job/+/part/+\n"
 	"topic read sky/v1/job/+/req/+\n"
-	"topic write sky/v1/job/+/resp/+\n"
+	"topic readwrite sky/v1/job/+/resp/+\n"
+	"topic write sky/v1/job/+/replay/+\n"
 	"topic write sky/v1/job/+/slice/+\n"
 	"topic read sky/v1/jobs/+/weights\n"
 	"topic read sky/v1/job/+/ckpt/+\n"
@@ -99,6 +105,7 @@ static const char k_acl_operator_fleet[] =
 	"topic deny sky/v1/job/+/part/#\n"
 	"topic deny sky/v1/job/+/req/#\n"
 	"topic deny sky/v1/job/+/resp/#\n"
+	"topic deny sky/v1/job/+/replay/#\n"
 	"topic deny sky/v1/job/+/slice/#\n"
 	"topic deny sky/v1/job/+/ckpt/#\n"
 	"topic deny sky/v1/job/+/load/#\n"
@@ -219,6 +226,7 @@ static const char k_acl_bridge[] =
 	"topic write sky/v1/board/+/slice-req\n"
 	"topic read sky/v1/job/+/slice/+\n"
 	"topic read sky/v1/job/+/req/+\n"
+	"topic read sky/v1/job/+/replay/+\n"
 	"topic write sky/v1/job/+/resp/+\n";
 
 /* Its section on the claim listener, where its second connection picks up
@@ -595,6 +603,7 @@ int sky_ca_write_site_conf(const char *dir, const sky_ca_site_opts *o, sky_diag 
 		"topic sky/v1/board/+/slice-req out 1\n"
 		"topic sky/v1/job/+/slice/+ in 1\n"
 		"topic sky/v1/job/+/req/+ in 1\n"
+		"topic sky/v1/job/+/replay/+ in 1\n"
 		"topic sky/v1/job/+/resp/+ out 1\n"
 		"# frames between sites\n"
 		"topic sky/v1/site/+/job/+/stage/# out 1\n"

@@ -16,8 +16,10 @@ int sky_jobstat_on_metrics(sky_jobstat *t, const char *job, const char *buf, siz
 	int stage = 0, step = 0, steps = 0;
 	int64_t epoch = 0;
 	char board[SKY_TOPIC_SEGMENT_MAX + 1] = "";
+	/* a serving stage's metrics count batches (runtime/sky_servejob.h) */
+	int infer = doc && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "infer"));
 	if (!doc || sky_json_int(doc, "stage", 0, 65535, &stage, "metrics", NULL) != 0 ||
-	    sky_json_int(doc, "step", 0, 1 << 30, &step, "metrics", NULL) != 0 ||
+	    sky_json_int(doc, infer ? "batch" : "step", 0, 1 << 30, &step, "metrics", NULL) != 0 ||
 	    sky_json_str(doc, "board", board, sizeof board, "metrics", NULL) != 0) {
 		sky_json_free(doc);
 		return SKY_EFORMAT;
@@ -46,6 +48,7 @@ int sky_jobstat_on_metrics(sky_jobstat *t, const char *job, const char *buf, siz
 		r->done = r->has_loss = 0;
 	}
 	snprintf(r->board, sizeof r->board, "%s", board);
+	r->infer = infer;
 	r->epoch = epoch ? epoch : r->epoch;
 	r->seen = now;
 	if (steps)
@@ -55,7 +58,7 @@ int sky_jobstat_on_metrics(sky_jobstat *t, const char *job, const char *buf, siz
 	double v;
 	if (sky_json_num(doc, "loss", -1e30, 1e30, &v, "metrics", NULL) == 0)
 		r->loss = v, r->has_loss = 1;
-	if (sky_json_num(doc, "step_s", 0, 1e9, &v, "metrics", NULL) == 0)
+	if (sky_json_num(doc, infer ? "stage_s" : "step_s", 0, 1e9, &v, "metrics", NULL) == 0)
 		r->step_s = v;
 	if (sky_json_num(doc, "busy", 0, 1e3, &v, "metrics", NULL) == 0)
 		r->busy = v;
@@ -86,6 +89,16 @@ void sky_jobstat_replan_lost(sky_jobstat *t, const char *job, double lost_s)
 	for (int i = t->n_replans - 1; i >= 0; i--)
 		if (!strcmp(t->replan[i].job, job)) {
 			t->replan[i].lost_s = lost_s;
+			t->changed = 1;
+			return;
+		}
+}
+
+void sky_jobstat_replan_replayed(sky_jobstat *t, const char *job, long n)
+{
+	for (int i = t->n_replans - 1; i >= 0; i--)
+		if (!strcmp(t->replan[i].job, job)) {
+			t->replan[i].replayed = n;
 			t->changed = 1;
 			return;
 		}
@@ -125,13 +138,20 @@ int sky_jobstat_to_json(const sky_jobstat *t, char *buf, size_t cap)
 			seen = !strcmp(t->row[j].job, r->job);
 		if (seen)
 			continue; /* its rows went out with the first one */
-		PUT("%s{\"job\":\"%s\",\"epoch\":%lld,\"steps\":%d,\"stages\":[", first_job ? "" : ",",
-		    r->job, (long long)r->epoch, r->steps);
+		/* the stages of its newest plan: a re-plan over fewer boards
+		 * leaves rows of stages that no longer exist */
+		int64_t newest = r->epoch;
+		for (int j = i + 1; j < t->n; j++)
+			if (!strcmp(t->row[j].job, r->job) && t->row[j].epoch > newest)
+				newest = t->row[j].epoch;
+		PUT("%s{\"job\":\"%s\",\"epoch\":%lld,\"steps\":%d,%s\"stages\":[",
+		    first_job ? "" : ",", r->job, (long long)newest, r->steps,
+		    r->infer ? "\"infer\":true," : "");
 		first_job = 0;
 		int first = 1;
 		for (int j = i; j < t->n; j++) {
 			const sky_jobstat_row *s = &t->row[j];
-			if (strcmp(s->job, r->job))
+			if (strcmp(s->job, r->job) || s->epoch < newest)
 				continue;
 			PUT("%s{\"stage\":%d,\"board\":\"%s\",\"step\":%d,", first ? "" : ",", s->stage,
 			    s->board, s->step);
@@ -157,8 +177,11 @@ int sky_jobstat_to_json(const sky_jobstat *t, char *buf, size_t cap)
 			    p->generation, (long long)p->epoch);
 			for (const char *c = p->reason; *c; c++)
 				PUT("%c", *c == '"' || *c == '\\' ? '\'' : *c);
-			PUT("\",\"resume_step\":%d,\"lost_steps\":%d,\"lost_s\":%.3f,\"at\":%lld}",
+			PUT("\",\"resume_step\":%d,\"lost_steps\":%d,\"lost_s\":%.3f,\"at\":%lld",
 			    p->resume_step, p->lost_steps, p->lost_s, (long long)p->at_unix);
+			if (p->replayed >= 0)
+				PUT(",\"replayed\":%ld", p->replayed);
+			PUT("}");
 			first = 0;
 		}
 		PUT("]}");

@@ -20,6 +20,7 @@
 #include "sky_nojob.h"
 #include "sky_ratelimit.h"
 #include "sky_registry.h"
+#include "sky_servefault.h"
 #include "sky_sign.h"
 #include "sky_notify.h"
 #include "sky_signal.h"
@@ -76,6 +77,10 @@ static int parse_infer(const cJSON *doc, sky_job_req *j, sky_diag *d)
 	if (!sky_plan_sha256_ok(j->weights))
 		return sky_diag_set(d, SKY_EFORMAT, "job %s: weights must be 64 lower-case hex digits",
 				    j->job);
+	const cJSON *rp = cJSON_GetObjectItemCaseSensitive(doc, "replan");
+	if (rp && !cJSON_IsBool(rp))
+		return sky_diag_set(d, SKY_EFORMAT, "job %s: replan must be true or false", j->job);
+	j->no_replan = rp && cJSON_IsFalse(rp);
 	const cJSON *cl = cJSON_GetObjectItemCaseSensitive(doc, "clients"), *c;
 	if (!cl)
 		return 0;
@@ -254,6 +259,8 @@ int sky_job_req_encode(const sky_job_req *j, char *buf, size_t cap)
 		if (j->serve_batch)
 			k2 += snprintf(infer + k2, sizeof infer - (size_t)k2, ",\"serve_batch\":%d",
 				       j->serve_batch);
+		if (j->no_replan)
+			k2 += snprintf(infer + k2, sizeof infer - (size_t)k2, ",\"replan\":false");
 		if (j->n_clients)
 			k2 += snprintf(infer + k2, sizeof infer - (size_t)k2, ",\"clients\":[");
 		for (int i = 0; i < j->n_clients && k2 > 0 && (size_t)k2 < sizeof infer; i++)
@@ -442,6 +449,10 @@ typedef struct svc {
 	sky_nojob nojob;
 	sky_log_throttle req_log;
 	char req_resp[SKY_INFER_RESP_MAX_BYTES];
+	/* serving jobs' unanswered requests, replayed after a re-plan
+	 * (sky_servefault.h; under lock) */
+	sky_servefault sf;
+	sky_log_throttle sf_log;
 } svc;
 
 static svc g_svc; /* one service per process; far too big for a stack */
@@ -841,6 +852,66 @@ static void on_ckpt(svc *s, const char *job, const char *board, const unsigned c
 		replan(s, r, r->want_why, now);
 }
 
+/* sky/v1/job/<job>/stage/<k>/ready: job and k. Returns 0 or SKY_EINVAL. */
+static int parse_ready(const char *topic, char *job, size_t cap, int *k)
+{
+	static const char pre[] = SKY_TOPIC_ROOT "/job/";
+	if (strncmp(topic, pre, sizeof pre - 1) != 0)
+		return SKY_EINVAL;
+	const char *j = topic + sizeof pre - 1, *e = strchr(j, '/');
+	if (!e || (size_t)(e - j) >= cap || strncmp(e, "/stage/", 7) != 0)
+		return SKY_EINVAL;
+	char *end;
+	long v = strtol(e + 7, &end, 10);
+	if (end == e + 7 || strcmp(end, "/" SKY_TOPIC_READY) != 0 || v < 0 || v >= SKY_SF_MAX_STAGES)
+		return SKY_EINVAL;
+	memcpy(job, j, (size_t)(e - j));
+	job[e - j] = '\0';
+	*k = (int)v;
+	return sky_topic_segment_ok(job) ? 0 : SKY_EINVAL;
+}
+
+/* A tracked request let go without an answer (sky_servefault.h). */
+static void sf_dropped(void *ctx, const sky_sf_job *j, const sky_sf_req *r, sky_sf_reason why)
+{
+	svc *s = ctx;
+	throttled_warn(s, &s->sf_log, "serving requests not tracked",
+		       "job %s: request %s of %s dropped from the replay table unanswered (%s; %ld "
+		       "evicted, %ld expired so far)",
+		       j->job, r->id, r->client, sky_servefault_reason_name(why),
+		       j->dropped[SKY_SF_EVICTED], j->dropped[SKY_SF_EXPIRED]);
+}
+
+static int sf_publish(void *ctx, const char *topic, const void *data, size_t len)
+{
+	svc *s = ctx;
+	return s->m && !atomic_load(&s->lost) ? sky_mqtt_publish(s->m, topic, data, len, 1, 0, NULL)
+					      : SKY_ENET;
+}
+
+/* An answer to a client of a serving job (the planner's own refusals
+ * too): the request is answered; the first answer of a re-plan's epoch
+ * closes its time lost. Called with the lock held. */
+static void on_serve_resp(svc *s, const char *job, const char *client, const unsigned char *p,
+			  size_t len)
+{
+	double lost_s = 0;
+	if (sky_servefault_on_resp(&s->sf, job, client, p, len, sky_clock_s(), &lost_s) != 1)
+		return;
+	const sky_sf_job *j = sky_servefault_job(&s->sf, job);
+	run_job *r = find_run(s, job);
+	if (r)
+		r->fault_s = 0;
+	sky_jobstat_replan_lost(&s->jobs, job, lost_s);
+	char fields[200];
+	snprintf(fields, sizeof fields,
+		 "\"event\":\"answered\",\"epoch\":%lld,\"lost_s\":%.3f,\"replayed\":%ld",
+		 (long long)(j ? j->epoch : 0), lost_s, j ? j->replayed_epoch : 0);
+	sky_ckpt_log(&s->ckpt, job, fields);
+	SKY_INFO("job %s epoch %lld answers again: %.3f s after the fault", job,
+		 (long long)(j ? j->epoch : 0), lost_s);
+}
+
 static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char *p, size_t len,
 		   int retained)
 {
@@ -915,11 +986,26 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 		sky_linkprobe_on_msg(&s->links, topic, p, len, sky_clock_s());
 	} else {
 		char board[SKY_TOPIC_SEGMENT_MAX + 1];
+		int k;
 		if (sky_topic_parse_job_to(topic, tl, SKY_TOPIC_CKPT, seg, sizeof seg, board,
-					   sizeof board) == 0)
+					   sizeof board) == 0) {
 			on_ckpt(s, seg, board, p, len);
-		else
+		} else if (sky_topic_parse_job_to(topic, tl, SKY_TOPIC_RESP, seg, sizeof seg, board,
+						  sizeof board) == 0) {
+			on_serve_resp(s, seg, board, p, len);
+		} else if (parse_ready(topic, seg, sizeof seg, &k) == 0) {
+			sky_servefault_on_ready(&s->sf, seg, k, p, len);
+		} else {
+			if (sky_topic_parse_job_to(topic, tl, SKY_TOPIC_REQ, seg, sizeof seg, board,
+						   sizeof board) == 0 &&
+			    sky_servefault_on_req(&s->sf, seg, board, p, len, sky_clock_s(), sf_dropped,
+						  s) < 0)
+				throttled_warn(s, &s->sf_log, "serving requests not tracked",
+					       "job %s: a request of %s is %zu bytes, over the %u a "
+					       "replay keeps: not tracked (a fault now would lose it)",
+					       seg, board, len, SKY_SF_MAX_REQ_BYTES);
 			handle_request(s, topic, tl, (const char *)p, len);
+		}
 	}
 	sky_mutex_unlock(&s->lock);
 }
@@ -992,6 +1078,9 @@ static int connect_svc(svc *s, sky_diag *d)
 			      SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_SLICE_REQ,
 			      /* requests, to answer those for jobs that do not serve */
 			      SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_REQ "/+",
+			      /* answers and stages' readiness, for serving re-plans */
+			      SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_RESP "/+",
+			      SKY_TOPIC_ROOT "/job/+/stage/+/" SKY_TOPIC_READY,
 			      SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_CKPT "/+",
 			      SKY_TOPIC_ROOT "/site/+/back/" SKY_TOPIC_ECHO};
 	sky_mutex_lock(&s->lock);
@@ -1322,7 +1411,8 @@ static void follow_job(svc *s, const pending_job *pj, const sky_planmsg *p)
 		r->pj.replan = r->pj.dry = 0;
 	}
 	r->epoch = p->epoch;
-	r->generation = p->train.generation;
+	r->generation = p->infer.on ? (pj->generation > 0 ? pj->generation : 1)
+				    : p->train.generation;
 	r->n_stages = p->n_stages;
 	for (int k = 0; k < p->n_stages; k++) {
 		snprintf(r->board[k], sizeof r->board[k], "%s", p->stages[k].board);
@@ -1336,6 +1426,15 @@ static void follow_job(svc *s, const pending_job *pj, const sky_planmsg *p)
 	r->paused = 0;
 	r->want = 0;
 	r->restored_until = 0;
+	if (p->infer.on) {
+		/* serving: its unanswered requests are replayed after a re-plan */
+		if (sky_servefault_follow(&s->sf, p->job, p->epoch, p->n_stages, p->infer.queue,
+					  pj->replan, r->fault_s) != 0)
+			SKY_WARN("job %s: already following %d serving jobs; requests in flight at "
+				 "a fault are not replayed",
+				 p->job, SKY_SF_MAX_JOBS);
+		return;
+	}
 	if (!sky_ckpt_begin(&s->ckpt, p->job, p->epoch, 2 * p->layers + 2))
 		SKY_WARN("job %s: the checkpoint store is full", p->job);
 	run_save(s, r);
@@ -1604,7 +1703,7 @@ static int try_plan(svc *s, pending_job *pj)
 		s->on_broker[j] = p->epoch;
 	s->reg.c.plans_published++;
 	pj->published = p->epoch;
-	if (p->train.steps > 0 && p->train.ckpt_every > 0)
+	if ((p->train.steps > 0 && p->train.ckpt_every > 0) || (p->infer.on && !pj->req.no_replan))
 		follow_job(s, pj, p);
 	if (predicted_s > 0)
 		sky_metrics_set_step_predicted(sky_metrics_default(), p->job, predicted_s);
@@ -1641,7 +1740,7 @@ static void replan(svc *s, run_job *r, const char *reason, double now)
 	pj.generation = r->generation + 1;
 	pj.published = 0;
 	pj.why[0] = '\0';
-	int cut = last_step(s, job, r->epoch);
+	int cut = r->pj.req.infer ? 0 : last_step(s, job, r->epoch);
 	int64_t old_epoch = r->epoch;
 	char fields[700];
 	try_plan(s, &pj);
@@ -1690,14 +1789,20 @@ static void replan(svc *s, run_job *r, const char *reason, double now)
 	rp.resume_step = pj.resume_step;
 	rp.lost_steps = lost;
 	rp.lost_s = -1;
+	rp.replayed = r->pj.req.infer ? 0 : -1;
 	snprintf(rp.reason, sizeof rp.reason, "%s", reason);
 	sky_jobstat_add_replan(&s->jobs, &rp);
 	if (r->fault_s <= 0)
 		r->fault_s = now;
-	SKY_INFO("job %s re-planned (generation %d, epoch %lld): %s; %d stages over %s, resuming "
-		 "from step %d (%d step(s) replayed)",
-		 job, r->generation, (long long)r->epoch, reason, r->n_stages, boards, pj.resume_step,
-		 lost);
+	if (r->pj.req.infer)
+		SKY_INFO("job %s re-planned (generation %d, epoch %lld): %s; %d stages over %s; its "
+			 "unanswered requests are replayed once every stage is ready",
+			 job, r->generation, (long long)r->epoch, reason, r->n_stages, boards);
+	else
+		SKY_INFO("job %s re-planned (generation %d, epoch %lld): %s; %d stages over %s, "
+			 "resuming from step %d (%d step(s) replayed)",
+			 job, r->generation, (long long)r->epoch, reason, r->n_stages, boards,
+			 pj.resume_step, lost);
 }
 
 #define DRIFT_BASE_STEPS 5  /* steps averaged into a stage's baseline */
@@ -1796,7 +1901,8 @@ static void check_running(svc *s, double now)
 		for (int k = 0; k < r->n_stages && !why[0]; k++) {
 			const sky_reg_board *b = sky_registry_find(&s->reg, r->board[k]);
 			if (!b || b->state != SKY_REG_ONLINE)
-				snprintf(why, sizeof why, "board %s (stage %d) offline", r->board[k], k);
+				snprintf(why, sizeof why, "board %s (stage %d) %s", r->board[k], k,
+					 b && b->state == SKY_REG_REVOKED ? "revoked" : "offline");
 		}
 		if (why[0]) {
 			r->fault_s = now;
@@ -1805,6 +1911,8 @@ static void check_running(svc *s, double now)
 			replan(s, r, why, now);
 			continue;
 		}
+		if (r->pj.req.infer)
+			continue; /* serving re-plans on faults only (no drift, no gain) */
 		check_drift(s, r, now);
 		if (r->want || now < r->next_eval_s || now - r->plan_s < s->o->replan_holdoff_s)
 			continue;
@@ -1959,6 +2067,28 @@ static int restore_run(void *ctx, const char *path)
 	return 0;
 }
 
+/* Replays what is due to serving jobs' new first stages, drops requests
+ * unanswered too long, and notes a finished replay. Called with the lock
+ * held, every tick. */
+static void pump_replays(svc *s, double now)
+{
+	int fin = -1;
+	int n = sky_servefault_pump(&s->sf, now, sf_publish, s, sf_dropped, &fin);
+	if (n > 0)
+		SKY_DEBUG("%d request(s) replayed", n);
+	if (fin < 0)
+		return;
+	const sky_sf_job *j = &s->sf.jobs[fin];
+	char fields[200];
+	snprintf(fields, sizeof fields, "\"event\":\"replayed\",\"epoch\":%lld,\"requests\":%ld",
+		 (long long)j->epoch, j->replayed_epoch);
+	sky_ckpt_log(&s->ckpt, j->job, fields);
+	sky_jobstat_replan_replayed(&s->jobs, j->job, j->replayed_epoch);
+	SKY_INFO("job %s epoch %lld: every stage is ready; %ld unanswered request(s) replayed to "
+		 "its first stage",
+		 j->job, (long long)j->epoch, j->replayed_epoch);
+}
+
 int sky_service_run(const sky_service_opts *o, sky_diag *d)
 {
 	svc *s = &g_svc;
@@ -1977,6 +2107,8 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 	sky_log_throttle_init(&s->revoked_log, LOG_LINES_PER_WINDOW, LOG_WINDOW_S);
 	sky_nojob_init(&s->nojob);
 	sky_log_throttle_init(&s->req_log, LOG_LINES_PER_WINDOW, LOG_WINDOW_S);
+	sky_servefault_init(&s->sf);
+	sky_log_throttle_init(&s->sf_log, LOG_LINES_PER_WINDOW, LOG_WINDOW_S);
 	if (o->state_dir)
 		snprintf(s->state_dir, sizeof s->state_dir, "%s", o->state_dir);
 	else
@@ -2118,6 +2250,7 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 		}
 		probe_links(s, now);
 		check_running(s, now);
+		pump_replays(s, now);
 		for (int k = 0; k < s->n_pending;) {
 			if (try_plan(s, &s->pending[k])) {
 				/* dropped without a plan: no longer queued */
@@ -2142,6 +2275,9 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 		sup = sky_log_throttle_flush(&s->req_log, now);
 		if (sup > 0)
 			suppressed_line(s, &s->req_log, "inference request refusals", sup);
+		sup = sky_log_throttle_flush(&s->sf_log, now);
+		if (sup > 0)
+			suppressed_line(s, &s->sf_log, "serving requests not tracked", sup);
 		sky_mutex_unlock(&s->lock);
 		if ((changed && now - last_save >= 0.2) || now - last_save >= 2.0) {
 			save_state(s);

@@ -24,6 +24,7 @@ typedef struct sky_jobstat_row {
 	char board[SKY_TOPIC_SEGMENT_MAX + 1];
 	int64_t epoch;
 	int stage, step, steps, done, has_loss;
+	int infer;  /* a serving stage: step counts its batches, step_s a batch's time */
 	double loss, step_s, busy, seen;
 	char drops[256]; /* the metrics' "drops" object, as JSON */
 	char stall[200];
@@ -34,13 +35,15 @@ typedef struct sky_jobstat_row {
 /* A re-plan of a training job (planner/service.c): its generation and
  * epoch, why, the step it resumed from, the steps that were cut and are
  * replayed, and the time lost: from the fault (or the decision) to the
- * first step committed under the new plan (-1 until then). */
+ * first step committed under the new plan (-1 until then); for a serving
+ * job, to the first answer under the new plan, with the requests replayed. */
 typedef struct sky_jobstat_replan {
 	char job[SKY_TOPIC_SEGMENT_MAX + 1];
 	int generation;
 	int64_t epoch, at_unix;
 	int resume_step, lost_steps;
 	double lost_s;
+	long replayed; /* serving: unanswered requests replayed to the new first stage (-1: training) */
 	char reason[128];
 } sky_jobstat_replan;
 
@@ -57,6 +60,8 @@ typedef struct sky_jobstat {
 void sky_jobstat_add_replan(sky_jobstat *t, const sky_jobstat_replan *r);
 /* The job's newest re-plan gets its time lost (the first commit after it). */
 void sky_jobstat_replan_lost(sky_jobstat *t, const char *job, double lost_s);
+/* The job's newest re-plan gets the requests it replayed (serving). */
+void sky_jobstat_replan_replayed(sky_jobstat *t, const char *job, long n);
 /* Marks job paused (the boards left cannot hold the model) or not. */
 void sky_jobstat_set_paused(sky_jobstat *t, const char *job, int paused);
 

@@ -124,7 +124,7 @@ typedef struct sky_job_req {
 	/* serving ("task":"infer"): the int8 model uploaded to the planner
 	 * before the submit (sky_deploy.h), named by its SHA-256:
 	 *   "task":"infer","weights":"<64 hex>","serve_batch":8,"wait_ms":2,
-	 *   "queue":64,"clients":["sky-client-demo"]
+	 *   "queue":64,"clients":["sky-client-demo"],"replan":true
 	 * (all but weights optional) */
 	int infer;              /* 1 for "task":"infer" */
 	char weights[65];       /* the model's SHA-256, lower-case hex */
@@ -133,6 +133,9 @@ typedef struct sky_job_req {
 	int queue;              /* first stage's queue bound (default 64) */
 	int n_clients;          /* 0: any sky-client-* */
 	char clients[SKY_JOB_MAX_CLIENTS][65];
+	int no_replan;          /* "replan":false: a board of the plan that dies or is
+				 * revoked does not re-plan the job (its plan waits for
+				 * the board; planner/sky_servefault.h) */
 	int ckpt_every;         /* "checkpoint_every": K (default 10), 0: no checkpoints,
 				 * and no re-plans when a board dies */
 	int link_blind;         /* 1: plan without pricing site paths ("link_blind":true) */

@@ -630,6 +630,16 @@ static int take_plan(agent *a, const char *topic, const char *msg, size_t len, i
 			a->train_pending = 0;
 			return 0;
 		}
+		if (a->sj && !strcmp(p->job, a->plan.job) && p->epoch > a->epoch) {
+			/* a serving job re-planned without us: its old epoch must
+			 * not take requests (the new first stage does) */
+			SKY_INFO("plan %s epoch %lld has no stage for %s: stops serving epoch %lld",
+				 p->job, (long long)p->epoch, a->idn.id, (long long)a->epoch);
+			sky_servejob_free(a->sj);
+			free(a->sj);
+			a->sj = NULL;
+			return 0;
+		}
 		SKY_DEBUG("plan %s epoch %lld has no stage for %s", p->job, (long long)p->epoch,
 			  a->idn.id);
 		return 0;

@@ -129,6 +129,7 @@ int sky_servejob_setup(sky_servejob *j, const sky_planmsg *p, int stage, const c
 	if (stage < p->n_stages - 1)
 		sky_topic_stage(j->topic_out, sizeof j->topic_out, p->job, stage + 1, 0);
 	sky_topic_job_to(j->topic_req, sizeof j->topic_req, p->job, SKY_TOPIC_REQ, NULL);
+	sky_topic_job_to(j->topic_replay, sizeof j->topic_replay, p->job, SKY_TOPIC_REPLAY, NULL);
 	sky_topic_stage_leaf(j->topic_ready, sizeof j->topic_ready, p->job, stage, SKY_TOPIC_READY);
 	sky_topic_job(j->topic_metrics, sizeof j->topic_metrics, p->job, SKY_TOPIC_METRICS);
 	/* a board's batch numbers start from the clock, so a restarted first
@@ -175,7 +176,33 @@ static void refuse(sky_servejob *j, const char *client, const char *id, int code
 
 /* ---- the first stage: requests ----------------------------------------------- */
 
-static void on_request(sky_servejob *j, const char *client, const unsigned char *p, size_t len)
+/* FNV-1a over client, a NUL and id: a taken request's key. */
+static uint64_t taken_key(const char *client, const char *id)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (const char *c = client;; c++) {
+		h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+		if (!*c)
+			break;
+	}
+	for (const char *c = id; *c; c++)
+		h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+	return h;
+}
+
+static int was_taken(const sky_servejob *j, uint64_t key)
+{
+	long n = j->n_taken < SKY_SERVEJOB_TAKEN ? j->n_taken : SKY_SERVEJOB_TAKEN;
+	for (long i = 0; i < n; i++)
+		if (j->taken[i] == key)
+			return 1;
+	return 0;
+}
+
+/* A request from client; replay: the planner's copy after a re-plan,
+ * dropped if this stage already took the client's own. */
+static void on_request(sky_servejob *j, const char *client, const unsigned char *p, size_t len,
+		       int replay)
 {
 	sky_diag d;
 	sky_diag_clear(&d);
@@ -208,6 +235,14 @@ static void on_request(sky_servejob *j, const char *client, const unsigned char 
 		refuse(j, client, r.id, code, d.msg);
 		return;
 	}
+	uint64_t key = taken_key(client, r.id);
+	if (replay && was_taken(j, key)) {
+		j->replay_dups++;
+		SKY_DEBUG("job %s: replay of %s from %s dropped: already taken", j->job, r.id, client);
+		return;
+	}
+	j->replays += replay;
+	j->taken[j->n_taken++ % SKY_SERVEJOB_TAKEN] = key;
 	snprintf(e->client, sizeof e->client, "%s", client);
 	snprintf(e->id, sizeof e->id, "%s", r.id);
 	e->n = r.n;
@@ -223,10 +258,12 @@ static void publish_metrics(sky_servejob *j, int n, double stage_s, size_t frame
 			 "{\"v\":1,\"job\":\"%s\",\"epoch\":%lld,\"stage\":%d,\"board\":\"%s\","
 			 "\"infer\":true,\"batch\":%llu,\"requests\":%d,\"stage_s\":%.6f,"
 			 "\"queue\":%d,\"frame_bytes\":%zu,\"frames_in\":%ld,\"frames_out\":%ld,"
-			 "\"responses\":%ld,\"ring_full\":%ld,\"refused\":{",
+			 "\"responses\":%ld,\"ring_full\":%ld,\"replays\":%ld,\"replay_dups\":%ld,"
+			 "\"refused\":{",
 			 j->job, (long long)j->plan->epoch, j->stage, j->board,
 			 (unsigned long long)j->batches, n, stage_s, j->q_len, frame_bytes,
-			 j->frames_in, j->frames_out, j->responses, j->ring_full);
+			 j->frames_in, j->frames_out, j->responses, j->ring_full, j->replays,
+			 j->replay_dups);
 	int first = 1;
 	for (int i = 1; i < SKY_INFER_NCODES && o > 0 && (size_t)o < cap; i++)
 		if (j->refused[i]) {
@@ -425,7 +462,10 @@ int sky_servejob_on_msg(sky_servejob *j, const char *topic, const unsigned char 
 	}
 	if (j->stage != 0)
 		return 0;
-	if (sky_topic_parse_job_to(topic, tl, SKY_TOPIC_REQ, job, sizeof job, who, sizeof who) == 0 &&
+	int replay = 0;
+	if ((sky_topic_parse_job_to(topic, tl, SKY_TOPIC_REQ, job, sizeof job, who, sizeof who) == 0 ||
+	     (replay = sky_topic_parse_job_to(topic, tl, SKY_TOPIC_REPLAY, job, sizeof job, who,
+					      sizeof who) == 0)) &&
 	    strcmp(job, j->job) == 0) {
 		if (len > SKY_INFER_REQ_MAX_BYTES) {
 			char why[96];
@@ -433,7 +473,7 @@ int sky_servejob_on_msg(sky_servejob *j, const char *topic, const unsigned char 
 				 SKY_INFER_REQ_MAX_BYTES);
 			refuse(j, who, "", SKY_INFER_OVERSIZE, why);
 		} else {
-			on_request(j, who, p, len);
+			on_request(j, who, p, len, replay);
 		}
 		return 1;
 	}
@@ -468,7 +508,8 @@ int sky_servejob_start(sky_servejob *j, sky_diag *d)
 	if (j->stage == 0) {
 		sky_topic_stage_leaf(filter, sizeof filter, j->job, -1, SKY_TOPIC_READY);
 		if ((rc = net->subscribe(net->ctx, filter)) != 0 ||
-		    (rc = net->subscribe(net->ctx, j->topic_req)) != 0)
+		    (rc = net->subscribe(net->ctx, j->topic_req)) != 0 ||
+		    (rc = net->subscribe(net->ctx, j->topic_replay)) != 0)
 			return sky_diag_set(d, rc, "job %s: cannot subscribe to its requests", j->job);
 	} else if ((rc = net->subscribe(net->ctx, j->topic_in)) != 0) {
 		return sky_diag_set(d, rc, "job %s: cannot subscribe to %s", j->job, j->topic_in);

@@ -1,7 +1,10 @@
 /* A board's part of a serving (infer) job: its stage (sky_serve.h) loaded
  * from <state>/slices/<sha256>.safetensors, and the network around it.
  *
- *   first stage: subscribes sky/v1/job/<job>/req/+, validates each request
+ *   first stage: subscribes sky/v1/job/<job>/req/+ (and replay/+: requests
+ *     the planner publishes again after a re-plan, planner/sky_servefault.h;
+ *     one whose (client, id) this stage already took under this epoch is
+ *     dropped and counted, the client's own copy having run), validates each request
  *     as it arrives (a bad one is answered at once on resp/<client CN> with
  *     the contract's code: sky_infermsg.h; not_allowed for a client outside
  *     the plan's list, busy when infer.queue requests wait), queues it, and
@@ -27,8 +30,8 @@
  * Metrics, one JSON object per batch and stage on sky/v1/job/<job>/metrics:
  *   {"v":1,"job":"j1","epoch":7,"stage":0,"board":"b01","infer":true,"batch":N,
  *    "requests":3,"stage_s":0.0012,"queue":0,"frame_bytes":B,"frames_in":..,
- *    "frames_out":..,"responses":..,"ring_full":0,"refused":{"bad_token":1},
- *    "drops":{"epoch":1}}
+ *    "frames_out":..,"responses":..,"ring_full":0,"replays":0,"replay_dups":0,
+ *    "refused":{"bad_token":1},"drops":{"epoch":1}}
  * frame_bytes is what one batch's frame takes on the wire (0 on the last
  * stage); refused and drops list only non-zero counters.
  *
@@ -48,6 +51,7 @@
 #include <stdint.h>
 
 #define SKY_SERVEJOB_RING 32 /* inbound frames held at most */
+#define SKY_SERVEJOB_TAKEN 1024 /* requests remembered against replays */
 
 typedef struct sky_servejob_qent {
 	char client[SKY_TOPIC_SEGMENT_MAX + 1];
@@ -75,6 +79,12 @@ typedef struct sky_servejob {
 	size_t payload_bytes, wire_cap;
 	char topic_in[SKY_TOPIC_BUF], topic_out[SKY_TOPIC_BUF], topic_req[SKY_TOPIC_BUF];
 	char topic_ready[SKY_TOPIC_BUF], topic_metrics[SKY_TOPIC_BUF];
+	char topic_replay[SKY_TOPIC_BUF];
+	/* first stage: hashes of the (client, id) of requests taken under this
+	 * epoch (a ring), so a replay of one is not run twice */
+	uint64_t taken[SKY_SERVEJOB_TAKEN];
+	long n_taken;
+	long replays, replay_dups; /* replays taken, and dropped as already taken */
 	/* first stage: the request queue (a ring) */
 	sky_servejob_qent *q;
 	int q_cap, q_head, q_len;

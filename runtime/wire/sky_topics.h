@@ -26,6 +26,8 @@
  *   sky/v1/job/<job>/req/<client CN>        client -> first stage, planner 1   no   inference request JSON (sky_infermsg.h)
  *   sky/v1/job/<job>/resp/<client CN>       last stage (logits), first stage or planner (errors) -> client
  *                                                                          1   no   inference response JSON (sky_infermsg.h)
+ *   sky/v1/job/<job>/replay/<client CN>     planner -> first stage         1   no   a request of that client replayed after a
+ *                                                                               re-plan (sky_infermsg.h; planner/sky_servefault.h)
  *   sky/v1/job/<job>/slice/<board>          planner -> board <board>       1   no   slice chunk (binary)
  *   sky/v1/board/<id>/slice-req             board -> planner               1   no   {"job":..,"sha256":..,"from":chunk index}
  *   sky/v1/job/<job>/ckpt/<id>              board <id> -> planner          1   no   checkpoint image of its blocks (sky_ckptmsg.h)
@@ -49,6 +51,7 @@
  *               write sky/v1/job/+/part/<id>, sky/v1/job/+/ckpt/<id>;
  *               read sky/v1/job/+/load/<id>;
  *               read sky/v1/job/+/req/+, write sky/v1/job/+/resp/+ (serving),
+ *               read sky/v1/job/+/replay/+ (requests the planner replays),
  *               read sky/v1/job/+/slice/<id>, write sky/v1/board/<id>/slice-req.
  *   claim identity (SKY_TOPIC_CLAIM_CN), on the claim listener only: write
  *               sky/v1/enroll/+/csr, read sky/v1/enroll/+/cert.
@@ -57,7 +60,9 @@
  *               sky/v1/job/+/load/+, sky/v1/enroll/+/cert,
  *               sky/v1/board/+/cmd, sky/v1/jobs/+/reply;
  *               read sky/v1/job/+/req/+ (answers unknown or stopped jobs), write
- *               sky/v1/job/+/resp/+, write sky/v1/job/+/slice/+, read sky/v1/jobs/+/weights.
+ *               sky/v1/job/+/resp/+, write sky/v1/job/+/slice/+, read sky/v1/jobs/+/weights;
+ *               serving faults: read sky/v1/job/+/resp/+ and sky/v1/job/+/stage/+/ready,
+ *               write sky/v1/job/+/replay/+ (and no frame topic: fwd, bwd, norm denied).
  *   operator <op> (SKY_TOPIC_OPERATOR_CN, or "sky-op-<name>" from `sky pki operator`):
  *               write sky/v1/jobs/<op>/submit; read sky/v1/jobs/<op>/reply,
  *               sky/v1/job/+/plan, sky/v1/board/+/plan-ack,
@@ -85,7 +90,7 @@
  * once per other site in the plan. Bridges also carry the boards' caps,
  * status, heartbeat, plan-ack, metrics, parts, checkpoints, slice requests
  * and serving answers to the core, and plans, commands, loads, slices and
- * clients' requests to the sites; a board's echo stays on its site (it measures the
+ * clients' requests (and the planner's replays of them) to the sites; a board's echo stays on its site (it measures the
  * link to its own broker). The planner measures a site's path with
  * sky/v1/site/<site>/echo, which the site's broker sends back as
  * sky/v1/site/<site>/back/echo.
@@ -94,7 +99,7 @@
  *               sky/v1/site/+/job/+/stage/#, sky/v1/site/<site>/back/echo,
  *               sky/v1/job/+/{ckpt,resp}/+, sky/v1/board/+/slice-req;
  *               read sky/v1/board/+/cmd, sky/v1/job/+/plan,
- *               sky/v1/job/+/{load,slice,req}/+,
+ *               sky/v1/job/+/{load,slice,req,replay}/+,
  *               sky/v1/site/<site>/job/+/stage/#, and (claim listener, its
  *               probe connection) sky/v1/site/<site>/echo.
  *   boards also: write sky/v1/site/+/job/+/stage/#, read sky/v1/site/core/job/+/stage/#.
@@ -141,6 +146,7 @@
  * (the client CN, or the board id for slices). */
 #define SKY_TOPIC_REQ "req"
 #define SKY_TOPIC_RESP "resp"
+#define SKY_TOPIC_REPLAY "replay"
 #define SKY_TOPIC_SLICE "slice"
 /* Leaf under sky/v1/board/<id>/: a board asks the planner for its slice. */
 #define SKY_TOPIC_SLICE_REQ "slice-req"
@@ -445,6 +451,7 @@ static inline size_t sky_topic_max_bytes(const char *topic)
 		const char *level;
 		size_t max;
 	} j[] = {{"/" SKY_TOPIC_REQ "/", SKY_INFER_REQ_CLASS_BYTES},
+		 {"/" SKY_TOPIC_REPLAY "/", SKY_INFER_REQ_CLASS_BYTES},
 		 {"/" SKY_TOPIC_RESP "/", SKY_INFER_RESP_MAX_BYTES},
 		 {"/" SKY_TOPIC_SLICE "/", SKY_MQTT_MAX_PACKET}};
 	size_t n = topic ? strlen(topic) : 0;

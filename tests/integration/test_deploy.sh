@@ -8,7 +8,8 @@
 # Then: the same model again (a resubmit) and the fp32 file (quantised by
 # sky job submit with sky quantize's calibration) download nothing (cache
 # hits on every board); a second model under a paced planner, with one board
-# killed (SIGKILL) mid-download and restarted, which fetches only the chunks
+# killed (SIGKILL) mid-download and restarted (the job submitted with
+# --no-replan, so its plan waits for it), which fetches only the chunks
 # it did not have; a board restarted after its download fetches nothing;
 # a corrupted upload chunk, a wrong model hash and bad submits are refused
 # with their reasons.
@@ -176,7 +177,9 @@ grep -q '"hits":2' "$W/b1/state/slices/stats.json" && pass deploy_hits_in_board_
 kill "$PLAN_PID"
 wait "$PLAN_PID" 2>/dev/null
 start_planner --slice-pace-ms 150 || fail deploy_planner_restarts "$(tail -3 "$W/skyplan.log")"
-submit d4 --weights "$W/m2.int8.safetensors" --algo even &
+# --no-replan: the plan waits for the board that died (a serving job would
+# otherwise be re-planned over the others, test_serve_faults.sh)
+submit d4 --weights "$W/m2.int8.safetensors" --algo even --no-replan &
 SUB=$!
 part_chunks() { # chunks in b2's .part
 	s=$(cat "$W/b2/state/slices/"*.part 2>/dev/null | wc -c)

@@ -323,6 +323,7 @@ SKY_TEST(sites_get_a_bridge_identity_a_broker_config_and_core_acl_sections)
 				     "topic sky/v1/board/+/slice-req out 1\n"
 				     "topic sky/v1/job/+/slice/+ in 1\n"
 				     "topic sky/v1/job/+/req/+ in 1\n"
+				     "topic sky/v1/job/+/replay/+ in 1\n"
 				     "topic sky/v1/job/+/resp/+ out 1\n"
 				     "topic sky/v1/site/+/job/+/stage/# out 1\n"
 				     "topic job/+/stage/# in 1 sky/v1/ sky/v1/site/shop/\n"
@@ -405,7 +406,16 @@ SKY_TEST(clients_get_a_bundle_and_only_their_own_serving_topics)
 	SKY_EXPECT(strstr(acl, "pattern write sky/v1/job/+/resp/+\n") != NULL);
 	SKY_EXPECT(strstr(acl, "user sky-op-alice\n") != NULL); /* the operators stay */
 	const char *op = strstr(acl, "user sky-operator\n");
-	SKY_EXPECT(op && strstr(op, "topic deny sky/v1/job/+/req/#\ntopic deny sky/v1/job/+/resp/#\n"));
+	SKY_EXPECT(op && strstr(op, "topic deny sky/v1/job/+/req/#\ntopic deny sky/v1/job/+/resp/#\n"
+				    "topic deny sky/v1/job/+/replay/#\n"));
+	/* serving faults: boards read the planner's replays, which only the
+	 * planner writes; it reads answers and readiness, never frames */
+	SKY_EXPECT(strstr(acl, "pattern read sky/v1/job/+/replay/+\n") != NULL);
+	const char *pl = strstr(acl, "user sky-planner\n");
+	SKY_EXPECT(pl && strstr(pl, "topic write sky/v1/job/+/replay/+\n") &&
+		   strstr(pl, "topic readwrite sky/v1/job/+/resp/+\n") &&
+		   strstr(pl, "topic read sky/v1/job/+/stage/+/ready\n") &&
+		   strstr(pl, "topic deny sky/v1/job/+/stage/+/fwd\n"));
 	/* the tools listener: its own requests and responses, nothing else */
 	file(p, sizeof p, SKY_CA_ACL_CLAIM_FILE);
 	n = sky_file_read(p, acl, sizeof acl - 1);

@@ -135,6 +135,13 @@ SKY_TEST(infer_jobs_round_trip)
 	SKY_EXPECT_EQ(sky_job_req_parse(buf, (size_t)n, &back, &d), 0);
 	SKY_EXPECT(back.infer && back.serve_batch == 4 && back.wait_ms == 7 && back.n_clients == 2);
 	SKY_EXPECT(!strcmp(back.weights, W64) && !strcmp(back.clients[0], "sky-client-a"));
+	SKY_EXPECT(!j.no_replan && !back.no_replan && !strstr(buf, "replan"));
+	/* "replan":false: a board's death leaves the plan waiting for it */
+	j.no_replan = 1;
+	n = sky_job_req_encode(&j, buf, sizeof buf);
+	SKY_EXPECT(n > 0 && strstr(buf, "\"replan\":false") != NULL);
+	SKY_EXPECT_EQ(sky_job_req_parse(buf, (size_t)n, &back, &d), 0);
+	SKY_EXPECT(back.no_replan == 1);
 	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
 }
 
@@ -155,6 +162,11 @@ SKY_TEST(bad_infer_jobs_are_refused_with_the_reason)
 			 "\",\"clients\":[\"bob\"]}",
 			 &j, &d) != 0);
 	SKY_EXPECT_MSG(strstr(d.msg, "not a client CN") != NULL, "%s", d.msg);
+	SKY_EXPECT_EQ(parse("{\"job\":\"s1\",\"model\":\"tiny\",\"task\":\"infer\",\"weights\":\"" W64
+			    "\",\"replan\":\"no\"}",
+			    &j, &d),
+		      SKY_EFORMAT);
+	SKY_EXPECT_MSG(strstr(d.msg, "replan must be true or false") != NULL, "%s", d.msg);
 	SKY_EXPECT_EQ(parse("{\"job\":\"s1\",\"model\":\"tiny\",\"task\":\"dance\"}", &j, &d),
 		      SKY_EINVAL);
 	SKY_EXPECT_MSG(strstr(d.msg, "unknown task 'dance' (train, infer)") != NULL, "%s", d.msg);

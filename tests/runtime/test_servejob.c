@@ -3,8 +3,9 @@
  * fake bus. Requests go in on the first stage's req topic; the responses
  * on resp/<client> hold one board's logits bit for bit; nothing is
  * allocated after setup; a plaintext frame on the sealed job is dropped
- * (auth) and a repeated one (duplicate) too; a request from a client
- * outside sky-client-* is refused not_allowed. */
+ * (auth), a repeated one (duplicate) and one of an older epoch (epoch) too;
+ * a request from a client outside sky-client-* is refused not_allowed; a
+ * replay of a request already taken is dropped, of a new one answered. */
 #include "sky_test.h"
 
 #include "serve_model.h"
@@ -228,6 +229,58 @@ SKY_TEST(sealed_three_stage_job_answers_with_one_boards_logits)
 	SKY_EXPECT_EQ(g_nresp, 10);
 	SKY_EXPECT_EQ(g_jobs[1].ring_full, 3);
 	SKY_EXPECT_EQ(g_jobs[1].drops[SKY_TDROP_RING_FULL], 0);
+
+	/* a frame of an older epoch (a plan before a re-plan): dropped, epoch */
+	long ep = g_jobs[1].drops[SKY_DROP_EPOCH];
+	h.epoch = 2;
+	h.step = 991;
+	SKY_EXPECT_EQ(sky_frame_key_init(&k2, key), 0);
+	n = sky_frame_pack(&k2, &h, payload, P, wire, sizeof wire, &d);
+	sky_frame_key_free(&k2);
+	sky_topic_stage(topic, sizeof topic, "j1", 1, 0);
+	sky_servejob_on_msg(&g_jobs[1], topic, wire, (size_t)n);
+	SKY_EXPECT_EQ(g_jobs[1].drops[SKY_DROP_EPOCH], ep + 1);
+
+	/* replays (planner/sky_servefault.h): the planner's copy of a request
+	 * this stage already took is dropped; of one it never saw, run and
+	 * answered; the client's own second request with a used id still runs
+	 * (ids are the client's business) */
+	g_nresp = 0;
+	static const char *const rp[3][2] = {{SKY_TOPIC_REPLAY, "b3"}, {SKY_TOPIC_REPLAY, "z1"},
+					     {SKY_TOPIC_REQ, "b4"}};
+	for (int r = 0; r < 3; r++) {
+		int32_t mask[5] = {1, 1, 1, 1, 1};
+		sky_infer_req rq = {.n = lens[0], .tokens = (int32_t *)toks[0], .mask = mask, .cap = 5};
+		snprintf(rq.id, sizeof rq.id, "%s", rp[r][1]);
+		int rn = sky_infer_req_encode(&rq, buf, sizeof buf, &d);
+		sky_topic_job_to(topic, sizeof topic, "j1", rp[r][0], "sky-client-t");
+		f_publish(NULL, topic, buf, (size_t)rn, 1, 0);
+	}
+	for (int it = 0; it < 50 && g_nresp < 2; it++) {
+		deliver(3);
+		for (int k = 0; k < 3; k++) {
+			int w;
+			sky_servejob_step(&g_jobs[k], &w);
+		}
+	}
+	for (int it = 0; it < 5; it++) { /* nothing more comes */
+		deliver(3);
+		for (int k = 0; k < 3; k++) {
+			int w;
+			sky_servejob_step(&g_jobs[k], &w);
+		}
+	}
+	SKY_EXPECT_EQ(g_nresp, 2);
+	SKY_EXPECT_EQ(g_jobs[0].replay_dups, 1);
+	SKY_EXPECT_EQ(g_jobs[0].replays, 1);
+	int z1 = 0, b4 = 0;
+	for (int i = 0; i < g_nresp; i++) {
+		static sky_infer_resp rr;
+		SKY_EXPECT_EQ(sky_infer_resp_decode((const char *)g_resp[i].data, g_resp[i].len, &rr, &d), 0);
+		z1 += rr.ok && !strcmp(rr.id, "z1") && strstr(g_resp[i].topic, "/resp/sky-client-t");
+		b4 += rr.ok && !strcmp(rr.id, "b4");
+	}
+	SKY_EXPECT(z1 == 1 && b4 == 1);
 
 	sky_qmodel_close(&q);
 	sky_st_close(&f);

@@ -22,9 +22,10 @@ static void usage(FILE *to)
 		    "capabilities, its link to its site's broker (RTT, MB/s) and current assignment;\n"
 		    "then the site paths the planner knows (broker to broker); from DIR/fleet.json\n"
 		    "(skyplan --state DIR; default <pki>/state). --json prints the document as is.\n"
-		    "Training jobs (DIR/jobs.json, from their metrics) follow, one line per stage:\n"
-		    "step, loss, step time, busy fraction, frames dropped by reason, stall; with\n"
-		    "--json as a second object {\"jobs\":[...]}.\n");
+		    "Training and serving jobs (DIR/jobs.json, from their metrics) follow, one line\n"
+		    "per stage: step (serving: batches), loss, step time, busy fraction, frames\n"
+		    "dropped by reason, stall; then each re-plan (reason, time lost; serving: the\n"
+		    "requests replayed); with --json as a second object {\"jobs\":[...]}.\n");
 }
 
 static const char *str(const cJSON *o, const char *k)
@@ -85,10 +86,13 @@ static void jobs(const char *fleet_path, int json)
 			if (cJSON_IsNumber(loss))
 				snprintf(ls, sizeof ls, " loss %.4f", loss->valuedouble);
 			const char *stall = str(st, "stall");
-			printf("  stage %-3.0f %-16s step %.0f%s%s, %.1f ms/step, busy %.2f, dropped:%s%s%s\n",
-			       num(st, "stage"), str(st, "board"), num(st, "step"), ls,
+			int serving = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "infer"));
+			printf("  stage %-3.0f %-16s %s %.0f%s%s, %.1f ms/%s, busy %.2f, dropped:%s%s%s\n",
+			       num(st, "stage"), str(st, "board"), serving ? "batches" : "step",
+			       num(st, "step"), ls,
 			       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "done")) ? " (done)" : "",
-			       1e3 * num(st, "step_s"), num(st, "busy"), k ? drops : " none",
+			       1e3 * num(st, "step_s"), serving ? "batch" : "step", num(st, "busy"),
+			       k ? drops : " none",
 			       stall[0] && strcmp(stall, "-") ? "; " : "", stall[0] && strcmp(stall, "-") ? stall : "");
 		}
 		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "paused")))
@@ -98,6 +102,14 @@ static void jobs(const char *fleet_path, int json)
 			char lost[48] = "not yet resumed";
 			if (num(st, "lost_s") >= 0)
 				snprintf(lost, sizeof lost, "%.1f s lost", num(st, "lost_s"));
+			if (cJSON_GetObjectItemCaseSensitive(st, "replayed")) {
+				/* a serving job: time to its next answer, requests replayed */
+				printf("  re-plan generation %.0f epoch %.0f: %s; %.0f unanswered "
+				       "request(s) replayed, %s\n",
+				       num(st, "generation"), num(st, "epoch"), str(st, "reason"),
+				       num(st, "replayed"), lost);
+				continue;
+			}
 			printf("  re-plan generation %.0f epoch %.0f: %s; resumed from step %.0f, %.0f "
 			       "step(s) replayed, %s\n",
 			       num(st, "generation"), num(st, "epoch"), str(st, "reason"),

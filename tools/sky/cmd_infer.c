@@ -341,6 +341,8 @@ int sky_cmd_infer(int argc, char **argv)
 		}
 		sky_ic_poll(c, 50);
 	}
+	if (sky_ic_dups(c) > 0) /* a re-planned job answered a replayed request twice */
+		fprintf(stderr, "sky infer: %ld duplicate response(s) dropped\n", sky_ic_dups(c));
 	int refused = 0, missing = 0;
 	for (int i = 0; i < rows; i++) {
 		row *w = &u.rows[i];

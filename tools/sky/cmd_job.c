@@ -181,7 +181,7 @@ static void usage(FILE *to)
 		"                       --seed S --warmup W --clip C --stall-s S --plaintext-frames\n"
 		"                       --checkpoint-every K --data-owner BOARD]\n"
 		"                      [--task infer --weights F.safetensors [--batch B] [--wait-ms W]\n"
-		"                       [--queue Q] [--clients a,b] [--chunk-bytes N]]\n"
+		"                       [--queue Q] [--clients a,b] [--chunk-bytes N] [--no-replan]]\n"
 		"       sky job watch JOB --pki DIR --broker HOST:PORT [--timeout S] [--json]\n"
 		"       sky job collect JOB --pki DIR --broker HOST:PORT --out F.safetensors [--timeout S]\n"
 		"Publishes the job on sky/v1/jobs/<operator>/submit as the operator identity\n"
@@ -208,7 +208,10 @@ static void usage(FILE *to)
 		"micro-batch (at most the model's batch, default it); --wait-ms: the first\n"
 		"stage's wait for a batch to fill (default 2); --queue: its request queue\n"
 		"(default 64); --clients: the client names (or sky-client-* CNs) allowed (default\n"
-		"any). Tests: --corrupt-chunk N damages chunk N after hashing it,\n"
+		"any). A board of the plan that dies or is revoked re-plans the job over the\n"
+		"boards left, and the requests it had not answered are replayed to the new first\n"
+		"stage; --no-replan leaves the plan waiting for the board instead.\n"
+		"Tests: --corrupt-chunk N damages chunk N after hashing it,\n"
 		"--claim-sha256 HEX names another hash than the file's.\n"
 		"--checkpoint-every K (default 10; 0 off): every K steps and after the last, each\n"
 		"stage sends its weights and optimizer state to skyplan's checkpoint store; a board\n"
@@ -251,7 +254,7 @@ static int cmd_submit(int argc, char **argv)
 		O_LAYERS, O_SEQ, O_BATCH, O_TASK, O_STEPS, O_OPTIM, O_LR, O_SEED, O_WARMUP, O_CLIP,
 		O_STALL, O_MICRO, O_MIN_BOARDS, O_WAIT_BOARDS, O_ACK, O_WAIT, O_JSON, O_PLAINTEXT,
 		O_WEIGHTS, O_WAIT_MS, O_QUEUE, O_CLIENTS, O_CHUNK, O_CORRUPT, O_CLAIM, O_CKPT, O_LINK_BLIND,
-		O_OWNER
+		O_OWNER, O_NO_REPLAN
 	};
 	static const struct option k_opts[] = {
 		{"pki", required_argument, NULL, O_PKI},
@@ -290,6 +293,7 @@ static int cmd_submit(int argc, char **argv)
 		{"corrupt-chunk", required_argument, NULL, O_CORRUPT},
 		{"claim-sha256", required_argument, NULL, O_CLAIM},
 		{"checkpoint-every", required_argument, NULL, O_CKPT},
+		{"no-replan", no_argument, NULL, O_NO_REPLAN},
 		{"link-blind", no_argument, NULL, O_LINK_BLIND},
 		{"data-owner", required_argument, NULL, O_OWNER},
 		SKY_OPT_STD,
@@ -422,6 +426,9 @@ static int cmd_submit(int argc, char **argv)
 		case O_CKPT:
 			if (!(rc = sky_cli_int(cmd, a, val, 0, SKY_PLANMSG_MAX_STEPS, &v)))
 				j.ckpt_every = (int)v;
+			break;
+		case O_NO_REPLAN:
+			j.no_replan = 1;
 			break;
 		case O_MICRO:
 			if (!(rc = sky_cli_int(cmd, a, val, 1, SKY_PLANMSG_MAX_MICRO, &v)))

@@ -19,6 +19,10 @@ struct sky_ic {
 	sky_ic_resp_fn fn;
 	void *ctx;
 	long bad;
+	/* ids answered (a ring of their hashes): a second answer to one is
+	 * dropped, so the caller sees each request answered once */
+	uint64_t seen[SKY_IC_SEEN];
+	long n_seen, dups;
 	sky_infer_resp resp;                /* the one being handed to fn */
 	char buf[SKY_INFER_REQ_MAX_BYTES];  /* the request being encoded */
 };
@@ -69,6 +73,15 @@ int sky_ic_resolve(const char *pki, const char *ca, const char *cert, const char
 	return 0;
 }
 
+/* FNV-1a of an id. */
+static uint64_t id_key(const char *id)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (const char *c = id; *c; c++)
+		h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+	return h;
+}
+
 static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char *p, size_t len,
 		   int retained)
 {
@@ -78,6 +91,18 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 	if (sky_infer_resp_decode((const char *)p, len, &c->resp, NULL) != 0) {
 		c->bad++;
 		return;
+	}
+	if (c->resp.id[0]) {
+		/* a request a re-plan replayed may be answered by the old
+		 * pipeline and the new one (planner/sky_servefault.h) */
+		uint64_t k = id_key(c->resp.id);
+		long n = c->n_seen < SKY_IC_SEEN ? c->n_seen : SKY_IC_SEEN;
+		for (long i = 0; i < n; i++)
+			if (c->seen[i] == k) {
+				c->dups++;
+				return;
+			}
+		c->seen[c->n_seen++ % SKY_IC_SEEN] = k;
 	}
 	c->fn(c->ctx, &c->resp, (const char *)p, len);
 }
@@ -155,6 +180,8 @@ int sky_ic_poll(sky_ic *c, int wait_ms) { return sky_mqtt_poll(c->m, wait_ms); }
 int sky_ic_connected(sky_ic *c) { return c && sky_mqtt_connected(c->m); }
 
 long sky_ic_bad(const sky_ic *c) { return c->bad; }
+
+long sky_ic_dups(const sky_ic *c) { return c->dups; }
 
 void sky_ic_close(sky_ic *c)
 {

@@ -18,6 +18,7 @@
 #include <stddef.h>
 
 #define SKY_IC_PATH_MAX 600
+#define SKY_IC_SEEN 8192 /* answered ids remembered against duplicates */
 
 /* Where the identity's files are: cert and key as given, else
  * <pki>/client.crt and <pki>/client.key; the CA as given, else <pki>/ca.crt,
@@ -34,7 +35,9 @@ int sky_ic_resolve(const char *pki, const char *ca, const char *cert, const char
 
 /* Called for every response to this client on the job, with the decoded
  * response and its raw JSON (len bytes). A response that does not decode
- * is counted (sky_ic_bad) and not passed on. */
+ * is counted (sky_ic_bad) and not passed on; neither is a second response
+ * to an id among the last SKY_IC_SEEN answered (counted, sky_ic_dups): a
+ * request replayed after a re-plan can be answered twice. */
 typedef void (*sky_ic_resp_fn)(void *ctx, const sky_infer_resp *r, const char *raw, size_t len);
 
 typedef struct sky_ic sky_ic;
@@ -58,6 +61,8 @@ int sky_ic_poll(sky_ic *c, int wait_ms);
 int sky_ic_connected(sky_ic *c);
 /* Responses received that did not decode. */
 long sky_ic_bad(const sky_ic *c);
+/* Second responses to an answered id, dropped. */
+long sky_ic_dups(const sky_ic *c);
 /* Disconnects (waiting up to 1 s for queued requests) and frees. NULL-safe. */
 void sky_ic_close(sky_ic *c);
 

@@ -1,0 +1,329 @@
+#!/bin/sh
+# Serving survives faults: mosquitto, skyplan and five skyd boards serve a
+# tiny int8 model (`sky job submit --task infer`, an even split over all
+# five) while clients keep requests coming: a new `sky infer` every 0.15 s,
+# each sending four rows at once and waiting for their answers. Then, one
+# after the other, a board is revoked (`sky pki revoke`), and the board of a
+# middle stage, of the first stage and of the last stage is frozen for a
+# second (requests pile up at it) and killed with SIGKILL; then the boards
+# left, so the job pauses, and one comes back. Each time
+#   - skyplan re-plans the serving job over the boards left (its job log,
+#     <state>/jobs/<job>.log.jsonl: "replan", then "answered"), or pauses
+#     it (logged, `sky fleet status`) and resumes it when a board returns;
+#   - every request any client sent, before, during or after the kill, gets
+#     exactly one answer, and its logits equal `sky eval --precision int8`
+#     of the same row bit for bit (requests in flight are replayed by the
+#     planner to the new first stage; a duplicate answer is dropped by the
+#     client and counted);
+#   - `sky fleet status` shows the re-plan: reason, requests replayed,
+#     time lost;
+# and one JSON per event goes to build/faults/serve-*.json: time to detect
+# (kill or revocation to the planner's re-plan, or to its pause) and to the
+# next answered request (to the first answer of the new plan; after a pause
+# that includes the board's restart and probe), requests sent and replayed,
+# duplicates dropped by the clients. No process is left.
+#
+# PASS/FAIL lines, MEASURE lines; bounded (every wait has a deadline).
+set -u
+cd "$(dirname "$0")/../.."
+. tests/integration/broker.sh
+. tests/integration/lib.sh
+sky_test_workdir servefaults
+export OPENBLAS_NUM_THREADS=1
+OUT=${FAULTS_OUT:-build/faults}
+mkdir -p "$OUT"
+PLAN_PID=""
+cleanup() {
+	touch "$W/stop"
+	for f in "$W"/pid.*; do
+		[ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null
+	done
+	[ -n "$PLAN_PID" ] && kill "$PLAN_PID" 2>/dev/null
+	for f in "$W"/pid.*; do
+		[ -f "$f" ] && wait "$(cat "$f")" 2>/dev/null
+	done
+	[ -n "$PLAN_PID" ] && wait "$PLAN_PID" 2>/dev/null
+	sky_broker_stop
+	if [ "$fails" -eq 0 ] && [ -z "${SKY_KEEP:-}" ]; then rm -rf "$W"; else echo "(logs kept in $W)"; fi
+}
+trap cleanup EXIT
+now() { date +%s.%N | cut -c1-14; }
+SKY="$SKY_BIN/sky"
+JOB=sv
+LOG="$W/skyplan/jobs/$JOB.log.jsonl"
+
+# ---- the model, four rows of input and their logits on one board ------------------
+"$SKY" train --model tiny --layers 4 --steps 3 --seed 2 --save "$W/m.safetensors" >"$W/train.log" 2>&1 &&
+	"$SKY" quantize --in "$W/m.safetensors" --out "$W/q.safetensors" --calib 2 >"$W/quant.log" 2>&1 ||
+	{ fail servefaults_model_made "$(tail -2 "$W/train.log" "$W/quant.log")"; exit 1; }
+python3 - "$W/rows.safetensors" <<'EOF'
+import json, struct, sys
+ids = [[5, 9, 33, 2, 17, 40, 8, 1], [63, 1, 12, 7, 7, 7, 1, 30], [42, 3, 3, 3, 3, 3, 3, 3],
+       [3, 1, 4, 1, 5, 9, 2, 6]]
+mask = [[1] * 8, [1, 1, 1, 0, 1, 1, 1, 1], [1] * 8, [1, 1, 1, 1, 1, 1, 0, 0]]
+data = b"".join(struct.pack("<8i", *r) for r in ids)
+mdat = b"".join(struct.pack("<8i", *r) for r in mask)
+hdr = json.dumps({"input_ids": {"dtype": "I32", "shape": [4, 8], "data_offsets": [0, len(data)]},
+                  "attention_mask": {"dtype": "I32", "shape": [4, 8],
+                                     "data_offsets": [len(data), len(data) + len(mdat)]}}).encode()
+hdr += b" " * (-len(hdr) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(hdr)) + hdr + data + mdat)
+EOF
+"$SKY" eval --weights "$W/q.safetensors" --precision int8 --input "$W/rows.safetensors" \
+	>"$W/want.jsonl" 2>"$W/want.err" && [ "$(grep -c logits "$W/want.jsonl")" = 4 ] ||
+	{ fail servefaults_sky_eval "$(cat "$W/want.err")"; exit 1; }
+sed 's/.*"logits":\(\[[^]]*\]\).*/\1/' "$W/want.jsonl" >"$W/want.logits"
+
+# ---- broker, client identity, planner, five boards ----------------------------------
+if ! sky_broker_start "$W/broker"; then
+	fail servefaults_broker "mosquitto did not start"
+	exit 1
+fi
+BR="127.0.0.1:$SKY_BROKER_PORT"
+PKI=$SKY_PKI_DIR
+"$SKY" pki client --dir "$PKI" t >"$W/client.out" 2>&1 || { fail servefaults_client "$(cat "$W/client.out")"; exit 1; }
+kill -HUP "$SKY_BROKER_PID" # mosquitto reads the ACL with the client's lines
+"$SKY_BIN/skyplan" --pki "$PKI" --broker "$BR" --state "$W/skyplan" >"$W/skyplan.log" 2>&1 &
+PLAN_PID=$!
+for i in 1 2 3 4 5; do
+	"$SKY" pki issue --dir "$PKI" --id "b$i" --state "$W/b$i/state" >/dev/null 2>"$W/b$i.issue" ||
+		fail servefaults_board_issued "$(cat "$W/b$i.issue")"
+done
+# an idle board identity, for a forged answer below (never runs skyd)
+"$SKY" pki issue --dir "$PKI" --id bx --state "$W/bx" >/dev/null 2>"$W/bx.issue" ||
+	fail servefaults_board_issued "$(cat "$W/bx.issue")"
+start_board() {
+	"$SKY_BIN/skyd" --state "$W/$1/state" --broker "$BR" --keepalive 2 --model tiny --layers 4 \
+		--probe-seconds 1 --no-link-probe >>"$W/$1.log" 2>&1 &
+	echo $! >"$W/pid.$1"
+}
+online_count() {
+	"$SKY" fleet status --state "$W/skyplan" --json 2>/dev/null | grep -o '"state":"online"' | wc -l
+}
+online_at_least() { [ "$(online_count)" -ge "$1" ]; }
+for b in b1 b2 b3 b4 b5; do start_board $b; done
+sky_wait 120 online_at_least 5 || { fail servefaults_boards_online "$(online_count) of 5 online"; exit 1; }
+
+"$SKY" job submit --pki "$PKI" --broker "$BR" --job $JOB --min-boards 5 --task infer \
+	--weights "$W/q.safetensors" --algo even --clients sky-client-t --wait 120 >"$W/submit.out" 2>&1 ||
+	{ fail servefaults_submitted "$(tail -3 "$W/submit.out" "$W/skyplan.log")"; exit 1; }
+# stage_board K: the board holding stage K of the job's newest epoch
+stage_board() {
+	e=$(grep -h "plan $JOB epoch [0-9]* accepted: stage $1 of" "$W"/b*.log 2>/dev/null |
+		sed -n "s/.*plan $JOB epoch \([0-9]*\) accepted:.*/\1/p" | sort -n | tail -1)
+	[ -n "$e" ] || return 1
+	grep -l "plan $JOB epoch $e accepted: stage $1 of" "$W"/b*.log | head -1 | sed 's|.*/\(b[0-9]*\)\.log|\1|'
+}
+n_stages() {
+	e=$(grep -h "plan $JOB epoch [0-9]* accepted: stage 0 of" "$W"/b*.log |
+		sed -n "s/.*plan $JOB epoch \([0-9]*\) accepted:.*/\1/p" | sort -n | tail -1)
+	grep -h "plan $JOB epoch $e accepted: stage 0 of" "$W"/b*.log | head -1 | sed -n 's/.*stage 0 of \([0-9]*\),.*/\1/p'
+}
+first=$(stage_board 0)
+sky_wait 120 grep -q "job $JOB: every stage is ready" "$W/$first.log" ||
+	{ fail servefaults_fleet_ready "$(grep -h "$JOB" "$W"/b*.log | tail -5)"; exit 1; }
+ns=$(n_stages)
+echo "MEASURE first_plan_stages $ns"
+[ "${ns:-0}" -ge 4 ] && pass servefaults_four_or_more_stages || fail servefaults_four_or_more_stages "$ns stages"
+
+# ---- clients: a new `sky infer` of the four rows every 0.15 s ------------------------
+mkdir -p "$W/out"
+N=0
+ask() { # one sky infer in the background, its answers in $W/out/$N.json
+	N=$((N + 1))
+	"$SKY" infer --pki "$PKI/clients/t" --broker "$BR" --job $JOB --input "$W/rows.safetensors" \
+		--id "c$N" --timeout "${SERVE_TIMEOUT:-120}" --json >"$W/out/$N.json" 2>"$W/out/$N.err" &
+	echo $! >"$W/pid.c$N"
+}
+flow() { # flow SECONDS: keep asking
+	_end=$(($(date +%s) + $1))
+	while [ "$(date +%s)" -lt "$_end" ]; do
+		ask
+		sleep 0.15
+	done
+}
+answered_after() { # answered_after T: a client finished after time T
+	grep -q '"event":"answered"' "$LOG" 2>/dev/null &&
+		awk -v t="$1" '/"event":"answered"/ { match($0, /"t":[0-9.]+/); if (substr($0, RSTART + 4, RLENGTH - 4) + 0 >= t) f = 1 } END { exit !f }' "$LOG"
+}
+# check NAME FROM TO T0 [EVENT]: every sky infer c(FROM+1)..cTO ended with four answers,
+# each once, each with the right logits; then the event's JSON
+check() {
+	name=$1 from=$2 to=$3 t0=$4 ev=${5:-replan}
+	bad=0 dups=0 ci=$from
+	while [ $ci -lt "$to" ]; do
+		ci=$((ci + 1))
+		pid=$(cat "$W/pid.c$ci" 2>/dev/null)
+		# every wait is bounded: sky infer's own --timeout 120
+		[ -n "$pid" ] && { wait "$pid"; rc=$?; rm -f "$W/pid.c$ci"; } || rc=0
+		f="$W/out/$ci.json"
+		r=0
+		while [ $r -lt 4 ]; do
+			n=$(grep -c "\"id\":\"c$ci-$r\"" "$f")
+			got=$(grep "\"id\":\"c$ci-$r\"" "$f" | grep '"ok":true' | sed 's/.*"logits":\(\[[^]]*\]\).*/\1/')
+			want=$(sed -n "$((r + 1))p" "$W/want.logits")
+			if [ "$rc" != 0 ] || [ "$n" != 1 ] || [ "$got" != "$want" ]; then
+				bad=$((bad + 1))
+				[ $bad -le 3 ] && echo "  $name: c$ci-$r rc $rc, $n answer(s): $(grep "\"id\":\"c$ci-$r\"" "$f" | head -c 200) $(head -c 200 "$W/out/$ci.err")"
+			fi
+			r=$((r + 1))
+		done
+		d=$(sed -n 's/.*: \([0-9]*\) duplicate response.*/\1/p' "$W/out/$ci.err")
+		dups=$((dups + ${d:-0}))
+	done
+	total=$(((to - from) * 4))
+	[ $bad -eq 0 ] && [ $total -gt 0 ] && pass "${name}_every_request_answered_once_with_sky_evals_logits" ||
+		fail "${name}_every_request_answered_once_with_sky_evals_logits" "$bad of $total requests wrong"
+	# the event: the planner's first re-plan (or pause) after the fault,
+	# then the first answer of a new plan and the requests it replayed
+	awk -v t0="$t0" -v name="$name" -v job="$JOB" -v total="$total" -v dups="$dups" -v ev="\"event\":\"$ev\"" '
+		index($0, ev) && !r { match($0, /"t":[0-9.]+/); rt = substr($0, RSTART + 4, RLENGTH - 4)
+			if (rt + 0 >= t0 + 0) r = rt }
+		/"event":"replayed"/ && r && !p { match($0, /"requests":[0-9]+/); p = 1; rp = substr($0, RSTART + 11, RLENGTH - 11) }
+		/"event":"answered"/ && r && !a { match($0, /"t":[0-9.]+/); at = substr($0, RSTART + 4, RLENGTH - 4)
+			if (at + 0 >= r + 0) { a = at; match($0, /"epoch":[0-9]+/); e = substr($0, RSTART + 8, RLENGTH - 8) } }
+		END { printf "{\"scenario\":\"serve-%s\",\"job\":\"%s\",\"at\":%.3f,\"epoch\":%s,", name, job, t0, e ? e : "null"
+			printf "\"detect_s\":%s,\"next_answer_s\":%s,", r ? sprintf("%.3f", r - t0) : "null", a ? sprintf("%.3f", a - t0) : "null"
+			printf "\"requests\":%d,\"replayed\":%s,\"duplicates_dropped\":%d}\n", total, p ? rp : "null", dups }' \
+		"$LOG" >"$OUT/serve-$name.json"
+	echo "MEASURE $(cat "$OUT/serve-$name.json")"
+}
+
+# kill_stage NAME K: requests flowing, the board of stage K dies; the job
+# is re-planned and answers again
+kill_stage() {
+	name=$1 k=$2
+	victim=$(stage_board "$k")
+	[ -n "$victim" ] || { fail "${name}_victim" "no board holds stage $k"; return; }
+	from=$N
+	flow 2
+	# frozen first (SIGSTOP, well within its keepalive), so requests are
+	# certainly in flight at it when it dies
+	kill -STOP "$(cat "$W/pid.$victim")"
+	flow 1
+	t0=$(now)
+	kill -KILL "$(cat "$W/pid.$victim")" 2>/dev/null
+	wait "$(cat "$W/pid.$victim")" 2>/dev/null
+	rm -f "$W/pid.$victim"
+	echo "MEASURE ${name}_killed $victim (stage $k of $(n_stages))"
+	flow 2
+	# until the job answers again (bounded), then a little more traffic
+	_end=$(($(date +%s) + 90))
+	while ! answered_after "$t0" && [ "$(date +%s)" -lt "$_end" ]; do
+		ask
+		sleep 0.3
+	done
+	flow 1
+	check "$name" "$from" "$N" "$t0"
+	grep '"event":"replan"' "$LOG" | tail -1 | grep -q "\"reason\":\"board $victim (stage $k) offline\"" &&
+		pass "${name}_replanned_for_the_dead_board" ||
+		fail "${name}_replanned_for_the_dead_board" "$(grep -v commit "$LOG" | tail -3)"
+	grep -q '"replayed":[1-9]' "$OUT/serve-$name.json" && pass "${name}_requests_in_flight_replayed" ||
+		fail "${name}_requests_in_flight_replayed" "$(cat "$OUT/serve-$name.json")"
+}
+
+# ---- a board is revoked: the planner drops it and re-plans; the board,
+# still connected (no SIGHUP to the broker), stops serving the old epoch ---
+victim=$(stage_board 1)
+from=$N
+flow 2
+t0=$(now)
+"$SKY" pki revoke --dir "$PKI" "$victim" >"$W/revoke.out" 2>&1 || fail revoke_issued "$(cat "$W/revoke.out")"
+REVOKED=$victim
+_end=$(($(date +%s) + 90))
+while ! answered_after "$t0" && [ "$(date +%s)" -lt "$_end" ]; do
+	ask
+	sleep 0.3
+done
+flow 1
+check revoke "$from" "$N" "$t0"
+grep '"event":"replan"' "$LOG" | tail -1 | grep -q "\"reason\":\"board $victim (stage 1) revoked\"" &&
+	pass revoke_replanned_without_the_board || fail revoke_replanned_without_the_board "$(grep -v commit "$LOG" | tail -3)"
+sky_wait 30 grep -q "plan $JOB epoch [0-9]* has no stage for $victim: stops serving epoch" "$W/$victim.log" &&
+	pass revoke_board_stops_serving_the_old_epoch ||
+	fail revoke_board_stops_serving_the_old_epoch "$(grep "$JOB" "$W/$victim.log" | tail -3)"
+
+kill_stage middle 2
+kill_stage first 0
+last=$(($(n_stages) - 1))
+kill_stage last $last
+
+# sky fleet status shows the serving re-plans (reason, requests replayed, time lost)
+"$SKY" fleet status --state "$W/skyplan" >"$W/status.txt" 2>&1
+if [ "$(grep -c "re-plan generation [0-9]* epoch [0-9]*: board b[0-9] (stage [0-9]) \(offline\|revoked\); [0-9]* unanswered request(s) replayed, [0-9.]* s lost" "$W/status.txt")" -ge 4 ]; then
+	pass servefaults_fleet_status_shows_the_replans
+else
+	fail servefaults_fleet_status_shows_the_replans "$(grep -A8 "job $JOB" "$W/status.txt" | head -12)"
+fi
+echo "MEASURE $(grep "re-plan generation" "$W/status.txt" | tr -s ' ' | tr '\n' '|')"
+
+# ---- every board left dies: the job pauses; a board comes back: it resumes ----------
+from=$N
+t0=$(now)
+for b in b1 b2 b3 b4 b5; do
+	[ -f "$W/pid.$b" ] || continue
+	kill -KILL "$(cat "$W/pid.$b")" 2>/dev/null
+	wait "$(cat "$W/pid.$b")" 2>/dev/null
+	rm -f "$W/pid.$b"
+	[ "$b" = "$REVOKED" ] || back=$b
+done
+sky_wait 30 grep -q '"event":"pause"' "$LOG" && pass pause_logged || fail pause_logged "$(tail -3 "$LOG")"
+sky_wait 10 sh -c "'$SKY' fleet status --state '$W/skyplan' | grep -q 'paused: the boards left cannot hold the model'" &&
+	pass pause_shown_in_fleet_status || fail pause_shown_in_fleet_status "$(grep -A6 "job $JOB" "$W/status.txt")"
+# the client drops a second answer to an id: while nobody serves, an idle
+# board identity (bx, never started) answers request dd-0 twice, then the
+# others, in one connection (in order); sky infer shows each once
+"$SKY" infer --pki "$PKI/clients/t" --broker "$BR" --job $JOB --input "$W/rows.safetensors" \
+	--id dd --timeout 60 --json >"$W/dd.json" 2>"$W/dd.err" &
+DD=$!
+echo $DD >"$W/pid.dd"
+fake() { printf '{"v":1,"id":"dd-%s","ok":true,"job":"%s","epoch":1,"logits":[0.25,-0.5]}\n' "$1" $JOB; }
+i=0
+while kill -0 $DD 2>/dev/null && [ $i -lt 100 ]; do # until it has its answers (bounded)
+	# shellcheck disable=SC2046
+	{ fake 0; fake 0; fake 1; fake 2; fake 3; } | timeout 20 mosquitto_pub $(sky_mq_tls "$W/bx/board.crt" "$W/bx/board.key") \
+		-q 1 -t "sky/v1/job/$JOB/resp/sky-client-t" -l 2>>"$W/dd.pub.err"
+	sleep 0.2
+	i=$((i + 1))
+done
+wait $DD
+rc=$?
+rm -f "$W/pid.dd"
+if [ $rc = 0 ] && [ "$(grep -c '"id":"dd-0"' "$W/dd.json")" = 1 ] && grep -q "duplicate response(s) dropped" "$W/dd.err"; then
+	pass client_drops_a_duplicate_answer
+else
+	fail client_drops_a_duplicate_answer "rc $rc: $(head -c 300 "$W/dd.json") $(head -c 200 "$W/dd.err")"
+fi
+flow 2 # requests while nobody serves
+start_board "$back"
+_end=$(($(date +%s) + 120))
+while ! answered_after "$t0" && [ "$(date +%s)" -lt "$_end" ]; do
+	ask
+	sleep 0.3
+done
+flow 1
+check pause "$from" "$N" "$t0" pause
+grep '"event":"replan"' "$LOG" | tail -1 | grep -q '"reason":"resuming after board' &&
+	pass pause_resumed_on_the_board_back || fail pause_resumed_on_the_board_back "$(grep -v commit "$LOG" | tail -3)"
+# the planner's table: nothing let go unanswered
+grep -q "dropped from the replay table" "$W/skyplan.log" &&
+	fail servefaults_nothing_dropped "$(grep "replay table" "$W/skyplan.log" | head -2)" ||
+	pass servefaults_nothing_dropped
+
+# ---- no process left ------------------------------------------------------------------
+touch "$W/stop"
+for f in "$W"/pid.*; do
+	[ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null && wait "$(cat "$f")" 2>/dev/null
+	rm -f "$f"
+done
+kill "$PLAN_PID" 2>/dev/null
+wait "$PLAN_PID" 2>/dev/null
+PLAN_PID=""
+sky_broker_stop
+sleep 0.2
+if pgrep -f "$W" >/dev/null 2>&1; then
+	fail servefaults_no_process_left "$(pgrep -af "$W" | head -3)"
+else
+	pass servefaults_no_process_left
+fi
+exit "$fails"
