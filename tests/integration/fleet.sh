@@ -23,7 +23,8 @@
 #                               appended to $W/ID.log, pid in PIDS and PID_ID
 #   sky_fleet_enroll ID [OPT...]  the same, enrolling with a fresh one-time
 #                               token and its own copy of the claim bundle
-#                               ($W/ID/claim)
+#                               ($W/ID/claim: the operator copies it onto
+#                               the board, as a provisioning image would)
 #   sky_fleet_boards COUNT [OPT...]  enrolls b1..bCOUNT (N=COUNT) and waits
 #                               until skyplan has the caps of all N (or fails
 #                               NAME_boards_report)
@@ -47,7 +48,6 @@ SKY="$SKY_BIN/sky"
 SKY_FLEET_SKYD_OPTS=${SKY_FLEET_SKYD_OPTS:---keepalive 2 --model tiny --layers 4 --probe-seconds 1}
 PIDS=""
 PLAN_PID=""
-N=0
 
 sky_fleet_begin() {
 	SKY_FLEET_NAME=$1
@@ -106,7 +106,7 @@ sky_fleet_enroll() {
 }
 
 sky_fleet_json() { "$SKY" fleet status --state "$STATE" --json 2>/dev/null; }
-sky_fleet_reported() { [ "$(sky_fleet_json | grep -o '"caps":{' | wc -l)" -eq "$N" ]; }
+sky_fleet_reported() { [ "$(sky_fleet_json | grep -o '"caps":{' | wc -l)" -eq "${N:-0}" ]; }
 
 sky_fleet_boards() {
 	N=$1
