@@ -4,6 +4,9 @@
 # are PASS/FAIL lines named after the test (NAME below).
 #
 #   SKY                         the sky CLI ($SKY_BIN/sky)
+#   SKY_FLEET_SKYD_OPTS         what every skyd gets after --state and
+#                               --broker (default: --keepalive 2 --model tiny
+#                               --layers 4 --probe-seconds 1)
 #   sky_fleet_begin NAME        work dir $W (sky_test_workdir NAME),
 #                               OPENBLAS_NUM_THREADS=1, `trap sky_fleet_end
 #                               EXIT` (a test with more to stop sets its own
