@@ -153,5 +153,8 @@ rc=$?
 [ $rc -eq 2 ] && grep -q "unknown revocation reason 'sometimes'" "$W/reason.out" &&
 	pass revoke_bad_reason_refused || fail revoke_bad_reason_refused "rc $rc: $(cat "$W/reason.out")"
 
-sky_fleet_kill
+for p in $PIDS $PLAN_PID; do kill "$p" 2>/dev/null; done
+for p in $PIDS $PLAN_PID; do wait "$p" 2>/dev/null; done
+PIDS=""
+PLAN_PID=""
 exit $fails
