@@ -44,16 +44,9 @@ KEEP=0
 TIMEOUT=1200
 INNER=0
 ARGS="$*"
+. "$(dirname "$0")/opt_lib.sh"
 while [ $# -gt 0 ]; do
-	case "$1" in
-	--*=*)
-		_o=${1%%=*}
-		_v=${1#*=}
-		shift
-		set -- "$_o" "$_v" "$@"
-		continue
-		;;
-	esac
+	case "$1" in --*=*) eval "set -- $(sky_opt_split "$@")"; continue ;; esac
 	case "$1" in
 	--help | -h) usage; exit 0 ;;
 	--json) JSON=1 ;;

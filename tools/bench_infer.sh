@@ -52,16 +52,9 @@ SAMPLES=0
 JSON=0
 KEEP=0
 TIMEOUT=600
+. "$(dirname "$0")/opt_lib.sh"
 while [ $# -gt 0 ]; do
-	case "$1" in
-	--*=*) # --opt=value, as every sky command takes it
-		_o=${1%%=*}
-		_v=${1#*=}
-		shift
-		set -- "$_o" "$_v" "$@"
-		continue
-		;;
-	esac
+	case "$1" in --*=*) eval "set -- $(sky_opt_split "$@")"; continue ;; esac
 	case "$1" in
 	--help | -h)
 		usage

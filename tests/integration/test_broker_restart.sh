@@ -13,63 +13,14 @@
 # PASS/FAIL lines, MEASURE lines (reconnect times); bounded.
 set -u
 cd "$(dirname "$0")/../.."
-. tests/integration/broker.sh
-. tests/integration/lib.sh
-sky_test_workdir restart
-export OPENBLAS_NUM_THREADS=1
-PIDS=""
-PLAN_PID=""
+. tests/integration/fleet.sh
+sky_fleet_begin restart
 SUB_PID=""
-cleanup() {
-	for p in $PIDS $PLAN_PID $SUB_PID; do kill "$p" 2>/dev/null; done
-	for p in $PIDS $PLAN_PID $SUB_PID; do wait "$p" 2>/dev/null; done
-	sky_broker_stop
-	if [ "$fails" -eq 0 ] && [ -z "${SKY_KEEP:-}" ]; then rm -rf "$W"; else echo "(logs kept in $W)"; fi
-}
-trap cleanup EXIT
+trap 'sky_fleet_end $SUB_PID' EXIT
 now() { date +%s.%N; }
 elapsed() { echo "$1 $2" | awk '{printf "%.2f", $2 - $1}'; }
-
-if ! sky_broker_start "$W/broker"; then
-	fail restart_broker "mosquitto did not start"
-	exit 1
-fi
-BR="127.0.0.1:$SKY_BROKER_PORT"
-PKI=$SKY_PKI_DIR
-SKY="$SKY_BIN/sky"
-STATE="$W/skyplan"
-start_planner() {
-	"$SKY_BIN/skyplan" --pki "$PKI" --broker "$BR" --state "$STATE" >>"$W/skyplan.log" 2>&1 &
-	PLAN_PID=$!
-}
-start_planner
-sky_wait 10 grep -q "serving" "$W/skyplan.log" || {
-	fail restart_skyplan_starts "$(tail -3 "$W/skyplan.log")"
-	exit 1
-}
-N=3
-for i in 1 2 3; do
-	b="b$i"
-	tok=$("$SKY" pki token --dir "$PKI" --ttl 300) || fail restart_token "sky pki token failed"
-	"$SKY_BIN/skyd" --enroll --claim "$tok" --id "$b" --pki-ca "$PKI/claim/ca.crt" \
-		--state "$W/$b" --broker "$BR" --keepalive 2 --model tiny --layers 4 \
-		--probe-seconds 1 --no-link-probe >"$W/$b.log" 2>&1 &
-	PIDS="$PIDS $!"
-done
-fleet_json() { "$SKY" fleet status --state "$STATE" --json 2>/dev/null; }
-board_field() { # board_field ID KEY[.KEY]: one field of board ID in fleet.json
-	fleet_json | python3 -c '
-import json, sys
-d = json.loads(sys.stdin.readline())
-for b in d["boards"]:
-    if b["id"] == sys.argv[1]:
-        v = b
-        for k in sys.argv[2].split("."):
-            v = v.get(k) if isinstance(v, dict) else None
-        print("" if v is None else (int(v) if isinstance(v, float) else v))' "$1" "$2" 2>/dev/null
-}
-with_caps() { [ "$(fleet_json | grep -o '"caps":{' | wc -l)" -eq $N ]; }
-sky_wait 60 with_caps || fail restart_boards_report "not all $N boards reported: $(fleet_json | head -c 300)"
+sky_fleet_start
+sky_fleet_boards 3 --no-link-probe
 submit() { # submit JOB: plan over the 3 boards and wait for their acks
 	"$SKY" job submit --pki "$PKI" --broker "$BR" --model tiny --layers 4 --job "$1" \
 		--min-boards $N --algo even --wait 30 --ack-timeout 60 --json >"$W/$1.json" 2>"$W/$1.err"
@@ -79,8 +30,8 @@ grep -q "\"accepted\":$N," "$W/j1.json" && pass restart_j1_planned ||
 	fail restart_j1_planned "$(cat "$W/j1.json" "$W/j1.err" | head -c 300)"
 E1=$(cat "$STATE/epoch")
 for i in 1 2 3; do
-	eval "boot_b$i=\$(board_field b$i boot)"
-	eval "sess_b$i=\$(board_field b$i session)"
+	eval "boot_b$i=\$(sky_fleet_field b$i boot)"
+	eval "sess_b$i=\$(sky_fleet_field b$i session)"
 done
 
 # ---- the crash -------------------------------------------------------------------
@@ -108,8 +59,8 @@ echo "MEASURE broker_down_s $(elapsed "$T_DOWN" "$T_UP")"
 back() {
 	for i in 1 2 3; do
 		eval "ob=\$boot_b$i; os=\$sess_b$i"
-		[ "$(board_field b$i state)" = online ] && [ "$(board_field b$i boot)" = "$ob" ] &&
-			[ "$(board_field b$i session)" -gt "$os" ] 2>/dev/null || return 1
+		[ "$(sky_fleet_field b$i state)" = online ] && [ "$(sky_fleet_field b$i boot)" = "$ob" ] &&
+			[ "$(sky_fleet_field b$i session)" -gt "$os" ] 2>/dev/null || return 1
 	done
 }
 planner_back() { tail -n +"$((lines_plan + 1))" "$W/skyplan.log" | grep -q "connected to .* as sky-planner"; }
@@ -122,7 +73,7 @@ if sky_wait 30 back; then
 	echo "MEASURE all_boards_online_after_broker_up_s $(elapsed "$T_UP" "$(now)") (3 boards, keepalive 2 s, backoff 0.5-5 s jittered)"
 	pass restart_boards_back_same_boot_new_session
 else
-	fail restart_boards_back_same_boot_new_session "$(fleet_json | python3 -c 'import json,sys; print([(b["id"],b["state"],b["boot"],b["session"]) for b in json.load(sys.stdin)["boards"]])')"
+	fail restart_boards_back_same_boot_new_session "$(sky_fleet_json | python3 -c 'import json,sys; print([(b["id"],b["state"],b["boot"],b["session"]) for b in json.load(sys.stdin)["boards"]])')"
 fi
 grep -q "retrying in" "$W/skyplan.log" "$W/b1.log" "$W/b2.log" "$W/b3.log" &&
 	pass restart_reconnect_with_backoff || fail restart_reconnect_with_backoff "no retry line"
@@ -134,7 +85,7 @@ j1_intact() {
 		tail -n +"$((lines_plan + 1))" "$W/skyplan.log" |
 			grep -q "board b$i holds job j1 epoch $E1 stage" || return 1
 	done
-	fleet_json | grep -q "{\"job\":\"j1\",\"epoch\":$E1}"
+	sky_fleet_json | grep -q "{\"job\":\"j1\",\"epoch\":$E1}"
 }
 sky_wait 20 j1_intact && pass restart_planner_view_intact ||
 	fail restart_planner_view_intact "$(tail -n +"$((lines_plan + 1))" "$W/skyplan.log" | grep j1 | head -5)"
@@ -167,7 +118,7 @@ mosquitto_pub $(sky_mq_tls "$PKI/operator.crt" "$PKI/operator.key") -q 1 \
 	-t sky/v1/jobs/sky-operator/submit -f "$W/j4.job" >"$W/j4.pub" 2>&1 ||
 	fail restart_j4_published "$(cat "$W/j4.pub")"
 sky_broker_restart || fail restart_broker_third "$(tail -5 "$SKY_BROKER_LOG")"
-start_planner
+sky_fleet_planner
 j4_planned() { grep -q "job j4 epoch [0-9]* published" "$W/skyplan.log"; }
 if sky_wait 40 j4_planned && grep -q "job j4 queued from operator sky-operator" "$W/skyplan.log"; then
 	pass restart_planner_session_keeps_what_was_sent_while_away
@@ -175,10 +126,7 @@ else
 	fail restart_planner_session_keeps_what_was_sent_while_away "$(grep -E 'j4|connected' "$W/skyplan.log" | tail -3)"
 fi
 
-for p in $PIDS $PLAN_PID; do kill "$p" 2>/dev/null; done
-for p in $PIDS $PLAN_PID; do wait "$p" 2>/dev/null; done
-PIDS=""
-PLAN_PID=""
+sky_fleet_kill
 left=0
 for i in 1 2 3; do pgrep -f "skyd .*--state $W/b$i" >/dev/null && left=1; done
 [ $left -eq 0 ] && pass restart_no_process_left || fail restart_no_process_left "a skyd still runs"

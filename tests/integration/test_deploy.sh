@@ -17,62 +17,12 @@
 # PASS/FAIL lines, MEASURE lines; bounded (every wait has a deadline).
 set -u
 cd "$(dirname "$0")/../.."
-. tests/integration/broker.sh
-
-. tests/integration/lib.sh
-sky_test_workdir deploy
-export OPENBLAS_NUM_THREADS=1
-PIDS=""
-PLAN_PID=""
-cleanup() {
-	for p in $PIDS $PLAN_PID; do kill "$p" 2>/dev/null; done
-	for p in $PIDS $PLAN_PID; do wait "$p" 2>/dev/null; done
-	sky_broker_stop
-	if [ "$fails" -eq 0 ] && [ -z "${SKY_KEEP:-}" ]; then rm -rf "$W"; else echo "(logs kept in $W)"; fi
-}
-trap cleanup EXIT
+. tests/integration/fleet.sh
+sky_fleet_begin deploy
 now() { date +%s.%N; }
-
-if ! sky_broker_start "$W/broker"; then
-	fail deploy_broker "mosquitto did not start"
-	exit 1
-fi
-BR="127.0.0.1:$SKY_BROKER_PORT"
-PKI=$SKY_PKI_DIR
-SKY="$SKY_BIN/sky"
-STATE="$W/skyplan"
-CHUNK=1024
-start_planner() { # options...: skyplan with 1 KiB slice chunks (a tiny slice is ~10-30 chunks)
-	_was=$(cat "$W/skyplan.log" 2>/dev/null | grep -c "serving: state")
-	"$SKY_BIN/skyplan" --pki "$PKI" --broker "$BR" --state "$STATE" --slice-chunk-bytes $CHUNK \
-		"$@" >>"$W/skyplan.log" 2>&1 &
-	PLAN_PID=$!
-	sky_wait 10 sh -c "[ \$(grep -c 'serving: state' '$W/skyplan.log') -gt $_was ]"
-}
-start_planner || {
-	fail deploy_skyplan_starts "$(tail -3 "$W/skyplan.log")"
-	exit 1
-}
-N=3
-start_board() { # b, extra skyd options...
-	b=$1
-	shift
-	"$SKY_BIN/skyd" --state "$W/$b/state" --broker "$BR" --keepalive 2 --model tiny --layers 4 \
-		--probe-seconds 1 "$@" >>"$W/$b.log" 2>&1 &
-	eval "PID_$b=$!"
-	PIDS="$PIDS $!"
-}
-for i in 1 2 3; do
-	b="b$i"
-	mkdir -p "$W/$b"
-	cp -r "$PKI/claim" "$W/$b/claim"
-	tok=$("$SKY" pki token --dir "$PKI" --ttl 300) || fail deploy_token "sky pki token failed"
-	start_board "$b" --enroll --claim "$tok" --id "$b" --pki-ca "$W/$b/claim/ca.crt"
-done
-online() {
-	[ "$("$SKY" fleet status --state "$STATE" --json 2>/dev/null | grep -o '"caps":{' | wc -l)" -eq $N ]
-}
-sky_wait 60 online || fail deploy_boards_report "not all $N boards reported"
+CHUNK=1024 # skyplan's slice chunks: a tiny slice is ~10-30 of them
+sky_fleet_start --slice-chunk-bytes $CHUNK
+sky_fleet_boards 3
 
 # the models: tiny, 4 layers, trained a little and quantised
 "$SKY" train --model tiny --layers 4 --steps 2 --save "$W/m1.fp32.safetensors" >"$W/train1.log" 2>&1 &&
@@ -176,7 +126,8 @@ grep -q '"hits":2' "$W/b1/state/slices/stats.json" && pass deploy_hits_in_board_
 # ---- 3. a board killed mid-download, restarted: resumes ----------------------
 kill "$PLAN_PID"
 wait "$PLAN_PID" 2>/dev/null
-start_planner --slice-pace-ms 150 || fail deploy_planner_restarts "$(tail -3 "$W/skyplan.log")"
+sky_fleet_planner --slice-chunk-bytes $CHUNK --slice-pace-ms 150 ||
+	fail deploy_planner_restarts "$(tail -3 "$W/skyplan.log")"
 # --no-replan: the plan waits for the board that died (a serving job would
 # otherwise be re-planned over the others, test_serve_faults.sh)
 submit d4 --weights "$W/m2.int8.safetensors" --algo even --no-replan &
@@ -189,7 +140,7 @@ if sky_wait 60 sh -c "[ \$(cat '$W'/b2/state/slices/*.part 2>/dev/null | wc -c) 
 	kill -9 "$PID_b2"
 	had=$(part_chunks)
 	sleep 1
-	start_board b2
+	sky_fleet_skyd b2
 	pass deploy_board_killed_mid_download
 else
 	had=0
@@ -222,7 +173,7 @@ fi
 # a restart after the download: the saved plan's slice is a cache hit
 kill "$PID_b1"
 wait "$PID_b1" 2>/dev/null
-start_board b1
+sky_fleet_skyd b1
 if sky_wait 30 grep -q "slice cache hit: job d4 " "$W/b1.log" &&
 	sky_wait 5 grep -q '"hits":3,"misses":2,' "$W/b1/state/slices/stats.json"; then
 	pass deploy_restart_after_download_is_a_cache_hit

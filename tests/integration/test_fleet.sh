@@ -15,40 +15,20 @@
 # every wait has a deadline; the whole script takes well under 3 minutes.
 set -u
 cd "$(dirname "$0")/../.."
-. tests/integration/broker.sh
+. tests/integration/fleet.sh
 
 N=16
 K=2 # keepalive (s): deadline for offline is 1.5 x K + 1 s
 LAYERS=16 # even split: 16 layers, one per board, so every board holds a stage
-. tests/integration/lib.sh
-
-sky_test_workdir fleet
-PIDS=""
-PLAN_PID=""
-cleanup() {
-	for p in $PIDS $PLAN_PID; do
-		kill -CONT "$p" 2>/dev/null
-		kill "$p" 2>/dev/null
-	done
-	for p in $PIDS $PLAN_PID; do wait "$p" 2>/dev/null; done
-	sky_broker_stop
-	if [ "$fails" -eq 0 ] && [ -z "${SKY_KEEP:-}" ]; then rm -rf "$W"; else echo "(logs kept in $W)"; fi
-}
-trap cleanup EXIT
+SKY_FLEET_SKYD_OPTS="--keepalive $K --model tiny --layers $LAYERS --probe-seconds 1"
+sky_fleet_begin fleet
 
 now() { date +%s.%N; }
 elapsed() { echo "$1 $2" | awk '{printf "%.3f", $2 - $1}'; }
 # seconds between a UTC ISO time in a log line and a `now` value
 iso_to_s() { date -u -d "$1" +%s.%N; }
 
-if ! sky_broker_start "$W/broker"; then
-	fail fleet_broker "mosquitto did not start"
-	exit 1
-fi
-BR="127.0.0.1:$SKY_BROKER_PORT"
-PKI=$SKY_PKI_DIR
-SKY="$SKY_BIN/sky"
-STATE="$W/skyplan"
+sky_fleet_broker
 # Client ids are bound to certificates: a test client using the planner's
 # or a board's identity closes that process's connection, which then
 # reconnects (the broker keeps one connection per identity).
@@ -82,27 +62,14 @@ pub_as_planner_until() {
 	return 1
 }
 
-"$SKY_BIN/skyplan" --pki "$PKI" --broker "$BR" --state "$STATE" >"$W/skyplan.log" 2>&1 &
-PLAN_PID=$!
-WAIT_S=10
-if ! wait_for grep -q "serving" "$W/skyplan.log"; then
+if ! sky_fleet_planner; then
 	fail fleet_skyplan_starts "skyplan did not connect: $(tail -3 "$W/skyplan.log")"
 	exit 1
 fi
 
 # ---- 16 boards enroll from nothing and report -----------------------------
 T_START=$(now)
-for i in $(seq -w 1 $N); do
-	b="b$i"
-	mkdir -p "$W/$b"
-	# the operator copies the claim bundle onto the board (a provisioning image would)
-	cp -r "$PKI/claim" "$W/$b/claim"
-	tok=$("$SKY" pki token --dir "$PKI" --ttl 300) || fail fleet_token "sky pki token failed"
-	"$SKY_BIN/skyd" --enroll --claim "$tok" --id "$b" --pki-ca "$W/$b/claim/ca.crt" \
-		--state "$W/$b/state" --broker "$BR" --keepalive $K --model tiny --layers $LAYERS \
-		--probe-seconds 1 >"$W/$b.log" 2>&1 &
-	PIDS="$PIDS $!"
-done
+for i in $(seq -w 1 $N); do sky_fleet_enroll "b$i"; done
 online_with_caps() {
 	[ "$(fleet_json | grep -o '"state":"online"' | wc -l)" -eq $N ] &&
 		[ "$(fleet_json | grep -o '"caps":{' | wc -l)" -eq $N ]

@@ -14,59 +14,10 @@
 # PASS/FAIL lines; bounded (every wait has a deadline).
 set -u
 cd "$(dirname "$0")/../.."
-. tests/integration/broker.sh
-. tests/integration/lib.sh
-sky_test_workdir revoke
-export OPENBLAS_NUM_THREADS=1
-PIDS=""
-PLAN_PID=""
-cleanup() {
-	for p in $PIDS $PLAN_PID; do kill "$p" 2>/dev/null; done
-	for p in $PIDS $PLAN_PID; do wait "$p" 2>/dev/null; done
-	sky_broker_stop
-	if [ "$fails" -eq 0 ] && [ -z "${SKY_KEEP:-}" ]; then rm -rf "$W"; else echo "(logs kept in $W)"; fi
-}
-trap cleanup EXIT
-
-if ! sky_broker_start "$W/broker"; then
-	fail revoke_broker "mosquitto did not start"
-	exit 1
-fi
-BR="127.0.0.1:$SKY_BROKER_PORT"
-PKI=$SKY_PKI_DIR
-SKY="$SKY_BIN/sky"
-STATE="$W/skyplan"
-"$SKY_BIN/skyplan" --pki "$PKI" --broker "$BR" --state "$STATE" >"$W/skyplan.log" 2>&1 &
-PLAN_PID=$!
-sky_wait 10 grep -q "serving" "$W/skyplan.log" || {
-	fail revoke_skyplan_starts "$(tail -3 "$W/skyplan.log")"
-	exit 1
-}
-N=3
-for i in 1 2 3; do
-	b="b$i"
-	mkdir -p "$W/$b"
-	tok=$("$SKY" pki token --dir "$PKI" --ttl 300) || fail revoke_token "sky pki token failed"
-	"$SKY_BIN/skyd" --enroll --claim "$tok" --id "$b" --pki-ca "$PKI/claim/ca.crt" \
-		--state "$W/$b/state" --broker "$BR" --keepalive 2 --model tiny --layers 4 \
-		--probe-seconds 1 --no-link-probe >"$W/$b.log" 2>&1 &
-	PIDS="$PIDS $!"
-done
-fleet_json() { "$SKY" fleet status --state "$STATE" --json 2>/dev/null; }
-# board_field ID KEY: the string KEY of board ID in fleet.json
-board_field() {
-	fleet_json | python3 -c '
-import json, sys
-d = json.loads(sys.stdin.readline())
-for b in d["boards"]:
-    if b["id"] == sys.argv[1]:
-        v = b
-        for k in sys.argv[2].split("."):
-            v = v.get(k) if isinstance(v, dict) else None
-        print("" if v is None else v)' "$1" "$2" 2>/dev/null
-}
-with_caps() { [ "$(fleet_json | grep -o '"caps":{' | wc -l)" -eq $N ]; }
-sky_wait 60 with_caps || fail revoke_boards_report "not all $N boards reported: $(fleet_json | head -c 300)"
+. tests/integration/fleet.sh
+sky_fleet_begin revoke
+sky_fleet_start
+sky_fleet_boards 3 --no-link-probe
 
 "$SKY" job submit --pki "$PKI" --broker "$BR" --model tiny --layers 4 --job j1 \
 	--min-boards $N --algo even --wait 30 --json >"$W/job1.json" 2>"$W/job1.err"
@@ -84,8 +35,8 @@ E1=$(cat "$STATE/epoch")
 pub_as() { # pub_as CERT KEY TOPIC: one QoS 1 publish, bounded
 	timeout 15 mosquitto_pub $(sky_mq_tls "$1" "$2") -q 1 -t "$3" -m x >"$W/pub.out" 2>&1
 }
-[ "$(board_field b2 state)" = online ] && pass revoke_b2_online_before ||
-	fail revoke_b2_online_before "b2 is $(board_field b2 state)"
+[ "$(sky_fleet_field b2 state)" = online ] && pass revoke_b2_online_before ||
+	fail revoke_b2_online_before "b2 is $(sky_fleet_field b2 state)"
 
 # ---- revoke ---------------------------------------------------------------------
 "$SKY" pki revoke --dir "$PKI" b2 --reason keyCompromise --broker-pid "$SKY_BROKER_PID" \
@@ -112,31 +63,31 @@ else
 fi
 
 # the planner drops it and re-plans the job over the other two
-b2_revoked() { [ "$(board_field b2 state)" = revoked ]; }
+b2_revoked() { [ "$(sky_fleet_field b2 state)" = revoked ]; }
 sky_wait 15 b2_revoked && grep -q "board b2 revoked (keyCompromise" "$W/skyplan.log" &&
 	pass revoke_planner_marks_b2_revoked ||
-	fail revoke_planner_marks_b2_revoked "b2 is '$(board_field b2 state)'; $(grep -i revok "$W/skyplan.log" | head -3)"
+	fail revoke_planner_marks_b2_revoked "b2 is '$(sky_fleet_field b2 state)'; $(grep -i revok "$W/skyplan.log" | head -3)"
 "$SKY" fleet status --state "$STATE" >"$W/status.txt" 2>&1
 grep -q "^b2  *revoked " "$W/status.txt" && grep -q "^1 revoked" "$W/status.txt" &&
 	pass revoke_fleet_status_shows_it || fail revoke_fleet_status_shows_it "$(cat "$W/status.txt")"
 replanned() {
-	e1=$(board_field b1 assignment.epoch)
-	e3=$(board_field b3 assignment.epoch)
+	e1=$(sky_fleet_field b1 assignment.epoch)
+	e3=$(sky_fleet_field b3 assignment.epoch)
 	[ -n "$e1" ] && [ "$e1" = "$e3" ] && [ "${e1%.*}" -gt "$E1" ] &&
-		[ "$(board_field b1 assignment.ack)" = accepted ] &&
-		[ "$(board_field b3 assignment.ack)" = accepted ] &&
-		[ -z "$(board_field b2 assignment.job)" ]
+		[ "$(sky_fleet_field b1 assignment.ack)" = accepted ] &&
+		[ "$(sky_fleet_field b3 assignment.ack)" = accepted ] &&
+		[ -z "$(sky_fleet_field b2 assignment.job)" ]
 }
 if sky_wait 30 replanned && grep -q "job j1 epoch $E1: re-planning over the online boards (board b2 revoked" "$W/skyplan.log"; then
 	pass revoke_job_replanned_without_b2
 else
-	fail revoke_job_replanned_without_b2 "b1 $(board_field b1 assignment.epoch)/$(board_field b1 assignment.ack) b3 $(board_field b3 assignment.epoch)/$(board_field b3 assignment.ack); $(grep -E 're-plan|j1 epoch' "$W/skyplan.log" | tail -3)"
+	fail revoke_job_replanned_without_b2 "b1 $(sky_fleet_field b1 assignment.epoch)/$(sky_fleet_field b1 assignment.ack) b3 $(sky_fleet_field b3 assignment.epoch)/$(sky_fleet_field b3 assignment.ack); $(grep -E 're-plan|j1 epoch' "$W/skyplan.log" | tail -3)"
 fi
 # b2 still holds the connection it opened before the CRL: what it sends is ignored
-ignored() { [ "$(fleet_json | sed -n 's/.*"revoked_ignored":\([0-9]*\).*/\1/p')" -gt 0 ] 2>/dev/null; }
+ignored() { [ "$(sky_fleet_json | sed -n 's/.*"revoked_ignored":\([0-9]*\).*/\1/p')" -gt 0 ] 2>/dev/null; }
 sky_wait 10 ignored && grep -q "board b2 is revoked: its .* ignored" "$W/skyplan.log" &&
 	pass revoke_b2_messages_ignored ||
-	fail revoke_b2_messages_ignored "$(fleet_json | grep -o '"revoked_ignored":[0-9]*')"
+	fail revoke_b2_messages_ignored "$(sky_fleet_json | grep -o '"revoked_ignored":[0-9]*')"
 
 # ---- the broker: new handshakes with b2's certificate fail ---------------------
 lines=$(wc -l <"$SKY_BROKER_LOG")
@@ -154,7 +105,7 @@ lines=$(wc -l <"$SKY_BROKER_LOG")
 b2lines=$(wc -l <"$W/b2.log")
 sky_broker_restart || fail revoke_broker_restarts "$(tail -5 "$SKY_BROKER_LOG")"
 online_again() {
-	[ "$(board_field b1 state)" = online ] && [ "$(board_field b3 state)" = online ] &&
+	[ "$(sky_fleet_field b1 state)" = online ] && [ "$(sky_fleet_field b3 state)" = online ] &&
 		grep -q "connected to .* as sky-planner" "$W/skyplan.log"
 }
 b2_refused() {
@@ -165,10 +116,10 @@ sleep 1
 if sky_wait 30 b2_refused && sky_wait 30 online_again && ! tail -n +"$((lines + 1))" "$SKY_BROKER_LOG" | grep -q "as b2 "; then
 	pass revoke_b2_cannot_reconnect_others_do
 else
-	fail revoke_b2_cannot_reconnect_others_do "b1 $(board_field b1 state) b3 $(board_field b3 state); b2: $(tail -n 2 "$W/b2.log")"
+	fail revoke_b2_cannot_reconnect_others_do "b1 $(sky_fleet_field b1 state) b3 $(sky_fleet_field b3 state); b2: $(tail -n 2 "$W/b2.log")"
 fi
-[ "$(board_field b2 state)" = revoked ] && pass revoke_b2_stays_revoked ||
-	fail revoke_b2_stays_revoked "b2 is $(board_field b2 state)"
+[ "$(sky_fleet_field b2 state)" = revoked ] && pass revoke_b2_stays_revoked ||
+	fail revoke_b2_stays_revoked "b2 is $(sky_fleet_field b2 state)"
 
 # ---- the CA refuses to enroll it again, over MQTT and offline ----------------------
 tok=$("$SKY" pki token --dir "$PKI" --id b2 --ttl 300)

@@ -25,20 +25,8 @@
 # PASS/FAIL lines, MEASURE lines; bounded (every wait has a deadline).
 set -u
 cd "$(dirname "$0")/../.."
-. tests/integration/broker.sh
-. tests/integration/lib.sh
-sky_test_workdir serve
-export OPENBLAS_NUM_THREADS=1
-PIDS=""
-PLAN_PID=""
-cleanup() {
-	for p in $PIDS $PLAN_PID; do kill "$p" 2>/dev/null; done
-	for p in $PIDS $PLAN_PID; do wait "$p" 2>/dev/null; done
-	sky_broker_stop
-	if [ "$fails" -eq 0 ] && [ -z "${SKY_KEEP:-}" ]; then rm -rf "$W"; else echo "(logs kept in $W)"; fi
-}
-trap cleanup EXIT
-SKY="$SKY_BIN/sky"
+. tests/integration/fleet.sh
+sky_fleet_begin serve
 ARM=build/generic-aarch64/bin/skyd
 QEMU=""
 command -v qemu-aarch64 >/dev/null 2>&1 && [ -x "$ARM" ] && QEMU="timeout -s KILL 600 qemu-aarch64 -L / -cpu max"
@@ -48,12 +36,7 @@ command -v qemu-aarch64 >/dev/null 2>&1 && [ -x "$ARM" ] && QEMU="timeout -s KIL
 	"$SKY" quantize --in "$W/m.safetensors" --out "$W/q.safetensors" --calib 2 >"$W/quant.log" 2>&1 ||
 	{ fail serve_model_made "$(tail -2 "$W/train.log" "$W/quant.log")"; exit 1; }
 
-if ! sky_broker_start "$W/broker"; then
-	fail serve_broker "mosquitto did not start"
-	exit 1
-fi
-BR="127.0.0.1:$SKY_BROKER_PORT"
-PKI=$SKY_PKI_DIR
+sky_fleet_broker
 
 # ---- a client identity (CN sky-client-t, and sky-client-u not on the plans'
 # list), its ACL lines, and the broker restarted to read them ---------------------
@@ -75,12 +58,11 @@ for i in 1 2 3 4; do
 	"$SKY" pki issue --dir "$PKI" --id "b$i" --state "$W/b$i/state" >/dev/null 2>"$W/b$i.issue" ||
 		fail serve_board_issued "$(cat "$W/b$i.issue")"
 done
+SKY_FLEET_SKYD_OPTS="--keepalive 10 --model tiny --layers 4 --probe-seconds 1"
 for i in 1 2 3 4; do
-	cmd="$SKY_BIN/skyd"
-	[ $i = 4 ] && [ -n "$QEMU" ] && cmd="$QEMU $ARM"
-	$cmd --state "$W/b$i/state" --broker "$BR" --keepalive 10 --model tiny --layers 4 \
-		--probe-seconds 1 --no-link-probe >"$W/b$i.log" 2>&1 &
-	PIDS="$PIDS $!"
+	SKYD=""
+	[ $i = 4 ] && [ -n "$QEMU" ] && SKYD="$QEMU $ARM"
+	sky_fleet_skyd "b$i" --no-link-probe
 done
 online() { grep -q "caps published\|reported caps\|connected" "$W/b$1.log"; }
 for i in 1 2 3 4; do
@@ -90,7 +72,6 @@ done
 
 # ---- plans ---------------------------------------------------------------------
 EPOCH=0
-STATE="$W/skyplan"
 CLIENTS='"sky-client-t"'
 # plan JOB THREADS BATCH WAIT_MS QUEUE board:first:last...: cuts each
 # stage's slice into its board's cache, signs the plan with the planner key
@@ -178,9 +159,7 @@ same_bits() {
 }
 
 # ---- plan 0: submitted through skyplan (deploy's path), optimal split ------------
-"$SKY_BIN/skyplan" --pki "$PKI" --broker "$BR" --state "$STATE" >"$W/skyplan.log" 2>&1 &
-PLAN_PID=$!
-if sky_wait 15 grep -q "serving" "$W/skyplan.log" &&
+if sky_fleet_planner &&
 	"$SKY" job submit --pki "$PKI" --broker "$BR" --job da --min-boards 4 --task infer \
 		--weights "$W/q.safetensors" --algo optimal --wait 120 --json >"$W/da.submit" \
 		2>"$W/da.submit.err"; then

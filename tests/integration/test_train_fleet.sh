@@ -14,55 +14,10 @@
 # PASS/FAIL lines, MEASURE lines; bounded (every wait has a deadline).
 set -u
 cd "$(dirname "$0")/../.."
-. tests/integration/broker.sh
-
-. tests/integration/lib.sh
-sky_test_workdir train
-export OPENBLAS_NUM_THREADS=1
-PIDS=""
-PLAN_PID=""
-cleanup() {
-	for p in $PIDS $PLAN_PID; do
-		kill -CONT "$p" 2>/dev/null
-		kill "$p" 2>/dev/null
-	done
-	for p in $PIDS $PLAN_PID; do wait "$p" 2>/dev/null; done
-	sky_broker_stop
-	if [ "$fails" -eq 0 ] && [ -z "${SKY_KEEP:-}" ]; then rm -rf "$W"; else echo "(logs kept in $W)"; fi
-}
-trap cleanup EXIT
-
-if ! sky_broker_start "$W/broker"; then
-	fail train_broker "mosquitto did not start"
-	exit 1
-fi
-BR="127.0.0.1:$SKY_BROKER_PORT"
-PKI=$SKY_PKI_DIR
-SKY="$SKY_BIN/sky"
-STATE="$W/skyplan"
-"$SKY_BIN/skyplan" --pki "$PKI" --broker "$BR" --state "$STATE" >"$W/skyplan.log" 2>&1 &
-PLAN_PID=$!
-sky_wait 10 grep -q "serving" "$W/skyplan.log" || {
-	fail train_skyplan_starts "$(tail -3 "$W/skyplan.log")"
-	exit 1
-}
-N=4
-BOARD_PID="" # b3's, stopped in the last part
-for i in 1 2 3 4; do
-	b="b$i"
-	mkdir -p "$W/$b"
-	cp -r "$PKI/claim" "$W/$b/claim"
-	tok=$("$SKY" pki token --dir "$PKI" --ttl 300) || fail train_token "sky pki token failed"
-	"$SKY_BIN/skyd" --enroll --claim "$tok" --id "$b" --pki-ca "$W/$b/claim/ca.crt" \
-		--state "$W/$b/state" --broker "$BR" --keepalive 2 --model tiny --layers 4 \
-		--probe-seconds 1 >"$W/$b.log" 2>&1 &
-	PIDS="$PIDS $!"
-	[ $i = 3 ] && BOARD_PID=$!
-done
-online() {
-	[ "$("$SKY" fleet status --state "$STATE" --json 2>/dev/null | grep -o '"caps":{' | wc -l)" -eq $N ]
-}
-sky_wait 60 online || fail train_boards_report "not all $N boards reported"
+. tests/integration/fleet.sh
+sky_fleet_begin train
+sky_fleet_start
+sky_fleet_boards 4
 
 # run_job NAME LAYERS SUBMIT-OPTIONS...: watch (started first: metrics are
 # not retained), submit, wait for the watch to see the job end, collect
@@ -202,10 +157,10 @@ sleep 0.5
 	--checkpoint-every 0 \
 	>"$W/jd.submit" 2>&1 || fail jd_submitted "$(cat "$W/jd.submit")"
 sky_wait 60 grep -q "^step 1 " "$W/jd.watch" || fail jd_steps "no step line: $(head -3 "$W/jd.watch")"
-kill -STOP "$BOARD_PID"
+kill -STOP "$PID_b3"
 wait $wpid
 wrc=$?
-kill -CONT "$BOARD_PID"
+kill -CONT "$PID_b3"
 stall=$(grep -m1 "^STALL" "$W/jd.watch")
 echo "MEASURE stall_line $stall"
 if [ $wrc -ne 0 ] && echo "$stall" | grep -q "stage [0-9] stalled at step [0-9]* micro-batch [-0-9]*: no"; then

@@ -38,6 +38,18 @@ static sky_sign_rng *rng(void)
 
 static void file(char *buf, size_t cap, const char *name) { snprintf(buf, cap, "%s/%s", pki(), name); }
 
+/* Loads the PKI's certificate name into c (initialised here, freed by the
+ * caller) and expects it to load and to carry the common name cn. */
+static void load_cert_cn(mbedtls_x509_crt *c, const char *name, const char *cn)
+{
+	char p[700], got[80] = "";
+	mbedtls_x509_crt_init(c);
+	file(p, sizeof p, name);
+	SKY_EXPECT_MSG(sky_sign_load_cert(c, p, NULL) == 0, "%s does not load", name);
+	SKY_EXPECT_MSG(sky_sign_cert_cn(c, got, sizeof got) == 0 && strcmp(got, cn) == 0,
+		       "%s: CN '%s', want '%s'", name, got, cn);
+}
+
 /* A CSR with the given subject string (Mbed TLS DN syntax), signed by key
  * (a fresh P-256 key if NULL), as PEM. Returns the length. */
 static int make_csr(const char *subject, mbedtls_ecp_group_id curve, char *out, size_t cap)
@@ -96,14 +108,9 @@ SKY_TEST(init_makes_the_layout_with_private_keys)
 				  {SKY_CA_CLAIM_CERT_FILE, "sky-claim"},
 				  {SKY_CA_OPERATOR_CERT_FILE, "sky-operator"}};
 	for (size_t i = 0; i < sizeof certs / sizeof certs[0]; i++) {
-		mbedtls_x509_crt_init(&c);
-		file(p, sizeof p, certs[i][0]);
-		SKY_EXPECT_EQ(sky_sign_load_cert(&c, p, NULL), 0);
+		load_cert_cn(&c, certs[i][0], certs[i][1]);
 		uint32_t flags = 0;
 		SKY_EXPECT_EQ(mbedtls_x509_crt_verify(&c, &ca, NULL, NULL, &flags, NULL, NULL), 0);
-		char cn[80];
-		SKY_EXPECT_EQ(sky_sign_cert_cn(&c, cn, sizeof cn), 0);
-		SKY_EXPECT_MSG(strcmp(cn, certs[i][1]) == 0, "%s", cn);
 		SKY_EXPECT(!c.ca_istrue);
 		mbedtls_x509_crt_free(&c);
 	}
@@ -203,12 +210,7 @@ SKY_TEST(operators_get_a_bundle_and_an_acl_section)
 	}
 	SKY_EXPECT_EQ(sky_file_mode(p), 0600);
 	mbedtls_x509_crt c;
-	mbedtls_x509_crt_init(&c);
-	char cn[80] = "";
-	file(p, sizeof p, "operators/alice/operator.crt");
-	SKY_EXPECT_EQ(sky_sign_load_cert(&c, p, NULL), 0);
-	SKY_EXPECT_EQ(sky_sign_cert_cn(&c, cn, sizeof cn), 0);
-	SKY_EXPECT_MSG(strcmp(cn, "sky-op-alice") == 0, "%s", cn);
+	load_cert_cn(&c, "operators/alice/operator.crt", "sky-op-alice");
 	mbedtls_x509_crt_free(&c);
 	file(p, sizeof p, SKY_CA_ACL_FILE);
 	long n = sky_file_read(p, acl, sizeof acl - 1);
@@ -255,12 +257,7 @@ SKY_TEST(sites_get_a_bridge_identity_a_broker_config_and_core_acl_sections)
 	SKY_EXPECT_EQ(sky_ca_add_site(pki(), "x", "10.0.0", NULL), SKY_EINVAL);
 	SKY_EXPECT_EQ(sky_ca_add_site("/nonexistent-pki-dir", "x", NULL, NULL), SKY_ENOTFOUND);
 	mbedtls_x509_crt c;
-	mbedtls_x509_crt_init(&c);
-	char cn[80] = "";
-	file(p, sizeof p, "sites/shop/bridge.crt");
-	SKY_EXPECT_EQ(sky_sign_load_cert(&c, p, NULL), 0);
-	SKY_EXPECT_EQ(sky_sign_cert_cn(&c, cn, sizeof cn), 0);
-	SKY_EXPECT_MSG(strcmp(cn, "sky-bridge-shop") == 0, "%s", cn);
+	load_cert_cn(&c, "sites/shop/bridge.crt", "sky-bridge-shop");
 	mbedtls_x509_crt_free(&c);
 	/* the site broker's certificate names the address it listens on */
 	mbedtls_x509_crt_init(&c);
@@ -388,12 +385,7 @@ SKY_TEST(clients_get_a_bundle_and_only_their_own_serving_topics)
 	}
 	SKY_EXPECT_EQ(sky_file_mode(p), 0600);
 	mbedtls_x509_crt c;
-	mbedtls_x509_crt_init(&c);
-	char cn[80] = "";
-	file(p, sizeof p, "clients/demo/client.crt");
-	SKY_EXPECT_EQ(sky_sign_load_cert(&c, p, NULL), 0);
-	SKY_EXPECT_EQ(sky_sign_cert_cn(&c, cn, sizeof cn), 0);
-	SKY_EXPECT_MSG(strcmp(cn, "sky-client-demo") == 0, "%s", cn);
+	load_cert_cn(&c, "clients/demo/client.crt", "sky-client-demo");
 	mbedtls_x509_crt_free(&c);
 	/* the fleet listener: nothing for the client (the board patterns there
 	 * would hand it every request); boards read requests and answer, the
