@@ -14,6 +14,7 @@ usage: sky bench infer [--json] [--clients N] [--inflight K] [--seconds T]
                        [--algos "even optimal"] [--model NAME] [--layers L] [--seq S]
                        [--batch B] [--speeds "0.5 0.25 ..."] [--weights F.safetensors]
                        [--train-steps N] [--samples N] [--keep] [--timeout S]
+                       [--events DIR]
   --clients N        concurrent client connections (default 8), each keeping
   --inflight K       requests in flight (default 8: 64 in all, enough to fill the
                      first stage's batches while the others are down the pipeline)
@@ -34,6 +35,9 @@ usage: sky bench infer [--json] [--clients N] [--inflight K] [--seconds T]
                      first job with their logits (`sky infer`; default 0)
   --json             one JSON object per algorithm (default: a table)
   --keep             keep the work directory (logs) and say where
+  --events DIR       write every stage's metrics message of each job (one per batch:
+                     requests, stage_s, ...) to DIR/infer-<algo>.events (`sky job watch
+                     --events`), for a look at where a batch's time goes
   --timeout S        bound on each job's start-up and drain (default 600)
 EOF
 }
@@ -52,6 +56,7 @@ SAMPLES=0
 JSON=0
 KEEP=0
 TIMEOUT=600
+EVENTS=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--*=*) # --opt=value, as every sky command takes it
@@ -70,7 +75,7 @@ while [ $# -gt 0 ]; do
 	--json) JSON=1 ;;
 	--keep) KEEP=1 ;;
 	--clients | --inflight | --seconds | --algos | --model | --layers | --seq | --batch | \
-		--speeds | --weights | --train-steps | --samples | --timeout)
+		--speeds | --weights | --train-steps | --samples | --timeout | --events)
 		[ $# -ge 2 ] || {
 			echo "sky bench infer: $1 needs a value" >&2
 			exit 2
@@ -89,6 +94,7 @@ while [ $# -gt 0 ]; do
 		--train-steps) TRAIN_STEPS=$2 ;;
 		--samples) SAMPLES=$2 ;;
 		--timeout) TIMEOUT=$2 ;;
+		--events) EVENTS=$2 ;;
 		esac
 		shift
 		;;
@@ -113,6 +119,10 @@ done
 	exit 2
 }
 case "$WEIGHTS" in '' | /*) ;; *) WEIGHTS="$(pwd)/$WEIGHTS" ;; esac
+if [ -n "$EVENTS" ]; then
+	mkdir -p "$EVENTS" || exit 2
+	case "$EVENTS" in /*) ;; *) EVENTS="$(pwd)/$EVENTS" ;; esac
+fi
 
 # from the repository root (broker.sh wants it)
 cd "$(dirname "$0")/.." || exit 1
@@ -163,6 +173,15 @@ say "sky bench infer: $N boards (speeds $SPEEDS), $MODEL with $LAYERS layers; $C
 even=""
 for a in $ALGOS; do
 	say "sky bench infer: serving under $a"
+	wpid=""
+	if [ -n "$EVENTS" ]; then
+		# the operator reads the job's metrics; stopped once the job is measured
+		"$SKY" job watch "bench-$a" --pki "$PKI" --broker "$BR" --timeout "$TIMEOUT" \
+			--events "$EVENTS/infer-$a.events" >"$W/bench-$a.watch" 2>&1 &
+		wpid=$!
+		PIDS="$PIDS $wpid"
+		sleep 0.5 # subscribed before the job starts
+	fi
 	# shellcheck disable=SC2086
 	"$SKY" job submit --pki "$PKI" --broker "$BR" --model "$MODEL" --layers "$LAYERS" $SEQ_OPT \
 		$BATCH_OPT --job "bench-$a" --min-boards "$N" --task infer --weights "$WEIGHTS" --algo "$a" \
@@ -186,6 +205,10 @@ for a in $ALGOS; do
 	[ -n "$even" ] && set -- "$@" --even-throughput "$even"
 	"$SKY" bench infer "$@" >>"$W/results.jsonl" 2>"$W/bench-$a.drive.err" ||
 		die "measuring job bench-$a failed: $(tail -3 "$W/bench-$a.drive.err")"
+	if [ -n "$wpid" ]; then
+		kill "$wpid" 2>/dev/null
+		wait "$wpid" 2>/dev/null
+	fi
 	if [ -z "$even" ]; then
 		even=$(tail -n 1 "$W/results.jsonl" | sed -n 's/.*"throughput_seq_s":\([0-9.e+-]*\),.*/\1/p')
 	fi
