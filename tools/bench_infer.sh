@@ -19,7 +19,8 @@ usage: sky bench infer [--json] [--clients N] [--inflight K] [--seconds T]
   --inflight K       requests in flight (default 8: 64 in all, enough to fill the
                      first stage's batches while the others are down the pipeline)
   --seconds T        measured seconds per job (default 10), after one warm-up
-                     request per client
+                     request per client and, under the full load, one round of
+                     answers (clients x inflight: the pipeline is full by then)
   --algos LIST       algorithms, in order (default "even optimal"); the first is
                      the baseline of speedup_vs_even
   --model, --layers  the model (default mini, 24 layers), --seq its tokens per

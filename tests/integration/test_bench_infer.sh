@@ -35,7 +35,8 @@ get() { # get ALGO KEY
 for a in even optimal; do
 	bad=""
 	for k in throughput_seq_s throughput_predicted_seq_s p50_ms p99_ms speedup_vs_even \
-		bytes_per_request bytes_per_request_fp32 requests batches batch_fill; do
+		bytes_per_request bytes_per_request_fp32 requests batches batch_fill warmup_s \
+		throughput_with_fill_seq_s; do
 		v=$(get $a $k)
 		[ -n "$v" ] && awk "BEGIN{exit !($v > 0)}" || bad="$bad $k='$v'"
 	done

@@ -12,8 +12,11 @@
  *     (stage/0/done, sky_servebatch.h) for how full they were;
  *   - opens --clients client connections (one client identity, the tools
  *     listener), each keeping --inflight requests of random token ids in
- *     flight: one request each to warm the pipeline, then --seconds of
- *     measurement, then the last responses are waited for and not counted;
+ *     flight: one request each to see the job answer, then the full load;
+ *     the window of --seconds opens once the loaded pipeline has answered
+ *     one round (clients x inflight requests: the plan predicts the
+ *     throughput of a full pipeline, so its filling is not counted), then
+ *     the last responses are waited for and not counted;
  *   - prints one JSON object: throughput_seq_s (responses in the window /
  *     the window), p50_ms and p99_ms (nearest rank over the window's
  *     latencies, request sent to response received), bytes_per_request
@@ -23,7 +26,11 @@
  *     how many rows its fixed-size serving payload holds, sky_serve.h),
  *     speedup_vs_even (this throughput over --even-throughput), and
  *     batches and batch_fill (batches answered in the window and their
- *     requests over batches x the plan's batch: the prediction assumes 1). */
+ *     requests over batches x the plan's batch: the prediction assumes 1),
+ *     warmup_s (from the full load to the window) and
+ *     throughput_with_fill_seq_s (the responses from the full load's start
+ *     to the window's end over that time: the pipeline's filling counted,
+ *     as the bench measured before the window waited for it). */
 #include "bench_util.h"
 #include "infer_client.h"
 #include "sky_cli.h"
@@ -63,12 +70,13 @@ static void usage(FILE *to)
 		"                       [--timeout S] [--seed N]\n"
 		"--drive measures one serving job: --clients connections as the client in\n"
 		"CLIENT_DIR (`sky pki client`), each keeping --inflight requests in flight for\n"
-		"--seconds (after one warm-up request each), watched by the idle board whose\n"
+		"--seconds (after one warm-up request each and, under the full load, as many\n"
+		"answers as requests in flight), watched by the idle board whose\n"
 		"state directory is BOARD_STATE (`sky pki issue`; it reads the signed plan and\n"
 		"counts the inter-stage frames). Prints one JSON object: algo, job, epoch,\n"
 		"stages, throughput_seq_s, throughput_predicted_seq_s, measured_over_predicted,\n"
 		"p50_ms, p99_ms, speedup_vs_even, bytes_per_request, bytes_per_request_fp32,\n"
-		"requests, errors, batches, batch_fill.\n");
+		"requests, errors, batches, batch_fill, warmup_s, throughput_with_fill_seq_s.\n");
 }
 
 typedef struct slot {
@@ -94,7 +102,8 @@ typedef struct drive {
 	char payload[SKY_SIGN_MAX_PAYLOAD + 1];
 	/* the window */
 	int measuring, sending;
-	double t0, t1;
+	double t_load, t0, t1;
+	long answered; /* ok responses since the full load started */
 	long done, errors, frames;
 	long batches, batch_requests; /* reported by the last stage in the window */
 	double req_bytes, resp_bytes, frame_bytes, frame_bytes_fp32;
@@ -190,6 +199,7 @@ static void on_resp(void *ctx, const sky_infer_resp *r, const char *raw, size_t 
 		if (!s->busy || strcmp(s->id, r->id) != 0)
 			continue;
 		s->busy = 0;
+		v->answered += r->ok;
 		if (v->measuring) {
 			v->req_bytes += s->req_bytes;
 			v->resp_bytes += (double)len;
@@ -406,19 +416,33 @@ static int drive_run(int argc, char **argv)
 			job, timeout_s, v->first_error[0] ? ": " : "", v->first_error);
 		goto exit;
 	}
-	/* the window */
+	/* the full load, and one round of it before the window */
 	v->sending = 1;
-	v->measuring = 1;
-	v->t0 = sky_clock_s();
+	v->answered = 0;
+	v->t_load = sky_clock_s();
 	for (int k = 0; k < v->n_clients; k++)
 		for (int i = 0; i < v->inflight; i++)
 			if (send_one(v, &v->clients[k], &v->clients[k].slots[i]) != 0)
 				goto exit;
+	const long round = (long)v->n_clients * v->inflight;
+	while (v->answered < round && sky_clock_s() - v->t_load < timeout_s)
+		poll_all(v, obs, 2);
+	if (v->answered < round) {
+		fprintf(stderr, "sky bench infer: job %s answered %ld of %ld requests under load "
+				"within %g s%s%s\n",
+			job, v->answered, round, timeout_s, v->first_error[0] ? ": " : "",
+			v->first_error);
+		goto exit;
+	}
+	/* the window */
+	v->measuring = 1;
+	v->t0 = sky_clock_s();
 	while (sky_clock_s() - v->t0 < seconds)
 		poll_all(v, obs, 2);
 	v->measuring = 0;
 	v->sending = 0;
 	v->t1 = sky_clock_s();
+	long answered_load = v->answered;
 	/* what is still in flight is answered, not counted (a bounded wait:
 	 * a request the fleet lost would hold it up to --timeout otherwise) */
 	t = sky_clock_s();
@@ -441,14 +465,16 @@ static int drive_run(int argc, char **argv)
 	       "\"measured_over_predicted\":%.6f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
 	       "\"speedup_vs_even\":%.6f,\"bytes_per_request\":%.1f,\"bytes_per_request_fp32\":%.1f,"
 	       "\"unanswered\":%d,\"frames\":%ld,\"frame_bytes\":%.0f,\"frame_bytes_fp32\":%.0f,"
-	       "\"batches\":%ld,\"batch_fill\":%.4f,\"plan\":[",
+	       "\"batches\":%ld,\"batch_fill\":%.4f,\"warmup_s\":%.3f,"
+	       "\"throughput_with_fill_seq_s\":%.6f,\"plan\":[",
 	       algo, job, (long long)v->plan.epoch, v->plan.n_stages, v->n_clients, v->inflight,
 	       window, v->done, v->errors, thr, pred, pred > 0 ? thr / pred : 0,
 	       1e3 * quantile(v->lat, v->n_lat, 0.50), 1e3 * quantile(v->lat, v->n_lat, 0.99),
 	       even > 0 ? thr / even : 1.0, per, per32, unanswered, v->frames, v->frame_bytes,
 	       v->frame_bytes_fp32, v->batches,
 	       v->batches > 0 ? (double)v->batch_requests / ((double)v->batches * v->plan.infer.batch)
-			      : 0.0);
+			      : 0.0,
+	       v->t0 - v->t_load, (double)answered_load / (v->t1 - v->t_load));
 	for (int k = 0; k < v->plan.n_stages; k++)
 		printf("%s{\"board\":\"%s\",\"first\":%d,\"last\":%d}", k ? "," : "",
 		       v->plan.stages[k].board, v->plan.stages[k].first, v->plan.stages[k].last);
