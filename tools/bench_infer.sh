@@ -218,14 +218,14 @@ done
 if [ "$JSON" = 1 ]; then
 	cat "$W/results.jsonl"
 else
-	printf '%-8s %10s %10s %9s %6s %8s %8s %8s %11s %11s\n' algorithm "seq/s" predicted "meas/pred" \
-		fill "p50 ms" "p99 ms" speedup "B/request" "B/req fp32"
+	printf '%-8s %10s %10s %9s %6s %8s %8s %8s %11s %11s %5s\n' algorithm "seq/s" predicted "meas/pred" \
+		fill "p50 ms" "p99 ms" speedup "B/request" "B/req fp32" load
 	while IFS= read -r l; do
 		g() { echo "$l" | sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p" | tr -d '"'; }
-		printf '%-8s %10.2f %10.2f %9.2f %6.2f %8.1f %8.1f %7.2fx %11.0f %11.0f\n' "$(g algo)" \
+		printf '%-8s %10.2f %10.2f %9.2f %6.2f %8.1f %8.1f %7.2fx %11.0f %11.0f %5.1f\n' "$(g algo)" \
 			"$(g throughput_seq_s)" "$(g throughput_predicted_seq_s)" "$(g measured_over_predicted)" \
 			"$(g batch_fill)" "$(g p50_ms)" "$(g p99_ms)" "$(g speedup_vs_even)" "$(g bytes_per_request)" \
-			"$(g bytes_per_request_fp32)"
+			"$(g bytes_per_request_fp32)" "$(g loadavg_1m)"
 	done <"$W/results.jsonl"
 fi
 exit 0

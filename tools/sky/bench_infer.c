@@ -30,12 +30,15 @@
  *     warmup_s (from the full load to the window) and
  *     throughput_with_fill_seq_s (the responses from the full load's start
  *     to the window's end over that time: the pipeline's filling counted,
- *     as the bench measured before the window waited for it). */
+ *     as the bench measured before the window waited for it), and
+ *     loadavg_1m (the machine's load at the window's end, -1 unknown: the
+ *     emulated boards share its cores with everything else). */
 #include "bench_util.h"
 #include "infer_client.h"
 #include "sky_cli.h"
 #include "sky_clock.h"
 #include "sky_err.h"
+#include "sky_file.h"
 #include "sky_frame.h"
 #include "sky_identity.h"
 #include "sky_json.h"
@@ -76,7 +79,8 @@ static void usage(FILE *to)
 		"counts the inter-stage frames). Prints one JSON object: algo, job, epoch,\n"
 		"stages, throughput_seq_s, throughput_predicted_seq_s, measured_over_predicted,\n"
 		"p50_ms, p99_ms, speedup_vs_even, bytes_per_request, bytes_per_request_fp32,\n"
-		"requests, errors, batches, batch_fill, warmup_s, throughput_with_fill_seq_s.\n");
+		"requests, errors, batches, batch_fill, warmup_s, throughput_with_fill_seq_s,\n"
+		"loadavg_1m.\n");
 }
 
 typedef struct slot {
@@ -219,6 +223,19 @@ static void on_resp(void *ctx, const sky_infer_resp *r, const char *raw, size_t 
 			send_one(v, c, s);
 		return;
 	}
+}
+
+/* The machine's one-minute load average, or -1. */
+static double load_1m(void)
+{
+	char buf[128];
+	long n = sky_file_read("/proc/loadavg", buf, sizeof buf - 1);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	char *end;
+	double x = strtod(buf, &end);
+	return end != buf ? x : -1;
 }
 
 /* Polls every connection once; waits up to wait_ms on the last. */
@@ -443,6 +460,7 @@ static int drive_run(int argc, char **argv)
 	v->sending = 0;
 	v->t1 = sky_clock_s();
 	long answered_load = v->answered;
+	double load = load_1m();
 	/* what is still in flight is answered, not counted (a bounded wait:
 	 * a request the fleet lost would hold it up to --timeout otherwise) */
 	t = sky_clock_s();
@@ -466,7 +484,7 @@ static int drive_run(int argc, char **argv)
 	       "\"speedup_vs_even\":%.6f,\"bytes_per_request\":%.1f,\"bytes_per_request_fp32\":%.1f,"
 	       "\"unanswered\":%d,\"frames\":%ld,\"frame_bytes\":%.0f,\"frame_bytes_fp32\":%.0f,"
 	       "\"batches\":%ld,\"batch_fill\":%.4f,\"warmup_s\":%.3f,"
-	       "\"throughput_with_fill_seq_s\":%.6f,\"plan\":[",
+	       "\"throughput_with_fill_seq_s\":%.6f,\"loadavg_1m\":%.2f,\"plan\":[",
 	       algo, job, (long long)v->plan.epoch, v->plan.n_stages, v->n_clients, v->inflight,
 	       window, v->done, v->errors, thr, pred, pred > 0 ? thr / pred : 0,
 	       1e3 * quantile(v->lat, v->n_lat, 0.50), 1e3 * quantile(v->lat, v->n_lat, 0.99),
@@ -474,7 +492,7 @@ static int drive_run(int argc, char **argv)
 	       v->frame_bytes_fp32, v->batches,
 	       v->batches > 0 ? (double)v->batch_requests / ((double)v->batches * v->plan.infer.batch)
 			      : 0.0,
-	       v->t0 - v->t_load, (double)answered_load / (v->t1 - v->t_load));
+	       v->t0 - v->t_load, (double)answered_load / (v->t1 - v->t_load), load);
 	for (int k = 0; k < v->plan.n_stages; k++)
 		printf("%s{\"board\":\"%s\",\"first\":%d,\"last\":%d}", k ? "," : "",
 		       v->plan.stages[k].board, v->plan.stages[k].first, v->plan.stages[k].last);
