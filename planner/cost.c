@@ -151,6 +151,15 @@ void plan_board_cost(const plan_ctx *c, const sky_job *j, const sky_board *b, bo
 	out->link = b->lat_s + c->cut_bytes / b->bw_Bps;
 	out->link_back = j->infer ? 0 : out->link;
 	out->mem = b->mem_bytes;
+	/* serving: the int8 halves' own split, and the ends; training is
+	 * priced as before (neither applies to it) */
+	out->first_s = out->last_s = 0;
+	if (j->infer) {
+		if (b->attn_share_int8 > 0)
+			out->share = b->attn_share_int8;
+		out->first_s = b->embed_int8_s;
+		out->last_s = b->head_int8_s;
+	}
 }
 
 /* the index of the link f names between sites a and b (either way round), or -1 */
@@ -410,7 +419,7 @@ int sky_plan_evaluate(const sky_fleet *f, const sky_job *j, sky_plan *p, sky_dia
 					    f->board[s->board].id,
 					    j->prec == SKY_PREC_INT8 ? "int8" : "fp32");
 		double w = units_weight(&bc, a, b);
-		s->fwd_s = bc.fwd * w;
+		s->fwd_s = bc.fwd * w + (first ? bc.first_s : 0) + (last ? bc.last_s : 0);
 		s->bwd_s = bc.bwd * w;
 		s->link_s = bc.link;
 		s->send_s = (first ? 0 : bc.link_back) + (last ? 0 : bc.link);

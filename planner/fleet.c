@@ -76,6 +76,16 @@ int sky_fleet_validate(const sky_fleet *f, sky_diag *d)
 		if (!(isfinite(b->attn_share) && b->attn_share >= 0 && b->attn_share < 1))
 			return bad(d, b, i, "attn_share", "must be 0 (from FLOPs) or in (0, 1)",
 				   b->attn_share);
+		if (!(isfinite(b->attn_share_int8) && b->attn_share_int8 >= 0 &&
+		      b->attn_share_int8 < 1))
+			return bad(d, b, i, "attn_share_int8", "must be 0 (attn_share) or in (0, 1)",
+				   b->attn_share_int8);
+		if (!(isfinite(b->embed_int8_s) && b->embed_int8_s >= 0))
+			return bad(d, b, i, "embed_int8_s", "must be 0 (unknown) or positive",
+				   b->embed_int8_s);
+		if (!(isfinite(b->head_int8_s) && b->head_int8_s >= 0))
+			return bad(d, b, i, "head_int8_s", "must be 0 (unknown) or positive",
+				   b->head_int8_s);
 		if (b->mem_bytes <= 0)
 			return bad(d, b, i, "mem_bytes", "must be positive", (double)b->mem_bytes);
 		if (!(isfinite(b->bw_Bps) && b->bw_Bps > 0))
@@ -151,6 +161,9 @@ static int parse_board(const cJSON *o, int i, sky_board *b, sky_diag *d)
 	    (rc = opt_num(o, "fwd_int8_s", -big, big, &b->fwd_int8_s, what, d)) ||
 	    (rc = opt_num(o, "bwd_int8_s", -big, big, &b->bwd_int8_s, what, d)) ||
 	    (rc = opt_num(o, "attn_share", -big, big, &b->attn_share, what, d)) ||
+	    (rc = opt_num(o, "attn_share_int8", -big, big, &b->attn_share_int8, what, d)) ||
+	    (rc = opt_num(o, "embed_int8_s", -big, big, &b->embed_int8_s, what, d)) ||
+	    (rc = opt_num(o, "head_int8_s", -big, big, &b->head_int8_s, what, d)) ||
 	    (rc = sky_json_i64(o, "mem_bytes", -SKY_JSON_INT_MAX, SKY_JSON_INT_MAX, &b->mem_bytes,
 			       what, d)) ||
 	    (rc = sky_json_num(o, "bw_Bps", -big, big, &b->bw_Bps, what, d)) ||
@@ -350,6 +363,13 @@ int sky_fleet_write(const sky_fleet *f, const char *what, char *buf, size_t cap)
 			b->bwd_int8_s))
 			return SKY_ERANGE;
 		if (b->attn_share > 0 && put(buf, cap, &at, ",\"attn_share\":%.17g", b->attn_share))
+			return SKY_ERANGE;
+		if (b->attn_share_int8 > 0 &&
+		    put(buf, cap, &at, ",\"attn_share_int8\":%.17g", b->attn_share_int8))
+			return SKY_ERANGE;
+		if (b->embed_int8_s > 0 && put(buf, cap, &at, ",\"embed_int8_s\":%.17g", b->embed_int8_s))
+			return SKY_ERANGE;
+		if (b->head_int8_s > 0 && put(buf, cap, &at, ",\"head_int8_s\":%.17g", b->head_int8_s))
 			return SKY_ERANGE;
 		if (put(buf, cap, &at, ",\"mem_bytes\":%lld,\"bw_Bps\":%.17g,\"lat_s\":%.17g",
 			(long long)b->mem_bytes, b->bw_Bps, b->lat_s))

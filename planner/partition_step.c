@@ -97,7 +97,7 @@ static int fill_stage(const step_ws *w, sky_stage *s, int k, int P)
 	const board_cost *bc = &w->bc[s->board];
 	int a = s->first_unit, b = s->last_unit + 1, first = k == 0, last = k == P - 1;
 	double wt = units_weight(bc, a, b);
-	s->fwd_s = bc->fwd * wt;
+	s->fwd_s = bc->fwd * wt + (first ? bc->first_s : 0) + (last ? bc->last_s : 0);
 	s->bwd_s = bc->bwd * wt;
 	s->link_s = bc->link;
 	s->send_s = (first ? 0 : bc->link_back) + (last ? 0 : bc->link);

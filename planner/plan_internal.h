@@ -26,6 +26,8 @@ typedef struct board_cost {
 	double share;      /* attention block's share of the layer's time */
 	double link;       /* one message: lat + cut / bw */
 	double link_back;  /* the backward message: link, or 0 when serving (sky_job.infer) */
+	double first_s;    /* serving: what the first stage adds (embed_int8_s), else 0 */
+	double last_s;     /* serving: what the last stage adds (head_int8_s), else 0 */
 	int64_t mem;       /* its budget */
 } board_cost;
 
@@ -92,6 +94,10 @@ static inline double stage_time(const board_cost *bc, int a, int b, int first, i
 		t += bc->link_back;
 	if (!last)
 		t += bc->link;
+	if (first)
+		t += bc->first_s;
+	if (last)
+		t += bc->last_s;
 	return t;
 }
 

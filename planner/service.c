@@ -1534,8 +1534,15 @@ static int try_plan(svc *s, pending_job *pj)
 		if (pj->req.infer) {
 			/* measured at the model's micro-batch, served at the job's batch;
 			 * serving has no backward (the cost model ignores bwd_int8_s) */
-			fb->fwd_int8_s = b->caps.int8_fwd_s * pj->req.serve_batch / pj->model.batch;
+			double k = (double)pj->req.serve_batch / pj->model.batch;
+			fb->fwd_int8_s = b->caps.int8_fwd_s * k;
 			fb->bwd_int8_s = fb->fwd_int8_s;
+			/* the int8 halves' split and the ends, when the board measured
+			 * them (sky_probe.h); every part is linear in the batch */
+			if (b->caps.int8_attn_s > 0 && b->caps.int8_attn_s < b->caps.int8_fwd_s)
+				fb->attn_share_int8 = b->caps.int8_attn_s / b->caps.int8_fwd_s;
+			fb->embed_int8_s = b->caps.int8_embed_s * k;
+			fb->head_int8_s = b->caps.int8_head_s * k;
 		}
 		if (!(fb->attn_share > 0 && fb->attn_share < 1))
 			fb->attn_share = 0;

@@ -29,6 +29,8 @@
  *              its own link: the activation forward (all but the last stage)
  *              and the gradient backward (all but the first)
  *   time     = compute + sends; the plan's bottleneck is the largest time
+ *              (serving: + the board's embed_int8_s on the first stage and
+ *              head_int8_s on the last, and share is its attn_share_int8)
  *   memory   = params * (weight + grad + optimizer bytes)
  *              + in_flight * saved activation bytes of its units
  *              + one layer's scratch + 4 cut buffers (act in/out, grad in/out)
@@ -60,9 +62,12 @@
  * cut as if it had its route alone, so it is exact only when no two of
  * its streams share a hop; the step search and evaluation share).
  * With job.link_blind the planner prices every cut as if all boards were
- * in one site (Sky before sites), for comparison. The
- * embedding lookup and the classifier head are counted in memory but not in
- * time (far below 0.1% of a layer's FLOPs for BERT).
+ * in one site (Sky before sites), for comparison. In
+ * training, the embedding lookup and the classifier head are counted in
+ * memory but not in time (far below 0.1% of a layer's FLOPs for BERT); in
+ * serving, where a layer is int8 and a batch's requests are parsed and its
+ * responses written, the first and last stages' measured ends are added
+ * (about 0.1 and 0.07 of an int8 `mini` layer's time).
  *
  * Memory: the fleet and plan structs are fixed-capacity (large: allocate
  * them statically or on the heap); `sky`, `optimal` and the simulator
@@ -99,6 +104,11 @@ typedef struct sky_board {
 	double fwd_int8_s, bwd_int8_s; /* the same with int8 kernels; 0 = not measured */
 	double attn_share;         /* share of a layer's time in its attention block,
 				      in (0,1); 0 = take it from the FLOP counts */
+	/* serving (sky_job.infer) only; 0 = not measured: */
+	double attn_share_int8;    /* the same share of the int8 forward (else attn_share) */
+	double embed_int8_s;       /* a first stage's time beyond its layers: requests
+				      parsed and embedded, one micro-batch */
+	double head_int8_s;        /* a last stage's: pooler, classifier, responses */
 	int64_t mem_bytes;         /* memory Sky may use on the board, > 0 */
 	double bw_Bps;             /* link bandwidth to its broker (its site's), bytes/s, > 0 */
 	double lat_s;              /* link latency to its broker, >= 0 */
@@ -229,6 +239,8 @@ int sky_fleet_validate(const sky_fleet *f, sky_diag *d);
  *   {"boards": [{"id": "rpi4-a", "fwd_s": 0.8, "bwd_s": 1.6,
  *                "fwd_int8_s": 0.3, "bwd_int8_s": 0.9,      (optional)
  *                "attn_share": 0.36,                          (optional)
+ *                "attn_share_int8": 0.47, "embed_int8_s": 0.001,
+ *                "head_int8_s": 0.0005,                       (optional: serving)
  *                "mem_bytes": 4294967296, "bw_Bps": 1.25e8, "lat_s": 0.002,
  *                "site": "factory"},                          (optional; "core" or
  *                                                              absent: the core site)

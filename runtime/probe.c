@@ -2,7 +2,9 @@
 
 #include "sky_arena.h"
 #include "sky_clock.h"
+#include "sky_ends.h"
 #include "sky_file.h"
+#include "sky_infermsg.h"
 #include "sky_json.h"
 #include "sky_layer.h"
 #include "sky_layer_s8.h"
@@ -236,22 +238,30 @@ static int time_int8(const sky_probe_opts *o, sky_profile *prof, const float *w,
 	int at = 0, warm = 0, m = 0;
 	int warmup = o->warmup < 1 ? 1 : o->warmup;
 	s8_setup_times st;
-	double t[MAX_RUNS], el;
+	double ta[MAX_RUNS], tf[MAX_RUNS], ea, ef;
 	sky_model_cfg sc = at_shape(c, lad[0]);
 	if ((rc = s8_setup(&sc, mem, need, &b, w, x, &st, d)) != 0)
 		goto exit;
 	for (;;) {
-		TIMED(el, rc = sky_layer_s8_forward(&b.L, x, NULL, b.y));
+		/* the two halves a serving stage runs (chained they are the whole
+		 * layer's forward, bit for bit: sky_layer_s8.h) */
+		TIMED(ea, rc = sky_layer_s8_forward_attn(&b.L, x, NULL));
 		if (rc)
 			goto exit;
-		if (warm < warmup)
+		TIMED(ef, rc = sky_layer_s8_forward_ffn(&b.L, NULL, b.y));
+		if (rc)
+			goto exit;
+		if (warm < warmup) {
 			warm++;
-		else
-			t[m++] = el;
+		} else {
+			ta[m] = ea;
+			tf[m++] = ef;
+		}
 		double left = deadline - sky_clock_s();
 		if (m >= runs || (m >= 1 && left <= 0))
 			break;
-		int j = next_step(c, lad, n, at, el, st.calib_s, st.quant_s, warmup + MIN_RUNS, left);
+		int j = next_step(c, lad, n, at, ea + ef, st.calib_s, st.quant_s, warmup + MIN_RUNS,
+				  left);
 		if (j >= 0) {
 			at = j;
 			sc = at_shape(c, lad[at]);
@@ -262,7 +272,140 @@ static int time_int8(const sky_probe_opts *o, sky_profile *prof, const float *w,
 	}
 	r->int8_batch = lad[at].batch;
 	r->int8_seq = lad[at].seq;
-	r->int8_fwd_s = median(t, m) * flops_layer(c, lad[n - 1]) / flops_layer(c, lad[at]);
+	/* each half scaled by its own FLOP ratio (attention has the S^2 term) */
+	r->int8_attn_s = median(ta, m) * flops_attn(c, lad[n - 1]) / flops_attn(c, lad[at]);
+	r->int8_fwd_s = r->int8_attn_s + median(tf, m) * flops_ffn(c, lad[n - 1]) / flops_ffn(c, lad[at]);
+exit:
+	free(mem);
+	return rc;
+}
+
+/* ---- the serving ends ---------------------------------------------------------- */
+
+#define ENDS_RUNS 3 /* measured runs of the ends, at least (cheap: see sky_probe.h) */
+
+/* A request as `sky bench infer` sends it: S token ids, no mask, an id of
+ * the length its ids have. Returns its length or an error. */
+static int ends_request(const sky_model_cfg *c, int32_t *tokens, char *buf, size_t cap,
+			uint64_t seed)
+{
+	sky_rng rng;
+	sky_rng_seed(&rng, seed);
+	for (int i = 0; i < c->seq; i++)
+		tokens[i] = 1 + (int32_t)sky_rng_below(&rng, (uint32_t)(c->vocab - 1));
+	sky_infer_req q = {.n = c->seq, .tokens = tokens, .cap = c->seq};
+	snprintf(q.id, sizeof q.id, "probe0000-c0-%d", 1000);
+	return sky_infer_req_encode(&q, buf, cap, NULL);
+}
+
+/* The last stage's head, one sequence at a time as sky_serve_forward runs it. */
+static void heads(const sky_model_cfg *c, const float *wh, const float *act, float *logits,
+		  float *scratch)
+{
+	for (size_t b = 0; b < (size_t)c->batch; b++)
+		sky_ends_head(c, wh, act + b * (size_t)c->seq * (size_t)c->hidden,
+			      logits + b * (size_t)c->classes, scratch);
+}
+
+/* Times the serving ends (sky_probe.h) at the job's shapes: median of the
+ * measured runs, at least ENDS_RUNS, more up to `runs` while `deadline`
+ * (monotonic s) allows. Returns 0 or an error (then no ends figures). */
+static int time_ends(const sky_probe_opts *o, sky_profile *prof, int runs, double deadline,
+		     sky_probe_result *r, sky_diag *d)
+{
+	const sky_model_cfg *c = &o->model;
+	const size_t B = (size_t)c->batch, S = (size_t)c->seq, H = (size_t)c->hidden;
+	const size_t ne = (size_t)sky_model_embed_params(c), nh = (size_t)sky_model_head_params(c);
+	static char req[SKY_INFER_REQ_MAX_BYTES], resp[SKY_INFER_RESP_MAX_BYTES];
+	static sky_infer_resp rs;
+	int rc = 0;
+	if (c->classes > SKY_INFER_MAX_CLASSES)
+		return sky_diag_set(d, SKY_ERANGE, "probe ends: %d classes", c->classes);
+	/* measure, allocate once, seal */
+	sky_arena a;
+	float *we = NULL, *wh = NULL, *act = NULL, *scratch = NULL, *logits = NULL;
+	int32_t *ids = NULL, *tok = NULL, *mask = NULL;
+	void *mem = NULL;
+	for (int pass = 0; pass < 2; pass++) {
+		size_t need = pass ? sky_arena_required(&a) : 0;
+		if (pass && !(mem = malloc(need)))
+			return sky_diag_set(d, SKY_ENOMEM, "probe ends: cannot allocate %zu bytes", need);
+		sky_arena_init(&a, mem, need);
+		we = sky_arena_floats(&a, ne, SKY_LIFE_PERSIST);
+		wh = sky_arena_floats(&a, nh, SKY_LIFE_PERSIST);
+		act = sky_arena_floats(&a, B * S * H, SKY_LIFE_ACT);
+		scratch = sky_arena_floats(&a, H, SKY_LIFE_SCRATCH);
+		logits = sky_arena_floats(&a, B * (size_t)c->classes, SKY_LIFE_ACT);
+		ids = sky_arena_alloc(&a, B * S * sizeof *ids, SKY_LIFE_ACT);
+		tok = sky_arena_alloc(&a, S * sizeof *tok, SKY_LIFE_SCRATCH);
+		mask = sky_arena_alloc(&a, S * sizeof *mask, SKY_LIFE_SCRATCH);
+	}
+	if ((rc = sky_arena_seal(&a)) != 0) {
+		sky_diag_set(d, rc, "probe ends: arena carving failed");
+		goto exit;
+	}
+	/* weights: any finite values (timing does not depend on them) */
+	sky_rng rng;
+	sky_rng_seed(&rng, o->seed + 7);
+	for (size_t i = 0; i < ne; i++)
+		we[i] = 0.02f * ((float)sky_rng_below(&rng, 2001) - 1000.0f) / 1000.0f;
+	for (size_t i = 0; i < nh; i++)
+		wh[i] = 0.02f * ((float)sky_rng_below(&rng, 2001) - 1000.0f) / 1000.0f;
+	int qn = ends_request(c, tok, req, sizeof req, o->seed + 11);
+	if (qn < 0) {
+		rc = sky_diag_set(d, qn, "probe ends: the sample request does not encode");
+		goto exit;
+	}
+	memset(&rs, 0, sizeof rs);
+	snprintf(rs.id, sizeof rs.id, "probe0000-c0-%d", 1000);
+	snprintf(rs.job, sizeof rs.job, "probe-job");
+	rs.ok = 1;
+	rs.epoch = 1;
+	rs.n_logits = c->classes;
+	double te[MAX_RUNS], th[MAX_RUNS];
+	int warmup = o->warmup < 1 ? 1 : o->warmup, warm = 0, m = 0;
+	if (runs < ENDS_RUNS)
+		runs = ENDS_RUNS;
+	for (;;) {
+		/* first stage: B requests parsed (not stretched), B*S tokens embedded */
+		double t0 = sky_clock_s(), parse_s, embed_s, head_s, resp_s;
+		for (size_t b = 0; b < B && !rc; b++) {
+			sky_infer_req q = {.tokens = ids + b * S, .mask = mask, .cap = c->seq};
+			int code;
+			rc = sky_infer_req_decode(req, (size_t)qn, c->seq, c->vocab, &q, &code, d);
+		}
+		parse_s = sky_clock_s() - t0;
+		if (rc)
+			goto exit;
+		TIMED(embed_s, rc = sky_ends_embed(c, we, ids, act));
+		if (rc) {
+			sky_diag_set(d, rc, "probe ends: embedding refused its ids");
+			goto exit;
+		}
+		/* last stage: B heads (stretched), B responses written (not) */
+		TIMED(head_s, heads(c, wh, act, logits, scratch));
+		t0 = sky_clock_s();
+		for (size_t b = 0; b < B; b++) {
+			for (int k = 0; k < c->classes; k++) /* finite, as encode wants */
+				rs.logits[k] = isfinite(logits[b * (size_t)c->classes + (size_t)k])
+						       ? logits[b * (size_t)c->classes + (size_t)k]
+						       : 0.0f;
+			if ((rc = sky_infer_resp_encode(&rs, resp, sizeof resp, d)) < 0)
+				goto exit;
+			rc = 0;
+		}
+		resp_s = sky_clock_s() - t0;
+		if (warm < warmup) {
+			warm++;
+		} else {
+			te[m] = parse_s + embed_s;
+			th[m++] = head_s + resp_s;
+		}
+		if (m >= runs || (m >= ENDS_RUNS && sky_clock_s() >= deadline))
+			break;
+	}
+	r->int8_embed_s = median(te, m);
+	r->int8_head_s = median(th, m);
 exit:
 	free(mem);
 	return rc;
@@ -401,6 +544,12 @@ int sky_probe_run(const sky_probe_opts *o, sky_profile *prof, sky_probe_result *
 			r->has_int8 = 1;
 		else
 			SKY_WARN("probe: no int8 figure (%s)", d8.msg);
+		/* and the serving ends (a floor of three cheap runs, see above) */
+		sky_diag_clear(&d8);
+		if (r->has_int8 && time_ends(o, prof, runs, deadline, r, &d8) == 0)
+			r->has_ends = 1;
+		else if (r->has_int8)
+			SKY_WARN("probe: no serving ends figures (%s)", d8.msg);
 	}
 exit:
 	free(mem);
@@ -439,6 +588,17 @@ static int cache_read(const char *path, const char *key, sky_caps *c)
 		rc = 0;
 	c->has_int8 = rc == 0 && sky_json_num(doc, "int8_fwd_s", 1e-12, SKY_CAPS_MAX_TIME_S,
 					      &c->int8_fwd_s, "", NULL) == 0;
+	/* optional: 0 when absent */
+	c->int8_attn_s = c->int8_embed_s = c->int8_head_s = 0;
+	if (c->has_int8 &&
+	    (sky_json_num(doc, "int8_attn_s", 1e-12, c->int8_fwd_s, &c->int8_attn_s, "", NULL) != 0 ||
+	     c->int8_attn_s >= c->int8_fwd_s))
+		c->int8_attn_s = 0;
+	if (c->has_int8 && (sky_json_num(doc, "int8_embed_s", 1e-12, SKY_CAPS_MAX_TIME_S,
+					 &c->int8_embed_s, "", NULL) != 0 ||
+			    sky_json_num(doc, "int8_head_s", 1e-12, SKY_CAPS_MAX_TIME_S,
+					 &c->int8_head_s, "", NULL) != 0))
+		c->int8_embed_s = c->int8_head_s = 0;
 	sky_json_free(doc);
 	return rc;
 }
@@ -453,7 +613,10 @@ static void cache_write(const char *path, const char *key, const sky_caps *c)
 			 c->fp32.bwd_ffn_s, c->probe_s, (long long)c->probed_at,
 			 c->has_int8 ? "," : "}\n");
 	if (c->has_int8 && n > 0 && (size_t)n < sizeof buf)
-		n += snprintf(buf + n, sizeof buf - (size_t)n, "\"int8_fwd_s\":%.17g}\n", c->int8_fwd_s);
+		n += snprintf(buf + n, sizeof buf - (size_t)n,
+			      "\"int8_fwd_s\":%.17g,\"int8_attn_s\":%.17g,\"int8_embed_s\":%.17g,"
+			      "\"int8_head_s\":%.17g}\n",
+			      c->int8_fwd_s, c->int8_attn_s, c->int8_embed_s, c->int8_head_s);
 	if (n > 0 && (size_t)n < sizeof buf && sky_file_write(path, buf, (size_t)n, 0644) == 0)
 		return;
 	SKY_WARN("probe: cannot write the cache %s (next start probes again)", path);
@@ -495,15 +658,20 @@ int sky_probe_cached(const char *state_dir, const char *id, const sky_probe_opts
 	c->fp32 = r.fp32;
 	c->has_int8 = r.has_int8;
 	c->int8_fwd_s = r.int8_fwd_s;
+	c->int8_attn_s = r.has_int8 && r.int8_attn_s < r.int8_fwd_s ? r.int8_attn_s : 0;
+	c->int8_embed_s = r.has_ends ? r.int8_embed_s : 0;
+	c->int8_head_s = r.has_ends ? r.int8_head_s : 0;
 	c->probe_s = r.probe_s;
 	c->probed_at = sky_clock_unix();
 	c->mem_bytes = (int64_t)r.mem_budget;
 	SKY_INFO("probe: %s layer fwd %.3f ms bwd %.3f ms (median of %d at batch %d x seq %d%s, "
-		 "cv %.3f), int8 fwd %.3f ms, in %.2f s",
+		 "cv %.3f), int8 fwd %.3f ms (attention %.3f ms), serving ends: first stage %.3f "
+		 "ms, last %.3f ms, in %.2f s",
 		 o->model.name, 1e3 * (r.fp32.fwd_attn_s + r.fp32.fwd_ffn_s),
 		 1e3 * (r.fp32.bwd_attn_s + r.fp32.bwd_ffn_s), r.runs, r.timed_batch, r.timed_seq,
 		 r.scale_attn == 1 ? "" : ", scaled to the job's shape", r.layer_cv,
-		 r.has_int8 ? 1e3 * r.int8_fwd_s : 0.0, r.probe_s);
+		 r.has_int8 ? 1e3 * r.int8_fwd_s : 0.0, 1e3 * c->int8_attn_s, 1e3 * c->int8_embed_s,
+		 1e3 * c->int8_head_s, r.probe_s);
 	cache_write(path, key, c);
 	return 0;
 }

@@ -132,6 +132,11 @@ int sky_servejob_setup(sky_servejob *j, const sky_planmsg *p, int stage, const c
 	sky_topic_job_to(j->topic_replay, sizeof j->topic_replay, p->job, SKY_TOPIC_REPLAY, NULL);
 	sky_topic_stage_leaf(j->topic_ready, sizeof j->topic_ready, p->job, stage, SKY_TOPIC_READY);
 	sky_topic_job(j->topic_metrics, sizeof j->topic_metrics, p->job, SKY_TOPIC_METRICS);
+	sky_topic_stage_leaf(j->topic_done, sizeof j->topic_done, p->job, 0, SKY_TOPIC_DONE);
+	sky_servebatch_init(&j->flight);
+	j->rule = (sky_servebatch_rule){.batch = p->infer.batch, .wait_s = p->infer.wait_ms / 1000.0,
+					.depth = p->n_stages};
+	j->stale_s = sky_servebatch_stale_s(p->n_stages, p->infer.batch, p->infer.predicted_seq_s);
 	/* a board's batch numbers start from the clock, so a restarted first
 	 * stage does not repeat the numbers the later stages saw last */
 	j->next_batch = (uint64_t)sky_clock_unix() << 20;
@@ -304,6 +309,14 @@ static void send_on(sky_servejob *j, double t0)
 			       sizeof(float) * (size_t)s->cfg.classes);
 			publish_resp(j, s->tab.req[b].client);
 		}
+		if (j->n_stages > 1) {
+			/* the first stage counts what is in the pipeline (sky_servebatch.h) */
+			char done[96];
+			int n = snprintf(done, sizeof done, "{\"epoch\":%lld,\"batch\":%llu,\"n\":%d}",
+					 (long long)j->plan->epoch, (unsigned long long)s->tab.batch,
+					 s->tab.n);
+			j->net.publish(j->net.ctx, j->topic_done, done, (size_t)n, 1, 0);
+		}
 	} else {
 		sky_frame_hdr h;
 		sky_diag d;
@@ -379,7 +392,22 @@ static void run_first(sky_servejob *j)
 			refuse(j, s->tab.req[b].client, s->tab.req[b].id, SKY_INFER_MALFORMED, d.msg);
 		return;
 	}
+	long sent = j->frames_out;
 	send_on(j, t0);
+	if (j->frames_out > sent)
+		sky_servebatch_sent(&j->flight, s->tab.batch, sky_clock_s());
+}
+
+/* The last stage answered a batch: it has left the pipeline. */
+static void on_done(sky_servejob *j, const unsigned char *p, size_t len)
+{
+	int64_t ep = 0, batch = 0;
+	cJSON *doc = len <= SKY_SERVE_DONE_MAX_BYTES ? sky_json_parse((const char *)p, len, NULL) : NULL;
+	if (doc && sky_json_i64(doc, "epoch", 0, SKY_JSON_INT_MAX, &ep, "done", NULL) == 0 &&
+	    sky_json_i64(doc, "batch", 0, SKY_JSON_INT_MAX, &batch, "done", NULL) == 0 &&
+	    ep == j->plan->epoch)
+		sky_servebatch_done(&j->flight, (uint64_t)batch);
+	sky_json_free(doc);
 }
 
 /* ---- other stages: frames ------------------------------------------------------ */
@@ -462,6 +490,10 @@ int sky_servejob_on_msg(sky_servejob *j, const char *topic, const unsigned char 
 	}
 	if (j->stage != 0)
 		return 0;
+	if (strcmp(topic, j->topic_done) == 0) {
+		on_done(j, p, len);
+		return 1;
+	}
 	int replay = 0;
 	if ((sky_topic_parse_job_to(topic, tl, SKY_TOPIC_REQ, job, sizeof job, who, sizeof who) == 0 ||
 	     (replay = sky_topic_parse_job_to(topic, tl, SKY_TOPIC_REPLAY, job, sizeof job, who,
@@ -508,6 +540,7 @@ int sky_servejob_start(sky_servejob *j, sky_diag *d)
 	if (j->stage == 0) {
 		sky_topic_stage_leaf(filter, sizeof filter, j->job, -1, SKY_TOPIC_READY);
 		if ((rc = net->subscribe(net->ctx, filter)) != 0 ||
+		    (j->n_stages > 1 && (rc = net->subscribe(net->ctx, j->topic_done)) != 0) ||
 		    (rc = net->subscribe(net->ctx, j->topic_req)) != 0 ||
 		    (rc = net->subscribe(net->ctx, j->topic_replay)) != 0)
 			return sky_diag_set(d, rc, "job %s: cannot subscribe to its requests", j->job);
@@ -527,7 +560,6 @@ int sky_servejob_start(sky_servejob *j, sky_diag *d)
 
 int sky_servejob_step(sky_servejob *j, int *wait_ms)
 {
-	const double wait_s = j->plan->infer.wait_ms / 1000.0;
 	*wait_ms = 20;
 	if (j->stage == 0) {
 		if (!j->open && j->n_ready == j->n_stages) {
@@ -535,12 +567,15 @@ int sky_servejob_step(sky_servejob *j, int *wait_ms)
 			SKY_INFO("job %s: every stage is ready; taking requests", j->job);
 		}
 		if (j->open && j->q_len > 0) {
-			double waited = sky_clock_s() - j->q[j->q_head].t_in;
-			if (j->q_len >= j->plan->infer.batch || waited >= wait_s) {
+			double now = sky_clock_s();
+			int in_flight = sky_servebatch_in_flight(&j->flight, now, j->stale_s);
+			int go = sky_servebatch_decide(&j->rule, j->q_len, now - j->q[j->q_head].t_in,
+						       in_flight, wait_ms);
+			if (go == SKY_SERVEBATCH_SEND) {
 				run_first(j);
 				return 1;
 			}
-			*wait_ms = (int)((wait_s - waited) * 1000.0) + 1;
+			j->held += go == SKY_SERVEBATCH_HOLD;
 		}
 		return 0;
 	}

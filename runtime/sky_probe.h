@@ -5,7 +5,18 @@
  * attention backward: the half-layers a plan cuts at), on random weights
  * and inputs, and, when the int8 kernels can run it, the whole layer's int8
  * forward (sky_layer_s8.h, calibrated on the probe's own input; inference
- * only). Each figure is the median of the measured runs.
+ * only), its attention and FFN halves timed apart (a serving stage may start
+ * or end at either). Each figure is the median of the measured runs.
+ *
+ * It also times the serving ends at the job's shapes (int8 on): what a
+ * serving stage does per batch beyond its int8 half-layers when it is the
+ * first (parse B requests of S token ids, as `sky bench infer` sends them,
+ * and embed the B*S tokens: int8_embed_s) or the last (pooler and
+ * classifier of B sequences and B response documents: int8_head_s). They
+ * are timed as the serving job runs them (sky_servejob.h): the embedding
+ * and the head inside the stage's forward, so through the profile's
+ * stretch; parsing and response writing outside it, so not stretched.
+ * Publishing the messages is not timed (the link probe's business).
  *
  * The bound (max_s, default 3 s) holds on a slow board too. A board that
  * cannot run the job's shape a few times within it times a smaller shape
@@ -17,7 +28,8 @@
  * formula's S^2 term for a shorter sequence. The fp32 part gets 60% of
  * max_s, the int8 part (its calibration and quantisation included) the rest.
  * Only a floor can pass the bound: the first rung's warm-up and one measured
- * run, then int8's first-rung setup, warm-up and run. On this 2-core machine
+ * run, then int8's first-rung setup, warm-up and run, then the ends' warm-up
+ * and three runs (a few ms at the job's shapes). On this 2-core machine
  * (loaded) a `mini` probe took 2.0-2.4 s natively (3 s bound; 0.26-0.31 s
  * at 0.3 s) and 2.9-6.8 s under qemu-aarch64 -cpu max (3 s; was 80 s,
  * most of it two full-shape fp32 runs of 29 s). Scaled against a probe of the
@@ -63,7 +75,11 @@ typedef struct sky_probe_opts {
 typedef struct sky_probe_result {
 	sky_caps_times fp32;  /* medians, seconds per micro-batch */
 	int has_int8;
-	double int8_fwd_s;    /* median int8 whole-layer forward */
+	double int8_fwd_s;    /* int8 whole-layer forward: its two halves' medians */
+	double int8_attn_s;   /* the attention half of it */
+	int has_ends;         /* the serving ends were timed */
+	double int8_embed_s;  /* first serving stage: requests parsed and embedded, one batch */
+	double int8_head_s;   /* last serving stage: head and responses, one batch */
 	int runs;             /* measured runs done */
 	int timed_batch;      /* the shape the fp32 runs were timed at: the job's, */
 	int timed_seq;        /* or a smaller one when that would not fit the bound */

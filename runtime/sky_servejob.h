@@ -8,8 +8,11 @@
  *     as it arrives (a bad one is answered at once on resp/<client CN> with
  *     the contract's code: sky_infermsg.h; not_allowed for a client outside
  *     the plan's list, busy when infer.queue requests wait), queues it, and
- *     forms a batch of up to infer.batch requests as soon as that many wait
- *     or the oldest has waited infer.wait_ms; pads (id 0, mask 0), embeds,
+ *     forms a batch of up to infer.batch requests as soon as that many wait,
+ *     or once the oldest has waited infer.wait_ms while the pipeline has
+ *     room (fewer batches in flight than stages; else it keeps filling:
+ *     sky_servebatch.h, the last stage reports each batch it answered on
+ *     stage/0/done); pads (id 0, mask 0), embeds,
  *     runs its half-layers and sends the batch on as one frame, then takes
  *     the next batch at once: batches follow each other down the pipeline
  *     (several in flight), none waits for the one before to leave it;
@@ -19,7 +22,9 @@
  *     into a ring of slots; a frame that finds every slot full first runs
  *     the oldest batch (counted in ring_full): a burst costs latency, never
  *     requests;
- *   the last stage publishes one response per request on resp/<client CN>.
+ *   the last stage publishes one response per request on resp/<client CN>,
+ *     then (plans of more than one stage) {"epoch":E,"batch":N,"n":R} on
+ *     sky/v1/job/<job>/stage/0/done.
  * Frames are QoS 1 (a lost frame would lose its requests), sealed under
  * the job key when the plan says so, dtype s8, payload per sky_serve.h.
  *
@@ -45,6 +50,7 @@
 #include "sky_frameseal.h"
 #include "sky_planmsg.h"
 #include "sky_serve.h"
+#include "sky_servebatch.h"
 #include "sky_transport.h"
 
 #include <stdatomic.h>
@@ -98,6 +104,12 @@ typedef struct sky_servejob {
 	unsigned char ready_seen[SKY_PLANMSG_MAX_STAGES];
 	int n_ready, open;     /* open: the first stage takes requests */
 	uint64_t next_batch;
+	/* first stage: the batches in the pipeline and the rule that reads them */
+	sky_servebatch_flight flight;
+	sky_servebatch_rule rule;
+	double stale_s;        /* sky_servebatch_stale_s of the plan */
+	long held;             /* steps that held a part-full batch (the pipeline full) */
+	char topic_done[SKY_TOPIC_BUF];
 	long batches, requests, responses, frames_in, frames_out;
 	long refused[SKY_INFER_NCODES];
 	long ring_full;        /* frames that found every slot full (the oldest ran at once) */

@@ -14,11 +14,13 @@ usage: sky bench infer [--json] [--clients N] [--inflight K] [--seconds T]
                        [--algos "even optimal"] [--model NAME] [--layers L] [--seq S]
                        [--batch B] [--speeds "0.5 0.25 ..."] [--weights F.safetensors]
                        [--train-steps N] [--samples N] [--keep] [--timeout S]
+                       [--events DIR]
   --clients N        concurrent client connections (default 8), each keeping
   --inflight K       requests in flight (default 8: 64 in all, enough to fill the
                      first stage's batches while the others are down the pipeline)
   --seconds T        measured seconds per job (default 10), after one warm-up
-                     request per client
+                     request per client and, under the full load, one round of
+                     answers (clients x inflight: the pipeline is full by then)
   --algos LIST       algorithms, in order (default "even optimal"); the first is
                      the baseline of speedup_vs_even
   --model, --layers  the model (default mini, 24 layers), --seq its tokens per
@@ -34,6 +36,9 @@ usage: sky bench infer [--json] [--clients N] [--inflight K] [--seconds T]
                      first job with their logits (`sky infer`; default 0)
   --json             one JSON object per algorithm (default: a table)
   --keep             keep the work directory (logs) and say where
+  --events DIR       write every stage's metrics message of each job (one per batch:
+                     requests, stage_s, ...) to DIR/infer-<algo>.events (`sky job watch
+                     --events`), for a look at where a batch's time goes
   --timeout S        bound on each job's start-up and drain (default 600)
 EOF
 }
@@ -52,6 +57,7 @@ SAMPLES=0
 JSON=0
 KEEP=0
 TIMEOUT=600
+EVENTS=""
 . "$(dirname "$0")/opt_lib.sh"
 while [ $# -gt 0 ]; do
 	case "$1" in --*=*) eval "set -- $(sky_opt_split "$@")"; continue ;; esac
@@ -63,7 +69,7 @@ while [ $# -gt 0 ]; do
 	--json) JSON=1 ;;
 	--keep) KEEP=1 ;;
 	--clients | --inflight | --seconds | --algos | --model | --layers | --seq | --batch | \
-		--speeds | --weights | --train-steps | --samples | --timeout)
+		--speeds | --weights | --train-steps | --samples | --timeout | --events)
 		[ $# -ge 2 ] || {
 			echo "sky bench infer: $1 needs a value" >&2
 			exit 2
@@ -82,6 +88,7 @@ while [ $# -gt 0 ]; do
 		--train-steps) TRAIN_STEPS=$2 ;;
 		--samples) SAMPLES=$2 ;;
 		--timeout) TIMEOUT=$2 ;;
+		--events) EVENTS=$2 ;;
 		esac
 		shift
 		;;
@@ -106,6 +113,10 @@ done
 	exit 2
 }
 case "$WEIGHTS" in '' | /*) ;; *) WEIGHTS="$(pwd)/$WEIGHTS" ;; esac
+if [ -n "$EVENTS" ]; then
+	mkdir -p "$EVENTS" || exit 2
+	case "$EVENTS" in /*) ;; *) EVENTS="$(pwd)/$EVENTS" ;; esac
+fi
 
 # from the repository root (broker.sh wants it)
 cd "$(dirname "$0")/.." || exit 1
@@ -156,6 +167,15 @@ say "sky bench infer: $N boards (speeds $SPEEDS), $MODEL with $LAYERS layers; $C
 even=""
 for a in $ALGOS; do
 	say "sky bench infer: serving under $a"
+	wpid=""
+	if [ -n "$EVENTS" ]; then
+		# the operator reads the job's metrics; stopped once the job is measured
+		"$SKY" job watch "bench-$a" --pki "$PKI" --broker "$BR" --timeout "$TIMEOUT" \
+			--events "$EVENTS/infer-$a.events" >"$W/bench-$a.watch" 2>&1 &
+		wpid=$!
+		PIDS="$PIDS $wpid"
+		sleep 0.5 # subscribed before the job starts
+	fi
 	# shellcheck disable=SC2086
 	"$SKY" job submit --pki "$PKI" --broker "$BR" --model "$MODEL" --layers "$LAYERS" $SEQ_OPT \
 		$BATCH_OPT --job "bench-$a" --min-boards "$N" --task infer --weights "$WEIGHTS" --algo "$a" \
@@ -179,6 +199,10 @@ for a in $ALGOS; do
 	[ -n "$even" ] && set -- "$@" --even-throughput "$even"
 	"$SKY" bench infer "$@" >>"$W/results.jsonl" 2>"$W/bench-$a.drive.err" ||
 		die "measuring job bench-$a failed: $(tail -3 "$W/bench-$a.drive.err")"
+	if [ -n "$wpid" ]; then
+		kill "$wpid" 2>/dev/null
+		wait "$wpid" 2>/dev/null
+	fi
 	if [ -z "$even" ]; then
 		even=$(tail -n 1 "$W/results.jsonl" | sed -n 's/.*"throughput_seq_s":\([0-9.e+-]*\),.*/\1/p')
 	fi
@@ -187,14 +211,14 @@ done
 if [ "$JSON" = 1 ]; then
 	cat "$W/results.jsonl"
 else
-	printf '%-8s %10s %10s %9s %8s %8s %8s %11s %11s\n' algorithm "seq/s" predicted "meas/pred" \
-		"p50 ms" "p99 ms" speedup "B/request" "B/req fp32"
+	printf '%-8s %10s %10s %9s %6s %8s %8s %8s %11s %11s %5s\n' algorithm "seq/s" predicted "meas/pred" \
+		fill "p50 ms" "p99 ms" speedup "B/request" "B/req fp32" load
 	while IFS= read -r l; do
 		g() { echo "$l" | sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p" | tr -d '"'; }
-		printf '%-8s %10.2f %10.2f %9.2f %8.1f %8.1f %7.2fx %11.0f %11.0f\n' "$(g algo)" \
+		printf '%-8s %10.2f %10.2f %9.2f %6.2f %8.1f %8.1f %7.2fx %11.0f %11.0f %5.1f\n' "$(g algo)" \
 			"$(g throughput_seq_s)" "$(g throughput_predicted_seq_s)" "$(g measured_over_predicted)" \
-			"$(g p50_ms)" "$(g p99_ms)" "$(g speedup_vs_even)" "$(g bytes_per_request)" \
-			"$(g bytes_per_request_fp32)"
+			"$(g batch_fill)" "$(g p50_ms)" "$(g p99_ms)" "$(g speedup_vs_even)" "$(g bytes_per_request)" \
+			"$(g bytes_per_request_fp32)" "$(g loadavg_1m)"
 	done <"$W/results.jsonl"
 fi
 exit 0

@@ -105,6 +105,19 @@ int sky_caps_validate(const sky_caps *c, sky_diag *d)
 		return rc;
 	if (c->has_int8 && (rc = check_time(c->int8_fwd_s, "int8.fwd_s", d)))
 		return rc;
+	/* the optional int8 figures: 0 (not measured) or a time; the attention
+	 * half is part of the whole layer */
+	if (c->has_int8 && c->int8_attn_s != 0 &&
+	    ((rc = check_time(c->int8_attn_s, "int8.attn_s", d)) || c->int8_attn_s >= c->int8_fwd_s))
+		return rc ? rc
+			  : sky_diag_set(d, SKY_ERANGE, "caps: int8.attn_s is %g s, not below fwd_s %g s",
+					 c->int8_attn_s, c->int8_fwd_s);
+	if (c->has_int8 && c->int8_embed_s != 0 && (rc = check_time(c->int8_embed_s, "int8.embed_s", d)))
+		return rc;
+	if (c->has_int8 && c->int8_head_s != 0 && (rc = check_time(c->int8_head_s, "int8.head_s", d)))
+		return rc;
+	if (!c->has_int8 && (c->int8_attn_s != 0 || c->int8_embed_s != 0 || c->int8_head_s != 0))
+		return sky_diag_set(d, SKY_EINVAL, "caps: int8 figures without int8.fwd_s");
 	if (!isfinite(c->link_bw) || c->link_bw < 0 || c->link_bw > SKY_CAPS_MAX_BW)
 		return sky_diag_set(d, SKY_ERANGE, "caps: link.bw_Bps is %g, allowed 0 to %g",
 				    c->link_bw, SKY_CAPS_MAX_BW);
@@ -169,8 +182,15 @@ int sky_caps_encode(const sky_caps *c, char *buf, size_t cap, sky_diag *d)
 	cJSON_AddItemToObject(doc, "fp32", times_obj(&c->fp32));
 	if (c->has_int8) {
 		cJSON *i8 = cJSON_AddObjectToObject(doc, "int8");
-		if (i8)
+		if (i8) {
 			cJSON_AddNumberToObject(i8, "fwd_s", c->int8_fwd_s);
+			if (c->int8_attn_s > 0)
+				cJSON_AddNumberToObject(i8, "attn_s", c->int8_attn_s);
+			if (c->int8_embed_s > 0)
+				cJSON_AddNumberToObject(i8, "embed_s", c->int8_embed_s);
+			if (c->int8_head_s > 0)
+				cJSON_AddNumberToObject(i8, "head_s", c->int8_head_s);
+		}
 	}
 	cJSON_AddNumberToObject(doc, "mem_bytes", (double)c->mem_bytes);
 	cJSON *l = cJSON_AddObjectToObject(doc, "link");
@@ -257,6 +277,13 @@ int sky_caps_decode(const char *buf, size_t len, sky_caps *c, sky_diag *d)
 		if ((rc = sky_json_num(i8, "fwd_s", -INFINITY, INFINITY, &c->int8_fwd_s, "caps.int8",
 				       d)))
 			goto exit;
+		/* optional (older boards: 0, not measured); ranges in validate */
+		static const char *const opt[3] = {"attn_s", "embed_s", "head_s"};
+		double *to[3] = {&c->int8_attn_s, &c->int8_embed_s, &c->int8_head_s};
+		for (int k = 0; k < 3; k++)
+			if (cJSON_GetObjectItemCaseSensitive(i8, opt[k]) &&
+			    (rc = sky_json_num(i8, opt[k], -INFINITY, INFINITY, to[k], "caps.int8", d)))
+				goto exit;
 	}
 	/* mem_bytes is read as a double first so 1e30 is named as out of range
 	 * rather than failing an integer conversion */

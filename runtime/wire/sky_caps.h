@@ -15,7 +15,12 @@
  * sequences of model.seq tokens), split into the attention and feed-forward
  * blocks because a plan cuts at half-layers. "int8":{"fwd_s":...} is the
  * whole layer's forward with the int8 kernels (sky_layer_s8.h; inference
- * only: there is no int8 backward), present when the probe could run it.
+ * only: there is no int8 backward), present when the probe could run it;
+ * beside it, optional (absent: not measured), "attn_s", the attention half's
+ * share of it in seconds (the FFN half is the rest), and the serving ends
+ * per micro-batch: "embed_s", what a first stage spends beyond its layers
+ * (parsing the requests, the embedding), and "head_s", what a last stage
+ * spends (pooler and classifier, the response documents): sky_probe.h.
  * "link" is absent (or zero) when the
  * probe ran without a broker; it is the board's path to the broker it
  * connects to, which for a board of a site is that site's broker. "site"
@@ -105,6 +110,10 @@ typedef struct sky_caps {
 	sky_caps_times fp32;
 	int has_int8;
 	double int8_fwd_s;  /* whole-layer int8 forward, one micro-batch */
+	double int8_attn_s; /* its attention half (< int8_fwd_s); 0 = not measured */
+	double int8_embed_s; /* serving: the first stage's requests and embedding, one
+				micro-batch; 0 = not measured */
+	double int8_head_s;  /* serving: the last stage's head and responses; 0 = not measured */
 	int64_t mem_bytes; /* memory budget for a job's arena */
 	double link_bw;    /* bytes/s through the broker, 0 = unknown */
 	double link_lat_s; /* round trip through the broker, 0 = unknown */

@@ -22,6 +22,8 @@
  *   sky/v1/job/<job>/stage/<k>/bwd          stage k+1 board -> stage k     0   no   tensor frame (sky_frame.h)
  *   sky/v1/job/<job>/stage/<k>/ready        stage k board -> every stage   1   yes  frame: stage k subscribed (sky_transport.h)
  *   sky/v1/job/<job>/stage/<k>/norm         stage k board -> every stage   1   no   frame: its blocks' squared gradient sums
+ *   sky/v1/job/<job>/stage/0/done           last serving stage -> first    1   no   {"epoch":E,"batch":N,"n":R}: batch N answered
+ *                                           (sky_servebatch.h: what the first stage has in flight)
  *   sky/v1/job/<job>/part/<id>              board <id> -> collector        1   yes  its stage's trained tensors (safetensors bytes)
  *   sky/v1/job/<job>/req/<client CN>        client -> first stage, planner 1   no   inference request JSON (sky_infermsg.h)
  *   sky/v1/job/<job>/resp/<client CN>       last stage (logits), first stage or planner (errors) -> client
@@ -142,6 +144,7 @@
 #define SKY_TOPIC_BWD "bwd"
 #define SKY_TOPIC_READY "ready"
 #define SKY_TOPIC_NORM "norm"
+#define SKY_TOPIC_DONE "done" /* serving: under stage/0/, a batch the last stage answered */
 /* Serving: levels under sky/v1/job/<job>/ followed by one more segment
  * (the client CN, or the board id for slices). */
 #define SKY_TOPIC_REQ "req"
@@ -227,6 +230,7 @@
 #define SKY_INFER_REQ_CLASS_BYTES (1u << 20)
 #define SKY_INFER_RESP_MAX_BYTES (64u << 10)
 #define SKY_SLICE_REQ_MAX_BYTES 1024u
+#define SKY_SERVE_DONE_MAX_BYTES 256u /* {"epoch":E,"batch":N,"n":R} */
 /* Tensor frames: header + payload. A large preset at S=512, B=8 passes
  * 8*512*1024*4 B = 16 MiB per cut; the default limit is twice that. Boards
  * may configure a lower limit; a frame declaring more is refused before
@@ -444,6 +448,7 @@ static inline size_t sky_topic_max_bytes(const char *topic)
 		 {"/" SKY_TOPIC_SUBMIT, SKY_JOB_MAX_BYTES},
 		 {"/" SKY_TOPIC_REPLY, SKY_JOB_REPLY_MAX_BYTES},
 		 {"/" SKY_TOPIC_SLICE_REQ, SKY_SLICE_REQ_MAX_BYTES},
+		 {"/" SKY_TOPIC_DONE, SKY_SERVE_DONE_MAX_BYTES},
 		 {"/" SKY_TOPIC_WEIGHTS, SKY_MQTT_MAX_PACKET}};
 	/* sky/v1/job/<job>/<level>/<who>: the level decides, whatever the
 	 * last segment (a client CN) says */

@@ -2,7 +2,8 @@
 # sky bench infer, shortened (a tiny model with 4 layers trained for a few
 # steps, 3 boards, even and optimal, 2 clients x 2 in flight, 3 s each) so
 # the bench cannot rot: one JSON object per algorithm with every key, the
-# figures positive, p50 <= p99, speedup_vs_even is the measured throughput
+# figures positive, p50 <= p99, the batch fill at most 1 (batches reported
+# by the last stage), speedup_vs_even is the measured throughput
 # over even's, the fp32 figure above the int8 one, and nothing the bench
 # started is left running. Not a timed test: no figure is compared with a
 # target.
@@ -34,7 +35,8 @@ get() { # get ALGO KEY
 for a in even optimal; do
 	bad=""
 	for k in throughput_seq_s throughput_predicted_seq_s p50_ms p99_ms speedup_vs_even \
-		bytes_per_request bytes_per_request_fp32 requests; do
+		bytes_per_request bytes_per_request_fp32 requests batches batch_fill warmup_s \
+		throughput_with_fill_seq_s; do
 		v=$(get $a $k)
 		[ -n "$v" ] && awk "BEGIN{exit !($v > 0)}" || bad="$bad $k='$v'"
 	done
@@ -42,6 +44,8 @@ for a in even optimal; do
 	awk "BEGIN{exit !($(get $a bytes_per_request) < $(get $a bytes_per_request_fp32))}" 2>/dev/null ||
 		bad="$bad int8-not-below-fp32"
 	[ "$(get $a errors)" = 0 ] || bad="$bad errors=$(get $a errors)"
+	# the last stage's reports: a fill is a fraction of the plan's batch
+	awk "BEGIN{exit !($(get $a batch_fill) <= 1)}" 2>/dev/null || bad="$bad fill>1"
 	[ -z "$bad" ] && pass "bench_infer_${a}_figures_consistent" || fail "bench_infer_${a}_figures_consistent" "$bad"
 	# the plan's stages tile the 8 half-layers
 	stages=$(grep "\"algo\":\"$a\"" "$W/out.json" | grep -o '"first":[0-9]*,"last":[0-9]*' |

@@ -383,3 +383,69 @@ SKY_TEST(checkpoint_buffer_gives_a_tight_board_fewer_layers)
 	for (int k = 0; k < p.n_stages; k++)
 		SKY_EXPECT(p.stage[k].mem_bytes <= f.board[p.stage[k].board].mem_bytes);
 }
+
+/* serving adds the ends (the first stage's requests and embedding, the last
+ * stage's head and responses) and splits a layer by the int8 halves' own
+ * share; a training job over the same boards is priced as before */
+SKY_TEST(serving_prices_the_ends_and_the_int8_split_training_does_not)
+{
+	static sky_fleet f;
+	static sky_plan p, t0, t1;
+	sky_job j;
+	SKY_EXPECT_EQ(sky_job_init(&j, "base"), 0);
+	j.model.layers = 3;
+	memset(&f, 0, sizeof f);
+	f.n = 3;
+	for (int i = 0; i < 3; i++) {
+		snprintf(f.board[i].id, SKY_BOARD_ID_MAX, "b%d", i);
+		f.board[i].fwd_s = 1.0, f.board[i].bwd_s = 2.0;
+		f.board[i].fwd_int8_s = 0.5, f.board[i].bwd_int8_s = 0.5;
+		f.board[i].attn_share = 0.25;
+		f.board[i].mem_bytes = 1ll << 40;
+		f.board[i].bw_Bps = 1e8, f.board[i].lat_s = 0.01;
+	}
+	p.n_stages = 3;
+	p.stage[0] = (sky_stage){.board = 0, .first_unit = 0, .last_unit = 1};
+	p.stage[1] = (sky_stage){.board = 1, .first_unit = 2, .last_unit = 2};
+	p.stage[2] = (sky_stage){.board = 2, .first_unit = 3, .last_unit = 5};
+	/* training, before the serving figures exist */
+	t0 = p;
+	SKY_EXPECT_EQ(sky_plan_evaluate(&f, &j, &t0, NULL), 0);
+	for (int i = 0; i < 3; i++) {
+		f.board[i].attn_share_int8 = 0.5;
+		f.board[i].embed_int8_s = 0.03 * (i + 1);
+		f.board[i].head_int8_s = 0.02 * (i + 1);
+	}
+	t1 = p;
+	SKY_EXPECT_EQ(sky_plan_evaluate(&f, &j, &t1, NULL), 0);
+	for (int k = 0; k < 3; k++) {
+		SKY_EXPECT(t1.stage[k].time_s == t0.stage[k].time_s);
+		SKY_EXPECT(t1.stage[k].fwd_s == t0.stage[k].fwd_s);
+	}
+	SKY_EXPECT(t1.bottleneck_s == t0.bottleneck_s);
+	/* serving: int8 forward 0.5 a layer, halves 0.5 each */
+	j.infer = 1;
+	j.prec = SKY_PREC_INT8;
+	j.objective = SKY_OBJ_BOTTLENECK;
+	SKY_EXPECT_EQ(sky_plan_evaluate(&f, &j, &p, NULL), 0);
+	double link = 0.01 + 3145728.0 / 4 / 1e8;
+	/* stage 0: a whole layer, plus board 0's first-stage end */
+	SKY_EXPECT_NEAR(p.stage[0].time_s, 0.5 + 0.03 + link, 1e-12);
+	SKY_EXPECT_NEAR(p.stage[0].fwd_s, 0.5 + 0.03, 1e-12);
+	/* stage 1: one attention half (0.5 of the layer, not attn_share's 0.25),
+	 * no end */
+	SKY_EXPECT_NEAR(p.stage[1].time_s, 0.25 + link, 1e-12);
+	/* stage 2: FFN, attention, FFN halves, plus board 2's last-stage end */
+	SKY_EXPECT_NEAR(p.stage[2].time_s, 0.75 + 0.06, 1e-12);
+	SKY_EXPECT_NEAR(p.bottleneck_s, 0.81, 1e-12);
+	/* the partitioner sees the same prices: its plan's bottleneck is what
+	 * evaluating it gives, and no worse than this one */
+	static sky_plan q;
+	SKY_EXPECT_EQ(sky_plan_partition(&f, &j, SKY_ALGO_OPTIMAL, &q, NULL), 0);
+	SKY_EXPECT(q.bottleneck_s <= p.bottleneck_s + 1e-12);
+	static sky_plan e;
+	e = q;
+	SKY_EXPECT_EQ(sky_plan_evaluate(&f, &j, &e, NULL), 0);
+	SKY_EXPECT_NEAR(e.bottleneck_s, q.bottleneck_s, 1e-12);
+	SKY_EXPECT(q.stage[0].time_s >= 0.03 && q.stage[q.n_stages - 1].time_s > 0.02);
+}

@@ -17,7 +17,8 @@ static sky_fleet g_f, g_g;
 SKY_TEST(parses_a_good_fleet)
 {
 	const char *doc = "{\"what\":\"two boards\",\"boards\":[" BOARD("rpi4-a", "") "," BOARD(
-		"rpi5-b", ",\"fwd_int8_s\":0.2,\"bwd_int8_s\":0.6,\"attn_share\":0.4") "]}";
+		"rpi5-b", ",\"fwd_int8_s\":0.2,\"bwd_int8_s\":0.6,\"attn_share\":0.4,"
+			  "\"attn_share_int8\":0.47,\"embed_int8_s\":0.003,\"head_int8_s\":0.002") "]}";
 	sky_diag d;
 	sky_diag_clear(&d);
 	SKY_EXPECT_EQ(sky_fleet_parse(doc, strlen(doc), &g_f, &d), 0);
@@ -27,6 +28,10 @@ SKY_TEST(parses_a_good_fleet)
 	SKY_EXPECT_NEAR(g_f.board[0].fwd_int8_s, 0, 0);
 	SKY_EXPECT_NEAR(g_f.board[1].bwd_int8_s, 0.6, 0);
 	SKY_EXPECT_NEAR(g_f.board[1].attn_share, 0.4, 0);
+	SKY_EXPECT_NEAR(g_f.board[1].attn_share_int8, 0.47, 0);
+	SKY_EXPECT_NEAR(g_f.board[1].embed_int8_s, 0.003, 0);
+	SKY_EXPECT_NEAR(g_f.board[1].head_int8_s, 0.002, 0);
+	SKY_EXPECT_NEAR(g_f.board[0].embed_int8_s, 0, 0); /* absent: not measured */
 	SKY_EXPECT_EQ(g_f.board[1].mem_bytes, 4294967296ll);
 	SKY_EXPECT_NEAR(g_f.board[1].bw_Bps, 1.25e8, 0);
 	/* write and read back: the same fleet, bit for bit */
@@ -140,6 +145,9 @@ SKY_TEST(bad_fleets_name_the_board_and_field)
 		{"{\"boards\":[" BOARD("str", ",\"fwd_s\":\"fast\"") "]}", "str", "fwd_s"},
 		{"{\"boards\":[" BOARD("i8", ",\"fwd_int8_s\":0.1") "]}", "i8", "bwd_int8_s"},
 		{"{\"boards\":[" BOARD("sh", ",\"attn_share\":1.5") "]}", "sh", "attn_share"},
+		{"{\"boards\":[" BOARD("s8", ",\"attn_share_int8\":1") "]}", "s8", "attn_share_int8"},
+		{"{\"boards\":[" BOARD("e8", ",\"embed_int8_s\":-0.1") "]}", "e8", "embed_int8_s"},
+		{"{\"boards\":[" BOARD("h8", ",\"head_int8_s\":\"x\"") "]}", "h8", "head_int8_s"},
 		{"{\"boards\":[" BOARD("huge", ",\"fwd_s\":1e999") "]}", "huge", "fwd_s"},
 		{"{\"boards\":[" BOARD("a1", "") ",{\"fwd_s\":1}]}", "#1", "id"},
 		{"{\"boards\":[" BOARD("has space", "") "]}", "#0", "id"},

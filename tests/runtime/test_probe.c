@@ -29,6 +29,11 @@ SKY_TEST(probe_reports_positive_medians_and_a_budget)
 	SKY_EXPECT(r.fp32.bwd_attn_s > 0 && r.fp32.bwd_ffn_s > 0);
 	SKY_EXPECT(r.layer_cv >= 0);
 	SKY_EXPECT_MSG(r.has_int8 && r.int8_fwd_s > 0, "int8 forward not timed");
+	/* its attention half is a part of it, and the serving ends are timed */
+	SKY_EXPECT_MSG(r.int8_attn_s > 0 && r.int8_attn_s < r.int8_fwd_s, "attn %g of %g",
+		       r.int8_attn_s, r.int8_fwd_s);
+	SKY_EXPECT_MSG(r.has_ends && r.int8_embed_s > 0 && r.int8_head_s > 0, "ends %d %g %g",
+		       r.has_ends, r.int8_embed_s, r.int8_head_s);
 	SKY_EXPECT(r.arena_bytes > 0);
 	SKY_EXPECT(r.probe_s > 0);
 }
@@ -72,6 +77,8 @@ SKY_TEST(cache_hits_then_invalidates_on_a_shape_or_id_change)
 	SKY_EXPECT_EQ(hit, 0);
 	double first = caps.fp32.fwd_attn_s;
 	SKY_EXPECT(first > 0 && caps.shape.hidden == c.hidden && caps.probed_at > 0);
+	sky_caps fresh = caps;
+	SKY_EXPECT(fresh.int8_attn_s > 0 && fresh.int8_embed_s > 0 && fresh.int8_head_s > 0);
 	char path[512];
 	snprintf(path, sizeof path, "%s/%s", dir, SKY_PROBE_CACHE_FILE);
 	SKY_EXPECT(sky_file_exists(path));
@@ -81,6 +88,9 @@ SKY_TEST(cache_hits_then_invalidates_on_a_shape_or_id_change)
 	SKY_EXPECT_EQ(hit, 1);
 	SKY_EXPECT(caps.fp32.fwd_attn_s == first); /* the cached figure, not a new one */
 	SKY_EXPECT(caps.has_int8 && caps.int8_fwd_s > 0);
+	/* the serving figures come back from the cache as they were measured */
+	SKY_EXPECT(caps.int8_fwd_s == fresh.int8_fwd_s && caps.int8_attn_s == fresh.int8_attn_s &&
+		   caps.int8_embed_s == fresh.int8_embed_s && caps.int8_head_s == fresh.int8_head_s);
 
 	o.model.seq = 8; /* another shape: probe again */
 	SKY_EXPECT_EQ(sky_probe_cached(dir, "b01", &o, NULL, &caps, &hit, NULL), 0);

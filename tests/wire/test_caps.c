@@ -50,6 +50,9 @@ SKY_TEST(encode_decode_round_trip)
 	SKY_EXPECT_NEAR(back.fp32.bwd_ffn_s, 0.0061, 1e-15);
 	SKY_EXPECT(back.has_int8);
 	SKY_EXPECT_NEAR(back.int8_fwd_s, 0.001, 1e-15);
+	/* the optional int8 figures: absent reads as 0 (not measured) */
+	SKY_EXPECT(back.int8_attn_s == 0 && back.int8_embed_s == 0 && back.int8_head_s == 0);
+	SKY_EXPECT(strstr(buf, "\"attn_s\"") == NULL && strstr(buf, "\"embed_s\"") == NULL);
 	SKY_EXPECT_EQ(back.mem_bytes, 2147483648ll);
 	SKY_EXPECT_NEAR(back.link_lat_s, 0.0004, 1e-15);
 	SKY_EXPECT_EQ(back.probed_at, 1764511200);
@@ -118,6 +121,19 @@ SKY_TEST(absurd_values_are_refused_and_named)
 	SKY_EXPECT_EQ(decode_edited("\"mem_bytes\"", "\"int8\":{\"fwd_s\":-2},\"mem_bytes\"", &d),
 		      SKY_ERANGE);
 	SKY_EXPECT_MSG(strstr(d.msg, "int8.fwd_s") != NULL, "%s", d.msg);
+	/* the int8 halves and the serving ends */
+	SKY_EXPECT_EQ(decode_edited("\"mem_bytes\"",
+				    "\"int8\":{\"fwd_s\":0.01,\"attn_s\":0.02},\"mem_bytes\"", &d),
+		      SKY_ERANGE);
+	SKY_EXPECT_MSG(strstr(d.msg, "int8.attn_s") != NULL, "%s", d.msg);
+	SKY_EXPECT_EQ(decode_edited("\"mem_bytes\"",
+				    "\"int8\":{\"fwd_s\":0.01,\"embed_s\":-1},\"mem_bytes\"", &d),
+		      SKY_ERANGE);
+	SKY_EXPECT_MSG(strstr(d.msg, "int8.embed_s") != NULL, "%s", d.msg);
+	SKY_EXPECT_EQ(decode_edited("\"mem_bytes\"",
+				    "\"int8\":{\"fwd_s\":0.01,\"head_s\":\"x\"},\"mem_bytes\"", &d),
+		      SKY_EFORMAT);
+	SKY_EXPECT_MSG(strstr(d.msg, "head_s") != NULL, "%s", d.msg);
 	SKY_EXPECT_EQ(decode_edited("\"heads\":4", "\"heads\":3", &d), SKY_ERANGE);
 	SKY_EXPECT_EQ(decode_edited("\"threads\":2", "\"threads\":\"2\"", &d), SKY_EFORMAT);
 	SKY_EXPECT(strstr(d.msg, "threads") != NULL);
@@ -207,4 +223,35 @@ SKY_TEST(encoder_refuses_what_a_decoder_would)
 	sample(&c);
 	SKY_EXPECT_EQ(sky_caps_encode(&c, buf, 64, &d), SKY_ERANGE); /* too small */
 	SKY_EXPECT(sky_caps_layer_s(&c.fp32) > 0.0156 && sky_caps_layer_s(&c.fp32) < 0.0158);
+}
+
+SKY_TEST(the_int8_halves_and_serving_ends_round_trip)
+{
+	sky_caps c, back;
+	char buf[SKY_CAPS_MAX_BYTES];
+	sky_diag d;
+	sky_diag_clear(&d);
+	sample(&c);
+	c.has_int8 = 1;
+	c.int8_fwd_s = 0.0068;
+	c.int8_attn_s = 0.0032;
+	c.int8_embed_s = 0.0008;
+	c.int8_head_s = 0.0005;
+	int n = sky_caps_encode(&c, buf, sizeof buf, &d);
+	SKY_EXPECT_MSG(n > 0, "%s", d.msg);
+	SKY_EXPECT(strstr(buf, "\"attn_s\":") && strstr(buf, "\"embed_s\":") &&
+		   strstr(buf, "\"head_s\":"));
+	SKY_EXPECT_EQ(sky_caps_decode(buf, (size_t)n, &back, &d), 0);
+	SKY_EXPECT_NEAR(back.int8_attn_s, 0.0032, 1e-15);
+	SKY_EXPECT_NEAR(back.int8_embed_s, 0.0008, 1e-15);
+	SKY_EXPECT_NEAR(back.int8_head_s, 0.0005, 1e-15);
+	/* an encoder refuses what a decoder would: the attention half above the layer */
+	c.int8_attn_s = 0.007;
+	SKY_EXPECT_EQ(sky_caps_encode(&c, buf, sizeof buf, &d), SKY_ERANGE);
+	SKY_EXPECT_MSG(strstr(d.msg, "int8.attn_s") != NULL, "%s", d.msg);
+	/* and int8 figures without the int8 layer */
+	c.int8_attn_s = 0;
+	c.has_int8 = 0;
+	SKY_EXPECT_EQ(sky_caps_encode(&c, buf, sizeof buf, &d), SKY_EINVAL);
+	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
 }

@@ -112,6 +112,7 @@ SKY_TEST(serving_topics_build_parse_and_size)
 	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/job/j1/resp/sky-client-a"), SKY_INFER_RESP_MAX_BYTES);
 	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/job/j1/slice/b01"), SKY_MQTT_MAX_PACKET);
 	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/board/b01/slice-req"), SKY_SLICE_REQ_MAX_BYTES);
+	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/job/j1/stage/0/done"), SKY_SERVE_DONE_MAX_BYTES);
 	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/jobs/sky-operator/weights"), SKY_MQTT_MAX_PACKET);
 	SKY_EXPECT(SKY_INFER_REQ_CLASS_BYTES > SKY_INFER_REQ_MAX_BYTES);
 }

@@ -7,11 +7,16 @@
  *   - watches the job as an idle board identity would (the fleet listener,
  *     the board ACL: it reads the job's signed plan and the inter-stage
  *     frames sky/v1/job/<job>/stage/+/fwd, and writes nothing), for the
- *     plan's predicted throughput and shapes and the bytes the frames take;
+ *     plan's predicted throughput and shapes and the bytes the frames take,
+ *     and the last stage's reports of the batches it answered
+ *     (stage/0/done, sky_servebatch.h) for how full they were;
  *   - opens --clients client connections (one client identity, the tools
  *     listener), each keeping --inflight requests of random token ids in
- *     flight: one request each to warm the pipeline, then --seconds of
- *     measurement, then the last responses are waited for and not counted;
+ *     flight: one request each to see the job answer, then the full load;
+ *     the window of --seconds opens once the loaded pipeline has answered
+ *     one round (clients x inflight requests: the plan predicts the
+ *     throughput of a full pipeline, so its filling is not counted), then
+ *     the last responses are waited for and not counted;
  *   - prints one JSON object: throughput_seq_s (responses in the window /
  *     the window), p50_ms and p99_ms (nearest rank over the window's
  *     latencies, request sent to response received), bytes_per_request
@@ -19,14 +24,24 @@
  *     response) and bytes_per_request_fp32 (the same with each frame's int8
  *     activations counted as float32, 4 bytes a value: the frame size says
  *     how many rows its fixed-size serving payload holds, sky_serve.h),
- *     and speedup_vs_even (this throughput over --even-throughput). */
+ *     speedup_vs_even (this throughput over --even-throughput), and
+ *     batches and batch_fill (batches answered in the window and their
+ *     requests over batches x the plan's batch: the prediction assumes 1),
+ *     warmup_s (from the full load to the window) and
+ *     throughput_with_fill_seq_s (the responses from the full load's start
+ *     to the window's end over that time: the pipeline's filling counted,
+ *     as the bench measured before the window waited for it), and
+ *     loadavg_1m (the machine's load at the window's end, -1 unknown: the
+ *     emulated boards share its cores with everything else). */
 #include "bench_util.h"
 #include "infer_client.h"
 #include "sky_cli.h"
 #include "sky_clock.h"
 #include "sky_err.h"
+#include "sky_file.h"
 #include "sky_frame.h"
 #include "sky_identity.h"
+#include "sky_json.h"
 #include "sky_model.h"
 #include "sky_mqtt.h"
 #include "sky_opt.h"
@@ -58,12 +73,14 @@ static void usage(FILE *to)
 		"                       [--timeout S] [--seed N]\n"
 		"--drive measures one serving job: --clients connections as the client in\n"
 		"CLIENT_DIR (`sky pki client`), each keeping --inflight requests in flight for\n"
-		"--seconds (after one warm-up request each), watched by the idle board whose\n"
+		"--seconds (after one warm-up request each and, under the full load, as many\n"
+		"answers as requests in flight), watched by the idle board whose\n"
 		"state directory is BOARD_STATE (`sky pki issue`; it reads the signed plan and\n"
 		"counts the inter-stage frames). Prints one JSON object: algo, job, epoch,\n"
 		"stages, throughput_seq_s, throughput_predicted_seq_s, measured_over_predicted,\n"
 		"p50_ms, p99_ms, speedup_vs_even, bytes_per_request, bytes_per_request_fp32,\n"
-		"requests, errors.\n");
+		"requests, errors, batches, batch_fill, warmup_s, throughput_with_fill_seq_s,\n"
+		"loadavg_1m.\n");
 }
 
 typedef struct slot {
@@ -83,14 +100,16 @@ typedef struct client {
 typedef struct drive {
 	/* the plan, from the observer */
 	mbedtls_x509_crt planner;
-	char plan_topic[SKY_TOPIC_BUF], fwd_filter[SKY_TOPIC_BUF];
+	char plan_topic[SKY_TOPIC_BUF], fwd_filter[SKY_TOPIC_BUF], done_topic[SKY_TOPIC_BUF];
 	int have_plan;
 	sky_planmsg plan;
 	char payload[SKY_SIGN_MAX_PAYLOAD + 1];
 	/* the window */
 	int measuring, sending;
-	double t0, t1;
+	double t_load, t0, t1;
+	long answered; /* ok responses since the full load started */
 	long done, errors, frames;
+	long batches, batch_requests; /* reported by the last stage in the window */
 	double req_bytes, resp_bytes, frame_bytes, frame_bytes_fp32;
 	double *lat;
 	long n_lat;
@@ -127,6 +146,20 @@ static void on_observe(void *ctx, const char *topic, size_t tl, const unsigned c
 	}
 	if (!v->measuring)
 		return;
+	if (strcmp(topic, v->done_topic) == 0) {
+		/* {"epoch":E,"batch":N,"n":R}: a batch of R requests answered */
+		int64_t n = 0, ep = 0;
+		cJSON *doc = len <= SKY_SERVE_DONE_MAX_BYTES ? sky_json_parse((const char *)p, len, NULL)
+							       : NULL;
+		if (doc && sky_json_i64(doc, "epoch", 0, SKY_JSON_INT_MAX, &ep, "done", NULL) == 0 &&
+		    sky_json_i64(doc, "n", 1, SKY_CAPS_MAX_BATCH, &n, "done", NULL) == 0 &&
+		    ep == v->plan.epoch) {
+			v->batches++;
+			v->batch_requests += n;
+		}
+		sky_json_free(doc);
+		return;
+	}
 	sky_frame_hdr h;
 	if (sky_frame_decode(p, len, SKY_FRAME_MAX_PAYLOAD_DEFAULT, &h, NULL) != 0 ||
 	    h.direction != SKY_FRAME_FWD)
@@ -170,6 +203,7 @@ static void on_resp(void *ctx, const sky_infer_resp *r, const char *raw, size_t 
 		if (!s->busy || strcmp(s->id, r->id) != 0)
 			continue;
 		s->busy = 0;
+		v->answered += r->ok;
 		if (v->measuring) {
 			v->req_bytes += s->req_bytes;
 			v->resp_bytes += (double)len;
@@ -189,6 +223,19 @@ static void on_resp(void *ctx, const sky_infer_resp *r, const char *raw, size_t 
 			send_one(v, c, s);
 		return;
 	}
+}
+
+/* The machine's one-minute load average, or -1. */
+static double load_1m(void)
+{
+	char buf[128];
+	long n = sky_file_read("/proc/loadavg", buf, sizeof buf - 1);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	char *end;
+	double x = strtod(buf, &end);
+	return end != buf ? x : -1;
 }
 
 /* Polls every connection once; waits up to wait_ms on the last. */
@@ -330,7 +377,8 @@ static int drive_run(int argc, char **argv)
 	if (sky_ic_resolve(pki, NULL, NULL, NULL, &files, &d) != 0 ||
 	    sky_sign_load_cert(&v->planner, pcrt, &d) != 0 ||
 	    sky_topic_job(v->plan_topic, sizeof v->plan_topic, job, SKY_TOPIC_PLAN) != 0 ||
-	    sky_topic_stage_leaf(v->fwd_filter, sizeof v->fwd_filter, job, -1, SKY_TOPIC_FWD) != 0) {
+	    sky_topic_stage_leaf(v->fwd_filter, sizeof v->fwd_filter, job, -1, SKY_TOPIC_FWD) != 0 ||
+	    sky_topic_stage_leaf(v->done_topic, sizeof v->done_topic, job, 0, SKY_TOPIC_DONE) != 0) {
 		fprintf(stderr, "sky bench infer: %s\n", d.msg[0] ? d.msg : "bad job name");
 		goto exit;
 	}
@@ -341,7 +389,8 @@ static int drive_run(int argc, char **argv)
 			    .key_file = key, .keepalive_s = 30, .on_msg = on_observe, .ctx = v};
 	if (sky_mqtt_connect(&obs, &mo, &d) != 0 ||
 	    sky_mqtt_subscribe(obs, v->plan_topic, 1, 10000, &d) != 0 ||
-	    sky_mqtt_subscribe(obs, v->fwd_filter, 0, 10000, &d) != 0) {
+	    sky_mqtt_subscribe(obs, v->fwd_filter, 0, 10000, &d) != 0 ||
+	    sky_mqtt_subscribe(obs, v->done_topic, 0, 10000, &d) != 0) {
 		fprintf(stderr, "sky bench infer: observer: %s\n", d.msg);
 		goto exit;
 	}
@@ -384,19 +433,34 @@ static int drive_run(int argc, char **argv)
 			job, timeout_s, v->first_error[0] ? ": " : "", v->first_error);
 		goto exit;
 	}
-	/* the window */
+	/* the full load, and one round of it before the window */
 	v->sending = 1;
-	v->measuring = 1;
-	v->t0 = sky_clock_s();
+	v->answered = 0;
+	v->t_load = sky_clock_s();
 	for (int k = 0; k < v->n_clients; k++)
 		for (int i = 0; i < v->inflight; i++)
 			if (send_one(v, &v->clients[k], &v->clients[k].slots[i]) != 0)
 				goto exit;
+	const long round = (long)v->n_clients * v->inflight;
+	while (v->answered < round && sky_clock_s() - v->t_load < timeout_s)
+		poll_all(v, obs, 2);
+	if (v->answered < round) {
+		fprintf(stderr, "sky bench infer: job %s answered %ld of %ld requests under load "
+				"within %g s%s%s\n",
+			job, v->answered, round, timeout_s, v->first_error[0] ? ": " : "",
+			v->first_error);
+		goto exit;
+	}
+	/* the window */
+	v->measuring = 1;
+	v->t0 = sky_clock_s();
 	while (sky_clock_s() - v->t0 < seconds)
 		poll_all(v, obs, 2);
 	v->measuring = 0;
 	v->sending = 0;
 	v->t1 = sky_clock_s();
+	long answered_load = v->answered;
+	double load = load_1m();
 	/* what is still in flight is answered, not counted (a bounded wait:
 	 * a request the fleet lost would hold it up to --timeout otherwise) */
 	t = sky_clock_s();
@@ -419,12 +483,16 @@ static int drive_run(int argc, char **argv)
 	       "\"measured_over_predicted\":%.6f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
 	       "\"speedup_vs_even\":%.6f,\"bytes_per_request\":%.1f,\"bytes_per_request_fp32\":%.1f,"
 	       "\"unanswered\":%d,\"frames\":%ld,\"frame_bytes\":%.0f,\"frame_bytes_fp32\":%.0f,"
-	       "\"plan\":[",
+	       "\"batches\":%ld,\"batch_fill\":%.4f,\"warmup_s\":%.3f,"
+	       "\"throughput_with_fill_seq_s\":%.6f,\"loadavg_1m\":%.2f,\"plan\":[",
 	       algo, job, (long long)v->plan.epoch, v->plan.n_stages, v->n_clients, v->inflight,
 	       window, v->done, v->errors, thr, pred, pred > 0 ? thr / pred : 0,
 	       1e3 * quantile(v->lat, v->n_lat, 0.50), 1e3 * quantile(v->lat, v->n_lat, 0.99),
 	       even > 0 ? thr / even : 1.0, per, per32, unanswered, v->frames, v->frame_bytes,
-	       v->frame_bytes_fp32);
+	       v->frame_bytes_fp32, v->batches,
+	       v->batches > 0 ? (double)v->batch_requests / ((double)v->batches * v->plan.infer.batch)
+			      : 0.0,
+	       v->t0 - v->t_load, (double)answered_load / (v->t1 - v->t_load), load);
 	for (int k = 0; k < v->plan.n_stages; k++)
 		printf("%s{\"board\":\"%s\",\"first\":%d,\"last\":%d}", k ? "," : "",
 		       v->plan.stages[k].board, v->plan.stages[k].first, v->plan.stages[k].last);

@@ -147,8 +147,13 @@ int sky_bench_probe(int argc, char **argv)
 		       r.runs, r.timed_batch, r.timed_seq,
 		       r.scale_attn == 1 ? "the job's shape" : "scaled by FLOPs", r.layer_cv);
 		if (r.has_int8)
-			printf("  int8 layer fwd %.3f ms (%.2fx the fp32 forward)\n", 1e3 * r.int8_fwd_s,
+			printf("  int8 layer fwd %.3f ms (attn %.3f; %.2fx the fp32 forward)\n",
+			       1e3 * r.int8_fwd_s, 1e3 * r.int8_attn_s,
 			       (r.fp32.fwd_attn_s + r.fp32.fwd_ffn_s) / r.int8_fwd_s);
+		if (r.has_ends)
+			printf("  serving ends per batch: first stage %.3f ms (requests, embedding), "
+			       "last %.3f ms (head, responses)\n",
+			       1e3 * r.int8_embed_s, 1e3 * r.int8_head_s);
 		printf("  %ld probes: layer time cv %.4f, probe time mean %.2f s max %.2f s\n", repeat,
 		       cv, pmean, pmax);
 		printf("  memory budget %.1f MiB, probe arena %.2f MiB\n",
@@ -171,10 +176,20 @@ int sky_bench_probe(int argc, char **argv)
 	cJSON_AddNumberToObject(o, "bwd_ffn_ms", 1e3 * r.fp32.bwd_ffn_s);
 	cJSON_AddNumberToObject(o, "layer_fwd_ms", 1e3 * (r.fp32.fwd_attn_s + r.fp32.fwd_ffn_s));
 	cJSON_AddNumberToObject(o, "layer_bwd_ms", 1e3 * (r.fp32.bwd_attn_s + r.fp32.bwd_ffn_s));
-	if (r.has_int8)
+	if (r.has_int8) {
 		cJSON_AddNumberToObject(o, "int8_fwd_ms", 1e3 * r.int8_fwd_s);
-	else
+		cJSON_AddNumberToObject(o, "int8_attn_ms", 1e3 * r.int8_attn_s);
+	} else {
 		cJSON_AddNullToObject(o, "int8_fwd_ms");
+		cJSON_AddNullToObject(o, "int8_attn_ms");
+	}
+	if (r.has_ends) {
+		cJSON_AddNumberToObject(o, "int8_embed_ms", 1e3 * r.int8_embed_s);
+		cJSON_AddNumberToObject(o, "int8_head_ms", 1e3 * r.int8_head_s);
+	} else {
+		cJSON_AddNullToObject(o, "int8_embed_ms");
+		cJSON_AddNullToObject(o, "int8_head_ms");
+	}
 	cJSON_AddNumberToObject(o, "runs", r.runs);
 	cJSON_AddNumberToObject(o, "timed_batch", r.timed_batch);
 	cJSON_AddNumberToObject(o, "timed_seq", r.timed_seq);
