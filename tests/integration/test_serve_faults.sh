@@ -124,6 +124,16 @@ answered_after() { # answered_after T: a client finished after time T
 	grep -q '"event":"answered"' "$LOG" 2>/dev/null &&
 		awk -v t="$1" '/"event":"answered"/ { match($0, /"t":[0-9.]+/); if (substr($0, RSTART + 4, RLENGTH - 4) + 0 >= t) f = 1 } END { exit !f }' "$LOG"
 }
+# until_answered T0 SECONDS: ask until the job answers a request after T0
+# (for SECONDS at the most), then a little more traffic
+until_answered() {
+	_end=$(($(date +%s) + $2))
+	while ! answered_after "$1" && [ "$(date +%s)" -lt "$_end" ]; do
+		ask
+		sleep 0.3
+	done
+	flow 1
+}
 # check NAME FROM TO T0 [EVENT]: every sky infer c(FROM+1)..cTO ended with four answers,
 # each once, each with the right logits; then the event's JSON
 check() {
@@ -185,13 +195,7 @@ kill_stage() {
 	rm -f "$W/pid.$victim"
 	echo "MEASURE ${name}_killed $victim (stage $k of $(n_stages))"
 	flow 2
-	# until the job answers again (bounded), then a little more traffic
-	_end=$(($(date +%s) + 90))
-	while ! answered_after "$t0" && [ "$(date +%s)" -lt "$_end" ]; do
-		ask
-		sleep 0.3
-	done
-	flow 1
+	until_answered "$t0" 90
 	check "$name" "$from" "$N" "$t0"
 	grep '"event":"replan"' "$LOG" | tail -1 | grep -q "\"reason\":\"board $victim (stage $k) offline\"" &&
 		pass "${name}_replanned_for_the_dead_board" ||
@@ -208,12 +212,7 @@ flow 2
 t0=$(now)
 "$SKY" pki revoke --dir "$PKI" "$victim" >"$W/revoke.out" 2>&1 || fail revoke_issued "$(cat "$W/revoke.out")"
 REVOKED=$victim
-_end=$(($(date +%s) + 90))
-while ! answered_after "$t0" && [ "$(date +%s)" -lt "$_end" ]; do
-	ask
-	sleep 0.3
-done
-flow 1
+until_answered "$t0" 90
 check revoke "$from" "$N" "$t0"
 grep '"event":"replan"' "$LOG" | tail -1 | grep -q "\"reason\":\"board $victim (stage 1) revoked\"" &&
 	pass revoke_replanned_without_the_board || fail revoke_replanned_without_the_board "$(grep -v commit "$LOG" | tail -3)"
@@ -274,12 +273,7 @@ else
 fi
 flow 2 # requests while nobody serves
 start_board "$back"
-_end=$(($(date +%s) + 120))
-while ! answered_after "$t0" && [ "$(date +%s)" -lt "$_end" ]; do
-	ask
-	sleep 0.3
-done
-flow 1
+until_answered "$t0" 120
 check pause "$from" "$N" "$t0" pause
 grep '"event":"replan"' "$LOG" | tail -1 | grep -q '"reason":"resuming after board' &&
 	pass pause_resumed_on_the_board_back || fail pause_resumed_on_the_board_back "$(grep -v commit "$LOG" | tail -3)"
