@@ -9,6 +9,7 @@
 #include "sky_test.h"
 
 #include "memnet.h"
+#include "step_batches.h"
 
 #include "sky_bert.h"
 #include "sky_clock.h"
@@ -201,16 +202,10 @@ static void one_board(const char *sched, int micro, int steps, float *loss, sky_
 	SKY_EXPECT(sky_bert_carve(m, &c, &o, &a) == 0);
 	const uint64_t seed = (uint64_t)g_plan.train.seed;
 	sky_bert_init(m, seed);
-	const size_t T = (size_t)sky_model_tokens(&c);
 	static int32_t ids[8 * 128], types[8 * 128], attn[8 * 128], labels[8 * 8];
 	sky_bert_batch mb[8];
 	for (long s = 0; s < steps; s++) {
-		for (int i = 0; i < micro; i++) {
-			sky_task_batch(&c, seed, SKY_TASK_TRAIN, (uint64_t)(s * micro + i), ids + i * T,
-				       types + i * T, attn + i * T, labels + i * c.batch);
-			mb[i] = (sky_bert_batch){ids + i * T, types + i * T, attn + i * T,
-						 labels + i * c.batch};
-		}
+		step_batches(&c, seed, s, micro, ids, types, attn, labels, mb);
 		m->opts.optim.lr = sky_optim_lr_at(o.optim.lr, s, steps, g_plan.train.warmup);
 		SKY_EXPECT(sky_bert_train_step(m, mb, loss) == 0);
 	}

@@ -9,6 +9,7 @@
 #include "sky_test.h"
 
 #include "memnet.h"
+#include "step_batches.h"
 
 #include "sky_arena.h"
 #include "sky_bert.h"
@@ -394,12 +395,7 @@ SKY_TEST(transport_pipeline_sealed_equals_one_board_and_allocates_nothing)
 	sky_bert_batch mb[8];
 	float loss1[8];
 	for (long s = 0; s < steps; s++) {
-		for (int i = 0; i < micro; i++) {
-			sky_task_batch(&c, seed, SKY_TASK_TRAIN, (uint64_t)(s * micro + i), ids + i * T,
-				       types + i * T, attn + i * T, labels + i * c.batch);
-			mb[i] = (sky_bert_batch){ids + i * T, types + i * T, attn + i * T,
-						 labels + i * c.batch};
-		}
+		step_batches(&c, seed, s, micro, ids, types, attn, labels, mb);
 		m.opts.optim.lr = sky_optim_lr_at(o.optim.lr, s, steps, nw.warmup);
 		SKY_EXPECT(sky_bert_train_step(&m, mb, &loss1[s]) == 0);
 	}
