@@ -75,15 +75,8 @@ static int fill(own_ws *w, sky_stage *st, int k, int P)
 {
 	sky_stage *s = &st[k];
 	const board_cost *bc = &w->bc[s->board];
-	int a = s->first_unit, b = s->last_unit + 1, first = k == 0, last = k == P - 1;
-	double wt = units_weight(bc, a, b);
-	s->fwd_s = bc->fwd * wt;
-	s->bwd_s = bc->bwd * wt;
-	s->link_s = bc->link;
-	s->send_s = (first ? 0 : bc->link_back) + (last ? 0 : bc->link);
-	s->time_s = stage_time(bc, a, b, first, last);
-	s->in_flight = plan_in_flight(&w->c, P - k);
-	s->mem_bytes = stage_mem(&w->c, a, b, first, last, s->in_flight);
+	int first = k == 0, last = k == P - 1;
+	plan_fill_stage(&w->c, bc, s, k, P);
 	if (last)
 		return st[0].mem_bytes + s->mem_bytes <= bc->mem;
 	return first || s->mem_bytes <= bc->mem;

@@ -95,15 +95,7 @@ typedef struct step_ws {
 static int fill_stage(const step_ws *w, sky_stage *s, int k, int P)
 {
 	const board_cost *bc = &w->bc[s->board];
-	int a = s->first_unit, b = s->last_unit + 1, first = k == 0, last = k == P - 1;
-	double wt = units_weight(bc, a, b);
-	s->fwd_s = bc->fwd * wt + (first ? bc->first_s : 0) + (last ? bc->last_s : 0);
-	s->bwd_s = bc->bwd * wt;
-	s->link_s = bc->link;
-	s->send_s = (first ? 0 : bc->link_back) + (last ? 0 : bc->link);
-	s->time_s = stage_time(bc, a, b, first, last);
-	s->in_flight = plan_in_flight(&w->c, P - k);
-	s->mem_bytes = stage_mem(&w->c, a, b, first, last, s->in_flight);
+	plan_fill_stage(&w->c, bc, s, k, P);
 	return s->mem_bytes <= bc->mem;
 }
 

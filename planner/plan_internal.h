@@ -120,6 +120,22 @@ static inline int64_t stage_mem(const plan_ctx *c, int a, int b, int first, int 
 	return m;
 }
 
+/* Fills stage k of a P-stage plan (board, first_unit and last_unit set; bc
+ * its board's cost) as sky_plan_evaluate does: times, micro-batches in
+ * flight, memory. Whether that memory fits is the caller's check. */
+static inline void plan_fill_stage(const plan_ctx *c, const board_cost *bc, sky_stage *s, int k, int P)
+{
+	int a = s->first_unit, b = s->last_unit + 1, first = k == 0, last = k == P - 1;
+	double wt = units_weight(bc, a, b);
+	s->fwd_s = bc->fwd * wt + (first ? bc->first_s : 0) + (last ? bc->last_s : 0);
+	s->bwd_s = bc->bwd * wt;
+	s->link_s = bc->link;
+	s->send_s = (first ? 0 : bc->link_back) + (last ? 0 : bc->link);
+	s->time_s = stage_time(bc, a, b, first, last);
+	s->in_flight = plan_in_flight(c, P - k);
+	s->mem_bytes = stage_mem(c, a, b, first, last, s->in_flight);
+}
+
 /* Algorithms: fill out->n_stages and each stage's board, first_unit and
  * last_unit; sky_plan_partition evaluates. */
 int plan_even(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_diag *d);

@@ -36,6 +36,19 @@
 #   sky_fleet_json              `sky fleet status --json`
 #   sky_fleet_field ID KEY[.KEY]  one field of board ID in it ("" if none;
 #                               whole numbers printed as such)
+#   sky_fleet_run_job NAME LAYERS SUBMIT-OPTION...  a training job on the
+#                               N boards: `sky job watch NAME --json` (started
+#                               first: metrics are not retained) to
+#                               $W/NAME.watch, submit (fail NAME_submitted),
+#                               wait for the watch to see the job end, collect
+#                               to $W/NAME.safetensors (fail NAME_collect);
+#                               returns the watch's exit code
+#   sky_fleet_same_as_one_board NAME LAYERS TRAIN-OPTION...  `sky train` with
+#                               the same settings; each step's loss in
+#                               NAME.watch (4 decimals, what sky train
+#                               prints) and the collected weights' bytes must
+#                               equal its (NAME_per_step_losses_equal_sky_train,
+#                               NAME_final_weights_bit_exact_with_sky_train)
 #   sky_fleet_kill [PID...]     resumes (SIGCONT: a test may have stopped
 #                               one) and stops PIDS, PLAN_PID and the PIDs,
 #                               waits for them, and empties PIDS and PLAN_PID
@@ -133,6 +146,49 @@ for b in d["boards"]:
         for k in sys.argv[2].split("."):
             v = v.get(k) if isinstance(v, dict) else None
         print("" if v is None else (int(v) if isinstance(v, float) and v.is_integer() else v))' "$1" "$2" 2>/dev/null
+}
+
+sky_fleet_run_job() {
+	_sky_fleet_job=$1
+	_sky_fleet_layers=$2
+	shift 2
+	"$SKY" job watch "$_sky_fleet_job" --pki "$PKI" --broker "$BR" --timeout 120 --json \
+		>"$W/$_sky_fleet_job.watch" 2>"$W/$_sky_fleet_job.watch.err" &
+	_sky_fleet_wpid=$!
+	sleep 0.5 # the watch subscribes before the job can start
+	"$SKY" job submit --pki "$PKI" --broker "$BR" --model tiny --layers "$_sky_fleet_layers" \
+		--job "$_sky_fleet_job" --min-boards "$N" --task train --wait 30 "$@" >"$W/$_sky_fleet_job.submit" 2>&1 ||
+		fail "${_sky_fleet_job}_submitted" "$(cat "$W/$_sky_fleet_job.submit")"
+	wait $_sky_fleet_wpid
+	_sky_fleet_wrc=$?
+	"$SKY" job collect "$_sky_fleet_job" --pki "$PKI" --broker "$BR" --out "$W/$_sky_fleet_job.safetensors" \
+		--timeout 30 >"$W/$_sky_fleet_job.collect" 2>&1 ||
+		fail "${_sky_fleet_job}_collect" "$(cat "$W/$_sky_fleet_job.collect")"
+	return $_sky_fleet_wrc
+}
+
+sky_fleet_same_as_one_board() {
+	_sky_fleet_job=$1
+	_sky_fleet_layers=$2
+	shift 2
+	_sky_fleet_f="$W/$_sky_fleet_job"
+	"$SKY" train --model tiny --layers "$_sky_fleet_layers" --eval 4 --save "$_sky_fleet_f.ref.safetensors" "$@" \
+		>"$_sky_fleet_f.ref" 2>&1 || fail "${_sky_fleet_job}_sky_train" "$(tail -2 "$_sky_fleet_f.ref")"
+	sed -n 's/^step \([0-9]*\) loss \([0-9.]*\) .*/\1 \2/p' "$_sky_fleet_f.ref" >"$_sky_fleet_f.ref.loss"
+	sed -n 's/.*"step":\([0-9]*\),"loss":\([-0-9.e]*\),.*/\1 \2/p' "$_sky_fleet_f.watch" |
+		awk '{printf "%d %.4f\n", $1, $2}' >"$_sky_fleet_f.fleet.loss"
+	if [ -s "$_sky_fleet_f.ref.loss" ] && cmp -s "$_sky_fleet_f.ref.loss" "$_sky_fleet_f.fleet.loss"; then
+		pass "${_sky_fleet_job}_per_step_losses_equal_sky_train"
+	else
+		fail "${_sky_fleet_job}_per_step_losses_equal_sky_train" \
+			"one board: $(tr '\n' ' ' <"$_sky_fleet_f.ref.loss"); fleet: $(tr '\n' ' ' <"$_sky_fleet_f.fleet.loss")"
+	fi
+	if cmp -s "$_sky_fleet_f.safetensors" "$_sky_fleet_f.ref.safetensors"; then
+		pass "${_sky_fleet_job}_final_weights_bit_exact_with_sky_train"
+	else
+		fail "${_sky_fleet_job}_final_weights_bit_exact_with_sky_train" \
+			"$(cmp "$_sky_fleet_f.safetensors" "$_sky_fleet_f.ref.safetensors" 2>&1 | head -1)"
+	fi
 }
 
 sky_fleet_kill() {

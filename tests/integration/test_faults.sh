@@ -17,62 +17,29 @@
 # PASS/FAIL lines, MEASURE lines; bounded (every wait has a deadline).
 set -u
 cd "$(dirname "$0")/../.."
-. tests/integration/broker.sh
-
-. tests/integration/lib.sh
-sky_test_workdir faults
-export OPENBLAS_NUM_THREADS=1
+. tests/integration/fleet.sh
+sky_fleet_begin faults
 SCENARIOS=${FAULTS_SCENARIOS:-"middle middle4 hang ends two second join join50 slow drift pause corrupt"}
 OUT=${FAULTS_OUT:-build/faults}
 mkdir -p "$OUT"
-PLAN_PID=""
-cleanup() {
-	for f in "$W"/pid.*; do
-		[ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null
-	done
-	[ -n "$PLAN_PID" ] && kill "$PLAN_PID" 2>/dev/null
-	for f in "$W"/pid.*; do
-		[ -f "$f" ] && wait "$(cat "$f")" 2>/dev/null
-	done
-	[ -n "$PLAN_PID" ] && wait "$PLAN_PID" 2>/dev/null
-	sky_broker_stop
-	if [ "$fails" -eq 0 ] && [ -z "${SKY_KEEP:-}" ]; then rm -rf "$W"; else echo "(logs kept in $W)"; fi
-}
-trap cleanup EXIT
+# the boards: each its pid in $W/pid.NAME
+trap 'sky_fleet_end $(cat "$W"/pid.* 2>/dev/null)' EXIT
 now() { date +%s.%N | cut -c1-14; }
 
-if ! sky_broker_start "$W/broker"; then
-	fail faults_broker "mosquitto did not start"
-	exit 1
-fi
-BR="127.0.0.1:$SKY_BROKER_PORT"
-PKI=$SKY_PKI_DIR
-SKY="$SKY_BIN/sky"
-STATE="$W/skyplan"
-"$SKY_BIN/skyplan" --pki "$PKI" --broker "$BR" --state "$STATE" --replan-holdoff 1 \
-	--replan-gain ${GAIN:-0.05} ${PLAN_OPTS:-} >"$W/skyplan.log" 2>&1 &
-PLAN_PID=$!
-sky_wait 10 grep -q "serving" "$W/skyplan.log" || {
-	fail faults_skyplan_starts "$(tail -3 "$W/skyplan.log")"
-	exit 1
-}
+# shellcheck disable=SC2086 # PLAN_OPTS is a word list
+sky_fleet_start --replan-holdoff 1 --replan-gain "${GAIN:-0.05}" ${PLAN_OPTS:-}
 
 # start_board ID [SKYD-OPTIONS...]: enrolls the first time, restarts after
 start_board() {
-	b=$1
+	_b=$1
 	shift
-	if [ -d "$W/$b/state" ]; then
-		"$SKY_BIN/skyd" --state "$W/$b/state" --broker "$BR" --keepalive 2 --model tiny \
-			--layers 4 --probe-seconds 1 --no-link-probe --speed ${SPEED:-0.03} "$@" >>"$W/$b.log" 2>&1 &
+	if [ -d "$W/$_b/state" ]; then
+		sky_fleet_skyd "$_b" --no-link-probe --speed "${SPEED:-0.03}" "$@"
 	else
-		mkdir -p "$W/$b"
-		cp -r "$PKI/claim" "$W/$b/claim"
-		tok=$("$SKY" pki token --dir "$PKI" --ttl 300) || fail faults_token "sky pki token failed"
-		"$SKY_BIN/skyd" --enroll --claim "$tok" --id "$b" --pki-ca "$W/$b/claim/ca.crt" \
-			--state "$W/$b/state" --broker "$BR" --keepalive 2 --model tiny --layers 4 \
-			--probe-seconds 1 --no-link-probe --speed ${SPEED:-0.03} "$@" >"$W/$b.log" 2>&1 &
+		sky_fleet_enroll "$_b" --no-link-probe --speed "${SPEED:-0.03}" "$@"
 	fi
-	echo $! >"$W/pid.$b"
+	echo $! >"$W/pid.$_b"
+	PIDS="" # tracked by its pid file alone: a board killed here leaves it
 }
 online_count() {
 	"$SKY" fleet status --state "$STATE" --json 2>/dev/null | grep -o '"state":"online"' | wc -l

@@ -19,101 +19,22 @@
 # PASS/FAIL lines, MEASURE lines; bounded (every wait has a deadline).
 set -u
 cd "$(dirname "$0")/../.."
-. tests/integration/broker.sh
-
-. tests/integration/lib.sh
-sky_test_workdir owner
-export OPENBLAS_NUM_THREADS=1
-PIDS=""
-PLAN_PID=""
+. tests/integration/fleet.sh
+sky_fleet_begin owner
 SUB_PID=""
-cleanup() {
-	for p in $SUB_PID $PIDS $PLAN_PID; do kill "$p" 2>/dev/null; done
-	for p in $SUB_PID $PIDS $PLAN_PID; do wait "$p" 2>/dev/null; done
-	sky_broker_stop
-	if [ "$fails" -eq 0 ] && [ -z "${SKY_KEEP:-}" ]; then rm -rf "$W"; else echo "(logs kept in $W)"; fi
-}
-trap cleanup EXIT
-
-if ! sky_broker_start "$W/broker"; then
-	fail owner_broker "mosquitto did not start"
-	exit 1
-fi
-BR="127.0.0.1:$SKY_BROKER_PORT"
-PKI=$SKY_PKI_DIR
-SKY="$SKY_BIN/sky"
-STATE="$W/skyplan"
-"$SKY_BIN/skyplan" --pki "$PKI" --broker "$BR" --state "$STATE" >"$W/skyplan.log" 2>&1 &
-PLAN_PID=$!
-sky_wait 10 grep -q "serving" "$W/skyplan.log" || {
-	fail owner_skyplan_starts "$(tail -3 "$W/skyplan.log")"
-	exit 1
-}
+trap 'sky_fleet_end $SUB_PID' EXIT
+sky_fleet_start
 N=4
 # b1 is slow (a tenth of a core; the others half of one each): alone it
 # would be the slowest plan, so the planner gives it little of the model
 for i in 1 2 3 4; do
-	b="b$i"
 	speed=0.5
 	[ $i = 1 ] && speed=0.1
-	mkdir -p "$W/$b"
-	cp -r "$PKI/claim" "$W/$b/claim"
-	tok=$("$SKY" pki token --dir "$PKI" --ttl 300) || fail owner_token "sky pki token failed"
-	"$SKY_BIN/skyd" --enroll --claim "$tok" --id "$b" --pki-ca "$W/$b/claim/ca.crt" \
-		--state "$W/$b/state" --broker "$BR" --keepalive 2 --model tiny --layers 4 \
-		--probe-seconds 1 --speed $speed >"$W/$b.log" 2>&1 &
-	PIDS="$PIDS $!"
+	sky_fleet_enroll "b$i" --speed $speed
 done
-online() {
-	[ "$("$SKY" fleet status --state "$STATE" --json 2>/dev/null | grep -o '"caps":{' | wc -l)" -eq $N ]
-}
-sky_wait 60 online || fail owner_boards_report "not all $N boards reported"
+sky_wait 60 sky_fleet_reported || fail owner_boards_report "not all $N boards reported"
 "$SKY" pki issue --dir "$PKI" --id bx --state "$W/bx" >/dev/null 2>"$W/bx.err" ||
 	fail outsider_identity_issued "$(cat "$W/bx.err")"
-
-# run_job NAME LAYERS SUBMIT-OPTIONS...: watch (started first: metrics are
-# not retained), submit, wait for the watch to see the job end, collect
-run_job() {
-	name=$1
-	layers=$2
-	shift 2
-	"$SKY" job watch "$name" --pki "$PKI" --broker "$BR" --timeout 120 --json \
-		>"$W/$name.watch" 2>"$W/$name.watch.err" &
-	wpid=$!
-	sleep 0.5 # the watch subscribes before the job can start
-	"$SKY" job submit --pki "$PKI" --broker "$BR" --model tiny --layers "$layers" --job "$name" \
-		--min-boards $N --task train --wait 30 "$@" >"$W/$name.submit" 2>&1 ||
-		fail "${name}_submitted" "$(cat "$W/$name.submit")"
-	wait $wpid
-	wrc=$?
-	"$SKY" job collect "$name" --pki "$PKI" --broker "$BR" --out "$W/$name.safetensors" \
-		--timeout 30 >"$W/$name.collect" 2>&1 || fail "${name}_collect" "$(cat "$W/$name.collect")"
-	return $wrc
-}
-
-# same_as_one_board NAME LAYERS TRAIN-OPTIONS...: as test_train_fleet.sh's
-same_as_one_board() {
-	name=$1
-	layers=$2
-	shift 2
-	"$SKY" train --model tiny --layers "$layers" --eval 4 --save "$W/$name.ref.safetensors" "$@" \
-		>"$W/$name.ref" 2>&1 || fail "${name}_sky_train" "$(tail -2 "$W/$name.ref")"
-	sed -n 's/^step \([0-9]*\) loss \([0-9.]*\) .*/\1 \2/p' "$W/$name.ref" >"$W/$name.ref.loss"
-	sed -n 's/.*"step":\([0-9]*\),"loss":\([-0-9.e]*\),.*/\1 \2/p' "$W/$name.watch" |
-		awk '{printf "%d %.4f\n", $1, $2}' >"$W/$name.fleet.loss"
-	if [ -s "$W/$name.ref.loss" ] && cmp -s "$W/$name.ref.loss" "$W/$name.fleet.loss"; then
-		pass "${name}_per_step_losses_equal_sky_train"
-	else
-		fail "${name}_per_step_losses_equal_sky_train" \
-			"one board: $(tr '\n' ' ' <"$W/$name.ref.loss"); fleet: $(tr '\n' ' ' <"$W/$name.fleet.loss")"
-	fi
-	if cmp -s "$W/$name.safetensors" "$W/$name.ref.safetensors"; then
-		pass "${name}_final_weights_bit_exact_with_sky_train"
-	else
-		fail "${name}_final_weights_bit_exact_with_sky_train" \
-			"$(cmp "$W/$name.safetensors" "$W/$name.ref.safetensors" 2>&1 | head -1)"
-	fi
-}
 
 # u_shaped NAME OWNER: the submit's plan lines name OWNER first and last,
 # and no other board twice
@@ -138,13 +59,13 @@ mosquitto_sub $(sky_mq_tls "$W/bx/board.crt" "$W/bx/board.key") -q 1 -v -F '%t %
 	-t 'sky/v1/job/oa/#' >"$W/oa.sub" 2>"$W/oa.sub.err" &
 SUB_PID=$!
 sleep 0.5
-run_job oa 4 --algo even --sched 1f1b --steps 4 --micro 4 --optimizer adamw --seed 5 \
+sky_fleet_run_job oa 4 --algo even --sched 1f1b --steps 4 --micro 4 --optimizer adamw --seed 5 \
 	--clip 0.05 --warmup 1 --data-owner b1
 wrc=$?
 [ $wrc -eq 0 ] && [ "$(grep -c '"step"' "$W/oa.watch")" -eq 4 ] && pass oa_watch_one_line_per_step ||
 	fail oa_watch_one_line_per_step "rc $wrc: $(cat "$W/oa.watch" "$W/oa.watch.err" | head -5)"
 u_shaped oa b1
-same_as_one_board oa 4 --steps 4 --micro 4 --optim adamw --seed 5 --clip 0.05 --warmup 1
+sky_fleet_same_as_one_board oa 4 --steps 4 --micro 4 --optim adamw --seed 5 --clip 0.05 --warmup 1
 sleep 1 # the last messages reach the subscriber
 kill "$SUB_PID" 2>/dev/null
 wait "$SUB_PID" 2>/dev/null
@@ -185,12 +106,12 @@ grep -q "job oa: data owner b1; this board makes the data" "$W/b1.log" && [ "$no
 	fail oa_only_the_owner_holds_data "$nodata boards without data; b1: $(grep -c 'makes the data' "$W/b1.log")"
 
 # ---- (a) again: GPipe, SGD, even split, owner b3 -----------------------------
-run_job ob 4 --algo even --sched gpipe --steps 3 --micro 3 --optimizer sgd --lr 0.05 --seed 9 \
+sky_fleet_run_job ob 4 --algo even --sched gpipe --steps 3 --micro 3 --optimizer sgd --lr 0.05 --seed 9 \
 	--data-owner b3
 wrc=$?
 [ $wrc -eq 0 ] && pass ob_job_ends || fail ob_job_ends "watch rc $wrc: $(cat "$W/ob.watch.err")"
 u_shaped ob b3
-same_as_one_board ob 4 --steps 3 --micro 3 --optim sgd --lr 0.05 --seed 9
+sky_fleet_same_as_one_board ob 4 --steps 3 --micro 3 --optim sgd --lr 0.05 --seed 9
 
 # a data owner the fleet does not have: refused, named
 "$SKY" job submit --pki "$PKI" --broker "$BR" --model tiny --layers 4 --job oz --min-boards $N \
@@ -203,9 +124,9 @@ step_of() { # median step_s of the slowest stage per step, steps 2..
 	sed -n 's/.*"step":\([0-9]*\),.*"step_s":\([0-9.e+-]*\),.*/\1 \2/p' "$W/$1.watch" |
 		awk '$1 > 1 { print $2 }' | sort -n | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)] }'
 }
-run_job oc 4 --algo even --sched 1f1b --steps 9 --micro 4 --optimizer adamw --seed 2 ||
+sky_fleet_run_job oc 4 --algo even --sched 1f1b --steps 9 --micro 4 --optimizer adamw --seed 2 ||
 	fail oc_job_ends "$(cat "$W/oc.watch.err")"
-run_job od 4 --algo even --sched 1f1b --steps 9 --micro 4 --optimizer adamw --seed 2 \
+sky_fleet_run_job od 4 --algo even --sched 1f1b --steps 9 --micro 4 --optimizer adamw --seed 2 \
 	--data-owner b1 || fail od_job_ends "$(cat "$W/od.watch.err")"
 u_shaped od b1
 echo "MEASURE oc_plan $(sed -n 's/^ *stage *\([0-9]*\) *\([A-Za-z0-9_.-]*\) *half-layers *\([0-9]*-[0-9]*\).*/\2:\3/p' \

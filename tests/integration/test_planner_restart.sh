@@ -21,39 +21,16 @@
 # PASS/FAIL lines, MEASURE lines; bounded (every wait has a deadline).
 set -u
 cd "$(dirname "$0")/../.."
-. tests/integration/broker.sh
-. tests/integration/lib.sh
-sky_test_workdir plan-restart
-export OPENBLAS_NUM_THREADS=1
+. tests/integration/fleet.sh
+sky_fleet_begin restart
 OUT=${FAULTS_OUT:-build/faults}
 mkdir -p "$OUT"
-PLAN_PID=""
 WPID=""
-cleanup() {
-	for f in "$W"/pid.*; do
-		[ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null
-	done
-	[ -n "$PLAN_PID" ] && kill "$PLAN_PID" 2>/dev/null
-	[ -n "$WPID" ] && kill "$WPID" 2>/dev/null
-	for f in "$W"/pid.*; do
-		[ -f "$f" ] && wait "$(cat "$f")" 2>/dev/null
-	done
-	[ -n "$PLAN_PID" ] && wait "$PLAN_PID" 2>/dev/null
-	[ -n "$WPID" ] && wait "$WPID" 2>/dev/null
-	sky_broker_stop
-	if [ "$fails" -eq 0 ] && [ -z "${SKY_KEEP:-}" ]; then rm -rf "$W"; else echo "(logs kept in $W)"; fi
-}
-trap cleanup EXIT
+# the boards: each its pid in $W/pid.NAME
+trap 'sky_fleet_end $(cat "$W"/pid.* 2>/dev/null) $WPID' EXIT
 now() { date +%s.%N | cut -c1-14; }
 
-if ! sky_broker_start "$W/broker"; then
-	fail restart_broker "mosquitto did not start"
-	exit 1
-fi
-BR="127.0.0.1:$SKY_BROKER_PORT"
-PKI=$SKY_PKI_DIR
-SKY="$SKY_BIN/sky"
-STATE="$W/skyplan"
+sky_fleet_broker
 JOB=jr
 STEPS=120
 K=4
@@ -73,14 +50,9 @@ sky_wait 10 grep -q "serving" "$W/skyplan.log" || {
 }
 
 start_board() {
-	b=$1
-	mkdir -p "$W/$b"
-	cp -r "$PKI/claim" "$W/$b/claim"
-	tok=$("$SKY" pki token --dir "$PKI" --ttl 300) || fail restart_token "sky pki token failed"
-	"$SKY_BIN/skyd" --enroll --claim "$tok" --id "$b" --pki-ca "$W/$b/claim/ca.crt" \
-		--state "$W/$b/state" --broker "$BR" --keepalive 2 --model tiny --layers 4 \
-		--probe-seconds 1 --no-link-probe --speed ${SPEED:-0.01} >"$W/$b.log" 2>&1 &
-	echo $! >"$W/pid.$b"
+	sky_fleet_enroll "$1" --no-link-probe --speed "${SPEED:-0.01}"
+	echo $! >"$W/pid.$1"
+	PIDS="" # tracked by its pid file alone: a board killed here leaves it
 }
 online_count() {
 	"$SKY" fleet status --state "$STATE" --json 2>/dev/null | grep -o '"state":"online"' | wc -l

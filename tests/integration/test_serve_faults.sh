@@ -26,29 +26,13 @@
 # PASS/FAIL lines, MEASURE lines; bounded (every wait has a deadline).
 set -u
 cd "$(dirname "$0")/../.."
-. tests/integration/broker.sh
-. tests/integration/lib.sh
-sky_test_workdir servefaults
-export OPENBLAS_NUM_THREADS=1
+. tests/integration/fleet.sh
+sky_fleet_begin servefaults
 OUT=${FAULTS_OUT:-build/faults}
 mkdir -p "$OUT"
-PLAN_PID=""
-cleanup() {
-	touch "$W/stop"
-	for f in "$W"/pid.*; do
-		[ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null
-	done
-	[ -n "$PLAN_PID" ] && kill "$PLAN_PID" 2>/dev/null
-	for f in "$W"/pid.*; do
-		[ -f "$f" ] && wait "$(cat "$f")" 2>/dev/null
-	done
-	[ -n "$PLAN_PID" ] && wait "$PLAN_PID" 2>/dev/null
-	sky_broker_stop
-	if [ "$fails" -eq 0 ] && [ -z "${SKY_KEEP:-}" ]; then rm -rf "$W"; else echo "(logs kept in $W)"; fi
-}
-trap cleanup EXIT
+# the boards and the clients: each its pid in $W/pid.NAME
+trap 'touch "$W/stop"; sky_fleet_end $(cat "$W"/pid.* 2>/dev/null)' EXIT
 now() { date +%s.%N | cut -c1-14; }
-SKY="$SKY_BIN/sky"
 JOB=sv
 LOG="$W/skyplan/jobs/$JOB.log.jsonl"
 
@@ -75,16 +59,10 @@ EOF
 sed 's/.*"logits":\(\[[^]]*\]\).*/\1/' "$W/want.jsonl" >"$W/want.logits"
 
 # ---- broker, client identity, planner, five boards ----------------------------------
-if ! sky_broker_start "$W/broker"; then
-	fail servefaults_broker "mosquitto did not start"
-	exit 1
-fi
-BR="127.0.0.1:$SKY_BROKER_PORT"
-PKI=$SKY_PKI_DIR
+sky_fleet_broker
 "$SKY" pki client --dir "$PKI" t >"$W/client.out" 2>&1 || { fail servefaults_client "$(cat "$W/client.out")"; exit 1; }
 kill -HUP "$SKY_BROKER_PID" # mosquitto reads the ACL with the client's lines
-"$SKY_BIN/skyplan" --pki "$PKI" --broker "$BR" --state "$W/skyplan" >"$W/skyplan.log" 2>&1 &
-PLAN_PID=$!
+sky_fleet_planner || { fail servefaults_skyplan_starts "$(tail -3 "$W/skyplan.log")"; exit 1; }
 for i in 1 2 3 4 5; do
 	"$SKY" pki issue --dir "$PKI" --id "b$i" --state "$W/b$i/state" >/dev/null 2>"$W/b$i.issue" ||
 		fail servefaults_board_issued "$(cat "$W/b$i.issue")"
@@ -93,9 +71,9 @@ done
 "$SKY" pki issue --dir "$PKI" --id bx --state "$W/bx" >/dev/null 2>"$W/bx.issue" ||
 	fail servefaults_board_issued "$(cat "$W/bx.issue")"
 start_board() {
-	"$SKY_BIN/skyd" --state "$W/$1/state" --broker "$BR" --keepalive 2 --model tiny --layers 4 \
-		--probe-seconds 1 --no-link-probe >>"$W/$1.log" 2>&1 &
+	sky_fleet_skyd "$1" --no-link-probe
 	echo $! >"$W/pid.$1"
+	PIDS="" # tracked by its pid file alone: a board killed here leaves it
 }
 online_count() {
 	"$SKY" fleet status --state "$W/skyplan" --json 2>/dev/null | grep -o '"state":"online"' | wc -l
@@ -145,6 +123,16 @@ flow() { # flow SECONDS: keep asking
 answered_after() { # answered_after T: a client finished after time T
 	grep -q '"event":"answered"' "$LOG" 2>/dev/null &&
 		awk -v t="$1" '/"event":"answered"/ { match($0, /"t":[0-9.]+/); if (substr($0, RSTART + 4, RLENGTH - 4) + 0 >= t) f = 1 } END { exit !f }' "$LOG"
+}
+# until_answered T0 SECONDS: ask until the job answers a request after T0
+# (for SECONDS at the most), then a little more traffic
+until_answered() {
+	_end=$(($(date +%s) + $2))
+	while ! answered_after "$1" && [ "$(date +%s)" -lt "$_end" ]; do
+		ask
+		sleep 0.3
+	done
+	flow 1
 }
 # check NAME FROM TO T0 [EVENT]: every sky infer c(FROM+1)..cTO ended with four answers,
 # each once, each with the right logits; then the event's JSON
@@ -207,13 +195,7 @@ kill_stage() {
 	rm -f "$W/pid.$victim"
 	echo "MEASURE ${name}_killed $victim (stage $k of $(n_stages))"
 	flow 2
-	# until the job answers again (bounded), then a little more traffic
-	_end=$(($(date +%s) + 90))
-	while ! answered_after "$t0" && [ "$(date +%s)" -lt "$_end" ]; do
-		ask
-		sleep 0.3
-	done
-	flow 1
+	until_answered "$t0" 90
 	check "$name" "$from" "$N" "$t0"
 	grep '"event":"replan"' "$LOG" | tail -1 | grep -q "\"reason\":\"board $victim (stage $k) offline\"" &&
 		pass "${name}_replanned_for_the_dead_board" ||
@@ -230,12 +212,7 @@ flow 2
 t0=$(now)
 "$SKY" pki revoke --dir "$PKI" "$victim" >"$W/revoke.out" 2>&1 || fail revoke_issued "$(cat "$W/revoke.out")"
 REVOKED=$victim
-_end=$(($(date +%s) + 90))
-while ! answered_after "$t0" && [ "$(date +%s)" -lt "$_end" ]; do
-	ask
-	sleep 0.3
-done
-flow 1
+until_answered "$t0" 90
 check revoke "$from" "$N" "$t0"
 grep '"event":"replan"' "$LOG" | tail -1 | grep -q "\"reason\":\"board $victim (stage 1) revoked\"" &&
 	pass revoke_replanned_without_the_board || fail revoke_replanned_without_the_board "$(grep -v commit "$LOG" | tail -3)"
@@ -296,12 +273,7 @@ else
 fi
 flow 2 # requests while nobody serves
 start_board "$back"
-_end=$(($(date +%s) + 120))
-while ! answered_after "$t0" && [ "$(date +%s)" -lt "$_end" ]; do
-	ask
-	sleep 0.3
-done
-flow 1
+until_answered "$t0" 120
 check pause "$from" "$N" "$t0" pause
 grep '"event":"replan"' "$LOG" | tail -1 | grep -q '"reason":"resuming after board' &&
 	pass pause_resumed_on_the_board_back || fail pause_resumed_on_the_board_back "$(grep -v commit "$LOG" | tail -3)"
@@ -312,13 +284,8 @@ grep -q "dropped from the replay table" "$W/skyplan.log" &&
 
 # ---- no process left ------------------------------------------------------------------
 touch "$W/stop"
-for f in "$W"/pid.*; do
-	[ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null && wait "$(cat "$f")" 2>/dev/null
-	rm -f "$f"
-done
-kill "$PLAN_PID" 2>/dev/null
-wait "$PLAN_PID" 2>/dev/null
-PLAN_PID=""
+sky_fleet_kill $(cat "$W"/pid.* 2>/dev/null)
+rm -f "$W"/pid.*
 sky_broker_stop
 sleep 0.2
 if pgrep -f "$W" >/dev/null 2>&1; then

@@ -19,52 +19,6 @@ sky_fleet_begin train
 sky_fleet_start
 sky_fleet_boards 4
 
-# run_job NAME LAYERS SUBMIT-OPTIONS...: watch (started first: metrics are
-# not retained), submit, wait for the watch to see the job end, collect
-run_job() {
-	name=$1
-	layers=$2
-	shift 2
-	"$SKY" job watch "$name" --pki "$PKI" --broker "$BR" --timeout 120 --json \
-		>"$W/$name.watch" 2>"$W/$name.watch.err" &
-	wpid=$!
-	sleep 0.5 # the watch subscribes before the job can start
-	"$SKY" job submit --pki "$PKI" --broker "$BR" --model tiny --layers "$layers" --job "$name" \
-		--min-boards $N --task train --wait 30 "$@" >"$W/$name.submit" 2>&1 ||
-		fail "${name}_submitted" "$(cat "$W/$name.submit")"
-	wait $wpid
-	wrc=$?
-	"$SKY" job collect "$name" --pki "$PKI" --broker "$BR" --out "$W/$name.safetensors" \
-		--timeout 30 >"$W/$name.collect" 2>&1 || fail "${name}_collect" "$(cat "$W/$name.collect")"
-	return $wrc
-}
-
-# same_as_one_board NAME LAYERS TRAIN-OPTIONS...: sky train with the same
-# settings; compare each step's loss (4 decimals, what sky train prints;
-# the weights below are compared exactly) and the weights' bytes
-same_as_one_board() {
-	name=$1
-	layers=$2
-	shift 2
-	"$SKY" train --model tiny --layers "$layers" --eval 4 --save "$W/$name.ref.safetensors" "$@" \
-		>"$W/$name.ref" 2>&1 || fail "${name}_sky_train" "$(tail -2 "$W/$name.ref")"
-	sed -n 's/^step \([0-9]*\) loss \([0-9.]*\) .*/\1 \2/p' "$W/$name.ref" >"$W/$name.ref.loss"
-	sed -n 's/.*"step":\([0-9]*\),"loss":\([-0-9.e]*\),.*/\1 \2/p' "$W/$name.watch" |
-		awk '{printf "%d %.4f\n", $1, $2}' >"$W/$name.fleet.loss"
-	if [ -s "$W/$name.ref.loss" ] && cmp -s "$W/$name.ref.loss" "$W/$name.fleet.loss"; then
-		pass "${name}_per_step_losses_equal_sky_train"
-	else
-		fail "${name}_per_step_losses_equal_sky_train" \
-			"one board: $(tr '\n' ' ' <"$W/$name.ref.loss"); fleet: $(tr '\n' ' ' <"$W/$name.fleet.loss")"
-	fi
-	if cmp -s "$W/$name.safetensors" "$W/$name.ref.safetensors"; then
-		pass "${name}_final_weights_bit_exact_with_sky_train"
-	else
-		fail "${name}_final_weights_bit_exact_with_sky_train" \
-			"$(cmp "$W/$name.safetensors" "$W/$name.ref.safetensors" 2>&1 | head -1)"
-	fi
-}
-
 # inject JOB TOPIC FRAME-OPTIONS...: a crafted frame, published retained with
 # the identity of bx, a board enrolled in the fleet but in no job (the ACL lets
 # any board use every job's stage topics; a running board's own certificate
@@ -92,24 +46,24 @@ dropped() {
 # ---- plan 1: 4 layers, even split, GPipe, AdamW, sealed frames ---------------
 # a board's plaintext frame, right in every field, cannot enter a sealed job
 inject ja stage/1/fwd --epoch "$(next_epoch)" --step 0 --stage 1 --dir fwd --mb 0
-run_job ja 4 --algo even --sched gpipe --steps 4 --micro 4 --optimizer adamw --seed 5 --clip 0.05 \
+sky_fleet_run_job ja 4 --algo even --sched gpipe --steps 4 --micro 4 --optimizer adamw --seed 5 --clip 0.05 \
 	--warmup 1
 wrc=$?
 [ $wrc -eq 0 ] && [ "$(grep -c '"step"' "$W/ja.watch")" -eq 4 ] && pass ja_watch_one_line_per_step ||
 	fail ja_watch_one_line_per_step "rc $wrc: $(cat "$W/ja.watch" "$W/ja.watch.err" | head -5)"
 grep -q "sealed frames" "$W/b1.log" && pass ja_frames_sealed || fail ja_frames_sealed "no 'sealed frames' in b1.log"
-same_as_one_board ja 4 --steps 4 --micro 4 --optim adamw --seed 5 --clip 0.05 --warmup 1
+sky_fleet_same_as_one_board ja 4 --steps 4 --micro 4 --optim adamw --seed 5 --clip 0.05 --warmup 1
 sky_wait 10 dropped ja auth 1 && pass ja_plaintext_frame_dropped_as_auth ||
 	fail ja_plaintext_frame_dropped_as_auth "$("$SKY" fleet status --state "$STATE" | grep -A5 "^job ja")"
 sed -n 's/.*half-layers *\([0-9]*-[0-9]*\) .*/\1/p' "$W/ja.submit" | tr '\n' ' ' >"$W/ja.split"
 echo "MEASURE ja_plan_half_layers $(cat "$W/ja.split")"
 
 # ---- plan 2: 3 layers, the paper's split, 1F1B, SGD, plaintext frames --------
-run_job jb 3 --algo sky --sched 1f1b --steps 5 --micro 3 --optimizer sgd --lr 0.05 --seed 9 \
+sky_fleet_run_job jb 3 --algo sky --sched 1f1b --steps 5 --micro 3 --optimizer sgd --lr 0.05 --seed 9 \
 	--plaintext-frames
 wrc=$?
 [ $wrc -eq 0 ] && pass jb_job_ends || fail jb_job_ends "watch rc $wrc: $(cat "$W/jb.watch.err")"
-same_as_one_board jb 3 --steps 5 --micro 3 --optim sgd --lr 0.05 --seed 9
+sky_fleet_same_as_one_board jb 3 --steps 5 --micro 3 --optim sgd --lr 0.05 --seed 9
 sed -n 's/.*half-layers *\([0-9]*-[0-9]*\) .*/\1/p' "$W/jb.submit" | tr '\n' ' ' >"$W/jb.split"
 echo "MEASURE jb_plan_half_layers $(cat "$W/jb.split")"
 [ "$(cat "$W/ja.split")" != "$(cat "$W/jb.split")" ] && pass two_different_plans ||
@@ -124,9 +78,9 @@ inject je stage/3/fwd --epoch "$E" --step 0 --stage 3 --dir fwd --mb 0 --shape 8
 inject je stage/0/bwd --epoch "$E" --step 0 --stage 0 --dir bwd --mb 0 --defect checksum
 inject je stage/1/bwd --epoch "$E" --step 0 --stage 1 --dir bwd --mb 1 --defect truncated
 inject je stage/2/bwd --epoch "$E" --step 0 --stage 2 --dir bwd --mb 0 --shape 8,16,64
-run_job je 4 --algo even --sched 1f1b --steps 3 --micro 2 --optimizer adamw --seed 4 --plaintext-frames ||
+sky_fleet_run_job je 4 --algo even --sched 1f1b --steps 3 --micro 2 --optimizer adamw --seed 4 --plaintext-frames ||
 	fail je_job_ends "$(cat "$W/je.watch.err")"
-same_as_one_board je 4 --steps 3 --micro 2 --optim adamw --seed 4
+sky_fleet_same_as_one_board je 4 --steps 3 --micro 2 --optim adamw --seed 4
 for r in epoch step shape checksum truncated oversize; do
 	sky_wait 10 dropped je $r 1 && pass "je_bad_frame_dropped_and_counted_$r" ||
 		fail "je_bad_frame_dropped_and_counted_$r" \
@@ -139,7 +93,7 @@ done
 	pass collected_file_evaluates || fail collected_file_evaluates "$(tail -3 "$W/jb.eval")"
 
 # ---- a longer job learns (loss falls) ---------------------------------------
-run_job jc 2 --algo even --sched 1f1b --steps 40 --micro 2 --optimizer adamw --lr 0.003 --seed 3
+sky_fleet_run_job jc 2 --algo even --sched 1f1b --steps 40 --micro 2 --optimizer adamw --lr 0.003 --seed 3
 first=$(sed -n 's/.*"step":1,"loss":\([-0-9.e]*\),.*/\1/p' "$W/jc.watch")
 last=$(sed -n 's/.*"step":40,"loss":\([-0-9.e]*\),.*/\1/p' "$W/jc.watch")
 echo "MEASURE jc_loss_first_last $first $last"

@@ -74,6 +74,16 @@ static void u_plan(int P)
 	}
 }
 
+/* a 4-layer 1F1B job of 2 micro-batches owned by b0, on three equal boards,
+ * in the U-plan of 4 stages */
+static void owner_u_job(sky_job *j)
+{
+	test_job(j, 4, 2, SKY_SCHED_1F1B);
+	snprintf(j->owner, sizeof j->owner, "b0");
+	equal_fleet(3, 1.0, 2.0);
+	u_plan(4);
+}
+
 /* the owner's board runs both of its stages: no schedule, P or lag lets
  * the simulator deadlock, and a step is never shorter than the owner's
  * work (4m ops on one CPU) nor than the serial chain of micro-batch 0 */
@@ -132,10 +142,7 @@ SKY_TEST(evaluate_refuses_what_is_not_u_shaped)
 {
 	sky_job j;
 	sky_diag d;
-	test_job(&j, 4, 2, SKY_SCHED_1F1B);
-	snprintf(j.owner, sizeof j.owner, "b0");
-	equal_fleet(3, 1.0, 2.0);
-	u_plan(4);
+	owner_u_job(&j);
 	g_p.stage[2].board = 0; /* the owner in the middle too */
 	sky_diag_clear(&d);
 	SKY_EXPECT_EQ(sky_plan_evaluate(&g_f, &j, &g_p, &d), SKY_EINVAL);
@@ -170,10 +177,7 @@ SKY_TEST(owner_memory_is_both_stages)
 {
 	sky_job j;
 	sky_diag d;
-	test_job(&j, 4, 2, SKY_SCHED_1F1B);
-	snprintf(j.owner, sizeof j.owner, "b0");
-	equal_fleet(3, 1.0, 2.0);
-	u_plan(4);
+	owner_u_job(&j);
 	SKY_EXPECT_EQ(sky_plan_evaluate(&g_f, &j, &g_p, NULL), 0);
 	int64_t both = g_p.stage[0].mem_bytes + g_p.stage[3].mem_bytes;
 	g_f.board[0].mem_bytes = both - 1;

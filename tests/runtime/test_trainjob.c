@@ -8,12 +8,14 @@
  * of 3 steps makes exactly the allocations of a job of 1: the part's). */
 #include "sky_test.h"
 
+#include "memnet.h"
+#include "step_batches.h"
+
 #include "sky_bert.h"
 #include "sky_clock.h"
 #include "sky_task.h"
 #include "sky_trainjob.h"
 
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -21,26 +23,12 @@
 #include <unistd.h>
 
 #define N_BOARDS 3
-#define QCAP 64
-#define MSG_MAX (20u << 10) /* a tiny forward frame with its mask: ~17 KiB */
 #define PARAMS_MAX 60000
 
 static const unsigned char k_key[SKY_FRAME_KEY_BYTES] = {9, 8, 7, 6, 5, 4, 3, 2, 1};
 
-typedef struct msg {
-	char topic[SKY_TOPIC_BUF];
-	size_t len;
-	unsigned char data[MSG_MAX];
-} msg;
-
-typedef struct inbox { /* in shared memory */
-	atomic_flag lock;
-	msg q[QCAP];
-	int head, n;
-} inbox;
-
 typedef struct shm {
-	inbox in[N_BOARDS];
+	memnet_inbox in[N_BOARDS];
 	int rc[N_BOARDS];
 	float loss[N_BOARDS];
 	unsigned long allocs[N_BOARDS];
@@ -60,13 +48,6 @@ typedef struct node {
 static node g_nodes[N_BOARDS];
 static sky_planmsg g_plan;
 
-static void lock(inbox *b)
-{
-	while (atomic_flag_test_and_set(&b->lock))
-		sky_sleep_ms(0);
-}
-static void unlock(inbox *b) { atomic_flag_clear(&b->lock); }
-
 /* every board sees every stage message; metrics and the part go nowhere */
 static int fake_publish(void *ctx, const char *topic, const void *data, size_t len, int qos,
 			int retained)
@@ -75,47 +56,19 @@ static int fake_publish(void *ctx, const char *topic, const void *data, size_t l
 	(void)qos, (void)retained;
 	if (!strstr(topic, "/stage/"))
 		return 0;
-	if (len > MSG_MAX)
-		return SKY_ERANGE;
-	for (int i = 0; i < N_BOARDS; i++) {
-		inbox *b = &me->sh->in[i];
-		for (;;) {
-			lock(b);
-			if (b->n < QCAP)
-				break;
-			unlock(b);
-			sky_sleep_ms(1);
-		}
-		msg *m = &b->q[(b->head + b->n) % QCAP];
-		snprintf(m->topic, sizeof m->topic, "%s", topic);
-		memcpy(m->data, data, len);
-		m->len = len;
-		b->n++;
-		unlock(b);
-	}
-	return 0;
+	return memnet_publish(me->sh->in, N_BOARDS, topic, data, len);
+}
+
+static void on_msg(void *ctx, const char *topic, const unsigned char *data, size_t len)
+{
+	node *me = ctx;
+	sky_trainjob_on_msg(&me->j, topic, data, len);
 }
 
 static void fake_poll(void *ctx, int wait_ms)
 {
 	node *me = ctx;
-	inbox *b = &me->sh->in[me->k];
-	double end = sky_clock_s() + wait_ms / 1e3;
-	for (;;) {
-		lock(b);
-		if (b->n) {
-			msg *m = &b->q[b->head];
-			sky_trainjob_on_msg(&me->j, m->topic, m->data, m->len);
-			b->head = (b->head + 1) % QCAP;
-			b->n--;
-			unlock(b);
-			return;
-		}
-		unlock(b);
-		if (sky_clock_s() >= end)
-			return;
-		sky_sleep_ms(1);
-	}
+	memnet_poll(&me->sh->in[me->k], wait_ms, on_msg, me);
 }
 
 /* tiny, 2 layers: owner "bo" half-layer 0, "b1" 1, "b2" 2, "bo" 3 */
@@ -186,8 +139,7 @@ static int run_fleet(shm *sh)
 {
 	free_fleet();
 	memset(sh, 0, sizeof *sh);
-	for (int i = 0; i < N_BOARDS; i++)
-		atomic_flag_clear(&sh->in[i].lock);
+	memnet_init(sh->in, N_BOARDS);
 	const int stage_of[N_BOARDS] = {0, 1, 2};
 	const char *id[N_BOARDS] = {"bo", "b1", "b2"};
 	int bad = 0;
@@ -250,16 +202,10 @@ static void one_board(const char *sched, int micro, int steps, float *loss, sky_
 	SKY_EXPECT(sky_bert_carve(m, &c, &o, &a) == 0);
 	const uint64_t seed = (uint64_t)g_plan.train.seed;
 	sky_bert_init(m, seed);
-	const size_t T = (size_t)sky_model_tokens(&c);
 	static int32_t ids[8 * 128], types[8 * 128], attn[8 * 128], labels[8 * 8];
 	sky_bert_batch mb[8];
 	for (long s = 0; s < steps; s++) {
-		for (int i = 0; i < micro; i++) {
-			sky_task_batch(&c, seed, SKY_TASK_TRAIN, (uint64_t)(s * micro + i), ids + i * T,
-				       types + i * T, attn + i * T, labels + i * c.batch);
-			mb[i] = (sky_bert_batch){ids + i * T, types + i * T, attn + i * T,
-						 labels + i * c.batch};
-		}
+		step_batches(&c, seed, s, micro, ids, types, attn, labels, mb);
 		m->opts.optim.lr = sky_optim_lr_at(o.optim.lr, s, steps, g_plan.train.warmup);
 		SKY_EXPECT(sky_bert_train_step(m, mb, loss) == 0);
 	}

@@ -8,6 +8,9 @@
  * not safe under every qemu-user set-up. */
 #include "sky_test.h"
 
+#include "memnet.h"
+#include "step_batches.h"
+
 #include "sky_arena.h"
 #include "sky_bert.h"
 #include "sky_clock.h"
@@ -16,7 +19,6 @@
 #include "sky_task.h"
 #include "sky_transport.h"
 
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -24,31 +26,10 @@
 #include <unistd.h>
 
 #define MAX_ST 4
-#define QCAP 64
-#define MSG_MAX (20u << 10) /* a tiny tensor frame: 16 KiB + header + seal */
 
 static const unsigned char k_key[SKY_FRAME_KEY_BYTES] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
 
 /* ---- a network in memory -------------------------------------------------- */
-
-typedef struct msg {
-	char topic[SKY_TOPIC_BUF];
-	size_t len;
-	unsigned char data[MSG_MAX];
-} msg;
-
-typedef struct inbox { /* in shared memory */
-	atomic_flag lock;
-	msg q[QCAP];
-	int head, n;
-} inbox;
-
-static void lock(inbox *b)
-{
-	while (atomic_flag_test_and_set(&b->lock))
-		sky_sleep_ms(0);
-}
-static void unlock(inbox *b) { atomic_flag_clear(&b->lock); }
 
 typedef struct net net;
 typedef struct node {
@@ -61,7 +42,7 @@ typedef struct node {
 } node;
 
 typedef struct shm {
-	inbox in[MAX_ST];
+	memnet_inbox in[MAX_ST];
 	float loss[MAX_ST][8];
 	int rc[MAX_ST];
 	unsigned long allocs[MAX_ST];
@@ -83,25 +64,14 @@ static int fake_publish(void *ctx, const char *topic, const void *data, size_t l
 	node *me = ctx;
 	(void)qos, (void)retained;
 	me->published++;
-	for (int i = 0; i < me->nw->n; i++) { /* every node sees every topic; each keeps its own */
-		inbox *b = &me->nw->sh->in[i];
-		if (len > MSG_MAX)
-			return SKY_ERANGE;
-		for (;;) {
-			lock(b);
-			if (b->n < QCAP)
-				break;
-			unlock(b);
-			sky_sleep_ms(1);
-		}
-		msg *m = &b->q[(b->head + b->n) % QCAP];
-		snprintf(m->topic, sizeof m->topic, "%s", topic);
-		memcpy(m->data, data, len);
-		m->len = len;
-		b->n++;
-		unlock(b);
-	}
-	return 0;
+	/* every node sees every topic; each keeps its own */
+	return memnet_publish(me->nw->sh->in, me->nw->n, topic, data, len);
+}
+
+static void on_msg(void *ctx, const char *topic, const unsigned char *data, size_t len)
+{
+	node *me = ctx;
+	sky_transport_on_msg(&me->t, topic, data, len);
 }
 
 static void fake_poll(void *ctx, int wait_ms)
@@ -109,24 +79,7 @@ static void fake_poll(void *ctx, int wait_ms)
 	node *me = ctx;
 	if (!me->nw->sh)
 		return;
-	inbox *b = &me->nw->sh->in[me->k];
-	double end = sky_clock_s() + wait_ms / 1e3;
-	for (;;) {
-		lock(b);
-		if (b->n) {
-			msg *m = &b->q[b->head];
-			/* handled under the lock: the slot must not be reused meanwhile */
-			sky_transport_on_msg(&me->t, m->topic, m->data, m->len);
-			b->head = (b->head + 1) % QCAP;
-			b->n--;
-			unlock(b);
-			return;
-		}
-		unlock(b);
-		if (sky_clock_s() >= end)
-			return;
-		sky_sleep_ms(1); /* under qemu a spinning process starves the computing one */
-	}
+	memnet_poll(&me->nw->sh->in[me->k], wait_ms, on_msg, me);
 }
 
 /* ---- bad frames ------------------------------------------------------------- */
@@ -195,7 +148,7 @@ static void drops_case(const unsigned char *key)
 	sky_transport *t = make_stage1(key, &mem);
 	sky_transport_begin_step(t, 0);
 	const char *topic = "sky/v1/job/jt/stage/1/fwd";
-	static unsigned char buf[MSG_MAX];
+	static unsigned char buf[MEMNET_MSG_MAX];
 	unsigned char other[SKY_FRAME_KEY_BYTES] = {9};
 	size_t n;
 	long want[SKY_TDROP_N] = {0};
@@ -442,12 +395,7 @@ SKY_TEST(transport_pipeline_sealed_equals_one_board_and_allocates_nothing)
 	sky_bert_batch mb[8];
 	float loss1[8];
 	for (long s = 0; s < steps; s++) {
-		for (int i = 0; i < micro; i++) {
-			sky_task_batch(&c, seed, SKY_TASK_TRAIN, (uint64_t)(s * micro + i), ids + i * T,
-				       types + i * T, attn + i * T, labels + i * c.batch);
-			mb[i] = (sky_bert_batch){ids + i * T, types + i * T, attn + i * T,
-						 labels + i * c.batch};
-		}
+		step_batches(&c, seed, s, micro, ids, types, attn, labels, mb);
 		m.opts.optim.lr = sky_optim_lr_at(o.optim.lr, s, steps, nw.warmup);
 		SKY_EXPECT(sky_bert_train_step(&m, mb, &loss1[s]) == 0);
 	}
@@ -457,8 +405,7 @@ SKY_TEST(transport_pipeline_sealed_equals_one_board_and_allocates_nothing)
 	if (nw.sh == MAP_FAILED)
 		return;
 	memset(nw.sh, 0, sizeof *nw.sh);
-	for (int k = 0; k < nw.n; k++)
-		atomic_flag_clear(&nw.sh->in[k].lock);
+	memnet_init(nw.sh->in, nw.n);
 	for (int k = 0; k < nw.n; k++) {
 		node *nd = &nw.nd[k];
 		nd->nw = &nw;
