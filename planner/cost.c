@@ -413,19 +413,12 @@ int sky_plan_evaluate(const sky_fleet *f, const sky_job *j, sky_plan *p, sky_dia
 		next = s->last_unit + 1;
 		board_cost bc;
 		plan_board_cost(&c, j, &f->board[s->board], &bc);
-		int a = s->first_unit, b = s->last_unit + 1, first = k == 0, last = k == n - 1;
+		int last = k == n - 1;
 		if (!(bc.fwd > 0 && (bc.bwd > 0 || j->infer)))
 			return sky_diag_set(d, SKY_EINVAL, "board %s: no %s times measured",
 					    f->board[s->board].id,
 					    j->prec == SKY_PREC_INT8 ? "int8" : "fp32");
-		double w = units_weight(&bc, a, b);
-		s->fwd_s = bc.fwd * w + (first ? bc.first_s : 0) + (last ? bc.last_s : 0);
-		s->bwd_s = bc.bwd * w;
-		s->link_s = bc.link;
-		s->send_s = (first ? 0 : bc.link_back) + (last ? 0 : bc.link);
-		s->time_s = stage_time(&bc, a, b, first, last);
-		s->in_flight = plan_in_flight(&c, n - k);
-		s->mem_bytes = stage_mem(&c, a, b, first, last, s->in_flight);
+		plan_fill_stage(&c, &bc, s, k, n);
 		if (s->time_s > p->bottleneck_s || p->bottleneck_stage < 0) {
 			p->bottleneck_s = s->time_s;
 			p->bottleneck_stage = k;
@@ -450,7 +443,7 @@ int sky_plan_evaluate(const sky_fleet *f, const sky_job *j, sky_plan *p, sky_dia
 			rc = sky_diag_set(d, SKY_ENOMEM,
 					  "board %s (stage %d, units %d..%d): needs %lld bytes "
 					  "(%.2f GiB), has %lld (short by %.2f GiB)",
-					  f->board[s->board].id, k, a, b - 1, (long long)need,
+					  f->board[s->board].id, k, s->first_unit, s->last_unit, (long long)need,
 					  need / GIB, (long long)bc.mem, (need - bc.mem) / GIB);
 	}
 	if (next != c.units)
