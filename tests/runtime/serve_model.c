@@ -6,9 +6,11 @@
 
 #include "sky_arena.h"
 #include "sky_bert.h"
+#include "sky_file.h"
 #include "sky_kernels_s8.h"
 #include "sky_layer_s8.h"
 #include "sky_quant_model.h"
+#include "sky_slice.h"
 #include "sky_task.h"
 
 #include <stdio.h>
@@ -91,3 +93,42 @@ int make_int8_model(sky_model_cfg *c)
 	return rc;
 }
 
+
+void serve_plan3(sky_planmsg *p, const sky_model_cfg *c, const char *state, int64_t epoch,
+		 int threads, int sealed)
+{
+	sky_diag d;
+	sky_diag_clear(&d);
+	char slices[700];
+	snprintf(slices, sizeof slices, "%s/slices", state);
+	SKY_EXPECT_EQ(sky_file_mkdirs(slices, 0755), 0);
+	memset(p, 0, sizeof *p);
+	strcpy(p->job, "j1");
+	p->epoch = epoch;
+	strcpy(p->algo, "test");
+	p->micro_batches = 1;
+	strcpy(p->shape.name, "tiny");
+	p->shape.hidden = c->hidden, p->shape.heads = c->heads, p->shape.ffn = c->ffn;
+	p->shape.seq = c->seq, p->shape.batch = c->batch;
+	p->layers = c->layers;
+	p->n_stages = 3;
+	p->infer = (sky_plan_infer){.on = 1, .batch = 2, .wait_ms = 0, .queue = 16,
+				    .threads = threads, .sealed = sealed};
+	const int range[3][2] = {{0, 2}, {3, 4}, {5, 7}};
+	for (int k = 0; k < 3; k++) {
+		sky_plan_stage *s = &p->stages[k];
+		snprintf(s->board, sizeof s->board, "b%d", k + 1);
+		s->first = range[k][0], s->last = range[k][1], s->in_flight = 1;
+		if (sealed)
+			strcpy(s->key, "wrapped");
+		char tmp[800], path[900];
+		snprintf(tmp, sizeof tmp, "%s/cut.safetensors", slices);
+		SKY_EXPECT_EQ(sky_slice_cut(g_model, s->first, s->last, tmp, s->slice.sha256,
+					    &s->slice.bytes, &d),
+			      0);
+		SKY_EXPECT_EQ(sky_slice_path(path, sizeof path, state, s->slice.sha256), 0);
+		SKY_EXPECT_EQ(rename(tmp, path), 0);
+		s->slice.chunks = 1;
+		s->slice.chunk_bytes = (int)s->slice.bytes;
+	}
+}

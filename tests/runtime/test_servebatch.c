@@ -289,38 +289,10 @@ SKY_TEST(the_first_stage_holds_a_part_full_batch_while_the_pipeline_is_full)
 		return;
 	sky_diag d;
 	sky_diag_clear(&d);
-	char state[600], slices[700];
+	char state[600];
 	snprintf(state, sizeof state, "%s/state", sky_test_tmp_dir());
-	snprintf(slices, sizeof slices, "%s/slices", state);
-	SKY_EXPECT_EQ(sky_file_mkdirs(slices, 0755), 0);
 	sky_planmsg *p = &g_plan;
-	memset(p, 0, sizeof *p);
-	strcpy(p->job, "j1");
-	p->epoch = 5;
-	strcpy(p->algo, "test");
-	p->micro_batches = 1;
-	strcpy(p->shape.name, "tiny");
-	p->shape.hidden = c.hidden, p->shape.heads = c.heads, p->shape.ffn = c.ffn;
-	p->shape.seq = c.seq, p->shape.batch = c.batch;
-	p->layers = c.layers;
-	p->n_stages = 3;
-	p->infer = (sky_plan_infer){.on = 1, .batch = 2, .wait_ms = 0, .queue = 16, .threads = 1,
-				    .sealed = 0};
-	const int range[3][2] = {{0, 2}, {3, 4}, {5, 7}};
-	for (int k = 0; k < 3; k++) {
-		sky_plan_stage *s = &p->stages[k];
-		snprintf(s->board, sizeof s->board, "b%d", k + 1);
-		s->first = range[k][0], s->last = range[k][1], s->in_flight = 1;
-		char tmp[800], path[900];
-		snprintf(tmp, sizeof tmp, "%s/cut.safetensors", slices);
-		SKY_EXPECT_EQ(sky_slice_cut(g_model, s->first, s->last, tmp, s->slice.sha256,
-					    &s->slice.bytes, &d),
-			      0);
-		SKY_EXPECT_EQ(sky_slice_path(path, sizeof path, state, s->slice.sha256), 0);
-		SKY_EXPECT_EQ(rename(tmp, path), 0);
-		s->slice.chunks = 1;
-		s->slice.chunk_bytes = (int)s->slice.bytes;
-	}
+	serve_plan3(p, &c, state, 5, 1, 0);
 	sky_transport_net net = {.publish = f_publish, .poll = f_poll, .subscribe = f_subscribe};
 	for (int k = 0; k < 3; k++) {
 		int rc = sky_servejob_setup(&g_jobs[k], p, k, p->stages[k].board, state, 1, NULL, &net,

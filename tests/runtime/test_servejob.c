@@ -65,39 +65,10 @@ SKY_TEST(sealed_three_stage_job_answers_with_one_boards_logits)
 		return;
 	sky_diag d;
 	sky_diag_clear(&d);
-	char state[600], slices[700];
+	char state[600];
 	snprintf(state, sizeof state, "%s/state", sky_test_tmp_dir());
-	snprintf(slices, sizeof slices, "%s/slices", state);
-	SKY_EXPECT_EQ(sky_file_mkdirs(slices, 0755), 0);
 	sky_planmsg *p = &g_plan;
-	memset(p, 0, sizeof *p);
-	strcpy(p->job, "j1");
-	p->epoch = 3;
-	strcpy(p->algo, "test");
-	p->micro_batches = 1;
-	strcpy(p->shape.name, "tiny");
-	p->shape.hidden = c.hidden, p->shape.heads = c.heads, p->shape.ffn = c.ffn;
-	p->shape.seq = c.seq, p->shape.batch = c.batch;
-	p->layers = c.layers;
-	p->n_stages = 3;
-	p->infer = (sky_plan_infer){.on = 1, .batch = 2, .wait_ms = 0, .queue = 16, .threads = 2,
-				    .sealed = 1};
-	const int range[3][2] = {{0, 2}, {3, 4}, {5, 7}};
-	for (int k = 0; k < 3; k++) {
-		sky_plan_stage *s = &p->stages[k];
-		snprintf(s->board, sizeof s->board, "b%d", k + 1);
-		s->first = range[k][0], s->last = range[k][1], s->in_flight = 1;
-		strcpy(s->key, "wrapped");
-		char tmp[800], path[900];
-		snprintf(tmp, sizeof tmp, "%s/cut.safetensors", slices);
-		SKY_EXPECT_EQ(sky_slice_cut(g_model, s->first, s->last, tmp, s->slice.sha256,
-					    &s->slice.bytes, &d),
-			      0);
-		SKY_EXPECT_EQ(sky_slice_path(path, sizeof path, state, s->slice.sha256), 0);
-		SKY_EXPECT_EQ(rename(tmp, path), 0);
-		s->slice.chunks = 1;
-		s->slice.chunk_bytes = (int)s->slice.bytes;
-	}
+	serve_plan3(p, &c, state, 3, 2, 1);
 	SKY_EXPECT_EQ(sky_planmsg_validate(p, &d), 0);
 	unsigned char key[SKY_FRAME_KEY_BYTES];
 	for (int i = 0; i < SKY_FRAME_KEY_BYTES; i++)
