@@ -190,10 +190,18 @@ typedef struct sky_stage {
 	int64_t mem_bytes;    /* what it needs */
 	/* the cut to the next stage (0 for the last stage, in one site, or link-blind): */
 	int cross_site;       /* 1: the next stage's board is in another site */
-	double wan_lat_s;     /* latency of the site path between the two sites' brokers */
-	double wan_xfer_s;    /* how long one activation holds the path (bytes / its share of
-				 the slowest hop's bandwidth) */
-	double wan_xfer_b_s;  /* the same for a gradient coming back */
+	double wan_lat_s;     /* latency of the site path between the two sites' brokers
+				 (its hops' latencies added) */
+	double wan_xfer_s;    /* the path's load per micro-batch forward: the busiest hop's
+				 time spent on the plan's messages that cross it (the
+				 cut's throughput limit, counted in the bottleneck) */
+	double wan_xfer_b_s;  /* the same for the gradients coming back */
+	/* the route, hop by hop, as the simulator runs it (forward direction;
+	 * a gradient takes the hops in reverse, each the other way round): */
+	int wan_hops;         /* 0 (no path priced), 1 (a named link) or 2 (via the core) */
+	int wan_hop[2];       /* the hop: link index * 2 + direction (0: link's a to b) */
+	double wan_hop_s[2];  /* one message alone on the hop: cut bytes / its bandwidth */
+	double wan_hop_lat_s[2]; /* the hop's latency */
 } sky_stage;
 
 typedef struct sky_plan {
