@@ -42,25 +42,31 @@
  * Sites (sky_caps.h). A board's link is its path to its own site's broker.
  * A cut between two stages of one site costs what is above (the sender's
  * link, then the receiver's: the site broker relays). A cut between two
- * sites also crosses the site path between their brokers (sky_fleet_site_path:
- * a link the fleet names for the pair, else site A -> core -> site B over
- * the bridges: the slowest hop's bandwidth, the sum of the latencies). A
- * message holds that path for cut_bytes / bw (wan_xfer_s forward,
- * wan_xfer_b_s backward: messages over one cut in one direction queue
- * behind each other) and arrives lat later (wan_lat_s); activations forward
- * and gradients backward both cross, each direction its own queue (links
- * are full duplex). The path does not occupy the sender. A hop that several
- * of the plan's message streams cross (site B's uplink carries cut A|B's
- * gradients and cut B|C's activations; an interleaved order sends many
- * streams over one uplink) is shared fairly: with u streams on it each gets
- * bw / u (the steady state, when every stream is busy). A pair of sites
- * with no known path is charged nothing beyond the boards' links (sky plan
- * warns). The bottleneck counts a cut's path time as a stage of its own
+ * sites also crosses the route between their brokers (a link the fleet
+ * names for the pair, else site A's uplink to the core and the core's
+ * downlink to site B, over the bridges; sky_fleet_site_path gives its
+ * slowest hop and summed latency). Each hop, in each direction, is a FIFO
+ * queue that every cut crossing it shares: a message is stored and
+ * forwarded at each broker, holds a hop for cut_bytes / bw (wan_hop_s),
+ * waits behind the messages that reached the hop before it (its own
+ * cut's and other cuts' alike), and reaches the next broker the hop's
+ * latency later (wan_hop_lat_s); activations forward and gradients
+ * backward each take their own direction (links are full duplex). The
+ * path does not occupy the sender. That is what the simulator runs. The
+ * closed form, for the bottleneck and the searches, is a hop's load: per
+ * micro-batch a hop is busy cut_bytes / bw for every stream that crosses
+ * it (site B's uplink carries cut A|B's gradients and cut B|C's
+ * activations; an interleaved order sends many streams over one uplink),
+ * and a cut's wan_xfer_s (wan_xfer_b_s backward) is its busiest hop's
+ * load: no step runs m micro-batches faster than m times that. A pair of
+ * sites with no known path is charged nothing beyond the boards' links
+ * (sky plan warns). The bottleneck counts a cut's load as a stage of its own
  * (the path's throughput). plan_price_cuts (plan_internal.h) is the one
  * place a cut is priced: the partition algorithms, sky_plan_evaluate and
  * the simulator all use its figures (the minimum-bottleneck split prices a
  * cut as if it had its route alone, so it is exact only when no two of
- * its streams share a hop; the step search and evaluation share).
+ * its streams share a hop; the step search and evaluation count every
+ * stream).
  * With job.link_blind the planner prices every cut as if all boards were
  * in one site (Sky before sites), for comparison. In
  * training, the embedding lookup and the classifier head are counted in
@@ -340,7 +346,8 @@ typedef struct sky_sim_result {
  * one backward, then the rest of the backwards). An operation starts when
  * its stage is free and its input has arrived: a message leaves when the
  * sender's compute and send are done and arrives after the receiver's link
- * time. Returns 0, SKY_EINVAL for an empty plan, SKY_ENOMEM if working
+ * time (between sites, after its route's hops, each a FIFO queue shared by
+ * the plan's cuts, stored and forwarded at each broker). Returns 0, SKY_EINVAL for an empty plan, SKY_ENOMEM if working
  * memory cannot be had. */
 int sky_sim_run(const sky_plan *p, const sky_job *j, sky_sim_result *out, sky_diag *d);
 
