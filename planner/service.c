@@ -916,6 +916,9 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 		   int retained)
 {
 	svc *s = ctx;
+	/* before the lock, which the loop may hold a while: a link probe's
+	 * return is timed when it arrived */
+	double now = sky_clock_s();
 	char seg[SKY_TOPIC_SEGMENT_MAX + 1], leaf[16];
 	sky_diag d;
 	sky_diag_clear(&d);
@@ -983,7 +986,7 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 		   strcmp(leaf, SKY_TOPIC_CSR) == 0) {
 		handle_enroll(s, seg, (const char *)p, len);
 	} else if (strncmp(topic, SKY_TOPIC_ROOT "/site/", sizeof SKY_TOPIC_ROOT + 5) == 0) {
-		sky_linkprobe_on_msg(&s->links, topic, p, len, sky_clock_s());
+		sky_linkprobe_on_msg(&s->links, topic, p, len, now);
 	} else {
 		char board[SKY_TOPIC_SEGMENT_MAX + 1];
 		int k;
