@@ -180,6 +180,7 @@ static void add_hop(const sky_fleet *f, int i, const char *from, plan_route *r)
 	const sky_site_link *l = &f->link[i];
 	r->hop[r->n_hops] = 2 * i + (sky_site_eq(l->a, from) ? 0 : 1);
 	r->bw[r->n_hops] = l->bw_Bps;
+	r->hop_lat[r->n_hops] = l->lat_s;
 	r->lat += l->lat_s;
 	r->n_hops++;
 }
@@ -235,6 +236,7 @@ int plan_sites_init(plan_sites *s, const plan_ctx *c, const sky_fleet *f, const 
 	memset(s, 0, sizeof *s);
 	int n = f->n > 0 ? f->n : 1;
 	s->cut_bytes = c->cut_bytes;
+	s->both_ways = !j->infer;
 	s->n_hops = 2 * f->n_links;
 	s->of = malloc(sizeof(int) * (size_t)n);
 	s->rep = malloc(sizeof(int) * (size_t)n);
@@ -278,6 +280,12 @@ fail:
 	return SKY_ENOMEM;
 }
 
+/* the route of the cut after stage k (st[k + 1] exists) */
+static const plan_route *cut_route(const plan_sites *s, const sky_stage *st, int k)
+{
+	return &s->route[(size_t)s->of[st[k].board] * (size_t)s->S + (size_t)s->of[st[k + 1].board]];
+}
+
 int plan_price_cuts(plan_sites *s, sky_stage *st, int P)
 {
 	int crossing = 0;
@@ -285,29 +293,37 @@ int plan_price_cuts(plan_sites *s, sky_stage *st, int P)
 	for (int h = 0; h < s->n_hops; h++)
 		s->use[h] = 0;
 	/* count the streams on every hop: forward a -> b, backward b -> a
-	 * (the other direction of each hop: h ^ 1) */
+	 * (the other direction of each hop: h ^ 1) when training */
 	for (int k = 0; k + 1 < P && S > 1; k++) {
-		const plan_route *r =
-			&s->route[(size_t)s->of[st[k].board] * (size_t)S + (size_t)s->of[st[k + 1].board]];
+		const plan_route *r = cut_route(s, st, k);
 		for (int h = 0; h < r->n_hops; h++) {
 			s->use[r->hop[h]]++;
-			s->use[r->hop[h] ^ 1]++;
+			if (s->both_ways)
+				s->use[r->hop[h] ^ 1]++;
 		}
 	}
 	for (int k = 0; k < P; k++) {
 		sky_stage *x = &st[k];
 		x->cross_site = 0;
 		x->wan_lat_s = x->wan_xfer_s = x->wan_xfer_b_s = 0;
+		x->wan_hops = 0;
 		if (k + 1 >= P || S == 1)
 			continue;
 		size_t q = (size_t)s->of[x->board] * (size_t)S + (size_t)s->of[st[k + 1].board];
-		const plan_route *r = &s->route[q];
+		const plan_route *r = cut_route(s, st, k);
 		x->cross_site = s->cross[q];
 		crossing += x->cross_site;
 		x->wan_lat_s = r->lat;
+		x->wan_hops = r->n_hops;
 		for (int h = 0; h < r->n_hops; h++) {
-			double f = s->cut_bytes * s->use[r->hop[h]] / r->bw[h];
-			double b = s->cut_bytes * s->use[r->hop[h] ^ 1] / r->bw[h];
+			/* a message alone on the hop, and the hop's load per
+			 * micro-batch: every stream that crosses it, one message each */
+			double one = s->cut_bytes / r->bw[h];
+			double f = one * s->use[r->hop[h]];
+			double b = s->both_ways ? one * s->use[r->hop[h] ^ 1] : 0;
+			x->wan_hop[h] = r->hop[h];
+			x->wan_hop_s[h] = one;
+			x->wan_hop_lat_s[h] = r->hop_lat[h];
 			if (f > x->wan_xfer_s)
 				x->wan_xfer_s = f;
 			if (b > x->wan_xfer_b_s)

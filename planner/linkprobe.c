@@ -59,11 +59,12 @@ static int send_ping(sky_linkprobe *lp, double now)
 	return send(lp, SKY_LINKPROBE_PING_BYTES);
 }
 
-static int send_bulk(sky_linkprobe *lp, double now)
+/* sends a train: phase 1 the warm-up, 2 the timed one (each its own seq) */
+static int send_bulk(sky_linkprobe *lp, int phase, double now)
 {
-	lp->phase = 1;
+	lp->phase = phase;
 	lp->bulk_back = 0;
-	lp->seq = ((uint64_t)(lp->s[lp->cur].probes + 1) << 16) | BULK_BIT;
+	lp->seq = ((uint64_t)(lp->s[lp->cur].probes + 1) << 16) | BULK_BIT | (uint64_t)phase;
 	memset(lp->buf, 0x5a, sizeof lp->buf);
 	put_seq(lp->buf, lp->seq);
 	lp->t0 = now;
@@ -137,7 +138,7 @@ int sky_linkprobe_tick(sky_linkprobe *lp, double now)
 			finish(lp, 0, 0, 0, now);
 			return 1;
 		}
-		if (send_bulk(lp, now) != 0) {
+		if (send_bulk(lp, 1, now) != 0) {
 			finish(lp, 0, 0, 0, now);
 			return 1;
 		}
@@ -145,6 +146,15 @@ int sky_linkprobe_tick(sky_linkprobe *lp, double now)
 	}
 	if (lp->bulk_back < SKY_LINKPROBE_BULK && now - lp->t0 < SKY_LINKPROBE_BULK_S)
 		return 0;
+	if (lp->phase == 1) {
+		/* the path is warm (or the warm-up came back only in part, its
+		 * deadline passed): the timed train */
+		if (lp->bulk_back == 0 || send_bulk(lp, 2, now) != 0) {
+			finish(lp, 0, 0, 0, now);
+			return 1;
+		}
+		return 0;
+	}
 	/* the bulk's time ends when its last probe came back (on_msg); a bulk
 	 * cut short by the deadline counts what came back */
 	if (lp->bulk_back == 0) {
@@ -185,7 +195,7 @@ int sky_linkprobe_on_msg(sky_linkprobe *lp, const char *topic, const unsigned ch
 		lp->seq = 0; /* answered: the next tick sends the next ping */
 		return 1;
 	}
-	if (lp->phase == 1 && seq == lp->seq && len == SKY_LINKPROBE_BULK_BYTES) {
+	if (lp->phase >= 1 && seq == lp->seq && len == SKY_LINKPROBE_BULK_BYTES) {
 		if (lp->bulk_back++ == 0)
 			lp->bulk_first = now;
 		lp->bulk_last = now;

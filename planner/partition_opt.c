@@ -17,8 +17,8 @@
  * search over a in [1, s), since a middle stage that fits keeps fitting when
  * it loses units. O(n * R * log U) per decision.
  *
- * Sites: a cut between two sites also holds the site path for wan_xfer_s
- * per message (sky_plan.h), which counts toward the bottleneck like a
+ * Sites: a cut between two sites also loads its route's hops, wan_xfer_s
+ * per micro-batch (sky_plan.h), which counts toward the bottleneck like a
  * stage. Whether a stage's cut fits depends on the next stage's board, so
  * the state also carries the site of the stage placed last (the next one in
  * pipeline order): per (r, site) the smallest s. With S sites that is
@@ -190,8 +190,8 @@ static void set_order(opt_ws *w, const int *order, int n)
  * sites, the bottleneck returned is the plan's priced one (above), and the
  * plan is exact for the order when its cuts share no hop. */
 /* The bottleneck of out's stages with every cut priced as evaluation does
- * (streams that share a hop share its bandwidth), which the decision does
- * not see: it prices a cut as if it had its route alone, so its optimum is
+ * (a hop's load counts every stream that crosses it), which the decision
+ * does not see: it prices a cut as if it had its route alone, so its optimum is
  * a lower bound for the order, met when no two streams share a hop. */
 static double priced_bottleneck(opt_ws *w, sky_plan *out)
 {

@@ -40,6 +40,7 @@ typedef struct plan_route {
 	int n_hops;        /* 0: one site, link-blind, or no known path */
 	int hop[2];        /* link index * 2 + direction (0: from the link's a to its b) */
 	double bw[2];      /* each hop's bandwidth */
+	double hop_lat[2]; /* each hop's latency */
 	double lat;        /* the sum of the hops' latencies */
 } plan_route;
 
@@ -53,6 +54,7 @@ typedef struct plan_sites {
 	int *use;          /* 2 x links: scratch for plan_price_cuts */
 	int n_hops;
 	double cut_bytes;
+	int both_ways;     /* 1: training (activations forward, gradients back); 0: serving */
 } plan_sites;
 
 /* The route from site sa to site sb (sky_fleet_site_path's rules). Returns
@@ -63,11 +65,13 @@ int plan_sites_init(plan_sites *s, const plan_ctx *c, const sky_fleet *f, const 
 /* NULL-safe, may be called twice. */
 void plan_sites_free(plan_sites *s);
 /* The one place cuts are priced. Fills the cut fields of st[0..P) (boards
- * set): the route between each stage's site and the next one's, forward
- * and backward; a hop that u message streams of the plan cross (a cut in
- * one direction is one stream) gives each 1/u of its bandwidth, so
- * wan_xfer_s = max over the route's hops of cut_bytes * u / bw. Returns the
- * number of cuts priced as crossing sites. */
+ * set): the route between each stage's site and the next one's, hop by hop
+ * (wan_hop*: what the simulator's FIFO hops run), and each cut's load: a
+ * hop (one direction of a link) that u message streams of the plan cross
+ * (a cut in one direction is one stream; serving has no gradient streams)
+ * spends u * cut_bytes / bw on every micro-batch, so wan_xfer_s = max over
+ * the cut's hops forward of that, wan_xfer_b_s the same over the hops its
+ * gradients take back. Returns the number of cuts priced as crossing sites. */
 int plan_price_cuts(plan_sites *s, sky_stage *st, int P);
 /* Site-grouped board orders, for the order searches: the first `first`
  * sites of their p-th permutation (lexicographic over site indices), each
@@ -150,15 +154,24 @@ int plan_optimal_on(const sky_fleet *f, const sky_job *j, const int *order, int 
 
 /* The simulator's core (sim.c) on working memory sized once, so that a
  * search can simulate thousands of candidate plans without allocating. */
+/* A message between sites on its way: it reaches hop `at` of its route at t. */
+typedef struct plan_sim_msg {
+	double t;
+	int seq;                /* ties: the one sent first goes first */
+	int k, op;              /* sent by stage k after its operation op */
+	int at;
+} plan_sim_msg;
+
 typedef struct plan_sim_ws {
 	int P, m;               /* capacity: stages, micro-batches */
 	double *fend, *bend;    /* P * m: forward / backward of (stage, micro-batch) done,
-				   and its message through the site path, if any */
-	double *free_at;        /* P */
-	double *path_f, *path_b; /* P: when the site path after / before stage k is free,
-				    forward / backward */
-	int *next, *todo;       /* P: next operation per stage; stages to look at */
+				   its message at the receiver's broker (-1: not yet) */
+	double *free_at;        /* P: per machine (a stage's board) */
+	int *next, *todo;       /* P: next operation per machine; machines to look at */
 	int *u_stage, *u_op;    /* 4m: the owner's op order (U-shaped plans) */
+	plan_sim_msg *heap;     /* 2 P m: messages between sites, earliest first */
+	int n_heap, seq;
+	double hop_free[2 * SKY_PLAN_MAX_LINKS]; /* when each hop (link, direction) is free */
 } plan_sim_ws;
 
 /* 0 or SKY_ENOMEM (w then holds nothing). */

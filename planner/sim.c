@@ -1,22 +1,28 @@
 /* The pipeline simulator: one training step of a plan, event by event.
  *
- * Each stage runs a fixed sequence of operations (the schedule); an
- * operation starts when both its stage is free and its input has arrived,
- * and occupies the stage for its compute plus the send of its output on the
- * stage's own link. Its output then reaches the neighbour after the
- * neighbour's link time (lat + bytes / bw: broker to receiver). A stage runs
- * every operation whose input is there, then waits; a finished operation
- * wakes the neighbour it feeds (a work list, so a step costs O(stages x
- * micro-batches) however the stages wait on each other). Since each stage's
- * order is fixed, this gives the same times as a priority-queue event loop.
+ * Each machine (a stage's board; a data owner's board runs two stages)
+ * runs a fixed sequence of operations (the schedule); an operation starts
+ * when both its machine is free and its input has arrived, and occupies
+ * the machine for its compute plus the send of its output on the stage's
+ * own link. Its output then reaches the neighbour after the neighbour's
+ * link time (lat + bytes / bw: broker to receiver). A machine runs every
+ * operation whose input is there, then waits; a finished operation wakes
+ * the machine it feeds (a work list, so a step costs O(stages x
+ * micro-batches) however the stages wait on each other). Since each
+ * machine's order is fixed, this gives the same times as a priority-queue
+ * event loop.
  *
- * A cut between two sites (sky_stage.wan_*) adds the site path: a message
- * waits until the path is free in its direction, holds it wan_xfer_s
- * (wan_xfer_b_s backward), and
- * reaches the other site's broker wan_lat_s later; then the receiver's link
- * time applies as in one site. A stage sends in its schedule's order, so
- * each direction of a path is a queue in that order, and it is settled
- * when the sender finishes (the work list's order does not matter). */
+ * A cut between two sites (sky_stage.wan_hop*) adds its route, hop by hop,
+ * stored and forwarded at each broker: every hop in each direction is a
+ * FIFO server. A message takes the hop when it is free (behind every
+ * message that reached it earlier, whichever cut sent it), holds it
+ * wan_hop_s, and reaches the next broker wan_hop_lat_s later; then the next
+ * hop, then the receiver's link time as in one site. Hops are shared
+ * between cuts, so their queues need the messages in time order: a message
+ * between sites goes into a heap, and the earliest is moved on only when
+ * the work list is empty. Everything the work list does then starts at or
+ * after that message's time (an operation starts after its input arrives),
+ * so each hop sees its messages in the order they reach it. */
 #include "plan_internal.h"
 
 #include <stdlib.h>
@@ -44,12 +50,11 @@ void plan_sim_ws_free(plan_sim_ws *w)
 	free(w->fend);
 	free(w->bend);
 	free(w->free_at);
-	free(w->path_f);
-	free(w->path_b);
 	free(w->next);
 	free(w->todo);
 	free(w->u_stage);
 	free(w->u_op);
+	free(w->heap);
 	memset(w, 0, sizeof *w);
 }
 
@@ -60,14 +65,13 @@ int plan_sim_ws_init(plan_sim_ws *w, int P, int m)
 	w->fend = malloc(sizeof(double) * cells);
 	w->bend = malloc(sizeof(double) * cells);
 	w->free_at = malloc(sizeof(double) * (size_t)P);
-	w->path_f = malloc(sizeof(double) * (size_t)P);
-	w->path_b = malloc(sizeof(double) * (size_t)P);
 	w->next = malloc(sizeof(int) * (size_t)P);
 	w->todo = malloc(sizeof(int) * (size_t)P);
 	w->u_stage = malloc(sizeof(int) * 4 * (size_t)m);
 	w->u_op = malloc(sizeof(int) * 4 * (size_t)m);
-	if (!w->fend || !w->bend || !w->free_at || !w->path_f || !w->path_b || !w->next ||
-	    !w->todo || !w->u_stage || !w->u_op) {
+	w->heap = malloc(sizeof *w->heap * 2 * cells); /* every message at most once */
+	if (!w->fend || !w->bend || !w->free_at || !w->next || !w->todo || !w->u_stage ||
+	    !w->u_op || !w->heap) {
 		plan_sim_ws_free(w);
 		return SKY_ENOMEM;
 	}
@@ -76,99 +80,222 @@ int plan_sim_ws_init(plan_sim_ws *w, int P, int m)
 	return 0;
 }
 
+/* ---- messages between sites: a binary heap, earliest (then first sent) on top */
+
+static int msg_before(const plan_sim_msg *a, const plan_sim_msg *b)
+{
+	return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+}
+
+static void heap_push(plan_sim_ws *w, double t, int k, int op, int at)
+{
+	plan_sim_msg x = {.t = t, .seq = w->seq++, .k = k, .op = op, .at = at};
+	int i = w->n_heap++;
+	while (i > 0 && msg_before(&x, &w->heap[(i - 1) / 2])) {
+		w->heap[i] = w->heap[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	w->heap[i] = x;
+}
+
+static plan_sim_msg heap_pop(plan_sim_ws *w)
+{
+	plan_sim_msg top = w->heap[0], x = w->heap[--w->n_heap];
+	int i = 0, n = w->n_heap;
+	for (;;) {
+		int c = 2 * i + 1;
+		if (c >= n)
+			break;
+		if (c + 1 < n && msg_before(&w->heap[c + 1], &w->heap[c]))
+			c++;
+		if (!msg_before(&w->heap[c], &x))
+			break;
+		w->heap[i] = w->heap[c];
+		i = c;
+	}
+	w->heap[i] = x;
+	return top;
+}
+
+/* ---- one run ------------------------------------------------------------------ */
+
+typedef struct sim_run {
+	plan_sim_ws *w;
+	const sky_stage *st;
+	int P, m;
+	sky_sched sched;
+	int owner;          /* 1: stages 0 and P-1 run on machine 0 (U-shaped) */
+	double *busy_s;     /* per stage, or NULL */
+	int n_todo, left;   /* machines on the work list; machines not done */
+} sim_run;
+
+static int machine_of(const sim_run *r, int k) { return r->owner && k == r->P - 1 ? 0 : k; }
+
+static int n_ops(const sim_run *r, int mc) { return r->owner && mc == 0 ? 4 * r->m : 2 * r->m; }
+
+/* machine mc's i-th operation (as op_at numbers it) and its stage *k */
+static int op_of(const sim_run *r, int mc, int i, int *k)
+{
+	if (r->owner && mc == 0) {
+		*k = r->w->u_stage[i];
+		return r->w->u_op[i];
+	}
+	*k = mc;
+	return op_at(r->sched, mc, r->P, r->m, i);
+}
+
+/* puts a machine that waits on the work list (once) */
+static void wake(sim_run *r, int mc)
+{
+	int *next = r->w->next;
+	if (next[mc] >= 0 && next[mc] < n_ops(r, mc)) {
+		next[mc] = -next[mc] - 1; /* < 0: on the list */
+		r->w->todo[r->n_todo++] = mc;
+	}
+}
+
+/* the message of stage k's op: its hops, and hop i's id, time and latency */
+static int msg_hops(const sim_run *r, int k, int op)
+{
+	if (op >= 0)
+		return k < r->P - 1 ? r->st[k].wan_hops : 0;
+	return k > 0 ? r->st[k - 1].wan_hops : 0;
+}
+
+static int msg_hop(const sim_run *r, int k, int op, int i, double *x, double *lat)
+{
+	const sky_stage *c = &r->st[op >= 0 ? k : k - 1];
+	int h = op >= 0 ? i : c->wan_hops - 1 - i; /* a gradient takes them in reverse */
+	*x = c->wan_hop_s[h];
+	*lat = c->wan_hop_lat_s[h];
+	return op >= 0 ? c->wan_hop[h] : c->wan_hop[h] ^ 1;
+}
+
+/* stage k's op output is at the receiver's broker at t */
+static void deliver(sim_run *r, int k, int op, double t)
+{
+	plan_sim_ws *w = r->w;
+	if (op >= 0) {
+		w->fend[(size_t)k * r->m + op] = t;
+		if (k + 1 < r->P)
+			wake(r, machine_of(r, k + 1));
+	} else {
+		w->bend[(size_t)k * r->m + (-op - 1)] = t;
+		if (k > 0)
+			wake(r, machine_of(r, k - 1));
+	}
+}
+
+/* runs machine mc's operations until one's input is missing */
+static void run_machine(sim_run *r, int mc)
+{
+	plan_sim_ws *w = r->w;
+	const int P = r->P, m = r->m, end = n_ops(r, mc);
+	while (w->next[mc] < end) {
+		int k, op = op_of(r, mc, w->next[mc], &k);
+		const sky_stage *s = &r->st[k];
+		double ready, dur;
+		if (op >= 0) {
+			if (k == 0)
+				ready = 0;
+			else if (w->fend[(size_t)(k - 1) * m + op] < 0)
+				break;
+			else
+				ready = w->fend[(size_t)(k - 1) * m + op] + s->link_s;
+			dur = s->fwd_s + (k < P - 1 ? s->link_s : 0);
+		} else {
+			int mb = -op - 1;
+			if (k == P - 1)
+				ready = w->fend[(size_t)k * m + mb]; /* its own forward */
+			else if (w->bend[(size_t)(k + 1) * m + mb] < 0)
+				break;
+			else
+				ready = w->bend[(size_t)(k + 1) * m + mb] + s->link_s;
+			if (ready < 0)
+				break;
+			dur = s->bwd_s + (k > 0 ? s->link_s : 0);
+		}
+		double start = ready > w->free_at[mc] ? ready : w->free_at[mc];
+		w->free_at[mc] = start + dur;
+		if (r->busy_s)
+			r->busy_s[k] += dur;
+		if (msg_hops(r, k, op) > 0)
+			heap_push(w, w->free_at[mc], k, op, 0);
+		else
+			deliver(r, k, op, w->free_at[mc]);
+		if (++w->next[mc] == end)
+			r->left--;
+	}
+}
+
+static void drain(sim_run *r)
+{
+	plan_sim_ws *w = r->w;
+	while (r->n_todo > 0) {
+		int mc = w->todo[--r->n_todo];
+		w->next[mc] = -w->next[mc] - 1;
+		run_machine(r, mc);
+	}
+}
+
+/* moves the earliest message between sites one hop on */
+static void step_msg(sim_run *r)
+{
+	plan_sim_ws *w = r->w;
+	plan_sim_msg x = heap_pop(w);
+	double hold, lat;
+	int h = msg_hop(r, x.k, x.op, x.at, &hold, &lat);
+	double start = x.t > w->hop_free[h] ? x.t : w->hop_free[h];
+	w->hop_free[h] = start + hold;
+	double t = w->hop_free[h] + lat;
+	if (x.at + 1 < msg_hops(r, x.k, x.op))
+		heap_push(w, t, x.k, x.op, x.at + 1);
+	else
+		deliver(r, x.k, x.op, t);
+}
+
+/* the step of st[0..P): plain (machines = stages) or U-shaped (owner) */
+static double simulate(sim_run *r)
+{
+	plan_sim_ws *w = r->w;
+	const int P = r->P, m = r->m, machines = r->owner ? P - 1 : P;
+	for (size_t i = 0; i < (size_t)P * (size_t)m; i++)
+		w->fend[i] = w->bend[i] = -1;
+	for (int k = 0; k < P; k++) {
+		for (int i = 0; i < r->st[k].wan_hops; i++)
+			w->hop_free[r->st[k].wan_hop[i]] = w->hop_free[r->st[k].wan_hop[i] ^ 1] = 0;
+		if (r->busy_s)
+			r->busy_s[k] = 0;
+	}
+	w->n_heap = w->seq = 0;
+	r->n_todo = 0;
+	r->left = machines;
+	for (int mc = machines - 1; mc >= 0; mc--) {
+		w->free_at[mc] = 0;
+		w->next[mc] = 0;
+		wake(r, mc);
+	}
+	drain(r);
+	while (w->n_heap > 0) {
+		step_msg(r);
+		drain(r);
+	}
+	if (r->left > 0)
+		return -1;
+	double step = 0;
+	for (int mc = 0; mc < machines; mc++)
+		if (w->free_at[mc] > step)
+			step = w->free_at[mc];
+	return step;
+}
+
 double plan_sim(plan_sim_ws *w, const sky_stage *st, int P, int m, sky_sched sched,
 		double *busy_s)
 {
 	if (P < 1 || P > w->P || m < 1 || m > w->m)
 		return -1;
-	double *fend = w->fend, *bend = w->bend, *free_at = w->free_at;
-	double *path_f = w->path_f, *path_b = w->path_b;
-	int *next = w->next, *todo = w->todo;
-	for (size_t i = 0; i < (size_t)P * (size_t)m; i++)
-		fend[i] = bend[i] = -1;
-	/* todo is a stack of stages to look at; next[k] < 0 marks one on it */
-	int n_todo = 0, left = P;
-	for (int k = P - 1; k >= 0; k--) {
-		free_at[k] = 0;
-		path_f[k] = path_b[k] = 0;
-		next[k] = -1; /* on the stack, at operation 0 */
-		todo[n_todo++] = k;
-		if (busy_s)
-			busy_s[k] = 0;
-	}
-	while (n_todo > 0) {
-		int k = todo[--n_todo];
-		next[k] = -next[k] - 1;
-		const sky_stage *s = &st[k];
-		int woke_up = 0, woke_down = 0;
-		while (next[k] < 2 * m) {
-			int op = op_at(sched, k, P, m, next[k]);
-			double ready, dur;
-			if (op >= 0) {
-				if (k == 0)
-					ready = 0;
-				else if (fend[(size_t)(k - 1) * m + op] < 0)
-					break;
-				else
-					ready = fend[(size_t)(k - 1) * m + op] + s->link_s;
-				dur = s->fwd_s + (k < P - 1 ? s->link_s : 0);
-			} else {
-				int mb = -op - 1;
-				if (k == P - 1)
-					ready = fend[(size_t)k * m + mb]; /* its own forward */
-				else if (bend[(size_t)(k + 1) * m + mb] < 0)
-					break;
-				else
-					ready = bend[(size_t)(k + 1) * m + mb] + s->link_s;
-				if (ready < 0)
-					break;
-				dur = s->bwd_s + (k > 0 ? s->link_s : 0);
-			}
-			double start = ready > free_at[k] ? ready : free_at[k];
-			free_at[k] = start + dur;
-			if (busy_s)
-				busy_s[k] += dur;
-			double out = free_at[k];
-			if (op >= 0) {
-				/* to stage k + 1 through the path after k, if the cut crosses */
-				if (k < P - 1 && s->wan_xfer_s + s->wan_lat_s > 0) {
-					double t0 = out > path_f[k] ? out : path_f[k];
-					path_f[k] = t0 + s->wan_xfer_s;
-					out = path_f[k] + s->wan_lat_s;
-				}
-				fend[(size_t)k * m + op] = out;
-				woke_down = 1;
-			} else {
-				/* to stage k - 1 through the path after k - 1, backwards */
-				const sky_stage *u = &st[k > 0 ? k - 1 : 0];
-				if (k > 0 && u->wan_xfer_b_s + u->wan_lat_s > 0) {
-					double t0 = out > path_b[k - 1] ? out : path_b[k - 1];
-					path_b[k - 1] = t0 + u->wan_xfer_b_s;
-					out = path_b[k - 1] + u->wan_lat_s;
-				}
-				bend[(size_t)k * m + (-op - 1)] = out;
-				woke_up = 1;
-			}
-			if (++next[k] == 2 * m)
-				left--;
-		}
-		/* a neighbour that waits gets looked at again (once on the stack) */
-		if (woke_down && k + 1 < P && next[k + 1] >= 0 && next[k + 1] < 2 * m) {
-			next[k + 1] = -next[k + 1] - 1;
-			todo[n_todo++] = k + 1;
-		}
-		if (woke_up && k > 0 && next[k - 1] >= 0 && next[k - 1] < 2 * m) {
-			next[k - 1] = -next[k - 1] - 1;
-			todo[n_todo++] = k - 1;
-		}
-	}
-	if (left > 0)
-		return -1;
-	double step = 0;
-	for (int k = 0; k < P; k++)
-		if (free_at[k] > step)
-			step = free_at[k];
-	return step;
+	sim_run r = {.w = w, .st = st, .P = P, .m = m, .sched = sched, .busy_s = busy_s};
+	return simulate(&r);
 }
 
 int sky_plan_owner_order(sky_sched sched, int P, int m, int lag, int *stage, int *op)
@@ -207,105 +334,15 @@ int sky_plan_owner_order(sky_sched sched, int P, int m, int lag, int *stage, int
 	return n;
 }
 
-/* The machine that runs stage k: the owner's board (0) for both ends. */
-static int machine_of(int k, int P) { return k == P - 1 ? 0 : k; }
-
 double plan_sim_owner(plan_sim_ws *w, const sky_stage *st, int P, int m, sky_sched sched, int lag,
 		      double *busy_s)
 {
 	if (P < 3 || P > w->P || m < 1 || m > w->m || lag < 0)
 		return -1;
-	double *fend = w->fend, *bend = w->bend, *free_at = w->free_at;
-	double *path_f = w->path_f, *path_b = w->path_b;
-	int *next = w->next, *todo = w->todo;
 	sky_plan_owner_order(sched, P, m, lag, w->u_stage, w->u_op);
-	for (size_t i = 0; i < (size_t)P * (size_t)m; i++)
-		fend[i] = bend[i] = -1;
-	/* machines 0 (the owner: stages 0 and P-1) .. P-2; next[] as in plan_sim */
-	int n_todo = 0, left = P - 1;
-	for (int k = P - 1; k >= 0; k--) {
-		free_at[k] = 0;
-		path_f[k] = path_b[k] = 0;
-		if (busy_s)
-			busy_s[k] = 0;
-	}
-	for (int k = P - 2; k >= 0; k--) {
-		next[k] = -1;
-		todo[n_todo++] = k;
-	}
-	while (n_todo > 0) {
-		int mc = todo[--n_todo];
-		next[mc] = -next[mc] - 1;
-		int n_ops = mc == 0 ? 4 * m : 2 * m;
-		int wake[2] = {-1, -1};
-		while (next[mc] < n_ops) {
-			int k = mc == 0 ? w->u_stage[next[mc]] : mc;
-			int op = mc == 0 ? w->u_op[next[mc]] : op_at(sched, k, P, m, next[mc]);
-			const sky_stage *s = &st[k];
-			double ready, dur;
-			if (op >= 0) {
-				if (k == 0)
-					ready = 0;
-				else if (fend[(size_t)(k - 1) * m + op] < 0)
-					break;
-				else
-					ready = fend[(size_t)(k - 1) * m + op] + s->link_s;
-				dur = s->fwd_s + (k < P - 1 ? s->link_s : 0);
-			} else {
-				int mb = -op - 1;
-				if (k == P - 1)
-					ready = fend[(size_t)k * m + mb];
-				else if (bend[(size_t)(k + 1) * m + mb] < 0)
-					break;
-				else
-					ready = bend[(size_t)(k + 1) * m + mb] + s->link_s;
-				if (ready < 0)
-					break;
-				dur = s->bwd_s + (k > 0 ? s->link_s : 0);
-			}
-			double start = ready > free_at[mc] ? ready : free_at[mc];
-			free_at[mc] = start + dur;
-			if (busy_s)
-				busy_s[k] += dur;
-			double out = free_at[mc];
-			if (op >= 0) {
-				if (k < P - 1 && s->wan_xfer_s + s->wan_lat_s > 0) {
-					double t0 = out > path_f[k] ? out : path_f[k];
-					path_f[k] = t0 + s->wan_xfer_s;
-					out = path_f[k] + s->wan_lat_s;
-				}
-				fend[(size_t)k * m + op] = out;
-				if (k < P - 1)
-					wake[0] = machine_of(k + 1, P);
-			} else {
-				const sky_stage *u = &st[k > 0 ? k - 1 : 0];
-				if (k > 0 && u->wan_xfer_b_s + u->wan_lat_s > 0) {
-					double t0 = out > path_b[k - 1] ? out : path_b[k - 1];
-					path_b[k - 1] = t0 + u->wan_xfer_b_s;
-					out = path_b[k - 1] + u->wan_lat_s;
-				}
-				bend[(size_t)k * m + (-op - 1)] = out;
-				if (k > 0)
-					wake[1] = machine_of(k - 1, P);
-			}
-			if (++next[mc] == n_ops)
-				left--;
-		}
-		for (int i = 0; i < 2; i++) {
-			int o = wake[i];
-			if (o >= 0 && o != mc && next[o] >= 0 && next[o] < (o == 0 ? 4 * m : 2 * m)) {
-				next[o] = -next[o] - 1;
-				todo[n_todo++] = o;
-			}
-		}
-	}
-	if (left > 0)
-		return -1;
-	double step = 0;
-	for (int k = 0; k < P - 1; k++)
-		if (free_at[k] > step)
-			step = free_at[k];
-	return step;
+	sim_run r = {.w = w, .st = st, .P = P, .m = m, .sched = sched, .owner = 1,
+		     .busy_s = busy_s};
+	return simulate(&r);
 }
 
 double plan_owner_best_lag(plan_sim_ws *w, const sky_stage *st, int P, int m, sky_sched sched,

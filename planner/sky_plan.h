@@ -42,25 +42,31 @@
  * Sites (sky_caps.h). A board's link is its path to its own site's broker.
  * A cut between two stages of one site costs what is above (the sender's
  * link, then the receiver's: the site broker relays). A cut between two
- * sites also crosses the site path between their brokers (sky_fleet_site_path:
- * a link the fleet names for the pair, else site A -> core -> site B over
- * the bridges: the slowest hop's bandwidth, the sum of the latencies). A
- * message holds that path for cut_bytes / bw (wan_xfer_s forward,
- * wan_xfer_b_s backward: messages over one cut in one direction queue
- * behind each other) and arrives lat later (wan_lat_s); activations forward
- * and gradients backward both cross, each direction its own queue (links
- * are full duplex). The path does not occupy the sender. A hop that several
- * of the plan's message streams cross (site B's uplink carries cut A|B's
- * gradients and cut B|C's activations; an interleaved order sends many
- * streams over one uplink) is shared fairly: with u streams on it each gets
- * bw / u (the steady state, when every stream is busy). A pair of sites
- * with no known path is charged nothing beyond the boards' links (sky plan
- * warns). The bottleneck counts a cut's path time as a stage of its own
+ * sites also crosses the route between their brokers (a link the fleet
+ * names for the pair, else site A's uplink to the core and the core's
+ * downlink to site B, over the bridges; sky_fleet_site_path gives its
+ * slowest hop and summed latency). Each hop, in each direction, is a FIFO
+ * queue that every cut crossing it shares: a message is stored and
+ * forwarded at each broker, holds a hop for cut_bytes / bw (wan_hop_s),
+ * waits behind the messages that reached the hop before it (its own
+ * cut's and other cuts' alike), and reaches the next broker the hop's
+ * latency later (wan_hop_lat_s); activations forward and gradients
+ * backward each take their own direction (links are full duplex). The
+ * path does not occupy the sender. That is what the simulator runs. The
+ * closed form, for the bottleneck and the searches, is a hop's load: per
+ * micro-batch a hop is busy cut_bytes / bw for every stream that crosses
+ * it (site B's uplink carries cut A|B's gradients and cut B|C's
+ * activations; an interleaved order sends many streams over one uplink),
+ * and a cut's wan_xfer_s (wan_xfer_b_s backward) is its busiest hop's
+ * load: no step runs m micro-batches faster than m times that. A pair of
+ * sites with no known path is charged nothing beyond the boards' links
+ * (sky plan warns). The bottleneck counts a cut's load as a stage of its own
  * (the path's throughput). plan_price_cuts (plan_internal.h) is the one
  * place a cut is priced: the partition algorithms, sky_plan_evaluate and
  * the simulator all use its figures (the minimum-bottleneck split prices a
  * cut as if it had its route alone, so it is exact only when no two of
- * its streams share a hop; the step search and evaluation share).
+ * its streams share a hop; the step search and evaluation count every
+ * stream).
  * With job.link_blind the planner prices every cut as if all boards were
  * in one site (Sky before sites), for comparison. In
  * training, the embedding lookup and the classifier head are counted in
@@ -190,10 +196,18 @@ typedef struct sky_stage {
 	int64_t mem_bytes;    /* what it needs */
 	/* the cut to the next stage (0 for the last stage, in one site, or link-blind): */
 	int cross_site;       /* 1: the next stage's board is in another site */
-	double wan_lat_s;     /* latency of the site path between the two sites' brokers */
-	double wan_xfer_s;    /* how long one activation holds the path (bytes / its share of
-				 the slowest hop's bandwidth) */
-	double wan_xfer_b_s;  /* the same for a gradient coming back */
+	double wan_lat_s;     /* latency of the site path between the two sites' brokers
+				 (its hops' latencies added) */
+	double wan_xfer_s;    /* the path's load per micro-batch forward: the busiest hop's
+				 time spent on the plan's messages that cross it (the
+				 cut's throughput limit, counted in the bottleneck) */
+	double wan_xfer_b_s;  /* the same for the gradients coming back */
+	/* the route, hop by hop, as the simulator runs it (forward direction;
+	 * a gradient takes the hops in reverse, each the other way round): */
+	int wan_hops;         /* 0 (no path priced), 1 (a named link) or 2 (via the core) */
+	int wan_hop[2];       /* the hop: link index * 2 + direction (0: link's a to b) */
+	double wan_hop_s[2];  /* one message alone on the hop: cut bytes / its bandwidth */
+	double wan_hop_lat_s[2]; /* the hop's latency */
 } sky_stage;
 
 typedef struct sky_plan {
@@ -332,7 +346,8 @@ typedef struct sky_sim_result {
  * one backward, then the rest of the backwards). An operation starts when
  * its stage is free and its input has arrived: a message leaves when the
  * sender's compute and send are done and arrives after the receiver's link
- * time. Returns 0, SKY_EINVAL for an empty plan, SKY_ENOMEM if working
+ * time (between sites, after its route's hops, each a FIFO queue shared by
+ * the plan's cuts, stored and forwarded at each broker). Returns 0, SKY_EINVAL for an empty plan, SKY_ENOMEM if working
  * memory cannot be had. */
 int sky_sim_run(const sky_plan *p, const sky_job *j, sky_sim_result *out, sky_diag *d);
 

@@ -141,8 +141,8 @@ int sky_svg_plan(const sky_fleet *f, const sky_job *j, const sky_plan *p, const 
 		sky_text_put(&o, " and ");
 		esc(&o, sky_site_name(f->board[p->stage[k + 1].board].site));
 		sky_text_put(&o,
-			     ": %.1f ms per activation, %.1f ms per gradient on the site path, + %.1f "
-			     "ms latency</title>"
+			     ": the busiest hop carries %.1f ms of activations, %.1f ms of gradients "
+			     "per micro-batch, + %.1f ms latency</title>"
 			     "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#d62728\" "
 			     "stroke-width=\"2\" stroke-dasharray=\"5 3\"/>"
 			     "<circle cx=\"%.1f\" cy=\"%d\" r=\"4\" fill=\"#d62728\"/></g>\n",

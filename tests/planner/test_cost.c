@@ -168,7 +168,8 @@ SKY_TEST(cuts_are_charged_with_the_link_they_cross)
 		p.stage[k] = (sky_stage){.board = k, .first_unit = k, .last_unit = k == 3 ? 5 : k};
 	SKY_EXPECT_EQ(sky_plan_evaluate(&f, &j, &p, NULL), 0);
 	/* two cuts cross (fac -> shop, shop -> fac), each both ways: every
-	 * direction of both hops carries two streams, so each gets half */
+	 * direction of both hops carries two streams, so per micro-batch the
+	 * shop's hops (1e6 B/s, the busier) each spend 2 B / 1e6 */
 	SKY_EXPECT_EQ(p.cross_site_cuts, 2);
 	SKY_EXPECT_NEAR(p.wan_bytes_per_step, 2 * 2.0 * 4 * B, 0);
 	for (int k = 0; k < 2; k++) {
@@ -176,7 +177,36 @@ SKY_TEST(cuts_are_charged_with_the_link_they_cross)
 		SKY_EXPECT_NEAR(p.stage[k].wan_lat_s, 0.03, 1e-15);
 		SKY_EXPECT_NEAR(p.stage[k].wan_xfer_s, 2 * B / 1e6, 1e-12);
 		SKY_EXPECT_NEAR(p.stage[k].wan_xfer_b_s, 2 * B / 1e6, 1e-12);
+		SKY_EXPECT_EQ(p.stage[k].wan_hops, 2);
 	}
+	/* hop by hop, for the simulator: links 0 (fac-core) and 1 (shop-core),
+	 * id = 2 x link + 1 when crossed from its b side (the core) */
+	SKY_EXPECT(p.stage[0].wan_hop[0] == 0 && p.stage[0].wan_hop[1] == 3); /* fac>core>shop */
+	SKY_EXPECT(p.stage[1].wan_hop[0] == 2 && p.stage[1].wan_hop[1] == 1); /* shop>core>fac */
+	SKY_EXPECT_NEAR(p.stage[0].wan_hop_s[0], B / 2e6, 1e-15);
+	SKY_EXPECT_NEAR(p.stage[0].wan_hop_s[1], B / 1e6, 1e-15);
+	SKY_EXPECT_NEAR(p.stage[0].wan_hop_lat_s[0], 0.01, 0);
+	SKY_EXPECT_NEAR(p.stage[0].wan_hop_lat_s[1], 0.02, 0);
+	SKY_EXPECT_NEAR(p.stage[1].wan_hop_s[0], B / 1e6, 1e-15);
+	SKY_EXPECT_NEAR(p.stage[1].wan_hop_lat_s[0], 0.02, 0);
+	SKY_EXPECT_EQ(p.stage[2].wan_hops, 0);
+	/* serving sends no gradients: each hop direction carries one stream
+	 * (fac>core, core>shop for cut 0; shop>core, core>fac for cut 1) */
+	j.infer = 1;
+	j.prec = SKY_PREC_INT8;
+	j.objective = SKY_OBJ_BOTTLENECK;
+	for (int i = 0; i < 4; i++)
+		f.board[i].fwd_int8_s = 0.5, f.board[i].bwd_int8_s = 1.0;
+	SKY_EXPECT_EQ(sky_plan_evaluate(&f, &j, &p, NULL), 0);
+	double Bs = B / sizeof(float); /* int8 activations */
+	for (int k = 0; k < 2; k++) {
+		SKY_EXPECT_NEAR(p.stage[k].wan_xfer_s, Bs / 1e6, 1e-12);
+		SKY_EXPECT(p.stage[k].wan_xfer_b_s == 0);
+	}
+	SKY_EXPECT_EQ(sky_job_init(&j, "tiny"), 0);
+	j.model.layers = 3;
+	j.micro_batches = 4;
+	SKY_EXPECT_EQ(sky_plan_evaluate(&f, &j, &p, NULL), 0);
 	/* within a site: the boards' own links only, as before sites */
 	SKY_EXPECT_EQ(p.stage[2].cross_site, 0);
 	SKY_EXPECT(p.stage[2].wan_lat_s == 0 && p.stage[2].wan_xfer_s == 0 &&

@@ -218,7 +218,58 @@ SKY_TEST(a_site_path_delays_and_queues_messages)
 	}
 }
 
-/* m = 1, real compute and links: every charge appears once each way */
+/* Two cuts share a hop, and their messages queue on it first come, first
+ * served. Four stages in sites A B A B over one named link A-B (hop A->B
+ * and hop B->A, each X a message, no latency), compute and board links
+ * next to nothing, GPipe, m = 3. Hop A->B carries cut 0's activations,
+ * cut 1's gradients and cut 2's activations; B->A the other three.
+ * By hand (times in X):
+ *   A->B  cut 0 F0 F1 F2 [0,3]            -> stage 1 at 1, 2, 3
+ *   B->A  cut 1 F0 F1 F2 [1,4]            -> stage 2 at 2, 3, 4
+ *   A->B  cut 2 F0 at 2 waits for cut 0's F2: [3,4], F1 [4,5], F2 [5,6]
+ *                                         -> stage 3 at 4, 5, 6
+ *   stage 3 backward B2 B1 B0 at 6: B->A [6,9] -> stage 2 at 7, 8, 9
+ *   A->B  cut 1 B2 B1 B0 [7,10]           -> stage 1 at 8, 9, 10
+ *   B->A  cut 0 B2 reaches it at 8 behind cut 2's B0: [9,10], B1 [10,11],
+ *         B0 [11,12]                      -> stage 0 at 10, 11, 12
+ * Step 12 X (each cut alone on its hops: 10 X). The cost model's load per
+ * micro-batch on every hop: three messages, 3 X. */
+SKY_TEST(messages_of_two_cuts_queue_on_a_shared_hop)
+{
+	sky_job j;
+	int m = 3;
+	test_job(&j, 2, m, SKY_SCHED_GPIPE);
+	memset(&g_f, 0, sizeof g_f);
+	g_f.n = 4;
+	for (int i = 0; i < 4; i++) {
+		snprintf(g_f.board[i].id, SKY_BOARD_ID_MAX, "b%d", i);
+		snprintf(g_f.board[i].site, sizeof g_f.board[i].site, i % 2 ? "B" : "A");
+		g_f.board[i].fwd_s = g_f.board[i].bwd_s = 1e-12;
+		g_f.board[i].mem_bytes = 1ll << 40;
+		g_f.board[i].bw_Bps = 1e300;
+	}
+	double B = (double)sky_model_cut_bytes(&j.model), X = 0.5;
+	g_f.n_links = 1;
+	snprintf(g_f.link[0].a, sizeof g_f.link[0].a, "A");
+	snprintf(g_f.link[0].b, sizeof g_f.link[0].b, "B");
+	g_f.link[0].bw_Bps = B / X;
+	g_p.n_stages = 4;
+	for (int k = 0; k < 4; k++)
+		g_p.stage[k] = (sky_stage){.board = k, .first_unit = k, .last_unit = k};
+	SKY_EXPECT_EQ(sky_plan_evaluate(&g_f, &j, &g_p, NULL), 0);
+	for (int k = 0; k < 3; k++) {
+		SKY_EXPECT_EQ(g_p.stage[k].wan_hops, 1);
+		SKY_EXPECT_NEAR(g_p.stage[k].wan_hop_s[0], X, 1e-12);
+		SKY_EXPECT_NEAR(g_p.stage[k].wan_xfer_s, 3 * X, 1e-12);
+		SKY_EXPECT_NEAR(g_p.stage[k].wan_xfer_b_s, 3 * X, 1e-12);
+	}
+	SKY_EXPECT_EQ(sky_sim_run(&g_p, &j, &g_r, NULL), 0);
+	SKY_EXPECT_MSG(fabs(g_r.step_s - 12 * X) < 1e-9, "step %.12g, by hand %.12g", g_r.step_s,
+		       12 * X);
+}
+
+/* m = 1, real compute and links: every charge appears once each way (the
+ * site path's two hops one after the other: store and forward) */
 SKY_TEST(one_micro_batch_pays_every_charge_once_each_way)
 {
 	sky_job j;
@@ -245,7 +296,9 @@ SKY_TEST(one_micro_batch_pays_every_charge_once_each_way)
 	g_p.stage[1] = (sky_stage){.board = 1, .first_unit = 1, .last_unit = 1};
 	SKY_EXPECT_EQ(sky_plan_evaluate(&g_f, &j, &g_p, NULL), 0);
 	SKY_EXPECT_EQ(sky_sim_run(&g_p, &j, &g_r, NULL), 0);
-	double X = B / 1e6, L = 0.08;
+	/* each way the message is stored and forwarded at the core: the
+	 * uplink's B / 4e6 and 30 ms, then the downlink's B / 1e6 and 50 ms */
+	double X = B / 4e6 + B / 1e6, L = 0.08;
 	double want = fw[0] / 2 + lat[0] + X + L + lat[1] + fw[1] / 2 + bw[1] / 2 + lat[1] + X +
 		      L + lat[0] + bw[0] / 2;
 	SKY_EXPECT_MSG(fabs(g_r.step_s - want) < 1e-9, "step %.12g, by hand %.12g", g_r.step_s,

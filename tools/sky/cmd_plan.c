@@ -336,11 +336,13 @@ int plan_print(const plan_cli *c, const sky_plan *p, const plan_truth *t)
 			       k == p->bottleneck_stage ? "  <- bottleneck" : "");
 			if (k + 1 < p->n_stages &&
 			    !sky_site_eq(f->board[s->board].site, f->board[p->stage[k + 1].board].site))
-				printf("       -- crosses %s -> %s: %.4f s per activation, %.4f s per "
-				       "gradient on the site path, +%.4f s latency\n",
+				printf("       -- crosses %s -> %s (%d hop%s): the busiest hop carries "
+				       "%.4f s of activations, %.4f s of gradients per micro-batch, "
+				       "+%.4f s latency\n",
 				       sky_site_name(f->board[s->board].site),
-				       sky_site_name(f->board[p->stage[k + 1].board].site), s->wan_xfer_s,
-				       s->wan_xfer_b_s, s->wan_lat_s);
+				       sky_site_name(f->board[p->stage[k + 1].board].site), s->wan_hops,
+				       s->wan_hops == 1 ? "" : "s", s->wan_xfer_s, s->wan_xfer_b_s,
+				       s->wan_lat_s);
 		}
 		printf("bottleneck %.6f s/micro-batch, lower bound %.6f s (ratio %.3f), %d of %d "
 		       "boards used\n",
@@ -419,6 +421,7 @@ int plan_print(const plan_cli *c, const sky_plan *p, const plan_truth *t)
 			int cross = !sky_site_eq(f->board[s->board].site,
 						 f->board[p->stage[k + 1].board].site);
 			cJSON_AddBoolToObject(x, "cut_crosses_sites", cross);
+			cJSON_AddNumberToObject(x, "cut_wan_hops", s->wan_hops);
 			cJSON_AddNumberToObject(x, "cut_wan_xfer_s", s->wan_xfer_s);
 			cJSON_AddNumberToObject(x, "cut_wan_xfer_back_s", s->wan_xfer_b_s);
 			cJSON_AddNumberToObject(x, "cut_wan_lat_s", s->wan_lat_s);
