@@ -2,6 +2,7 @@
 
 #include "sky_ca.h"
 #include "sky_caps.h"
+#include "sky_chunk.h"
 #include "sky_ckpt.h"
 #include "sky_clock.h"
 #include "sky_crl.h"
@@ -394,6 +395,10 @@ typedef struct run_job {
 	 * restored_at): until restored_until, a board not heard from since (the
 	 * registry restores every board offline) is not taken for dead yet */
 	double restored_at, restored_until;
+	/* serving: each stage's slice and the signed plan's SHA-256 (kept in
+	 * the state file, checked again at a restart) */
+	sky_plan_slice slice[RUN_MAX_STAGES];
+	char plan_sha[65];
 } run_job;
 
 typedef struct svc {
@@ -1382,16 +1387,22 @@ static void run_save(svc *s, const run_job *r)
 		memcpy(js.board[k], r->board[k], sizeof js.board[k]);
 		js.first[k] = r->first[k];
 		js.last[k] = r->last[k];
+		memcpy(js.slice[k], r->slice[k].sha256, sizeof js.slice[k]);
+		js.slice_bytes[k] = r->slice[k].bytes;
 	}
+	memcpy(js.plan_sha256, r->plan_sha, sizeof js.plan_sha256);
 	if (sky_jobstate_save(s->state_dir, &js, &d) != 0)
 		SKY_ERROR("job %s: its state is not saved (%s); a planner restart would stop "
 			  "following it",
 			  r->pj.req.job, d.msg);
 }
 
-/* A training plan with checkpoints went out: follow its job (the first
- * plan adds it, a re-plan updates it) and tell the store its epoch. */
-static void follow_job(svc *s, const pending_job *pj, const sky_planmsg *p)
+/* A training plan with checkpoints, or a serving plan that re-plans, went
+ * out (signed as env, elen bytes): follow its job (the first plan adds it,
+ * a re-plan updates it), tell the store or the replay table its epoch, and
+ * keep it in the job's state file. */
+static void follow_job(svc *s, const pending_job *pj, const sky_planmsg *p, const char *env,
+		       size_t elen)
 {
 	run_job *r = find_run(s, p->job);
 	if (p->n_stages > RUN_MAX_STAGES) {
@@ -1420,7 +1431,11 @@ static void follow_job(svc *s, const pending_job *pj, const sky_planmsg *p)
 		r->last[k] = p->stages[k].last;
 		r->busy_n[k] = r->busy_step[k] = r->drift_run[k] = 0;
 		r->busy_base[k] = 0;
+		r->slice[k] = p->stages[k].slice;
 	}
+	unsigned char sha[32];
+	sky_sha256(env, elen, sha);
+	sky_sha256_hex(sha, r->plan_sha);
 	r->predicted_s = pj->predicted_s;
 	r->plan_s = sky_clock_s();
 	r->paused = 0;
@@ -1433,6 +1448,7 @@ static void follow_job(svc *s, const pending_job *pj, const sky_planmsg *p)
 			SKY_WARN("job %s: already following %d serving jobs; requests in flight at "
 				 "a fault are not replayed",
 				 p->job, SKY_SF_MAX_JOBS);
+		run_save(s, r);
 		return;
 	}
 	if (!sky_ckpt_begin(&s->ckpt, p->job, p->epoch, 2 * p->layers + 2))
@@ -1711,7 +1727,7 @@ static int try_plan(svc *s, pending_job *pj)
 	s->reg.c.plans_published++;
 	pj->published = p->epoch;
 	if ((p->train.steps > 0 && p->train.ckpt_every > 0) || (p->infer.on && !pj->req.no_replan))
-		follow_job(s, pj, p);
+		follow_job(s, pj, p, s->envelope, (size_t)elen);
 	if (predicted_s > 0)
 		sky_metrics_set_step_predicted(sky_metrics_default(), p->job, predicted_s);
 	SKY_INFO("job %s epoch %lld published: %d stages over %d boards (%s), bottleneck %.3f ms "
@@ -1975,6 +1991,157 @@ static void check_running(svc *s, double now)
  * one it has not heard from counts as offline. */
 #define RESTORE_GRACE_S 10.0
 
+/* The next run slot (the caller checked there is one) filled from js, not
+ * counted yet: followed again after a restart, a board of its plan given
+ * RESTORE_GRACE_S to be heard from. */
+static run_job *run_from_state(svc *s, const sky_jobstate *js)
+{
+	run_job *r = &s->run[s->n_run];
+	double now = sky_clock_s();
+	memset(r, 0, sizeof *r);
+	r->pj.req = js->req;
+	sky_model_preset(js->req.model, &r->pj.model);
+	if (js->req.layers)
+		r->pj.model.layers = js->req.layers;
+	if (js->req.seq)
+		r->pj.model.seq = js->req.seq;
+	if (js->req.batch)
+		r->pj.model.batch = js->req.batch;
+	r->pj.since = now;
+	r->epoch = js->epoch;
+	r->generation = js->generation;
+	r->n_stages = js->n_stages;
+	for (int k = 0; k < js->n_stages; k++) {
+		memcpy(r->board[k], js->board[k], sizeof r->board[k]);
+		r->first[k] = js->first[k];
+		r->last[k] = js->last[k];
+		memcpy(r->slice[k].sha256, js->slice[k], sizeof r->slice[k].sha256);
+		r->slice[k].bytes = js->slice_bytes[k];
+	}
+	memcpy(r->plan_sha, js->plan_sha256, sizeof r->plan_sha);
+	r->predicted_s = js->predicted_s;
+	r->paused = js->paused;
+	snprintf(r->pause_why, sizeof r->pause_why, "%s", js->pause_why);
+	r->plan_s = now;
+	r->retry_s = now + 1.0;
+	r->restored_at = now;
+	r->restored_until = now + RESTORE_GRACE_S;
+	return r;
+}
+
+/* A serving job checked by check_serving (its plan in s->msg) followed
+ * again: its requests tracked for replays from now on, and known to be
+ * served (never answered unknown_job). Returns 0. */
+static int restore_serving(svc *s, const sky_jobstate *js)
+{
+	const char *job = js->req.job;
+	run_job *r = run_from_state(s, js);
+	if (sky_servefault_follow(&s->sf, job, r->epoch, r->n_stages, s->msg.infer.queue, 0, 0) != 0)
+		SKY_WARN("job %s: already following %d serving jobs; requests in flight at a fault "
+			 "are not replayed",
+			 job, SKY_SF_MAX_JOBS);
+	sky_nojob_note(&s->nojob, job, SKY_NOJOB_SERVING);
+	s->n_run++;
+	run_save(s, r); /* the plan may have been newer than the file */
+	sky_jobstate_replans(s->state_dir, job, &s->jobs);
+	if (r->paused)
+		sky_jobstat_set_paused(&s->jobs, job, 1);
+	SKY_INFO("job %s: serving followed again after a restart: epoch %lld, generation %d, %d "
+		 "stages, its plan, model and slices verified%s",
+		 job, (long long)r->epoch, r->generation, r->n_stages, r->paused ? ", paused" : "");
+	return 0;
+}
+
+/* A serving job's state file against what it names, at start: its signed
+ * plan (<state>/plans/<job>.env) must verify, serve and hash to the file's
+ * plan_sha256 with the same stages and slices; or be newer (a restart
+ * between publishing a re-plan and saving it: js takes the plan's epoch,
+ * stages and slices). The model and every slice must hash to their names;
+ * a slice that does not is logged, removed and cut again from the model,
+ * which must give the same hash. Leaves the plan in s->msg. Returns 0, or
+ * an error with d saying what is wrong (the job is then not followed). */
+static int check_serving(svc *s, sky_jobstate *js, sky_diag *d)
+{
+	const char *job = js->req.job;
+	char path[700], hex[65];
+	unsigned char sha[32];
+	long n = load_plan(s, job);
+	plan_file(s, job, path, sizeof path);
+	if (n < 0)
+		return sky_diag_set(d, (int)n, "its saved plan %s is unusable (%s)", path,
+				    n == SKY_ENOTFOUND ? "missing" : sky_strerror((int)n));
+	if (!s->msg.infer.on || s->msg.epoch < js->epoch || s->msg.n_stages > RUN_MAX_STAGES)
+		return sky_diag_set(d, SKY_EFORMAT,
+				    "its saved plan %s (epoch %lld, %d stages) is %s", path,
+				    (long long)s->msg.epoch, s->msg.n_stages,
+				    !s->msg.infer.on ? "not a serving plan"
+				    : s->msg.epoch < js->epoch ? "older than the state file's"
+							       : "too many stages to follow");
+	sky_sha256(s->envelope, (size_t)n, sha);
+	sky_sha256_hex(sha, hex);
+	if (s->msg.epoch > js->epoch) {
+		SKY_WARN("job %s: its saved plan (epoch %lld) is newer than its state file's "
+			 "(epoch %lld); following the plan",
+			 job, (long long)s->msg.epoch, (long long)js->epoch);
+		js->epoch = s->msg.epoch;
+		js->generation++;
+		js->paused = 0;
+		js->n_stages = s->msg.n_stages;
+		memcpy(js->plan_sha256, hex, sizeof js->plan_sha256);
+		for (int k = 0; k < js->n_stages; k++) {
+			const sky_plan_stage *st = &s->msg.stages[k];
+			snprintf(js->board[k], sizeof js->board[k], "%s", st->board);
+			js->first[k] = st->first;
+			js->last[k] = st->last;
+			snprintf(js->slice[k], sizeof js->slice[k], "%s", st->slice.sha256);
+			js->slice_bytes[k] = st->slice.bytes;
+		}
+	}
+	if (strcmp(hex, js->plan_sha256) != 0)
+		return sky_diag_set(d, SKY_EAUTH,
+				    "its saved plan %s hashes to %.16s.., not the %.16s.. its state "
+				    "file names",
+				    path, hex, js->plan_sha256);
+	int same = s->msg.n_stages == js->n_stages;
+	for (int k = 0; same && k < js->n_stages; k++) {
+		const sky_plan_stage *st = &s->msg.stages[k];
+		same = !strcmp(st->board, js->board[k]) && st->first == js->first[k] &&
+		       st->last == js->last[k] && !strcmp(st->slice.sha256, js->slice[k]) &&
+		       st->slice.bytes == js->slice_bytes[k];
+	}
+	if (!same)
+		return sky_diag_set(d, SKY_EFORMAT,
+				    "its saved plan %s has other stages or slices than its state file",
+				    path);
+	int rc = sky_deploy_model_path(&s->deploy, js->req.weights, path, sizeof path, d);
+	if (rc == 0)
+		rc = sky_jobstate_check_file(path, js->req.weights, -1, "model", d);
+	if (rc)
+		return rc;
+	for (int k = 0; k < js->n_stages; k++) {
+		sky_diag sd;
+		sky_diag_clear(&sd);
+		snprintf(path, sizeof path, "%s/slices/%s.safetensors", s->state_dir, js->slice[k]);
+		char what[40];
+		snprintf(what, sizeof what, "slice of stage %d", k);
+		if (sky_jobstate_check_file(path, js->slice[k], js->slice_bytes[k], what, &sd) == 0)
+			continue;
+		SKY_ERROR("job %s: %s; cutting it again from the model", job, sd.msg);
+		sky_file_remove(path);
+		sky_plan_slice cut;
+		sky_diag_clear(&sd);
+		rc = sky_deploy_cut(&s->deploy, js->req.weights, js->first[k], js->last[k], &cut, &sd);
+		if (rc == 0 && strcmp(cut.sha256, js->slice[k]) != 0)
+			rc = sky_diag_set(&sd, SKY_EAUTH, "the cut hashes to %.16s..", cut.sha256);
+		if (rc)
+			return sky_diag_set(d, rc, "the slice of stage %d (%.16s..) cannot be cut again: %s",
+					    k, js->slice[k], sd.msg);
+		SKY_INFO("job %s: slice of stage %d cut again from the model (%.16s..)", job, k,
+			 js->slice[k]);
+	}
+	return 0;
+}
+
 /* One <state>/jobs/<job>.run.json at start: the job followed again, from
  * its newest plan (the saved plan, if the state file is older: a restart
  * between publishing and saving), with its checkpoints from the store's
@@ -1991,6 +2158,18 @@ static int restore_run(void *ctx, const char *path)
 		return 0;
 	}
 	const char *job = js.req.job;
+	if (js.req.infer) {
+		if (check_serving(s, &js, &d) != 0) {
+			SKY_ERROR("serving job %s (%s): %s; that job is not followed", job, path, d.msg);
+			return 0;
+		}
+		if (s->n_run == MAX_RUNNING) {
+			SKY_ERROR("job %s: already following %d jobs; %s not restored", job,
+				  MAX_RUNNING, path);
+			return 0;
+		}
+		return restore_serving(s, &js);
+	}
 	long n = load_plan(s, job);
 	if (n < 0)
 		SKY_WARN("job %s: its saved plan is unusable (%s); following it as %s says", job,
@@ -2012,33 +2191,7 @@ static int restore_run(void *ctx, const char *path)
 		SKY_ERROR("job %s: already following %d jobs; %s not restored", job, MAX_RUNNING, path);
 		return 0;
 	}
-	run_job *r = &s->run[s->n_run];
-	double now = sky_clock_s();
-	memset(r, 0, sizeof *r);
-	r->pj.req = js.req;
-	sky_model_preset(js.req.model, &r->pj.model);
-	if (js.req.layers)
-		r->pj.model.layers = js.req.layers;
-	if (js.req.seq)
-		r->pj.model.seq = js.req.seq;
-	if (js.req.batch)
-		r->pj.model.batch = js.req.batch;
-	r->pj.since = now;
-	r->epoch = js.epoch;
-	r->generation = js.generation;
-	r->n_stages = js.n_stages;
-	for (int k = 0; k < js.n_stages; k++) {
-		memcpy(r->board[k], js.board[k], sizeof r->board[k]);
-		r->first[k] = js.first[k];
-		r->last[k] = js.last[k];
-	}
-	r->predicted_s = js.predicted_s;
-	r->paused = js.paused;
-	snprintf(r->pause_why, sizeof r->pause_why, "%s", js.pause_why);
-	r->plan_s = now;
-	r->retry_s = now + 1.0;
-	r->restored_at = now;
-	r->restored_until = now + RESTORE_GRACE_S;
+	run_job *r = run_from_state(s, &js);
 	int n_blocks = 2 * r->pj.model.layers + 2;
 	int rc = sky_ckpt_restore(&s->ckpt, job, r->epoch, n_blocks, &d);
 	if (rc == SKY_EAUTH) {
