@@ -335,6 +335,10 @@ int sky_job_reply_decode(const char *buf, size_t len, sky_job_reply *r, sky_diag
 #define LOG_LINES_PER_WINDOW 5
 #define LOG_WINDOW_S 10.0
 #define REVOKED_CHECK_S 1.0
+/* the longest the loop hands messages over before its tick runs again */
+#define POLL_BUDGET_MS 50
+/* a tick later than this after the one before: the loop itself stalled */
+#define LOOP_STALL_S 1.0
 /* how long a job re-planned without a revoked board waits for the boards
  * it wants (every online board with matching capabilities) */
 #define REPLAN_WAIT_S 10.0
@@ -389,6 +393,7 @@ typedef struct run_job {
 	int want;            /* a voluntary re-plan waits for the next commit */
 	char want_why[160];
 	long commits_at_want;
+	int ask_step, ask_ahead; /* the checkpoint asked for it, and how far ahead */
 	double fault_s;      /* monotonic: the fault or decision a re-plan answers (0 none) */
 	double next_eval_s;
 	/* taken back from <state>/jobs/<job>.run.json at a restart (monotonic
@@ -1440,6 +1445,7 @@ static void follow_job(svc *s, const pending_job *pj, const sky_planmsg *p, cons
 	r->plan_s = sky_clock_s();
 	r->paused = 0;
 	r->want = 0;
+	r->ask_step = 0;
 	r->restored_until = 0;
 	if (p->infer.on) {
 		/* serving: its unanswered requests are replayed after a re-plan */
@@ -1877,6 +1883,54 @@ static void check_drift(svc *s, run_job *r, double now)
 	}
 }
 
+/* Asks every stage of r for a checkpoint after step `at` (a voluntary
+ * re-plan waits for it). Returns at. */
+static int ask_ckpt(svc *s, run_job *r, int at)
+{
+	char buf[SKY_CMD_MAX_BYTES], topic[SKY_TOPIC_BUF];
+	int n = snprintf(buf, sizeof buf, "{\"cmd\":\"ckpt\",\"job\":\"%s\",\"epoch\":%lld,\"step\":%d}",
+			 r->pj.req.job, (long long)r->epoch, at);
+	for (int k = 0; k < r->n_stages; k++)
+		if (sky_topic_board(topic, sizeof topic, r->board[k], SKY_TOPIC_CMD) == 0)
+			sky_mqtt_publish(s->m, topic, buf, (size_t)n, 1, 0, NULL);
+	r->ask_step = at;
+	return at;
+}
+
+/* A voluntary re-plan waits for the checkpoint it asked for. The step was
+ * picked from the stages' metrics as this planner has read them; a
+ * planner that reads them late (a loaded machine: its queue of messages
+ * trails the boards by seconds) asks for a step the stages have already
+ * passed, and a board never checkpoints in the past. Once the metrics
+ * show every stage two steps past it with no commit, it is asked again
+ * twice as far ahead, while that comes before the next K-th step (which
+ * commits anyway). */
+static void ask_again_if_passed(svc *s, run_job *r)
+{
+	const char *job = r->pj.req.job;
+	int past = -1, k_every = r->pj.req.ckpt_every;
+	for (int i = 0; i < s->jobs.n; i++) {
+		const sky_jobstat_row *w = &s->jobs.row[i];
+		if (!strcmp(w->job, job) && w->epoch == r->epoch && w->stage < r->n_stages)
+			past = past < 0 || w->step < past ? w->step : past;
+	}
+	if (r->ask_step <= 0 || past < r->ask_step + 2)
+		return;
+	int seen = last_step(s, job, r->epoch);
+	int ahead = r->ask_ahead < 64 ? 2 * r->ask_ahead : 128;
+	int next_k = k_every > 0 ? (seen / k_every + 1) * k_every : r->pj.req.steps + 1;
+	if (seen + ahead >= next_k || seen + ahead > r->pj.req.steps) {
+		r->ask_step = 0; /* the K-th (or last) step's commit comes first */
+		return;
+	}
+	int was = r->ask_step;
+	r->ask_ahead = ahead;
+	ask_ckpt(s, r, seen + ahead);
+	SKY_INFO("job %s: its stages passed step %d before the checkpoint asked there (their "
+		 "metrics reach this planner late); asked again after step %d",
+		 job, was, r->ask_step);
+}
+
 /* Follows the running training jobs (called with the lock held, every
  * tick): done ones are let go; a board of a plan gone offline re-plans at
  * once; a paused job tries again; and now and then, if no re-plan is
@@ -1937,6 +1991,8 @@ static void check_running(svc *s, double now)
 		if (r->pj.req.infer)
 			continue; /* serving re-plans on faults only (no drift, no gain) */
 		check_drift(s, r, now);
+		if (r->want)
+			ask_again_if_passed(s, r);
 		if (r->want || now < r->next_eval_s || now - r->plan_s < s->o->replan_holdoff_s)
 			continue;
 		r->next_eval_s = now + 1.0;
@@ -1971,14 +2027,8 @@ static void check_running(svc *s, double now)
 			/* ask every stage for a checkpoint a step ahead (they are at
 			 * most a step apart), so the re-plan need not wait for the
 			 * next K-th step */
-			int at = last_step(s, job, r->epoch) + 2;
-			char buf[SKY_CMD_MAX_BYTES], topic[SKY_TOPIC_BUF];
-			int n = snprintf(buf, sizeof buf,
-					 "{\"cmd\":\"ckpt\",\"job\":\"%s\",\"epoch\":%lld,\"step\":%d}", job,
-					 (long long)r->epoch, at);
-			for (int k = 0; k < r->n_stages; k++)
-				if (sky_topic_board(topic, sizeof topic, r->board[k], SKY_TOPIC_CMD) == 0)
-					sky_mqtt_publish(s->m, topic, buf, (size_t)n, 1, 0, NULL);
+			r->ask_ahead = 2;
+			int at = ask_ckpt(s, r, last_step(s, job, r->epoch) + r->ask_ahead);
 			SKY_INFO("job %s: a plan over the online boards would be faster: %s; checkpoint "
 				 "asked after step %d, re-planning at the next commit",
 				 job, r->want_why, at);
@@ -2368,7 +2418,8 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 		queue_job(s, buf, (size_t)n, o->job_file, &jd);
 	}
 	SKY_INFO("serving: state in %s, epoch %lld", s->state_dir, (long long)s->epoch);
-	double last_save = 0;
+	double last_save = 0, last_tick = 0;
+	int behind = 0; /* the last poll ran out of its budget with messages still queued */
 	sky_mqtt_backoff backoff; /* 0.5 s doubling to 5 s, jittered */
 	sky_mqtt_backoff_init(&backoff, 500, 5000, sky_clock_ns() ^ (uint64_t)(uintptr_t)s);
 	sky_notify_ready();
@@ -2393,7 +2444,19 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 		static unsigned char was_online[SKY_REG_MAX_BOARDS];
 		for (int i = 0; i < s->reg.n; i++)
 			was_online[i] = s->reg.b[i].state == SKY_REG_ONLINE;
-		if (sky_registry_tick(&s->reg, now) > 0)
+		/* a board is offline when nothing came from it for 1.5 keepalives;
+		 * time this loop did not run is not its silence, and while a
+		 * backlog waits unread (the last poll ran out of its budget) its
+		 * last message may be among them */
+		double gap = last_tick > 0 ? now - last_tick : 0;
+		last_tick = now;
+		if (gap > LOOP_STALL_S) {
+			sky_registry_excuse(&s->reg, gap);
+			SKY_WARN("this planner's loop did not run for %.1f s (a loaded machine?); the "
+				 "boards' deadlines move on by as much",
+				 gap);
+		}
+		if (!behind && sky_registry_tick(&s->reg, now) > 0)
 			for (int i = 0; i < s->reg.n; i++)
 				if (was_online[i] && s->reg.b[i].state == SKY_REG_OFFLINE)
 					SKY_WARN("board %s offline: nothing heard for %.2f s (keepalive "
@@ -2443,11 +2506,16 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 			save_state(s);
 			last_save = now;
 		}
-		/* messages are handled on this thread; tick again after ~100 ms */
+		/* messages are handled on this thread; tick again after ~100 ms,
+		 * also while a backlog of messages waits: each poll hands over
+		 * what is queued for at most POLL_BUDGET_MS, so the tick (boards
+		 * gone, re-plans, replays, queued jobs) is never starved */
 		while (sky_clock_s() - now < 0.1 && !atomic_load(&s->lost) &&
 		       !sky_signal_stop_requested()) {
 			int sending = sky_deploy_pump(&s->deploy, sky_clock_s(), deploy_publish, s);
-			sky_mqtt_poll(s->m, sending ? 1 : 5);
+			double t = sky_clock_s();
+			sky_mqtt_poll_for(s->m, sending ? 1 : 5, POLL_BUDGET_MS);
+			behind = sky_clock_s() - t >= POLL_BUDGET_MS * 1e-3 && sky_mqtt_queued(s->m);
 		}
 	}
 	SKY_INFO("stopping on signal %d", sky_signal_stop_requested());

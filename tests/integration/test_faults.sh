@@ -107,6 +107,11 @@ finish() {
 	wrc=$?
 	[ $wrc -eq 0 ] && pass "${name}_training_finishes" ||
 		fail "${name}_training_finishes" "watch rc $wrc: $(tail -3 "$W/$JOB.watch" "$W/$JOB.watch.err")"
+	# the watch sees the boards' last step; skyplan commits it when it has
+	# read every stage's part, which on a loaded machine trails the boards
+	# by its queue of messages (15 s measured at load 11): the log is read
+	# once it says the job is done (bounded like the watch itself)
+	[ $wrc -eq 0 ] && sky_wait 120 grep -q '"event":"done"' "$(LOG)"
 	"$SKY" job collect "$JOB" --pki "$PKI" --broker "$BR" --out "$W/$JOB.safetensors" \
 		--timeout 30 >"$W/$JOB.collect" 2>&1 || fail "${name}_collect" "$(cat "$W/$JOB.collect")"
 	if cmp -s "$W/$JOB.safetensors" "$REF"; then
