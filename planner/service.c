@@ -2502,7 +2502,9 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 		if (sup > 0)
 			suppressed_line(s, &s->sf_log, "serving requests not tracked", sup);
 		sky_mutex_unlock(&s->lock);
-		if ((changed && now - last_save >= 0.2) || now - last_save >= 2.0) {
+		/* every change within 0.2 s; every 2 s while a backlog waits (two
+		 * more fsyncs a tick would slow its reading further) */
+		if ((changed && !behind && now - last_save >= 0.2) || now - last_save >= 2.0) {
 			save_state(s);
 			last_save = now;
 		}
