@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 int sky_jobstate_path(const char *state_dir, const char *job, char *buf, size_t cap)
 {
@@ -194,7 +193,7 @@ int sky_jobstate_check_file(const char *path, const char *sha_hex, int64_t bytes
 		return sky_diag_set(d, SKY_EFORMAT, "%s %s: %llu bytes, %lld expected", what, path,
 				    (unsigned long long)n, (long long)bytes);
 	sky_sha256_hex(sha, got);
-	if (strcasecmp(got, sha_hex) != 0)
+	if (strcmp(got, sha_hex) != 0) /* both lower-case hex (sky_sha256_hex, the plan) */
 		return sky_diag_set(d, SKY_EAUTH, "%s %s: hashes to %.16s.., not %.16s..", what, path,
 				    got, sha_hex);
 	return 0;

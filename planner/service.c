@@ -1931,6 +1931,18 @@ static void ask_again_if_passed(svc *s, run_job *r)
 		 job, was, r->ask_step);
 }
 
+/* 1 when every board of serving job r's plan holds another job's plan now
+ * (a newer job was planned over them), else 0. */
+static int displaced(const svc *s, const run_job *r)
+{
+	for (int k = 0; k < r->n_stages; k++) {
+		const sky_reg_board *b = sky_registry_find((sky_registry *)&s->reg, r->board[k]);
+		if (!b || !b->job[0] || !strcmp(b->job, r->pj.req.job))
+			return 0;
+	}
+	return r->n_stages > 0;
+}
+
 /* Follows the running training jobs (called with the lock held, every
  * tick): done ones are let go; a board of a plan gone offline re-plans at
  * once; a paused job tries again; and now and then, if no re-plan is
@@ -1952,6 +1964,16 @@ static void check_running(svc *s, double now)
 			sky_ckpt_log(&s->ckpt, job, fields);
 			SKY_INFO("job %s done under generation %d (epoch %lld)", job, r->generation,
 				 (long long)r->epoch);
+			sky_jobstate_remove(s->state_dir, job);
+			s->run[i] = s->run[--s->n_run];
+			continue;
+		}
+		if (r->pj.req.infer && displaced(s, r)) {
+			/* a board serves one job at a time: re-planning this one now
+			 * would take the boards from the job that replaced it */
+			SKY_INFO("job %s: every board of its plan (epoch %lld) now serves another job; "
+				 "no longer followed",
+				 job, (long long)r->epoch);
 			sky_jobstate_remove(s->state_dir, job);
 			s->run[i] = s->run[--s->n_run];
 			continue;
