@@ -2,6 +2,7 @@
 #define _GNU_SOURCE /* memmem */
 #include "sky_jobstate.h"
 
+#include "sky_chunk.h"
 #include "sky_file.h"
 #include "sky_json.h"
 
@@ -34,12 +35,17 @@ int sky_jobstate_save(const char *state_dir, const sky_jobstate *js, sky_diag *d
 		 cJSON_AddNumberToObject(doc, "predicted_step_s", js->predicted_s) &&
 		 cJSON_AddBoolToObject(doc, "paused", js->paused) &&
 		 cJSON_AddStringToObject(doc, "pause_why", js->pause_why);
+	if (ok && js->req.infer)
+		ok = cJSON_AddStringToObject(doc, "plan_sha256", js->plan_sha256) != NULL;
 	for (int k = 0; ok && k < js->n_stages; k++) {
 		cJSON *st = cJSON_CreateObject();
 		ok = st && cJSON_AddItemToArray(stages, st) &&
 		     cJSON_AddStringToObject(st, "board", js->board[k]) &&
 		     cJSON_AddNumberToObject(st, "first", js->first[k]) &&
 		     cJSON_AddNumberToObject(st, "last", js->last[k]);
+		if (ok && js->req.infer)
+			ok = cJSON_AddStringToObject(st, "slice", js->slice[k]) &&
+			     cJSON_AddNumberToObject(st, "slice_bytes", (double)js->slice_bytes[k]);
 	}
 	if (ok) {
 		cJSON_AddItemToObject(doc, "stages", stages);
@@ -67,6 +73,24 @@ static void name_of(const char *path, char *job, size_t cap)
 	size_t n = strlen(b), sl = sizeof SKY_JOBSTATE_SUFFIX - 1;
 	n = n > sl ? n - sl : 0;
 	snprintf(job, cap, "%.*s", (int)(n < cap ? n : cap - 1), b);
+}
+
+/* A serving job's file names its signed plan and every stage's slice by
+ * hash. Returns 0 or SKY_EFORMAT with why. */
+static int serving_ok(const sky_jobstate *js, sky_diag *why)
+{
+	unsigned char sha[32];
+	if (sky_sha256_parse(js->plan_sha256, sha) != 0)
+		return sky_diag_set(why, SKY_EFORMAT,
+				    "serving job %s: 'plan_sha256' must be 64 hex digits",
+				    js->req.job);
+	for (int k = 0; k < js->n_stages; k++)
+		if (sky_sha256_parse(js->slice[k], sha) != 0 || js->slice_bytes[k] <= 0)
+			return sky_diag_set(why, SKY_EFORMAT,
+					    "serving job %s: stage %d has no 'slice' (64 hex digits) "
+					    "and 'slice_bytes'",
+					    js->req.job, k);
+	return 0;
 }
 
 int sky_jobstate_load(const char *path, sky_jobstate *js, sky_diag *d)
@@ -119,8 +143,17 @@ int sky_jobstate_load(const char *path, sky_jobstate *js, sky_diag *d)
 						  k, js->board[k]);
 				break;
 			}
+			if (cJSON_GetObjectItemCaseSensitive(o, "slice") &&
+			    ((rc = sky_json_str(o, "slice", js->slice[k], sizeof js->slice[k],
+						"job state stage", &why)) ||
+			     (rc = sky_json_i64(o, "slice_bytes", 1, SKY_JSON_INT_MAX,
+						&js->slice_bytes[k], "job state stage", &why))))
+				break;
 			js->n_stages++;
 		}
+	if (!rc && cJSON_GetObjectItemCaseSensitive(doc, "plan_sha256"))
+		rc = sky_json_str(doc, "plan_sha256", js->plan_sha256, sizeof js->plan_sha256,
+				  "job state", &why);
 	sky_json_free(doc);
 	if (!rc) {
 		sky_diag rd;
@@ -132,12 +165,37 @@ int sky_jobstate_load(const char *path, sky_jobstate *js, sky_diag *d)
 	if (!rc && (strcmp(job, want) != 0 || strcmp(js->req.job, job) != 0))
 		rc = sky_diag_set(&why, SKY_EFORMAT, "it names job '%s' (request '%s')", job,
 				  js->req.job);
-	if (!rc && !(js->req.train && js->req.ckpt_every > 0))
-		rc = sky_diag_set(&why, SKY_EFORMAT, "job %s is not a training job with checkpoints",
+	if (!rc && !(js->req.train && js->req.ckpt_every > 0) &&
+	    !(js->req.infer && !js->req.no_replan))
+		rc = sky_diag_set(&why, SKY_EFORMAT,
+				  "job %s is neither a training job with checkpoints nor a serving "
+				  "job that re-plans",
 				  job);
+	if (!rc && js->req.infer)
+		rc = serving_ok(js, &why);
 	if (rc)
 		return sky_diag_set(d, SKY_EFORMAT, "job state %s is damaged: %s", path,
 				    why.msg[0] ? why.msg : sky_strerror(rc));
+	return 0;
+}
+
+int sky_jobstate_check_file(const char *path, const char *sha_hex, int64_t bytes,
+			    const char *what, sky_diag *d)
+{
+	unsigned char sha[32];
+	char got[65];
+	uint64_t n = 0;
+	int rc = sky_sha256_file(path, sha, &n);
+	if (rc)
+		return sky_diag_set(d, rc, "%s %s: %s", what, path,
+				    rc == SKY_ENOTFOUND ? "missing" : sky_strerror(rc));
+	if (bytes >= 0 && (int64_t)n != bytes)
+		return sky_diag_set(d, SKY_EFORMAT, "%s %s: %llu bytes, %lld expected", what, path,
+				    (unsigned long long)n, (long long)bytes);
+	sky_sha256_hex(sha, got);
+	if (strcmp(got, sha_hex) != 0) /* both lower-case hex (sky_sha256_hex, the plan) */
+		return sky_diag_set(d, SKY_EAUTH, "%s %s: hashes to %.16s.., not %.16s..", what, path,
+				    got, sha_hex);
 	return 0;
 }
 

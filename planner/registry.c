@@ -342,6 +342,13 @@ int sky_registry_tick(sky_registry *r, double now)
 	return marked;
 }
 
+void sky_registry_excuse(sky_registry *r, double seconds)
+{
+	for (int i = 0; i < r->n && seconds > 0; i++)
+		if (r->b[i].state == SKY_REG_ONLINE)
+			r->b[i].last_heard += seconds;
+}
+
 int sky_reg_ack(const sky_reg_board *b)
 {
 	if (!b->job[0] || strcmp(b->ack_job, b->job) != 0 || b->ack_epoch != b->epoch)

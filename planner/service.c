@@ -2,6 +2,7 @@
 
 #include "sky_ca.h"
 #include "sky_caps.h"
+#include "sky_chunk.h"
 #include "sky_ckpt.h"
 #include "sky_clock.h"
 #include "sky_crl.h"
@@ -334,6 +335,10 @@ int sky_job_reply_decode(const char *buf, size_t len, sky_job_reply *r, sky_diag
 #define LOG_LINES_PER_WINDOW 5
 #define LOG_WINDOW_S 10.0
 #define REVOKED_CHECK_S 1.0
+/* the longest the loop hands messages over before its tick runs again */
+#define POLL_BUDGET_MS 50
+/* a tick later than this after the one before: the loop itself stalled */
+#define LOOP_STALL_S 1.0
 /* how long a job re-planned without a revoked board waits for the boards
  * it wants (every online board with matching capabilities) */
 #define REPLAN_WAIT_S 10.0
@@ -388,12 +393,17 @@ typedef struct run_job {
 	int want;            /* a voluntary re-plan waits for the next commit */
 	char want_why[160];
 	long commits_at_want;
+	int ask_step, ask_ahead; /* the checkpoint asked for it, and how far ahead */
 	double fault_s;      /* monotonic: the fault or decision a re-plan answers (0 none) */
 	double next_eval_s;
 	/* taken back from <state>/jobs/<job>.run.json at a restart (monotonic
 	 * restored_at): until restored_until, a board not heard from since (the
 	 * registry restores every board offline) is not taken for dead yet */
 	double restored_at, restored_until;
+	/* serving: each stage's slice and the signed plan's SHA-256 (kept in
+	 * the state file, checked again at a restart) */
+	sky_plan_slice slice[RUN_MAX_STAGES];
+	char plan_sha[65];
 } run_job;
 
 typedef struct svc {
@@ -1385,16 +1395,22 @@ static void run_save(svc *s, const run_job *r)
 		memcpy(js.board[k], r->board[k], sizeof js.board[k]);
 		js.first[k] = r->first[k];
 		js.last[k] = r->last[k];
+		memcpy(js.slice[k], r->slice[k].sha256, sizeof js.slice[k]);
+		js.slice_bytes[k] = r->slice[k].bytes;
 	}
+	memcpy(js.plan_sha256, r->plan_sha, sizeof js.plan_sha256);
 	if (sky_jobstate_save(s->state_dir, &js, &d) != 0)
 		SKY_ERROR("job %s: its state is not saved (%s); a planner restart would stop "
 			  "following it",
 			  r->pj.req.job, d.msg);
 }
 
-/* A training plan with checkpoints went out: follow its job (the first
- * plan adds it, a re-plan updates it) and tell the store its epoch. */
-static void follow_job(svc *s, const pending_job *pj, const sky_planmsg *p)
+/* A training plan with checkpoints, or a serving plan that re-plans, went
+ * out (signed as env, elen bytes): follow its job (the first plan adds it,
+ * a re-plan updates it), tell the store or the replay table its epoch, and
+ * keep it in the job's state file. */
+static void follow_job(svc *s, const pending_job *pj, const sky_planmsg *p, const char *env,
+		       size_t elen)
 {
 	run_job *r = find_run(s, p->job);
 	if (p->n_stages > RUN_MAX_STAGES) {
@@ -1423,11 +1439,16 @@ static void follow_job(svc *s, const pending_job *pj, const sky_planmsg *p)
 		r->last[k] = p->stages[k].last;
 		r->busy_n[k] = r->busy_step[k] = r->drift_run[k] = 0;
 		r->busy_base[k] = 0;
+		r->slice[k] = p->stages[k].slice;
 	}
+	unsigned char sha[32];
+	sky_sha256(env, elen, sha);
+	sky_sha256_hex(sha, r->plan_sha);
 	r->predicted_s = pj->predicted_s;
 	r->plan_s = sky_clock_s();
 	r->paused = 0;
 	r->want = 0;
+	r->ask_step = 0;
 	r->restored_until = 0;
 	if (p->infer.on) {
 		/* serving: its unanswered requests are replayed after a re-plan */
@@ -1436,6 +1457,7 @@ static void follow_job(svc *s, const pending_job *pj, const sky_planmsg *p)
 			SKY_WARN("job %s: already following %d serving jobs; requests in flight at "
 				 "a fault are not replayed",
 				 p->job, SKY_SF_MAX_JOBS);
+		run_save(s, r);
 		return;
 	}
 	if (!sky_ckpt_begin(&s->ckpt, p->job, p->epoch, 2 * p->layers + 2))
@@ -1732,7 +1754,7 @@ static int try_plan(svc *s, pending_job *pj)
 	s->reg.c.plans_published++;
 	pj->published = p->epoch;
 	if ((p->train.steps > 0 && p->train.ckpt_every > 0) || (p->infer.on && !pj->req.no_replan))
-		follow_job(s, pj, p);
+		follow_job(s, pj, p, s->envelope, (size_t)elen);
 	if (predicted_s > 0)
 		sky_metrics_set_step_predicted(sky_metrics_default(), p->job, predicted_s);
 	SKY_INFO("job %s epoch %lld published: %d stages over %d boards (%s), bottleneck %.3f ms "
@@ -1882,6 +1904,66 @@ static void check_drift(svc *s, run_job *r, double now)
 	}
 }
 
+/* Asks every stage of r for a checkpoint after step `at` (a voluntary
+ * re-plan waits for it). Returns at. */
+static int ask_ckpt(svc *s, run_job *r, int at)
+{
+	char buf[SKY_CMD_MAX_BYTES], topic[SKY_TOPIC_BUF];
+	int n = snprintf(buf, sizeof buf, "{\"cmd\":\"ckpt\",\"job\":\"%s\",\"epoch\":%lld,\"step\":%d}",
+			 r->pj.req.job, (long long)r->epoch, at);
+	for (int k = 0; k < r->n_stages; k++)
+		if (sky_topic_board(topic, sizeof topic, r->board[k], SKY_TOPIC_CMD) == 0)
+			sky_mqtt_publish(s->m, topic, buf, (size_t)n, 1, 0, NULL);
+	r->ask_step = at;
+	return at;
+}
+
+/* A voluntary re-plan waits for the checkpoint it asked for. The step was
+ * picked from the stages' metrics as this planner has read them; a
+ * planner that reads them late (a loaded machine: its queue of messages
+ * trails the boards by seconds) asks for a step the stages have already
+ * passed, and a board never checkpoints in the past. Once the metrics
+ * show every stage two steps past it with no commit, it is asked again
+ * twice as far ahead, while that comes before the next K-th step (which
+ * commits anyway). */
+static void ask_again_if_passed(svc *s, run_job *r)
+{
+	const char *job = r->pj.req.job;
+	int past = -1, k_every = r->pj.req.ckpt_every;
+	for (int i = 0; i < s->jobs.n; i++) {
+		const sky_jobstat_row *w = &s->jobs.row[i];
+		if (!strcmp(w->job, job) && w->epoch == r->epoch && w->stage < r->n_stages)
+			past = past < 0 || w->step < past ? w->step : past;
+	}
+	if (r->ask_step <= 0 || past < r->ask_step + 2)
+		return;
+	int seen = last_step(s, job, r->epoch);
+	int ahead = r->ask_ahead < 64 ? 2 * r->ask_ahead : 128;
+	int next_k = k_every > 0 ? (seen / k_every + 1) * k_every : r->pj.req.steps + 1;
+	if (seen + ahead >= next_k || seen + ahead > r->pj.req.steps) {
+		r->ask_step = 0; /* the K-th (or last) step's commit comes first */
+		return;
+	}
+	int was = r->ask_step;
+	r->ask_ahead = ahead;
+	ask_ckpt(s, r, seen + ahead);
+	SKY_INFO("job %s: its stages passed step %d before the checkpoint asked there (their "
+		 "metrics reach this planner late); asked again after step %d",
+		 job, was, r->ask_step);
+}
+
+/* 1 when every board of serving job r's plan holds another job's plan now
+ * (a newer job was planned over them), else 0. */
+static int displaced(const svc *s, const run_job *r)
+{
+	for (int k = 0; k < r->n_stages; k++) {
+		const sky_reg_board *b = sky_registry_find((sky_registry *)&s->reg, r->board[k]);
+		if (!b || !b->job[0] || !strcmp(b->job, r->pj.req.job))
+			return 0;
+	}
+	return r->n_stages > 0;
+}
+
 /* Follows the running training jobs (called with the lock held, every
  * tick): done ones are let go; a board of a plan gone offline re-plans at
  * once; a paused job tries again; and now and then, if no re-plan is
@@ -1903,6 +1985,16 @@ static void check_running(svc *s, double now)
 			sky_ckpt_log(&s->ckpt, job, fields);
 			SKY_INFO("job %s done under generation %d (epoch %lld)", job, r->generation,
 				 (long long)r->epoch);
+			sky_jobstate_remove(s->state_dir, job);
+			s->run[i] = s->run[--s->n_run];
+			continue;
+		}
+		if (r->pj.req.infer && displaced(s, r)) {
+			/* a board serves one job at a time: re-planning this one now
+			 * would take the boards from the job that replaced it */
+			SKY_INFO("job %s: every board of its plan (epoch %lld) now serves another job; "
+				 "no longer followed",
+				 job, (long long)r->epoch);
 			sky_jobstate_remove(s->state_dir, job);
 			s->run[i] = s->run[--s->n_run];
 			continue;
@@ -1942,6 +2034,8 @@ static void check_running(svc *s, double now)
 		if (r->pj.req.infer)
 			continue; /* serving re-plans on faults only (no drift, no gain) */
 		check_drift(s, r, now);
+		if (r->want)
+			ask_again_if_passed(s, r);
 		if (r->want || now < r->next_eval_s || now - r->plan_s < s->o->replan_holdoff_s)
 			continue;
 		r->next_eval_s = now + 1.0;
@@ -1976,14 +2070,8 @@ static void check_running(svc *s, double now)
 			/* ask every stage for a checkpoint a step ahead (they are at
 			 * most a step apart), so the re-plan need not wait for the
 			 * next K-th step */
-			int at = last_step(s, job, r->epoch) + 2;
-			char buf[SKY_CMD_MAX_BYTES], topic[SKY_TOPIC_BUF];
-			int n = snprintf(buf, sizeof buf,
-					 "{\"cmd\":\"ckpt\",\"job\":\"%s\",\"epoch\":%lld,\"step\":%d}", job,
-					 (long long)r->epoch, at);
-			for (int k = 0; k < r->n_stages; k++)
-				if (sky_topic_board(topic, sizeof topic, r->board[k], SKY_TOPIC_CMD) == 0)
-					sky_mqtt_publish(s->m, topic, buf, (size_t)n, 1, 0, NULL);
+			r->ask_ahead = 2;
+			int at = ask_ckpt(s, r, last_step(s, job, r->epoch) + r->ask_ahead);
 			SKY_INFO("job %s: a plan over the online boards would be faster: %s; checkpoint "
 				 "asked after step %d, re-planning at the next commit",
 				 job, r->want_why, at);
@@ -1995,6 +2083,157 @@ static void check_running(svc *s, double now)
  * boards (their retained status comes right after the subscription) before
  * one it has not heard from counts as offline. */
 #define RESTORE_GRACE_S 10.0
+
+/* The next run slot (the caller checked there is one) filled from js, not
+ * counted yet: followed again after a restart, a board of its plan given
+ * RESTORE_GRACE_S to be heard from. */
+static run_job *run_from_state(svc *s, const sky_jobstate *js)
+{
+	run_job *r = &s->run[s->n_run];
+	double now = sky_clock_s();
+	memset(r, 0, sizeof *r);
+	r->pj.req = js->req;
+	sky_model_preset(js->req.model, &r->pj.model);
+	if (js->req.layers)
+		r->pj.model.layers = js->req.layers;
+	if (js->req.seq)
+		r->pj.model.seq = js->req.seq;
+	if (js->req.batch)
+		r->pj.model.batch = js->req.batch;
+	r->pj.since = now;
+	r->epoch = js->epoch;
+	r->generation = js->generation;
+	r->n_stages = js->n_stages;
+	for (int k = 0; k < js->n_stages; k++) {
+		memcpy(r->board[k], js->board[k], sizeof r->board[k]);
+		r->first[k] = js->first[k];
+		r->last[k] = js->last[k];
+		memcpy(r->slice[k].sha256, js->slice[k], sizeof r->slice[k].sha256);
+		r->slice[k].bytes = js->slice_bytes[k];
+	}
+	memcpy(r->plan_sha, js->plan_sha256, sizeof r->plan_sha);
+	r->predicted_s = js->predicted_s;
+	r->paused = js->paused;
+	snprintf(r->pause_why, sizeof r->pause_why, "%s", js->pause_why);
+	r->plan_s = now;
+	r->retry_s = now + 1.0;
+	r->restored_at = now;
+	r->restored_until = now + RESTORE_GRACE_S;
+	return r;
+}
+
+/* A serving job checked by check_serving (its plan in s->msg) followed
+ * again: its requests tracked for replays from now on, and known to be
+ * served (never answered unknown_job). Returns 0. */
+static int restore_serving(svc *s, const sky_jobstate *js)
+{
+	const char *job = js->req.job;
+	run_job *r = run_from_state(s, js);
+	if (sky_servefault_follow(&s->sf, job, r->epoch, r->n_stages, s->msg.infer.queue, 0, 0) != 0)
+		SKY_WARN("job %s: already following %d serving jobs; requests in flight at a fault "
+			 "are not replayed",
+			 job, SKY_SF_MAX_JOBS);
+	sky_nojob_note(&s->nojob, job, SKY_NOJOB_SERVING);
+	s->n_run++;
+	run_save(s, r); /* the plan may have been newer than the file */
+	sky_jobstate_replans(s->state_dir, job, &s->jobs);
+	if (r->paused)
+		sky_jobstat_set_paused(&s->jobs, job, 1);
+	SKY_INFO("job %s: serving followed again after a restart: epoch %lld, generation %d, %d "
+		 "stages, its plan, model and slices verified%s",
+		 job, (long long)r->epoch, r->generation, r->n_stages, r->paused ? ", paused" : "");
+	return 0;
+}
+
+/* A serving job's state file against what it names, at start: its signed
+ * plan (<state>/plans/<job>.env) must verify, serve and hash to the file's
+ * plan_sha256 with the same stages and slices; or be newer (a restart
+ * between publishing a re-plan and saving it: js takes the plan's epoch,
+ * stages and slices). The model and every slice must hash to their names;
+ * a slice that does not is logged, removed and cut again from the model,
+ * which must give the same hash. Leaves the plan in s->msg. Returns 0, or
+ * an error with d saying what is wrong (the job is then not followed). */
+static int check_serving(svc *s, sky_jobstate *js, sky_diag *d)
+{
+	const char *job = js->req.job;
+	char path[700], hex[65];
+	unsigned char sha[32];
+	long n = load_plan(s, job);
+	plan_file(s, job, path, sizeof path);
+	if (n < 0)
+		return sky_diag_set(d, (int)n, "its saved plan %s is unusable (%s)", path,
+				    n == SKY_ENOTFOUND ? "missing" : sky_strerror((int)n));
+	if (!s->msg.infer.on || s->msg.epoch < js->epoch || s->msg.n_stages > RUN_MAX_STAGES)
+		return sky_diag_set(d, SKY_EFORMAT,
+				    "its saved plan %s (epoch %lld, %d stages) is %s", path,
+				    (long long)s->msg.epoch, s->msg.n_stages,
+				    !s->msg.infer.on ? "not a serving plan"
+				    : s->msg.epoch < js->epoch ? "older than the state file's"
+							       : "too many stages to follow");
+	sky_sha256(s->envelope, (size_t)n, sha);
+	sky_sha256_hex(sha, hex);
+	if (s->msg.epoch > js->epoch) {
+		SKY_WARN("job %s: its saved plan (epoch %lld) is newer than its state file's "
+			 "(epoch %lld); following the plan",
+			 job, (long long)s->msg.epoch, (long long)js->epoch);
+		js->epoch = s->msg.epoch;
+		js->generation++;
+		js->paused = 0;
+		js->n_stages = s->msg.n_stages;
+		memcpy(js->plan_sha256, hex, sizeof js->plan_sha256);
+		for (int k = 0; k < js->n_stages; k++) {
+			const sky_plan_stage *st = &s->msg.stages[k];
+			snprintf(js->board[k], sizeof js->board[k], "%s", st->board);
+			js->first[k] = st->first;
+			js->last[k] = st->last;
+			snprintf(js->slice[k], sizeof js->slice[k], "%s", st->slice.sha256);
+			js->slice_bytes[k] = st->slice.bytes;
+		}
+	}
+	if (strcmp(hex, js->plan_sha256) != 0)
+		return sky_diag_set(d, SKY_EAUTH,
+				    "its saved plan %s hashes to %.16s.., not the %.16s.. its state "
+				    "file names",
+				    path, hex, js->plan_sha256);
+	int same = s->msg.n_stages == js->n_stages;
+	for (int k = 0; same && k < js->n_stages; k++) {
+		const sky_plan_stage *st = &s->msg.stages[k];
+		same = !strcmp(st->board, js->board[k]) && st->first == js->first[k] &&
+		       st->last == js->last[k] && !strcmp(st->slice.sha256, js->slice[k]) &&
+		       st->slice.bytes == js->slice_bytes[k];
+	}
+	if (!same)
+		return sky_diag_set(d, SKY_EFORMAT,
+				    "its saved plan %s has other stages or slices than its state file",
+				    path);
+	int rc = sky_deploy_model_path(&s->deploy, js->req.weights, path, sizeof path, d);
+	if (rc == 0)
+		rc = sky_jobstate_check_file(path, js->req.weights, -1, "model", d);
+	if (rc)
+		return rc;
+	for (int k = 0; k < js->n_stages; k++) {
+		sky_diag sd;
+		sky_diag_clear(&sd);
+		snprintf(path, sizeof path, "%s/slices/%s.safetensors", s->state_dir, js->slice[k]);
+		char what[40];
+		snprintf(what, sizeof what, "slice of stage %d", k);
+		if (sky_jobstate_check_file(path, js->slice[k], js->slice_bytes[k], what, &sd) == 0)
+			continue;
+		SKY_ERROR("job %s: %s; cutting it again from the model", job, sd.msg);
+		sky_file_remove(path);
+		sky_plan_slice cut;
+		sky_diag_clear(&sd);
+		rc = sky_deploy_cut(&s->deploy, js->req.weights, js->first[k], js->last[k], &cut, &sd);
+		if (rc == 0 && strcmp(cut.sha256, js->slice[k]) != 0)
+			rc = sky_diag_set(&sd, SKY_EAUTH, "the cut hashes to %.16s..", cut.sha256);
+		if (rc)
+			return sky_diag_set(d, rc, "the slice of stage %d (%.16s..) cannot be cut again: %s",
+					    k, js->slice[k], sd.msg);
+		SKY_INFO("job %s: slice of stage %d cut again from the model (%.16s..)", job, k,
+			 js->slice[k]);
+	}
+	return 0;
+}
 
 /* One <state>/jobs/<job>.run.json at start: the job followed again, from
  * its newest plan (the saved plan, if the state file is older: a restart
@@ -2012,6 +2251,18 @@ static int restore_run(void *ctx, const char *path)
 		return 0;
 	}
 	const char *job = js.req.job;
+	if (js.req.infer) {
+		if (check_serving(s, &js, &d) != 0) {
+			SKY_ERROR("serving job %s (%s): %s; that job is not followed", job, path, d.msg);
+			return 0;
+		}
+		if (s->n_run == MAX_RUNNING) {
+			SKY_ERROR("job %s: already following %d jobs; %s not restored", job,
+				  MAX_RUNNING, path);
+			return 0;
+		}
+		return restore_serving(s, &js);
+	}
 	long n = load_plan(s, job);
 	if (n < 0)
 		SKY_WARN("job %s: its saved plan is unusable (%s); following it as %s says", job,
@@ -2033,33 +2284,7 @@ static int restore_run(void *ctx, const char *path)
 		SKY_ERROR("job %s: already following %d jobs; %s not restored", job, MAX_RUNNING, path);
 		return 0;
 	}
-	run_job *r = &s->run[s->n_run];
-	double now = sky_clock_s();
-	memset(r, 0, sizeof *r);
-	r->pj.req = js.req;
-	sky_model_preset(js.req.model, &r->pj.model);
-	if (js.req.layers)
-		r->pj.model.layers = js.req.layers;
-	if (js.req.seq)
-		r->pj.model.seq = js.req.seq;
-	if (js.req.batch)
-		r->pj.model.batch = js.req.batch;
-	r->pj.since = now;
-	r->epoch = js.epoch;
-	r->generation = js.generation;
-	r->n_stages = js.n_stages;
-	for (int k = 0; k < js.n_stages; k++) {
-		memcpy(r->board[k], js.board[k], sizeof r->board[k]);
-		r->first[k] = js.first[k];
-		r->last[k] = js.last[k];
-	}
-	r->predicted_s = js.predicted_s;
-	r->paused = js.paused;
-	snprintf(r->pause_why, sizeof r->pause_why, "%s", js.pause_why);
-	r->plan_s = now;
-	r->retry_s = now + 1.0;
-	r->restored_at = now;
-	r->restored_until = now + RESTORE_GRACE_S;
+	run_job *r = run_from_state(s, &js);
 	int n_blocks = 2 * r->pj.model.layers + 2;
 	int rc = sky_ckpt_restore(&s->ckpt, job, r->epoch, n_blocks, &d);
 	if (rc == SKY_EAUTH) {
@@ -2236,7 +2461,8 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 		queue_job(s, buf, (size_t)n, o->job_file, &jd);
 	}
 	SKY_INFO("serving: state in %s, epoch %lld", s->state_dir, (long long)s->epoch);
-	double last_save = 0;
+	double last_save = 0, last_tick = 0;
+	int behind = 0; /* the last poll ran out of its budget with messages still queued */
 	sky_mqtt_backoff backoff; /* 0.5 s doubling to 5 s, jittered */
 	sky_mqtt_backoff_init(&backoff, 500, 5000, sky_clock_ns() ^ (uint64_t)(uintptr_t)s);
 	sky_notify_ready();
@@ -2261,7 +2487,19 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 		static unsigned char was_online[SKY_REG_MAX_BOARDS];
 		for (int i = 0; i < s->reg.n; i++)
 			was_online[i] = s->reg.b[i].state == SKY_REG_ONLINE;
-		if (sky_registry_tick(&s->reg, now) > 0)
+		/* a board is offline when nothing came from it for 1.5 keepalives;
+		 * time this loop did not run is not its silence, and while a
+		 * backlog waits unread (the last poll ran out of its budget) its
+		 * last message may be among them */
+		double gap = last_tick > 0 ? now - last_tick : 0;
+		last_tick = now;
+		if (gap > LOOP_STALL_S) {
+			sky_registry_excuse(&s->reg, gap);
+			SKY_WARN("this planner's loop did not run for %.1f s (a loaded machine?); the "
+				 "boards' deadlines move on by as much",
+				 gap);
+		}
+		if (!behind && sky_registry_tick(&s->reg, now) > 0)
 			for (int i = 0; i < s->reg.n; i++)
 				if (was_online[i] && s->reg.b[i].state == SKY_REG_OFFLINE)
 					SKY_WARN("board %s offline: nothing heard for %.2f s (keepalive "
@@ -2307,15 +2545,22 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 		if (sup > 0)
 			suppressed_line(s, &s->sf_log, "serving requests not tracked", sup);
 		sky_mutex_unlock(&s->lock);
-		if ((changed && now - last_save >= 0.2) || now - last_save >= 2.0) {
+		/* every change within 0.2 s; every 2 s while a backlog waits (two
+		 * more fsyncs a tick would slow its reading further) */
+		if ((changed && !behind && now - last_save >= 0.2) || now - last_save >= 2.0) {
 			save_state(s);
 			last_save = now;
 		}
-		/* messages are handled on this thread; tick again after ~100 ms */
+		/* messages are handled on this thread; tick again after ~100 ms,
+		 * also while a backlog of messages waits: each poll hands over
+		 * what is queued for at most POLL_BUDGET_MS, so the tick (boards
+		 * gone, re-plans, replays, queued jobs) is never starved */
 		while (sky_clock_s() - now < 0.1 && !atomic_load(&s->lost) &&
 		       !sky_signal_stop_requested()) {
 			int sending = sky_deploy_pump(&s->deploy, sky_clock_s(), deploy_publish, s);
-			sky_mqtt_poll(s->m, sending ? 1 : 5);
+			double t = sky_clock_s();
+			sky_mqtt_poll_for(s->m, sending ? 1 : 5, POLL_BUDGET_MS);
+			behind = sky_clock_s() - t >= POLL_BUDGET_MS * 1e-3 && sky_mqtt_queued(s->m);
 		}
 	}
 	SKY_INFO("stopping on signal %d", sky_signal_stop_requested());

@@ -11,7 +11,19 @@
  * At start skyplan reads every such file (sky_jobstate_list), checks it
  * against the job's saved plan and takes the job's checkpoints back from
  * the store's index (sky_ckpt_restore), then goes on following it. The
- * plan epoch and generation only grow. */
+ * plan epoch and generation only grow.
+ *
+ * A serving job (its request has "task":"infer" and re-plans on) is kept
+ * the same way from its first plan on; its request holds the model's hash,
+ * the clients allowed and the batch and queue settings, and its file adds
+ * the SHA-256 of the signed plan it follows (<state>/plans/<job>.env) and
+ * each stage's slice (<state>/slices/<sha>.safetensors) with its size:
+ *   "plan_sha256":"<64 hex>",
+ *   "stages":[{"board":"b1","first":0,"last":3,"slice":"<64 hex>","slice_bytes":123},...]
+ * At start the plan must verify and hash to that, and the model and every
+ * slice must hash to their names (sky_jobstate_check_file), or the job is
+ * not followed at all (a slice that does not may be cut again from the
+ * model first). */
 #ifndef SKY_JOBSTATE_H
 #define SKY_JOBSTATE_H
 
@@ -37,6 +49,10 @@ typedef struct sky_jobstate {
 	int n_stages;
 	char board[SKY_JOBSTATE_MAX_STAGES][SKY_TOPIC_SEGMENT_MAX + 1];
 	int first[SKY_JOBSTATE_MAX_STAGES], last[SKY_JOBSTATE_MAX_STAGES];
+	/* serving jobs only (req.infer): the signed plan's hash, each stage's slice */
+	char plan_sha256[65];
+	char slice[SKY_JOBSTATE_MAX_STAGES][65];
+	int64_t slice_bytes[SKY_JOBSTATE_MAX_STAGES];
 } sky_jobstate;
 
 /* <state_dir>/jobs/<job>.run.json into buf. Returns 0 or SKY_ERANGE. */
@@ -46,9 +62,17 @@ int sky_jobstate_path(const char *state_dir, const char *job, char *buf, size_t 
 int sky_jobstate_save(const char *state_dir, const sky_jobstate *js, sky_diag *d);
 /* Reads the file at path. Returns 0, or SKY_ENOTFOUND / SKY_EIO /
  * SKY_EFORMAT (damaged: not JSON, a field missing or out of range, a
- * request that does not parse, a job other than the file's name says) with
- * d naming the file and what is wrong. */
+ * request that does not parse, a job other than the file's name says, a
+ * job that is neither training with checkpoints nor serving with re-plans,
+ * a serving job without its plan or slice hashes) with d naming the file
+ * and what is wrong. */
 int sky_jobstate_load(const char *path, sky_jobstate *js, sky_diag *d);
+/* Checks that the file at path hashes to sha_hex (and is bytes long, when
+ * bytes >= 0). Returns 0, or SKY_ENOTFOUND (missing) / SKY_EFORMAT (another
+ * size) / SKY_EAUTH (another hash) / SKY_EIO with d naming what (e.g.
+ * "slice of stage 1") and the file and saying what is wrong. */
+int sky_jobstate_check_file(const char *path, const char *sha_hex, int64_t bytes,
+			    const char *what, sky_diag *d);
 /* Removes job's file (the job is done). Returns 0 or SKY_ENOTFOUND / SKY_EIO. */
 int sky_jobstate_remove(const char *state_dir, const char *job);
 /* The re-plans of job's log (<state_dir>/jobs/<job>.log.jsonl) back into t,

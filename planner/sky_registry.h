@@ -153,6 +153,11 @@ int sky_registry_revoke(sky_registry *r, const char *id, const char *why);
 /* Marks boards whose last message is older than 1.5 x keepalive offline
  * ("timeout"). Returns how many it marked. */
 int sky_registry_tick(sky_registry *r, double now);
+/* skyplan itself heard nothing for `seconds` because it did not run (its
+ * loop stalled: a loaded machine, a slow disk): every online board's
+ * deadline moves on by that much, so the planner's own deafness is not
+ * taken for the boards' silence. Cannot fail. */
+void sky_registry_excuse(sky_registry *r, double seconds);
 
 /* Records the assignment of every stage of plan p for boards whose current
  * assignment is not newer, and clears the assignment of boards that held a

@@ -180,11 +180,25 @@ static void free_q(qmsg *q)
 	free(q);
 }
 
-int sky_mqtt_poll(sky_mqtt *m, int wait_ms)
+int sky_mqtt_queued(sky_mqtt *m)
 {
 	if (!m)
 		return 0;
-	uint64_t end = sky_clock_ns() + (uint64_t)(wait_ms > 0 ? wait_ms : 0) * 1000000u;
+	sky_mutex_lock(&m->lock);
+	int q = m->head != NULL;
+	sky_mutex_unlock(&m->lock);
+	return q;
+}
+
+int sky_mqtt_poll(sky_mqtt *m, int wait_ms) { return sky_mqtt_poll_for(m, wait_ms, -1); }
+
+int sky_mqtt_poll_for(sky_mqtt *m, int wait_ms, int budget_ms)
+{
+	if (!m)
+		return 0;
+	uint64_t t0 = sky_clock_ns();
+	uint64_t end = t0 + (uint64_t)(wait_ms > 0 ? wait_ms : 0) * 1000000u;
+	uint64_t stop = t0 + (uint64_t)(budget_ms > 0 ? budget_ms : 0) * 1000000u;
 	int n = 0;
 	for (;;) {
 		qmsg *q = pop(m);
@@ -196,6 +210,8 @@ int sky_mqtt_poll(sky_mqtt *m, int wait_ms)
 				m->o.on_oversize(m->o.ctx, q->topic, q->topic_len, q->len);
 			free_q(q);
 			n++;
+			if (budget_ms >= 0 && sky_clock_ns() >= stop)
+				return n;
 			continue;
 		}
 		if (n > 0 || sky_clock_ns() >= end)

@@ -83,6 +83,13 @@ int sky_mqtt_flush(sky_mqtt *m, int timeout_ms);
 /* Hands queued messages to on_msg on this thread; if none is queued, waits
  * up to wait_ms for one. Returns how many it dispatched. */
 int sky_mqtt_poll(sky_mqtt *m, int wait_ms);
+/* The same, but stops handing over once budget_ms have passed since the
+ * call (after one message at least), even if more are queued: a caller
+ * with its own periodic work keeps doing it while a backlog drains.
+ * budget_ms < 0: no bound (sky_mqtt_poll). */
+int sky_mqtt_poll_for(sky_mqtt *m, int wait_ms, int budget_ms);
+/* 1 when a received message waits for sky_mqtt_poll, else 0 (NULL-safe). */
+int sky_mqtt_queued(sky_mqtt *m);
 /* Messages dropped because the queue was full. */
 long sky_mqtt_dropped(sky_mqtt *m);
 /* Messages dropped because they were over their topic class's limit. */

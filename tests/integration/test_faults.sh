@@ -107,6 +107,13 @@ finish() {
 	wrc=$?
 	[ $wrc -eq 0 ] && pass "${name}_training_finishes" ||
 		fail "${name}_training_finishes" "watch rc $wrc: $(tail -3 "$W/$JOB.watch" "$W/$JOB.watch.err")"
+	# the watch sees the boards' last step; skyplan commits it when it has
+	# written and synced every stage's part (K=1: a part per stage a step,
+	# ~25 ms an fsync on this disk, more when it is shared), which trails
+	# the boards by its queue of messages: 15 s and over 100 s measured at
+	# load 7-14. The log is read once it says the job is done, bounded by
+	# the watch's own 240 s (the job's whole run)
+	[ $wrc -eq 0 ] && sky_wait 240 grep -q '"event":"done"' "$(LOG)"
 	"$SKY" job collect "$JOB" --pki "$PKI" --broker "$BR" --out "$W/$JOB.safetensors" \
 		--timeout 30 >"$W/$JOB.collect" 2>&1 || fail "${name}_collect" "$(cat "$W/$JOB.collect")"
 	if cmp -s "$W/$JOB.safetensors" "$REF"; then

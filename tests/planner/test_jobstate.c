@@ -3,6 +3,7 @@
  * is an error naming it, never a crash. */
 #include "sky_test.h"
 
+#include "sky_chunk.h"
 #include "sky_file.h"
 #include "sky_jobstate.h"
 
@@ -145,6 +146,98 @@ SKY_TEST(damaged_foreign_or_missing_files_are_errors_naming_them)
 	sky_diag_clear(&d);
 	SKY_EXPECT_EQ(sky_jobstate_load(path, &g_b, &d), SKY_ENOTFOUND);
 	SKY_EXPECT_MSG(strstr(d.msg, path) && strstr(d.msg, "missing"), "%s", d.msg);
+}
+
+/* a serving job: its request (model hash, clients, batch), its plan's hash
+ * and every stage's slice come back; one without them is refused */
+static void sample_serving(sky_jobstate *js)
+{
+	static const char *req =
+		"{\"job\":\"sv\",\"model\":\"tiny\",\"layers\":4,\"algo\":\"even\",\"task\":\"infer\","
+		"\"weights\":\"%064d\",\"serve_batch\":4,\"wait_ms\":3,\"queue\":32,"
+		"\"clients\":[\"sky-client-t\"]}";
+	char buf[512];
+	snprintf(buf, sizeof buf, req, 7);
+	memset(js, 0, sizeof *js);
+	SKY_EXPECT_EQ(sky_job_req_parse(buf, strlen(buf), &js->req, NULL), 0);
+	js->epoch = 4;
+	js->generation = 1;
+	js->n_stages = 2;
+	snprintf(js->board[0], sizeof js->board[0], "b1");
+	snprintf(js->board[1], sizeof js->board[1], "b2");
+	js->first[0] = 0, js->last[0] = 4, js->first[1] = 5, js->last[1] = 9;
+	memset(js->plan_sha256, 'a', 64);
+	memset(js->slice[0], 'b', 64);
+	memset(js->slice[1], 'c', 64);
+	js->slice_bytes[0] = 1000, js->slice_bytes[1] = 2000;
+}
+
+SKY_TEST(a_serving_job_round_trips_with_its_plan_and_slices)
+{
+	char path[700];
+	sky_diag d;
+	fresh("serve");
+	sample_serving(&g_a);
+	SKY_EXPECT_EQ(sky_jobstate_save(g_dir, &g_a, NULL), 0);
+	sky_jobstate_path(g_dir, "sv", path, sizeof path);
+	SKY_EXPECT_EQ(sky_jobstate_load(path, &g_b, NULL), 0);
+	SKY_EXPECT(g_b.req.infer && g_b.req.serve_batch == 4 && g_b.req.queue == 32 &&
+		   g_b.req.wait_ms == 3 && g_b.req.n_clients == 1 &&
+		   strcmp(g_b.req.clients[0], "sky-client-t") == 0 &&
+		   strcmp(g_b.req.weights, g_a.req.weights) == 0);
+	SKY_EXPECT(g_b.epoch == 4 && g_b.n_stages == 2 && strcmp(g_b.plan_sha256, g_a.plan_sha256) == 0 &&
+		   strcmp(g_b.slice[1], g_a.slice[1]) == 0 && g_b.slice_bytes[1] == 2000 &&
+		   g_b.first[1] == 5 && g_b.last[1] == 9);
+	/* without its plan's hash, or with a stage that names no slice: refused */
+	static char good[SKY_JOBSTATE_MAX_BYTES], bad[SKY_JOBSTATE_MAX_BYTES];
+	long n = sky_file_read(path, good, sizeof good - 1);
+	SKY_EXPECT(n > 0);
+	good[n] = '\0';
+	const char *cut[] = {"\"plan_sha256\"", "\"slice\"", "\"slice_bytes\""};
+	for (size_t i = 0; i < sizeof cut / sizeof cut[0]; i++) {
+		snprintf(bad, sizeof bad, "%s", good);
+		char *k = strstr(bad, cut[i]);
+		SKY_EXPECT(k != NULL);
+		if (!k)
+			continue;
+		k[1] = 'x'; /* the key renamed: the field is missing */
+		SKY_EXPECT_EQ(sky_file_write(path, bad, strlen(bad), 0600), 0);
+		sky_diag_clear(&d);
+		SKY_EXPECT_EQ(sky_jobstate_load(path, &g_b, &d), SKY_EFORMAT);
+		SKY_EXPECT_MSG(strstr(d.msg, path) && strstr(d.msg, "damaged"), "%zu: %s", i, d.msg);
+	}
+	/* a serving job that does not re-plan is never followed */
+	sample_serving(&g_a);
+	g_a.req.no_replan = 1;
+	SKY_EXPECT_EQ(sky_jobstate_save(g_dir, &g_a, NULL), 0);
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_jobstate_load(path, &g_b, &d), SKY_EFORMAT);
+	SKY_EXPECT_MSG(strstr(d.msg, "re-plans") != NULL, "%s", d.msg);
+}
+
+SKY_TEST(a_stored_file_is_checked_against_its_hash_and_size)
+{
+	char path[700], hex[65];
+	unsigned char sha[32];
+	sky_diag d;
+	fresh("check");
+	snprintf(path, sizeof path, "%s/slice", g_dir);
+	SKY_EXPECT_EQ(sky_file_write(path, "0123456789", 10, 0600), 0);
+	sky_sha256("0123456789", 10, sha);
+	sky_sha256_hex(sha, hex);
+	SKY_EXPECT_EQ(sky_jobstate_check_file(path, hex, 10, "slice of stage 0", NULL), 0);
+	SKY_EXPECT_EQ(sky_jobstate_check_file(path, hex, -1, "model", NULL), 0);
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_jobstate_check_file(path, hex, 11, "slice of stage 0", &d), SKY_EFORMAT);
+	SKY_EXPECT_MSG(strstr(d.msg, path) && strstr(d.msg, "10 bytes, 11 expected"), "%s", d.msg);
+	SKY_EXPECT_EQ(sky_file_write(path, "0123456788", 10, 0600), 0);
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_jobstate_check_file(path, hex, 10, "slice of stage 1", &d), SKY_EAUTH);
+	SKY_EXPECT_MSG(strstr(d.msg, "slice of stage 1") && strstr(d.msg, "hashes to"), "%s", d.msg);
+	sky_file_remove(path);
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_jobstate_check_file(path, hex, 10, "slice of stage 0", &d), SKY_ENOTFOUND);
+	SKY_EXPECT_MSG(strstr(d.msg, "missing") != NULL, "%s", d.msg);
 }
 
 /* the re-plans of a job's log come back into the table sky fleet status

@@ -83,6 +83,24 @@ static int caps(const char *id, const char *claimed_id, int session, double fwd,
 	return msg(id, SKY_TOPIC_CAPS, buf, now);
 }
 
+/* the planner stalled for 10 s after hearing b2 at t=5: those 10 s are not
+ * b2's silence; its deadline is 1.5 x 2 s after the stall */
+SKY_TEST(the_planners_own_stall_is_not_a_boards_silence)
+{
+	sky_registry_init(&g_r);
+	status("b1", 1, 1, 0.0);
+	status("b2", 1, 1, 5.0);
+	sky_reg_board *b1 = sky_registry_find(&g_r, "b1"), *b2 = sky_registry_find(&g_r, "b2");
+	SKY_EXPECT(b2 && b2->state == SKY_REG_ONLINE);
+	SKY_EXPECT_EQ(sky_registry_tick(&g_r, 4.0), 1); /* b1: silent before the stall */
+	sky_registry_excuse(&g_r, 10.0);
+	SKY_EXPECT(b1 && b1->state == SKY_REG_OFFLINE); /* an offline board stays so */
+	SKY_EXPECT_EQ(sky_registry_tick(&g_r, 15.5), 0);
+	SKY_EXPECT_EQ(sky_registry_tick(&g_r, 17.9), 0);
+	SKY_EXPECT_EQ(sky_registry_tick(&g_r, 18.1), 1);
+	SKY_EXPECT(b2->state == SKY_REG_OFFLINE);
+}
+
 SKY_TEST(online_caps_and_heartbeat_timeout)
 {
 	sky_registry_init(&g_r);
