@@ -30,6 +30,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 . tests/integration/fleet.sh
+. tests/integration/serve_lib.sh
 sky_fleet_begin servefaults
 OUT=${FAULTS_OUT:-build/faults}
 mkdir -p "$OUT"
@@ -40,69 +41,25 @@ JOB=sv
 LOG="$W/skyplan/jobs/$JOB.log.jsonl"
 
 # ---- the model, four rows of input and their logits on one board ------------------
-"$SKY" train --model tiny --layers 6 --steps 3 --seed 2 --save "$W/m.safetensors" >"$W/train.log" 2>&1 &&
-	"$SKY" quantize --in "$W/m.safetensors" --out "$W/q.safetensors" --calib 2 >"$W/quant.log" 2>&1 ||
-	{ fail servefaults_model_made "$(tail -2 "$W/train.log" "$W/quant.log")"; exit 1; }
-python3 - "$W/rows.safetensors" <<'EOF'
-import json, struct, sys
-ids = [[5, 9, 33, 2, 17, 40, 8, 1], [63, 1, 12, 7, 7, 7, 1, 30], [42, 3, 3, 3, 3, 3, 3, 3],
-       [3, 1, 4, 1, 5, 9, 2, 6]]
-mask = [[1] * 8, [1, 1, 1, 0, 1, 1, 1, 1], [1] * 8, [1, 1, 1, 1, 1, 1, 0, 0]]
-data = b"".join(struct.pack("<8i", *r) for r in ids)
-mdat = b"".join(struct.pack("<8i", *r) for r in mask)
-hdr = json.dumps({"input_ids": {"dtype": "I32", "shape": [4, 8], "data_offsets": [0, len(data)]},
-                  "attention_mask": {"dtype": "I32", "shape": [4, 8],
-                                     "data_offsets": [len(data), len(data) + len(mdat)]}}).encode()
-hdr += b" " * (-len(hdr) % 8)
-open(sys.argv[1], "wb").write(struct.pack("<Q", len(hdr)) + hdr + data + mdat)
-EOF
-"$SKY" eval --weights "$W/q.safetensors" --precision int8 --input "$W/rows.safetensors" \
-	>"$W/want.jsonl" 2>"$W/want.err" && [ "$(grep -c logits "$W/want.jsonl")" = 4 ] ||
-	{ fail servefaults_sky_eval "$(cat "$W/want.err")"; exit 1; }
-sed 's/.*"logits":\(\[[^]]*\]\).*/\1/' "$W/want.jsonl" >"$W/want.logits"
+sky_serve_model servefaults 6 || exit 1
 
 # ---- broker, client identity, planner, nine boards ----------------------------------
-sky_fleet_broker
-"$SKY" pki client --dir "$PKI" t >"$W/client.out" 2>&1 || { fail servefaults_client "$(cat "$W/client.out")"; exit 1; }
-kill -HUP "$SKY_BROKER_PID" # mosquitto reads the ACL with the client's lines
-sky_fleet_planner || { fail servefaults_skyplan_starts "$(tail -3 "$W/skyplan.log")"; exit 1; }
 BOARDS="b1 b2 b3 b4 b5 b6 b7 b8 b9"
-for b in $BOARDS; do
-	i=${b#b}
-	"$SKY" pki issue --dir "$PKI" --id "b$i" --state "$W/b$i/state" >/dev/null 2>"$W/b$i.issue" ||
-		fail servefaults_board_issued "$(cat "$W/b$i.issue")"
-done
+# shellcheck disable=SC2086
+sky_serve_fleet servefaults $BOARDS || exit 1
 # an idle board identity, for a forged answer below (never runs skyd)
 "$SKY" pki issue --dir "$PKI" --id bx --state "$W/bx" >/dev/null 2>"$W/bx.issue" ||
 	fail servefaults_board_issued "$(cat "$W/bx.issue")"
-start_board() {
-	sky_fleet_skyd "$1" --no-link-probe
-	echo $! >"$W/pid.$1"
-	PIDS="" # tracked by its pid file alone: a board killed here leaves it
-}
-online_count() {
-	"$SKY" fleet status --state "$W/skyplan" --json 2>/dev/null | grep -o '"state":"online"' | wc -l
-}
-online_at_least() { [ "$(online_count)" -ge "$1" ]; }
-for b in $BOARDS; do start_board $b; done
-sky_wait 120 online_at_least 9 || { fail servefaults_boards_online "$(online_count) of 9 online"; exit 1; }
 
 "$SKY" job submit --pki "$PKI" --broker "$BR" --job $JOB --min-boards 9 --task infer \
 	--weights "$W/q.safetensors" --algo even --clients sky-client-t --wait 120 >"$W/submit.out" 2>&1 ||
 	{ fail servefaults_submitted "$(tail -3 "$W/submit.out" "$W/skyplan.log")"; exit 1; }
-# stage_board K: the board holding stage K of the job's newest epoch
-stage_board() {
-	e=$(grep -h "plan $JOB epoch [0-9]* accepted: stage $1 of" "$W"/b*.log 2>/dev/null |
-		sed -n "s/.*plan $JOB epoch \([0-9]*\) accepted:.*/\1/p" | sort -n | tail -1)
-	[ -n "$e" ] || return 1
-	grep -l "plan $JOB epoch $e accepted: stage $1 of" "$W"/b*.log | head -1 | sed 's|.*/\(b[0-9]*\)\.log|\1|'
-}
 n_stages() {
 	e=$(grep -h "plan $JOB epoch [0-9]* accepted: stage 0 of" "$W"/b*.log |
 		sed -n "s/.*plan $JOB epoch \([0-9]*\) accepted:.*/\1/p" | sort -n | tail -1)
 	grep -h "plan $JOB epoch $e accepted: stage 0 of" "$W"/b*.log | head -1 | sed -n 's/.*stage 0 of \([0-9]*\),.*/\1/p'
 }
-first=$(stage_board 0)
+first=$(sky_serve_stage_board 0)
 sky_wait 120 grep -q "job $JOB: every stage is ready" "$W/$first.log" ||
 	{ fail servefaults_fleet_ready "$(grep -h "$JOB" "$W"/b*.log | tail -5)"; exit 1; }
 ns=$(n_stages)
@@ -111,21 +68,6 @@ echo "MEASURE first_plan_stages $ns"
 [ "${ns:-0}" -eq 6 ] && pass servefaults_six_stages || fail servefaults_six_stages "$ns stages"
 
 # ---- clients: a new `sky infer` of the four rows every 0.15 s ------------------------
-mkdir -p "$W/out"
-N=0
-ask() { # one sky infer in the background, its answers in $W/out/$N.json
-	N=$((N + 1))
-	"$SKY" infer --pki "$PKI/clients/t" --broker "$BR" --job $JOB --input "$W/rows.safetensors" \
-		--id "c$N" --timeout "${SERVE_TIMEOUT:-120}" --json >"$W/out/$N.json" 2>"$W/out/$N.err" &
-	echo $! >"$W/pid.c$N"
-}
-flow() { # flow SECONDS: keep asking
-	_end=$(($(date +%s) + $1))
-	while [ "$(date +%s)" -lt "$_end" ]; do
-		ask
-		sleep 0.15
-	done
-}
 answered_after() { # answered_after T: a client finished after time T
 	grep -q '"event":"answered"' "$LOG" 2>/dev/null &&
 		awk -v t="$1" '/"event":"answered"/ { match($0, /"t":[0-9.]+/); if (substr($0, RSTART + 4, RLENGTH - 4) + 0 >= t) f = 1 } END { exit !f }' "$LOG"
@@ -135,39 +77,16 @@ answered_after() { # answered_after T: a client finished after time T
 until_answered() {
 	_end=$(($(date +%s) + $2))
 	while ! answered_after "$1" && [ "$(date +%s)" -lt "$_end" ]; do
-		ask
+		sky_serve_ask
 		sleep 0.3
 	done
-	flow 1
+	sky_serve_flow 1
 }
-# check NAME FROM TO T0 [EVENT]: every sky infer c(FROM+1)..cTO ended with four answers,
-# each once, each with the right logits; then the event's JSON
+# check NAME FROM TO T0 [EVENT]: sky_serve_check, then the event's JSON
 check() {
 	name=$1 from=$2 to=$3 t0=$4 ev=${5:-replan}
-	bad=0 dups=0 ci=$from
-	while [ $ci -lt "$to" ]; do
-		ci=$((ci + 1))
-		pid=$(cat "$W/pid.c$ci" 2>/dev/null)
-		# every wait is bounded: sky infer's own --timeout 120
-		[ -n "$pid" ] && { wait "$pid"; rc=$?; rm -f "$W/pid.c$ci"; } || rc=0
-		f="$W/out/$ci.json"
-		r=0
-		while [ $r -lt 4 ]; do
-			n=$(grep -c "\"id\":\"c$ci-$r\"" "$f")
-			got=$(grep "\"id\":\"c$ci-$r\"" "$f" | grep '"ok":true' | sed 's/.*"logits":\(\[[^]]*\]\).*/\1/')
-			want=$(sed -n "$((r + 1))p" "$W/want.logits")
-			if [ "$rc" != 0 ] || [ "$n" != 1 ] || [ "$got" != "$want" ]; then
-				bad=$((bad + 1))
-				[ $bad -le 3 ] && echo "  $name: c$ci-$r rc $rc, $n answer(s): $(grep "\"id\":\"c$ci-$r\"" "$f" | head -c 200) $(head -c 200 "$W/out/$ci.err")"
-			fi
-			r=$((r + 1))
-		done
-		d=$(sed -n 's/.*: \([0-9]*\) duplicate response.*/\1/p' "$W/out/$ci.err")
-		dups=$((dups + ${d:-0}))
-	done
-	total=$(((to - from) * 4))
-	[ $bad -eq 0 ] && [ $total -gt 0 ] && pass "${name}_every_request_answered_once_with_sky_evals_logits" ||
-		fail "${name}_every_request_answered_once_with_sky_evals_logits" "$bad of $total requests wrong"
+	sky_serve_check "$name" "$from" "$to"
+	total=$SERVE_TOTAL dups=$SERVE_DUPS
 	# the event: the planner's first re-plan (or pause) after the fault,
 	# then the first answer of a new plan and the requests it replayed
 	awk -v t0="$t0" -v name="$name" -v job="$JOB" -v total="$total" -v dups="$dups" -v ev="\"event\":\"$ev\"" '
@@ -187,20 +106,20 @@ check() {
 # is re-planned and answers again
 kill_stage() {
 	name=$1 k=$2
-	victim=$(stage_board "$k")
+	victim=$(sky_serve_stage_board "$k")
 	[ -n "$victim" ] || { fail "${name}_victim" "no board holds stage $k"; return; }
 	from=$N
-	flow 2
+	sky_serve_flow 2
 	# frozen first (SIGSTOP, well within its keepalive), so requests are
 	# certainly in flight at it when it dies
 	kill -STOP "$(cat "$W/pid.$victim")"
-	flow 1
+	sky_serve_flow 1
 	t0=$(now)
 	kill -KILL "$(cat "$W/pid.$victim")" 2>/dev/null
 	wait "$(cat "$W/pid.$victim")" 2>/dev/null
 	rm -f "$W/pid.$victim"
 	echo "MEASURE ${name}_killed $victim (stage $k of $(n_stages))"
-	flow 2
+	sky_serve_flow 2
 	until_answered "$t0" 90
 	check "$name" "$from" "$N" "$t0"
 	grep '"event":"replan"' "$LOG" | tail -1 | grep -q "\"reason\":\"board $victim (stage $k) offline\"" &&
@@ -212,9 +131,9 @@ kill_stage() {
 
 # ---- a board is revoked: the planner drops it and re-plans; the board,
 # still connected (no SIGHUP to the broker), stops serving the old epoch ---
-victim=$(stage_board 1)
+victim=$(sky_serve_stage_board 1)
 from=$N
-flow 2
+sky_serve_flow 2
 t0=$(now)
 "$SKY" pki revoke --dir "$PKI" "$victim" >"$W/revoke.out" 2>&1 || fail revoke_issued "$(cat "$W/revoke.out")"
 REVOKED=$victim
@@ -236,17 +155,17 @@ kill_stage last $last
 newest_boards() { # the boards of the newest plan, from the job log (stage order)
 	grep '"event":"replan"' "$LOG" | tail -1 | sed -n 's/.*"boards":"\([^"]*\)".*/\1/p'
 }
-v1=$(stage_board 1) v2=$(stage_board 2)
+v1=$(sky_serve_stage_board 1) v2=$(sky_serve_stage_board 2)
 from=$N
-flow 2
+sky_serve_flow 2
 kill -STOP "$(cat "$W/pid.$v1")" "$(cat "$W/pid.$v2")"
-flow 1
+sky_serve_flow 1
 t0=$(now)
 kill -KILL "$(cat "$W/pid.$v1")" "$(cat "$W/pid.$v2")" 2>/dev/null
 wait "$(cat "$W/pid.$v1")" "$(cat "$W/pid.$v2")" 2>/dev/null
 rm -f "$W/pid.$v1" "$W/pid.$v2"
 echo "MEASURE two_at_once_killed $v1 $v2"
-flow 2
+sky_serve_flow 2
 until_answered "$t0" 90
 check two_at_once "$from" "$N" "$t0"
 nb=$(newest_boards)
@@ -262,11 +181,11 @@ grep -q '"replayed":[1-9]' "$OUT/serve-two_at_once.json" && pass two_at_once_req
 # kill until the planner has logged its re-plan, so none of them is ready
 # for it and nothing is replayed yet; then the new first stage is killed
 # and the others go on
-v1=$(stage_board 1)
+v1=$(sky_serve_stage_board 1)
 from=$N
-flow 2
+sky_serve_flow 2
 kill -STOP "$(cat "$W/pid.$v1")"
-flow 1
+sky_serve_flow 1
 left=""
 for b in $BOARDS; do [ "$b" != "$v1" ] && [ -f "$W/pid.$b" ] && left="$left $b"; done
 replans=$(grep -c '"event":"replan"' "$LOG")
@@ -288,7 +207,7 @@ echo "MEASURE during_recovery_killed $v1 then $v2"
 [ "$(grep -c '"event":"answered"' "$LOG")" = "$answers" ] && [ "$(grep -c '"event":"replayed"' "$LOG")" = "$replays" ] &&
 	pass during_recovery_second_killed_before_the_first_recovered ||
 	fail during_recovery_second_killed_before_the_first_recovered "$(tail -3 "$LOG")"
-flow 2
+sky_serve_flow 2
 until_answered "$t0" 90
 check during_recovery "$from" "$N" "$t0"
 # the second death re-planned too (the last re-plan, or a pause and resume
@@ -345,8 +264,8 @@ if [ $rc = 0 ] && [ "$(grep -c '"id":"dd-0"' "$W/dd.json")" = 1 ] && grep -q "du
 else
 	fail client_drops_a_duplicate_answer "rc $rc: $(head -c 300 "$W/dd.json") $(head -c 200 "$W/dd.err")"
 fi
-flow 2 # requests while nobody serves
-start_board "$back"
+sky_serve_flow 2 # requests while nobody serves
+sky_serve_board "$back"
 until_answered "$t0" 120
 check pause "$from" "$N" "$t0" pause
 grep '"event":"replan"' "$LOG" | tail -1 | grep -q '"reason":"resuming after board' &&

@@ -21,6 +21,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 . tests/integration/fleet.sh
+. tests/integration/serve_lib.sh
 sky_fleet_begin serverestart
 OUT=${FAULTS_OUT:-build/faults}
 mkdir -p "$OUT"
@@ -32,63 +33,19 @@ LOG="$W/skyplan/jobs/$JOB.log.jsonl"
 RUN="$W/skyplan/jobs/$JOB.run.json"
 
 # ---- the model, four rows of input and their logits on one board ------------------
-"$SKY" train --model tiny --layers 4 --steps 3 --seed 2 --save "$W/m.safetensors" >"$W/train.log" 2>&1 &&
-	"$SKY" quantize --in "$W/m.safetensors" --out "$W/q.safetensors" --calib 2 >"$W/quant.log" 2>&1 ||
-	{ fail serverestart_model_made "$(tail -2 "$W/train.log" "$W/quant.log")"; exit 1; }
-python3 - "$W/rows.safetensors" <<'PY'
-import json, struct, sys
-ids = [[5, 9, 33, 2, 17, 40, 8, 1], [63, 1, 12, 7, 7, 7, 1, 30], [42, 3, 3, 3, 3, 3, 3, 3],
-       [3, 1, 4, 1, 5, 9, 2, 6]]
-mask = [[1] * 8, [1, 1, 1, 0, 1, 1, 1, 1], [1] * 8, [1, 1, 1, 1, 1, 1, 0, 0]]
-data = b"".join(struct.pack("<8i", *r) for r in ids)
-mdat = b"".join(struct.pack("<8i", *r) for r in mask)
-hdr = json.dumps({"input_ids": {"dtype": "I32", "shape": [4, 8], "data_offsets": [0, len(data)]},
-                  "attention_mask": {"dtype": "I32", "shape": [4, 8],
-                                     "data_offsets": [len(data), len(data) + len(mdat)]}}).encode()
-hdr += b" " * (-len(hdr) % 8)
-open(sys.argv[1], "wb").write(struct.pack("<Q", len(hdr)) + hdr + data + mdat)
-PY
-"$SKY" eval --weights "$W/q.safetensors" --precision int8 --input "$W/rows.safetensors" \
-	>"$W/want.jsonl" 2>"$W/want.err" && [ "$(grep -c logits "$W/want.jsonl")" = 4 ] ||
-	{ fail serverestart_sky_eval "$(cat "$W/want.err")"; exit 1; }
-sed 's/.*"logits":\(\[[^]]*\]\).*/\1/' "$W/want.jsonl" >"$W/want.logits"
+sky_serve_model serverestart 4 || exit 1
 
 # ---- broker, client identity, planner, four boards ----------------------------------
-sky_fleet_broker
-"$SKY" pki client --dir "$PKI" t >"$W/client.out" 2>&1 || { fail serverestart_client "$(cat "$W/client.out")"; exit 1; }
-kill -HUP "$SKY_BROKER_PID" # mosquitto reads the ACL with the client's lines
-sky_fleet_planner || { fail serverestart_skyplan_starts "$(tail -3 "$W/skyplan.log")"; exit 1; }
-for i in 1 2 3 4; do
-	"$SKY" pki issue --dir "$PKI" --id "b$i" --state "$W/b$i/state" >/dev/null 2>"$W/b$i.issue" ||
-		fail serverestart_board_issued "$(cat "$W/b$i.issue")"
-done
-start_board() {
-	sky_fleet_skyd "$1" --no-link-probe
-	echo $! >"$W/pid.$1"
-	PIDS="" # tracked by its pid file alone: a board killed here leaves it
-}
-online_count() {
-	"$SKY" fleet status --state "$W/skyplan" --json 2>/dev/null | grep -o '"state":"online"' | wc -l
-}
-online_at_least() { [ "$(online_count)" -ge "$1" ]; }
-for b in b1 b2 b3 b4; do start_board $b; done
-sky_wait 120 online_at_least 4 || { fail serverestart_boards_online "$(online_count) of 4 online"; exit 1; }
+sky_serve_fleet serverestart b1 b2 b3 b4 || exit 1
 
 "$SKY" job submit --pki "$PKI" --broker "$BR" --job $JOB --min-boards 4 --task infer \
 	--weights "$W/q.safetensors" --algo even --clients sky-client-t --wait 120 >"$W/submit.out" 2>&1 ||
 	{ fail serverestart_submitted "$(tail -3 "$W/submit.out" "$W/skyplan.log")"; exit 1; }
-# stage_board K: the board holding stage K of the job's newest epoch
 newest_epoch() {
 	grep -h "plan $JOB epoch [0-9]* accepted: stage 0 of" "$W"/b*.log 2>/dev/null |
 		sed -n "s/.*plan $JOB epoch \([0-9]*\) accepted:.*/\1/p" | sort -n | tail -1
 }
-stage_board() {
-	e=$(grep -h "plan $JOB epoch [0-9]* accepted: stage $1 of" "$W"/b*.log 2>/dev/null |
-		sed -n "s/.*plan $JOB epoch \([0-9]*\) accepted:.*/\1/p" | sort -n | tail -1)
-	[ -n "$e" ] || return 1
-	grep -l "plan $JOB epoch $e accepted: stage $1 of" "$W"/b*.log | head -1 | sed 's|.*/\(b[0-9]*\)\.log|\1|'
-}
-first=$(stage_board 0)
+first=$(sky_serve_stage_board 0)
 sky_wait 120 grep -q "job $JOB: every stage is ready" "$W/$first.log" ||
 	{ fail serverestart_fleet_ready "$(grep -h "$JOB" "$W"/b*.log | tail -5)"; exit 1; }
 [ -f "$RUN" ] && grep -q '"plan_sha256":"[0-9a-f]\{64\}"' "$RUN" && grep -q '"slice":"[0-9a-f]\{64\}"' "$RUN" &&
@@ -97,75 +54,37 @@ sky_wait 120 grep -q "job $JOB: every stage is ready" "$W/$first.log" ||
 EPOCH0=$(newest_epoch)
 
 # ---- clients: a new `sky infer` of the four rows every 0.15 s ------------------------
-mkdir -p "$W/out"
-N=0
-ask() { # one sky infer in the background, its answers in $W/out/$N.json
-	N=$((N + 1))
-	"$SKY" infer --pki "$PKI/clients/t" --broker "$BR" --job $JOB --input "$W/rows.safetensors" \
-		--id "c$N" --timeout 120 --json >"$W/out/$N.json" 2>"$W/out/$N.err" &
-	echo $! >"$W/pid.c$N"
-}
-flow() { # flow SECONDS: keep asking
-	_end=$(($(date +%s) + $1))
-	while [ "$(date +%s)" -lt "$_end" ]; do
-		ask
-		sleep 0.15
-	done
-}
-# check NAME FROM TO: every sky infer c(FROM+1)..cTO ended with four answers,
-# each once, each with the right logits (an unknown_job answer is wrong)
+# (an unknown_job answer is a wrong one)
 check() {
-	name=$1 from=$2 to=$3
-	bad=0 ci=$from
-	while [ $ci -lt "$to" ]; do
-		ci=$((ci + 1))
-		pid=$(cat "$W/pid.c$ci" 2>/dev/null)
-		# every wait is bounded: sky infer's own --timeout 120
-		[ -n "$pid" ] && { wait "$pid"; rc=$?; rm -f "$W/pid.c$ci"; } || rc=0
-		f="$W/out/$ci.json"
-		r=0
-		while [ $r -lt 4 ]; do
-			n=$(grep -c "\"id\":\"c$ci-$r\"" "$f")
-			got=$(grep "\"id\":\"c$ci-$r\"" "$f" | grep '"ok":true' | sed 's/.*"logits":\(\[[^]]*\]\).*/\1/')
-			want=$(sed -n "$((r + 1))p" "$W/want.logits")
-			if [ "$rc" != 0 ] || [ "$n" != 1 ] || [ "$got" != "$want" ]; then
-				bad=$((bad + 1))
-				[ $bad -le 3 ] && echo "  $name: c$ci-$r rc $rc, $n answer(s): $(grep "\"id\":\"c$ci-$r\"" "$f" | head -c 200) $(head -c 200 "$W/out/$ci.err")"
-			fi
-			r=$((r + 1))
-		done
-	done
-	total=$(((to - from) * 4))
-	[ $bad -eq 0 ] && [ $total -gt 0 ] && pass "${name}_every_request_answered_once_with_sky_evals_logits" ||
-		fail "${name}_every_request_answered_once_with_sky_evals_logits" "$bad of $total requests wrong"
-	echo "MEASURE ${name}_requests $total"
+	sky_serve_check "$@"
+	echo "MEASURE $1_requests $SERVE_TOTAL"
 }
 followed_count() { grep -c "job $JOB: serving followed again after a restart" "$W/skyplan.log"; }
 
 # ---- skyplan is killed mid-flow and started again -------------------------------------
 from=$N
-flow 2
+sky_serve_flow 2
 t0=$(now)
 kill -KILL "$PLAN_PID"
 wait "$PLAN_PID" 2>/dev/null
 PLAN_PID=""
-flow 2 # the boards serve on without the planner
+sky_serve_flow 2 # the boards serve on without the planner
 sky_fleet_planner || { fail serverestart_skyplan_restarts "$(tail -3 "$W/skyplan.log")"; exit 1; }
 [ "$(followed_count)" -eq 1 ] && pass restart_serving_job_followed_again ||
 	fail restart_serving_job_followed_again "$(grep -i "$JOB\|damaged" "$W/skyplan.log" | tail -3)"
-flow 3 # and with the planner back
+sky_serve_flow 3 # and with the planner back
 check restart "$from" "$N"
 printf '{"scenario":"serve_restart-restart","job":"%s","at":%s,"requests":%d}\n' $JOB "$t0" $(((N - from) * 4)) \
 	>"$OUT/serve_restart-restart.json"
 
 # ---- then a board dies: the job is re-planned past the epoch before the restart ------
-victim=$(stage_board 1)
+victim=$(sky_serve_stage_board 1)
 from=$N
-flow 1
+sky_serve_flow 1
 # frozen first (SIGSTOP, well within its keepalive), so requests are
 # certainly in flight at it when it dies
 kill -STOP "$(cat "$W/pid.$victim")"
-flow 1
+sky_serve_flow 1
 t0=$(now)
 kill -KILL "$(cat "$W/pid.$victim")" 2>/dev/null
 wait "$(cat "$W/pid.$victim")" 2>/dev/null
@@ -173,7 +92,7 @@ rm -f "$W/pid.$victim"
 replanned() { grep '"event":"replan"' "$LOG" 2>/dev/null | tail -1 | grep -q "\"reason\":\"board $victim (stage 1) offline\""; }
 _end=$(($(date +%s) + 90))
 while ! replanned && [ "$(date +%s)" -lt "$_end" ]; do # ask on until it re-plans (bounded)
-	ask
+	sky_serve_ask
 	sleep 0.3
 done
 answered_after() {
@@ -181,10 +100,10 @@ answered_after() {
 }
 _end=$(($(date +%s) + 90))
 while ! answered_after "$t0" && [ "$(date +%s)" -lt "$_end" ]; do
-	ask
+	sky_serve_ask
 	sleep 0.3
 done
-flow 2
+sky_serve_flow 2
 check replan "$from" "$N"
 replanned && pass replan_after_restart_for_the_dead_board ||
 	fail replan_after_restart_for_the_dead_board "$(grep -v commit "$LOG" | tail -3)"
@@ -211,7 +130,7 @@ grep -q "job $JOB: slice of stage 0 $W/skyplan/slices/$sl.safetensors: hashes to
 	[ "$(followed_count)" -eq 2 ] && pass damaged_slice_cut_again ||
 	fail damaged_slice_cut_again "$(grep -i "slice\|followed" "$W/skyplan.log" | tail -3)"
 from=$N
-flow 2
+sky_serve_flow 2
 check after_recut "$from" "$N"
 
 # ---- a truncated run file is refused with its reason ---------------------------------
