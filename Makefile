@@ -212,7 +212,9 @@ tsan-build: all $(addprefix $(B)/,$(TSAN_UNIT))
 # Native tests, then the runtime's tests cross-built for aarch64 under qemu,
 # once as a Raspberry Pi 4 core (no dot-product) and once with every feature
 # (dot-product on), so both kernel dispatch paths run; then the integration
-# tests against a real broker, then the ThreadSanitizer leg. Each leg is one run.sh --label L, which
+# tests against a real broker, then the ThreadSanitizer leg, then every
+# fuzz harness for a few seconds on its committed corpus (tests/fuzz/check.sh,
+# clang's libFuzzer from install-deps). Each leg is one run.sh --label L, which
 # records its tests in TOTALS (a leg's failure does not stop the others);
 # the summary then prints the tests each leg ran and, last, "N passed,
 # N failed" over distinct tests: a test run in three legs counts once, and
@@ -229,6 +231,7 @@ check: deps
 	-@SKY_BUILD=$(B) SKY_TEST_TOTALS=$(TOTALS) tests/run.sh --label integration \
 		$(wildcard tests/integration/test_*.sh)
 	-@SKY_TEST_TOTALS=$(TOTALS) $(TSAN_RUN)
+	-@SKY_TEST_TOTALS=$(TOTALS) tests/run.sh --label fuzz tests/fuzz/check.sh
 	@tests/run.sh --summary $(TOTALS)
 
 deps:

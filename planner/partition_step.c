@@ -39,10 +39,11 @@
  *    ends within STEP_EXACT_NODES placements the plan is the exact optimum
  *    (plan->step_exact = 1); otherwise it is the local search's.
  * The result's simulated step is never longer than the minimum-bottleneck
- * plan's (a seed). On larger fleets there is no proven gap. Measured
- * (2026-12-01): on the 108 of 120 random fleets of 5 to 8 boards where the
- * branch and bound finished, steps 1 and 2 alone found the optimum 64
- * times, and were 0.57% above it on average, 6.2% at worst. */
+ * plan's, even's or sky's (all three are seeds). On larger fleets there is
+ * no proven gap. Measured (2026-12-01): on the 108 of 120 random fleets of
+ * 5 to 8 boards where the branch and bound finished, steps 1 and 2 alone
+ * found the optimum 64 times, and were 0.57% above it on average, 6.2% at
+ * worst. */
 #include "plan_internal.h"
 
 #include <math.h>
@@ -772,6 +773,13 @@ int plan_optimal_step(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_d
 	if (minl)
 		seed_minl(&w, j->keep_order ? w.order : w.by_speed, n);
 	seed_sites(&w);
+	/* the two baselines, so that optimal's step is never longer than
+	 * even's or sky's (the local search alone does not promise it on
+	 * large fleets) */
+	if (plan_even(f, j, w.tmp, NULL) == 0)
+		consider_plan(&w, w.tmp);
+	if (plan_sky(f, j, w.tmp, NULL) == 0)
+		consider_plan(&w, w.tmp);
 
 	/* 2. local search from the best seed, then from the bottleneck plan
 	 * with what is left of the budget */
