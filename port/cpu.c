@@ -29,6 +29,9 @@
 #ifndef HWCAP_PMULL
 #define HWCAP_PMULL (1 << 4)
 #endif
+#ifndef HWCAP_CPUID
+#define HWCAP_CPUID (1 << 11) /* MIDR_EL1 readable from EL0 (kernel-emulated) */
+#endif
 #endif
 
 static int has_name(const char *tok, size_t n, const char *name)
@@ -183,4 +186,79 @@ void sky_host_name(char *buf, size_t len)
 	if (gethostname(buf, len) != 0)
 		snprintf(buf, len, "unknown");
 	buf[len - 1] = '\0';
+}
+
+/* "cpu MHz" (x86) from /proc/cpuinfo, else cpufreq's maximum, else 0 */
+static double cpu_mhz(void)
+{
+	double mhz = 0;
+	FILE *fp = fopen("/proc/cpuinfo", "r");
+	if (fp) {
+		char line[256];
+		while (mhz <= 0 && fgets(line, sizeof line, fp))
+			if (sscanf(line, "cpu MHz : %lf", &mhz) != 1)
+				mhz = 0;
+		fclose(fp);
+	}
+	if (mhz > 0)
+		return mhz;
+	fp = fopen("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq", "r");
+	if (fp) {
+		long khz = 0;
+		if (fscanf(fp, "%ld", &khz) == 1 && khz > 0)
+			mhz = (double)khz / 1000.0;
+		fclose(fp);
+	}
+	return mhz;
+}
+
+#if defined(__x86_64__)
+static void describe_x86(sky_cpu_desc *d)
+{
+	unsigned a, b, c, e;
+	d->x86 = 1;
+	if (__get_cpuid(0, &a, &b, &c, &e))
+		d->amd = b == 0x68747541; /* "Auth" of AuthenticAMD */
+	if (!__get_cpuid_count(1, 0, &a, &b, &c, &e))
+		return;
+	unsigned fam = (a >> 8) & 0xf, mod = (a >> 4) & 0xf;
+	if (fam == 0xf)
+		fam += (a >> 20) & 0xff;
+	if (fam == 0x6 || fam >= 0xf)
+		mod |= ((a >> 16) & 0xf) << 4;
+	d->family = (int)fam;
+	d->model = (int)mod;
+	int fma = (c >> 12) & 1, osxsave = (c >> 27) & 1;
+	unsigned long long xcr0 = 0;
+	if (osxsave) {
+		unsigned lo, hi;
+		__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+		xcr0 = ((unsigned long long)hi << 32) | lo;
+	}
+	if (__get_cpuid_count(7, 0, &a, &b, &c, &e)) {
+		d->avx2 = (xcr0 & 0x6) == 0x6 && fma && ((b >> 5) & 1);
+		/* F (16), DQ (17), CD (28), BW (30), VL (31): what OpenBLAS's
+		 * SkylakeX kernels use */
+		d->avx512 = (xcr0 & 0xe6) == 0xe6 && ((b >> 16) & 1) && ((b >> 17) & 1) &&
+			    ((b >> 28) & 1) && ((b >> 30) & 1) && ((b >> 31) & 1);
+	}
+	if (d->avx512 && __get_cpuid_count(7, 1, &a, &b, &c, &e))
+		d->bf16 = (a >> 5) & 1;
+}
+#endif
+
+void sky_cpu_describe(sky_cpu_desc *d)
+{
+	memset(d, 0, sizeof *d);
+#if defined(__x86_64__)
+	describe_x86(d);
+#elif defined(__aarch64__)
+	if (getauxval(AT_HWCAP) & HWCAP_CPUID) {
+		unsigned long midr;
+		__asm__ volatile("mrs %0, MIDR_EL1" : "=r"(midr));
+		d->arm_implementer = (unsigned)(midr >> 24) & 0xff;
+		d->arm_part = (unsigned)(midr >> 4) & 0xfff;
+	}
+#endif
+	d->mhz = cpu_mhz();
 }

@@ -22,6 +22,27 @@ typedef struct sky_cpu_features {
 				  * (runtime/wire/aesgcm_internal.h) */
 } sky_cpu_features;
 
+/* What identifies a core's microarchitecture, enough to say which BLAS
+ * kernels suit it and what its fp32 peak is (runtime/sky_blas_core.h). A
+ * test may fill one in by hand for a CPU it does not run on. */
+typedef struct sky_cpu_desc {
+	int x86;              /* 1: x86_64, 0: aarch64 */
+	int amd;              /* x86: AuthenticAMD (0: GenuineIntel or other) */
+	int family, model;    /* x86: display family and model (cpuid leaf 1) */
+	unsigned avx2 : 1;    /* x86: AVX2 + FMA, OS-enabled */
+	unsigned avx512 : 1;  /* x86: AVX-512 F + BW + VL + DQ + CD, OS-enabled */
+	unsigned bf16 : 1;    /* x86: AVX512_BF16 (Cooper Lake, Sapphire Rapids, Zen 4+) */
+	unsigned arm_implementer; /* aarch64: MIDR_EL1 implementer (0x41 Arm Ltd) */
+	unsigned arm_part;    /* aarch64: MIDR_EL1 part number (0xd08 Cortex-A72, 0xd0b A76) */
+	double mhz;           /* nominal clock the OS reports (0: unknown) */
+} sky_cpu_desc;
+
+/* Describes the CPU this process runs on (no SKY_CPU_DISABLE masking: this
+ * is what the hardware is, not what the kernels may use). aarch64 reads
+ * MIDR_EL1, which Linux emulates for user space (HWCAP_CPUID); without it
+ * the part stays 0 (unknown). */
+void sky_cpu_describe(sky_cpu_desc *d);
+
 /* Features of the CPU this process runs on (queried once, then cached).
  * SKY_CPU_DISABLE="avx512vnni,dotprod,..." masks features off, so tests and
  * benchmarks can force a slower kernel variant. */

@@ -1,5 +1,7 @@
 #include "bench_util.h"
 
+#include "sky_blas_core.h"
+
 #include "sky_cli.h"
 #include "sky_clock.h"
 #include "sky_cpu.h"
@@ -163,6 +165,13 @@ void sky_bench_add_env(cJSON *obj, const char *kernel, int threads)
 	cJSON_AddNumberToObject(obj, "threads", threads);
 	const char *core = getenv("OPENBLAS_CORETYPE");
 	cJSON_AddStringToObject(obj, "openblas_coretype", core ? core : "");
+	/* the kernels OpenBLAS really runs, and the best this CPU takes: an
+	 * efficiency against sgemm cannot show a slow BLAS, these can */
+	sky_cpu_desc d;
+	sky_cpu_describe(&d);
+	cJSON_AddStringToObject(obj, "blas_core", sky_blas_core_running());
+	cJSON_AddStringToObject(obj, "blas_core_best", sky_blas_core_for(&d));
+	cJSON_AddNumberToObject(obj, "cpu_peak_gflops", sky_cpu_peak_gflops(&d) * threads);
 	cJSON_AddStringToObject(obj, "board", SKY_BOARD);
 	cJSON_AddStringToObject(obj, "commit", SKY_VERSION);
 	sky_clock_format_utc(sky_clock_unix(), buf, sizeof buf);

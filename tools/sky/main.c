@@ -1,6 +1,8 @@
 /* sky: the command line for boards and fleets. `sky help` lists commands. */
 #include "sky_cli.h"
 
+#include "sky_blas_core.h"
+
 #include "sky_err.h"
 #include "sky_log.h"
 #include "sky_opt.h"
@@ -110,13 +112,21 @@ int sky_cli_dispatch(const char *prog, int argc, char **argv, const sky_cmd *sub
 
 int sky_cmd_version(int argc, char **argv)
 {
+	char core[128];
+	sky_cpu_desc d;
+	sky_cpu_describe(&d);
+	sky_blas_core_describe(core, sizeof core);
 	printf("sky %s (board %s)\n", SKY_VERSION, SKY_BOARD);
+	printf("openblas core: %s\n", core);
+	printf("cpu takes: %s; fp32 peak %.1f GFLOP/s per core (estimate)\n", sky_blas_core_for(&d),
+	       sky_cpu_peak_gflops(&d));
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	sky_log_set_name("sky");
+	sky_blas_core_ensure(argv); /* may run sky again with a better OpenBLAS core */
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
 		usage(argc < 2 ? stderr : stdout);
