@@ -74,6 +74,36 @@ int sky_log_enabled(sky_log_level level)
 	return (int)level <= cur;
 }
 
+char *sky_log_escape(const char *in, char *out, size_t cap)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+	if (cap == 0)
+		return out;
+	for (const unsigned char *p = (const unsigned char *)in; *p; p++) {
+		char esc[5];
+		size_t k = 0;
+		unsigned char c = *p;
+		if (c == '\n' || c == '\r' || c == '\t') {
+			esc[k++] = '\\';
+			esc[k++] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+		} else if (c < 0x20 || c == 0x7f) {
+			esc[k++] = '\\', esc[k++] = 'x', esc[k++] = hex[c >> 4], esc[k++] = hex[c & 15];
+		} else if (c == '\\' && (p[1] == 'n' || p[1] == 'r' || p[1] == 't' || p[1] == 'x' ||
+					 p[1] == '\\')) {
+			esc[k++] = '\\', esc[k++] = '\\'; /* a literal "\n" stays readable as such */
+		} else {
+			esc[k++] = (char)c;
+		}
+		if (o + k >= cap)
+			break;
+		memcpy(out + o, esc, k);
+		o += k;
+	}
+	out[o] = '\0';
+	return out;
+}
+
 void sky_log(sky_log_level level, const char *fmt, ...)
 {
 	if (!sky_log_enabled(level))
@@ -89,11 +119,15 @@ void sky_log(sky_log_level level, const char *fmt, ...)
 		n = snprintf(line, sizeof line, "%s %s[%d] %s: ", when, g_name, (int)getpid(),
 			     k_names[level]);
 	}
+	char msg[1024];
 	va_list ap;
 	va_start(ap, fmt);
-	if (n > 0 && (size_t)n < sizeof line)
-		vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	/* the message may carry what a board or client sent: escaped, it
+	 * cannot end this line or start a forged one */
+	if (n > 0 && (size_t)n < sizeof line)
+		sky_log_escape(msg, line + n, sizeof line - (size_t)n - 1);
 	/* one fputs per line so lines from threads do not interleave */
 	size_t len = strlen(line);
 	if (len + 1 < sizeof line) {

@@ -7,9 +7,17 @@
  * and inode, as systemd sets it for StandardError=journal) or after
  * sky_log_set_journal(1), lines carry a syslog priority prefix instead of
  * the time, name and pid, which journald adds itself:
- *   <4>message            (<3> error, <4> warn, <6> info, <7> debug) */
+ *   <4>message            (<3> error, <4> warn, <6> info, <7> debug)
+ *
+ * A message cannot forge a line: control characters in it (a newline, a
+ * carriage return, an escape sequence, NUL's neighbours, DEL) are written as
+ * \n, \r, \t or \xNN, so whatever a board or client sent and Sky logs, it
+ * stays inside its own line, and a "<3>" it carries is never at a line's
+ * start where journald would read it as a priority. */
 #ifndef SKY_LOG_H
 #define SKY_LOG_H
+
+#include <stddef.h>
 
 typedef enum { SKY_LOG_ERROR, SKY_LOG_WARN, SKY_LOG_INFO, SKY_LOG_DEBUG } sky_log_level;
 
@@ -25,6 +33,11 @@ void sky_log_set_journal(int on);
  * fd, else 0 (NULL or malformed env, or fstat fails). Exposed for tests. */
 int sky_log_journal_stream(const char *env, int fd);
 void sky_log(sky_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The escaping sky_log applies, for text printed elsewhere (a terminal, a
+ * table): in copied to out with control characters as \n, \r, \t, \xNN
+ * and a backslash doubled only where it would read as one of those; at most
+ * cap bytes, always terminated, cut at a whole escape. Returns out. */
+char *sky_log_escape(const char *in, char *out, size_t cap);
 
 #define SKY_ERROR(...) sky_log(SKY_LOG_ERROR, __VA_ARGS__)
 #define SKY_WARN(...) sky_log(SKY_LOG_WARN, __VA_ARGS__)

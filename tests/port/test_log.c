@@ -77,3 +77,32 @@ SKY_TEST(log_journal_stream_must_name_the_fd)
 	SKY_EXPECT(sky_log_journal_stream(NULL, fd) == 0);
 	close(fd);
 }
+
+SKY_TEST(a_message_cannot_forge_a_line_or_a_journal_priority)
+{
+	sky_log_set_journal(0);
+	/* a board's plan-ack reason, say, with a newline, a forged line and an
+	 * escape sequence that would recolour a terminal */
+	const char *out = capture(SKY_LOG_WARN, "bad\n2026-12-02T00:00:00.000Z skyplan[1] info: "
+						"forged\r\x1b[31mred\x7f");
+	SKY_EXPECT_MSG(strchr(out, '\n') == out + strlen(out) - 1, "one line: %s", out);
+	SKY_EXPECT(strstr(out, "bad\\n2026-12-02T00:00:00.000Z skyplan[1] info: forged\\r\\x1b[31mred"
+			       "\\x7f\n") != NULL);
+	SKY_EXPECT(strchr(out, '\x1b') == NULL && strchr(out, '\r') == NULL);
+	sky_log_set_journal(1);
+	out = capture(SKY_LOG_INFO, "x\n<3>urgent");
+	SKY_EXPECT_MSG(strcmp(out, "<6>x\\n<3>urgent\n") == 0, "journal line: %s", out);
+	sky_log_set_journal(0);
+}
+
+SKY_TEST(escape_keeps_text_and_cuts_at_a_whole_escape)
+{
+	char buf[16];
+	SKY_EXPECT(strcmp(sky_log_escape("plain é text", buf, sizeof buf), "plain é text") == 0);
+	SKY_EXPECT(strcmp(sky_log_escape("a\tb\\nc", buf, sizeof buf), "a\\tb\\\\nc") == 0);
+	SKY_EXPECT(strcmp(sky_log_escape("c:\\dir", buf, sizeof buf), "c:\\dir") == 0);
+	/* room for "0123456789ab" and not for the 4-byte escape after it */
+	SKY_EXPECT(strcmp(sky_log_escape("0123456789ab\x01zz", buf, 15), "0123456789ab") == 0);
+	SKY_EXPECT(strcmp(sky_log_escape("0123456789a\x01zz", buf, sizeof buf), "0123456789a\\x01") == 0);
+	SKY_EXPECT(sky_log_escape("x", buf, 1)[0] == '\0');
+}
