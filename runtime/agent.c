@@ -77,6 +77,21 @@ static void reload_speed(agent *a)
 	SKY_INFO("SIGUSR1: now computing at speed %g (from %s)", f, path);
 }
 
+/* A probe the planner asked for (agent_on_cmd), then the capability
+ * report again; with_link: the link probe too. */
+static void requested_probe(agent *a, int with_link)
+{
+	sky_diag pd;
+	sky_diag_clear(&pd);
+	if (agent_probe(a, &pd) != 0) {
+		SKY_ERROR("requested probe failed: %s", pd.msg);
+		return;
+	}
+	if (with_link && !a->o->no_link_probe)
+		agent_link_probe(a);
+	agent_publish_caps(a);
+}
+
 /* Between a running job's frames: a speed reload, and a probe the planner
  * asked for (it saw this stage's times drift); the link probe waits for
  * the job's end, its echoes would queue behind the frames. */
@@ -84,14 +99,8 @@ static void job_chores(agent *a)
 {
 	if (sky_signal_take_reload())
 		reload_speed(a);
-	if (a->training && atomic_exchange(&a->probe_requested, 0)) {
-		sky_diag pd;
-		sky_diag_clear(&pd);
-		if (agent_probe(a, &pd) == 0)
-			agent_publish_caps(a);
-		else
-			SKY_ERROR("requested probe failed: %s", pd.msg);
-	}
+	if (a->training && atomic_exchange(&a->probe_requested, 0))
+		requested_probe(a, 0);
 }
 
 static void net_poll(void *ctx, int wait_ms)
@@ -411,17 +420,8 @@ static void loop_once(agent *a)
 {
 	if (sky_signal_take_reload())
 		reload_speed(a);
-	if (atomic_exchange(&a->probe_requested, 0)) {
-		sky_diag pd;
-		sky_diag_clear(&pd);
-		if (agent_probe(a, &pd) == 0) {
-			if (!a->o->no_link_probe)
-				agent_link_probe(a);
-			agent_publish_caps(a);
-		} else {
-			SKY_ERROR("requested probe failed: %s", pd.msg);
-		}
-	}
+	if (atomic_exchange(&a->probe_requested, 0))
+		requested_probe(a, 1);
 	heartbeat(a);
 	if (a->m && !a->lost) {
 		sky_transport_net fnet = agent_net(a);

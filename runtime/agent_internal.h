@@ -75,7 +75,7 @@ typedef struct agent {
 	sky_planack ack;   /* the last answer to a plan, re-sent on reconnect */
 	int has_ack;
 	long plans_rejected;
-	/* link probe: set by on_msg, read by link_probe's wait */
+	/* link probe: set by on_msg, read by agent_link_probe's wait */
 	_Atomic uint64_t echo_seq_seen;
 	_Atomic int echo_bulk_seen;
 	double echo_last_s;

@@ -453,7 +453,7 @@ void agent_load_saved_plan(agent *a)
 		a->epoch = known ? epoch : 0;
 		return;
 	}
-	a->epoch = known ? epoch - 1 : 0; /* take_plan wants newer; the saved one is `epoch` */
+	a->epoch = known ? epoch - 1 : 0; /* only a newer plan is taken; the saved one is `epoch` */
 	sky_mutex_lock(&a->lock);
 	rc = agent_take_plan(a, path, buf, (size_t)n, 1);
 	sky_mutex_unlock(&a->lock);
