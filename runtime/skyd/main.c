@@ -82,193 +82,253 @@ static int parse_int(const char *opt, const char *v, long lo, long hi, long *out
 	return 0;
 }
 
-int main(int argc, char **argv)
-{
+/* What the command line asks for, beyond the agent's own options. */
+typedef struct skyd_args {
 	sky_agent_opts o;
-	int enroll = 0, enroll_only = 0;
-	long layers = 0, seq = 0, batch = 0, n;
-	const char *model = "tiny";
-	const char *config_dir = NULL;
-	static sky_provision prov;
-	int provisioned = 0;
-	sky_log_set_name("skyd");
-	sky_agent_opts_default(&o);
-	enum {
-		O_ENROLL = SKY_OPT_FIRST, O_ENROLL_ONLY, O_NO_LINK_PROBE, O_LOG_JOURNAL, O_STATE,
-		O_CONFIG_DIR, O_BROKER, O_ID, O_PROFILE, O_MODEL, O_CLAIM, O_PKI_CA, O_LAYERS, O_SEQ,
-		O_BATCH, O_KEEPALIVE, O_PROBE_SECONDS, O_SPEED, O_LOG_LEVEL, O_SITE
-	};
-	static const struct option k_opts[] = {
-		{"enroll", no_argument, NULL, O_ENROLL},
-		{"enroll-only", no_argument, NULL, O_ENROLL_ONLY},
-		{"no-link-probe", no_argument, NULL, O_NO_LINK_PROBE},
-		{"log-journal", no_argument, NULL, O_LOG_JOURNAL},
-		{"state", required_argument, NULL, O_STATE},
-		{"config-dir", required_argument, NULL, O_CONFIG_DIR},
-		{"broker", required_argument, NULL, O_BROKER},
-		{"id", required_argument, NULL, O_ID},
-		{"profile", required_argument, NULL, O_PROFILE},
-		{"model", required_argument, NULL, O_MODEL},
-		{"claim", required_argument, NULL, O_CLAIM},
-		{"pki-ca", required_argument, NULL, O_PKI_CA},
-		{"layers", required_argument, NULL, O_LAYERS},
-		{"seq", required_argument, NULL, O_SEQ},
-		{"batch", required_argument, NULL, O_BATCH},
-		{"keepalive", required_argument, NULL, O_KEEPALIVE},
-		{"probe-seconds", required_argument, NULL, O_PROBE_SECONDS},
-		{"speed", required_argument, NULL, O_SPEED},
-		{"site", required_argument, NULL, O_SITE},
-		{"log-level", required_argument, NULL, O_LOG_LEVEL},
-		SKY_OPT_STD,
-		{0}};
+	int enroll, enroll_only;
+	long layers, seq, batch; /* 0: the preset's */
+	const char *model;
+	const char *config_dir;
+} skyd_args;
+
+enum {
+	O_ENROLL = SKY_OPT_FIRST, O_ENROLL_ONLY, O_NO_LINK_PROBE, O_LOG_JOURNAL, O_STATE,
+	O_CONFIG_DIR, O_BROKER, O_ID, O_PROFILE, O_MODEL, O_CLAIM, O_PKI_CA, O_LAYERS, O_SEQ,
+	O_BATCH, O_KEEPALIVE, O_PROBE_SECONDS, O_SPEED, O_LOG_LEVEL, O_SITE
+};
+static const struct option k_opts[] = {
+	{"enroll", no_argument, NULL, O_ENROLL},
+	{"enroll-only", no_argument, NULL, O_ENROLL_ONLY},
+	{"no-link-probe", no_argument, NULL, O_NO_LINK_PROBE},
+	{"log-journal", no_argument, NULL, O_LOG_JOURNAL},
+	{"state", required_argument, NULL, O_STATE},
+	{"config-dir", required_argument, NULL, O_CONFIG_DIR},
+	{"broker", required_argument, NULL, O_BROKER},
+	{"id", required_argument, NULL, O_ID},
+	{"profile", required_argument, NULL, O_PROFILE},
+	{"model", required_argument, NULL, O_MODEL},
+	{"claim", required_argument, NULL, O_CLAIM},
+	{"pki-ca", required_argument, NULL, O_PKI_CA},
+	{"layers", required_argument, NULL, O_LAYERS},
+	{"seq", required_argument, NULL, O_SEQ},
+	{"batch", required_argument, NULL, O_BATCH},
+	{"keepalive", required_argument, NULL, O_KEEPALIVE},
+	{"probe-seconds", required_argument, NULL, O_PROBE_SECONDS},
+	{"speed", required_argument, NULL, O_SPEED},
+	{"site", required_argument, NULL, O_SITE},
+	{"log-level", required_argument, NULL, O_LOG_LEVEL},
+	SKY_OPT_STD,
+	{0}};
+
+/* The options with a value to check, beyond an integer range. Return 0, or
+ * 2 (the exit code) after saying what is wrong. */
+static int opt_speed(sky_agent_opts *o, const char *v)
+{
+	char *end = NULL;
+	errno = 0;
+	o->speed = strtod(v, &end);
+	if (end == v || *end || errno || !isfinite(o->speed) || !(o->speed > 0) ||
+	    o->speed > SKY_PROFILE_MAX_CORES) {
+		fprintf(stderr, "skyd: --speed expects a number in (0, %g], got '%s'\n",
+			SKY_PROFILE_MAX_CORES, v);
+		return 2;
+	}
+	return 0;
+}
+
+static int opt_site(sky_agent_opts *o, const char *v)
+{
+	if (!sky_topic_segment_ok(v)) {
+		fprintf(stderr,
+			"skyd: --site expects 1-%d letters, digits, '.', '_' or '-', got '%s'\n",
+			SKY_SITE_MAX, v);
+		return 2;
+	}
+	o->site = v;
+	return 0;
+}
+
+static int opt_log_level(const char *v)
+{
+	sky_log_level l;
+	if (sky_log_parse_level(v, &l) != 0) {
+		fprintf(stderr, "skyd: --log-level expects error, warn, info or debug\n");
+		return 2;
+	}
+	sky_log_set_level(l);
+	return 0;
+}
+
+/* One option c (name a, value v) into s. Returns 0, or 2 (the exit code)
+ * after saying what is wrong. */
+static int take_opt(skyd_args *s, int c, const char *a, const char *v)
+{
+	sky_agent_opts *o = &s->o;
+	long n;
+	switch (c) {
+	case O_ENROLL:
+		s->enroll = 1;
+		return 0;
+	case O_ENROLL_ONLY:
+		s->enroll = s->enroll_only = 1;
+		return 0;
+	case O_NO_LINK_PROBE:
+		o->no_link_probe = 1;
+		return 0;
+	case O_LOG_JOURNAL:
+		sky_log_set_journal(1);
+		return 0;
+	case O_STATE:
+		o->state_dir = v;
+		return 0;
+	case O_CONFIG_DIR:
+		s->config_dir = v;
+		return 0;
+	case O_BROKER:
+		o->broker = v;
+		return 0;
+	case O_ID:
+		o->id = v;
+		return 0;
+	case O_PROFILE:
+		o->profile_path = v;
+		return 0;
+	case O_MODEL:
+		s->model = v;
+		return 0;
+	case O_CLAIM:
+		o->claim_token = v;
+		return 0;
+	case O_PKI_CA:
+		o->claim_ca = v;
+		return 0;
+	case O_LAYERS:
+		return parse_int(a, v, 1, 4096, &s->layers) ? 2 : 0;
+	case O_SEQ:
+		return parse_int(a, v, 1, 65536, &s->seq) ? 2 : 0;
+	case O_BATCH:
+		return parse_int(a, v, 1, 4096, &s->batch) ? 2 : 0;
+	case O_KEEPALIVE:
+		if (parse_int(a, v, 1, 3600, &n))
+			return 2;
+		o->keepalive_s = (int)n;
+		return 0;
+	case O_PROBE_SECONDS:
+		if (parse_int(a, v, 0, 3600, &n))
+			return 2;
+		o->probe_max_s = (double)n;
+		return 0;
+	case O_SPEED:
+		return opt_speed(o, v);
+	case O_SITE:
+		return opt_site(o, v);
+	case O_LOG_LEVEL:
+		return opt_log_level(v);
+	default:
+		return 2;
+	}
+}
+
+/* The command line into s. Returns -1 to go on, or the exit code (0 after
+ * --help or --version, 2 on a bad option). */
+static int parse_opts(skyd_args *s, int argc, char **argv)
+{
 	sky_opt op;
 	sky_opt_begin(&op, "skyd", argc, argv, k_opts, 0);
 	for (int c; (c = sky_opt_next(&op)) != SKY_OPT_END;) {
-		const char *a = op.name, *v = op.arg;
-		switch (c) {
-		case SKY_OPT_HELP:
+		if (c == SKY_OPT_HELP) {
 			usage(stdout);
 			return 0;
-		case SKY_OPT_VERSION:
+		}
+		if (c == SKY_OPT_VERSION)
 			return 0;
-		case O_ENROLL:
-			enroll = 1;
-			break;
-		case O_ENROLL_ONLY:
-			enroll = enroll_only = 1;
-			break;
-		case O_NO_LINK_PROBE:
-			o.no_link_probe = 1;
-			break;
-		case O_LOG_JOURNAL:
-			sky_log_set_journal(1);
-			break;
-		case O_STATE:
-			o.state_dir = v;
-			break;
-		case O_CONFIG_DIR:
-			config_dir = v;
-			break;
-		case O_BROKER:
-			o.broker = v;
-			break;
-		case O_ID:
-			o.id = v;
-			break;
-		case O_PROFILE:
-			o.profile_path = v;
-			break;
-		case O_MODEL:
-			model = v;
-			break;
-		case O_CLAIM:
-			o.claim_token = v;
-			break;
-		case O_PKI_CA:
-			o.claim_ca = v;
-			break;
-		case O_LAYERS:
-			if (parse_int(a, v, 1, 4096, &layers))
-				return 2;
-			break;
-		case O_SEQ:
-			if (parse_int(a, v, 1, 65536, &seq))
-				return 2;
-			break;
-		case O_BATCH:
-			if (parse_int(a, v, 1, 4096, &batch))
-				return 2;
-			break;
-		case O_KEEPALIVE:
-			if (parse_int(a, v, 1, 3600, &n))
-				return 2;
-			o.keepalive_s = (int)n;
-			break;
-		case O_PROBE_SECONDS:
-			if (parse_int(a, v, 0, 3600, &n))
-				return 2;
-			o.probe_max_s = (double)n;
-			break;
-		case O_SPEED: {
-			char *end = NULL;
-			errno = 0;
-			o.speed = strtod(v, &end);
-			if (end == v || *end || errno || !isfinite(o.speed) || !(o.speed > 0) ||
-			    o.speed > SKY_PROFILE_MAX_CORES) {
-				fprintf(stderr, "skyd: --speed expects a number in (0, %g], got '%s'\n",
-					SKY_PROFILE_MAX_CORES, v);
-				return 2;
-			}
-			break;
-		}
-		case O_SITE:
-			if (!sky_topic_segment_ok(v)) {
-				fprintf(stderr,
-					"skyd: --site expects 1-%d letters, digits, '.', '_' or '-', got "
-					"'%s'\n",
-					SKY_SITE_MAX, v);
-				return 2;
-			}
-			o.site = v;
-			break;
-		case O_LOG_LEVEL: {
-			sky_log_level l;
-			if (sky_log_parse_level(v, &l) != 0) {
-				fprintf(stderr, "skyd: --log-level expects error, warn, info or debug\n");
-				return 2;
-			}
-			sky_log_set_level(l);
-			break;
-		}
-		default:
+		if (take_opt(s, c, op.name, op.arg) != 0)
 			return 2;
-		}
 	}
-	if (sky_opt_no_args(&op) != 0) {
+	return sky_opt_no_args(&op) != 0 ? 2 : -1;
+}
+
+/* --config-dir (a board image's first boot): the broker, the profile and,
+ * while --state holds no identity, what to enroll with. Returns -1 to go
+ * on, or 2 (the exit code) after saying what is missing. */
+static int provision(skyd_args *s, sky_provision *prov, int *provisioned)
+{
+	sky_agent_opts *o = &s->o;
+	sky_diag pd;
+	sky_diag_clear(&pd);
+	if (sky_provision_load(s->config_dir, prov, &pd) != 0) {
+		fprintf(stderr, "skyd: %s\n", pd.msg);
 		return 2;
 	}
-	if (config_dir && o.state_dir) {
-		sky_diag pd;
-		sky_diag_clear(&pd);
-		if (sky_provision_load(config_dir, &prov, &pd) != 0) {
-			fprintf(stderr, "skyd: %s\n", pd.msg);
-			return 2;
-		}
-		if (!o.broker && prov.broker[0])
-			o.broker = prov.broker;
-		if (!o.profile_path && prov.profile[0])
-			o.profile_path = prov.profile;
-		if (!sky_identity_enrolled(o.state_dir)) {
-			if (!prov.token[0] || !prov.claim_ca[0]) {
-				fprintf(stderr,
-					"skyd: %s holds no identity, and %s has no %s to enroll with\n",
-					o.state_dir, config_dir, !prov.token[0] ? "token" : "claim/ca.crt");
-				return 2;
-			}
-			if (!o.id)
-				o.id = prov.id;
-			if (!o.claim_token)
-				o.claim_token = prov.token;
-			if (!o.claim_ca)
-				o.claim_ca = prov.claim_ca;
-			enroll = provisioned = 1;
-		}
+	if (!o->broker && prov->broker[0])
+		o->broker = prov->broker;
+	if (!o->profile_path && prov->profile[0])
+		o->profile_path = prov->profile;
+	if (sky_identity_enrolled(o->state_dir))
+		return -1;
+	if (!prov->token[0] || !prov->claim_ca[0]) {
+		fprintf(stderr, "skyd: %s holds no identity, and %s has no %s to enroll with\n",
+			o->state_dir, s->config_dir, !prov->token[0] ? "token" : "claim/ca.crt");
+		return 2;
 	}
-	if (!o.state_dir || !o.broker) {
+	if (!o->id)
+		o->id = prov->id;
+	if (!o->claim_token)
+		o->claim_token = prov->token;
+	if (!o->claim_ca)
+		o->claim_ca = prov->claim_ca;
+	s->enroll = *provisioned = 1;
+	return -1;
+}
+
+/* The shapes to probe: the preset with --layers, --seq and --batch.
+ * Returns 0, or 2 (the exit code) after saying what is wrong. */
+static int probe_model(skyd_args *s)
+{
+	sky_agent_opts *o = &s->o;
+	if (sky_model_preset(s->model, &o->model) != 0) {
+		fprintf(stderr, "skyd: unknown model '%s' (%s)\n", s->model, sky_model_preset_names());
+		return 2;
+	}
+	if (s->layers)
+		o->model.layers = (int)s->layers;
+	if (s->seq)
+		o->model.seq = (int)s->seq;
+	if (s->batch)
+		o->model.batch = (int)s->batch;
+	return sky_model_validate(&o->model) != 0 ? 2 : 0;
+}
+
+/* Enrolls (and spends a provisioned token). Returns -1 to go on and run,
+ * or the exit code (0 after --enroll-only, 1 when enrollment failed). */
+static int enroll(skyd_args *s, sky_provision *prov, int provisioned, sky_diag *d)
+{
+	int rc = sky_agent_enroll(&s->o, d);
+	if (rc) {
+		SKY_ERROR("enrollment failed: %s", d->msg[0] ? d->msg : sky_strerror(rc));
+		return 1;
+	}
+	if (provisioned && (rc = sky_provision_spend_token(prov, s->o.state_dir, d)) != 0)
+		SKY_WARN("%s", d->msg); /* enrolled all the same; the token is one-time */
+	return s->enroll_only ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+	static skyd_args s = {.model = "tiny"};
+	static sky_provision prov;
+	int provisioned = 0, ex;
+	sky_log_set_name("skyd");
+	sky_agent_opts_default(&s.o);
+	if ((ex = parse_opts(&s, argc, argv)) >= 0)
+		return ex;
+	if (s.config_dir && s.o.state_dir && (ex = provision(&s, &prov, &provisioned)) >= 0)
+		return ex;
+	if (!s.o.state_dir || !s.o.broker) {
 		fprintf(stderr, "skyd: --state and --broker are required (see --help)\n");
 		return 2;
 	}
-	if (sky_model_preset(model, &o.model) != 0) {
-		fprintf(stderr, "skyd: unknown model '%s' (%s)\n", model, sky_model_preset_names());
-		return 2;
-	}
-	if (layers)
-		o.model.layers = (int)layers;
-	if (seq)
-		o.model.seq = (int)seq;
-	if (batch)
-		o.model.batch = (int)batch;
-	if (sky_model_validate(&o.model) != 0)
+	if (probe_model(&s) != 0)
 		return 2;
 	if (sky_signal_install() != 0) {
 		fprintf(stderr, "skyd: cannot install signal handlers\n");
@@ -276,26 +336,17 @@ int main(int argc, char **argv)
 	}
 	sky_diag d;
 	sky_diag_clear(&d);
-	if (o.speed > 0) { /* refuse a speed the profile cannot give before enrolling */
+	if (s.o.speed > 0) { /* refuse a speed the profile cannot give before enrolling */
 		sky_profile p;
-		if (sky_profile_load(&p, o.profile_path, &d) != 0 ||
-		    sky_profile_set_cores(&p, o.speed, &d) != 0) {
+		if (sky_profile_load(&p, s.o.profile_path, &d) != 0 ||
+		    sky_profile_set_cores(&p, s.o.speed, &d) != 0) {
 			fprintf(stderr, "skyd: --speed: %s\n", d.msg);
 			return 2;
 		}
 	}
-	if (enroll) {
-		int rc = sky_agent_enroll(&o, &d);
-		if (rc) {
-			SKY_ERROR("enrollment failed: %s", d.msg[0] ? d.msg : sky_strerror(rc));
-			return 1;
-		}
-		if (provisioned && (rc = sky_provision_spend_token(&prov, o.state_dir, &d)) != 0)
-			SKY_WARN("%s", d.msg); /* enrolled all the same; the token is one-time */
-		if (enroll_only)
-			return 0;
-	}
-	int rc = sky_agent_run(&o, &d);
+	if (s.enroll && (ex = enroll(&s, &prov, provisioned, &d)) >= 0)
+		return ex;
+	int rc = sky_agent_run(&s.o, &d);
 	sky_notify_stopping();
 	if (rc) {
 		SKY_ERROR("%s", d.msg[0] ? d.msg : sky_strerror(rc));

@@ -8,6 +8,7 @@
  * job_follow.c. */
 #include "job_data.h"
 #include "job_follow.h"
+#include "job_frame.h"
 #include "job_upload.h"
 #include "sky_chunk.h"
 #include "sky_caps.h"
@@ -228,426 +229,525 @@ static void usage(FILE *to)
 		"broker's port + 1), with random client ids, so they may run at once.\n");
 }
 
-static int cmd_submit(int argc, char **argv)
-{
+/* One `sky job submit`: its options, the request, the connection, and what
+ * came back. */
+typedef struct submit {
 	sky_job_req j;
-	const char *pki = NULL, *broker = NULL, *file = NULL;
-	int link_blind = 0;
-	double wait_s = 0, ack_s = 30;
-	int json = 0;
-	long v;
-	memset(&j, 0, sizeof j);
-	j.micro_batches = 4;
-	snprintf(j.algo, sizeof j.algo, "optimal");
-	snprintf(j.sched, sizeof j.sched, "1f1b");
-	snprintf(j.objective, sizeof j.objective, "step");
-	j.wait_s = 30;
+	const char *pki, *broker, *file, *weights, *clients;
+	int link_blind, json;
+	double wait_s, ack_s;
+	long batch; /* the model's micro-batch, or for infer the served batch */
+	sky_upload_opts uo;
+	/* an infer job's int8 model, uploaded before the request */
+	char int8_path[600], tmp_path[600];
+	int made_tmp;
+	unsigned char wsha[32];
+	/* the request, and the randomness naming it (8 bytes) and our client (4) */
+	char doc[SKY_JOB_MAX_BYTES + 1];
+	int n;
+	unsigned char raw[12];
+	/* the connection */
+	char ca[600], crt[600], key[600], client[48], op[80];
+	char submit_topic[SKY_TOPIC_BUF], tools_broker[300];
+	sky_mqtt_opts mo;
+	sky_mqtt *m;
+	int sends;
+} submit;
+
+/* The defaults of a request on the command line: the planner's, and for
+ * training `sky train`'s (lr and warm-up are filled in once the optimizer
+ * and steps are known). */
+static void submit_defaults(submit *s)
+{
+	sky_job_req *j = &s->j;
+	memset(s, 0, sizeof *s);
+	j->micro_batches = 4;
+	snprintf(j->algo, sizeof j->algo, "optimal");
+	snprintf(j->sched, sizeof j->sched, "1f1b");
+	snprintf(j->objective, sizeof j->objective, "step");
+	j->wait_s = 30;
 	/* training settings: `sky train`'s defaults, filled in below */
-	j.steps = 10;
-	j.seed = 1;
-	j.warmup = -1;
-	j.clip = 1.0;
-	j.lr = -1;
-	snprintf(j.optim, sizeof j.optim, "adamw");
-	enum {
-		O_PKI = SKY_OPT_FIRST, O_BROKER, O_FILE, O_JOB, O_MODEL, O_ALGO, O_SCHED, O_OBJECTIVE,
-		O_LAYERS, O_SEQ, O_BATCH, O_TASK, O_STEPS, O_OPTIM, O_LR, O_SEED, O_WARMUP, O_CLIP,
-		O_STALL, O_MICRO, O_MIN_BOARDS, O_WAIT_BOARDS, O_ACK, O_WAIT, O_JSON, O_PLAINTEXT,
-		O_WEIGHTS, O_WAIT_MS, O_QUEUE, O_CLIENTS, O_CHUNK, O_CORRUPT, O_CLAIM, O_CKPT, O_LINK_BLIND,
-		O_OWNER, O_NO_REPLAN
-	};
-	static const struct option k_opts[] = {
-		{"pki", required_argument, NULL, O_PKI},
-		{"broker", required_argument, NULL, O_BROKER},
-		{"file", required_argument, NULL, O_FILE},
-		{"job", required_argument, NULL, O_JOB},
-		{"model", required_argument, NULL, O_MODEL},
-		{"algo", required_argument, NULL, O_ALGO},
-		{"sched", required_argument, NULL, O_SCHED},
-		{"objective", required_argument, NULL, O_OBJECTIVE},
-		{"layers", required_argument, NULL, O_LAYERS},
-		{"seq", required_argument, NULL, O_SEQ},
-		{"batch", required_argument, NULL, O_BATCH},
-		{"task", required_argument, NULL, O_TASK},
-		{"steps", required_argument, NULL, O_STEPS},
-		{"optimizer", required_argument, NULL, O_OPTIM},
-		{"optim", required_argument, NULL, O_OPTIM},
-		{"lr", required_argument, NULL, O_LR},
-		{"seed", required_argument, NULL, O_SEED},
-		{"warmup", required_argument, NULL, O_WARMUP},
-		{"clip", required_argument, NULL, O_CLIP},
-		{"stall-s", required_argument, NULL, O_STALL},
-		{"micro-batches", required_argument, NULL, O_MICRO},
-		{"micro", required_argument, NULL, O_MICRO},
-		{"min-boards", required_argument, NULL, O_MIN_BOARDS},
-		{"wait-boards-s", required_argument, NULL, O_WAIT_BOARDS},
-		{"ack-timeout", required_argument, NULL, O_ACK},
-		{"wait", required_argument, NULL, O_WAIT},
-		{"json", no_argument, NULL, O_JSON},
-		{"plaintext-frames", no_argument, NULL, O_PLAINTEXT},
-		{"weights", required_argument, NULL, O_WEIGHTS},
-		{"wait-ms", required_argument, NULL, O_WAIT_MS},
-		{"queue", required_argument, NULL, O_QUEUE},
-		{"clients", required_argument, NULL, O_CLIENTS},
-		{"chunk-bytes", required_argument, NULL, O_CHUNK},
-		{"corrupt-chunk", required_argument, NULL, O_CORRUPT},
-		{"claim-sha256", required_argument, NULL, O_CLAIM},
-		{"checkpoint-every", required_argument, NULL, O_CKPT},
-		{"no-replan", no_argument, NULL, O_NO_REPLAN},
-		{"link-blind", no_argument, NULL, O_LINK_BLIND},
-		{"data-owner", required_argument, NULL, O_OWNER},
-		SKY_OPT_STD,
-		{0}};
-	const char *cmd = "job submit";
-	const char *weights = NULL, *clients = NULL;
-	long batch = 0;
-	sky_upload_opts uo = {.corrupt_chunk = -1, .progress = 1};
-	j.wait_ms = 2;
-	j.queue = 64;
-	sky_opt cli;
-	sky_opt_begin(&cli, "sky job submit", argc, argv, k_opts, 0);
-	for (int c; (c = sky_opt_next(&cli)) != SKY_OPT_END;) {
-		const char *a = cli.name, *val = cli.arg;
-		int rc = 0;
-		switch (c) {
-		case SKY_OPT_HELP:
-			usage(stdout);
-			return 0;
-		case SKY_OPT_VERSION:
-			return 0;
-		case O_JSON:
-			json = 1;
-			break;
-		case O_PLAINTEXT:
-			j.plaintext = 1;
-			break;
-		case O_LINK_BLIND:
-			link_blind = 1;
-			break;
-		case O_OWNER:
-			if (!sky_topic_segment_ok(val)) {
-				fprintf(stderr, "sky job submit: --data-owner %s is not a board id\n", val);
-				return 2;
-			}
-			snprintf(j.data_owner, sizeof j.data_owner, "%s", val);
-			break;
-		case O_PKI:
-			pki = val;
-			break;
-		case O_BROKER:
-			broker = val;
-			break;
-		case O_FILE:
-			file = val;
-			break;
-		case O_JOB:
-			snprintf(j.job, sizeof j.job, "%s", val);
-			break;
-		case O_MODEL:
-			snprintf(j.model, sizeof j.model, "%s", val);
-			break;
-		case O_ALGO:
-			snprintf(j.algo, sizeof j.algo, "%s", val);
-			break;
-		case O_SCHED:
-			snprintf(j.sched, sizeof j.sched, "%s", val);
-			break;
-		case O_OBJECTIVE:
-			snprintf(j.objective, sizeof j.objective, "%s", val);
-			break;
-		case O_OPTIM:
-			snprintf(j.optim, sizeof j.optim, "%s", val);
-			break;
-		case O_LAYERS:
-			if (!(rc = sky_cli_int(cmd, a, val, 1, SKY_PLANMSG_MAX_LAYERS, &v)))
-				j.layers = (int)v;
-			break;
-		case O_SEQ:
-			if (!(rc = sky_cli_int(cmd, a, val, 1, SKY_CAPS_MAX_DIM, &v)))
-				j.seq = (int)v;
-			break;
-		case O_BATCH: /* the model's micro-batch, or for infer the served batch */
-			rc = sky_cli_int(cmd, a, val, 1, SKY_CAPS_MAX_BATCH, &batch);
-			break;
-		case O_TASK:
-			if (strcmp(val, "train") != 0 && strcmp(val, "infer") != 0) {
-				fprintf(stderr, "sky job submit: --task expects train or infer, got '%s'\n",
-					val);
-				return 2;
-			}
-			j.train = val[0] == 't';
-			j.infer = val[0] == 'i';
-			break;
-		case O_WEIGHTS:
-			weights = val;
-			break;
-		case O_WAIT_MS:
-			if (!(rc = sky_cli_int(cmd, a, val, 0, SKY_PLAN_MAX_WAIT_MS, &v)))
-				j.wait_ms = (int)v;
-			break;
-		case O_QUEUE:
-			if (!(rc = sky_cli_int(cmd, a, val, 1, SKY_PLAN_MAX_QUEUE, &v)))
-				j.queue = (int)v;
-			break;
-		case O_CLIENTS:
-			clients = val;
-			break;
-		case O_CHUNK:
-			if (!(rc = sky_cli_int(cmd, a, val, SKY_CHUNK_MIN_BYTES, SKY_CHUNK_MAX_PAYLOAD, &v)))
-				uo.chunk_bytes = (uint32_t)v;
-			break;
-		case O_CORRUPT:
-			rc = sky_cli_int(cmd, a, val, 0, 0x7fffffffL, &uo.corrupt_chunk);
-			break;
-		case O_CLAIM:
-			uo.claim_sha256 = val;
-			break;
-		case O_STEPS:
-			if (!(rc = sky_cli_int(cmd, a, val, 1, SKY_PLANMSG_MAX_STEPS, &v)))
-				j.steps = (int)v;
-			break;
-		case O_LR:
-			rc = sky_cli_double(cmd, a, val, 1e-9, 100, &j.lr);
-			break;
-		case O_SEED:
-			if (!(rc = sky_cli_int(cmd, a, val, 0, 0x7fffffffL, &v)))
-				j.seed = (int)v;
-			break;
-		case O_WARMUP:
-			if (!(rc = sky_cli_int(cmd, a, val, 0, SKY_PLANMSG_MAX_STEPS, &v)))
-				j.warmup = (int)v;
-			break;
-		case O_CLIP:
-			rc = sky_cli_double(cmd, a, val, 0, 1e9, &j.clip);
-			break;
-		case O_STALL:
-			rc = sky_cli_double(cmd, a, val, 0, 1e5, &j.stall_s);
-			break;
-		case O_CKPT:
-			if (!(rc = sky_cli_int(cmd, a, val, 0, SKY_PLANMSG_MAX_STEPS, &v)))
-				j.ckpt_every = (int)v;
-			break;
-		case O_NO_REPLAN:
-			j.no_replan = 1;
-			break;
-		case O_MICRO:
-			if (!(rc = sky_cli_int(cmd, a, val, 1, SKY_PLANMSG_MAX_MICRO, &v)))
-				j.micro_batches = (int)v;
-			break;
-		case O_MIN_BOARDS:
-			if (!(rc = sky_cli_int(cmd, a, val, 0, 1024, &v)))
-				j.min_boards = (int)v;
-			break;
-		case O_WAIT_BOARDS:
-			rc = sky_cli_double(cmd, a, val, 0, 3600, &j.wait_s);
-			break;
-		case O_ACK:
-			rc = sky_cli_double(cmd, a, val, 0.1, 3600, &ack_s);
-			break;
-		case O_WAIT:
-			rc = sky_cli_double(cmd, a, val, 0, 3600, &wait_s);
-			break;
-		default:
+	j->steps = 10;
+	j->seed = 1;
+	j->warmup = -1;
+	j->clip = 1.0;
+	j->lr = -1;
+	snprintf(j->optim, sizeof j->optim, "adamw");
+	j->wait_ms = 2;
+	j->queue = 64;
+	s->ack_s = 30;
+	s->uo.corrupt_chunk = -1;
+	s->uo.progress = 1;
+}
+
+enum {
+	O_PKI = SKY_OPT_FIRST, O_BROKER, O_FILE, O_JOB, O_MODEL, O_ALGO, O_SCHED, O_OBJECTIVE,
+	O_LAYERS, O_SEQ, O_BATCH, O_TASK, O_STEPS, O_OPTIM, O_LR, O_SEED, O_WARMUP, O_CLIP,
+	O_STALL, O_MICRO, O_MIN_BOARDS, O_WAIT_BOARDS, O_ACK, O_WAIT, O_JSON, O_PLAINTEXT,
+	O_WEIGHTS, O_WAIT_MS, O_QUEUE, O_CLIENTS, O_CHUNK, O_CORRUPT, O_CLAIM, O_CKPT, O_LINK_BLIND,
+	O_OWNER, O_NO_REPLAN
+};
+static const struct option k_submit_opts[] = {
+	{"pki", required_argument, NULL, O_PKI},
+	{"broker", required_argument, NULL, O_BROKER},
+	{"file", required_argument, NULL, O_FILE},
+	{"job", required_argument, NULL, O_JOB},
+	{"model", required_argument, NULL, O_MODEL},
+	{"algo", required_argument, NULL, O_ALGO},
+	{"sched", required_argument, NULL, O_SCHED},
+	{"objective", required_argument, NULL, O_OBJECTIVE},
+	{"layers", required_argument, NULL, O_LAYERS},
+	{"seq", required_argument, NULL, O_SEQ},
+	{"batch", required_argument, NULL, O_BATCH},
+	{"task", required_argument, NULL, O_TASK},
+	{"steps", required_argument, NULL, O_STEPS},
+	{"optimizer", required_argument, NULL, O_OPTIM},
+	{"optim", required_argument, NULL, O_OPTIM},
+	{"lr", required_argument, NULL, O_LR},
+	{"seed", required_argument, NULL, O_SEED},
+	{"warmup", required_argument, NULL, O_WARMUP},
+	{"clip", required_argument, NULL, O_CLIP},
+	{"stall-s", required_argument, NULL, O_STALL},
+	{"micro-batches", required_argument, NULL, O_MICRO},
+	{"micro", required_argument, NULL, O_MICRO},
+	{"min-boards", required_argument, NULL, O_MIN_BOARDS},
+	{"wait-boards-s", required_argument, NULL, O_WAIT_BOARDS},
+	{"ack-timeout", required_argument, NULL, O_ACK},
+	{"wait", required_argument, NULL, O_WAIT},
+	{"json", no_argument, NULL, O_JSON},
+	{"plaintext-frames", no_argument, NULL, O_PLAINTEXT},
+	{"weights", required_argument, NULL, O_WEIGHTS},
+	{"wait-ms", required_argument, NULL, O_WAIT_MS},
+	{"queue", required_argument, NULL, O_QUEUE},
+	{"clients", required_argument, NULL, O_CLIENTS},
+	{"chunk-bytes", required_argument, NULL, O_CHUNK},
+	{"corrupt-chunk", required_argument, NULL, O_CORRUPT},
+	{"claim-sha256", required_argument, NULL, O_CLAIM},
+	{"checkpoint-every", required_argument, NULL, O_CKPT},
+	{"no-replan", no_argument, NULL, O_NO_REPLAN},
+	{"link-blind", no_argument, NULL, O_LINK_BLIND},
+	{"data-owner", required_argument, NULL, O_OWNER},
+	SKY_OPT_STD,
+	{0}};
+
+#define SUBMIT_CMD "job submit"
+#define NOT_MINE 1 /* an option for the next opt_* function */
+
+/* The options' functions below take one option c (name a, value val) into
+ * s. They return 0, NOT_MINE, or non-zero after saying what is wrong. */
+
+/* Training settings. */
+static int opt_train(submit *s, int c, const char *a, const char *val)
+{
+	sky_job_req *j = &s->j;
+	long v;
+	int rc = 0;
+	switch (c) {
+	case O_PLAINTEXT:
+		j->plaintext = 1;
+		break;
+	case O_OPTIM:
+		snprintf(j->optim, sizeof j->optim, "%s", val);
+		break;
+	case O_STEPS:
+		if (!(rc = sky_cli_int(SUBMIT_CMD, a, val, 1, SKY_PLANMSG_MAX_STEPS, &v)))
+			j->steps = (int)v;
+		break;
+	case O_LR:
+		rc = sky_cli_double(SUBMIT_CMD, a, val, 1e-9, 100, &j->lr);
+		break;
+	case O_SEED:
+		if (!(rc = sky_cli_int(SUBMIT_CMD, a, val, 0, 0x7fffffffL, &v)))
+			j->seed = (int)v;
+		break;
+	case O_WARMUP:
+		if (!(rc = sky_cli_int(SUBMIT_CMD, a, val, 0, SKY_PLANMSG_MAX_STEPS, &v)))
+			j->warmup = (int)v;
+		break;
+	case O_CLIP:
+		rc = sky_cli_double(SUBMIT_CMD, a, val, 0, 1e9, &j->clip);
+		break;
+	case O_STALL:
+		rc = sky_cli_double(SUBMIT_CMD, a, val, 0, 1e5, &j->stall_s);
+		break;
+	case O_CKPT:
+		if (!(rc = sky_cli_int(SUBMIT_CMD, a, val, 0, SKY_PLANMSG_MAX_STEPS, &v)))
+			j->ckpt_every = (int)v;
+		break;
+	case O_OWNER:
+		if (!sky_topic_segment_ok(val)) {
+			fprintf(stderr, "sky job submit: --data-owner %s is not a board id\n", val);
 			return 2;
 		}
-		if (rc)
+		snprintf(j->data_owner, sizeof j->data_owner, "%s", val);
+		break;
+	default:
+		return NOT_MINE;
+	}
+	return rc;
+}
+
+/* Serving settings, and the model upload's. */
+static int opt_infer(submit *s, int c, const char *a, const char *val)
+{
+	sky_job_req *j = &s->j;
+	long v;
+	int rc = 0;
+	switch (c) {
+	case O_WEIGHTS:
+		s->weights = val;
+		break;
+	case O_WAIT_MS:
+		if (!(rc = sky_cli_int(SUBMIT_CMD, a, val, 0, SKY_PLAN_MAX_WAIT_MS, &v)))
+			j->wait_ms = (int)v;
+		break;
+	case O_QUEUE:
+		if (!(rc = sky_cli_int(SUBMIT_CMD, a, val, 1, SKY_PLAN_MAX_QUEUE, &v)))
+			j->queue = (int)v;
+		break;
+	case O_CLIENTS:
+		s->clients = val;
+		break;
+	case O_CHUNK:
+		if (!(rc = sky_cli_int(SUBMIT_CMD, a, val, SKY_CHUNK_MIN_BYTES, SKY_CHUNK_MAX_PAYLOAD,
+				       &v)))
+			s->uo.chunk_bytes = (uint32_t)v;
+		break;
+	case O_CORRUPT:
+		rc = sky_cli_int(SUBMIT_CMD, a, val, 0, 0x7fffffffL, &s->uo.corrupt_chunk);
+		break;
+	case O_CLAIM:
+		s->uo.claim_sha256 = val;
+		break;
+	case O_NO_REPLAN:
+		j->no_replan = 1;
+		break;
+	default:
+		return NOT_MINE;
+	}
+	return rc;
+}
+
+/* The model's shapes and how to plan it. */
+static int opt_plan(submit *s, int c, const char *a, const char *val)
+{
+	sky_job_req *j = &s->j;
+	long v;
+	int rc = 0;
+	switch (c) {
+	case O_LINK_BLIND:
+		s->link_blind = 1;
+		break;
+	case O_JOB:
+		snprintf(j->job, sizeof j->job, "%s", val);
+		break;
+	case O_MODEL:
+		snprintf(j->model, sizeof j->model, "%s", val);
+		break;
+	case O_ALGO:
+		snprintf(j->algo, sizeof j->algo, "%s", val);
+		break;
+	case O_SCHED:
+		snprintf(j->sched, sizeof j->sched, "%s", val);
+		break;
+	case O_OBJECTIVE:
+		snprintf(j->objective, sizeof j->objective, "%s", val);
+		break;
+	case O_LAYERS:
+		if (!(rc = sky_cli_int(SUBMIT_CMD, a, val, 1, SKY_PLANMSG_MAX_LAYERS, &v)))
+			j->layers = (int)v;
+		break;
+	case O_SEQ:
+		if (!(rc = sky_cli_int(SUBMIT_CMD, a, val, 1, SKY_CAPS_MAX_DIM, &v)))
+			j->seq = (int)v;
+		break;
+	case O_BATCH:
+		rc = sky_cli_int(SUBMIT_CMD, a, val, 1, SKY_CAPS_MAX_BATCH, &s->batch);
+		break;
+	case O_MICRO:
+		if (!(rc = sky_cli_int(SUBMIT_CMD, a, val, 1, SKY_PLANMSG_MAX_MICRO, &v)))
+			j->micro_batches = (int)v;
+		break;
+	case O_MIN_BOARDS:
+		if (!(rc = sky_cli_int(SUBMIT_CMD, a, val, 0, 1024, &v)))
+			j->min_boards = (int)v;
+		break;
+	case O_WAIT_BOARDS:
+		rc = sky_cli_double(SUBMIT_CMD, a, val, 0, 3600, &j->wait_s);
+		break;
+	default:
+		return NOT_MINE;
+	}
+	return rc;
+}
+
+/* Where to submit, and how long to wait for what. */
+static int opt_run(submit *s, int c, const char *a, const char *val)
+{
+	switch (c) {
+	case O_JSON:
+		s->json = 1;
+		return 0;
+	case O_PKI:
+		s->pki = val;
+		return 0;
+	case O_BROKER:
+		s->broker = val;
+		return 0;
+	case O_FILE:
+		s->file = val;
+		return 0;
+	case O_TASK:
+		if (strcmp(val, "train") != 0 && strcmp(val, "infer") != 0) {
+			fprintf(stderr, "sky job submit: --task expects train or infer, got '%s'\n", val);
 			return 2;
+		}
+		s->j.train = val[0] == 't';
+		s->j.infer = val[0] == 'i';
+		return 0;
+	case O_ACK:
+		return sky_cli_double(SUBMIT_CMD, a, val, 0.1, 3600, &s->ack_s);
+	case O_WAIT:
+		return sky_cli_double(SUBMIT_CMD, a, val, 0, 3600, &s->wait_s);
+	default:
+		return NOT_MINE;
 	}
-	if (sky_opt_no_args(&cli) != 0) {
-		return 2;
-	}
-	if (j.infer)
-		j.serve_batch = (int)batch;
-	else
-		j.batch = (int)batch;
-	if (j.infer && !weights) {
-		fprintf(stderr, "sky job submit: --task infer needs --weights F.safetensors\n");
-		return 2;
-	}
-	if (weights && !j.infer) {
-		fprintf(stderr, "sky job submit: --weights goes with --task infer\n");
-		return 2;
-	}
-	/* --clients a,b: names or full CNs */
+}
+
+/* --clients a,b (names or full CNs) into the request. Returns 0, or 2
+ * after saying what is wrong. */
+static int parse_clients(sky_job_req *j, const char *clients)
+{
 	for (const char *c = clients; c && *c;) {
 		size_t n = strcspn(c, ",");
-		if (j.n_clients >= SKY_JOB_MAX_CLIENTS || n == 0 || n > 40) {
+		if (j->n_clients >= SKY_JOB_MAX_CLIENTS || n == 0 || n > 40) {
 			fprintf(stderr, "sky job submit: --clients takes up to %d names of 1-40 characters\n",
 				SKY_JOB_MAX_CLIENTS);
 			return 2;
 		}
 		int full = n > sizeof SKY_TOPIC_CLIENT_PREFIX - 1 &&
 			   !strncmp(c, SKY_TOPIC_CLIENT_PREFIX, sizeof SKY_TOPIC_CLIENT_PREFIX - 1);
-		snprintf(j.clients[j.n_clients++], sizeof j.clients[0], "%s%.*s",
+		snprintf(j->clients[j->n_clients++], sizeof j->clients[0], "%s%.*s",
 			 full ? "" : SKY_TOPIC_CLIENT_PREFIX, (int)n, c);
 		c += n + (c[n] == ',');
 	}
-	char int8_path[600] = "", tmp_path[600] = "";
-	int made_tmp = 0;
-	unsigned char wsha[32];
-	if (j.infer && !file) {
-		sky_diag md;
-		sky_diag_clear(&md);
-		const char *tmpdir = getenv("TMPDIR");
-		snprintf(tmp_path, sizeof tmp_path, "%s/sky-submit-%ld.int8.safetensors",
-			 tmpdir && *tmpdir ? tmpdir : "/tmp", (long)sky_clock_unix() ^ (long)(size_t)&j);
-		if (sky_job_model_prepare(weights, tmp_path, &j, int8_path, sizeof int8_path, &made_tmp,
-					  &md) != 0 ||
-		    sky_upload_sha(int8_path, &uo, wsha, &md) != 0) {
-			fprintf(stderr, "sky job submit: %s\n", md.msg);
-			if (made_tmp)
-				sky_file_remove(tmp_path);
-			return 1;
+	return 0;
+}
+
+/* The command line into s. Returns -1 to go on, or the exit code (0 after
+ * --help or --version, 2 on a bad option). */
+static int submit_opts(submit *s, int argc, char **argv)
+{
+	sky_opt cli;
+	sky_opt_begin(&cli, "sky job submit", argc, argv, k_submit_opts, 0);
+	for (int c; (c = sky_opt_next(&cli)) != SKY_OPT_END;) {
+		if (c == SKY_OPT_HELP) {
+			usage(stdout);
+			return 0;
 		}
-		sky_sha256_hex(wsha, j.weights);
+		if (c == SKY_OPT_VERSION)
+			return 0;
+		int rc = opt_run(s, c, cli.name, cli.arg);
+		if (rc == NOT_MINE)
+			rc = opt_plan(s, c, cli.name, cli.arg);
+		if (rc == NOT_MINE)
+			rc = opt_train(s, c, cli.name, cli.arg);
+		if (rc == NOT_MINE)
+			rc = opt_infer(s, c, cli.name, cli.arg);
+		if (rc)
+			return 2;
 	}
-	if (!pki || !broker || (!file && !j.model[0])) {
-		fprintf(stderr, "sky job submit: --pki, --broker and --model (or --file) are required\n");
+	if (sky_opt_no_args(&cli) != 0)
+		return 2;
+	if (s->j.infer)
+		s->j.serve_batch = (int)s->batch;
+	else
+		s->j.batch = (int)s->batch;
+	if (s->j.infer && !s->weights) {
+		fprintf(stderr, "sky job submit: --task infer needs --weights F.safetensors\n");
 		return 2;
 	}
-	static char doc[SKY_JOB_MAX_BYTES + 1];
+	if (s->weights && !s->j.infer) {
+		fprintf(stderr, "sky job submit: --weights goes with --task infer\n");
+		return 2;
+	}
+	return parse_clients(&s->j, s->clients) ? 2 : -1;
+}
+
+/* An infer job on the command line: its model as int8 (quantised first
+ * into a temporary file if it is fp32) and its SHA-256, which names it in
+ * the request. Returns -1 to go on, or 1 after saying why not. */
+static int submit_weights(submit *s)
+{
+	sky_diag md;
+	sky_diag_clear(&md);
+	const char *tmpdir = getenv("TMPDIR");
+	snprintf(s->tmp_path, sizeof s->tmp_path, "%s/sky-submit-%ld.int8.safetensors",
+		 tmpdir && *tmpdir ? tmpdir : "/tmp", (long)sky_clock_unix() ^ (long)(size_t)&s->j);
+	if (sky_job_model_prepare(s->weights, s->tmp_path, &s->j, s->int8_path, sizeof s->int8_path,
+				  &s->made_tmp, &md) != 0 ||
+	    sky_upload_sha(s->int8_path, &s->uo, s->wsha, &md) != 0) {
+		fprintf(stderr, "sky job submit: %s\n", md.msg);
+		return 1;
+	}
+	sky_sha256_hex(s->wsha, s->j.weights);
+	return -1;
+}
+
+/* The request: from --file (with --link-blind and --data-owner of the
+ * command line) or from the options, named by a fresh submit_id, encoded
+ * into s->doc and checked as skyplan will check it. Returns -1 to go on, or
+ * the exit code after saying why not. */
+static int submit_request(submit *s)
+{
+	sky_job_req *j = &s->j;
 	sky_diag d;
 	sky_diag_clear(&d);
-	int n;
-	if (file) {
-		long got = sky_file_read(file, doc, sizeof doc - 1);
+	if (s->file) {
+		long got = sky_file_read(s->file, s->doc, sizeof s->doc - 1);
 		if (got < 0) {
-			fprintf(stderr, "sky job submit: cannot read %s (%s)\n", file, sky_strerror((int)got));
+			fprintf(stderr, "sky job submit: cannot read %s (%s)\n", s->file,
+				sky_strerror((int)got));
 			return 1;
 		}
-		n = (int)got;
 		/* the file's job, re-encoded below with a submit_id of this run */
-		char owner[sizeof j.data_owner];
-		snprintf(owner, sizeof owner, "%s", j.data_owner);
-		if (sky_job_req_parse(doc, (size_t)n, &j, &d) != 0) {
-			fprintf(stderr, "sky job submit: %s: %s\n", file, d.msg);
+		char owner[sizeof j->data_owner];
+		snprintf(owner, sizeof owner, "%s", j->data_owner);
+		if (sky_job_req_parse(s->doc, (size_t)got, j, &d) != 0) {
+			fprintf(stderr, "sky job submit: %s: %s\n", s->file, d.msg);
 			return 2;
 		}
-		j.link_blind |= link_blind;
+		j->link_blind |= s->link_blind;
 		if (owner[0])
-			snprintf(j.data_owner, sizeof j.data_owner, "%s", owner);
+			snprintf(j->data_owner, sizeof j->data_owner, "%s", owner);
 	} else {
-		j.link_blind = link_blind;
-		if (!j.job[0])
-			snprintf(j.job, sizeof j.job, "job-%lld", (long long)sky_clock_unix());
-		if (j.train) {
-			if (j.lr < 0)
-				j.lr = strcmp(j.optim, "sgd") == 0 ? 0.05 : 1e-3;
-			if (j.warmup < 0)
-				j.warmup = j.steps / 10;
+		j->link_blind = s->link_blind;
+		if (!j->job[0])
+			snprintf(j->job, sizeof j->job, "job-%lld", (long long)sky_clock_unix());
+		if (j->train) {
+			if (j->lr < 0)
+				j->lr = strcmp(j->optim, "sgd") == 0 ? 0.05 : 1e-3;
+			if (j->warmup < 0)
+				j->warmup = j->steps / 10;
 		}
 	}
 	/* names this submission: a resend carries it too, so skyplan queues it
 	 * once and answers each copy */
-	unsigned char raw[12];
 	sky_sign_rng srng;
 	if (sky_sign_rng_init(&srng, "sky-job-submit", &d) != 0 ||
-	    sky_sign_rng_func(&srng, raw, sizeof raw) != 0) {
+	    sky_sign_rng_func(&srng, s->raw, sizeof s->raw) != 0) {
 		sky_sign_rng_free(&srng);
 		fprintf(stderr, "sky job submit: no randomness for the submission id\n");
 		return 1;
 	}
 	sky_sign_rng_free(&srng);
 	for (int i = 0; i < 8; i++)
-		snprintf(j.submit_id + 2 * i, 3, "%02x", raw[i]);
-	n = sky_job_req_encode(&j, doc, sizeof doc);
+		snprintf(j->submit_id + 2 * i, 3, "%02x", s->raw[i]);
+	s->n = sky_job_req_encode(j, s->doc, sizeof s->doc);
 	/* check locally what skyplan will check, so a typo fails here */
-	if (n < 0 || sky_job_req_parse(doc, (size_t)n, &j, &d) != 0) {
+	if (s->n < 0 || sky_job_req_parse(s->doc, (size_t)s->n, j, &d) != 0) {
 		fprintf(stderr, "sky job submit: %s\n", d.msg[0] ? d.msg : "job does not fit");
 		return 2;
 	}
+	return -1;
+}
 
-	char ca[600], crt[600], key[600], pcrt[600], client[48], op[80];
-	snprintf(ca, sizeof ca, "%s/ca.crt", pki);
-	snprintf(crt, sizeof crt, "%s/operator.crt", pki);
-	snprintf(key, sizeof key, "%s/operator.key", pki);
-	snprintf(pcrt, sizeof pcrt, "%s/planner.crt", pki);
-	snprintf(client, sizeof client, "job-%02x%02x%02x%02x", raw[8], raw[9], raw[10], raw[11]);
-	follow *f = &g_f;
-	memset(f, 0, sizeof *f);
-	sky_mutex_init(&f->lock);
-	mbedtls_x509_crt_init(&f->planner);
-	sky_topic_job(f->plan_topic, sizeof f->plan_topic, j.job, SKY_TOPIC_PLAN);
-	snprintf(f->submit_id, sizeof f->submit_id, "%s", j.submit_id);
-	/* our CN names our topics; the ACL lets only us use them */
-	{
-		mbedtls_x509_crt me;
-		mbedtls_x509_crt_init(&me);
-		int crc = sky_sign_load_cert(&me, crt, &d);
-		if (!crc && (sky_sign_cert_cn(&me, op, sizeof op) != 0 ||
-			     sky_topic_jobs(f->reply_topic, sizeof f->reply_topic, op,
-					    SKY_TOPIC_REPLY) != 0))
-			crc = sky_diag_set(&d, SKY_EAUTH, "%s: no usable operator CN", crt);
-		mbedtls_x509_crt_free(&me);
-		if (crc) {
-			fprintf(stderr, "sky job submit: %s (an operator identity from `sky pki init` "
-					"or `sky pki operator`)\n",
-				d.msg);
-			return 1;
-		}
+/* The operator identity (its CN names our topics; the ACL lets only us use
+ * them), the planner's certificate for --wait, and the connection's
+ * options. Returns -1 to go on, or the exit code after saying why not. */
+static int submit_identity(submit *s, follow *f)
+{
+	char pcrt[600];
+	sky_diag d;
+	sky_diag_clear(&d);
+	snprintf(s->ca, sizeof s->ca, "%s/ca.crt", s->pki);
+	snprintf(s->crt, sizeof s->crt, "%s/operator.crt", s->pki);
+	snprintf(s->key, sizeof s->key, "%s/operator.key", s->pki);
+	snprintf(pcrt, sizeof pcrt, "%s/planner.crt", s->pki);
+	snprintf(s->client, sizeof s->client, "job-%02x%02x%02x%02x", s->raw[8], s->raw[9],
+		 s->raw[10], s->raw[11]);
+	sky_topic_job(f->plan_topic, sizeof f->plan_topic, s->j.job, SKY_TOPIC_PLAN);
+	snprintf(f->submit_id, sizeof f->submit_id, "%s", s->j.submit_id);
+	mbedtls_x509_crt me;
+	mbedtls_x509_crt_init(&me);
+	int crc = sky_sign_load_cert(&me, s->crt, &d);
+	if (!crc && (sky_sign_cert_cn(&me, s->op, sizeof s->op) != 0 ||
+		     sky_topic_jobs(f->reply_topic, sizeof f->reply_topic, s->op, SKY_TOPIC_REPLY) != 0))
+		crc = sky_diag_set(&d, SKY_EAUTH, "%s: no usable operator CN", s->crt);
+	mbedtls_x509_crt_free(&me);
+	if (crc) {
+		fprintf(stderr, "sky job submit: %s (an operator identity from `sky pki init` "
+				"or `sky pki operator`)\n",
+			d.msg);
+		return 1;
 	}
-	char submit_topic[SKY_TOPIC_BUF];
-	sky_topic_jobs(submit_topic, sizeof submit_topic, op, SKY_TOPIC_SUBMIT);
-	if (wait_s > 0 && sky_sign_load_cert(&f->planner, pcrt, &d) != 0) {
+	sky_topic_jobs(s->submit_topic, sizeof s->submit_topic, s->op, SKY_TOPIC_SUBMIT);
+	if (s->wait_s > 0 && sky_sign_load_cert(&f->planner, pcrt, &d) != 0) {
 		fprintf(stderr, "sky job submit: %s\n", d.msg);
 		return 1;
 	}
 	/* operator tools use the listener beside the fleet's (port + 1), where
 	 * their random client ids are kept: submit, watch and collect of one
 	 * operator may run at once (sky_mqtt_claim_broker) */
-	char tools_broker[300];
-	if (sky_mqtt_claim_broker(broker, tools_broker, sizeof tools_broker) != 0) {
+	if (sky_mqtt_claim_broker(s->broker, s->tools_broker, sizeof s->tools_broker) != 0) {
 		fprintf(stderr, "sky job submit: --broker must be HOST:PORT (port below 65535), got '%s'\n",
-			broker);
+			s->broker);
 		return 2;
 	}
-	sky_mqtt_opts mo = {.broker = tools_broker, .client_id = client, .ca_file = ca,
-			    .cert_file = crt, .key_file = key, .keepalive_s = 30, .on_msg = on_msg,
-			    .ctx = f};
-	sky_mqtt *m = NULL;
-	int rc = 1, sends = 0, uploaded = !(j.infer && !file);
+	sky_mqtt_opts mo = {.broker = s->tools_broker, .client_id = s->client, .ca_file = s->ca,
+			    .cert_file = s->crt, .key_file = s->key, .keepalive_s = 30,
+			    .on_msg = on_msg, .ctx = f};
+	s->mo = mo;
+	return -1;
+}
+
+/* (Re)connects and subscribes to the answers (and, for --wait, to the plan
+ * and the boards' plan-acks). Returns 0, or the error with d saying why. */
+static int submit_connect(submit *s, follow *f, sky_diag *d)
+{
+	sky_mqtt_close(s->m, 0);
+	s->m = NULL;
+	int crc = sky_mqtt_connect(&s->m, &s->mo, d);
+	if (!crc)
+		crc = sky_mqtt_subscribe(s->m, f->reply_topic, 1, 5000, d);
+	if (!crc && s->wait_s > 0)
+		crc = sky_mqtt_subscribe(s->m, f->plan_topic, 1, 5000, d);
+	if (!crc && s->wait_s > 0)
+		crc = sky_mqtt_subscribe(s->m, SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_PLAN_ACK, 1, 5000,
+					 d);
+	return crc;
+}
+
+/* Until answered: (re)connect, subscribe to the answers, upload the model
+ * (once), send; a connection that drops, or a planner that did not hear,
+ * gets it again. Returns 0 once answered (f->reply), or the error with d
+ * saying why. */
+static int submit_until_answered(submit *s, follow *f, sky_diag *d)
+{
+	int uploaded = !(s->j.infer && !s->file);
 	char last_err[256] = "";
 	double t0 = sky_clock_s(), next_send = t0;
 	sky_mqtt_backoff backoff; /* 0.25 s doubling to 2 s, jittered */
 	sky_mqtt_backoff_init(&backoff, 250, 2000, sky_clock_ns());
-	/* until answered: (re)connect, subscribe to the answers, send; a
-	 * connection that drops, or a planner that did not hear, gets it again */
 	for (;;) {
-		sky_mutex_lock(&f->lock);
-		int answered = f->answered;
-		sky_mutex_unlock(&f->lock);
-		if (answered)
-			break;
-		double now = sky_clock_s();
-		if (now - t0 >= ack_s) {
-			sky_diag_clear(&d);
-			sky_diag_set(&d, SKY_ETIMEOUT,
-				     "job %s NOT acknowledged: no answer from the planner within %g s "
-				     "(%d sends%s%.120s); is skyplan running?",
-				     j.job, ack_s, sends, last_err[0] ? "; last error: " : "", last_err);
-			goto fail;
-		}
-		if (!sky_mqtt_connected(m)) {
-			sky_mqtt_close(m, 0);
-			m = NULL;
-			sky_diag cd;
-			sky_diag_clear(&cd);
-			int crc = sky_mqtt_connect(&m, &mo, &cd);
-			if (!crc)
-				crc = sky_mqtt_subscribe(m, f->reply_topic, 1, 5000, &cd);
-			if (!crc && wait_s > 0)
-				crc = sky_mqtt_subscribe(m, f->plan_topic, 1, 5000, &cd);
-			if (!crc && wait_s > 0)
-				crc = sky_mqtt_subscribe(m, SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_PLAN_ACK, 1,
-							 5000, &cd);
+		if (upload_answered(f))
+			return 0;
+		if (sky_clock_s() - t0 >= s->ack_s)
+			return sky_diag_set(d, SKY_ETIMEOUT,
+					    "job %s NOT acknowledged: no answer from the planner within "
+					    "%g s (%d sends%s%.120s); is skyplan running?",
+					    s->j.job, s->ack_s, s->sends,
+					    last_err[0] ? "; last error: " : "", last_err);
+		sky_diag sd;
+		sky_diag_clear(&sd);
+		if (!sky_mqtt_connected(s->m)) {
+			int crc = submit_connect(s, f, &sd);
 			if (crc) {
-				snprintf(last_err, sizeof last_err, "%s", cd.msg);
-				if (crc == SKY_EAUTH) { /* the ACL said no: asking again will not help */
-					sky_diag_set(&d, crc, "%s", cd.msg);
-					goto fail;
-				}
-				sky_mqtt_close(m, 0);
-				m = NULL;
+				snprintf(last_err, sizeof last_err, "%s", sd.msg);
+				if (crc == SKY_EAUTH) /* the ACL said no: asking again will not help */
+					return sky_diag_set(d, crc, "%s", sd.msg);
+				sky_mqtt_close(s->m, 0);
+				s->m = NULL;
 				sky_sleep_ms((unsigned)sky_mqtt_backoff_next(&backoff));
 				continue;
 			}
@@ -655,131 +755,182 @@ static int cmd_submit(int argc, char **argv)
 			next_send = sky_clock_s();
 		}
 		if (!uploaded) {
-			sky_diag ud;
-			sky_diag_clear(&ud);
-			int urc = upload_phase(f, m, op, int8_path, wsha, &uo, ack_s, j.submit_id, json,
-					       &ud);
+			sky_diag_clear(&sd);
+			int urc = upload_phase(f, s->m, s->op, s->int8_path, s->wsha, &s->uo, s->ack_s,
+					       s->j.submit_id, s->json, &sd);
 			if (urc == SKY_ENET) {
-				snprintf(last_err, sizeof last_err, "%s", ud.msg);
+				snprintf(last_err, sizeof last_err, "%s", sd.msg);
 				continue; /* reconnect and send it again */
 			}
-			if (urc) {
-				sky_diag_set(&d, urc, "%s", ud.msg);
-				goto fail;
-			}
+			if (urc)
+				return sky_diag_set(d, urc, "%s", sd.msg);
 			uploaded = 1;
 			next_send = sky_clock_s();
 		}
 		if (sky_clock_s() >= next_send) {
-			sky_diag pd;
-			sky_diag_clear(&pd);
-			if (sky_mqtt_publish(m, submit_topic, doc, (size_t)n, 1, 0, &pd) == 0)
-				sends++;
+			sky_diag_clear(&sd);
+			if (sky_mqtt_publish(s->m, s->submit_topic, s->doc, (size_t)s->n, 1, 0, &sd) == 0)
+				s->sends++;
 			else
-				snprintf(last_err, sizeof last_err, "%s", pd.msg);
+				snprintf(last_err, sizeof last_err, "%s", sd.msg);
 			next_send = sky_clock_s() + 2.0;
 		}
-		sky_mqtt_poll(m, 20);
+		sky_mqtt_poll(s->m, 20);
 	}
-	if (!f->reply.ok) {
-		sky_diag_set(&d, SKY_EINVAL, "job %s refused by the planner: %s", j.job, f->reply.error);
-		goto fail;
-	}
-	if (!json)
-		fprintf(stderr, "sky job submit: job %s acknowledged by the planner (%s, %d send%s)\n",
-			j.job, f->reply.state, sends, sends == 1 ? "" : "s");
-	t0 = sky_clock_s();
-	if (wait_s <= 0) {
-		if (json)
-			printf("{\"job\":\"%s\",\"submitted\":true,\"acked\":true,\"sends\":%d}\n",
-			       j.job, sends);
-		else
-			printf("job %s submitted and acknowledged\n", j.job);
-		sky_mqtt_close(m, 1000);
-		if (made_tmp)
-			sky_file_remove(tmp_path);
-		return 0;
-	}
-	int done = 0, accepted = 0, refused = 0;
-	double last_at = 0;
-	while (sky_clock_s() - t0 < wait_s) {
+}
+
+/* What the boards said of the plan: stages answered, accepted, refused,
+ * and when the last answer came. */
+typedef struct ack_count {
+	int done, accepted, refused;
+	double last_at;
+} ack_count;
+
+/* Follows the plan and its plan-acks until every stage answered or wait_s
+ * has passed since t0. Returns with f->lock held. */
+static void wait_acks(submit *s, follow *f, double t0, ack_count *k)
+{
+	memset(k, 0, sizeof *k);
+	while (sky_clock_s() - t0 < s->wait_s) {
 		sky_mutex_lock(&f->lock);
 		if (f->have_plan) {
-			done = accepted = refused = 0;
-			last_at = 0;
-			for (int s = 0; s < f->plan.n_stages; s++) {
+			memset(k, 0, sizeof *k);
+			for (int st = 0; st < f->plan.n_stages; st++) {
 				double at;
-				const sky_planack *a =
-					find_ack(f, f->plan.stages[s].board, f->plan.job, f->plan.epoch, &at);
+				const sky_planack *a = find_ack(f, f->plan.stages[st].board, f->plan.job,
+								f->plan.epoch, &at);
 				if (a) {
-					done++;
-					accepted += a->ok;
-					refused += !a->ok;
-					if (at > last_at)
-						last_at = at;
+					k->done++;
+					k->accepted += a->ok;
+					k->refused += !a->ok;
+					if (at > k->last_at)
+						k->last_at = at;
 				}
 			}
 		}
-		int all = f->have_plan && done == f->plan.n_stages;
+		int all = f->have_plan && k->done == f->plan.n_stages;
 		sky_mutex_unlock(&f->lock);
 		if (all)
 			break;
-		sky_mqtt_poll(m, 20);
+		sky_mqtt_poll(s->m, 20);
 	}
 	sky_mutex_lock(&f->lock);
-	if (!f->have_plan) {
-		sky_mutex_unlock(&f->lock);
-		sky_diag_set(&d, SKY_ETIMEOUT, "no plan for job %s within %g s (is skyplan running?)",
-			     j.job, wait_s);
-		goto fail;
-	}
+}
+
+static void print_acks_json(const follow *f, const ack_count *k, double t0)
+{
 	const sky_planmsg *p = &f->plan;
-	if (json) {
-		printf("{\"job\":\"%s\",\"epoch\":%lld,\"stages\":%d,\"accepted\":%d,\"refused\":%d,"
-		       "\"missing\":%d,\"plan_s\":%.3f,\"all_acked_s\":%.3f,\"boards\":[",
-		       p->job, (long long)p->epoch, p->n_stages, accepted, refused, p->n_stages - done,
-		       f->plan_at - t0, done == p->n_stages ? last_at - t0 : -1.0);
-		for (int s = 0; s < p->n_stages; s++) {
-			double at;
-			const sky_planack *a = find_ack(f, p->stages[s].board, p->job, p->epoch, &at);
-			printf("%s{\"board\":\"%s\",\"site\":\"%s\",\"first\":%d,\"last\":%d,"
-			       "\"ack\":\"%s\",\"arena_bytes\":%lld}",
-			       s ? "," : "", p->stages[s].board, sky_site_name(p->stages[s].site),
-			       p->stages[s].first, p->stages[s].last,
-			       !a ? "missing" : a->ok ? "accepted" : "refused",
-			       a ? (long long)a->arena_bytes : 0ll);
-		}
-		printf("]}\n");
-	} else {
-		printf("job %s epoch %lld: %d stages, plan %.3f s after submit\n", p->job,
-		       (long long)p->epoch, p->n_stages, f->plan_at - t0);
-		for (int s = 0; s < p->n_stages; s++) {
-			double at;
-			const sky_planack *a = find_ack(f, p->stages[s].board, p->job, p->epoch, &at);
-			printf("  stage %2d  %-16s half-layers %3d-%-3d  %s", s, p->stages[s].board,
-			       p->stages[s].first, p->stages[s].last,
-			       !a ? "no ack" : a->ok ? "accepted" : "REFUSED");
-			if (a)
-				printf(" %lld bytes%s%s", (long long)a->arena_bytes, a->ok ? "" : ": ",
-				       a->ok ? "" : a->reason);
-			printf("\n");
-		}
-		printf("%d accepted, %d refused, %d missing\n", accepted, refused, p->n_stages - done);
+	printf("{\"job\":\"%s\",\"epoch\":%lld,\"stages\":%d,\"accepted\":%d,\"refused\":%d,"
+	       "\"missing\":%d,\"plan_s\":%.3f,\"all_acked_s\":%.3f,\"boards\":[",
+	       p->job, (long long)p->epoch, p->n_stages, k->accepted, k->refused,
+	       p->n_stages - k->done, f->plan_at - t0,
+	       k->done == p->n_stages ? k->last_at - t0 : -1.0);
+	for (int st = 0; st < p->n_stages; st++) {
+		double at;
+		const sky_planack *a = find_ack(f, p->stages[st].board, p->job, p->epoch, &at);
+		printf("%s{\"board\":\"%s\",\"site\":\"%s\",\"first\":%d,\"last\":%d,"
+		       "\"ack\":\"%s\",\"arena_bytes\":%lld}",
+		       st ? "," : "", p->stages[st].board, sky_site_name(p->stages[st].site),
+		       p->stages[st].first, p->stages[st].last,
+		       !a ? "missing" : a->ok ? "accepted" : "refused",
+		       a ? (long long)a->arena_bytes : 0ll);
 	}
-	rc = (accepted == p->n_stages) ? 0 : 1;
+	printf("]}\n");
+}
+
+static void print_acks_text(const follow *f, const ack_count *k, double t0)
+{
+	const sky_planmsg *p = &f->plan;
+	printf("job %s epoch %lld: %d stages, plan %.3f s after submit\n", p->job,
+	       (long long)p->epoch, p->n_stages, f->plan_at - t0);
+	for (int st = 0; st < p->n_stages; st++) {
+		double at;
+		const sky_planack *a = find_ack(f, p->stages[st].board, p->job, p->epoch, &at);
+		printf("  stage %2d  %-16s half-layers %3d-%-3d  %s", st, p->stages[st].board,
+		       p->stages[st].first, p->stages[st].last,
+		       !a ? "no ack" : a->ok ? "accepted" : "REFUSED");
+		if (a)
+			printf(" %lld bytes%s%s", (long long)a->arena_bytes, a->ok ? "" : ": ",
+			       a->ok ? "" : a->reason);
+		printf("\n");
+	}
+	printf("%d accepted, %d refused, %d missing\n", k->accepted, k->refused,
+	       p->n_stages - k->done);
+}
+
+/* After the planner's answer: say so, and with --wait follow the plan
+ * until every stage's board answered it. Returns the exit code: 0 when
+ * acknowledged (and, with --wait, every stage accepted), else 1 with d
+ * saying why when there is no plan. */
+static int submit_answered(submit *s, follow *f, sky_diag *d)
+{
+	if (!f->reply.ok)
+		return sky_diag_set(d, SKY_EINVAL, "job %s refused by the planner: %s", s->j.job,
+				    f->reply.error);
+	if (!s->json)
+		fprintf(stderr, "sky job submit: job %s acknowledged by the planner (%s, %d send%s)\n",
+			s->j.job, f->reply.state, s->sends, s->sends == 1 ? "" : "s");
+	double t0 = sky_clock_s();
+	if (s->wait_s <= 0) {
+		if (s->json)
+			printf("{\"job\":\"%s\",\"submitted\":true,\"acked\":true,\"sends\":%d}\n",
+			       s->j.job, s->sends);
+		else
+			printf("job %s submitted and acknowledged\n", s->j.job);
+		return 0;
+	}
+	ack_count k;
+	wait_acks(s, f, t0, &k);
+	int rc;
+	if (!f->have_plan) {
+		rc = sky_diag_set(d, SKY_ETIMEOUT, "no plan for job %s within %g s (is skyplan running?)",
+				  s->j.job, s->wait_s);
+	} else {
+		if (s->json)
+			print_acks_json(f, &k, t0);
+		else
+			print_acks_text(f, &k, t0);
+		rc = k.accepted == f->plan.n_stages ? 0 : 1;
+	}
 	sky_mutex_unlock(&f->lock);
-	sky_mqtt_close(m, 1000);
-	mbedtls_x509_crt_free(&f->planner);
-	if (made_tmp)
-		sky_file_remove(tmp_path);
 	return rc;
-fail:
-	fprintf(stderr, "sky job submit: %s\n", d.msg);
-	sky_mqtt_close(m, 1000);
+}
+
+static int cmd_submit(int argc, char **argv)
+{
+	static submit s;
+	follow *f = &g_f;
+	sky_diag d;
+	int ex;
+	sky_diag_clear(&d);
+	submit_defaults(&s);
+	memset(f, 0, sizeof *f);
+	sky_mutex_init(&f->lock);
+	mbedtls_x509_crt_init(&f->planner);
+	if ((ex = submit_opts(&s, argc, argv)) >= 0)
+		goto exit;
+	if (s.j.infer && !s.file && (ex = submit_weights(&s)) >= 0)
+		goto exit;
+	if (!s.pki || !s.broker || (!s.file && !s.j.model[0])) {
+		fprintf(stderr, "sky job submit: --pki, --broker and --model (or --file) are required\n");
+		ex = 2;
+		goto exit;
+	}
+	if ((ex = submit_request(&s)) >= 0 || (ex = submit_identity(&s, f)) >= 0)
+		goto exit;
+	int rc = submit_until_answered(&s, f, &d);
+	if (rc == 0)
+		rc = submit_answered(&s, f, &d);
+	/* 1 is a stage that did not accept, said in the table already */
+	if (rc < 0)
+		fprintf(stderr, "sky job submit: %s\n", d.msg);
+	ex = rc ? 1 : 0;
+exit:
+	sky_mqtt_close(s.m, 1000);
 	mbedtls_x509_crt_free(&f->planner);
-	if (made_tmp)
-		sky_file_remove(tmp_path);
-	return 1;
+	if (s.made_tmp)
+		sky_file_remove(s.tmp_path);
+	return ex;
 }
 
 int sky_cmd_job(int argc, char **argv)

@@ -4,7 +4,5 @@
 
 int sky_job_watch(int argc, char **argv);
 int sky_job_collect(int argc, char **argv);
-/* sky job frame: writes one crafted tensor frame to a file (integration tests). */
-int sky_job_frame(int argc, char **argv);
 
 #endif

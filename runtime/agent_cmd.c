@@ -1,0 +1,65 @@
+/* The planner's commands to a board, on sky/v1/board/<id>/cmd: a probe at
+ * given shapes (it saw this board's times drift), and a checkpoint after a
+ * given step (a voluntary re-plan is coming). */
+#include "agent_internal.h"
+
+#include "sky_json.h"
+#include "sky_log.h"
+
+#include <string.h>
+
+/* {"cmd":"probe","model":M,"seq":S,"batch":B}: the main loop (or the job's
+ * chores) probes at those shapes and reports again. */
+static void cmd_probe(agent *a, const cJSON *doc)
+{
+	char model[16] = "";
+	int64_t seq = 0, batch = 0;
+	sky_mutex_lock(&a->lock);
+	if (sky_json_str(doc, "model", model, sizeof model, "cmd", NULL) == 0 &&
+	    sky_model_preset(model, &a->probe_model) == 0) {
+		if (sky_json_i64(doc, "seq", 1, SKY_CAPS_MAX_DIM, &seq, "cmd", NULL) == 0)
+			a->probe_model.seq = (int)seq;
+		if (sky_json_i64(doc, "batch", 1, SKY_CAPS_MAX_BATCH, &batch, "cmd", NULL) == 0)
+			a->probe_model.batch = (int)batch;
+	}
+	atomic_store(&a->probe_requested, 1);
+	sky_mutex_unlock(&a->lock);
+	SKY_INFO("probe requested by the planner (model %s)", a->probe_model.name);
+}
+
+/* {"cmd":"ckpt","job":J,"epoch":E,"step":S}: a voluntary re-plan is
+ * coming: a checkpoint after step `step` (every stage gets the same step),
+ * then the new plan resumes from it, so no step is lost */
+static void cmd_ckpt(agent *a, const cJSON *doc, sky_diag *d)
+{
+	char job[SKY_TOPIC_SEGMENT_MAX + 1] = "";
+	int64_t epoch = 0, step = 0;
+	if (sky_json_str(doc, "job", job, sizeof job, "cmd", d) == 0 &&
+	    sky_json_i64(doc, "epoch", 1, SKY_JSON_INT_MAX, &epoch, "cmd", d) == 0 &&
+	    sky_json_i64(doc, "step", 1, SKY_PLANMSG_MAX_STEPS, &step, "cmd", d) == 0 &&
+	    a->training && a->job && !strcmp(job, a->plan.job) && epoch == a->plan.epoch) {
+		a->job->ckpt_at = step;
+		SKY_INFO("job %s: checkpoint after step %lld asked by the planner", job,
+			 (long long)step);
+	} else {
+		SKY_DEBUG("checkpoint request ignored (not for the job this board runs)");
+	}
+}
+
+void agent_on_cmd(agent *a, const unsigned char *p, size_t len)
+{
+	sky_diag d;
+	sky_diag_clear(&d);
+	if (len > SKY_CMD_MAX_BYTES)
+		return;
+	cJSON *doc = sky_json_parse((const char *)p, len, &d);
+	char cmd[16] = "";
+	if (doc && sky_json_str(doc, "cmd", cmd, sizeof cmd, "cmd", &d) == 0 &&
+	    strcmp(cmd, "probe") == 0)
+		cmd_probe(a, doc);
+	else if (doc && !strcmp(cmd, "ckpt"))
+		cmd_ckpt(a, doc, &d);
+	else
+		SKY_WARN("command ignored: %s", d.msg[0] ? d.msg : "unknown command");
+	sky_json_free(doc);
+}
