@@ -1,5 +1,7 @@
 #include "sky_probe.h"
 
+#include "sky_blas_core.h"
+
 #include "sky_arena.h"
 #include "sky_clock.h"
 #include "sky_ends.h"
@@ -637,6 +639,7 @@ int sky_probe_cached(const char *state_dir, const char *id, const sky_probe_opts
 	c->shape.seq = o->model.seq;
 	c->shape.batch = o->model.batch;
 	snprintf(c->version, sizeof c->version, "%s", SKY_VERSION);
+	snprintf(c->blas_core, sizeof c->blas_core, "%s", sky_blas_core_running());
 	snprintf(c->board, sizeof c->board, "%s", prof ? prof->name : "default");
 	snprintf(c->site, sizeof c->site, "%s", prof ? prof->site : "");
 	c->threads = prof ? prof->threads : 1;

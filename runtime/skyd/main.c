@@ -3,6 +3,7 @@
  * keeps its liveness, and takes the signed plans meant for it
  * (runtime/sky_agent.h). */
 #include "sky_agent.h"
+#include "sky_blas_core.h"
 #include "sky_caps.h"
 #include "sky_err.h"
 #include "sky_log.h"
@@ -319,6 +320,7 @@ int main(int argc, char **argv)
 	static sky_provision prov;
 	int provisioned = 0, ex;
 	sky_log_set_name("skyd");
+	sky_blas_core_ensure(argv); /* may run skyd again with a better OpenBLAS core */
 	sky_agent_opts_default(&s.o);
 	if ((ex = parse_opts(&s, argc, argv)) >= 0)
 		return ex;
@@ -334,6 +336,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "skyd: cannot install signal handlers\n");
 		return 1;
 	}
+	char core[128];
+	sky_blas_core_describe(core, sizeof core);
+	SKY_INFO("OpenBLAS core: %s", core);
 	sky_diag d;
 	sky_diag_clear(&d);
 	if (s.o.speed > 0) { /* refuse a speed the profile cannot give before enrolling */

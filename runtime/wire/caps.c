@@ -168,6 +168,8 @@ int sky_caps_encode(const sky_caps *c, char *buf, size_t cap, sky_diag *d)
 		cJSON_AddStringToObject(doc, "boot", c->boot);
 	cJSON_AddStringToObject(doc, "version", c->version);
 	cJSON_AddStringToObject(doc, "board", c->board);
+	if (c->blas_core[0])
+		cJSON_AddStringToObject(doc, "blas_core", c->blas_core);
 	cJSON_AddNumberToObject(doc, "threads", c->threads);
 	cJSON_AddNumberToObject(doc, "keepalive_s", c->keepalive_s);
 	cJSON *m = cJSON_AddObjectToObject(doc, "model");
@@ -250,6 +252,8 @@ int sky_caps_decode(const char *buf, size_t len, sky_caps *c, sky_diag *d)
 	    (rc = get_boot(doc, c->boot, "caps", d)) ||
 	    (rc = sky_json_str(doc, "version", c->version, sizeof c->version, "caps", d)) ||
 	    (rc = sky_json_str(doc, "board", c->board, sizeof c->board, "caps", d)) ||
+	    (cJSON_GetObjectItemCaseSensitive(doc, "blas_core") &&
+	     (rc = sky_json_str(doc, "blas_core", c->blas_core, sizeof c->blas_core, "caps", d))) ||
 	    (rc = sky_json_int(doc, "threads", 1, SKY_CAPS_MAX_THREADS, &c->threads, "caps", d)) ||
 	    (rc = sky_json_int(doc, "keepalive_s", 1, 3600, &c->keepalive_s, "caps", d)))
 		goto exit;

@@ -104,6 +104,8 @@ typedef struct sky_caps {
 	char boot[SKY_BOOT_ID_MAX + 1]; /* this run of skyd ("" if absent) */
 	char version[SKY_CAPS_STR_MAX + 1]; /* build (git describe) */
 	char board[SKY_CAPS_STR_MAX + 1];   /* board profile name */
+	char blas_core[SKY_CAPS_STR_MAX + 1]; /* the OpenBLAS kernels it measured with
+						("" if the report does not say) */
 	int threads;
 	int keepalive_s;   /* MQTT keepalive the board uses; the planner's liveness bound */
 	sky_caps_shape shape;

@@ -255,3 +255,26 @@ SKY_TEST(the_int8_halves_and_serving_ends_round_trip)
 	SKY_EXPECT_EQ(sky_caps_encode(&c, buf, sizeof buf, &d), SKY_EINVAL);
 	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
 }
+
+SKY_TEST(the_blas_core_is_reported_and_optional)
+{
+	sky_caps c, back;
+	char buf[SKY_CAPS_MAX_BYTES];
+	sky_diag d;
+	sky_diag_clear(&d);
+	sample(&c);
+	int n = sky_caps_encode(&c, buf, sizeof buf, &d);
+	SKY_EXPECT(n > 0 && strstr(buf, "blas_core") == NULL); /* older boards do not say */
+	SKY_EXPECT_EQ(sky_caps_decode(buf, (size_t)n, &back, &d), 0);
+	SKY_EXPECT(back.blas_core[0] == '\0');
+	strcpy(c.blas_core, "Cooperlake");
+	n = sky_caps_encode(&c, buf, sizeof buf, &d);
+	SKY_EXPECT_EQ(sky_caps_decode(buf, (size_t)n, &back, &d), 0);
+	SKY_EXPECT(strcmp(back.blas_core, "Cooperlake") == 0);
+	char *at = strstr(buf, "\"Cooperlake\"");
+	SKY_EXPECT(at != NULL);
+	if (at)
+		memcpy(at, "123456789012", 12); /* a number where a name belongs */
+	SKY_EXPECT(sky_caps_decode(buf, (size_t)n, &back, &d) != 0);
+	SKY_EXPECT_MSG(strstr(d.msg, "blas_core") != NULL, "%s", d.msg);
+}
