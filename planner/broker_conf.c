@@ -1,8 +1,11 @@
-/* The loopback mosquitto configuration and ACL for a fleet; see sky_ca.h. */
-#include "sky_ca.h"
+/* The loopback mosquitto configuration and ACL for a fleet; see
+ * sky_broker_conf.h. */
+#include "sky_broker_conf.h"
 
 #include "sky_crl.h"
+#include "sky_enroll.h"
 #include "sky_file.h"
+#include "sky_pki_layout.h"
 #include "sky_topics.h"
 
 #include <limits.h>
