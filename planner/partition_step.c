@@ -742,6 +742,57 @@ static void ws_free(step_ws *w)
 	free(w->order);
 }
 
+/* w's work arrays for a fleet of w->n boards and w->U units (the L
+ * bisection's back-pointers only when minl). Returns 0 or SKY_ENOMEM (what
+ * was allocated is ws_free's). */
+static int step_ws_alloc(step_ws *w, int minl)
+{
+	size_t n = (size_t)w->n, U1 = (size_t)w->U + 1;
+	w->bc = malloc(sizeof *w->bc * n);
+	w->best = malloc(sizeof *w->best * n);
+	w->cur = malloc(sizeof *w->cur * n);
+	w->trial = malloc(sizeof *w->trial * n);
+	w->used = malloc(n);
+	w->twin = malloc(sizeof(int) * n);
+	w->speed = malloc(sizeof(double) * n);
+	w->bb = malloc(sizeof *w->bb * n);
+	w->order = malloc(sizeof(int) * n);
+	w->by_speed = malloc(sizeof(int) * n);
+	w->tmp = malloc(sizeof *w->tmp);
+	w->minl_acc = malloc(sizeof(double) * U1);
+	w->minl_nacc = malloc(sizeof(double) * U1);
+	w->minl_cnt = malloc(sizeof(int) * U1);
+	w->minl_ncnt = malloc(sizeof(int) * U1);
+	w->minl_from = malloc(sizeof(int32_t) * (minl ? n * U1 : 1));
+	int ok = w->bc && w->best && w->cur && w->trial && w->used && w->twin && w->speed && w->bb &&
+		 w->order && w->by_speed && w->tmp && w->minl_acc && w->minl_nacc && w->minl_cnt &&
+		 w->minl_ncnt && w->minl_from;
+	return ok ? 0 : SKY_ENOMEM;
+}
+
+/* Each board's cost under the job, the boards fastest first (keys: n
+ * entries of scratch), the spread of the attention share, and the lower
+ * bound on any plan's step. */
+static void step_ws_boards(step_ws *w, keyed_t *keys)
+{
+	const int n = w->n;
+	w->share_min = 1, w->share_max = 0;
+	for (int i = 0; i < n; i++) {
+		board_cost *bc = &w->bc[i];
+		plan_board_cost(&w->c, w->j, &w->f->board[i], bc);
+		keys[i] = (keyed_t){bc->fwd + bc->bwd, i};
+		w->speed[i] = 1.0 / (bc->fwd + bc->bwd);
+		if (bc->share < w->share_min)
+			w->share_min = bc->share;
+		if (bc->share > w->share_max)
+			w->share_max = bc->share;
+	}
+	qsort(keys, (size_t)n, sizeof *keys, by_time);
+	for (int i = 0; i < n; i++)
+		w->by_speed[i] = keys[i].idx;
+	w->step_lb = step_lower_bound(w);
+}
+
 int plan_optimal_step(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_diag *d)
 {
 	step_ws w;
@@ -757,48 +808,14 @@ int plan_optimal_step(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_d
 	/* the L bisection needs boards x units of back-pointers: skipped above
 	 * STEP_MINL_CELLS, and then not allocated */
 	int minl = (double)n * (w.U + 1) <= STEP_MINL_CELLS;
-	size_t U1 = (size_t)w.U + 1;
 	keyed_t *keys = malloc(sizeof *keys * (size_t)n);
 	sky_stage *seed = malloc(sizeof *seed * (size_t)n), *start = malloc(sizeof *start * (size_t)n);
-	w.bc = malloc(sizeof *w.bc * (size_t)n);
-	w.best = malloc(sizeof *w.best * (size_t)n);
-	w.cur = malloc(sizeof *w.cur * (size_t)n);
-	w.trial = malloc(sizeof *w.trial * (size_t)n);
-	w.used = malloc((size_t)n);
-	w.twin = malloc(sizeof(int) * (size_t)n);
-	w.speed = malloc(sizeof(double) * (size_t)n);
-	w.bb = malloc(sizeof *w.bb * (size_t)n);
-	w.order = malloc(sizeof(int) * (size_t)n);
-	w.by_speed = malloc(sizeof(int) * (size_t)n);
-	w.tmp = malloc(sizeof *w.tmp);
-	w.minl_acc = malloc(sizeof(double) * U1);
-	w.minl_nacc = malloc(sizeof(double) * U1);
-	w.minl_cnt = malloc(sizeof(int) * U1);
-	w.minl_ncnt = malloc(sizeof(int) * U1);
-	w.minl_from = malloc(sizeof(int32_t) * (minl ? (size_t)n * U1 : 1));
-	if (!keys || !seed || !start || !w.bc || !w.best || !w.cur || !w.trial || !w.used ||
-	    !w.twin || !w.speed || !w.bb || !w.order || !w.by_speed || !w.tmp || !w.minl_acc ||
-	    !w.minl_nacc || !w.minl_cnt || !w.minl_ncnt || !w.minl_from ||
+	if (!keys || !seed || !start || step_ws_alloc(&w, minl) != 0 ||
 	    plan_sim_ws_init(&w.sim, n, w.m) || plan_sites_init(&w.sites, &w.c, f, j)) {
 		rc = sky_diag_set(d, SKY_ENOMEM, "optimal (step): no memory for the work arrays");
 		goto exit;
 	}
-	w.share_min = 1, w.share_max = 0;
-	for (int i = 0; i < n; i++) {
-		board_cost *bc = &w.bc[i];
-		plan_board_cost(&w.c, j, &f->board[i], bc);
-		keys[i] = (keyed_t){bc->fwd + bc->bwd, i};
-		w.speed[i] = 1.0 / (bc->fwd + bc->bwd);
-		if (bc->share < w.share_min)
-			w.share_min = bc->share;
-		if (bc->share > w.share_max)
-			w.share_max = bc->share;
-	}
-	qsort(keys, (size_t)n, sizeof *keys, by_time);
-	for (int i = 0; i < n; i++)
-		w.by_speed[i] = keys[i].idx;
-	w.step_lb = step_lower_bound(&w);
-
+	step_ws_boards(&w, keys);
 	/* 1. seeds; the minimum-bottleneck plan first: if nothing fits there,
 	 * nothing fits (its error message names the shortfall) */
 	if ((rc = plan_optimal(f, j, out, d)))
