@@ -764,9 +764,9 @@ static int step_ws_alloc(step_ws *w, int minl)
 	w->minl_cnt = malloc(sizeof(int) * U1);
 	w->minl_ncnt = malloc(sizeof(int) * U1);
 	w->minl_from = malloc(sizeof(int32_t) * (minl ? n * U1 : 1));
-	int ok = w->bc && w->best && w->cur && w->trial && w->used && w->twin && w->speed && w->bb &&
-		 w->order && w->by_speed && w->tmp && w->minl_acc && w->minl_nacc && w->minl_cnt &&
-		 w->minl_ncnt && w->minl_from;
+	int ok = w->bc && w->best && w->cur && w->trial && w->used && w->twin && w->speed &&
+		 w->bb && w->order && w->by_speed && w->tmp && w->minl_acc && w->minl_nacc &&
+		 w->minl_cnt && w->minl_ncnt && w->minl_from;
 	return ok ? 0 : SKY_ENOMEM;
 }
 

@@ -193,8 +193,8 @@ int sky_ca_init_dir(const char *dir, const sky_ca_opts *o, sky_diag *d)
 	    (rc = sky_sign_load_key(&cakey, path, d)) != 0)
 		goto exit;
 	if ((rc = make_broker_pair(dir, cadn, &cakey, o->listen, &rng, d)) != 0 ||
-	    (rc = make_identities(dir, cadn, &cakey, &rng, d)) != 0 || (rc = start_files(dir, d)) != 0 ||
-	    (rc = sky_crl_refresh(dir, d)) != 0)
+	    (rc = make_identities(dir, cadn, &cakey, &rng, d)) != 0 ||
+	    (rc = start_files(dir, d)) != 0 || (rc = sky_crl_refresh(dir, d)) != 0)
 		goto exit;
 	rc = sky_ca_write_broker_conf_at(dir, o->listen, o->port, o->max_packet, d);
 exit:
