@@ -12,9 +12,26 @@
 #   make deb [BOARD=b]      Debian packages sky-board and sky-planner into build/<b>/deb/
 #   make SANITIZE=address,undefined check
 #   make check-tsan         the ThreadSanitizer leg of check on its own
+#   make V=1 ...            every command in full; without V=1 each step is one
+#                           short line, as in Kbuild: "  CC      runtime/stage.c",
+#                           "  AR      build/host/lib/libsky_rt.a", "  LD      build/host/bin/sky",
+#                           "  CCLD    build/host/tests/port/test_arena" (a test, compiled
+#                           and linked at once); warnings and errors show in full either way
 
 BOARD ?= host
 .DEFAULT_GOAL := all
+
+# V=1 echoes each command; otherwise say prints what is made ($(1): the
+# step, $(2): the file) and Q hides the command (its output still shows).
+V ?= 0
+ifeq ($(V),1)
+Q :=
+say :=
+else
+Q := @
+say = @printf '  %-7s %s\n' '$(1)' '$(2)'
+endif
+
 BOARDS := $(sort $(notdir $(patsubst %/board.mk,%,$(wildcard boards/*/board.mk))))
 ifeq ($(filter $(BOARD),$(BOARDS)),)
 $(error unknown BOARD '$(BOARD)'; boards are: $(BOARDS))
@@ -92,7 +109,8 @@ $(VERSION_C): FORCE
 	@echo 'const char *sky_version(void) { return "$(VERSION)"; }' | cmp -s - $@ || \
 		echo 'const char *sky_version(void) { return "$(VERSION)"; }' > $@
 $(O)/version.o: $(VERSION_C) $(FLAGS_STAMP)
-	$(CC) $(BASE_CFLAGS) $(BOARD_CFLAGS) $(CFLAGS) -c $< -o $@
+	$(call say,CC,$<)
+	$(Q)$(CC) $(BASE_CFLAGS) $(BOARD_CFLAGS) $(CFLAGS) -c $< -o $@
 FORCE:
 
 LIB_PORT := $(B)/lib/libsky_port.a
@@ -120,7 +138,8 @@ $(O)/planner/skyplan/%.o: INC = $(INC_PLAN) -Iruntime -Iruntime/kernels
 $(O)/tools/%.o $(O)/tests/%.o: INC = $(INC_ALL)
 $(O)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(BOARD_CFLAGS) $(CFLAGS) $(INC) $(KFLAGS) -c $< -o $@
+	$(call say,CC,$<)
+	$(Q)$(CC) $(BASE_CFLAGS) $(BOARD_CFLAGS) $(CFLAGS) $(INC) $(KFLAGS) -c $< -o $@
 
 # Per-file instruction sets for SIMD kernels (shared with tools/fuzz.sh).
 KOBJ := $(O)
@@ -133,8 +152,9 @@ $(LIB_RT): $(call obj,$(RT_SRC))
 $(LIB_PLAN): $(call obj,$(PLAN_SRC))
 $(ALL_LIBS):
 	@mkdir -p $(@D)
-	rm -f $@
-	$(BOARD_CROSS)ar rcs $@ $^
+	$(call say,AR,$@)
+	$(Q)rm -f $@
+	$(Q)$(BOARD_CROSS)ar rcs $@ $^
 
 $(B)/bin/skyd: $(call obj,$(SKYD_SRC)) $(LIB_RT) $(LIB_PLAN) $(LIB_SHARED) $(LIB_PORT)
 $(B)/bin/skyplan: $(call obj,$(SKYPLAN_SRC)) $(LIB_PLAN) $(LIB_RT) $(LIB_SHARED) $(LIB_PORT)
@@ -144,12 +164,14 @@ $(B)/bin/sky: $(call obj,$(SKY_SRC)) $(ALL_LIBS)
 $(B)/bin/skyplan $(B)/tests/planner/%: LIBS += -lmicrohttpd
 $(BINS):
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(BOARD_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) \
+	$(call say,LD,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(BOARD_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) \
 		-Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LIBS)
 
 $(B)/etc/sky/profile.conf: boards/$(BOARD)/profile.conf
 	@mkdir -p $(@D)
-	cp $< $@
+	$(call say,CP,$@)
+	$(Q)cp $< $@
 
 # ---- tests -----------------------------------------------------------------
 # tests/<area>/test_<module>.c -> one binary each; other .c files in the area
@@ -167,8 +189,16 @@ $(B)/tests/%: tests/%.c $(call obj,$(TEST_COMMON)) \
 		$$(call obj,$$(filter-out $$(wildcard $$(dir tests/$$*)test_*.c),$$(wildcard $$(dir tests/$$*)*.c))) \
 		$(ALL_LIBS)
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(BOARD_CFLAGS) $(CFLAGS) $(INC_ALL) $(LDFLAGS) $(WRAP) -o $@ $< \
+	$(call say,CCLD,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(BOARD_CFLAGS) $(CFLAGS) $(INC_ALL) $(LDFLAGS) $(WRAP) -o $@ $< \
 		$(filter %.o,$^) -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LIBS)
+
+# The objects linked into many tests are kept: as mere prerequisites of the
+# pattern rule above they are intermediate, so make would delete them after
+# every build (printing an rm line of them all) and compile them again.
+TEST_HELPERS := $(filter-out $(wildcard tests/*/test_*.c),$(foreach a,$(TEST_AREAS),\
+	$(if $(wildcard tests/$(a)/test_*.c),$(wildcard tests/$(a)/*.c))))
+.SECONDARY: $(call obj,$(TEST_COMMON) $(TEST_HELPERS))
 
 tests: all $(TEST_BINS)
 cross-tests: all $(CROSS_TEST_BINS)

@@ -1,11 +1,13 @@
-/* The fleet CA: PKI directory, certificates, claim tokens, CSR intake and
- * enrollment; see sky_ca.h. The broker config lives in broker_conf.c. */
+/* The fleet CA: certificates, claim tokens, CSR intake and enrollment; see
+ * sky_ca.h. Making the PKI directory is pki.c's, its layout and names
+ * pki_layout.c's, the broker config broker_conf.c's. */
 #include "sky_ca.h"
 
+#include "ca_internal.h"
 #include "sky_clock.h"
 #include "sky_crl.h"
 #include "sky_file.h"
-#include "sky_topics.h"
+#include "sky_pki_layout.h"
 
 #include <mbedtls/md.h>
 #include <mbedtls/oid.h>
@@ -16,21 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PATH_CAP 1024
-#define CERT_PEM_CAP 4096
-#define CA_DAYS 3650
-#define SERIAL_BYTES 16
+#define PATH_CAP SKY_PKI_PATH_CAP
 /* issued certificates start 5 minutes in the past: a board whose clock is
  * slightly behind still accepts its new certificate */
 #define BACKDATE_S 300
-
-static int join(char *buf, const char *dir, const char *file, sky_diag *d)
-{
-	int n = snprintf(buf, PATH_CAP, "%s/%s", dir, file);
-	if (n < 0 || n >= PATH_CAP)
-		return sky_diag_set(d, SKY_ERANGE, "path too long: %s/%s", dir, file);
-	return 0;
-}
 
 /* "YYYYMMDDhhmmss" (what mbedtls_x509write_crt_set_validity wants) for t. */
 static void x509_time(int64_t t, char out[16])
@@ -43,34 +34,8 @@ static void x509_time(int64_t t, char out[16])
 	out[14] = '\0';
 }
 
-static void hex(const unsigned char *in, size_t n, char *out)
-{
-	static const char digits[] = "0123456789abcdef";
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = digits[in[i] >> 4];
-		out[2 * i + 1] = digits[in[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
-
-/* What one certificate says; the CA's own is self-signed (issuer_key ==
- * subject_key, issuer == subject). */
-typedef struct cert_spec {
-	mbedtls_pk_context *subject_key;
-	const char *subject; /* "CN=...,O=..." */
-	mbedtls_pk_context *issuer_key;
-	const char *issuer;
-	int is_ca;
-	int days;
-	unsigned char key_usage;
-	const unsigned char *san; /* DER GeneralNames, or NULL */
-	size_t san_len;
-} cert_spec;
-
-/* Writes the certificate as PEM into out (CERT_PEM_CAP bytes) and its
- * serial (SERIAL_BYTES) into serial. */
-static int write_cert(const cert_spec *s, sky_sign_rng *rng, char *out, unsigned char *serial,
-		      sky_diag *d)
+int ca_write_cert(const ca_cert_spec *s, sky_sign_rng *rng, char *out, unsigned char *serial,
+		  sky_diag *d)
 {
 	mbedtls_x509write_cert w;
 	mbedtls_mpi sn;
@@ -80,11 +45,11 @@ static int write_cert(const cert_spec *s, sky_sign_rng *rng, char *out, unsigned
 	int64_t now = sky_clock_unix();
 	x509_time(now - BACKDATE_S, nb);
 	x509_time(now + (int64_t)s->days * 86400, na);
-	int mrc = sky_sign_rng_func(rng, serial, SERIAL_BYTES);
+	int mrc = sky_sign_rng_func(rng, serial, CA_SERIAL_BYTES);
 	/* positive and non-zero (RFC 5280 §4.1.2.2) */
 	serial[0] = (unsigned char)((serial[0] & 0x7f) | 0x40);
 	if (mrc == 0)
-		mrc = mbedtls_mpi_read_binary(&sn, serial, SERIAL_BYTES);
+		mrc = mbedtls_mpi_read_binary(&sn, serial, CA_SERIAL_BYTES);
 	mbedtls_x509write_crt_set_version(&w, MBEDTLS_X509_CRT_VERSION_3);
 	mbedtls_x509write_crt_set_md_alg(&w, MBEDTLS_MD_SHA256);
 	mbedtls_x509write_crt_set_subject_key(&w, s->subject_key);
@@ -110,7 +75,7 @@ static int write_cert(const cert_spec *s, sky_sign_rng *rng, char *out, unsigned
 			&w, MBEDTLS_OID_SUBJECT_ALT_NAME, MBEDTLS_OID_SIZE(MBEDTLS_OID_SUBJECT_ALT_NAME),
 			0, s->san, s->san_len);
 	if (mrc == 0)
-		mrc = mbedtls_x509write_crt_pem(&w, (unsigned char *)out, CERT_PEM_CAP,
+		mrc = mbedtls_x509write_crt_pem(&w, (unsigned char *)out, CA_CERT_PEM_CAP,
 						sky_sign_rng_func, rng);
 	mbedtls_x509write_crt_free(&w);
 	mbedtls_mpi_free(&sn);
@@ -120,413 +85,7 @@ static int write_cert(const cert_spec *s, sky_sign_rng *rng, char *out, unsigned
 	return 0;
 }
 
-/* Makes a key pair and a certificate for it, and writes both. */
-static int make_pair(const char *dir, const char *key_file, const char *crt_file,
-		     cert_spec *s, sky_sign_rng *rng, sky_diag *d)
-{
-	char kpath[PATH_CAP], cpath[PATH_CAP], pem[CERT_PEM_CAP];
-	unsigned char serial[SERIAL_BYTES];
-	mbedtls_pk_context key;
-	mbedtls_pk_init(&key);
-	int rc = join(kpath, dir, key_file, d);
-	if (!rc)
-		rc = join(cpath, dir, crt_file, d);
-	if (!rc)
-		rc = sky_sign_gen_key(&key, rng, d);
-	if (rc)
-		goto exit;
-	s->subject_key = &key;
-	if (!s->issuer_key)
-		s->issuer_key = &key; /* self-signed */
-	rc = write_cert(s, rng, pem, serial, d);
-	if (!rc)
-		rc = sky_sign_write_key(&key, kpath, d);
-	if (!rc && sky_file_write(cpath, pem, strlen(pem), 0644) != 0)
-		rc = sky_diag_set(d, SKY_EIO, "%s: cannot write", cpath);
-exit:
-	mbedtls_pk_free(&key);
-	return rc;
-}
-
-int sky_ca_parse_ipv4(const char *s, unsigned char out[4])
-{
-	unsigned v[4];
-	char tail;
-	if (!s || sscanf(s, "%3u.%3u.%3u.%3u%c", &v[0], &v[1], &v[2], &v[3], &tail) != 4)
-		return SKY_EINVAL;
-	for (int i = 0; i < 4; i++) {
-		if (v[i] > 255)
-			return SKY_EINVAL;
-		out[i] = (unsigned char)v[i];
-	}
-	return 0;
-}
-
-/* A broker's server certificate and key (CN localhost) into dir: the
- * subjectAltName holds DNS "localhost" [2], IP 127.0.0.1 [7] and, if
- * listen is an IPv4 address other than 127.0.0.1, that one too (clients
- * check the address they dial against it). DER by hand: Mbed TLS 2.28 has
- * no SAN writer. */
-static int make_broker_pair(const char *dir, const char *cadn, mbedtls_pk_context *cakey,
-			    const char *listen, sky_sign_rng *rng, sky_diag *d)
-{
-	unsigned char san[2 + 11 + 6 + 6] = {0x30, 0x11, 0x82, 0x09, 'l', 'o', 'c', 'a', 'l',
-					     'h',  'o',  's',  't',  0x87, 0x04, 127, 0,   0,   1};
-	size_t san_len = 19;
-	unsigned char ip[4];
-	if (listen && sky_ca_parse_ipv4(listen, ip) != 0)
-		return sky_diag_set(d, SKY_EINVAL, "listen address '%s' is not an IPv4 address",
-				    listen);
-	if (listen && !(ip[0] == 127 && ip[1] == 0 && ip[2] == 0 && ip[3] == 1)) {
-		san[1] = 0x17;
-		san[19] = 0x87;
-		san[20] = 0x04;
-		memcpy(san + 21, ip, 4);
-		san_len = 25;
-	}
-	cert_spec broker = {.subject = "CN=localhost,O=sky",
-			    .issuer = cadn,
-			    .issuer_key = cakey,
-			    .days = CA_DAYS,
-			    .key_usage = MBEDTLS_X509_KU_DIGITAL_SIGNATURE |
-					 MBEDTLS_X509_KU_KEY_AGREEMENT,
-			    .san = san,
-			    .san_len = san_len};
-	return make_pair(dir, SKY_CA_BROKER_KEY_FILE, SKY_CA_BROKER_CERT_FILE, &broker, rng, d);
-}
-
-/* The CA's distinguished name: unique per fleet, so two fleets' CAs are
- * told apart in logs and by name lookups in TLS stacks. */
-static void ca_name(const char *cn, char *out, size_t cap) { snprintf(out, cap, "CN=%s,O=sky", cn); }
-
-int sky_ca_init_dir(const char *dir, const sky_ca_opts *o, sky_diag *d)
-{
-	char path[PATH_CAP], cadn[128], cacn[64], sub[PATH_CAP];
-	mbedtls_pk_context cakey;
-	mbedtls_x509_crt cacrt;
-	sky_sign_rng rng;
-	mbedtls_pk_init(&cakey);
-	mbedtls_x509_crt_init(&cacrt);
-	memset(&rng, 0, sizeof rng);
-	int rc = 0;
-	if (!dir || !o || o->port < 1 || o->port > 65535) {
-		rc = sky_diag_set(d, SKY_EINVAL, "pki init: need a directory and a port 1..65535");
-		goto exit;
-	}
-	if ((rc = join(path, dir, SKY_CA_KEY_FILE, d)) != 0)
-		goto exit;
-	if (sky_file_exists(path) && !o->force) {
-		rc = sky_diag_set(d, SKY_ESTATE,
-				  "%s exists: this directory already holds a fleet CA (use --force "
-				  "to replace it, which invalidates every board certificate)",
-				  path);
-		goto exit;
-	}
-	if (sky_file_mkdirs(dir, 0700) != 0) {
-		rc = sky_diag_set(d, SKY_EIO, "%s: cannot create", dir);
-		goto exit;
-	}
-	static const char *const subdirs[] = {SKY_CA_CLAIM_DIR, "tokens", "issued", SKY_CA_CERTS_DIR};
-	for (size_t i = 0; i < sizeof subdirs / sizeof subdirs[0]; i++) {
-		if ((rc = join(sub, dir, subdirs[i], d)) != 0)
-			goto exit;
-		if (sky_file_mkdirs(sub, 0700) != 0) {
-			rc = sky_diag_set(d, SKY_EIO, "%s: cannot create", sub);
-			goto exit;
-		}
-	}
-	if ((rc = sky_sign_rng_init(&rng, "sky-ca-init", d)) != 0)
-		goto exit;
-	unsigned char tag[4];
-	char taghex[9];
-	sky_sign_rng_func(&rng, tag, sizeof tag);
-	hex(tag, sizeof tag, taghex);
-	snprintf(cacn, sizeof cacn, "sky-fleet-ca-%s", taghex);
-	ca_name(cacn, cadn, sizeof cadn);
-
-	cert_spec ca = {.subject = cadn,
-			.issuer = cadn,
-			.is_ca = 1,
-			.days = CA_DAYS,
-			.key_usage = MBEDTLS_X509_KU_KEY_CERT_SIGN | MBEDTLS_X509_KU_CRL_SIGN};
-	if ((rc = make_pair(dir, SKY_CA_KEY_FILE, SKY_CA_CERT_FILE, &ca, &rng, d)) != 0)
-		goto exit;
-	if ((rc = sky_sign_load_key(&cakey, path, d)) != 0)
-		goto exit;
-
-	if ((rc = make_broker_pair(dir, cadn, &cakey, o->listen, &rng, d)) != 0)
-		goto exit;
-	/* the fleet's own identities: the planner (TLS and plan signatures), the
-	 * claim bundle new boards share, the default operator */
-	static const struct {
-		const char *subject, *key, *crt;
-	} ids[] = {
-		{"CN=" SKY_ENROLL_PLANNER_CN ",O=sky", SKY_CA_PLANNER_KEY_FILE, SKY_CA_PLANNER_CERT_FILE},
-		{"CN=" SKY_ENROLL_CLAIM_CN ",O=sky", SKY_CA_CLAIM_KEY_FILE, SKY_CA_CLAIM_CERT_FILE},
-		{"CN=" SKY_CA_OPERATOR_CN ",O=sky", SKY_CA_OPERATOR_KEY_FILE, SKY_CA_OPERATOR_CERT_FILE},
-	};
-	for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
-		cert_spec id = {.subject = ids[i].subject,
-				.issuer = cadn,
-				.issuer_key = &cakey,
-				.days = CA_DAYS,
-				.key_usage = MBEDTLS_X509_KU_DIGITAL_SIGNATURE};
-		if ((rc = make_pair(dir, ids[i].key, ids[i].crt, &id, &rng, d)) != 0)
-			goto exit;
-	}
-	/* a new CA: operators and clients issued by an old one are gone from
-	 * the ACL */
-	static const char *const lists[] = {SKY_CA_OPERATORS_FILE, SKY_CA_CLIENTS_FILE};
-	for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
-		if ((rc = join(sub, dir, lists[i], d)) != 0)
-			goto exit;
-		if (sky_file_write(sub, "", 0, 0644) != 0) {
-			rc = sky_diag_set(d, SKY_EIO, "%s: cannot write", sub);
-			goto exit;
-		}
-	}
-	/* the claim bundle carries the trust anchor a new board needs */
-	char capem[CERT_PEM_CAP + 1], src[PATH_CAP];
-	if ((rc = join(src, dir, SKY_CA_CERT_FILE, d)) != 0 ||
-	    (rc = join(sub, dir, SKY_CA_CLAIM_CA_FILE, d)) != 0)
-		goto exit;
-	long n = sky_file_read(src, capem, CERT_PEM_CAP);
-	if (n <= 0 || sky_file_write(sub, capem, (size_t)n, 0644) != 0) {
-		rc = sky_diag_set(d, SKY_EIO, "%s: cannot write", sub);
-		goto exit;
-	}
-	/* a new CA starts with an empty revoked list and an empty CRL of its
-	 * own (the broker refuses every client without one, sky_crl.h) */
-	if ((rc = join(sub, dir, SKY_CRL_REVOKED_FILE, d)) != 0)
-		goto exit;
-	remove(sub);
-	if ((rc = sky_crl_refresh(dir, d)) != 0)
-		goto exit;
-	rc = sky_ca_write_broker_conf_at(dir, o->listen, o->port, o->max_packet, d);
-exit:
-	mbedtls_pk_free(&cakey);
-	mbedtls_x509_crt_free(&cacrt);
-	sky_sign_rng_free(&rng);
-	return rc;
-}
-
-/* ---- operators and clients --------------------------------------------------------- */
-
-/* What sets one kind of named identity apart: operators (sky job) and
- * clients (sky infer) are issued the same way, into their own bundle
- * directories, listed for the ACL. */
-typedef struct named_kind {
-	const char *what;   /* "operator" */
-	const char *prefix; /* CN prefix, "sky-op-" */
-	const char *subdir; /* "operators" */
-	const char *list;   /* "operators.list" */
-	const char *crt, *key;
-	int with_planner;   /* the bundle carries planner.crt (to verify plans) */
-} named_kind;
-
-static const named_kind k_operator = {"operator", SKY_CA_OPERATOR_NAME_PREFIX, SKY_CA_OPERATORS_DIR,
-				      SKY_CA_OPERATORS_FILE, SKY_CA_OPERATOR_CERT_FILE,
-				      SKY_CA_OPERATOR_KEY_FILE, 1};
-static const named_kind k_client = {"client", SKY_CA_CLIENT_NAME_PREFIX, SKY_CA_CLIENTS_DIR,
-				    SKY_CA_CLIENTS_FILE, SKY_CA_CLIENT_CERT_FILE,
-				    SKY_CA_CLIENT_KEY_FILE, 0};
-
-static int check_name(const char *what, const char *name, sky_diag *d)
-{
-	size_t n = 0;
-	for (; name && name[n]; n++) {
-		char c = name[n];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '_' || c == '-') || n >= 32)
-			return sky_diag_set(d, SKY_EINVAL, "%s name: 1-32 characters of A-Z a-z 0-9 _ -",
-					    what);
-	}
-	return n ? 0 : sky_diag_set(d, SKY_EINVAL, "%s name is empty", what);
-}
-
-int sky_ca_check_operator_name(const char *name, sky_diag *d)
-{
-	return check_name("operator", name, d);
-}
-
-int sky_ca_check_client_name(const char *name, sky_diag *d) { return check_name("client", name, d); }
-
-/* Copies <dir>/<file> to <out>/<file>. */
-static int copy_file(const char *dir, const char *out, const char *file, sky_diag *d)
-{
-	char src[PATH_CAP], dst[PATH_CAP], buf[CERT_PEM_CAP + 1];
-	int rc = join(src, dir, file, d);
-	if (!rc)
-		rc = join(dst, out, file, d);
-	if (rc)
-		return rc;
-	long n = sky_file_read(src, buf, sizeof buf);
-	if (n <= 0 || sky_file_write(dst, buf, (size_t)n, 0644) != 0)
-		return sky_diag_set(d, SKY_EIO, "%s: cannot copy to %s", src, dst);
-	return 0;
-}
-
-/* Appends name to the list <dir>/<list_file> (one name a line: the
- * operators, clients or sites the ACL gives sections to) and rewrites the
- * ACL. what names one entry in the error ("operator": "too many operators"). */
-static int list_add(const char *dir, const char *list_file, const char *name, const char *what,
-		    sky_diag *d)
-{
-	char path[PATH_CAP], list[4096];
-	int rc = join(path, dir, list_file, d);
-	if (rc)
-		return rc;
-	long n = sky_file_read(path, list, sizeof list - 1);
-	n = n > 0 ? n : 0;
-	int w = snprintf(list + n, sizeof list - (size_t)n, "%s\n", name);
-	if (w < 0 || (size_t)w >= sizeof list - (size_t)n)
-		return sky_diag_set(d, SKY_ERANGE, "%s: too many %ss", path, what);
-	if (sky_file_write(path, list, (size_t)n + (size_t)w, 0644) != 0)
-		return sky_diag_set(d, SKY_EIO, "%s: cannot write", path);
-	return sky_ca_rewrite_acl(dir, d);
-}
-
-/* Loads the CA's key and certificate from dir and writes its name (the
- * issuer of what it signs) into issuer. */
-static int load_issuer(const char *dir, mbedtls_pk_context *cakey, mbedtls_x509_crt *cacrt,
-		       char *issuer, size_t cap, sky_diag *d)
-{
-	char path[PATH_CAP], cacn[80];
-	int rc = join(path, dir, SKY_CA_KEY_FILE, d);
-	if (rc)
-		return rc;
-	if (!sky_file_exists(path))
-		return sky_diag_set(d, SKY_ENOTFOUND, "%s: no fleet CA here (run sky pki init)", dir);
-	if ((rc = sky_sign_load_key(cakey, path, d)) != 0 ||
-	    (rc = join(path, dir, SKY_CA_CERT_FILE, d)) != 0 ||
-	    (rc = sky_sign_load_cert(cacrt, path, d)) != 0)
-		return rc;
-	if (sky_sign_cert_cn(cacrt, cacn, sizeof cacn) != 0)
-		return sky_diag_set(d, SKY_ECRYPTO, "CA certificate has no CN");
-	ca_name(cacn, issuer, cap);
-	return 0;
-}
-
-/* Issues <prefix><name> into <dir>/<subdir>/<name>/, lists the name and
- * rewrites the ACL; see sky_ca_add_operator. */
-static int add_named(const char *dir, const named_kind *k, const char *name, sky_diag *d)
-{
-	char path[PATH_CAP], out[PATH_CAP], rel[64 + SKY_ENROLL_ID_MAX], issuer[128];
-	char subject[96];
-	mbedtls_pk_context cakey;
-	mbedtls_x509_crt cacrt;
-	sky_sign_rng rng;
-	mbedtls_pk_init(&cakey);
-	mbedtls_x509_crt_init(&cacrt);
-	memset(&rng, 0, sizeof rng);
-	int rc = check_name(k->what, name, d);
-	if (rc)
-		goto exit;
-	snprintf(rel, sizeof rel, "%s/%s", k->subdir, name);
-	if ((rc = join(out, dir, rel, d)) != 0 ||
-	    (rc = load_issuer(dir, &cakey, &cacrt, issuer, sizeof issuer, d)) != 0)
-		goto exit;
-	if ((rc = join(path, out, k->crt, d)) != 0)
-		goto exit;
-	if (sky_file_exists(path)) {
-		rc = sky_diag_set(d, SKY_ESTATE, "%s '%s' already exists (%s)", k->what, name, out);
-		goto exit;
-	}
-	if (sky_file_mkdirs(out, 0700) != 0) {
-		rc = sky_diag_set(d, SKY_EIO, "%s: cannot create", out);
-		goto exit;
-	}
-	if ((rc = sky_sign_rng_init(&rng, "sky-ca-named", d)) != 0)
-		goto exit;
-	snprintf(subject, sizeof subject, "CN=%s%s,O=sky", k->prefix, name);
-	cert_spec spec = {.subject = subject,
-			  .issuer = issuer,
-			  .issuer_key = &cakey,
-			  .days = SKY_CA_BOARD_DAYS,
-			  .key_usage = MBEDTLS_X509_KU_DIGITAL_SIGNATURE};
-	if ((rc = make_pair(out, k->key, k->crt, &spec, &rng, d)) ||
-	    (rc = copy_file(dir, out, SKY_CA_CERT_FILE, d)) ||
-	    (k->with_planner && (rc = copy_file(dir, out, SKY_CA_PLANNER_CERT_FILE, d))))
-		goto exit;
-	rc = list_add(dir, k->list, name, k->what, d);
-exit:
-	mbedtls_pk_free(&cakey);
-	mbedtls_x509_crt_free(&cacrt);
-	sky_sign_rng_free(&rng);
-	return rc;
-}
-
-int sky_ca_add_operator(const char *dir, const char *name, sky_diag *d)
-{
-	return add_named(dir, &k_operator, name, d);
-}
-
-int sky_ca_add_client(const char *dir, const char *name, sky_diag *d)
-{
-	return add_named(dir, &k_client, name, d);
-}
-
-/* ---- sites ---------------------------------------------------------------------- */
-
-int sky_ca_check_site_name(const char *name, sky_diag *d)
-{
-	/* the rule of site names everywhere (sky_caps.h): a topic segment */
-	if (!sky_topic_segment_ok(name))
-		return sky_diag_set(d, SKY_EINVAL, "site name: 1-%d characters of A-Z a-z 0-9 . _ -",
-				    SKY_CA_SITE_NAME_MAX);
-	if (strcmp(name, "core") == 0)
-		return sky_diag_set(d, SKY_EINVAL, "site name 'core' is the core broker's own site");
-	return 0;
-}
-
-int sky_ca_add_site(const char *dir, const char *site, const char *listen, sky_diag *d)
-{
-	char path[PATH_CAP], out[PATH_CAP], rel[64], issuer[128], subject[96];
-	mbedtls_pk_context cakey;
-	mbedtls_x509_crt cacrt;
-	sky_sign_rng rng;
-	mbedtls_pk_init(&cakey);
-	mbedtls_x509_crt_init(&cacrt);
-	memset(&rng, 0, sizeof rng);
-	int rc = sky_ca_check_site_name(site, d);
-	if (rc)
-		goto exit;
-	snprintf(rel, sizeof rel, SKY_CA_SITES_DIR "/%s", site);
-	if ((rc = join(out, dir, rel, d)) != 0 ||
-	    (rc = load_issuer(dir, &cakey, &cacrt, issuer, sizeof issuer, d)) != 0 ||
-	    (rc = join(path, out, SKY_CA_BRIDGE_CERT_FILE, d)) != 0)
-		goto exit;
-	if (sky_file_exists(path)) {
-		rc = sky_diag_set(d, SKY_ESTATE, "site '%s' already has a bridge (%s)", site, out);
-		goto exit;
-	}
-	if (sky_file_mkdirs(out, 0700) != 0) {
-		rc = sky_diag_set(d, SKY_EIO, "%s: cannot create", out);
-		goto exit;
-	}
-	if ((rc = sky_sign_rng_init(&rng, "sky-ca-site", d)) != 0)
-		goto exit;
-	/* the site broker's server certificate: its boards and nobody else
-	 * dial it, on loopback or on listen */
-	if ((rc = make_broker_pair(out, issuer, &cakey, listen, &rng, d)) != 0)
-		goto exit;
-	/* the bridge is a client of the core broker, like any fleet identity */
-	snprintf(subject, sizeof subject, "CN=" SKY_CA_BRIDGE_CN_PREFIX "%s,O=sky", site);
-	cert_spec br = {.subject = subject,
-			.issuer = issuer,
-			.issuer_key = &cakey,
-			.days = CA_DAYS,
-			.key_usage = MBEDTLS_X509_KU_DIGITAL_SIGNATURE};
-	if ((rc = make_pair(out, SKY_CA_BRIDGE_KEY_FILE, SKY_CA_BRIDGE_CERT_FILE, &br, &rng, d)) ||
-	    (rc = copy_file(dir, out, SKY_CA_CERT_FILE, d)))
-		goto exit;
-	rc = list_add(dir, SKY_CA_SITES_FILE, site, "site", d);
-exit:
-	mbedtls_pk_free(&cakey);
-	mbedtls_x509_crt_free(&cacrt);
-	sky_sign_rng_free(&rng);
-	return rc;
-}
+void ca_name(const char *cn, char *out, size_t cap) { snprintf(out, cap, "CN=%s,O=sky", cn); }
 
 /* ---- tokens ------------------------------------------------------------------- */
 
@@ -537,8 +96,8 @@ static int token_path(const char *dir, const char *token, char *out, sky_diag *d
 	char name[80];
 	mbedtls_sha256_ret((const unsigned char *)token, strlen(token), h, 0);
 	memcpy(name, "tokens/", 7);
-	hex(h, sizeof h, name + 7);
-	return join(out, dir, name, d);
+	sky_pki_hex(h, sizeof h, name + 7);
+	return sky_pki_path(out, dir, name, d);
 }
 
 int sky_ca_token_new(const char *dir, long ttl_s, const char *bind_id, sky_sign_rng *rng,
@@ -550,7 +109,7 @@ int sky_ca_token_new(const char *dir, long ttl_s, const char *bind_id, sky_sign_
 	if (bind_id && sky_enroll_check_id(bind_id, d) != 0)
 		return SKY_EINVAL;
 	char path[PATH_CAP], cpath[PATH_CAP], tdir[PATH_CAP], line[128];
-	int rc = join(cpath, dir, SKY_CA_KEY_FILE, d);
+	int rc = sky_pki_path(cpath, dir, SKY_CA_KEY_FILE, d);
 	if (rc)
 		return rc;
 	if (!sky_file_exists(cpath))
@@ -558,9 +117,9 @@ int sky_ca_token_new(const char *dir, long ttl_s, const char *bind_id, sky_sign_
 	unsigned char raw[SKY_ENROLL_TOKEN_LEN / 2];
 	if (sky_sign_rng_func(rng, raw, sizeof raw) != 0)
 		return sky_diag_set(d, SKY_ECRYPTO, "token: random generator failed");
-	hex(raw, sizeof raw, out);
+	sky_pki_hex(raw, sizeof raw, out);
 	mbedtls_platform_zeroize(raw, sizeof raw);
-	if ((rc = token_path(dir, out, path, d)) != 0 || (rc = join(tdir, dir, "tokens", d)) != 0)
+	if ((rc = token_path(dir, out, path, d)) != 0 || (rc = sky_pki_path(tdir, dir, "tokens", d)) != 0)
 		return rc;
 	int n = snprintf(line, sizeof line, "%lld %s\n", (long long)(sky_clock_unix() + ttl_s),
 			 bind_id ? bind_id : "*");
@@ -595,7 +154,7 @@ int sky_ca_token_use(const char *dir, const char *token, const char *id, int64_t
 	if (strcmp(bound, "*") == 0) {
 		char rel[16 + SKY_ENROLL_ID_MAX];
 		snprintf(rel, sizeof rel, "issued/%s", id);
-		if (sky_enroll_check_id(id, d) != 0 || (rc = join(ipath, dir, rel, d)) != 0)
+		if (sky_enroll_check_id(id, d) != 0 || (rc = sky_pki_path(ipath, dir, rel, d)) != 0)
 			return SKY_EAUTH;
 		if (sky_file_exists(ipath))
 			return sky_diag_set(d, SKY_EAUTH,
@@ -631,7 +190,7 @@ void sky_ca_free(sky_ca *ca)
 static int read_text(const char *dir, const char *file, char *buf, size_t cap, sky_diag *d)
 {
 	char path[PATH_CAP];
-	int rc = join(path, dir, file, d);
+	int rc = sky_pki_path(path, dir, file, d);
 	if (rc)
 		return rc;
 	long n = sky_file_read(path, buf, cap - 1);
@@ -651,7 +210,7 @@ int sky_ca_open(sky_ca *ca, const char *dir, sky_diag *d)
 		rc = sky_diag_set(d, SKY_ERANGE, "PKI directory path too long");
 		goto exit;
 	}
-	if ((rc = join(path, dir, SKY_CA_KEY_FILE, d)) != 0 ||
+	if ((rc = sky_pki_path(path, dir, SKY_CA_KEY_FILE, d)) != 0 ||
 	    (rc = sky_sign_load_key(&ca->key, path, d)) != 0 ||
 	    (rc = read_text(dir, SKY_CA_CERT_FILE, ca->ca_pem, sizeof ca->ca_pem, d)) != 0 ||
 	    (rc = read_text(dir, SKY_CA_PLANNER_CERT_FILE, ca->planner_pem,
@@ -702,8 +261,8 @@ int sky_ca_issue(sky_ca *ca, const char *csr_pem, size_t csr_len, const char *id
 		return sky_diag_set(d, SKY_ERANGE, "CSR: %zu bytes, over the %d-byte limit (not parsed)",
 				    csr_len, SKY_ENROLL_CSR_MAX);
 	char buf[SKY_ENROLL_CSR_MAX + 1], cn[SKY_ENROLL_ID_MAX + 1], issuer[128], cacn[80];
-	char pem[CERT_PEM_CAP], subject[16 + SKY_ENROLL_ID_MAX];
-	unsigned char hash[MBEDTLS_MD_MAX_SIZE], serial[SERIAL_BYTES];
+	char pem[CA_CERT_PEM_CAP], subject[16 + SKY_ENROLL_ID_MAX];
+	unsigned char hash[MBEDTLS_MD_MAX_SIZE], serial[CA_SERIAL_BYTES];
 	mbedtls_x509_csr csr;
 	mbedtls_x509_csr_init(&csr);
 	int rc;
@@ -758,13 +317,13 @@ int sky_ca_issue(sky_ca *ca, const char *csr_pem, size_t csr_len, const char *id
 	/* the subject is rebuilt from the checked id: nothing else in the CSR's
 	 * subject or attributes reaches the certificate */
 	snprintf(subject, sizeof subject, "CN=%s", cn);
-	cert_spec s = {.subject_key = &csr.pk,
-		       .subject = subject,
-		       .issuer_key = &ca->key,
-		       .issuer = issuer,
-		       .days = SKY_CA_BOARD_DAYS,
-		       .key_usage = MBEDTLS_X509_KU_DIGITAL_SIGNATURE};
-	if ((rc = write_cert(&s, &ca->rng, pem, serial, d)) != 0)
+	ca_cert_spec s = {.subject_key = &csr.pk,
+			  .subject = subject,
+			  .issuer_key = &ca->key,
+			  .issuer = issuer,
+			  .days = SKY_CA_BOARD_DAYS,
+			  .key_usage = MBEDTLS_X509_KU_DIGITAL_SIGNATURE};
+	if ((rc = ca_write_cert(&s, &ca->rng, pem, serial, d)) != 0)
 		goto exit;
 	size_t n = strlen(pem);
 	if (n + 1 > cap) {
@@ -781,34 +340,34 @@ exit:
 /* Records the serial of the certificate just issued to id. */
 static int record_issued(sky_ca *ca, const char *id, const char *pem, sky_diag *d)
 {
-	char path[PATH_CAP], rel[16 + SKY_ENROLL_ID_MAX], line[128], sn[2 * SERIAL_BYTES + 8];
+	char path[PATH_CAP], rel[16 + SKY_ENROLL_ID_MAX], line[128], sn[2 * CA_SERIAL_BYTES + 8];
 	mbedtls_x509_crt crt;
 	mbedtls_x509_crt_init(&crt);
 	int rc = 0;
 	snprintf(rel, sizeof rel, "issued/%s", id);
-	if ((rc = join(path, ca->dir, rel, d)) != 0)
+	if ((rc = sky_pki_path(path, ca->dir, rel, d)) != 0)
 		goto exit;
 	sn[0] = '\0';
 	if (mbedtls_x509_crt_parse(&crt, (const unsigned char *)pem, strlen(pem) + 1) == 0 &&
-	    crt.serial.len <= SERIAL_BYTES + 1)
-		hex(crt.serial.p, crt.serial.len, sn);
+	    crt.serial.len <= CA_SERIAL_BYTES + 1)
+		sky_pki_hex(crt.serial.p, crt.serial.len, sn);
 	int n = snprintf(line, sizeof line, "%s %lld\n", sn, (long long)sky_clock_unix());
 	if (sky_file_write(path, line, (size_t)n, 0644) != 0)
 		rc = sky_diag_set(d, SKY_EIO, "%s: cannot record the issued certificate", path);
 	/* every serial the id ever got, so a revoke covers older certificates
 	 * (a re-enrolled board's) too; appended and synced */
-	if (!rc && sn[0] && (rc = join(path, ca->dir, SKY_CA_SERIALS_DIR, d)) == 0)
+	if (!rc && sn[0] && (rc = sky_pki_path(path, ca->dir, SKY_CA_SERIALS_DIR, d)) == 0)
 		sky_file_mkdirs(path, 0700);
 	snprintf(rel, sizeof rel, SKY_CA_SERIALS_DIR "/%s", id);
-	if (!rc && sn[0] && (rc = join(path, ca->dir, rel, d)) == 0 &&
+	if (!rc && sn[0] && (rc = sky_pki_path(path, ca->dir, rel, d)) == 0 &&
 	    sky_file_append(path, line, (size_t)n, 0644) != 0)
 		rc = sky_diag_set(d, SKY_EIO, "%s: cannot record the issued serial", path);
 	/* and the certificate itself: the planner wraps each job's frame key
 	 * for its public key (sky_jobkey.h) */
 	snprintf(rel, sizeof rel, SKY_CA_CERTS_DIR "/%s.crt", id);
-	if (!rc && join(path, ca->dir, SKY_CA_CERTS_DIR, d) == 0)
+	if (!rc && sky_pki_path(path, ca->dir, SKY_CA_CERTS_DIR, d) == 0)
 		sky_file_mkdirs(path, 0700); /* a PKI made before certs/ existed */
-	if (!rc && (rc = join(path, ca->dir, rel, d)) == 0 &&
+	if (!rc && (rc = sky_pki_path(path, ca->dir, rel, d)) == 0 &&
 	    sky_file_write(path, pem, strlen(pem), 0644) != 0)
 		rc = sky_diag_set(d, SKY_EIO, "%s: cannot keep the issued certificate", path);
 exit:
@@ -902,9 +461,9 @@ exit:
 int sky_ca_load_signer(sky_signer *s, const char *dir, sky_diag *d)
 {
 	char k[PATH_CAP], c[PATH_CAP];
-	int rc = join(k, dir, SKY_CA_PLANNER_KEY_FILE, d);
+	int rc = sky_pki_path(k, dir, SKY_CA_PLANNER_KEY_FILE, d);
 	if (!rc)
-		rc = join(c, dir, SKY_CA_PLANNER_CERT_FILE, d);
+		rc = sky_pki_path(c, dir, SKY_CA_PLANNER_CERT_FILE, d);
 	if (!rc)
 		rc = sky_signer_load(s, k, c, d);
 	return rc;

@@ -110,6 +110,89 @@ int sky_ckpt_log(sky_ckpt_store *s, const char *job, const char *fields)
 	return sky_file_append(path, line, (size_t)n, 0644);
 }
 
+/* Whether part m (nt tensors) belongs to job j as it is now: its epoch, a
+ * step after the last commit, blocks inside the model. Returns 0 or
+ * SKY_ESTATE (counted as refused) with d saying why. */
+static int check_part(sky_ckpt_job *j, const sky_ckpt_meta *m, int nt, sky_diag *d)
+{
+	if (m->epoch != j->epoch) {
+		j->refused++;
+		return sky_diag_set(d, SKY_ESTATE,
+				    "stale: step %lld of epoch %lld, the job is at epoch %lld",
+				    (long long)m->step, (long long)m->epoch, (long long)j->epoch);
+	}
+	if (m->step <= j->done[0].step) {
+		j->refused++;
+		return sky_diag_set(d, SKY_ESTATE, "step %lld is at or before the last commit (%lld)",
+				    (long long)m->step, (long long)j->done[0].step);
+	}
+	if (m->blk0 + m->nblk > j->n_blocks || nt != m->nblk * (1 + m->nvec)) {
+		j->refused++;
+		return sky_diag_set(d, SKY_ESTATE, "blocks %d+%d (%d tensors) do not fit a model of %d",
+				    m->blk0, m->nblk, nt, j->n_blocks);
+	}
+	return 0;
+}
+
+/* The open step m->step of job j: the one being gathered, or for a new
+ * step the slot of the oldest open one (given up incomplete). */
+static sky_ckpt_step *open_step(sky_ckpt_store *s, sky_ckpt_job *j, const char *job,
+				const sky_ckpt_meta *m)
+{
+	sky_ckpt_step *st = NULL;
+	for (int i = 0; i < SKY_CKPT_OPEN && !st; i++)
+		if (j->open[i].step == m->step)
+			st = &j->open[i];
+	if (!st) { /* a new step: the slot of the oldest open one */
+		st = &j->open[0];
+		for (int i = 1; i < SKY_CKPT_OPEN; i++)
+			if (j->open[i].step < st->step)
+				st = &j->open[i];
+		if (st->step > 0)
+			SKY_WARN("job %s: checkpoint of step %lld given up incomplete (%d of %d blocks)",
+				 job, (long long)st->step, st->covered, j->n_blocks);
+		drop_step(s, job, st);
+		st->step = m->step;
+		st->epoch = m->epoch;
+	}
+	return st;
+}
+
+/* Step st of job j (part m its last) is complete: committed at now into
+ * *committed; keep it and the one before, drop the rest. Returns 1. */
+static int commit_step(sky_ckpt_store *s, sky_ckpt_job *j, sky_ckpt_step *st, const char *job,
+		       const sky_ckpt_meta *m, double now, int64_t *committed)
+{
+	/* The index is saved before the commit is logged and before older
+	 * files go, so a crash in between leaves a commit the restart can log
+	 * (sky_ckpt_restore), never a logged commit without its files. */
+	sky_ckpt_step gone = j->done[1];
+	j->done[1] = j->done[0];
+	j->done[0] = *st;
+	memset(st, 0, sizeof *st);
+	sky_ckpt_step older[SKY_CKPT_OPEN];
+	int n_older = 0;
+	for (int i = 0; i < SKY_CKPT_OPEN; i++)
+		if (j->open[i].step > 0 && j->open[i].step < m->step) {
+			older[n_older++] = j->open[i];
+			memset(&j->open[i], 0, sizeof j->open[i]);
+		}
+	j->commits++;
+	j->commit_s = now;
+	*committed = m->step;
+	if (sky_ckpt_save(s, j) != 0)
+		SKY_WARN("job %s: cannot save its checkpoint index in %s/ckpt", job, s->dir);
+	drop_step(s, job, &gone);
+	for (int i = 0; i < n_older; i++)
+		drop_step(s, job, &older[i]);
+	char fields[200];
+	snprintf(fields, sizeof fields, "\"event\":\"commit\",\"epoch\":%lld,\"step\":%lld,\"parts\":%d",
+		 (long long)m->epoch, (long long)m->step, j->done[0].n_parts);
+	if (sky_ckpt_log(s, job, fields) != 0)
+		SKY_WARN("job %s: cannot append to its log in %s/jobs", job, s->dir);
+	return 1;
+}
+
 int sky_ckpt_on_part(sky_ckpt_store *s, const char *job, const char *board,
 		     const unsigned char *img, size_t len, double now, int64_t *committed,
 		     sky_diag *d)
@@ -127,38 +210,9 @@ int sky_ckpt_on_part(sky_ckpt_store *s, const char *job, const char *board,
 	if (!j || strcmp(m.job, job) != 0)
 		return sky_diag_set(d, SKY_ESTATE, "job %s is not one the store follows (image of %s)",
 				    job, m.job);
-	if (m.epoch != j->epoch) {
-		j->refused++;
-		return sky_diag_set(d, SKY_ESTATE,
-				    "stale: step %lld of epoch %lld, the job is at epoch %lld",
-				    (long long)m.step, (long long)m.epoch, (long long)j->epoch);
-	}
-	if (m.step <= j->done[0].step) {
-		j->refused++;
-		return sky_diag_set(d, SKY_ESTATE, "step %lld is at or before the last commit (%lld)",
-				    (long long)m.step, (long long)j->done[0].step);
-	}
-	if (m.blk0 + m.nblk > j->n_blocks || nt != m.nblk * (1 + m.nvec)) {
-		j->refused++;
-		return sky_diag_set(d, SKY_ESTATE, "blocks %d+%d (%d tensors) do not fit a model of %d",
-				    m.blk0, m.nblk, nt, j->n_blocks);
-	}
-	sky_ckpt_step *st = NULL;
-	for (int i = 0; i < SKY_CKPT_OPEN && !st; i++)
-		if (j->open[i].step == m.step)
-			st = &j->open[i];
-	if (!st) { /* a new step: the slot of the oldest open one */
-		st = &j->open[0];
-		for (int i = 1; i < SKY_CKPT_OPEN; i++)
-			if (j->open[i].step < st->step)
-				st = &j->open[i];
-		if (st->step > 0)
-			SKY_WARN("job %s: checkpoint of step %lld given up incomplete (%d of %d blocks)",
-				 job, (long long)st->step, st->covered, j->n_blocks);
-		drop_step(s, job, st);
-		st->step = m.step;
-		st->epoch = m.epoch;
-	}
+	if ((rc = check_part(j, &m, nt, d)) != 0)
+		return rc;
+	sky_ckpt_step *st = open_step(s, j, job, &m);
 	int dup = -1;
 	for (int i = 0; i < st->n_parts; i++) {
 		const sky_ckpt_part *p = &st->part[i];
@@ -193,35 +247,8 @@ int sky_ckpt_on_part(sky_ckpt_store *s, const char *job, const char *board,
 			return sky_diag_set(d, rc, "job %s: cannot save its checkpoint index", job);
 		return 0;
 	}
-	/* complete: committed; keep it and the one before, drop the rest. The
-	 * index is saved before the commit is logged and before older files
-	 * go, so a crash in between leaves a commit the restart can log
-	 * (sky_ckpt_restore), never a logged commit without its files. */
-	sky_ckpt_step gone = j->done[1];
-	j->done[1] = j->done[0];
-	j->done[0] = *st;
-	memset(st, 0, sizeof *st);
-	sky_ckpt_step older[SKY_CKPT_OPEN];
-	int n_older = 0;
-	for (int i = 0; i < SKY_CKPT_OPEN; i++)
-		if (j->open[i].step > 0 && j->open[i].step < m.step) {
-			older[n_older++] = j->open[i];
-			memset(&j->open[i], 0, sizeof j->open[i]);
-		}
-	j->commits++;
-	j->commit_s = now;
-	*committed = m.step;
-	if (sky_ckpt_save(s, j) != 0)
-		SKY_WARN("job %s: cannot save its checkpoint index in %s/ckpt", job, s->dir);
-	drop_step(s, job, &gone);
-	for (int i = 0; i < n_older; i++)
-		drop_step(s, job, &older[i]);
-	char fields[200];
-	snprintf(fields, sizeof fields, "\"event\":\"commit\",\"epoch\":%lld,\"step\":%lld,\"parts\":%d",
-		 (long long)m.epoch, (long long)m.step, j->done[0].n_parts);
-	if (sky_ckpt_log(s, job, fields) != 0)
-		SKY_WARN("job %s: cannot append to its log in %s/jobs", job, s->dir);
-	return 1;
+	/* complete: committed */
+	return commit_step(s, j, st, job, &m, now, committed);
 }
 
 int sky_ckpt_image(sky_ckpt_store *s, const char *job, int64_t epoch, int blk0, int nblk,
@@ -452,42 +479,41 @@ static int64_t logged_commit(const sky_ckpt_store *s, const char *job)
 	return last;
 }
 
-int sky_ckpt_restore(sky_ckpt_store *s, const char *job, int64_t epoch, int n_blocks,
-		     sky_diag *d)
+/* Reads job's checkpoint index at path into got (zeroed first) and its
+ * commit count into *commits, checked against the job's model of n_blocks.
+ * Returns 0, the read's error, or SKY_EFORMAT with d saying what is
+ * damaged. */
+static int read_index(const char *job, int n_blocks, const char *path, sky_ckpt_job *got,
+		      int64_t *commits, sky_diag *d)
 {
 	static char buf[SKY_CKPT_INDEX_MAX];
-	static sky_ckpt_job got; /* as read, before it takes an entry */
-	char path[700];
-	int rc = index_path(s, job, path, sizeof path);
-	if (rc)
-		return sky_diag_set(d, rc, "job %s: index path too long", job);
 	long n = sky_file_read(path, buf, sizeof buf);
 	if (n < 0)
 		return sky_diag_set(d, (int)n, "checkpoint index %s: %s", path,
 				    n == SKY_ENOTFOUND ? "missing" : sky_strerror((int)n));
 	sky_diag why;
 	sky_diag_clear(&why);
-	memset(&got, 0, sizeof got);
+	memset(got, 0, sizeof *got);
 	cJSON *doc = sky_json_parse(buf, (size_t)n, &why);
 	char jname[SKY_TOPIC_SEGMENT_MAX + 1] = "";
-	int64_t e = 0, commits = 0;
-	rc = doc ? 0 : SKY_EFORMAT;
+	int64_t e = 0;
+	int rc = doc ? 0 : SKY_EFORMAT;
 	if (!rc)
 		(void)((rc = sky_json_str(doc, "job", jname, sizeof jname, "index", &why)) ||
 		       (rc = sky_json_i64(doc, "epoch", 1, SKY_JSON_INT_MAX, &e, "index", &why)) ||
-		       (rc = sky_json_int(doc, "n_blocks", 1, 1 << 20, &got.n_blocks, "index", &why)) ||
-		       (rc = sky_json_int(doc, "nvec", 0, SKY_CKPT_MAX_VECS, &got.nvec, "index", &why)) ||
-		       (rc = sky_json_i64(doc, "commits", 0, SKY_JSON_INT_MAX, &commits, "index", &why)));
+		       (rc = sky_json_int(doc, "n_blocks", 1, 1 << 20, &got->n_blocks, "index", &why)) ||
+		       (rc = sky_json_int(doc, "nvec", 0, SKY_CKPT_MAX_VECS, &got->nvec, "index", &why)) ||
+		       (rc = sky_json_i64(doc, "commits", 0, SKY_JSON_INT_MAX, commits, "index", &why)));
 	if (!rc && strcmp(jname, job) != 0)
 		rc = sky_diag_set(&why, SKY_EFORMAT, "it is the index of job '%s'", jname);
-	if (!rc && got.n_blocks != n_blocks)
+	if (!rc && got->n_blocks != n_blocks)
 		rc = sky_diag_set(&why, SKY_EFORMAT, "%d blocks, the job's model has %d",
-				  got.n_blocks, n_blocks);
+				  got->n_blocks, n_blocks);
 	const cJSON *arr[2] = {doc ? cJSON_GetObjectItemCaseSensitive(doc, "done") : NULL,
 			       doc ? cJSON_GetObjectItemCaseSensitive(doc, "open") : NULL};
 	for (int a = 0; a < 2 && !rc; a++) {
 		const int cap = a ? SKY_CKPT_OPEN : 2;
-		sky_ckpt_step *to = a ? got.open : got.done;
+		sky_ckpt_step *to = a ? got->open : got->done;
 		const cJSON *o;
 		if (!cJSON_IsArray(arr[a]) || cJSON_GetArraySize(arr[a]) > cap) {
 			rc = sky_diag_set(&why, SKY_EFORMAT, "'%s' must be a list of at most %d steps",
@@ -502,32 +528,58 @@ int sky_ckpt_restore(sky_ckpt_store *s, const char *job, int64_t epoch, int n_bl
 		}
 	}
 	sky_json_free(doc);
-	if (!rc && got.done[1].step >= got.done[0].step && got.done[1].step > 0)
+	if (!rc && got->done[1].step >= got->done[0].step && got->done[1].step > 0)
 		rc = sky_diag_set(&why, SKY_EFORMAT, "done steps %lld and %lld are not newest first",
-				  (long long)got.done[0].step, (long long)got.done[1].step);
+				  (long long)got->done[0].step, (long long)got->done[1].step);
 	if (rc) /* whatever the getter said (a key missing, out of range): damaged */
 		return sky_diag_set(d, SKY_EFORMAT, "checkpoint index %s is damaged: %s", path,
 				    why.msg[0] ? why.msg : sky_strerror(rc));
-	/* every file re-verified against its SHA-256: a damaged newest
-	 * checkpoint gives way to the one before it */
+	return 0;
+}
+
+/* Every file of got's steps re-verified against its SHA-256: a damaged
+ * newest checkpoint gives way to the one before it, a damaged open step
+ * (or one of another epoch, or not after the last commit) is dropped.
+ * Returns how many committed steps were dropped (the first's reason in d,
+ * as SKY_EAUTH). */
+static int verify_restored(sky_ckpt_store *s, const char *job, int64_t epoch, sky_ckpt_job *got,
+			   sky_diag *d)
+{
+	sky_diag why;
+	sky_diag_clear(&why);
 	int bad = 0;
 	for (int i = 0; i < 2; i++)
-		if (got.done[i].step > 0 && verify_step(s, job, &got.done[i], &why) != 0) {
+		if (got->done[i].step > 0 && verify_step(s, job, &got->done[i], &why) != 0) {
 			SKY_ERROR("job %s: committed step %lld not restored: %s", job,
-				  (long long)got.done[i].step, why.msg);
+				  (long long)got->done[i].step, why.msg);
 			if (!bad++)
 				sky_diag_set(d, SKY_EAUTH, "%s", why.msg);
-			memset(&got.done[i], 0, sizeof got.done[i]);
+			memset(&got->done[i], 0, sizeof got->done[i]);
 		}
-	if (got.done[0].step == 0) {
-		got.done[0] = got.done[1];
-		memset(&got.done[1], 0, sizeof got.done[1]);
+	if (got->done[0].step == 0) {
+		got->done[0] = got->done[1];
+		memset(&got->done[1], 0, sizeof got->done[1]);
 	}
 	for (int i = 0; i < SKY_CKPT_OPEN; i++)
-		if (got.open[i].step > 0 &&
-		    (got.open[i].epoch != epoch || got.open[i].step <= got.done[0].step ||
-		     verify_step(s, job, &got.open[i], &why) != 0))
-			memset(&got.open[i], 0, sizeof got.open[i]);
+		if (got->open[i].step > 0 &&
+		    (got->open[i].epoch != epoch || got->open[i].step <= got->done[0].step ||
+		     verify_step(s, job, &got->open[i], &why) != 0))
+			memset(&got->open[i], 0, sizeof got->open[i]);
+	return bad;
+}
+
+int sky_ckpt_restore(sky_ckpt_store *s, const char *job, int64_t epoch, int n_blocks,
+		     sky_diag *d)
+{
+	static sky_ckpt_job got; /* as read, before it takes an entry */
+	char path[700];
+	int64_t commits = 0;
+	int rc = index_path(s, job, path, sizeof path);
+	if (rc)
+		return sky_diag_set(d, rc, "job %s: index path too long", job);
+	if ((rc = read_index(job, n_blocks, path, &got, &commits, d)) != 0)
+		return rc;
+	int bad = verify_restored(s, job, epoch, &got, d);
 	/* the entry: fresh (its epoch set, nothing open), then what was read */
 	sky_ckpt_job *j = sky_ckpt_find(s, job);
 	if (j)

@@ -380,6 +380,16 @@ double sky_plan_lower_bound(const sky_fleet *f, const sky_job *j)
 	return speed > 0 ? j->model.layers / speed : INFINITY;
 }
 
+/* The owner is part of the job that the cost model reads (its board holds
+ * two stages), so finding it lives here, below every algorithm. */
+int plan_owner_index(const sky_fleet *f, const sky_job *j)
+{
+	for (int i = 0; j->owner[0] && i < f->n; i++)
+		if (strcmp(f->board[i].id, j->owner) == 0)
+			return i;
+	return -1;
+}
+
 int sky_plan_evaluate(const sky_fleet *f, const sky_job *j, sky_plan *p, sky_diag *d)
 {
 	plan_ctx c;

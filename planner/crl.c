@@ -1,11 +1,11 @@
 /* The fleet CA's revoked list and CRL; see sky_crl.h. */
 #include "sky_crl.h"
 
-#include "sky_ca.h"
 #include "sky_clock.h"
 #include "sky_enroll.h"
 #include "sky_file.h"
 #include "sky_log.h"
+#include "sky_pki_layout.h"
 
 #include <mbedtls/asn1write.h>
 #include <mbedtls/md.h>
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PATH_CAP 1024
+#define PATH_CAP SKY_PKI_PATH_CAP
 
 static const struct {
 	int code;
@@ -303,14 +303,6 @@ int sky_crl_write_pem(mbedtls_pk_context *key, const mbedtls_x509_crt *ca, const
 
 /* ---- the revoked list ------------------------------------------------------------------ */
 
-static int join(char *buf, const char *dir, const char *file, sky_diag *d)
-{
-	int n = snprintf(buf, PATH_CAP, "%s/%s", dir, file);
-	if (n < 0 || n >= PATH_CAP)
-		return sky_diag_set(d, SKY_ERANGE, "path too long: %s/%s", dir, file);
-	return 0;
-}
-
 static int unhex(const char *s, unsigned char *out, size_t cap, size_t *len)
 {
 	size_t n = strlen(s);
@@ -331,7 +323,7 @@ int sky_crl_list_load(const char *dir, sky_crl_list *l, sky_diag *d)
 {
 	char path[PATH_CAP];
 	l->n = 0;
-	int rc = join(path, dir, SKY_CRL_REVOKED_FILE, d);
+	int rc = sky_pki_path(path, dir, SKY_CRL_REVOKED_FILE, d);
 	if (rc)
 		return rc;
 	FILE *f = fopen(path, "r");
@@ -379,7 +371,7 @@ int sky_crl_list_has_id(const sky_crl_list *l, const char *id)
 static int list_save(const char *dir, const sky_crl_list *l, sky_diag *d)
 {
 	char path[PATH_CAP];
-	int rc = join(path, dir, SKY_CRL_REVOKED_FILE, d);
+	int rc = sky_pki_path(path, dir, SKY_CRL_REVOKED_FILE, d);
 	if (rc)
 		return rc;
 	size_t cap = (size_t)(l->n + 1) * 160, n = 0;
@@ -420,7 +412,7 @@ static int copy_to_sites(const char *dir, const char *pem, size_t n, sky_diag *d
 {
 	char path[PATH_CAP], rel[64 + SKY_CA_SITE_NAME_MAX], list[4096],
 		site[SKY_CA_SITE_NAME_MAX + 1];
-	int rc = join(path, dir, SKY_CA_SITES_FILE, d);
+	int rc = sky_pki_path(path, dir, SKY_CA_SITES_FILE, d);
 	if (rc)
 		return rc;
 	long ln = sky_file_read(path, list, sizeof list - 1);
@@ -437,12 +429,12 @@ static int copy_to_sites(const char *dir, const char *pem, size_t n, sky_diag *d
 		if (l >= sizeof site || sky_ca_check_site_name(site, NULL) != 0)
 			continue;
 		snprintf(rel, sizeof rel, SKY_CA_SITES_DIR "/%s", site);
-		if ((rc = join(path, dir, rel, d)) != 0)
+		if ((rc = sky_pki_path(path, dir, rel, d)) != 0)
 			return rc;
 		if (!sky_file_is_dir(path))
 			continue;
 		snprintf(rel, sizeof rel, SKY_CA_SITES_DIR "/%s/" SKY_CRL_FILE, site);
-		if ((rc = join(path, dir, rel, d)) != 0)
+		if ((rc = sky_pki_path(path, dir, rel, d)) != 0)
 			return rc;
 		if (sky_file_write(path, pem, n, 0644) != 0)
 			return sky_diag_set(d, SKY_EIO, "%s: cannot write", path);
@@ -469,19 +461,19 @@ int sky_crl_refresh(const char *dir, sky_diag *d)
 		rc = sky_diag_set(d, SKY_ENOMEM, "out of memory");
 		goto exit;
 	}
-	if ((rc = join(path, dir, SKY_CA_KEY_FILE, d)) != 0)
+	if ((rc = sky_pki_path(path, dir, SKY_CA_KEY_FILE, d)) != 0)
 		goto exit;
 	if (!sky_file_exists(path)) {
 		rc = sky_diag_set(d, SKY_ENOTFOUND, "%s: no fleet CA here (run sky pki init)", dir);
 		goto exit;
 	}
 	if ((rc = sky_sign_load_key(&key, path, d)) != 0 ||
-	    (rc = join(path, dir, SKY_CA_CERT_FILE, d)) != 0 ||
+	    (rc = sky_pki_path(path, dir, SKY_CA_CERT_FILE, d)) != 0 ||
 	    (rc = sky_sign_load_cert(&ca, path, d)) != 0 || (rc = sky_crl_list_load(dir, l, d)) != 0 ||
 	    (rc = sky_sign_rng_init(&rng, "sky-crl", d)) != 0)
 		goto exit;
 	int64_t number = 0;
-	if ((rc = join(path, dir, SKY_CRL_NUMBER_FILE, d)) != 0)
+	if ((rc = sky_pki_path(path, dir, SKY_CRL_NUMBER_FILE, d)) != 0)
 		goto exit;
 	int nrc = sky_file_read_count(path, &number);
 	if (nrc != 0 && nrc != SKY_ENOTFOUND) {
@@ -507,7 +499,7 @@ int sky_crl_refresh(const char *dir, sky_diag *d)
 		rc = sky_diag_set(d, SKY_EFORMAT, "CRL: the new CRL does not parse back");
 		goto exit;
 	}
-	if ((rc = join(path, dir, SKY_CRL_FILE, d)) != 0)
+	if ((rc = sky_pki_path(path, dir, SKY_CRL_FILE, d)) != 0)
 		goto exit;
 	if (sky_file_write(path, pem, (size_t)n, 0644) != 0) {
 		rc = sky_diag_set(d, SKY_EIO, "%s: cannot write", path);
@@ -551,7 +543,7 @@ static int issued_serials(const char *dir, const char *id, sky_crl_entry *e, sky
 	size_t len = 0;
 	int n = 0;
 	snprintf(rel, sizeof rel, SKY_CA_SERIALS_DIR "/%s", id);
-	long k = join(path, dir, rel, d) == 0 ? sky_file_read(path, text, sizeof text - 1) : -1;
+	long k = sky_pki_path(path, dir, rel, d) == 0 ? sky_file_read(path, text, sizeof text - 1) : -1;
 	if (k == SKY_ERANGE)
 		SKY_WARN("%s: more than fits %zu bytes; the first lines are revoked", path,
 			 sizeof text - 1);
@@ -565,11 +557,11 @@ static int issued_serials(const char *dir, const char *id, sky_crl_entry *e, sky
 	mbedtls_x509_crt crt;
 	mbedtls_x509_crt_init(&crt);
 	snprintf(rel, sizeof rel, SKY_CA_CERTS_DIR "/%s.crt", id);
-	if (join(path, dir, rel, d) == 0 && mbedtls_x509_crt_parse_file(&crt, path) == 0)
+	if (sky_pki_path(path, dir, rel, d) == 0 && mbedtls_x509_crt_parse_file(&crt, path) == 0)
 		add_serial(e, &n, crt.serial.p, crt.serial.len);
 	mbedtls_x509_crt_free(&crt);
 	snprintf(rel, sizeof rel, "issued/%s", id);
-	k = join(path, dir, rel, d) == 0 ? sky_file_read(path, text, sizeof text - 1) : -1;
+	k = sky_pki_path(path, dir, rel, d) == 0 ? sky_file_read(path, text, sizeof text - 1) : -1;
 	if (k > 0) {
 		text[k] = '\0';
 		if (sscanf(text, "%79s", sn) == 1 && unhex(sn, raw, sizeof raw, &len) == 0)
@@ -586,7 +578,7 @@ int sky_crl_revoke(const char *dir, const char *id, int reason, sky_diag *d)
 	char path[PATH_CAP];
 	if (!id || sky_enroll_check_id(id, d) != 0)
 		return SKY_EINVAL;
-	int rc = join(path, dir, SKY_CA_KEY_FILE, d);
+	int rc = sky_pki_path(path, dir, SKY_CA_KEY_FILE, d);
 	if (rc)
 		return rc;
 	if (!sky_file_exists(path))

@@ -110,6 +110,99 @@ static void refuse_upload(sky_deploy *dp, sky_deploy_upload *u, const char *op,
 	}
 }
 
+/* A chunk that did not decode (msg says why). One whose header could be
+ * read names the model whose upload it spoils: that upload is refused,
+ * once per upload and not once per chunk; any other is dropped. */
+static void on_bad_chunk(sky_deploy *dp, const char *op, const sky_chunk *c, sky_chunk_reason why,
+			 size_t len, const char *msg, sky_deploy_publish_fn pub, void *ctx)
+{
+	if (why == SKY_CHUNK_BAD_HASH || (why == SKY_CHUNK_MALFORMED && len >= 64)) {
+		sky_deploy_upload *u = NULL;
+		int answered = 0;
+		for (int i = 0; i < SKY_DEPLOY_MAX_FAILURES; i++)
+			answered |= !memcmp(dp->failed[i].sha, c->file_sha, 32) && dp->failed[i].why[0];
+		for (int i = 0; i < SKY_DEPLOY_MAX_UPLOADS; i++)
+			if (dp->up[i].active && !memcmp(dp->up[i].sha, c->file_sha, 32) &&
+			    !strcmp(dp->up[i].op, op))
+				u = &dp->up[i];
+		if (u || !answered) /* once per upload, not once per chunk */
+			refuse_upload(dp, u, op, c->file_sha, msg, pub, ctx);
+	} else {
+		SKY_WARN("upload from %s: chunk dropped: %s", op, msg);
+	}
+}
+
+/* Chunk 0 of a model from op: a new upload, or one sent again from the
+ * start. u is op's upload of it in progress, or NULL: then free_slot, or
+ * when there is none the oldest upload, which gives way. The part file
+ * starts empty. Returns the upload, or NULL when refused (answered). */
+static sky_deploy_upload *begin_upload(sky_deploy *dp, sky_deploy_upload *u,
+				       sky_deploy_upload *free_slot, const char *op,
+				       const sky_chunk *c, const char *part, const char *hex,
+				       sky_deploy_publish_fn pub, void *ctx)
+{
+	if (!u) {
+		if (!free_slot) {
+			/* the oldest upload gives way */
+			free_slot = &dp->up[0];
+			for (int i = 1; i < SKY_DEPLOY_MAX_UPLOADS; i++)
+				if (dp->up[i].started < free_slot->started)
+					free_slot = &dp->up[i];
+			SKY_WARN("upload of a model from %s abandoned for a newer one", free_slot->op);
+		}
+		u = free_slot;
+	}
+	char dir[600];
+	snprintf(dir, sizeof dir, "%s/models", dp->state_dir);
+	if (sky_file_mkdirs(dir, 0700) != 0) {
+		refuse_upload(dp, NULL, op, c->file_sha, "the planner cannot create its model store",
+			      pub, ctx);
+		return NULL;
+	}
+	sky_file_remove(part);
+	memset(u, 0, sizeof *u);
+	u->active = 1;
+	snprintf(u->op, sizeof u->op, "%s", op);
+	memcpy(u->sha, c->file_sha, 32);
+	u->bytes = c->file_bytes;
+	u->chunk_bytes = c->chunk_bytes;
+	u->total = c->total;
+	forget_failure(dp, c->file_sha);
+	SKY_INFO("upload of model %.16s.. from %s: %llu bytes in %u chunks", hex, op,
+		 (unsigned long long)c->file_bytes, c->total);
+	return u;
+}
+
+/* u's last chunk is in part: stores it as path when it hashes to the
+ * model's SHA-256 (hex), else refuses the upload; answers op either way. */
+static void end_upload(sky_deploy *dp, sky_deploy_upload *u, const char *op, const sky_chunk *c,
+		       const char *part, const char *path, const char *hex,
+		       sky_deploy_publish_fn pub, void *ctx)
+{
+	unsigned char h[32];
+	uint64_t bytes = 0;
+	if (sky_sha256_file(part, h, &bytes) != 0 || bytes != u->bytes || memcmp(h, u->sha, 32)) {
+		char got[65], why_s[200];
+		sky_sha256_hex(h, got);
+		snprintf(why_s, sizeof why_s,
+			 "model hash mismatch: the %llu bytes received hash to %.16s.., the upload "
+			 "names %.16s..",
+			 (unsigned long long)bytes, got, hex);
+		refuse_upload(dp, u, op, c->file_sha, why_s, pub, ctx);
+		return;
+	}
+	if (sky_file_rename(part, path) != 0) {
+		refuse_upload(dp, u, op, c->file_sha, "the planner cannot write its model store", pub,
+			      ctx);
+		return;
+	}
+	u->active = 0;
+	dp->models_stored++;
+	SKY_INFO("model %.16s.. from %s stored: %s (%llu bytes, %u chunks)", hex, op, path,
+		 (unsigned long long)bytes, u->total);
+	upload_reply(op, c->file_sha, 1, "stored", pub, ctx);
+}
+
 void sky_deploy_on_weights(sky_deploy *dp, const char *op, const unsigned char *p, size_t len,
 			   sky_deploy_publish_fn pub, void *ctx)
 {
@@ -122,22 +215,7 @@ void sky_deploy_on_weights(sky_deploy *dp, const char *op, const unsigned char *
 	if (rc == 0 && c.kind != SKY_CHUNK_MODEL)
 		rc = sky_diag_set(&d, SKY_EFORMAT, "chunk %u: not a model chunk", c.index);
 	if (rc) {
-		/* a header we could read names the model whose upload it spoils */
-		if (why == SKY_CHUNK_BAD_HASH || (why == SKY_CHUNK_MALFORMED && len >= 64)) {
-			sky_deploy_upload *u = NULL;
-			int answered = 0;
-			for (int i = 0; i < SKY_DEPLOY_MAX_FAILURES; i++)
-				answered |= !memcmp(dp->failed[i].sha, c.file_sha, 32) &&
-					    dp->failed[i].why[0];
-			for (int i = 0; i < SKY_DEPLOY_MAX_UPLOADS; i++)
-				if (dp->up[i].active && !memcmp(dp->up[i].sha, c.file_sha, 32) &&
-				    !strcmp(dp->up[i].op, op))
-					u = &dp->up[i];
-			if (u || !answered) /* once per upload, not once per chunk */
-				refuse_upload(dp, u, op, c.file_sha, d.msg, pub, ctx);
-		} else {
-			SKY_WARN("upload from %s: chunk dropped: %s", op, d.msg);
-		}
+		on_bad_chunk(dp, op, &c, why, len, d.msg, pub, ctx);
 		return;
 	}
 	sky_sha256_hex(c.file_sha, hex);
@@ -158,38 +236,9 @@ void sky_deploy_on_weights(sky_deploy *dp, const char *op, const unsigned char *
 		else if (!x->active && !free_slot)
 			free_slot = x;
 	}
-	if (c.index == 0) { /* a new upload, or one sent again from the start */
-		if (!u) {
-			if (!free_slot) {
-				/* the oldest upload gives way */
-				free_slot = &dp->up[0];
-				for (int i = 1; i < SKY_DEPLOY_MAX_UPLOADS; i++)
-					if (dp->up[i].started < free_slot->started)
-						free_slot = &dp->up[i];
-				SKY_WARN("upload of a model from %s abandoned for a newer one",
-					 free_slot->op);
-			}
-			u = free_slot;
-		}
-		char dir[600];
-		snprintf(dir, sizeof dir, "%s/models", dp->state_dir);
-		if (sky_file_mkdirs(dir, 0700) != 0) {
-			refuse_upload(dp, NULL, op, c.file_sha, "the planner cannot create its model store",
-				      pub, ctx);
-			return;
-		}
-		sky_file_remove(part);
-		memset(u, 0, sizeof *u);
-		u->active = 1;
-		snprintf(u->op, sizeof u->op, "%s", op);
-		memcpy(u->sha, c.file_sha, 32);
-		u->bytes = c.file_bytes;
-		u->chunk_bytes = c.chunk_bytes;
-		u->total = c.total;
-		forget_failure(dp, c.file_sha);
-		SKY_INFO("upload of model %.16s.. from %s: %llu bytes in %u chunks", hex, op,
-			 (unsigned long long)c.file_bytes, c.total);
-	}
+	if (c.index == 0 &&
+	    !(u = begin_upload(dp, u, free_slot, op, &c, part, hex, pub, ctx)))
+		return;
 	if (!u) {
 		for (int i = 0; i < SKY_DEPLOY_MAX_FAILURES; i++)
 			if (!memcmp(dp->failed[i].sha, c.file_sha, 32) && dp->failed[i].why[0])
@@ -214,28 +263,7 @@ void sky_deploy_on_weights(sky_deploy *dp, const char *op, const unsigned char *
 	u->next++;
 	if (u->next < u->total)
 		return;
-	unsigned char h[32];
-	uint64_t bytes = 0;
-	if (sky_sha256_file(part, h, &bytes) != 0 || bytes != u->bytes || memcmp(h, u->sha, 32)) {
-		char got[65], why_s[200];
-		sky_sha256_hex(h, got);
-		snprintf(why_s, sizeof why_s,
-			 "model hash mismatch: the %llu bytes received hash to %.16s.., the upload "
-			 "names %.16s..",
-			 (unsigned long long)bytes, got, hex);
-		refuse_upload(dp, u, op, c.file_sha, why_s, pub, ctx);
-		return;
-	}
-	if (sky_file_rename(part, path) != 0) {
-		refuse_upload(dp, u, op, c.file_sha, "the planner cannot write its model store", pub,
-			      ctx);
-		return;
-	}
-	u->active = 0;
-	dp->models_stored++;
-	SKY_INFO("model %.16s.. from %s stored: %s (%llu bytes, %u chunks)", hex, op, path,
-		 (unsigned long long)bytes, u->total);
-	upload_reply(op, c.file_sha, 1, "stored", pub, ctx);
+	end_upload(dp, u, op, &c, part, path, hex, pub, ctx);
 }
 
 int sky_deploy_model_path(sky_deploy *dp, const char *sha_hex, char *path, size_t cap,

@@ -367,54 +367,29 @@ static int try_order(opt_ws *w, const int *cand, int n, double *best, int *best_
 	return 1;
 }
 
-int plan_optimal(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_diag *d)
+/* The seed orders (by memory, by speed, and with sites every site-grouped
+ * order), each tried against *best (try_order); keys and cand: n entries of
+ * scratch. */
+static void seed_orders(opt_ws *w, int n, keyed *keys, int *cand, double *best, int *best_order,
+			sky_plan *out, sky_plan *tmp)
 {
-	opt_ws w;
-	int rc = 0, n = f->n;
-	int *cand = NULL, *best_order = NULL;
-	keyed *keys = NULL;
-	sky_plan *tmp = NULL;
-	if ((rc = ws_init(&w, f, j))) {
-		rc = sky_diag_set(d, SKY_ENOMEM, "optimal: no memory for the work arrays");
-		goto exit;
-	}
-	cand = malloc(sizeof(int) * (size_t)n);
-	best_order = malloc(sizeof(int) * (size_t)n);
-	tmp = malloc(sizeof *tmp);
-	keys = malloc(sizeof *keys * (size_t)n);
-	if (!cand || !best_order || !tmp || !keys) {
-		rc = sky_diag_set(d, SKY_ENOMEM, "optimal: no memory for the work arrays");
-		goto exit;
-	}
-	/* the fleet's own order first: whatever reordering finds can only be
-	 * better than the exact optimum for it, which beats even and sky */
-	for (int i = 0; i < n; i++)
-		best_order[i] = i;
-	set_order(&w, best_order, n);
-	double best = solve_order(&w, INFINITY, out);
-	if (isinf(best) && j->keep_order) {
-		rc = plan_shortfall(f, j, d, "optimal");
-		goto exit;
-	}
-	if (j->keep_order)
-		goto exit;
 	/* seeds: memory-rich boards first (1F1B keeps more activations early
 	 * in the pipeline, the first stage holds the embedding), fastest first */
 	for (int seed = 0; seed < 2; seed++) {
 		for (int i = 0; i < n; i++) {
-			const board_cost *b = &w.bc_fleet[i];
+			const board_cost *b = &w->bc_fleet[i];
 			keys[i].key = seed == 0 ? -(double)b->mem : b->fwd + b->bwd;
 			keys[i].idx = i;
 		}
 		qsort(keys, (size_t)n, sizeof *keys, by_key);
 		for (int i = 0; i < n; i++)
 			cand[i] = keys[i].idx;
-		try_order(&w, cand, n, &best, best_order, out, tmp);
+		try_order(w, cand, n, best, best_order, out, tmp);
 	}
 	/* with sites: every site-grouped order, fastest first within a site */
-	if (w.sites.S > 1) {
+	if (w->sites.S > 1) {
 		for (int i = 0; i < n; i++) {
-			const board_cost *b = &w.bc_fleet[i];
+			const board_cost *b = &w->bc_fleet[i];
 			keys[i].key = b->fwd + b->bwd;
 			keys[i].idx = i;
 		}
@@ -422,15 +397,18 @@ int plan_optimal(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_diag *
 		int *rank = malloc(sizeof(int) * (size_t)n);
 		for (int i = 0; rank && i < n; i++)
 			rank[i] = keys[i].idx;
-		for (long q = 0; rank && plan_site_order(&w.sites, n, rank, q, w.sites.S, cand) == n;
+		for (long q = 0; rank && plan_site_order(&w->sites, n, rank, q, w->sites.S, cand) == n;
 		     q++)
-			try_order(&w, cand, n, &best, best_order, out, tmp);
+			try_order(w, cand, n, best, best_order, out, tmp);
 		free(rank);
 	}
-	if (isinf(best)) {
-		rc = plan_shortfall(f, j, d, "optimal");
-		goto exit;
-	}
+}
+
+/* Local search around the bottleneck stage's board of out (best_order's
+ * plan), at most j->order_evals orders; cand: n entries of scratch. */
+static void bottleneck_search(opt_ws *w, const sky_fleet *f, const sky_job *j, int n, int *cand,
+			      double *best, int *best_order, sky_plan *out, sky_plan *tmp)
+{
 	/* local search around the bottleneck stage's board: move it to either
 	 * end (the end stages send one message per micro-batch, not two), then
 	 * swap it with the boards nearest it in the order, then farther ones;
@@ -464,11 +442,50 @@ int plan_optimal(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_diag *
 				cand[other] = bboard;
 			}
 			budget--;
-			improved = try_order(&w, cand, n, &best, best_order, out, tmp);
+			improved = try_order(w, cand, n, best, best_order, out, tmp);
 		}
 		if (!improved)
 			break;
 	}
+}
+
+int plan_optimal(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_diag *d)
+{
+	opt_ws w;
+	int rc = 0, n = f->n;
+	int *cand = NULL, *best_order = NULL;
+	keyed *keys = NULL;
+	sky_plan *tmp = NULL;
+	if ((rc = ws_init(&w, f, j))) {
+		rc = sky_diag_set(d, SKY_ENOMEM, "optimal: no memory for the work arrays");
+		goto exit;
+	}
+	cand = malloc(sizeof(int) * (size_t)n);
+	best_order = malloc(sizeof(int) * (size_t)n);
+	tmp = malloc(sizeof *tmp);
+	keys = malloc(sizeof *keys * (size_t)n);
+	if (!cand || !best_order || !tmp || !keys) {
+		rc = sky_diag_set(d, SKY_ENOMEM, "optimal: no memory for the work arrays");
+		goto exit;
+	}
+	/* the fleet's own order first: whatever reordering finds can only be
+	 * better than the exact optimum for it, which beats even and sky */
+	for (int i = 0; i < n; i++)
+		best_order[i] = i;
+	set_order(&w, best_order, n);
+	double best = solve_order(&w, INFINITY, out);
+	if (isinf(best) && j->keep_order) {
+		rc = plan_shortfall(f, j, d, "optimal");
+		goto exit;
+	}
+	if (j->keep_order)
+		goto exit;
+	seed_orders(&w, n, keys, cand, &best, best_order, out, tmp);
+	if (isinf(best)) {
+		rc = plan_shortfall(f, j, d, "optimal");
+		goto exit;
+	}
+	bottleneck_search(&w, f, j, n, cand, &best, best_order, out, tmp);
 exit:
 	free(keys);
 	free(cand);

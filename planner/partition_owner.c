@@ -36,14 +36,6 @@
 #define OWNER_KEEP 48           /* smallest-bottleneck plans simulated per search */
 #define OWNER_LS_EVALS 4000     /* local search: plans simulated at most */
 
-int plan_owner_index(const sky_fleet *f, const sky_job *j)
-{
-	for (int i = 0; j->owner[0] && i < f->n; i++)
-		if (strcmp(f->board[i].id, j->owner) == 0)
-			return i;
-	return -1;
-}
-
 typedef struct own_ws {
 	plan_ctx c;
 	const sky_fleet *f;

@@ -420,6 +420,146 @@ static int take_if_better(step_ws *w, int P, int *n_cur, double *cur_step)
 	return 1;
 }
 
+/* The local search's moves on w->cur (*P stages, step *cur_step), each
+ * built in w->trial and taken when it wins (take_if_better). Each returns
+ * 1 when one was taken. */
+
+/* Boundaries: between stage k and k + 1, by +-1, 2, 4, ... */
+static int ls_shift(step_ws *w, int *P, double *cur_step)
+{
+	sky_stage *c = w->cur, *t = w->trial;
+	int improved = 0;
+	for (int k = 0; k + 1 < *P && w->evals < w->eval_budget; k++) {
+		for (int step = 1; step <= STEP_LS_SHIFT && step < w->U; step *= 2) {
+			int won = 0;
+			for (int sign = -1; sign <= 1; sign += 2) {
+				int nl = c[k].last_unit + sign * step;
+				if (nl < c[k].first_unit || nl >= c[k + 1].last_unit)
+					continue;
+				memcpy(t, c, sizeof *c * (size_t)*P);
+				t[k].last_unit = nl;
+				t[k + 1].first_unit = nl + 1;
+				if (take_if_better(w, *P, P, cur_step)) {
+					won = improved = 1;
+					break;
+				}
+			}
+			if (won)
+				break;
+		}
+	}
+	return improved;
+}
+
+/* Drop a stage: its units go to the stage before (the first's to the next). */
+static int ls_drop(step_ws *w, int *P, double *cur_step)
+{
+	sky_stage *c = w->cur, *t = w->trial;
+	int improved = 0;
+	for (int k = 0; *P > 1 && k < *P && w->evals < w->eval_budget; k++) {
+		int to = k > 0 ? k - 1 : 1, Q = 0;
+		for (int i = 0; i < *P; i++) {
+			if (i == k)
+				continue;
+			t[Q] = c[i];
+			if (i == to) {
+				if (to < k)
+					t[Q].last_unit = c[k].last_unit;
+				else
+					t[Q].first_unit = c[k].first_unit;
+			}
+			Q++;
+		}
+		if (take_if_better(w, Q, P, cur_step))
+			improved = 1;
+	}
+	return improved;
+}
+
+/* Swap the boards of neighbouring stages (not when the order is kept). */
+static int ls_swap(step_ws *w, int *P, double *cur_step)
+{
+	sky_stage *c = w->cur, *t = w->trial;
+	int improved = 0;
+	for (int k = 0; !w->j->keep_order && k + 1 < *P && w->evals < w->eval_budget; k++) {
+		memcpy(t, c, sizeof *c * (size_t)*P);
+		t[k].board = c[k + 1].board;
+		t[k + 1].board = c[k].board;
+		if (take_if_better(w, *P, P, cur_step))
+			improved = 1;
+	}
+	return improved;
+}
+
+/* The q fastest boards left out (w->used) join at the end, a unit each,
+ * taken from the last stage: under 1F1B more stages after a stage let it
+ * run more forwards before it waits for a backward, which a single board
+ * added rarely shows. */
+static int ls_grow_tail(step_ws *w, int *P, double *cur_step)
+{
+	sky_stage *c = w->cur, *t = w->trial;
+	int improved = 0;
+	for (int q = 2; !improved && w->evals < w->eval_budget; q *= 2) {
+		int added = 0, room = c[*P - 1].last_unit - c[*P - 1].first_unit;
+		memcpy(t, c, sizeof *c * (size_t)*P);
+		for (int i = 0; i < w->n && added < q && added < room; i++) {
+			int u = w->by_speed[i];
+			if (w->used[u] || (w->j->keep_order && u < t[*P - 1 + added].board))
+				continue;
+			t[*P + added] = (sky_stage){.board = u};
+			added++;
+		}
+		if (added < 2)
+			break;
+		/* the new stages take the last `added` units, one each */
+		int end = c[*P - 1].last_unit;
+		t[*P - 1].last_unit = end - added;
+		for (int a = 0; a < added; a++)
+			t[*P + a].first_unit = t[*P + a].last_unit = end - added + 1 + a;
+		improved = take_if_better(w, *P + added, P, cur_step);
+		if (added < q)
+			break;
+	}
+	return improved;
+}
+
+/* A board left out (w->used) joins as a new stage of one unit, taken from
+ * the stage before it or after it (the few fastest such boards). */
+static int ls_insert(step_ws *w, int *P, double *cur_step)
+{
+	sky_stage *c = w->cur, *t = w->trial;
+	int improved = 0;
+	for (int i = 0, tried = 0; i < w->n && tried < STEP_INSERT_BOARDS &&
+				   w->evals < w->eval_budget && !improved; i++) {
+		int u = w->by_speed[i];
+		if (w->used[u])
+			continue;
+		tried++;
+		for (int k = 0; k <= *P && !improved; k++) {
+			if (w->j->keep_order && ((k > 0 && c[k - 1].board > u) ||
+						 (k < *P && c[k].board < u)))
+				continue;
+			for (int from = -1; from <= 1 && !improved; from += 2) {
+				int nb = from < 0 ? k - 1 : k; /* the neighbour giving a unit */
+				if (nb < 0 || nb >= *P || c[nb].last_unit == c[nb].first_unit)
+					continue;
+				memcpy(t, c, sizeof *c * (size_t)k);
+				memcpy(t + k + 1, c + k, sizeof *c * (size_t)(*P - k));
+				t[k].board = u;
+				if (from < 0) {
+					t[k].first_unit = t[k].last_unit = c[k - 1].last_unit;
+					t[k - 1].last_unit--;
+				} else {
+					t[k].first_unit = t[k].last_unit = c[k].first_unit;
+					t[k + 1].first_unit++;
+				}
+				improved = take_if_better(w, *P + 1, P, cur_step);
+			}
+		}
+	}
+	return improved;
+}
+
 static void local_search(step_ws *w, const sky_stage *start, int P0)
 {
 	int P = P0;
@@ -427,113 +567,18 @@ static void local_search(step_ws *w, const sky_stage *start, int P0)
 	double cur_step = eval_stages(w, w->cur, P);
 	if (isinf(cur_step))
 		return;
-	sky_stage *c = w->cur, *t = w->trial;
 	for (int improved = 1; improved && w->evals < w->eval_budget;) {
-		improved = 0;
-		/* boundaries: between stage k and k + 1, by +-1, 2, 4, ... */
-		for (int k = 0; k + 1 < P && w->evals < w->eval_budget; k++) {
-			for (int step = 1; step <= STEP_LS_SHIFT && step < w->U; step *= 2) {
-				int won = 0;
-				for (int sign = -1; sign <= 1; sign += 2) {
-					int nl = c[k].last_unit + sign * step;
-					if (nl < c[k].first_unit || nl >= c[k + 1].last_unit)
-						continue;
-					memcpy(t, c, sizeof *c * (size_t)P);
-					t[k].last_unit = nl;
-					t[k + 1].first_unit = nl + 1;
-					if (take_if_better(w, P, &P, &cur_step)) {
-						won = improved = 1;
-						break;
-					}
-				}
-				if (won)
-					break;
-			}
-		}
-		/* drop a stage: its units go to the stage before (the first's to the next) */
-		for (int k = 0; P > 1 && k < P && w->evals < w->eval_budget; k++) {
-			int to = k > 0 ? k - 1 : 1, Q = 0;
-			for (int i = 0; i < P; i++) {
-				if (i == k)
-					continue;
-				t[Q] = c[i];
-				if (i == to) {
-					if (to < k)
-						t[Q].last_unit = c[k].last_unit;
-					else
-						t[Q].first_unit = c[k].first_unit;
-				}
-				Q++;
-			}
-			if (take_if_better(w, Q, &P, &cur_step))
-				improved = 1;
-		}
-		/* swap the boards of neighbouring stages (not when the order is kept) */
-		for (int k = 0; !w->j->keep_order && k + 1 < P && w->evals < w->eval_budget; k++) {
-			memcpy(t, c, sizeof *c * (size_t)P);
-			t[k].board = c[k + 1].board;
-			t[k + 1].board = c[k].board;
-			if (take_if_better(w, P, &P, &cur_step))
-				improved = 1;
-		}
-		/* a board left out joins as a new stage of one unit, taken from the
-		 * stage before it or after it (the few fastest such boards) */
+		improved = ls_shift(w, &P, &cur_step);
+		improved |= ls_drop(w, &P, &cur_step);
+		improved |= ls_swap(w, &P, &cur_step);
+		/* the boards left out, for the two moves that add one */
 		memset(w->used, 0, (size_t)w->n);
 		for (int k = 0; k < P; k++)
-			w->used[c[k].board] = 1;
-		/* or the q fastest such boards join at the end, a unit each, taken
-		 * from the last stage: under 1F1B more stages after a stage let it
-		 * run more forwards before it waits for a backward, which a single
-		 * board added rarely shows */
-		for (int q = 2; !improved && w->evals < w->eval_budget; q *= 2) {
-			int added = 0, room = c[P - 1].last_unit - c[P - 1].first_unit;
-			memcpy(t, c, sizeof *c * (size_t)P);
-			for (int i = 0; i < w->n && added < q && added < room; i++) {
-				int u = w->by_speed[i];
-				if (w->used[u] || (w->j->keep_order && u < t[P - 1 + added].board))
-					continue;
-				t[P + added] = (sky_stage){.board = u};
-				added++;
-			}
-			if (added < 2)
-				break;
-			/* the new stages take the last `added` units, one each */
-			int end = c[P - 1].last_unit;
-			t[P - 1].last_unit = end - added;
-			for (int a = 0; a < added; a++)
-				t[P + a].first_unit = t[P + a].last_unit = end - added + 1 + a;
-			improved = take_if_better(w, P + added, &P, &cur_step);
-			if (added < q)
-				break;
-		}
-		for (int i = 0, tried = 0; i < w->n && tried < STEP_INSERT_BOARDS &&
-					   w->evals < w->eval_budget && !improved; i++) {
-			int u = w->by_speed[i];
-			if (w->used[u])
-				continue;
-			tried++;
-			for (int k = 0; k <= P && !improved; k++) {
-				if (w->j->keep_order && ((k > 0 && c[k - 1].board > u) ||
-							 (k < P && c[k].board < u)))
-					continue;
-				for (int from = -1; from <= 1 && !improved; from += 2) {
-					int nb = from < 0 ? k - 1 : k; /* the neighbour giving a unit */
-					if (nb < 0 || nb >= P || c[nb].last_unit == c[nb].first_unit)
-						continue;
-					memcpy(t, c, sizeof *c * (size_t)k);
-					memcpy(t + k + 1, c + k, sizeof *c * (size_t)(P - k));
-					t[k].board = u;
-					if (from < 0) {
-						t[k].first_unit = t[k].last_unit = c[k - 1].last_unit;
-						t[k - 1].last_unit--;
-					} else {
-						t[k].first_unit = t[k].last_unit = c[k].first_unit;
-						t[k + 1].first_unit++;
-					}
-					improved = take_if_better(w, P + 1, &P, &cur_step);
-				}
-			}
-		}
+			w->used[w->cur[k].board] = 1;
+		if (!improved)
+			improved = ls_grow_tail(w, &P, &cur_step);
+		if (!improved)
+			improved = ls_insert(w, &P, &cur_step);
 	}
 }
 
@@ -698,6 +743,57 @@ static void ws_free(step_ws *w)
 	free(w->order);
 }
 
+/* w's work arrays for a fleet of w->n boards and w->U units (the L
+ * bisection's back-pointers only when minl). Returns 0 or SKY_ENOMEM (what
+ * was allocated is ws_free's). */
+static int step_ws_alloc(step_ws *w, int minl)
+{
+	size_t n = (size_t)w->n, U1 = (size_t)w->U + 1;
+	w->bc = malloc(sizeof *w->bc * n);
+	w->best = malloc(sizeof *w->best * n);
+	w->cur = malloc(sizeof *w->cur * n);
+	w->trial = malloc(sizeof *w->trial * n);
+	w->used = malloc(n);
+	w->twin = malloc(sizeof(int) * n);
+	w->speed = malloc(sizeof(double) * n);
+	w->bb = malloc(sizeof *w->bb * n);
+	w->order = malloc(sizeof(int) * n);
+	w->by_speed = malloc(sizeof(int) * n);
+	w->tmp = malloc(sizeof *w->tmp);
+	w->minl_acc = malloc(sizeof(double) * U1);
+	w->minl_nacc = malloc(sizeof(double) * U1);
+	w->minl_cnt = malloc(sizeof(int) * U1);
+	w->minl_ncnt = malloc(sizeof(int) * U1);
+	w->minl_from = malloc(sizeof(int32_t) * (minl ? n * U1 : 1));
+	int ok = w->bc && w->best && w->cur && w->trial && w->used && w->twin && w->speed &&
+		 w->bb && w->order && w->by_speed && w->tmp && w->minl_acc && w->minl_nacc &&
+		 w->minl_cnt && w->minl_ncnt && w->minl_from;
+	return ok ? 0 : SKY_ENOMEM;
+}
+
+/* Each board's cost under the job, the boards fastest first (keys: n
+ * entries of scratch), the spread of the attention share, and the lower
+ * bound on any plan's step. */
+static void step_ws_boards(step_ws *w, keyed_t *keys)
+{
+	const int n = w->n;
+	w->share_min = 1, w->share_max = 0;
+	for (int i = 0; i < n; i++) {
+		board_cost *bc = &w->bc[i];
+		plan_board_cost(&w->c, w->j, &w->f->board[i], bc);
+		keys[i] = (keyed_t){bc->fwd + bc->bwd, i};
+		w->speed[i] = 1.0 / (bc->fwd + bc->bwd);
+		if (bc->share < w->share_min)
+			w->share_min = bc->share;
+		if (bc->share > w->share_max)
+			w->share_max = bc->share;
+	}
+	qsort(keys, (size_t)n, sizeof *keys, by_time);
+	for (int i = 0; i < n; i++)
+		w->by_speed[i] = keys[i].idx;
+	w->step_lb = step_lower_bound(w);
+}
+
 int plan_optimal_step(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_diag *d)
 {
 	step_ws w;
@@ -713,48 +809,14 @@ int plan_optimal_step(const sky_fleet *f, const sky_job *j, sky_plan *out, sky_d
 	/* the L bisection needs boards x units of back-pointers: skipped above
 	 * STEP_MINL_CELLS, and then not allocated */
 	int minl = (double)n * (w.U + 1) <= STEP_MINL_CELLS;
-	size_t U1 = (size_t)w.U + 1;
 	keyed_t *keys = malloc(sizeof *keys * (size_t)n);
 	sky_stage *seed = malloc(sizeof *seed * (size_t)n), *start = malloc(sizeof *start * (size_t)n);
-	w.bc = malloc(sizeof *w.bc * (size_t)n);
-	w.best = malloc(sizeof *w.best * (size_t)n);
-	w.cur = malloc(sizeof *w.cur * (size_t)n);
-	w.trial = malloc(sizeof *w.trial * (size_t)n);
-	w.used = malloc((size_t)n);
-	w.twin = malloc(sizeof(int) * (size_t)n);
-	w.speed = malloc(sizeof(double) * (size_t)n);
-	w.bb = malloc(sizeof *w.bb * (size_t)n);
-	w.order = malloc(sizeof(int) * (size_t)n);
-	w.by_speed = malloc(sizeof(int) * (size_t)n);
-	w.tmp = malloc(sizeof *w.tmp);
-	w.minl_acc = malloc(sizeof(double) * U1);
-	w.minl_nacc = malloc(sizeof(double) * U1);
-	w.minl_cnt = malloc(sizeof(int) * U1);
-	w.minl_ncnt = malloc(sizeof(int) * U1);
-	w.minl_from = malloc(sizeof(int32_t) * (minl ? (size_t)n * U1 : 1));
-	if (!keys || !seed || !start || !w.bc || !w.best || !w.cur || !w.trial || !w.used ||
-	    !w.twin || !w.speed || !w.bb || !w.order || !w.by_speed || !w.tmp || !w.minl_acc ||
-	    !w.minl_nacc || !w.minl_cnt || !w.minl_ncnt || !w.minl_from ||
+	if (!keys || !seed || !start || step_ws_alloc(&w, minl) != 0 ||
 	    plan_sim_ws_init(&w.sim, n, w.m) || plan_sites_init(&w.sites, &w.c, f, j)) {
 		rc = sky_diag_set(d, SKY_ENOMEM, "optimal (step): no memory for the work arrays");
 		goto exit;
 	}
-	w.share_min = 1, w.share_max = 0;
-	for (int i = 0; i < n; i++) {
-		board_cost *bc = &w.bc[i];
-		plan_board_cost(&w.c, j, &f->board[i], bc);
-		keys[i] = (keyed_t){bc->fwd + bc->bwd, i};
-		w.speed[i] = 1.0 / (bc->fwd + bc->bwd);
-		if (bc->share < w.share_min)
-			w.share_min = bc->share;
-		if (bc->share > w.share_max)
-			w.share_max = bc->share;
-	}
-	qsort(keys, (size_t)n, sizeof *keys, by_time);
-	for (int i = 0; i < n; i++)
-		w.by_speed[i] = keys[i].idx;
-	w.step_lb = step_lower_bound(&w);
-
+	step_ws_boards(&w, keys);
 	/* 1. seeds; the minimum-bottleneck plan first: if nothing fits there,
 	 * nothing fits (its error message names the shortfall) */
 	if ((rc = plan_optimal(f, j, out, d)))

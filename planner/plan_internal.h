@@ -197,9 +197,10 @@ double plan_sim_owner(plan_sim_ws *w, const sky_stage *st, int P, int m, sky_sch
  * Returns the step (*lag set) or -1. */
 double plan_owner_best_lag(plan_sim_ws *w, const sky_stage *st, int P, int m, sky_sched sched,
 			   int *lag);
-/* U-shaped plans (partition_owner.c): the owner's fleet index or -1
- * (SKY_ENOTFOUND through d when the job names a board the fleet lacks). */
+/* The data owner's fleet index (cost.c), or -1 when the job has no owner
+ * or names a board the fleet lacks. */
 int plan_owner_index(const sky_fleet *f, const sky_job *j);
+/* U-shaped plans (partition_owner.c). */
 int plan_owner(const sky_fleet *f, const sky_job *j, sky_algo algo, sky_plan *out, sky_diag *d);
 
 /* Fills a one-line description of how far the job is from fitting at all

@@ -422,16 +422,9 @@ int sky_registry_set_link(sky_registry *r, const char *a, const char *b, double 
 	return 0;
 }
 
-int sky_registry_to_json(const sky_registry *r, int64_t unix_s, char *buf, size_t cap)
+/* The registry's counters as "counters" in doc. */
+static void counters_json(cJSON *doc, const sky_registry *r)
 {
-	char ts[32];
-	cJSON *doc = sky_json_new_object();
-	if (!doc)
-		return SKY_ENOMEM;
-	cJSON_AddNumberToObject(doc, "v", 1);
-	sky_clock_format_utc(unix_s, ts, sizeof ts);
-	cJSON_AddStringToObject(doc, "updated_at", ts);
-	cJSON_AddNumberToObject(doc, "updated_unix", (double)unix_s);
 	cJSON *c = cJSON_AddObjectToObject(doc, "counters");
 	if (c) {
 		cJSON_AddNumberToObject(c, "caps_ok", r->c.caps_ok);
@@ -450,6 +443,105 @@ int sky_registry_to_json(const sky_registry *r, int64_t unix_s, char *buf, size_
 		cJSON_AddNumberToObject(c, "revoked", r->c.revoked);
 		cJSON_AddNumberToObject(c, "revoked_ignored", r->c.revoked_ignored);
 	}
+}
+
+/* Board b's measured capabilities as "caps" in o (null before its first
+ * caps message). */
+static void caps_json(cJSON *o, const sky_reg_board *b)
+{
+	if (b->has_caps) {
+		const sky_caps *k = &b->caps;
+		cJSON *cc = cJSON_AddObjectToObject(o, "caps");
+		if (cc) {
+			cJSON_AddStringToObject(cc, "board", k->board);
+			cJSON_AddStringToObject(cc, "model", k->shape.name);
+			cJSON_AddNumberToObject(cc, "seq", k->shape.seq);
+			cJSON_AddNumberToObject(cc, "batch", k->shape.batch);
+			cJSON_AddNumberToObject(cc, "threads", k->threads);
+			cJSON_AddNumberToObject(cc, "fwd_s", k->fp32.fwd_attn_s + k->fp32.fwd_ffn_s);
+			cJSON_AddNumberToObject(cc, "bwd_s", k->fp32.bwd_attn_s + k->fp32.bwd_ffn_s);
+			if (k->has_int8)
+				cJSON_AddNumberToObject(cc, "int8_fwd_s", k->int8_fwd_s);
+			else
+				cJSON_AddNullToObject(cc, "int8_fwd_s");
+			cJSON_AddNumberToObject(cc, "mem_bytes", (double)k->mem_bytes);
+			cJSON_AddNumberToObject(cc, "bw_Bps", k->link_bw);
+			cJSON_AddNumberToObject(cc, "lat_s", k->link_lat_s);
+			cJSON_AddStringToObject(cc, "site", sky_site_name(k->site));
+			cJSON_AddNumberToObject(cc, "probe_s", k->probe_s);
+		}
+	} else {
+		cJSON_AddNullToObject(o, "caps");
+	}
+}
+
+/* Board b's stage of a plan and its ack as "assignment" in o (null when
+ * it holds none). */
+static void assignment_json(cJSON *o, const sky_reg_board *b)
+{
+	if (b->job[0]) {
+		cJSON *a = cJSON_AddObjectToObject(o, "assignment");
+		if (a) {
+			cJSON_AddStringToObject(a, "job", b->job);
+			cJSON_AddNumberToObject(a, "epoch", (double)b->epoch);
+			cJSON_AddNumberToObject(a, "stage", b->stage);
+			cJSON_AddNumberToObject(a, "first", b->first);
+			cJSON_AddNumberToObject(a, "last", b->last);
+			int k = sky_reg_ack(b);
+			cJSON_AddStringToObject(a, "ack", k > 0 ? "accepted"
+							  : k < 0 ? "refused"
+								  : "pending");
+			cJSON_AddNumberToObject(a, "arena_bytes", k ? (double)b->ack_bytes : 0);
+			cJSON_AddNumberToObject(a, "expected_bytes", (double)b->expected_bytes);
+			cJSON_AddStringToObject(a, "reason", k ? b->ack_reason : "");
+		}
+	} else {
+		cJSON_AddNullToObject(o, "assignment");
+	}
+}
+
+/* Board b as one more object of arr. Returns 0, or SKY_ENOMEM (the
+ * boards after it are left out then). */
+static int board_json(cJSON *arr, const sky_reg_board *b)
+{
+	char ts[32];
+	cJSON *o = cJSON_CreateObject();
+	if (!o)
+		return SKY_ENOMEM;
+	cJSON_AddItemToArray(arr, o);
+	cJSON_AddStringToObject(o, "id", b->id);
+	cJSON_AddStringToObject(o, "state", sky_reg_state_name(b->state));
+	cJSON_AddStringToObject(o, "why", b->why);
+	if (b->last_seen) {
+		sky_clock_format_utc(b->last_seen, ts, sizeof ts);
+		cJSON_AddStringToObject(o, "last_seen", ts);
+		cJSON_AddNumberToObject(o, "last_seen_unix", (double)b->last_seen);
+	} else {
+		cJSON_AddNullToObject(o, "last_seen");
+	}
+	cJSON_AddNumberToObject(o, "session", (double)b->session);
+	cJSON_AddStringToObject(o, "boot", b->boot);
+	cJSON *ret = cJSON_AddArrayToObject(o, "retired_boots");
+	for (int k = 0; ret && k < SKY_REG_RETIRED_BOOTS && b->retired[k][0]; k++)
+		cJSON_AddItemToArray(ret, cJSON_CreateString(b->retired[k]));
+	cJSON_AddNumberToObject(o, "keepalive_s", b->keepalive_s);
+	cJSON_AddStringToObject(o, "version", b->has_caps ? b->caps.version : "");
+	caps_json(o, b);
+	assignment_json(o, b);
+	return 0;
+}
+
+int sky_registry_to_json(const sky_registry *r, int64_t unix_s, char *buf, size_t cap)
+{
+	char ts[32];
+	cJSON *doc = sky_json_new_object();
+	if (!doc)
+		return SKY_ENOMEM;
+	cJSON_AddNumberToObject(doc, "v", 1);
+	sky_clock_format_utc(unix_s, ts, sizeof ts);
+	cJSON_AddStringToObject(doc, "updated_at", ts);
+	cJSON_AddNumberToObject(doc, "updated_unix", (double)unix_s);
+	counters_json(doc, r);
 	cJSON *jobs = cJSON_AddArrayToObject(doc, "jobs");
 	for (int j = 0; jobs && j < r->n_jobs; j++) {
 		cJSON *o = cJSON_CreateObject();
@@ -472,73 +564,8 @@ int sky_registry_to_json(const sky_registry *r, int64_t unix_s, char *buf, size_
 		cJSON_AddNumberToObject(o, "measured_unix", (double)r->links[i].measured_unix);
 	}
 	cJSON *arr = cJSON_AddArrayToObject(doc, "boards");
-	for (int i = 0; arr && i < r->n; i++) {
-		const sky_reg_board *b = &r->b[i];
-		cJSON *o = cJSON_CreateObject();
-		if (!o)
-			break;
-		cJSON_AddItemToArray(arr, o);
-		cJSON_AddStringToObject(o, "id", b->id);
-		cJSON_AddStringToObject(o, "state", sky_reg_state_name(b->state));
-		cJSON_AddStringToObject(o, "why", b->why);
-		if (b->last_seen) {
-			sky_clock_format_utc(b->last_seen, ts, sizeof ts);
-			cJSON_AddStringToObject(o, "last_seen", ts);
-			cJSON_AddNumberToObject(o, "last_seen_unix", (double)b->last_seen);
-		} else {
-			cJSON_AddNullToObject(o, "last_seen");
-		}
-		cJSON_AddNumberToObject(o, "session", (double)b->session);
-		cJSON_AddStringToObject(o, "boot", b->boot);
-		cJSON *ret = cJSON_AddArrayToObject(o, "retired_boots");
-		for (int k = 0; ret && k < SKY_REG_RETIRED_BOOTS && b->retired[k][0]; k++)
-			cJSON_AddItemToArray(ret, cJSON_CreateString(b->retired[k]));
-		cJSON_AddNumberToObject(o, "keepalive_s", b->keepalive_s);
-		cJSON_AddStringToObject(o, "version", b->has_caps ? b->caps.version : "");
-		if (b->has_caps) {
-			const sky_caps *k = &b->caps;
-			cJSON *cc = cJSON_AddObjectToObject(o, "caps");
-			if (cc) {
-				cJSON_AddStringToObject(cc, "board", k->board);
-				cJSON_AddStringToObject(cc, "model", k->shape.name);
-				cJSON_AddNumberToObject(cc, "seq", k->shape.seq);
-				cJSON_AddNumberToObject(cc, "batch", k->shape.batch);
-				cJSON_AddNumberToObject(cc, "threads", k->threads);
-				cJSON_AddNumberToObject(cc, "fwd_s", k->fp32.fwd_attn_s + k->fp32.fwd_ffn_s);
-				cJSON_AddNumberToObject(cc, "bwd_s", k->fp32.bwd_attn_s + k->fp32.bwd_ffn_s);
-				if (k->has_int8)
-					cJSON_AddNumberToObject(cc, "int8_fwd_s", k->int8_fwd_s);
-				else
-					cJSON_AddNullToObject(cc, "int8_fwd_s");
-				cJSON_AddNumberToObject(cc, "mem_bytes", (double)k->mem_bytes);
-				cJSON_AddNumberToObject(cc, "bw_Bps", k->link_bw);
-				cJSON_AddNumberToObject(cc, "lat_s", k->link_lat_s);
-				cJSON_AddStringToObject(cc, "site", sky_site_name(k->site));
-				cJSON_AddNumberToObject(cc, "probe_s", k->probe_s);
-			}
-		} else {
-			cJSON_AddNullToObject(o, "caps");
-		}
-		if (b->job[0]) {
-			cJSON *a = cJSON_AddObjectToObject(o, "assignment");
-			if (a) {
-				cJSON_AddStringToObject(a, "job", b->job);
-				cJSON_AddNumberToObject(a, "epoch", (double)b->epoch);
-				cJSON_AddNumberToObject(a, "stage", b->stage);
-				cJSON_AddNumberToObject(a, "first", b->first);
-				cJSON_AddNumberToObject(a, "last", b->last);
-				int k = sky_reg_ack(b);
-				cJSON_AddStringToObject(a, "ack", k > 0 ? "accepted"
-								  : k < 0 ? "refused"
-									  : "pending");
-				cJSON_AddNumberToObject(a, "arena_bytes", k ? (double)b->ack_bytes : 0);
-				cJSON_AddNumberToObject(a, "expected_bytes", (double)b->expected_bytes);
-				cJSON_AddStringToObject(a, "reason", k ? b->ack_reason : "");
-			}
-		} else {
-			cJSON_AddNullToObject(o, "assignment");
-		}
-	}
+	for (int i = 0; arr && i < r->n && board_json(arr, &r->b[i]) == 0; i++)
+		;
 	int n = sky_json_print(doc, buf, cap);
 	sky_json_free(doc);
 	return n;

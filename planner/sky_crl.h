@@ -10,7 +10,7 @@
  *     when empty: §5.1.2.6) of { serial, revocationDate, [reasonCode] },
  *     crlExtensions [0] { cRLNumber } }
  *
- * Files in the PKI directory (sky_ca.h):
+ * Files in the PKI directory (sky_pki_layout.h):
  *   <pki>/revoked     one line per revoked certificate:
  *                     "<board id> <serial hex> <unix time> <reason code>\n"
  *   <pki>/crl.pem     the CRL over every line of revoked, signed by the CA;

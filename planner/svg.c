@@ -63,6 +63,130 @@ static const char *const k_site_band[] = {"#e8f0f8", "#fbeede", "#e7f3e5", "#f3e
 #define N_BAND (sizeof k_site_band / sizeof k_site_band[0])
 #define PLAN_SITES_DRAWN 64 /* sites beyond this share the last band */
 
+/* x of the layer axis' start and of the time bars */
+#define PLAN_X_UNITS PLAN_LABEL_W
+#define PLAN_X_TIME (PLAN_LABEL_W + PLAN_UNITS_W + 10)
+
+/* The layer axis (ux: pixels per half-layer) and the column headings. */
+static void plan_axis(sky_text *o, const sky_job *j, int n_stages, double ux)
+{
+	/* layer axis: a tick every few layers, at the start of a layer (unit 2i) */
+	double step = tick_step(j->model.layers, 8);
+	if (step < 1)
+		step = 1;
+	for (double l = 0; l <= j->model.layers + 1e-9; l += step) {
+		double x = PLAN_X_UNITS + 2 * l * ux;
+		sky_text_put(o,
+			     "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ddd\"/>"
+			     "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#666\">%g</text>\n",
+			     x, PLAN_TOP - 6, x, PLAN_TOP + n_stages * PLAN_ROW_H, x, PLAN_TOP - 9, l);
+	}
+	sky_text_put(o, "<text x=\"%d\" y=\"%d\" fill=\"#666\">layer</text>\n", PLAN_X_UNITS - 40,
+		     PLAN_TOP - 9);
+	sky_text_put(o, "<text x=\"%d\" y=\"%d\" fill=\"#666\">time per micro-batch</text>\n",
+		     PLAN_X_TIME + 16, PLAN_TOP - 9);
+}
+
+/* The plan's sites, in the order its stages first reach them, into
+ * site_name[] (PLAN_SITES_DRAWN); returns how many. */
+static int plan_site_names(const sky_fleet *f, const sky_plan *p, const char **site_name)
+{
+	int n_sites = 0;
+	for (int k = 0; k < p->n_stages; k++) {
+		const char *st = f->board[p->stage[k].board].site;
+		int i = 0;
+		while (i < n_sites && !sky_site_eq(site_name[i], st))
+			i++;
+		if (i == n_sites && n_sites < PLAN_SITES_DRAWN)
+			site_name[n_sites++] = st;
+	}
+	return n_sites;
+}
+
+/* A band behind each row in its site's colour (w: the picture's width),
+ * then a red mark on every cut between sites. Returns the cuts marked. */
+static int plan_site_marks(sky_text *o, const sky_fleet *f, const sky_plan *p, int w, double ux,
+			   const char *const *site_name, int n_sites)
+{
+	int crossings = 0;
+	for (int k = 0; k < p->n_stages; k++) {
+		const sky_stage *s = &p->stage[k];
+		const char *st = f->board[s->board].site;
+		int i = 0, y = PLAN_TOP + k * PLAN_ROW_H;
+		while (i + 1 < n_sites && !sky_site_eq(site_name[i], st))
+			i++;
+		sky_text_put(o,
+			     "<rect x=\"4\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"><title>site ",
+			     y, w - 8, PLAN_ROW_H, k_site_band[(size_t)i % N_BAND]);
+		esc(o, sky_site_name(st));
+		sky_text_put(o, "</title></rect>\n");
+	}
+	for (int k = 0; k + 1 < p->n_stages; k++) {
+		const sky_stage *s = &p->stage[k];
+		if (sky_site_eq(f->board[s->board].site, f->board[p->stage[k + 1].board].site))
+			continue;
+		int y = PLAN_TOP + (k + 1) * PLAN_ROW_H;
+		double x = PLAN_X_UNITS + (s->last_unit + 1) * ux;
+		crossings++;
+		sky_text_put(o,
+			     "<g><title>cut between sites ");
+		esc(o, sky_site_name(f->board[s->board].site));
+		sky_text_put(o, " and ");
+		esc(o, sky_site_name(f->board[p->stage[k + 1].board].site));
+		sky_text_put(o,
+			     ": the busiest hop carries %.1f ms of activations, %.1f ms of gradients "
+			     "per micro-batch, + %.1f ms latency</title>"
+			     "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#d62728\" "
+			     "stroke-width=\"2\" stroke-dasharray=\"5 3\"/>"
+			     "<circle cx=\"%.1f\" cy=\"%d\" r=\"4\" fill=\"#d62728\"/></g>\n",
+			     s->wan_xfer_s * 1e3, s->wan_xfer_b_s * 1e3, s->wan_lat_s * 1e3, 8, y,
+			     PLAN_X_UNITS + PLAN_UNITS_W, y, x, y);
+	}
+	return crossings;
+}
+
+/* Stage k's row: its board (and site, when the plan spans sites), its
+ * half-layers on the axis, its time against the worst stage's. */
+static void plan_row(sky_text *o, const sky_fleet *f, const sky_plan *p, int k, double ux,
+		     double worst, int n_sites)
+{
+	const sky_stage *s = &p->stage[k];
+	const sky_board *b = &f->board[s->board];
+	int y = PLAN_TOP + k * PLAN_ROW_H;
+	double x0 = PLAN_X_UNITS + s->first_unit * ux, bw = (s->last_unit - s->first_unit + 1) * ux;
+	sky_text_put(o, "<g><title>");
+	esc(o, b->id);
+	sky_text_put(o,
+		     ": half-layers %d-%d (layer %d.%c to %d.%c), fwd %.2f ms, bwd %.2f ms, send "
+		     "%.2f ms per micro-batch, %d in flight, %.1f MB</title>\n",
+		     s->first_unit, s->last_unit, s->first_unit / 2, s->first_unit % 2 ? 'f' : 'a',
+		     s->last_unit / 2, s->last_unit % 2 ? 'f' : 'a', s->fwd_s * 1e3, s->bwd_s * 1e3,
+		     s->send_s * 1e3, s->in_flight, (double)s->mem_bytes / 1e6);
+	sky_text_put(o, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", PLAN_X_UNITS - 8, y + 15);
+	esc(o, b->id);
+	if (n_sites > 1) {
+		sky_text_put(o, " @ ");
+		esc(o, sky_site_name(b->site));
+	}
+	sky_text_put(o, "</text>\n");
+	sky_text_put(o,
+		     "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\" "
+		     "stroke=\"white\"/>\n",
+		     x0, y + 2, bw, PLAN_ROW_H - 4, k_stage_fill[k % N_FILL]);
+	if (bw > 34)
+		sky_text_put(o,
+			     "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"white\" "
+			     "font-size=\"11\">%d</text>\n",
+			     x0 + bw / 2, y + 15, s->last_unit - s->first_unit + 1);
+	double tw = s->time_s / worst * (PLAN_TIME_W - 70);
+	int is_worst = k == p->bottleneck_stage;
+	sky_text_put(o,
+		     "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>"
+		     "<text x=\"%.1f\" y=\"%d\" fill=\"#333\">%.1f ms%s</text>\n</g>\n",
+		     PLAN_X_TIME, y + 4, tw, PLAN_ROW_H - 8, is_worst ? "#e15759" : "#bab0ac",
+		     PLAN_X_TIME + tw + 4, y + 15, s->time_s * 1e3, is_worst ? " *" : "");
+}
+
 int sky_svg_plan(const sky_fleet *f, const sky_job *j, const sky_plan *p, const char *title,
 		 char *buf, size_t cap)
 {
@@ -81,111 +205,22 @@ int sky_svg_plan(const sky_fleet *f, const sky_job *j, const sky_plan *p, const 
 	const int w = PLAN_LABEL_W + PLAN_UNITS_W + PLAN_TIME_W + 20;
 	const int h = PLAN_TOP + p->n_stages * PLAN_ROW_H + 40;
 	const double ux = (double)PLAN_UNITS_W / units;
-	const int x_units = PLAN_LABEL_W, x_time = PLAN_LABEL_W + PLAN_UNITS_W + 10;
 	begin(&o, w, h, title);
 	sky_text_put(&o,
 		     "<text x=\"10\" y=\"40\" fill=\"#444\">%s, %d layers = %d half-layers, %d stage%s; "
 		     "bottleneck %.1f ms per micro-batch (lower bound %.1f ms)</text>\n",
 		     sky_algo_name(p->algo), j->model.layers, units, p->n_stages, p->n_stages == 1 ? "" : "s",
 		     p->bottleneck_s * 1e3, p->lower_bound_s * 1e3);
-	/* layer axis: a tick every few layers, at the start of a layer (unit 2i) */
-	double step = tick_step(j->model.layers, 8);
-	if (step < 1)
-		step = 1;
-	for (double l = 0; l <= j->model.layers + 1e-9; l += step) {
-		double x = x_units + 2 * l * ux;
-		sky_text_put(&o,
-			     "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ddd\"/>"
-			     "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#666\">%g</text>\n",
-			     x, PLAN_TOP - 6, x, PLAN_TOP + p->n_stages * PLAN_ROW_H, x, PLAN_TOP - 9, l);
-	}
-	sky_text_put(&o, "<text x=\"%d\" y=\"%d\" fill=\"#666\">layer</text>\n", x_units - 40,
-		     PLAN_TOP - 9);
-	sky_text_put(&o, "<text x=\"%d\" y=\"%d\" fill=\"#666\">time per micro-batch</text>\n",
-		     x_time + 16, PLAN_TOP - 9);
+	plan_axis(&o, j, p->n_stages, ux);
 	double worst = p->bottleneck_s > 0 ? p->bottleneck_s : 1;
 	/* sites: drawn only when the plan spans more than one (a plan in one
 	 * site looks as it did before sites) */
 	const char *site_name[PLAN_SITES_DRAWN];
-	int n_sites = 0, crossings = 0;
-	for (int k = 0; k < p->n_stages; k++) {
-		const char *st = f->board[p->stage[k].board].site;
-		int i = 0;
-		while (i < n_sites && !sky_site_eq(site_name[i], st))
-			i++;
-		if (i == n_sites && n_sites < PLAN_SITES_DRAWN)
-			site_name[n_sites++] = st;
-	}
-	for (int k = 0; n_sites > 1 && k < p->n_stages; k++) {
-		const sky_stage *s = &p->stage[k];
-		const char *st = f->board[s->board].site;
-		int i = 0, y = PLAN_TOP + k * PLAN_ROW_H;
-		while (i + 1 < n_sites && !sky_site_eq(site_name[i], st))
-			i++;
-		sky_text_put(&o,
-			     "<rect x=\"4\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"><title>site ",
-			     y, w - 8, PLAN_ROW_H, k_site_band[(size_t)i % N_BAND]);
-		esc(&o, sky_site_name(st));
-		sky_text_put(&o, "</title></rect>\n");
-	}
-	for (int k = 0; n_sites > 1 && k + 1 < p->n_stages; k++) {
-		const sky_stage *s = &p->stage[k];
-		if (sky_site_eq(f->board[s->board].site, f->board[p->stage[k + 1].board].site))
-			continue;
-		int y = PLAN_TOP + (k + 1) * PLAN_ROW_H;
-		double x = x_units + (s->last_unit + 1) * ux;
-		crossings++;
-		sky_text_put(&o,
-			     "<g><title>cut between sites ");
-		esc(&o, sky_site_name(f->board[s->board].site));
-		sky_text_put(&o, " and ");
-		esc(&o, sky_site_name(f->board[p->stage[k + 1].board].site));
-		sky_text_put(&o,
-			     ": the busiest hop carries %.1f ms of activations, %.1f ms of gradients "
-			     "per micro-batch, + %.1f ms latency</title>"
-			     "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#d62728\" "
-			     "stroke-width=\"2\" stroke-dasharray=\"5 3\"/>"
-			     "<circle cx=\"%.1f\" cy=\"%d\" r=\"4\" fill=\"#d62728\"/></g>\n",
-			     s->wan_xfer_s * 1e3, s->wan_xfer_b_s * 1e3, s->wan_lat_s * 1e3, 8, y,
-			     x_units + PLAN_UNITS_W, y, x, y);
-	}
-	for (int k = 0; k < p->n_stages; k++) {
-		const sky_stage *s = &p->stage[k];
-		const sky_board *b = &f->board[s->board];
-		int y = PLAN_TOP + k * PLAN_ROW_H;
-		double x0 = x_units + s->first_unit * ux, bw = (s->last_unit - s->first_unit + 1) * ux;
-		sky_text_put(&o, "<g><title>");
-		esc(&o, b->id);
-		sky_text_put(&o,
-			     ": half-layers %d-%d (layer %d.%c to %d.%c), fwd %.2f ms, bwd %.2f ms, send "
-			     "%.2f ms per micro-batch, %d in flight, %.1f MB</title>\n",
-			     s->first_unit, s->last_unit, s->first_unit / 2, s->first_unit % 2 ? 'f' : 'a',
-			     s->last_unit / 2, s->last_unit % 2 ? 'f' : 'a', s->fwd_s * 1e3, s->bwd_s * 1e3,
-			     s->send_s * 1e3, s->in_flight, (double)s->mem_bytes / 1e6);
-		sky_text_put(&o, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", x_units - 8, y + 15);
-		esc(&o, b->id);
-		if (n_sites > 1) {
-			sky_text_put(&o, " @ ");
-			esc(&o, sky_site_name(b->site));
-		}
-		sky_text_put(&o, "</text>\n");
-		sky_text_put(&o,
-			     "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\" "
-			     "stroke=\"white\"/>\n",
-			     x0, y + 2, bw, PLAN_ROW_H - 4, k_stage_fill[k % N_FILL]);
-		if (bw > 34)
-			sky_text_put(&o,
-				     "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"white\" "
-				     "font-size=\"11\">%d</text>\n",
-				     x0 + bw / 2, y + 15, s->last_unit - s->first_unit + 1);
-		double tw = s->time_s / worst * (PLAN_TIME_W - 70);
-		int is_worst = k == p->bottleneck_stage;
-		sky_text_put(&o,
-			     "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>"
-			     "<text x=\"%.1f\" y=\"%d\" fill=\"#333\">%.1f ms%s</text>\n</g>\n",
-			     x_time, y + 4, tw, PLAN_ROW_H - 8, is_worst ? "#e15759" : "#bab0ac",
-			     x_time + tw + 4, y + 15, s->time_s * 1e3, is_worst ? " *" : "");
-	}
+	int n_sites = plan_site_names(f, p, site_name), crossings = 0;
+	if (n_sites > 1)
+		crossings = plan_site_marks(&o, f, p, w, ux, site_name, n_sites);
+	for (int k = 0; k < p->n_stages; k++)
+		plan_row(&o, f, p, k, ux, worst, n_sites);
 	if (n_sites > 1)
 		sky_text_put(&o,
 			     "<text x=\"10\" y=\"%d\" fill=\"#666\">Numbers in bars: half-layers per "

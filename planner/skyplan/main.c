@@ -84,6 +84,179 @@ static int cut(const char *model_path, int first, int last, const char *out_path
 
 static const sky_deploy_model_ops k_model_ops = {.check = sky_modelcheck_int8, .cut = cut};
 
+enum {
+	O_LOG_JOURNAL = SKY_OPT_FIRST, O_PKI, O_BROKER, O_STATE, O_JOB, O_KEEPALIVE,
+	O_METRICS, O_LOG_LEVEL, O_CHUNK, O_PACE, O_GAIN, O_HOLDOFF, O_LINKS, O_LINK_BLIND,
+	O_LINK_PROBE
+};
+static const struct option k_opts[] = {{"log-journal", no_argument, NULL, O_LOG_JOURNAL},
+				       {"pki", required_argument, NULL, O_PKI},
+				       {"broker", required_argument, NULL, O_BROKER},
+				       {"state", required_argument, NULL, O_STATE},
+				       {"job", required_argument, NULL, O_JOB},
+				       {"links", required_argument, NULL, O_LINKS},
+				       {"link-blind", no_argument, NULL, O_LINK_BLIND},
+				       {"keepalive", required_argument, NULL, O_KEEPALIVE},
+				       {"metrics", required_argument, NULL, O_METRICS},
+				       {"log-level", required_argument, NULL, O_LOG_LEVEL},
+				       {"link-probe-s", required_argument, NULL, O_LINK_PROBE},
+				       {"slice-chunk-bytes", required_argument, NULL, O_CHUNK},
+				       {"slice-pace-ms", required_argument, NULL, O_PACE},
+				       {"replan-gain", required_argument, NULL, O_GAIN},
+				       {"replan-holdoff", required_argument, NULL, O_HOLDOFF},
+				       SKY_OPT_STD,
+				       {0}};
+
+#define GO_ON (-1) /* an option's parser: carry on (else the exit status) */
+
+/* The options that take a number: its range checked, into o. Returns GO_ON
+ * or 2 (a bad value, said on stderr). */
+static int take_number(int c, const sky_opt *op, sky_service_opts *o)
+{
+	const char *v = op->arg;
+	switch (c) {
+	case O_KEEPALIVE: {
+		char *end = NULL;
+		errno = 0;
+		long n = strtol(v, &end, 10);
+		if (end == v || *end || errno || n < 1 || n > 3600) {
+			fprintf(stderr, "skyplan: --keepalive expects 1 to 3600\n");
+			return 2;
+		}
+		o->keepalive_s = (int)n;
+		break;
+	}
+	case O_LINK_PROBE: {
+		char *end = NULL;
+		errno = 0;
+		double x = strtod(v, &end);
+		if (end == v || *end || errno || !(x >= 1 && x <= 86400)) {
+			fprintf(stderr, "skyplan: --link-probe-s expects 1 to 86400\n");
+			return 2;
+		}
+		o->link_probe_s = x;
+		break;
+	}
+	case O_CHUNK:
+	case O_PACE: {
+		char *end = NULL;
+		errno = 0;
+		long n = strtol(v, &end, 10);
+		long lo = c == O_CHUNK ? (long)SKY_CHUNK_MIN_BYTES : 0;
+		long hi = c == O_CHUNK ? (long)SKY_CHUNK_MAX_PAYLOAD : 60000;
+		if (end == v || *end || errno || n < lo || n > hi) {
+			fprintf(stderr, "skyplan: --%s expects %ld to %ld\n", op->name, lo, hi);
+			return 2;
+		}
+		if (c == O_CHUNK)
+			o->slice_chunk_bytes = (int)n;
+		else
+			o->slice_pace_ms = (int)n;
+		break;
+	}
+	case O_GAIN:
+	case O_HOLDOFF: {
+		char *end = NULL;
+		double x = strtod(v, &end);
+		double hi = c == O_GAIN ? 10 : 86400;
+		if (end == v || *end || !(x >= 0 && x <= hi)) {
+			fprintf(stderr, "skyplan: --%s expects 0 to %g\n",
+				c == O_GAIN ? "replan-gain" : "replan-holdoff", hi);
+			return 2;
+		}
+		*(c == O_GAIN ? &o->replan_gain : &o->replan_holdoff_s) = x;
+		break;
+	}
+	}
+	return GO_ON;
+}
+
+/* One option (c, its value in op) into o and *metrics. Returns GO_ON, 0
+ * (--help, --version: exit) or 2 (a bad option or value). */
+static int take_opt(int c, const sky_opt *op, sky_service_opts *o, const char **metrics)
+{
+	const char *v = op->arg;
+	switch (c) {
+	case SKY_OPT_HELP:
+		usage(stdout);
+		return 0;
+	case SKY_OPT_VERSION:
+		return 0;
+	case O_LOG_JOURNAL:
+		sky_log_set_journal(1);
+		break;
+	case O_PKI:
+		o->pki_dir = v;
+		break;
+	case O_BROKER:
+		o->broker = v;
+		break;
+	case O_STATE:
+		o->state_dir = v;
+		break;
+	case O_JOB:
+		o->job_file = v;
+		break;
+	case O_LINKS:
+		o->links_file = v;
+		break;
+	case O_LINK_BLIND:
+		o->link_blind = 1;
+		break;
+	case O_KEEPALIVE:
+	case O_LINK_PROBE:
+	case O_CHUNK:
+	case O_PACE:
+	case O_GAIN:
+	case O_HOLDOFF:
+		return take_number(c, op, o);
+	case O_METRICS: {
+		char host[SKY_NET_HOST_MAX + 1];
+		int port;
+		sky_diag pd;
+		sky_diag_clear(&pd);
+		if (sky_net_parse_hostport(v, host, sizeof host, &port, &pd) != 0) {
+			fprintf(stderr, "skyplan: --metrics: %s\n", pd.msg);
+			return 2;
+		}
+		*metrics = v;
+		break;
+	}
+	case O_LOG_LEVEL: {
+		sky_log_level l;
+		if (sky_log_parse_level(v, &l) != 0) {
+			fprintf(stderr, "skyplan: --log-level expects error, warn, info or debug\n");
+			return 2;
+		}
+		sky_log_set_level(l);
+		break;
+	}
+	default:
+		return 2;
+	}
+	return GO_ON;
+}
+
+/* The command line into o and *metrics. Returns GO_ON or the exit status. */
+static int parse_opts(int argc, char **argv, sky_service_opts *o, const char **metrics)
+{
+	sky_opt op;
+	sky_opt_begin(&op, "skyplan", argc, argv, k_opts, 0);
+	for (int c; (c = sky_opt_next(&op)) != SKY_OPT_END;) {
+		int rc = take_opt(c, &op, o, metrics);
+		if (rc != GO_ON)
+			return rc;
+	}
+	if (sky_opt_no_args(&op) != 0) {
+		return 2;
+	}
+	if (!o->pki_dir || !o->broker) {
+		fprintf(stderr, "skyplan: --pki and --broker are required (see --help)\n");
+		return 2;
+	}
+	return GO_ON;
+}
+
 int main(int argc, char **argv)
 {
 	sky_service_opts o;
@@ -94,143 +267,9 @@ int main(int argc, char **argv)
 	o.replan_gain = 0.1;
 	o.replan_holdoff_s = 30;
 	sky_log_set_name("skyplan");
-	enum {
-		O_LOG_JOURNAL = SKY_OPT_FIRST, O_PKI, O_BROKER, O_STATE, O_JOB, O_KEEPALIVE,
-		O_METRICS, O_LOG_LEVEL, O_CHUNK, O_PACE, O_GAIN, O_HOLDOFF, O_LINKS, O_LINK_BLIND,
-		O_LINK_PROBE
-	};
-	static const struct option k_opts[] = {{"log-journal", no_argument, NULL, O_LOG_JOURNAL},
-					       {"pki", required_argument, NULL, O_PKI},
-					       {"broker", required_argument, NULL, O_BROKER},
-					       {"state", required_argument, NULL, O_STATE},
-					       {"job", required_argument, NULL, O_JOB},
-					       {"links", required_argument, NULL, O_LINKS},
-					       {"link-blind", no_argument, NULL, O_LINK_BLIND},
-					       {"keepalive", required_argument, NULL, O_KEEPALIVE},
-					       {"metrics", required_argument, NULL, O_METRICS},
-					       {"log-level", required_argument, NULL, O_LOG_LEVEL},
-					       {"link-probe-s", required_argument, NULL, O_LINK_PROBE},
-					       {"slice-chunk-bytes", required_argument, NULL, O_CHUNK},
-					       {"slice-pace-ms", required_argument, NULL, O_PACE},
-					       {"replan-gain", required_argument, NULL, O_GAIN},
-					       {"replan-holdoff", required_argument, NULL, O_HOLDOFF},
-					       SKY_OPT_STD,
-					       {0}};
-	sky_opt op;
-	sky_opt_begin(&op, "skyplan", argc, argv, k_opts, 0);
-	for (int c; (c = sky_opt_next(&op)) != SKY_OPT_END;) {
-		const char *v = op.arg;
-		switch (c) {
-		case SKY_OPT_HELP:
-			usage(stdout);
-			return 0;
-		case SKY_OPT_VERSION:
-			return 0;
-		case O_LOG_JOURNAL:
-			sky_log_set_journal(1);
-			break;
-		case O_PKI:
-			o.pki_dir = v;
-			break;
-		case O_BROKER:
-			o.broker = v;
-			break;
-		case O_STATE:
-			o.state_dir = v;
-			break;
-		case O_JOB:
-			o.job_file = v;
-			break;
-		case O_LINKS:
-			o.links_file = v;
-			break;
-		case O_LINK_BLIND:
-			o.link_blind = 1;
-			break;
-		case O_KEEPALIVE: {
-			char *end = NULL;
-			errno = 0;
-			long n = strtol(v, &end, 10);
-			if (end == v || *end || errno || n < 1 || n > 3600) {
-				fprintf(stderr, "skyplan: --keepalive expects 1 to 3600\n");
-				return 2;
-			}
-			o.keepalive_s = (int)n;
-			break;
-		}
-		case O_LINK_PROBE: {
-			char *end = NULL;
-			errno = 0;
-			double x = strtod(v, &end);
-			if (end == v || *end || errno || !(x >= 1 && x <= 86400)) {
-				fprintf(stderr, "skyplan: --link-probe-s expects 1 to 86400\n");
-				return 2;
-			}
-			o.link_probe_s = x;
-			break;
-		}
-		case O_CHUNK:
-		case O_PACE: {
-			char *end = NULL;
-			errno = 0;
-			long n = strtol(v, &end, 10);
-			long lo = c == O_CHUNK ? (long)SKY_CHUNK_MIN_BYTES : 0;
-			long hi = c == O_CHUNK ? (long)SKY_CHUNK_MAX_PAYLOAD : 60000;
-			if (end == v || *end || errno || n < lo || n > hi) {
-				fprintf(stderr, "skyplan: --%s expects %ld to %ld\n", op.name, lo, hi);
-				return 2;
-			}
-			if (c == O_CHUNK)
-				o.slice_chunk_bytes = (int)n;
-			else
-				o.slice_pace_ms = (int)n;
-			break;
-		}
-		case O_GAIN:
-		case O_HOLDOFF: {
-			char *end = NULL;
-			double x = strtod(v, &end);
-			double hi = c == O_GAIN ? 10 : 86400;
-			if (end == v || *end || !(x >= 0 && x <= hi)) {
-				fprintf(stderr, "skyplan: --%s expects 0 to %g\n",
-					c == O_GAIN ? "replan-gain" : "replan-holdoff", hi);
-				return 2;
-			}
-			*(c == O_GAIN ? &o.replan_gain : &o.replan_holdoff_s) = x;
-			break;
-		}
-		case O_METRICS: {
-			char host[SKY_NET_HOST_MAX + 1];
-			int port;
-			sky_diag pd;
-			sky_diag_clear(&pd);
-			if (sky_net_parse_hostport(v, host, sizeof host, &port, &pd) != 0) {
-				fprintf(stderr, "skyplan: --metrics: %s\n", pd.msg);
-				return 2;
-			}
-			metrics = v;
-			break;
-		}
-		case O_LOG_LEVEL: {
-			sky_log_level l;
-			if (sky_log_parse_level(v, &l) != 0) {
-				fprintf(stderr, "skyplan: --log-level expects error, warn, info or debug\n");
-				return 2;
-			}
-			sky_log_set_level(l);
-			break;
-		}
-		default:
-			return 2;
-		}
-	}
-	if (sky_opt_no_args(&op) != 0) {
-		return 2;
-	}
-	if (!o.pki_dir || !o.broker) {
-		fprintf(stderr, "skyplan: --pki and --broker are required (see --help)\n");
-		return 2;
-	}
+	int prc = parse_opts(argc, argv, &o, &metrics);
+	if (prc != GO_ON)
+		return prc;
 	if (sky_signal_install() != 0) {
 		fprintf(stderr, "skyplan: cannot install signal handlers\n");
 		return 1;

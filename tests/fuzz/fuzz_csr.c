@@ -15,6 +15,7 @@
 #include "sky_clock.h"
 #include "sky_file.h"
 #include "sky_json.h"
+#include "sky_pki.h"
 
 #include <mbedtls/sha256.h>
 #include <stdint.h>

@@ -68,4 +68,68 @@ headers_alone() {
 }
 check public_headers_compile_alone headers_alone
 
+
+# ---- no circles among planner/'s modules ------------------------------------
+# A module is x.c with its headers sky_x.h and x_internal.h (plan_internal.h
+# and sky_plan.h are the module "plan"). Two graphs, each must be a DAG:
+#  - includes: a planner file's #include "..." of another planner header;
+#  - calls: a planner object's undefined symbol that another planner object
+#    defines (nm over $SKY_BUILD/obj/planner, when built), which also sees
+#    circles a shared header hides (plan_internal.h declares functions of
+#    cost.c and of every partition_*.c alike).
+# tsort names the modules of each loop it finds. A pair listed below is
+# reported on stderr but does not fail the check.
+cycle_known_pairs='jobstate service' # removed by the service split
+cycle_module() { # planner/x.c, planner/sky_x.h, planner/x_internal.h -> x
+	echo "$1" | sed -e 's|^planner/||' -e 's|\.[cho]$||' -e 's|^sky_||' -e 's|/sky_|/|' -e 's|_internal$||'
+}
+cycle_include_edges() {
+	for f in $(find planner -name '*.[ch]' | sort); do
+		from=$(cycle_module "$f")
+		grep -hoE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[^"]+"' "$f" |
+			sed 's/.*"\(.*\)"/\1/' | while read -r h; do
+			for c in "$(dirname "$f")/$h" "planner/$h"; do
+				if [ -f "$c" ]; then
+					to=$(cycle_module "$c")
+					[ "$to" = "$from" ] || echo "$from $to"
+					break
+				fi
+			done
+		done
+	done | sort -u
+}
+cycle_call_edges() { # objects whose source still exists (no stale ones)
+	objs=$1
+	for o in $(cd "$objs" && find . -name '*.o' | sed 's|^\./||' | sort); do
+		[ -f "planner/${o%.o}.c" ] || continue
+		${NM:-nm} "$objs/$o" | awk -v m="$(cycle_module "planner/$o")" \
+			'$2 ~ /^[TDBRC]$/ { print "D", m, $3 } $1 == "U" { print "U", m, $2 }'
+	done | awk '$1 == "D" { def[$3] = $2 } $1 == "U" { use[++n] = $2 " " $3 }
+		END { for (i = 1; i <= n; i++) { split(use[i], u, " ")
+			if ((u[2] in def) && def[u[2]] != u[1]) print u[1], def[u[2]] } }' | sort -u
+}
+cycle_loops() { # edges on stdin -> one line per loop: its modules, sorted
+	known=$(echo "$cycle_known_pairs" | tr ' ' '\n' | sort | tr '\n' ' ')
+	LC_ALL=C tsort 2>&1 >/dev/null | awk '
+		/input contains a loop/ { if (l != "") print l; l = ""; next }
+		{ sub(/^tsort: /, ""); l = l $0 " " }
+		END { if (l != "") print l }' | while read -r loop; do
+		set -- $(echo "$loop" | tr ' ' '\n' | sort | tr '\n' ' ')
+		if [ "$* " = "$known" ]; then
+			echo "note: known circle planner/$1 <-> $2 (removed by the service split)" >&2
+		else
+			echo "circle: $*"
+		fi
+	done
+}
+planner_include_cycles() { cycle_include_edges | cycle_loops; }
+check planner_no_include_cycles planner_include_cycles
+planner_call_cycles() { cycle_call_edges "$1" | cycle_loops; }
+cycle_objs=${SKY_BUILD:-build/host}/obj/planner
+if [ -d "$cycle_objs" ] && [ -n "$(find "$cycle_objs" -name '*.o' | head -1)" ]; then
+	check planner_no_call_cycles planner_call_cycles "$cycle_objs"
+else
+	echo "SKIP planner_no_call_cycles: no objects in $cycle_objs (build first)"
+fi
+
 exit $fail

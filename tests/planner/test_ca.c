@@ -1,10 +1,13 @@
 /* The fleet CA: PKI directory, broker config, tokens, CSR intake, enrollment. */
 #include "sky_test.h"
 
+#include "sky_broker_conf.h"
 #include "sky_ca.h"
 #include "sky_clock.h"
 #include "sky_crl.h"
 #include "sky_file.h"
+#include "sky_pki.h"
+#include "sky_pki_layout.h"
 
 #include <mbedtls/x509_csr.h>
 #include <stdio.h>

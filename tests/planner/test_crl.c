@@ -9,6 +9,8 @@
 #include "sky_crl.h"
 #include "sky_file.h"
 #include "sky_identity.h"
+#include "sky_pki.h"
+#include "sky_pki_layout.h"
 
 #include <mbedtls/md.h>
 #include <mbedtls/x509_crl.h>

@@ -5,6 +5,8 @@
 #include "sky_clock.h"
 #include "sky_file.h"
 #include "sky_identity.h"
+#include "sky_pki.h"
+#include "sky_pki_layout.h"
 
 #include <mbedtls/x509_csr.h>
 #include <stdio.h>

@@ -3,6 +3,8 @@
 
 #include "sky_ca.h"
 #include "sky_file.h"
+#include "sky_pki.h"
+#include "sky_pki_layout.h"
 #include "sky_sign.h"
 
 #include <stdio.h>

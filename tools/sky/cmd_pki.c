@@ -5,6 +5,7 @@
 
 #include "bench_util.h"
 
+#include "sky_broker_conf.h"
 #include "sky_ca.h"
 #include "sky_clock.h"
 #include "sky_crl.h"
@@ -13,6 +14,8 @@
 #include "sky_identity.h"
 #include "sky_json.h"
 #include "sky_opt.h"
+#include "sky_pki.h"
+#include "sky_pki_layout.h"
 #include "sky_sign.h"
 #include "sky_signal.h"
 

@@ -1,9 +1,9 @@
 /* A client of a serving job; see infer_client.h. */
 #include "infer_client.h"
 
-#include "sky_ca.h"
 #include "sky_file.h"
 #include "sky_mqtt.h"
+#include "sky_pki_layout.h"
 #include "sky_sign.h"
 #include "sky_topics.h"
 
