@@ -64,7 +64,7 @@ check runtime_never_includes_planner runtime_includes_planner
 svc_internal_includes() {
 	grep -rlE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"svc_internal\.h"' \
 		port runtime planner tools tests --include='*.c' --include='*.h' |
-		grep -vE '^planner/(service|svc_[a-z_]+)\.c$|^planner/svc_internal\.h$|^tests/planner/[a-z_]+\.c$'
+		grep -vE '^planner/(service|svc_[a-z_]+)\.c$|^planner/svc_internal\.h$|^tests/planner/(test_)?svc_[a-z_]+\.c$'
 }
 check only_the_service_includes_svc_internal svc_internal_includes
 
