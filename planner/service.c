@@ -38,7 +38,6 @@ struct svc_route {
 	const char *area; /* sky_topic_parse's area, or the topic's prefix */
 	const char *leaf; /* NULL: any */
 	void (*fn)(svc *s, const svc_msg *m);
-	int locked; /* the handler runs under s->lock */
 };
 
 /* sky/v1/<area>/<seg>/<leaf> */
@@ -137,27 +136,27 @@ static void on_req(svc *s, const svc_msg *m)
 
 /* The first route that matches takes the message. */
 static const svc_route k_routes[] = {
-	{match_area, "jobs", SKY_TOPIC_SUBMIT, on_submit, 0},
-	{match_area, "jobs", SKY_TOPIC_WEIGHTS, on_weights, 0},
-	{match_area, "jobs", NULL, on_ignore, 0},
-	{match_area, "board", SKY_TOPIC_SLICE_REQ, on_slice_req, 1},
-	{match_area, "board", NULL, on_board, 1},
-	{match_area, "job", SKY_TOPIC_PLAN, on_plan, 1},
-	{match_area, "job", SKY_TOPIC_METRICS, on_metrics, 1},
-	{match_area, "enroll", SKY_TOPIC_CSR, on_csr, 1},
-	{match_prefix, SKY_TOPIC_ROOT "/site/", NULL, on_site, 1},
-	{match_job_to, NULL, SKY_TOPIC_CKPT, on_ckpt, 1},
-	{match_job_to, NULL, SKY_TOPIC_RESP, on_resp, 1},
-	{match_ready, NULL, NULL, on_ready, 1},
+	{match_area, "jobs", SKY_TOPIC_SUBMIT, on_submit},
+	{match_area, "jobs", SKY_TOPIC_WEIGHTS, on_weights},
+	{match_area, "jobs", NULL, on_ignore},
+	{match_area, "board", SKY_TOPIC_SLICE_REQ, on_slice_req},
+	{match_area, "board", NULL, on_board},
+	{match_area, "job", SKY_TOPIC_PLAN, on_plan},
+	{match_area, "job", SKY_TOPIC_METRICS, on_metrics},
+	{match_area, "enroll", SKY_TOPIC_CSR, on_csr},
+	{match_prefix, SKY_TOPIC_ROOT "/site/", NULL, on_site},
+	{match_job_to, NULL, SKY_TOPIC_CKPT, on_ckpt},
+	{match_job_to, NULL, SKY_TOPIC_RESP, on_resp},
+	{match_ready, NULL, NULL, on_ready},
 	/* requests, and anything else: answered unknown_job if a request */
-	{match_any, NULL, NULL, on_req, 1},
+	{match_any, NULL, NULL, on_req},
 };
 
 static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char *p, size_t len,
 		   int retained)
 {
 	svc *s = ctx;
-	/* before the lock: a link probe's return is timed when it arrived */
+	/* when it was handed over: a link probe's return is timed then */
 	svc_msg m = {.topic = topic, .tl = tl, .p = p, .len = len, .retained = retained,
 		     .now = sky_clock_s()};
 	if (strlen(topic) != tl)
@@ -166,11 +165,7 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 		const svc_route *rt = &k_routes[i];
 		if (!rt->match(rt, &m))
 			continue;
-		if (rt->locked)
-			sky_mutex_lock(&s->lock);
 		rt->fn(s, &m);
-		if (rt->locked)
-			sky_mutex_unlock(&s->lock);
 		return;
 	}
 }
@@ -216,26 +211,20 @@ static int connect_svc(svc *s, sky_diag *d)
 	atomic_store(&s->lost, 0);
 	if ((rc = sky_mqtt_connect(&m, &mo, d)) != 0)
 		return rc;
-	sky_mutex_lock(&s->lock);
 	s->m = m;
 	svc_store_connecting(s, 0);
-	sky_mutex_unlock(&s->lock);
 	for (size_t i = 0; i < sizeof k_subs / sizeof k_subs[0]; i++)
 		if ((rc = sky_mqtt_subscribe(m, k_subs[i], 1, 5000, d)) != 0)
 			return rc;
-	sky_mutex_lock(&s->lock);
 	svc_store_connecting(s, 1);
-	sky_mutex_unlock(&s->lock);
 	SKY_INFO("connected to %s as %s", s->o->broker, SKY_TOPIC_PLANNER_CN);
 	return 0;
 }
 
 static void drop(svc *s)
 {
-	sky_mutex_lock(&s->lock);
 	sky_mqtt *m = s->m;
 	s->m = NULL;
-	sky_mutex_unlock(&s->lock);
 	sky_mqtt_close(m, 1000);
 }
 
@@ -265,7 +254,6 @@ static int svc_open(svc *s, const sky_service_opts *o, sky_diag *d)
 	int rc;
 	char path[640];
 	s->o = o;
-	sky_mutex_init(&s->lock);
 	sky_ca_init(&s->ca);
 	sky_signer_init(&s->signer);
 	sky_registry_init(&s->reg);
@@ -296,7 +284,7 @@ static int svc_open(svc *s, const sky_service_opts *o, sky_diag *d)
 	return 0;
 }
 
-/* One tick of the loop (under the lock): boards gone, revocations,
+/* One tick of the loop: boards gone, revocations,
  * republishing, link probes, followed jobs, replays, queued jobs, and the
  * suppressed-lines flush. */
 static void svc_tick(svc *s, double now, double gap, int behind)
@@ -325,10 +313,8 @@ static void svc_loop(svc *s)
 		double now = sky_clock_s();
 		double gap = last_tick > 0 ? now - last_tick : 0;
 		last_tick = now;
-		sky_mutex_lock(&s->lock);
 		svc_tick(s, now, gap, behind);
 		int changed = s->reg.changed || s->jobs.changed;
-		sky_mutex_unlock(&s->lock);
 		/* every change within 0.2 s; every 2 s while a backlog waits (two
 		 * more fsyncs a tick would slow its reading further) */
 		if ((changed && !behind && now - last_save >= 0.2) || now - last_save >= 2.0) {
@@ -370,6 +356,5 @@ exit:
 	mbedtls_x509_crt_free(&s->planner_crt);
 	sky_signer_free(&s->signer);
 	sky_ca_free(&s->ca);
-	sky_mutex_free(&s->lock);
 	return rc;
 }

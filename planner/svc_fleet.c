@@ -97,7 +97,6 @@ void svc_fleet_on_oversize(void *ctx, const char *topic, size_t tl, size_t len)
 	sky_diag_clear(&d);
 	if (strlen(topic) != tl)
 		return;
-	sky_mutex_lock(&s->lock);
 	if (sky_topic_parse(topic, tl, "board", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
 	    sky_registry_on_board_msg(&s->reg, seg, leaf, NULL, len, sky_clock_s(),
 				      sky_clock_unix(), &d) < 0) {
@@ -110,7 +109,6 @@ void svc_fleet_on_oversize(void *ctx, const char *topic, size_t tl, size_t len)
 			 topic, len, sky_topic_max_bytes(topic));
 	}
 	s->reg.changed = 1;
-	sky_mutex_unlock(&s->lock);
 }
 
 /* Reads the CA's revoked list and drops every board on it that the

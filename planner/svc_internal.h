@@ -46,7 +46,6 @@
 #include "sky_registry.h"
 #include "sky_servefault.h"
 #include "sky_sign.h"
-#include "sky_thread.h"
 #include "sky_topics.h"
 
 #include <stdatomic.h>
@@ -247,12 +246,11 @@ struct svc {
 	sky_ca ca;
 	sky_signer signer;
 	mbedtls_x509_crt planner_crt; /* to read our own retained plans back */
-	/* Every handler and the loop's tick run on the loop's thread
-	 * (sky_mqtt_poll_for hands messages over on the caller's thread), so
-	 * this lock orders nothing between threads today: it brackets the
-	 * tick's work and each handler's as one step, and would guard s->m and
-	 * the shared modules below if a handler ever ran on Paho's thread. */
-	sky_mutex lock;
+	/* No lock: every message handler (on_msg, on_oversize) and the loop's
+	 * tick run on the loop's thread, sky_mqtt_poll_for handing messages
+	 * over on the caller's thread (sky_mqtt.h). Only on_lost runs on
+	 * Paho's thread, and it only sets lost. The metrics scrape reads its
+	 * own snapshot (sky_metrics.h). Checked by the ThreadSanitizer leg. */
 	sky_mqtt *m;
 	_Atomic int lost; /* set on Paho's thread (on_lost); not under the lock */
 	/* shared modules, each written through its own sky_* calls */
@@ -277,7 +275,7 @@ struct svc {
 };
 
 /* ---- the calls between the files ------------------------------------------ */
-/* Unless said otherwise, called with s->lock held, on the loop's thread. */
+/* Every call on the loop's thread. */
 
 /* svc_log.c: a warning through kind's throttle (at most a few a window,
  * then one "... N more suppressed" line); flush says that line for a flood
@@ -288,12 +286,12 @@ void svc_log_flush(svc *s, double now);
 
 /* svc_submit.c */
 /* Parses and queues a job. Returns 0, or the reason it was refused in d
- * (and the log). Takes the lock. */
+ * (and the log). */
 int svc_submit_queue(svc *s, const char *buf, size_t len, const char *from, sky_diag *d);
 /* --job's file, queued at start. Returns 0, or an error in d when it cannot
  * be read (a refused job is logged). */
 int svc_submit_file(svc *s, const char *path, sky_diag *d);
-/* A submission on sky/v1/jobs/<op>/submit (without the lock). */
+/* A submission on sky/v1/jobs/<op>/submit. */
 void svc_submit_on_msg(svc *s, const char *op, const char *p, size_t len);
 /* Queues job again from its newest saved plan, to be planned over the
  * boards online now (a job without checkpoints, which is not followed). */
@@ -310,7 +308,7 @@ long svc_enroll_limited(const svc *s);
 
 /* svc_fleet.c */
 void svc_fleet_on_board(svc *s, const char *id, const char *leaf, const char *p, size_t len);
-/* sky_mqtt_oversize_fn: takes the lock */
+/* sky_mqtt_oversize_fn */
 void svc_fleet_on_oversize(void *ctx, const char *topic, size_t tl, size_t len);
 /* The registry's liveness tick (gap: seconds the loop did not run; behind:
  * messages wait unread) and the revoked list, read again every second. */
@@ -359,7 +357,7 @@ void svc_store_on_plan(svc *s, const char *topic, const char *p, size_t len, int
  * given 2 s to arrive before the missing ones are republished (end). */
 void svc_store_connecting(svc *s, int end);
 void svc_store_tick(svc *s, double now);
-/* fleet.json and jobs.json (takes the lock). */
+/* fleet.json and jobs.json. */
 void svc_store_save_state(svc *s);
 /* At start: fleet.json, --links, the epoch and the saved plans. Returns 0
  * or an error in d. */

@@ -197,21 +197,17 @@ void svc_store_save_state(svc *s)
 {
 	char path[640];
 	char *buf = s->store.status_buf;
-	sky_mutex_lock(&s->lock);
 	int64_t unix_s = sky_clock_unix();
 	int n = sky_registry_to_json(&s->reg, unix_s, buf, sizeof s->store.status_buf);
 	/* the scrape's snapshot from the same registry and clock as fleet.json */
 	sky_metrics_publish(sky_metrics_default(), &s->reg, unix_s);
 	s->reg.changed = 0;
-	sky_mutex_unlock(&s->lock);
 	if (svc_state_file(s, "fleet.json", path, sizeof path) != 0 || n < 0 ||
 	    sky_file_write(path, buf, (size_t)n, 0644) != 0)
 		SKY_WARN("cannot write %s", path);
 	/* training jobs beside it, once there are any (sky fleet status shows them) */
-	sky_mutex_lock(&s->lock);
 	int jn = s->jobs.n ? sky_jobstat_to_json(&s->jobs, buf, sizeof s->store.status_buf) : 0;
 	s->jobs.changed = 0;
-	sky_mutex_unlock(&s->lock);
 	if (jn > 0 && (svc_state_file(s, "jobs.json", path, sizeof path) != 0 ||
 		       sky_file_write(path, buf, (size_t)jn, 0644) != 0))
 		SKY_WARN("cannot write %s", path);

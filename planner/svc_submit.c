@@ -45,12 +45,11 @@ static int check_infer(svc *s, svc_job *j, sky_diag *d)
 	return 0;
 }
 
-/* Queues pj (takes the lock). Returns 0 or SKY_ESTATE (a full queue). */
+/* Queues pj. Returns 0 or SKY_ESTATE (a full queue). */
 static int enqueue(svc *s, const svc_pending *pj, const char *from, sky_diag *d)
 {
 	int rc = 0;
 	const sky_job_req *r = &pj->job.req;
-	sky_mutex_lock(&s->lock);
 	if (s->submit.n_pending < MAX_PENDING) {
 		s->submit.pending[s->submit.n_pending++] = *pj;
 		if (sky_nojob_kind_of(&s->nojob, r->job) == SKY_NOJOB_UNKNOWN)
@@ -63,7 +62,6 @@ static int enqueue(svc *s, const svc_pending *pj, const char *from, sky_diag *d)
 				  MAX_PENDING);
 		SKY_WARN("%s", d->msg);
 	}
-	sky_mutex_unlock(&s->lock);
 	return rc;
 }
 
