@@ -28,7 +28,7 @@ int svc_follow_any_running(const svc *s)
 {
 	int running = 0;
 	for (int i = 0; i < s->follow.n_run; i++)
-		running |= !s->follow.run[i].paused;
+		running |= !s->follow.run[i].replan.paused;
 	return running;
 }
 
@@ -44,15 +44,15 @@ void svc_follow_save(svc *s, const run_job *r)
 	js->epoch = r->epoch;
 	js->generation = r->generation;
 	js->predicted_s = r->predicted_s > 0 ? r->predicted_s : 0;
-	js->paused = r->paused;
-	snprintf(js->pause_why, sizeof js->pause_why, "%s", r->pause_why);
+	js->paused = r->replan.paused;
+	snprintf(js->pause_why, sizeof js->pause_why, "%s", r->replan.pause_why);
 	js->n_stages = r->n_stages;
 	for (int k = 0; k < r->n_stages; k++) {
 		memcpy(js->board[k], r->board[k], sizeof js->board[k]);
 		js->first[k] = r->first[k];
 		js->last[k] = r->last[k];
-		memcpy(js->slice[k], r->serve.slice[k].sha256, sizeof js->slice[k]);
-		js->slice_bytes[k] = r->serve.slice[k].bytes;
+		memcpy(js->slice[k], r->slice[k].sha256, sizeof js->slice[k]);
+		js->slice_bytes[k] = r->slice[k].bytes;
 	}
 	memcpy(js->plan_sha256, r->plan_sha, sizeof js->plan_sha256);
 	if (sky_jobstate_save(s->state_dir, js, &d) != 0)
@@ -102,23 +102,20 @@ void svc_follow_plan(svc *s, const svc_plan_req *rq, const sky_planmsg *p, const
 		snprintf(r->board[k], sizeof r->board[k], "%s", p->stages[k].board);
 		r->first[k] = p->stages[k].first;
 		r->last[k] = p->stages[k].last;
-		r->train.busy_n[k] = r->train.busy_step[k] = r->train.drift_run[k] = 0;
-		r->train.busy_base[k] = 0;
-		r->serve.slice[k] = p->stages[k].slice;
+		r->slice[k] = p->stages[k].slice;
 	}
+	svc_train_new_plan(r, p->n_stages);
 	unsigned char sha[32];
 	sky_sha256(env, elen, sha);
 	sky_sha256_hex(sha, r->plan_sha);
 	r->predicted_s = predicted_s;
 	r->plan_s = sky_clock_s();
-	r->paused = 0;
-	r->train.want = 0;
-	r->train.ask_step = 0;
+	svc_replan_resumed(r);
 	r->restored_until = 0;
 	if (p->infer.on) {
 		/* serving: its unanswered requests are replayed after a re-plan */
 		if (sky_servefault_follow(&s->sf, p->job, p->epoch, p->n_stages, p->infer.queue,
-					  rq->replan, r->fault_s) != 0)
+					  rq->replan, r->replan.fault_s) != 0)
 			SKY_WARN("job %s: already following %d serving jobs; requests in flight at "
 				 "a fault are not replayed",
 				 p->job, SKY_SF_MAX_JOBS);
@@ -145,15 +142,13 @@ run_job *svc_follow_from_state(svc *s, const sky_jobstate *js)
 		memcpy(r->board[k], js->board[k], sizeof r->board[k]);
 		r->first[k] = js->first[k];
 		r->last[k] = js->last[k];
-		memcpy(r->serve.slice[k].sha256, js->slice[k], sizeof r->serve.slice[k].sha256);
-		r->serve.slice[k].bytes = js->slice_bytes[k];
+		memcpy(r->slice[k].sha256, js->slice[k], sizeof r->slice[k].sha256);
+		r->slice[k].bytes = js->slice_bytes[k];
 	}
 	memcpy(r->plan_sha, js->plan_sha256, sizeof r->plan_sha);
 	r->predicted_s = js->predicted_s;
-	r->paused = js->paused;
-	snprintf(r->pause_why, sizeof r->pause_why, "%s", js->pause_why);
+	svc_replan_restore(r, js->paused, js->pause_why, now + 1.0);
 	r->plan_s = now;
-	r->retry_s = now + 1.0;
 	r->restored_at = now;
 	r->restored_until = now + RESTORE_GRACE_S;
 	return r;
@@ -162,6 +157,11 @@ run_job *svc_follow_from_state(svc *s, const sky_jobstate *js)
 void svc_follow_add(svc *s)
 {
 	s->follow.n_run++;
+}
+
+void svc_follow_predicted(run_job *r, double step_s)
+{
+	r->predicted_s = step_s;
 }
 
 /* 1 when r is no longer followed: done (every stage finished under its
@@ -173,7 +173,7 @@ static int let_go(svc *s, const run_job *r)
 	for (int k = 0; k < s->jobs.n; k++)
 		done += !strcmp(s->jobs.row[k].job, job) && s->jobs.row[k].epoch == r->epoch &&
 			s->jobs.row[k].done;
-	if (done >= r->n_stages && !r->paused) {
+	if (done >= r->n_stages && !r->replan.paused) {
 		char fields[160];
 		snprintf(fields, sizeof fields, "\"event\":\"done\",\"epoch\":%lld,\"generation\":%d",
 			 (long long)r->epoch, r->generation);
@@ -224,7 +224,7 @@ static int replan_if_gone(svc *s, run_job *r, double now)
 	}
 	if (!why[0])
 		return 0;
-	r->fault_s = now;
+	svc_replan_fault(r, now);
 	SKY_WARN("job %s epoch %lld: %s; re-planning over the boards left", r->job.req.job,
 		 (long long)r->epoch, why);
 	svc_replan(s, r, why, now);
@@ -241,9 +241,9 @@ void svc_follow_tick(svc *s, double now)
 			continue;
 		}
 		i++;
-		if (r->paused) {
-			if (now >= r->retry_s)
-				svc_replan(s, r, r->pause_why, now);
+		if (r->replan.paused) {
+			if (now >= r->replan.retry_s)
+				svc_replan(s, r, r->replan.pause_why, now);
 			continue;
 		}
 		if (restore_wait(s, r, now) || replan_if_gone(s, r, now))

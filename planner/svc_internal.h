@@ -87,8 +87,9 @@ typedef struct svc_pending {
 	svc_notes notes;
 } svc_pending;
 
-/* A job followed for re-plans (svc_follow.c), with what training
- * (svc_train.c) and serving (svc_serve.c) each need of it. */
+/* A job followed for re-plans: its plan (svc_follow.c), its re-plan and
+ * pause (svc_replan.c) and what training needs (svc_train.c); each part
+ * written by its file only. */
 typedef struct run_job {
 	svc_job job;         /* the request, for re-plans */
 	svc_notes notes;     /* as its first plan left them */
@@ -100,15 +101,22 @@ typedef struct run_job {
 	char plan_sha[65];   /* the signed plan's SHA-256 (kept in the state file) */
 	double predicted_s;
 	double plan_s;       /* monotonic: when the current plan went out */
-	int paused;
-	double retry_s;      /* paused: next attempt */
-	char pause_why[200]; /* the fault that paused it */
-	double fault_s;      /* monotonic: the fault or decision a re-plan answers (0 none) */
 	/* taken back from <state>/jobs/<job>.run.json at a restart (monotonic
 	 * restored_at): until restored_until, a board not heard from since (the
 	 * registry restores every board offline) is not taken for dead yet */
 	double restored_at, restored_until;
+	/* each stage's slice (serving; kept in the state file, checked again
+	 * at a restart) */
+	sky_plan_slice slice[RUN_MAX_STAGES];
 	struct {
+		/* svc_replan.c */
+		int paused;
+		double retry_s;      /* paused: next attempt */
+		char pause_why[200]; /* the fault that paused it */
+		double fault_s;      /* monotonic: the fault or decision a re-plan answers (0 none) */
+	} replan;
+	struct {
+		/* svc_train.c */
 		/* drift: each stage's busy seconds a step (metrics busy x step_s):
 		 * the mean of its first steps under this plan, the last step seen,
 		 * how many steps in a row were off by more than half, and when its
@@ -122,11 +130,6 @@ typedef struct run_job {
 		int ask_step, ask_ahead; /* the checkpoint asked for it, and how far ahead */
 		double next_eval_s;
 	} train;
-	struct {
-		/* each stage's slice (kept in the state file, checked again at a
-		 * restart) */
-		sky_plan_slice slice[RUN_MAX_STAGES];
-	} serve;
 } run_job;
 
 /* How a job is planned (svc_plan_job): a queued job, or a re-plan of a
@@ -376,6 +379,8 @@ void svc_follow_save(svc *s, const run_job *r);
  * counted until svc_follow_add; NULL when every slot is taken. */
 run_job *svc_follow_from_state(svc *s, const sky_jobstate *js);
 void svc_follow_add(svc *s);
+/* r's plan, re-simulated with today's capabilities, predicts step_s. */
+void svc_follow_predicted(run_job *r, double step_s);
 int svc_follow_any_running(const svc *s);
 void svc_follow_tick(svc *s, double now);
 /* At start: every <state>/jobs/<job>.run.json followed again. */
@@ -384,12 +389,23 @@ void svc_follow_restore(svc *s);
 /* svc_replan.c: re-plans r over the online boards from its last complete
  * checkpoint, or pauses it (tried again every second). */
 void svc_replan(svc *s, run_job *r, const char *reason, double now);
+/* The fault (or decision) at now that the next re-plan answers. */
+void svc_replan_fault(run_job *r, double now);
+/* The re-plan's time lost is closed (its first commit or answer): returns
+ * when its fault was (0: none open). */
+double svc_replan_closed(run_job *r);
+/* A plan went out: r is not paused. */
+void svc_replan_resumed(run_job *r);
+/* r's pause as its state file kept it; retried at retry_s. */
+void svc_replan_restore(run_job *r, int paused, const char *why, double retry_s);
 
 /* svc_train.c */
 void svc_train_on_ckpt(svc *s, const char *job, const char *board, const unsigned char *p,
 		       size_t len);
 /* The highest step any stage of job reported under epoch (0: none). */
 int svc_train_last_step(const svc *s, const char *job, int64_t epoch);
+/* A new plan of r went out: drift baselines and asks start again. */
+void svc_train_new_plan(run_job *r, int n_stages);
 /* Drift, checkpoint asks again and the gain check of running r. */
 void svc_train_tick(svc *s, run_job *r, double now);
 /* A training job's state file at start (js may take the saved plan's

@@ -16,7 +16,7 @@
 static void pause_job(svc *s, run_job *r, const char *reason, const char *why, double now)
 {
 	const char *job = r->job.req.job;
-	if (!r->paused) {
+	if (!r->replan.paused) {
 		char fields[700];
 		SKY_WARN("job %s paused: %s, and no plan over the boards left: %s", job, reason,
 			 why[0] ? why : "not planned");
@@ -28,11 +28,11 @@ static void pause_job(svc *s, run_job *r, const char *reason, const char *why, d
 			*c = *c == '\\' ? '/' : *c;
 		sky_ckpt_log(&s->ckpt, job, fields);
 		sky_jobstat_set_paused(&s->jobs, job, 1);
-		snprintf(r->pause_why, sizeof r->pause_why, "resuming after %.150s", reason);
-		r->paused = 1;
+		snprintf(r->replan.pause_why, sizeof r->replan.pause_why, "resuming after %.150s", reason);
+		r->replan.paused = 1;
 		svc_follow_save(s, r);
 	}
-	r->retry_s = now + 1.0;
+	r->replan.retry_s = now + 1.0;
 }
 
 /* The re-plan that went out, in the job's log, its jobstat row and ours. */
@@ -64,8 +64,8 @@ static void note_replan(svc *s, run_job *r, const char *reason, int64_t old_epoc
 	rp.replayed = r->job.req.infer ? 0 : -1;
 	snprintf(rp.reason, sizeof rp.reason, "%s", reason);
 	sky_jobstat_add_replan(&s->jobs, &rp);
-	if (r->fault_s <= 0)
-		r->fault_s = now;
+	if (r->replan.fault_s <= 0)
+		r->replan.fault_s = now;
 	if (r->job.req.infer)
 		SKY_INFO("job %s re-planned (generation %d, epoch %lld): %s; %d stages over %s; its "
 			 "unanswered requests are replayed once every stage is ready",
@@ -100,4 +100,28 @@ void svc_replan(svc *s, run_job *r, const char *reason, double now)
 	sky_metrics_add_replan(sky_metrics_default(), job);
 	int lost = cut > rq.resume_step ? cut - rq.resume_step : 0;
 	note_replan(s, r, reason, old_epoch, rq.resume_step, lost, now);
+}
+
+void svc_replan_fault(run_job *r, double now)
+{
+	r->replan.fault_s = now;
+}
+
+double svc_replan_closed(run_job *r)
+{
+	double at = r->replan.fault_s;
+	r->replan.fault_s = 0;
+	return at;
+}
+
+void svc_replan_resumed(run_job *r)
+{
+	r->replan.paused = 0;
+}
+
+void svc_replan_restore(run_job *r, int paused, const char *why, double retry_s)
+{
+	r->replan.paused = paused;
+	snprintf(r->replan.pause_why, sizeof r->replan.pause_why, "%s", why);
+	r->replan.retry_s = retry_s;
 }

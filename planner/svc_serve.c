@@ -93,7 +93,7 @@ void svc_serve_on_resp(svc *s, const char *job, const char *client, const unsign
 	const sky_sf_job *j = sky_servefault_job(&s->sf, job);
 	run_job *r = svc_follow_find(s, job);
 	if (r)
-		r->fault_s = 0;
+		svc_replan_closed(r);
 	sky_jobstat_replan_lost(&s->jobs, job, lost_s);
 	char fields[200];
 	snprintf(fields, sizeof fields,
@@ -296,10 +296,10 @@ int svc_serve_restore(svc *s, sky_jobstate *js, const char *path)
 	svc_follow_add(s);
 	svc_follow_save(s, r); /* the plan may have been newer than the file */
 	sky_jobstate_replans(s->state_dir, job, &s->jobs);
-	if (r->paused)
+	if (r->replan.paused)
 		sky_jobstat_set_paused(&s->jobs, job, 1);
 	SKY_INFO("job %s: serving followed again after a restart: epoch %lld, generation %d, %d "
 		 "stages, its plan, model and slices verified%s",
-		 job, (long long)r->epoch, r->generation, r->n_stages, r->paused ? ", paused" : "");
+		 job, (long long)r->epoch, r->generation, r->n_stages, r->replan.paused ? ", paused" : "");
 	return 0;
 }

@@ -35,10 +35,9 @@ void svc_train_on_ckpt(svc *s, const char *job, const char *board, const unsigne
 	run_job *r = svc_follow_find(s, job);
 	if (!r)
 		return;
-	if (r->fault_s > 0) {
-		sky_jobstat_replan_lost(&s->jobs, job, now - r->fault_s);
-		r->fault_s = 0;
-	}
+	double fault_s = svc_replan_closed(r);
+	if (fault_s > 0)
+		sky_jobstat_replan_lost(&s->jobs, job, now - fault_s);
 	sky_ckpt_job *cj = sky_ckpt_find(&s->ckpt, job);
 	if (r->train.want && cj && cj->commits > r->train.commits_at_want)
 		svc_replan(s, r, r->train.want_why, now);
@@ -167,13 +166,13 @@ static void check_gain(svc *s, run_job *r, double now)
 	SKY_DEBUG("job %s: a plan over the online boards would predict %.3f ms a step, the "
 		  "current %.3f ms (%.3f ms when planned)%s%s",
 		  job, 1e3 * new_s, 1e3 * cur_s, 1e3 * r->predicted_s, why[0] ? ": " : "", why);
-	r->predicted_s = cur_s;
+	svc_follow_predicted(r, cur_s);
 	if (!(new_s > 0 && cur_s > 0 && new_s < cur_s * (1.0 - s->o->replan_gain)))
 		return;
 	sky_ckpt_job *cj = sky_ckpt_find(&s->ckpt, job);
 	r->train.want = 1;
 	r->train.commits_at_want = cj ? cj->commits : 0;
-	r->fault_s = now;
+	svc_replan_fault(r, now);
 	snprintf(r->train.want_why, sizeof r->train.want_why,
 		 "predicted step %.2f ms -> %.2f ms (%.0f%% better, over %.0f%%)",
 		 1e3 * r->predicted_s, 1e3 * new_s, 100 * (1 - new_s / r->predicted_s),
@@ -185,6 +184,16 @@ static void check_gain(svc *s, run_job *r, double now)
 	SKY_INFO("job %s: a plan over the online boards would be faster: %s; checkpoint "
 		 "asked after step %d, re-planning at the next commit",
 		 job, r->train.want_why, at);
+}
+
+void svc_train_new_plan(run_job *r, int n_stages)
+{
+	for (int k = 0; k < n_stages; k++) {
+		r->train.busy_n[k] = r->train.busy_step[k] = r->train.drift_run[k] = 0;
+		r->train.busy_base[k] = 0;
+	}
+	r->train.want = 0;
+	r->train.ask_step = 0;
 }
 
 void svc_train_tick(svc *s, run_job *r, double now)
@@ -267,11 +276,11 @@ int svc_train_restore(svc *s, sky_jobstate *js, const char *path)
 	}
 	svc_follow_add(s);
 	sky_jobstate_replans(s->state_dir, job, &s->jobs); /* sky fleet status shows them again */
-	if (r->paused)
+	if (r->replan.paused)
 		sky_jobstat_set_paused(&s->jobs, job, 1);
 	SKY_INFO("job %s: followed again after a restart: epoch %lld, generation %d, %d stages, "
 		 "last committed step %lld%s",
 		 job, (long long)r->epoch, r->generation, r->n_stages, (long long)last,
-		 r->paused ? ", paused" : "");
+		 r->replan.paused ? ", paused" : "");
 	return 0;
 }

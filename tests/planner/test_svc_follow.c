@@ -81,25 +81,25 @@ SKY_TEST(a_board_gone_pauses_its_job_once_and_it_is_tried_again_each_second)
 	sky_reg_board *b = board(s, "b1", SKY_REG_ONLINE);
 	run_job *r = follow_j1(s, 0);
 	svc_follow_tick(s, 100.0);
-	SKY_EXPECT_EQ(r->paused, 0); /* its board is online */
+	SKY_EXPECT_EQ(r->replan.paused, 0); /* its board is online */
 	b->state = SKY_REG_OFFLINE;
 	svc_follow_tick(s, 101.0);
 	SKY_EXPECT_EQ(s->follow.n_run, 1);
-	SKY_EXPECT_EQ(r->paused, 1); /* no board left to plan over */
-	SKY_EXPECT_MSG(strcmp(r->pause_why, "resuming after board b1 (stage 0) offline") == 0, "%s",
-		       r->pause_why);
-	SKY_EXPECT_NEAR(r->retry_s, 102.0, 1e-9);
+	SKY_EXPECT_EQ(r->replan.paused, 1); /* no board left to plan over */
+	SKY_EXPECT_MSG(strcmp(r->replan.pause_why, "resuming after board b1 (stage 0) offline") == 0, "%s",
+		       r->replan.pause_why);
+	SKY_EXPECT_NEAR(r->replan.retry_s, 102.0, 1e-9);
 	SKY_EXPECT_MSG(strcmp(s->jobs.paused[0], "j1") == 0, "%s", s->jobs.paused[0]);
 	char why[200];
 	SKY_EXPECT_EQ(state_file_paused(s, "j1", why, sizeof why), 1);
-	SKY_EXPECT_MSG(strcmp(why, r->pause_why) == 0, "%s", why);
+	SKY_EXPECT_MSG(strcmp(why, r->replan.pause_why) == 0, "%s", why);
 	/* not due yet, then due: tried again, still paused, a second on */
 	svc_follow_tick(s, 101.5);
-	SKY_EXPECT_NEAR(r->retry_s, 102.0, 1e-9);
+	SKY_EXPECT_NEAR(r->replan.retry_s, 102.0, 1e-9);
 	svc_follow_tick(s, 102.25);
-	SKY_EXPECT_EQ(r->paused, 1);
-	SKY_EXPECT_NEAR(r->retry_s, 103.25, 1e-9);
-	SKY_EXPECT(r->fault_s == 101.0); /* the fault the re-plan answers */
+	SKY_EXPECT_EQ(r->replan.paused, 1);
+	SKY_EXPECT_NEAR(r->replan.retry_s, 103.25, 1e-9);
+	SKY_EXPECT(r->replan.fault_s == 101.0); /* the fault the re-plan answers */
 }
 
 SKY_TEST(a_revoked_board_says_so_in_the_pause)
@@ -109,9 +109,9 @@ SKY_TEST(a_revoked_board_says_so_in_the_pause)
 	run_job *r = follow_j1(s, 0);
 	SKY_EXPECT_EQ(sky_registry_revoke(&s->reg, "b1", "key compromise"), 1);
 	svc_follow_tick(s, 10.0);
-	SKY_EXPECT_EQ(r->paused, 1);
-	SKY_EXPECT_MSG(strcmp(r->pause_why, "resuming after board b1 (stage 0) revoked") == 0, "%s",
-		       r->pause_why);
+	SKY_EXPECT_EQ(r->replan.paused, 1);
+	SKY_EXPECT_MSG(strcmp(r->replan.pause_why, "resuming after board b1 (stage 0) revoked") == 0, "%s",
+		       r->replan.pause_why);
 }
 
 SKY_TEST(a_done_job_is_let_go_and_its_state_file_removed)
@@ -145,12 +145,12 @@ SKY_TEST(a_restored_job_gives_its_boards_the_grace_before_taking_them_for_dead)
 	run_job *r = follow_j1(s, 1);
 	double t0 = r->restored_at;
 	svc_follow_tick(s, t0 + 1.0);
-	SKY_EXPECT_EQ(r->paused, 0);
+	SKY_EXPECT_EQ(r->replan.paused, 0);
 	SKY_EXPECT(r->restored_until > 0);
 	/* grace over, still unheard: offline, re-planned (paused: no board) */
 	svc_follow_tick(s, r->restored_until + 0.5);
 	SKY_EXPECT_EQ(r->restored_until, 0);
-	SKY_EXPECT_EQ(r->paused, 1);
+	SKY_EXPECT_EQ(r->replan.paused, 1);
 }
 
 static const char *k_doc = "{\"job\":\"q1\",\"model\":\"tiny\",\"submit_id\":\"0123456789abcdef\","
