@@ -172,6 +172,14 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 
 /* ---- the broker connection ---------------------------------------------------- */
 
+int svc_publish(svc *s, const char *topic, const void *data, size_t len, int qos, int retained,
+		sky_diag *d)
+{
+	if (s->publish)
+		return s->publish(s->publish_ctx, topic, data, len, qos, retained, d);
+	return sky_mqtt_publish(s->m, topic, data, len, qos, retained, d);
+}
+
 static void on_lost(void *ctx, const char *cause)
 {
 	svc *s = ctx;

@@ -66,5 +66,5 @@ void svc_enroll_on_csr(svc *s, const char *nonce, const char *p, size_t len)
 	}
 	s->reg.changed = 1;
 	if (reply_len > 0 && sky_topic_enroll(topic, sizeof topic, nonce, SKY_TOPIC_CERT) == 0)
-		sky_mqtt_publish(s->m, topic, s->enroll.reply, reply_len, 1, 0, NULL);
+		svc_publish(s, topic, s->enroll.reply, reply_len, 1, 0, NULL);
 }

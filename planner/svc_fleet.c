@@ -173,7 +173,7 @@ void svc_fleet_ask_probe(svc *s, const char *id, const svc_job *job)
 	int n = snprintf(buf, sizeof buf, "{\"cmd\":\"probe\",\"model\":\"%s\",\"seq\":%d,\"batch\":%d}",
 			 job->model.name, job->model.seq, job->model.batch);
 	if (sky_topic_board(topic, sizeof topic, id, SKY_TOPIC_CMD) == 0)
-		sky_mqtt_publish(s->m, topic, buf, (size_t)n, 1, 0, NULL);
+		svc_publish(s, topic, buf, (size_t)n, 1, 0, NULL);
 	SKY_INFO("asked board %s to probe %s (seq %d, batch %d) for job %s", id, job->model.name,
 		 job->model.seq, job->model.batch, job->req.job);
 }

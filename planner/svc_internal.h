@@ -255,6 +255,10 @@ struct svc {
 	 * Paho's thread, and it only sets lost. The metrics scrape reads its
 	 * own snapshot (sky_metrics.h). Checked by the ThreadSanitizer leg. */
 	sky_mqtt *m;
+	/* NULL: svc_publish is sky_mqtt_publish on m; a unit test's recorder */
+	int (*publish)(void *ctx, const char *topic, const void *data, size_t len, int qos,
+		       int retained, sky_diag *d);
+	void *publish_ctx;
 	_Atomic int lost; /* set on Paho's thread (on_lost); not under the lock */
 	/* shared modules, each written through its own sky_* calls */
 	sky_registry reg;
@@ -279,6 +283,11 @@ struct svc {
 
 /* ---- the calls between the files ------------------------------------------ */
 /* Every call on the loop's thread. */
+
+/* service.c: every file's publish (qos and retained as sky_mqtt_publish).
+ * Returns 0 or SKY_E* (SKY_ENET when not connected). */
+int svc_publish(svc *s, const char *topic, const void *data, size_t len, int qos, int retained,
+		sky_diag *d);
 
 /* svc_log.c: a warning through kind's throttle (at most a few a window,
  * then one "... N more suppressed" line); flush says that line for a flood

@@ -11,7 +11,7 @@ static int publish_probe(void *ctx, const char *topic, const void *data, size_t 
 	svc *s = ctx;
 	if (!s->m || atomic_load(&s->lost))
 		return SKY_ENET;
-	return sky_mqtt_publish(s->m, topic, data, len, 0, 0, NULL);
+	return svc_publish(s, topic, data, len, 0, 0, NULL);
 }
 
 void svc_links_init(svc *s)

@@ -320,7 +320,7 @@ static int publish_loads(svc *s, const sky_planmsg *p, char *why, size_t cap)
 		rc = sky_ckpt_image(&s->ckpt, p->job, p->epoch, blk0, nblk, &img, &len, &d);
 		if (!rc && (rc = sky_topic_job_to(topic, sizeof topic, p->job, SKY_TOPIC_LOAD,
 						     p->stages[k].board)) == 0)
-			rc = sky_mqtt_publish(s->m, topic, img, len, 1, 1, &d);
+			rc = svc_publish(s, topic, img, len, 1, 1, &d);
 		free(img);
 		if (rc) {
 			snprintf(why, cap, "checkpoint of step %d for %s: %.120s", p->train.resume_step,
@@ -402,7 +402,7 @@ static int send_plan(svc *s, const sky_planmsg *p, int elen, svc_plan_result *re
 	if ((rc = svc_store_save(s, p->job, s->plan.envelope, (size_t)elen)) != 0)
 		return rc;
 	/* retained, so a board that (re)connects later still gets it */
-	if ((rc = sky_mqtt_publish(s->m, topic, s->plan.envelope, (size_t)elen, 1, 1, &d)) != 0)
+	if ((rc = svc_publish(s, topic, s->plan.envelope, (size_t)elen, 1, 1, &d)) != 0)
 		SKY_ERROR("job %s: %s", p->job, d.msg);
 	return rc;
 }

@@ -15,7 +15,7 @@
 int svc_serve_publish(void *ctx, const char *topic, const void *data, size_t len)
 {
 	svc *s = ctx;
-	return s->m ? sky_mqtt_publish(s->m, topic, data, len, 1, 0, NULL) : SKY_ENET;
+	return s->m ? svc_publish(s, topic, data, len, 1, 0, NULL) : SKY_ENET;
 }
 
 /* Board id asks for its slice: sent if it is the one the job's newest plan
@@ -77,7 +77,7 @@ static void sf_dropped(void *ctx, const sky_sf_job *j, const sky_sf_req *r, sky_
 static int sf_publish(void *ctx, const char *topic, const void *data, size_t len)
 {
 	svc *s = ctx;
-	return s->m && !atomic_load(&s->lost) ? sky_mqtt_publish(s->m, topic, data, len, 1, 0, NULL)
+	return s->m && !atomic_load(&s->lost) ? svc_publish(s, topic, data, len, 1, 0, NULL)
 					      : SKY_ENET;
 }
 
@@ -116,7 +116,7 @@ static void answer_unknown(svc *s, const char *topic, size_t tl, const char *p, 
 				     sizeof rtopic, s->serve.req_resp, sizeof s->serve.req_resp,
 				     &limited, &why);
 	if (n > 0)
-		sky_mqtt_publish(s->m, rtopic, s->serve.req_resp, (size_t)n, 1, 0, NULL);
+		svc_publish(s, rtopic, s->serve.req_resp, (size_t)n, 1, 0, NULL);
 	if (n > 0 || limited)
 		svc_warn(s, SVC_LOG_REQ, "%s", why.msg);
 }

@@ -145,7 +145,7 @@ static void republish_missing(svc *s)
 		    sky_topic_job(topic, sizeof topic, job, SKY_TOPIC_PLAN) != 0)
 			continue;
 		int had = s->store.on_broker[j] > 0;
-		if (sky_mqtt_publish(s->m, topic, env, (size_t)n, 1, 1, NULL) == 0) {
+		if (svc_publish(s, topic, env, (size_t)n, 1, 1, NULL) == 0) {
 			s->store.on_broker[j] = m->epoch;
 			SKY_INFO("job %s epoch %lld: the broker %s; republished the saved plan "
 				 "(retained)",

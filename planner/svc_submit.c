@@ -101,7 +101,7 @@ static int answer_again(svc *s, const char *op, const sky_job_req *req, const ch
 		    !strcmp(s->submit.recent[i].submit_id, req->submit_id)) {
 			SKY_INFO("job %s from %s sent again (submit %s): answered again", req->job, op,
 				 req->submit_id);
-			sky_mqtt_publish(s->m, topic, s->submit.recent[i].reply,
+			svc_publish(s, topic, s->submit.recent[i].reply,
 					 (size_t)s->submit.recent[i].len, 1, 0, NULL);
 			return 1;
 		}
@@ -140,7 +140,7 @@ void svc_submit_on_msg(svc *s, const char *op, const char *p, size_t len)
 		SKY_WARN("job %s from %s: the answer does not fit", req.job, op);
 		return;
 	}
-	sky_mqtt_publish(s->m, topic, s->submit.recent[slot].reply, (size_t)n, 1, 0, NULL);
+	svc_publish(s, topic, s->submit.recent[slot].reply, (size_t)n, 1, 0, NULL);
 	if (req.submit_id[0]) {
 		snprintf(s->submit.recent[slot].op, sizeof s->submit.recent[slot].op, "%s", op);
 		snprintf(s->submit.recent[slot].submit_id, sizeof s->submit.recent[slot].submit_id,

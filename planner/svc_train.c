@@ -108,7 +108,7 @@ static int ask_ckpt(svc *s, run_job *r, int at)
 			 r->job.req.job, (long long)r->epoch, at);
 	for (int k = 0; k < r->n_stages; k++)
 		if (sky_topic_board(topic, sizeof topic, r->board[k], SKY_TOPIC_CMD) == 0)
-			sky_mqtt_publish(s->m, topic, buf, (size_t)n, 1, 0, NULL);
+			svc_publish(s, topic, buf, (size_t)n, 1, 0, NULL);
 	r->train.ask_step = at;
 	return at;
 }
