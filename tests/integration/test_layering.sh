@@ -60,11 +60,12 @@ runtime_includes_planner() {
 check runtime_never_includes_planner runtime_includes_planner
 
 # The service's state and the calls between its files are private to it:
-# planner/service.c, planner/svc_*.c and its unit tests (tests/planner/test_svc_*.c, svc_*.c).
+# planner/service.c, planner/svc_*.c and its unit tests (tests/planner/test_svc_*.c,
+# with their fake service tests/planner/svc_*.[ch]).
 svc_internal_includes() {
 	grep -rlE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"svc_internal\.h"' \
 		port runtime planner tools tests --include='*.c' --include='*.h' |
-		grep -vE '^planner/(service|svc_[a-z_]+)\.c$|^planner/svc_internal\.h$|^tests/planner/(test_)?svc_[a-z_]+\.c$'
+		grep -vE '^planner/(service|svc_[a-z_]+)\.c$|^planner/svc_internal\.h$|^tests/planner/(test_svc_[a-z_]+\.c|svc_[a-z_]+\.[ch])$'
 }
 check only_the_service_includes_svc_internal svc_internal_includes
 

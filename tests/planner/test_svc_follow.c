@@ -1,66 +1,31 @@
 /* The follow table and its tick (planner/svc_follow.c, svc_replan.c), and
  * the submission queue (svc_submit.c), driven with the clock passed in and
- * no broker: a publish goes nowhere (s->m is NULL), so what is checked is
- * the state each step leaves. */
+ * a recording publisher (svc_fake.h) in the broker's place. */
 #include "sky_test.h"
 
-#include "svc_internal.h"
-
-#include "sky_file.h"
+#include "svc_fake.h"
 
 #include <stdio.h>
 #include <string.h>
 
-static svc g_s; /* far too big for a stack */
-static sky_service_opts g_o;
+static const char *k_j1 = "{\"job\":\"j1\",\"model\":\"tiny\",\"task\":\"train\",\"steps\":50}";
 
 static svc *fresh(const char *name)
 {
-	svc *s = &g_s;
-	memset(s, 0, sizeof *s);
-	memset(&g_o, 0, sizeof g_o);
-	g_o.pki_dir = sky_test_tmp_dir();
-	g_o.replan_holdoff_s = 1e9; /* no voluntary re-plans here */
-	s->o = &g_o;
-	snprintf(s->state_dir, sizeof s->state_dir, "%s/%s", sky_test_tmp_dir(), name);
-	sky_file_mkdirs(s->state_dir, 0700);
-	sky_registry_init(&s->reg);
-	sky_ckpt_init(&s->ckpt, s->state_dir);
-	svc_log_init(s);
-	svc_enroll_init(s);
-	sky_nojob_init(&s->nojob);
-	sky_servefault_init(&s->sf);
-	return s;
+	return svc_fake_fresh(name);
 }
 
 static sky_reg_board *board(svc *s, const char *id, int state)
 {
-	sky_reg_board *b = sky_registry_add(&s->reg, id);
+	sky_reg_board *b = svc_fake_board(s, id, state);
 	SKY_EXPECT(b != NULL);
-	if (b)
-		b->state = state;
 	return b;
 }
 
-/* Training job j1 on one stage on board b1, followed (as restored from its
- * state file), with no restart grace unless grace. */
 static run_job *follow_j1(svc *s, int grace)
 {
-	static sky_jobstate js;
-	const char *doc = "{\"job\":\"j1\",\"model\":\"tiny\",\"task\":\"train\",\"steps\":50}";
-	memset(&js, 0, sizeof js);
-	SKY_EXPECT_EQ(sky_job_req_parse(doc, strlen(doc), &js.req, NULL), 0);
-	js.epoch = 3;
-	js.generation = 1;
-	js.n_stages = 1;
-	snprintf(js.board[0], sizeof js.board[0], "b1");
-	js.first[0] = 0;
-	js.last[0] = 3;
-	run_job *r = svc_follow_from_state(s, &js);
+	run_job *r = svc_fake_follow(s, k_j1, "b1", grace);
 	SKY_EXPECT(r != NULL);
-	svc_follow_add(s);
-	if (!grace)
-		r->restored_until = 0;
 	return r;
 }
 
@@ -162,9 +127,15 @@ SKY_TEST(a_submission_is_queued_once_and_a_resend_answered_again)
 	svc_submit_on_msg(s, "sky-op-alice", k_doc, strlen(k_doc));
 	SKY_EXPECT_EQ(s->submit.n_pending, 1);
 	SKY_EXPECT_EQ(sky_nojob_kind_of(&s->nojob, "q1"), SKY_NOJOB_QUEUED);
-	SKY_EXPECT(strstr(s->submit.recent[0].reply, "\"ok\":true") != NULL);
+	const svc_fake_pub *p = svc_fake_last("sky/v1/jobs/sky-op-alice/reply");
+	SKY_EXPECT(p && p->qos == 1 && !p->retained);
+	SKY_EXPECT_MSG(p && strcmp(p->data, "{\"v\":1,\"submit_id\":\"0123456789abcdef\",\"job\":"
+				       "\"q1\",\"ok\":true,\"state\":\"queued\"}") == 0,
+		       "%s", p ? p->data : "(none)");
 	svc_submit_on_msg(s, "sky-op-alice", k_doc, strlen(k_doc));
 	SKY_EXPECT_EQ(s->submit.n_pending, 1); /* answered again, not queued twice */
+	SKY_EXPECT_EQ(svc_fake_n_pubs, 2);
+	SKY_EXPECT(strcmp(svc_fake_pubs[1].data, svc_fake_pubs[0].data) == 0);
 	SKY_EXPECT_EQ(s->submit.next_recent, 1);
 	/* another operator's submission of the same id is its own */
 	svc_submit_on_msg(s, "sky-op-bob", k_doc, strlen(k_doc));
@@ -173,8 +144,9 @@ SKY_TEST(a_submission_is_queued_once_and_a_resend_answered_again)
 	const char *bad = "{\"job\":\"q2\",\"model\":\"nope\",\"submit_id\":\"00000000aa\"}";
 	svc_submit_on_msg(s, "sky-op-alice", bad, strlen(bad));
 	SKY_EXPECT_EQ(s->submit.n_pending, 2);
-	SKY_EXPECT_MSG(strstr(s->submit.recent[2].reply, "unknown model") != NULL, "%s",
-		       s->submit.recent[2].reply);
+	p = svc_fake_last("sky/v1/jobs/sky-op-alice/reply");
+	SKY_EXPECT_MSG(p && strstr(p->data, "\"ok\":false") && strstr(p->data, "unknown model"),
+		       "%s", p ? p->data : "(none)");
 }
 
 SKY_TEST(a_queued_job_waits_for_its_boards_then_is_dropped_without_any)
@@ -187,6 +159,12 @@ SKY_TEST(a_queued_job_waits_for_its_boards_then_is_dropped_without_any)
 	svc_submit_tick(s, 0);
 	SKY_EXPECT_EQ(s->submit.n_pending, 1);  /* within wait_s */
 	SKY_EXPECT_EQ(s->submit.pending[0].notes.asked[0], 1); /* asked to probe, once */
+	const svc_fake_pub *p = svc_fake_last("sky/v1/board/b1/cmd");
+	SKY_EXPECT_MSG(p && strcmp(p->data, "{\"cmd\":\"probe\",\"model\":\"tiny\",\"seq\":16,"
+				       "\"batch\":8}") == 0,
+		       "%s", p ? p->data : "(none)");
+	svc_submit_tick(s, 0);
+	SKY_EXPECT_EQ(svc_fake_n_pubs, 1);
 	s->submit.pending[0].since -= 10;        /* wait_s is over */
 	svc_submit_tick(s, 0);
 	SKY_EXPECT_EQ(s->submit.n_pending, 0);
