@@ -19,7 +19,8 @@ void sky_job_req_defaults(sky_job_req *j, const char *task)
 	snprintf(j->sched, sizeof j->sched, "1f1b");
 	snprintf(j->objective, sizeof j->objective, "step");
 	j->wait_s = 30;
-	if (task && strcmp(task, "train") == 0) {
+	int all = task && strcmp(task, "*") == 0;
+	if (all || (task && strcmp(task, "train") == 0)) {
 		/* `sky train`'s */
 		j->steps = 10;
 		j->seed = 1;
@@ -28,10 +29,19 @@ void sky_job_req_defaults(sky_job_req *j, const char *task)
 		j->lr = -1;
 		j->ckpt_every = 10;
 		snprintf(j->optim, sizeof j->optim, "adamw");
-	} else if (task && strcmp(task, "infer") == 0) {
+	}
+	if (all || (task && strcmp(task, "infer") == 0)) {
 		j->wait_ms = 2;
 		j->queue = 64;
 	}
+}
+
+void sky_job_req_resolve(sky_job_req *j)
+{
+	if (j->lr < 0)
+		j->lr = strcmp(j->optim, "sgd") == 0 ? 0.05 : 1e-3;
+	if (j->warmup < 0)
+		j->warmup = j->steps / 10;
 }
 
 static int opt_int(const cJSON *doc, const char *key, int lo, int hi, int *out, sky_diag *d)
@@ -137,10 +147,7 @@ static int parse_train(const cJSON *doc, sky_job_req *j, sky_diag *d)
 	if (!sgd && strcmp(j->optim, "adamw") != 0)
 		return sky_diag_set(d, SKY_EINVAL, "job %s: unknown optim '%s' (adamw, sgd)", j->job,
 				    j->optim);
-	if (j->lr < 0)
-		j->lr = sgd ? 0.05 : 1e-3;
-	if (j->warmup < 0)
-		j->warmup = j->steps / 10;
+	sky_job_req_resolve(j);
 	if (j->warmup > j->steps)
 		return sky_diag_set(d, SKY_ERANGE, "job %s: warmup %d is more than steps %d", j->job,
 				    j->warmup, j->steps);

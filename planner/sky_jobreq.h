@@ -58,11 +58,16 @@ typedef struct sky_job_req {
 } sky_job_req;
 
 /* Zeroes j and writes the default of every field a job document may leave
- * out: the ones of any job, and for task "train" or "infer" (NULL or any
- * other: none) that task's too. The task's flag (j->train, j->infer) is
- * not set; lr and warmup are -1, "from the optimiser" and "steps / 10",
- * which sky_job_req_parse resolves. Cannot fail. */
+ * out: the ones of any job, and for task "train" or "infer" that task's
+ * too ("*": both, for a tool that learns the task later; NULL or any other:
+ * neither). The task's flag (j->train, j->infer) is not set; lr and warmup
+ * are -1, "from the optimiser" and "steps / 10", which
+ * sky_job_req_resolve fills in. Cannot fail. */
 void sky_job_req_defaults(sky_job_req *j, const char *task);
+/* A training job's lr and warmup left at -1 (the defaults): the
+ * optimiser's lr (adamw 1e-3, sgd 0.05) and steps / 10. sky_job_req_parse
+ * calls it. */
+void sky_job_req_resolve(sky_job_req *j);
 /* Parses and checks a job document. Returns 0 or SKY_EFORMAT / SKY_ERANGE /
  * SKY_EINVAL naming the field. */
 int sky_job_req_parse(const char *buf, size_t len, sky_job_req *j, sky_diag *d);
