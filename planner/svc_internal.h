@@ -293,7 +293,8 @@ int svc_publish(svc *s, const char *topic, const void *data, size_t len, int qos
  * then one "... N more suppressed" line); flush says that line for a flood
  * that stopped. */
 void svc_log_init(svc *s);
-void svc_warn(svc *s, svc_log_kind kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void svc_warn(svc *s, svc_log_kind kind, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 void svc_log_flush(svc *s, double now);
 
 /* svc_submit.c */
