@@ -5,6 +5,7 @@
 #include "sky_chunk.h"
 #include "sky_file.h"
 #include "sky_json.h"
+#include "sky_planmsg.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -29,7 +29,7 @@
 
 #include "sky_err.h"
 #include "sky_jobstat.h"
-#include "sky_service.h"
+#include "sky_jobreq.h"
 #include "sky_topics.h"
 
 #include <stddef.h>

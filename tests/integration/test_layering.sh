@@ -4,6 +4,7 @@
 #  - the planner includes only port/, runtime/model/, runtime/wire/ and itself
 #    (skyplan's main excepted: it hands runtime code to the service);
 #  - the runtime never includes the planner;
+#  - only the planner service's own files include its private svc_internal.h;
 #  - every public header compiles on its own.
 set -u
 cd "$(dirname "$0")/../.."
@@ -57,6 +58,16 @@ runtime_includes_planner() {
 	done
 }
 check runtime_never_includes_planner runtime_includes_planner
+
+# The service's state and the calls between its files are private to it:
+# planner/service.c, planner/svc_*.c and its unit tests (tests/planner/test_svc_*.c,
+# with their fake service tests/planner/svc_*.[ch]).
+svc_internal_includes() {
+	grep -rlE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"svc_internal\.h"' \
+		port runtime planner tools tests --include='*.c' --include='*.h' |
+		grep -vE '^planner/(service|svc_[a-z_]+)\.c$|^planner/svc_internal\.h$|^tests/planner/(test_svc_[a-z_]+\.c|svc_[a-z_]+\.[ch])$'
+}
+check only_the_service_includes_svc_internal svc_internal_includes
 
 headers_alone() {
 	cc=${CC:-cc}

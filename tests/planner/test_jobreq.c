@@ -1,9 +1,10 @@
 #include "sky_test.h"
 
 #include "sky_json.h"
-#include "sky_service.h"
+#include "sky_jobreq.h"
 #include "sky_topics.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static int parse(const char *doc, sky_job_req *j, sky_diag *d)
@@ -171,4 +172,34 @@ SKY_TEST(bad_infer_jobs_are_refused_with_the_reason)
 		      SKY_EINVAL);
 	SKY_EXPECT_MSG(strstr(d.msg, "unknown task 'dance' (train, infer)") != NULL, "%s", d.msg);
 	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
+}
+
+SKY_TEST(defaults_are_written_once_for_every_field_a_document_may_leave_out)
+{
+	sky_job_req j, parsed;
+	sky_diag d;
+	sky_job_req_defaults(&j, NULL);
+	SKY_EXPECT(j.micro_batches == 4 && j.wait_s == 30 && !strcmp(j.algo, "optimal") &&
+		   !strcmp(j.sched, "1f1b") && !strcmp(j.objective, "step"));
+	SKY_EXPECT(j.steps == 0 && j.queue == 0 && !j.train && !j.infer);
+	sky_job_req_defaults(&j, "train");
+	SKY_EXPECT(j.steps == 10 && j.seed == 1 && j.clip == 1.0 && j.ckpt_every == 10 &&
+		   !strcmp(j.optim, "adamw") && j.lr < 0 && j.warmup < 0 && j.queue == 0);
+	sky_job_req_resolve(&j);
+	SKY_EXPECT(j.lr == 1e-3 && j.warmup == 1);
+	sky_job_req_defaults(&j, "infer");
+	SKY_EXPECT(j.wait_ms == 2 && j.queue == 64 && j.steps == 0);
+	sky_job_req_defaults(&j, "*");
+	SKY_EXPECT(j.steps == 10 && j.queue == 64 && !j.train && !j.infer);
+	/* a document with only what is required parses to the defaults */
+	const char *doc = "{\"job\":\"j1\",\"model\":\"tiny\",\"task\":\"train\",\"optim\":\"sgd\"}";
+	SKY_EXPECT_EQ(parse(doc, &parsed, &d), 0);
+	sky_job_req_defaults(&j, "train");
+	snprintf(j.job, sizeof j.job, "j1");
+	snprintf(j.model, sizeof j.model, "tiny");
+	snprintf(j.optim, sizeof j.optim, "sgd");
+	j.train = 1;
+	sky_job_req_resolve(&j);
+	SKY_EXPECT(j.lr == 0.05);
+	SKY_EXPECT(memcmp(&j, &parsed, sizeof j) == 0);
 }

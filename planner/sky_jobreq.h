@@ -1,0 +1,93 @@
+/* The job-request codec: what an operator submits to the planner
+ * (sky/v1/jobs/<operator CN>/submit, or skyplan --job) and the planner's
+ * answer (sky/v1/jobs/<operator CN>/reply). The document's fields are
+ * described in sky_service.h. Shared by the planner, its job state files
+ * (sky_jobstate.h) and `sky job submit`, which link this file and not the
+ * service. */
+#ifndef SKY_JOBREQ_H
+#define SKY_JOBREQ_H
+
+#include "sky_err.h"
+
+#include <stddef.h>
+
+/* A submitted job, as parsed from its JSON (bounded by SKY_JOB_MAX_BYTES). */
+#define SKY_JOB_MAX_CLIENTS 32
+typedef struct sky_job_req {
+	char job[65];
+	char model[16];
+	int layers, seq, batch; /* 0: the preset's */
+	int micro_batches;      /* default 4 */
+	char algo[16];          /* even, sky, optimal (default) */
+	char sched[8];          /* gpipe, 1f1b (default) */
+	char objective[16];     /* what optimal minimises: step (default), bottleneck */
+	int min_boards;         /* 0: every online board */
+	double wait_s;          /* default 30 */
+	char submit_id[33];     /* "" or 8-32 of [0-9a-f]: names one submission, resends included */
+	/* training ("task":"train"; otherwise the boards only hold the plan):
+	 * what `sky train`'s options of the same names mean */
+	int train;              /* 1 for "task":"train" */
+	int steps;              /* default 10 */
+	char optim[8];          /* adamw (default), sgd */
+	double lr;              /* default: adamw 1e-3, sgd 0.05 */
+	int seed;               /* default 1 */
+	int warmup;             /* default steps / 10 */
+	double clip;            /* default 1 */
+	double stall_s;         /* frame deadline, 0: derived from the predicted step */
+	int plaintext;          /* 1: frames not sealed ("plaintext_frames":true) */
+	char data_owner[65];    /* "data_owner":"<board>": its data stays on it (a U-shaped
+				 * plan, sky_plan.h; no checkpoints), "" none */
+	/* serving ("task":"infer"): the int8 model uploaded to the planner
+	 * before the submit (sky_deploy.h), named by its SHA-256:
+	 *   "task":"infer","weights":"<64 hex>","serve_batch":8,"wait_ms":2,
+	 *   "queue":64,"clients":["sky-client-demo"],"replan":true
+	 * (all but weights optional) */
+	int infer;              /* 1 for "task":"infer" */
+	char weights[65];       /* the model's SHA-256, lower-case hex */
+	int serve_batch;        /* requests per micro-batch, 1..model batch (0: the model batch) */
+	int wait_ms;            /* first stage's wait for a batch (default 2) */
+	int queue;              /* first stage's queue bound (default 64) */
+	int n_clients;          /* 0: any sky-client-* */
+	char clients[SKY_JOB_MAX_CLIENTS][65];
+	int no_replan;          /* "replan":false: a board of the plan that dies or is
+				 * revoked does not re-plan the job (its plan waits for
+				 * the board; planner/sky_servefault.h) */
+	int ckpt_every;         /* "checkpoint_every": K (default 10), 0: no checkpoints,
+				 * and no re-plans when a board dies */
+	int link_blind;         /* 1: plan without pricing site paths ("link_blind":true) */
+} sky_job_req;
+
+/* Zeroes j and writes the default of every field a job document may leave
+ * out: the ones of any job, and for task "train" or "infer" that task's
+ * too ("*": both, for a tool that learns the task later; NULL or any other:
+ * neither). The task's flag (j->train, j->infer) is not set; lr and warmup
+ * are -1, "from the optimiser" and "steps / 10", which
+ * sky_job_req_resolve fills in. Cannot fail. */
+void sky_job_req_defaults(sky_job_req *j, const char *task);
+/* A training job's lr and warmup left at -1 (the defaults): the
+ * optimiser's lr (adamw 1e-3, sgd 0.05) and steps / 10. sky_job_req_parse
+ * calls it. */
+void sky_job_req_resolve(sky_job_req *j);
+/* Parses and checks a job document. Returns 0 or SKY_EFORMAT / SKY_ERANGE /
+ * SKY_EINVAL naming the field. */
+int sky_job_req_parse(const char *buf, size_t len, sky_job_req *j, sky_diag *d);
+/* Writes j as JSON. Returns the length or SKY_ERANGE. */
+int sky_job_req_encode(const sky_job_req *j, char *buf, size_t cap);
+
+/* The planner's answer to one submission (at most SKY_JOB_REPLY_MAX_BYTES):
+ *   {"v":1,"submit_id":"<hex>","job":"j1","ok":true,"state":"queued"}
+ *   {"v":1,"submit_id":"<hex>","job":"j1","ok":false,"error":"<why>"} */
+#define SKY_JOB_REPLY_ERROR_MAX 200
+typedef struct sky_job_reply {
+	char submit_id[33];
+	char job[65];
+	int ok;
+	char state[16]; /* "queued" */
+	char error[SKY_JOB_REPLY_ERROR_MAX + 1];
+} sky_job_reply;
+/* Returns the length or SKY_ERANGE. */
+int sky_job_reply_encode(const sky_job_reply *r, char *buf, size_t cap);
+/* Returns 0 or SKY_ERANGE / SKY_EFORMAT with d naming the field. */
+int sky_job_reply_decode(const char *buf, size_t len, sky_job_reply *r, sky_diag *d);
+
+#endif

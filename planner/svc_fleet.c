@@ -1,0 +1,179 @@
+/* The fleet (svc_internal.h): board messages into the registry and the
+ * online/offline transitions they and the liveness tick make, oversize
+ * messages, the CA's revoked list, and probe asks. */
+#include "svc_internal.h"
+
+#include "sky_clock.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define REVOKED_CHECK_S 1.0
+/* a tick later than this after the one before: the loop itself stalled */
+#define LOOP_STALL_S 1.0
+
+/* Which boards are online now, for diff. */
+static void note_online(svc *s)
+{
+	for (int i = 0; i < s->reg.n; i++)
+		s->fleet.was_online[i] = s->reg.b[i].state == SKY_REG_ONLINE;
+	s->fleet.was_n = s->reg.n;
+}
+
+/* What a transition is said with: a board's message (leaf) or its
+ * silence (leaf NULL: only going offline is said, with its deadline). */
+static void say_transition(const sky_reg_board *b, const char *leaf, double now)
+{
+	int online = b->state == SKY_REG_ONLINE;
+	if (leaf)
+		SKY_INFO("board %s %s (boot %s session %lld, %s)", b->id,
+			 online ? "online" : "offline", b->boot[0] ? b->boot : "-",
+			 (long long)b->session, online ? leaf : "its will or shutdown status");
+	else if (b->state == SKY_REG_OFFLINE)
+		SKY_WARN("board %s offline: nothing heard for %.2f s (keepalive %d s, deadline 1.5x)",
+			 b->id, now - b->last_heard, b->keepalive_s);
+}
+
+/* The one online/offline diff: every board (or only board `only`, >= 0)
+ * whose state changed since note_online. */
+static void diff(svc *s, int only, const char *leaf, double now)
+{
+	for (int i = only >= 0 ? only : 0; i < s->reg.n && (only < 0 || i == only); i++) {
+		int was = i < s->fleet.was_n && s->fleet.was_online[i];
+		if (was != (s->reg.b[i].state == SKY_REG_ONLINE))
+			say_transition(&s->reg.b[i], leaf, now);
+	}
+}
+
+/* A plan-ack: what the board holds now, or why it refused. */
+static void say_ack(svc *s, const char *id)
+{
+	sky_reg_board *b = sky_registry_find(&s->reg, id);
+	if (b && sky_reg_ack(b) > 0)
+		SKY_INFO("board %s holds job %s epoch %lld stage %d: %lld bytes reserved", id,
+			 b->job, (long long)b->epoch, b->stage, (long long)b->ack_bytes);
+	else if (b && b->ack < 0)
+		SKY_WARN("board %s refused job %s epoch %lld: %s", id, b->ack_job,
+			 (long long)b->ack_epoch, b->ack_reason);
+}
+
+void svc_fleet_on_board(svc *s, const char *id, const char *leaf, const char *p, size_t len)
+{
+	sky_diag d;
+	sky_diag_clear(&d);
+	sky_reg_board *prev = sky_registry_find(&s->reg, id);
+	char was_boot[SKY_BOOT_ID_MAX + 1] = "";
+	int64_t was_session = prev ? prev->session : 0;
+	if (prev)
+		snprintf(was_boot, sizeof was_boot, "%s", prev->boot);
+	note_online(s);
+	int rc = sky_registry_on_board_msg(&s->reg, id, leaf, p, len, sky_clock_s(),
+					   sky_clock_unix(), &d);
+	sky_reg_board *now_b = sky_registry_find(&s->reg, id);
+	if (now_b && was_boot[0] && strcmp(was_boot, now_b->boot) != 0)
+		SKY_INFO("board %s: new boot %s at session %lld replaces boot %s (session "
+			 "%lld), whose late messages are now stale",
+			 id, now_b->boot, (long long)now_b->session, was_boot, (long long)was_session);
+	if (now_b)
+		diff(s, (int)(now_b - s->reg.b), leaf, 0);
+	if (rc < 0)
+		SKY_WARN("rejected %s from %s: %s", leaf, id, d.msg);
+	else if (rc == 1 && now_b && now_b->state == SKY_REG_REVOKED)
+		svc_warn(s, SVC_LOG_REVOKED, "%s", d.msg);
+	else if (rc == 1)
+		SKY_INFO("%s", d.msg);
+	else if (strcmp(leaf, SKY_TOPIC_PLAN_ACK) == 0)
+		say_ack(s, id);
+}
+
+/* A message over its topic class's limit, dropped on arrival (sky_mqtt.h):
+ * counted where the registry counts oversize messages, and logged through
+ * a throttle. */
+void svc_fleet_on_oversize(void *ctx, const char *topic, size_t tl, size_t len)
+{
+	svc *s = ctx;
+	char seg[SKY_TOPIC_SEGMENT_MAX + 1], leaf[16];
+	sky_diag d;
+	sky_diag_clear(&d);
+	if (strlen(topic) != tl)
+		return;
+	if (sky_topic_parse(topic, tl, "board", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
+	    sky_registry_on_board_msg(&s->reg, seg, leaf, NULL, len, sky_clock_s(),
+				      sky_clock_unix(), &d) < 0) {
+		svc_warn(s, SVC_LOG_OVERSIZE, "rejected %s from %s: %s", leaf, seg, d.msg);
+	} else {
+		s->reg.c.oversize++;
+		if (sky_topic_parse(topic, tl, "enroll", seg, sizeof seg, leaf, sizeof leaf) == 0)
+			s->reg.c.enroll_refused++;
+		svc_warn(s, SVC_LOG_OVERSIZE, "%s: %zu bytes over the %zu limit of its kind, dropped unread",
+			 topic, len, sky_topic_max_bytes(topic));
+	}
+	s->reg.changed = 1;
+}
+
+/* Reads the CA's revoked list and drops every board on it that the
+ * registry does not hold as revoked yet: marked revoked (shown in sky
+ * fleet status, its messages ignored from now on) and its job re-planned
+ * without it: a job followed by svc_follow_tick (the board is not online
+ * any more), any other queued again. */
+static void check_revoked(svc *s)
+{
+	sky_diag d;
+	sky_diag_clear(&d);
+	if (sky_crl_list_load(s->o->pki_dir, &s->fleet.revoked, &d) != 0) {
+		svc_warn(s, SVC_LOG_REVOKED, "cannot read the revoked list: %s", d.msg);
+		return;
+	}
+	for (int i = 0; i < s->fleet.revoked.n; i++) {
+		const sky_crl_entry *e = &s->fleet.revoked.e[i];
+		sky_reg_board *b = sky_registry_find(&s->reg, e->id);
+		if (b && b->state == SKY_REG_REVOKED)
+			continue;
+		char job[SKY_TOPIC_SEGMENT_MAX + 1] = "";
+		int stage = b ? b->stage : -1;
+		if (b)
+			snprintf(job, sizeof job, "%s", b->job);
+		const char *why = e->reason >= 0 ? sky_crl_reason_name(e->reason) : "revoked";
+		if (sky_registry_revoke(&s->reg, e->id, why) != 1)
+			continue;
+		SKY_WARN("board %s revoked (%s; on the CA's CRL): dropped from the fleet%s%s", e->id,
+			 why, job[0] ? ", it held a stage of job " : "", job);
+		if (job[0] && !svc_follow_find(s, job)) {
+			char what[96];
+			snprintf(what, sizeof what, "board %s revoked, it held stage %d", e->id, stage);
+			svc_submit_requeue(s, job, what);
+		}
+	}
+}
+
+void svc_fleet_tick(svc *s, double now, double gap, int behind)
+{
+	note_online(s);
+	/* a board is offline when nothing came from it for 1.5 keepalives;
+	 * time this loop did not run is not its silence, and while a
+	 * backlog waits unread (the last poll ran out of its budget) its
+	 * last message may be among them */
+	if (gap > LOOP_STALL_S) {
+		sky_registry_excuse(&s->reg, gap);
+		SKY_WARN("this planner's loop did not run for %.1f s (a loaded machine?); the "
+			 "boards' deadlines move on by as much",
+			 gap);
+	}
+	if (!behind && sky_registry_tick(&s->reg, now) > 0)
+		diff(s, -1, NULL, now);
+	if (now >= s->fleet.revoked_check_at) {
+		s->fleet.revoked_check_at = now + REVOKED_CHECK_S;
+		check_revoked(s);
+	}
+}
+
+void svc_fleet_ask_probe(svc *s, const char *id, const svc_job *job)
+{
+	char topic[SKY_TOPIC_BUF], buf[SKY_CMD_MAX_BYTES];
+	int n = snprintf(buf, sizeof buf, "{\"cmd\":\"probe\",\"model\":\"%s\",\"seq\":%d,\"batch\":%d}",
+			 job->model.name, job->model.seq, job->model.batch);
+	if (sky_topic_board(topic, sizeof topic, id, SKY_TOPIC_CMD) == 0)
+		svc_publish(s, topic, buf, (size_t)n, 1, 0, NULL);
+	SKY_INFO("asked board %s to probe %s (seq %d, batch %d) for job %s", id, job->model.name,
+		 job->model.seq, job->model.batch, job->req.job);
+}

@@ -1,0 +1,442 @@
+/* The planner service's private parts (sky_service.h is its public face):
+ * the state, cut by concern, and the calls between its files. Only the
+ * service's own files include this (tests/integration/test_layering.sh
+ * enforces it):
+ *
+ *   service.c     sky_service_run: start, the loop, connect and loss, and the
+ *                 message router (a table of topic -> handler)
+ *   svc_submit.c  submissions, their resend cache, the queue, requeue
+ *   svc_enroll.c  enrollment and its rate limits
+ *   svc_fleet.c   board messages and their online/offline transitions,
+ *                 oversize messages, revocation, probe asks
+ *   svc_links.c   link probes of the sites' paths
+ *   svc_plan.c    planning a job: its fleet, the plan, publishing it (keys,
+ *                 loads), and evaluating the plan that runs
+ *   svc_store.c   saved plans, the epoch, republishing, fleet.json/jobs.json
+ *   svc_follow.c  the jobs followed for re-plans, their tick, restore
+ *   svc_replan.c  the one entry point of every re-plan
+ *   svc_train.c   checkpoint commits, drift, checkpoint asks, the gain check,
+ *                 training restore
+ *   svc_serve.c   serving answers and replays, unknown_job answers, slices,
+ *                 displaced jobs, serving restore
+ *   svc_log.c     throttled warnings and their flush
+ *
+ * Each file owns its part of svc (the member named after it) and writes
+ * only that; what another file needs goes through the svc_<file>_* calls
+ * below. The modules under them (registry, jobstat, ckpt, deploy, nojob,
+ * servefault) are shared through their own sky_* calls. */
+#ifndef SVC_INTERNAL_H
+#define SVC_INTERNAL_H
+
+#include "sky_service.h"
+
+#include "sky_ca.h"
+#include "sky_ckpt.h"
+#include "sky_crl.h"
+#include "sky_jobstat.h"
+#include "sky_jobstate.h"
+#include "sky_linkprobe.h"
+#include "sky_log.h"
+#include "sky_model.h"
+#include "sky_mqtt.h"
+#include "sky_nojob.h"
+#include "sky_plan.h"
+#include "sky_planmsg.h"
+#include "sky_ratelimit.h"
+#include "sky_registry.h"
+#include "sky_servefault.h"
+#include "sky_sign.h"
+#include "sky_topics.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define MAX_PENDING 16
+/* answers kept for resends: a retrying `sky job submit` gets the same one */
+#define MAX_RECENT 32
+/* A training job with checkpoints (or a serving job that re-plans) is
+ * followed until it is done so it can be re-planned: at once when a board
+ * of its plan goes offline (from the last complete checkpoint), or, when a
+ * board joins or its speed changes, at the next commit if the predicted
+ * step improves by more than --replan-gain and the plan is
+ * --replan-holdoff old. */
+#define MAX_RUNNING 16
+#define RUN_MAX_STAGES SKY_JOBSTATE_MAX_STAGES
+
+typedef struct svc svc;
+
+/* ---- the jobs the files pass each other ---------------------------------- */
+
+/* A job as planned: its request and its model with the request's shapes. */
+typedef struct svc_job {
+	sky_job_req req;
+	sky_model_cfg model; /* with the job's layers, seq, batch */
+} svc_job;
+
+/* What was said once per registry board about a job: a probe asked of
+ * board i, or that board i has no int8 times (serving). */
+typedef struct svc_notes {
+	unsigned char asked[SKY_REG_MAX_BOARDS];
+	unsigned char no_int8[SKY_REG_MAX_BOARDS];
+} svc_notes;
+
+/* A submitted job waiting for its boards (svc_submit.c). */
+typedef struct svc_pending {
+	svc_job job;
+	double since; /* when it arrived (monotonic) */
+	svc_notes notes;
+} svc_pending;
+
+/* A job followed for re-plans: its plan (svc_follow.c), its re-plan and
+ * pause (svc_replan.c) and what training needs (svc_train.c); each part
+ * written by its file only. */
+typedef struct run_job {
+	svc_job job;         /* the request, for re-plans */
+	svc_notes notes;     /* as its first plan left them */
+	int64_t epoch;       /* of the current plan */
+	int generation;
+	int n_stages;
+	char board[RUN_MAX_STAGES][SKY_TOPIC_SEGMENT_MAX + 1];
+	int first[RUN_MAX_STAGES], last[RUN_MAX_STAGES];
+	char plan_sha[65];   /* the signed plan's SHA-256 (kept in the state file) */
+	double predicted_s;
+	double plan_s;       /* monotonic: when the current plan went out */
+	/* taken back from <state>/jobs/<job>.run.json at a restart (monotonic
+	 * restored_at): until restored_until, a board not heard from since (the
+	 * registry restores every board offline) is not taken for dead yet */
+	double restored_at, restored_until;
+	/* each stage's slice (serving; kept in the state file, checked again
+	 * at a restart) */
+	sky_plan_slice slice[RUN_MAX_STAGES];
+	struct {
+		/* svc_replan.c */
+		int paused;
+		double retry_s;      /* paused: next attempt */
+		char pause_why[200]; /* the fault that paused it */
+		double fault_s;      /* monotonic: the fault or decision a re-plan answers (0 none) */
+	} replan;
+	struct {
+		/* svc_train.c */
+		/* drift: each stage's busy seconds a step (metrics busy x step_s):
+		 * the mean of its first steps under this plan, the last step seen,
+		 * how many steps in a row were off by more than half, and when its
+		 * board was last asked to probe again */
+		double busy_base[RUN_MAX_STAGES];
+		int busy_n[RUN_MAX_STAGES], busy_step[RUN_MAX_STAGES], drift_run[RUN_MAX_STAGES];
+		double probe_asked_s[RUN_MAX_STAGES];
+		int want;            /* a voluntary re-plan waits for the next commit */
+		char want_why[160];
+		long commits_at_want;
+		int ask_step, ask_ahead; /* the checkpoint asked for it, and how far ahead */
+		double next_eval_s;
+	} train;
+} run_job;
+
+/* How a job is planned (svc_plan_job): a queued job, or a re-plan of a
+ * followed one from its last complete checkpoint. */
+typedef struct svc_plan_req {
+	const svc_job *job;
+	const svc_notes *notes; /* kept by a job followed from this plan */
+	int replan;             /* a re-plan: quiet about what its caller says */
+	int resume_step, generation;
+} svc_plan_req;
+
+/* What planning a job gave. */
+typedef struct svc_plan_result {
+	int64_t published;  /* the epoch published (0: none) */
+	double predicted_s; /* the plan's simulated step */
+	char why[200];      /* why there is no plan */
+} svc_plan_result;
+
+/* ---- each file's state ----------------------------------------------------- */
+
+typedef enum svc_log_kind {
+	SVC_LOG_ENROLL,   /* enrollment refusals */
+	SVC_LOG_OVERSIZE, /* oversize messages */
+	SVC_LOG_REVOKED,  /* messages from revoked boards */
+	SVC_LOG_REQ,      /* inference request refusals */
+	SVC_LOG_SF,       /* serving requests not tracked */
+	SVC_LOG_N
+} svc_log_kind;
+
+typedef struct svc_log_state {
+	sky_log_throttle t[SVC_LOG_N];
+} svc_log_state;
+
+typedef struct svc_submit_state {
+	svc_pending pending[MAX_PENDING];
+	int n_pending;
+	struct {
+		char op[SKY_TOPIC_SEGMENT_MAX + 1];
+		char submit_id[33];
+		char reply[SKY_JOB_REPLY_MAX_BYTES];
+		int len;
+	} recent[MAX_RECENT];
+	int next_recent;
+	char job_file[SKY_JOB_MAX_BYTES + 1]; /* --job's document */
+} svc_submit_state;
+
+typedef struct svc_enroll_state {
+	sky_bucket all;
+	sky_keyed_buckets nonce;
+	long limited; /* requests dropped unread by the rate limit */
+	char reply[SKY_ENROLL_REPLY_MAX];
+} svc_enroll_state;
+
+typedef struct svc_fleet_state {
+	/* the CA's revoked list (<pki>/revoked, sky_crl.h), read again every
+	 * REVOKED_CHECK_S: `sky pki revoke` needs no message to reach us */
+	sky_crl_list revoked;
+	double revoked_check_at; /* monotonic */
+	/* which registry boards were online before a message or a tick: the
+	 * one diff that says every transition */
+	unsigned char was_online[SKY_REG_MAX_BOARDS];
+	int was_n;
+} svc_fleet_state;
+
+typedef struct svc_links_state {
+	sky_linkprobe probe; /* each site's path through its bridge */
+} svc_links_state;
+
+typedef struct svc_plan_state {
+	/* working memory for planning (large structs, kept out of the stack) */
+	sky_fleet fleet;
+	sky_plan plan, cur;
+	sky_sim_result sim;
+	sky_planmsg msg;
+	char payload[SKY_SIGN_MAX_PAYLOAD];
+	char envelope[SKY_SIGN_MAX_ENVELOPE];
+} svc_plan_state;
+
+typedef struct svc_store_state {
+	int64_t epoch; /* the newest ever published (persisted in <state>/epoch) */
+	/* retained plans on the broker since the last connect, per registry
+	 * job: the newest epoch seen there (0: none yet). When republish_at
+	 * passes, every job whose plan is missing or older there is published
+	 * again from <state>/plans/<job>.env. */
+	int64_t on_broker[SKY_REG_MAX_JOBS];
+	double republish_at; /* monotonic; 0: nothing due */
+	sky_planmsg msg;     /* a saved or retained plan read back */
+	char payload[SKY_SIGN_MAX_PAYLOAD];
+	char envelope[SKY_SIGN_MAX_ENVELOPE];
+	char status_buf[4u << 20]; /* fleet.json, jobs.json */
+	sky_fleet links;           /* --links, read at start */
+} svc_store_state;
+
+typedef struct svc_follow_state {
+	run_job run[MAX_RUNNING];
+	int n_run;
+	sky_jobstate js;     /* a state file being saved */
+	sky_jobstate loaded; /* a state file read at start */
+} svc_follow_state;
+
+typedef struct svc_replan_state {
+	svc_notes notes; /* a re-plan's copy of its job's */
+} svc_replan_state;
+
+typedef struct svc_train_state {
+	svc_notes notes; /* the gain check's copy of its job's */
+} svc_train_state;
+
+typedef struct svc_serve_state {
+	char req_resp[SKY_INFER_RESP_MAX_BYTES];
+} svc_serve_state;
+
+struct svc {
+	/* service.c: set at start, read by every file */
+	const sky_service_opts *o;
+	char state_dir[512];
+	sky_ca ca;
+	sky_signer signer;
+	mbedtls_x509_crt planner_crt; /* to read our own retained plans back */
+	/* No lock: every message handler (on_msg, on_oversize) and the loop's
+	 * tick run on the loop's thread, sky_mqtt_poll_for handing messages
+	 * over on the caller's thread (sky_mqtt.h). Only on_lost runs on
+	 * Paho's thread, and it only sets lost. The metrics scrape reads its
+	 * own snapshot (sky_metrics.h). Checked by the ThreadSanitizer leg. */
+	sky_mqtt *m;
+	/* NULL: svc_publish is sky_mqtt_publish on m; a unit test's recorder */
+	int (*publish)(void *ctx, const char *topic, const void *data, size_t len, int qos,
+		       int retained, sky_diag *d);
+	void *publish_ctx;
+	_Atomic int lost; /* set on Paho's thread (on_lost); not under the lock */
+	/* shared modules, each written through its own sky_* calls */
+	sky_registry reg;
+	sky_jobstat jobs;    /* training jobs, from their metrics */
+	sky_ckpt_store ckpt; /* checkpoints and job logs */
+	sky_deploy deploy;   /* model uploads, slices, slice transfers */
+	sky_nojob nojob;     /* inference requests for jobs that do not serve */
+	sky_servefault sf;   /* serving jobs' unanswered requests, replayed after a re-plan */
+	/* each file's own */
+	svc_log_state log;
+	svc_submit_state submit;
+	svc_enroll_state enroll;
+	svc_fleet_state fleet;
+	svc_links_state links;
+	svc_plan_state plan;
+	svc_store_state store;
+	svc_follow_state follow;
+	svc_replan_state replan;
+	svc_train_state train;
+	svc_serve_state serve;
+};
+
+/* ---- the calls between the files ------------------------------------------ */
+/* Every call on the loop's thread. */
+
+/* service.c: every file's publish (qos and retained as sky_mqtt_publish).
+ * Returns 0 or SKY_E* (SKY_ENET when not connected). */
+int svc_publish(svc *s, const char *topic, const void *data, size_t len, int qos, int retained,
+		sky_diag *d);
+
+/* svc_log.c: a warning through kind's throttle (at most a few a window,
+ * then one "... N more suppressed" line); flush says that line for a flood
+ * that stopped. */
+void svc_log_init(svc *s);
+void svc_warn(svc *s, svc_log_kind kind, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void svc_log_flush(svc *s, double now);
+
+/* svc_submit.c */
+/* Parses and queues a job. Returns 0, or the reason it was refused in d
+ * (and the log). */
+int svc_submit_queue(svc *s, const char *buf, size_t len, const char *from, sky_diag *d);
+/* --job's file, queued at start. Returns 0, or an error in d when it cannot
+ * be read (a refused job is logged). */
+int svc_submit_file(svc *s, const char *path, sky_diag *d);
+/* A submission on sky/v1/jobs/<op>/submit. */
+void svc_submit_on_msg(svc *s, const char *op, const char *p, size_t len);
+/* Queues job again from its newest saved plan, to be planned over the
+ * boards online now (a job without checkpoints, which is not followed). */
+void svc_submit_requeue(svc *s, const char *job, const char *why);
+/* Plans each queued job whose boards are ready (or whose wait is over). */
+void svc_submit_tick(svc *s, double now);
+/* The job's model: the request's preset with its shapes. */
+void svc_job_from_req(svc_job *j, const sky_job_req *r);
+
+/* svc_enroll.c */
+void svc_enroll_init(svc *s);
+void svc_enroll_on_csr(svc *s, const char *nonce, const char *p, size_t len);
+long svc_enroll_limited(const svc *s);
+
+/* svc_fleet.c */
+void svc_fleet_on_board(svc *s, const char *id, const char *leaf, const char *p, size_t len);
+/* sky_mqtt_oversize_fn */
+void svc_fleet_on_oversize(void *ctx, const char *topic, size_t tl, size_t len);
+/* The registry's liveness tick (gap: seconds the loop did not run; behind:
+ * messages wait unread) and the revoked list, read again every second. */
+void svc_fleet_tick(svc *s, double now, double gap, int behind);
+void svc_fleet_ask_probe(svc *s, const char *id, const svc_job *job);
+
+/* svc_links.c */
+void svc_links_init(svc *s);
+void svc_links_on_msg(svc *s, const char *topic, const unsigned char *p, size_t len, double now);
+void svc_links_tick(svc *s, double now);
+
+/* svc_plan.c */
+/* The working fleet for job: every online board with capabilities at its
+ * shapes (the others asked to probe, once each by notes). Returns how
+ * many boards are online; *fit how many fit (0: why says so). */
+int svc_plan_fleet(svc *s, const svc_job *job, svc_notes *notes, int *fit, char *why,
+		   size_t cap);
+/* Plans rq's job over the working fleet and publishes the plan; a job
+ * that re-plans is followed from it. Returns 0 (res->published) or an
+ * error (res->why). */
+int svc_plan_job(svc *s, const svc_plan_req *rq, svc_plan_result *res);
+/* Evaluates r's plan against a new one, planned but not published: over
+ * the online boards (notes as svc_plan_fleet), the step a new plan would
+ * predict (*new_s, 0 without one: why says so) and the one r's plan
+ * predicts under the same capabilities (*cur_s, 0 when a board of it has
+ * none now). */
+void svc_plan_evaluate(svc *s, const run_job *r, svc_notes *notes, double *new_s, double *cur_s,
+		       char *why, size_t cap);
+
+/* svc_store.c */
+/* <state>/<name> into buf. Returns 0 or SKY_ERANGE. */
+int svc_state_file(const svc *s, const char *name, char *buf, size_t cap);
+int svc_store_plan_file(const svc *s, const char *job, char *buf, size_t cap);
+/* Reads <state>/plans/<job>.env and verifies it: *plan the decoded plan
+ * (the store's, valid until the next load), *env its envelope. Returns
+ * the envelope length or SKY_E*. */
+long svc_store_load(svc *s, const char *job, const sky_planmsg **plan, const char **env);
+/* Keeps a signed plan before it is published. Returns 0 or SKY_E* (logged). */
+int svc_store_save(svc *s, const char *job, const char *env, size_t len);
+/* The next epoch, persisted before use. Returns 0 or SKY_E*. */
+int svc_store_next_epoch(svc *s, int64_t *epoch, char *path, size_t cap);
+/* plan went out retained: the broker holds it. */
+void svc_store_published(svc *s, const sky_planmsg *plan);
+void svc_store_on_plan(svc *s, const char *topic, const char *p, size_t len, int retained);
+/* Connecting: nothing on the broker known (begin), then retained plans
+ * given 2 s to arrive before the missing ones are republished (end). */
+void svc_store_connecting(svc *s, int end);
+void svc_store_tick(svc *s, double now);
+/* fleet.json and jobs.json. */
+void svc_store_save_state(svc *s);
+/* At start: fleet.json, --links, the epoch and the saved plans. Returns 0
+ * or an error in d. */
+int svc_store_restore(svc *s, sky_diag *d);
+int64_t svc_store_epoch(const svc *s);
+
+/* svc_follow.c */
+run_job *svc_follow_find(svc *s, const char *job);
+/* A plan that re-plans went out (signed as env, elen bytes): its job
+ * followed from it. */
+void svc_follow_plan(svc *s, const svc_plan_req *rq, const sky_planmsg *p, const char *env,
+		     size_t elen, double predicted_s);
+/* r's state file written again. */
+void svc_follow_save(svc *s, const run_job *r);
+/* The next run slot filled from js (restored after a restart), not
+ * counted until svc_follow_add; NULL when every slot is taken. */
+run_job *svc_follow_from_state(svc *s, const sky_jobstate *js);
+void svc_follow_add(svc *s);
+/* r's plan, re-simulated with today's capabilities, predicts step_s. */
+void svc_follow_predicted(run_job *r, double step_s);
+int svc_follow_any_running(const svc *s);
+void svc_follow_tick(svc *s, double now);
+/* At start: every <state>/jobs/<job>.run.json followed again. */
+void svc_follow_restore(svc *s);
+
+/* svc_replan.c: re-plans r over the online boards from its last complete
+ * checkpoint, or pauses it (tried again every second). */
+void svc_replan(svc *s, run_job *r, const char *reason, double now);
+/* The fault (or decision) at now that the next re-plan answers. */
+void svc_replan_fault(run_job *r, double now);
+/* The re-plan's time lost is closed (its first commit or answer): returns
+ * when its fault was (0: none open). */
+double svc_replan_closed(run_job *r);
+/* A plan went out: r is not paused. */
+void svc_replan_resumed(run_job *r);
+/* r's pause as its state file kept it; retried at retry_s. */
+void svc_replan_restore(run_job *r, int paused, const char *why, double retry_s);
+
+/* svc_train.c */
+void svc_train_on_ckpt(svc *s, const char *job, const char *board, const unsigned char *p,
+		       size_t len);
+/* The highest step any stage of job reported under epoch (0: none). */
+int svc_train_last_step(const svc *s, const char *job, int64_t epoch);
+/* A new plan of r went out: drift baselines and asks start again. */
+void svc_train_new_plan(run_job *r, int n_stages);
+/* Drift, checkpoint asks again and the gain check of running r. */
+void svc_train_tick(svc *s, run_job *r, double now);
+/* A training job's state file at start (js may take the saved plan's
+ * newer epoch). Returns 0. */
+int svc_train_restore(svc *s, sky_jobstate *js, const char *path);
+
+/* svc_serve.c */
+int svc_serve_publish(void *ctx, const char *topic, const void *data, size_t len);
+void svc_serve_on_slice_req(svc *s, const char *id, const char *p, size_t len);
+void svc_serve_on_resp(svc *s, const char *job, const char *client, const unsigned char *p,
+		       size_t len);
+void svc_serve_on_ready(svc *s, const char *job, int k, const unsigned char *p, size_t len);
+/* Any other job topic: a request tracked for replays, and answered
+ * unknown_job when its job does not serve. */
+void svc_serve_on_req(svc *s, const char *topic, size_t tl, const unsigned char *p, size_t len);
+/* sky/v1/job/<job>/stage/<k>/ready: job and k. Returns 0 or SKY_EINVAL. */
+int svc_serve_parse_ready(const char *topic, char *job, size_t cap, int *k);
+void svc_serve_tick(svc *s, double now);
+/* 1 when every board of serving job r now holds another job's plan. */
+int svc_serve_displaced(const svc *s, const run_job *r);
+/* A serving job's state file at start. Returns 0. */
+int svc_serve_restore(svc *s, sky_jobstate *js, const char *path);
+
+#endif

@@ -1,0 +1,452 @@
+/* Planning a job (svc_internal.h): the working fleet of boards that fit
+ * it, the plan over them (sky_plan.h), and publishing it: the next epoch,
+ * the training or serving section, frame keys wrapped for each board,
+ * checkpoint loads of a resumed plan, signed and retained. */
+#include "svc_internal.h"
+
+#include "sky_caps.h"
+#include "sky_clock.h"
+#include "sky_jobkey.h"
+#include "sky_metrics.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The shapes a board's capabilities must have been measured at. */
+static void want_shape(const svc_job *j, sky_caps_shape *want)
+{
+	memset(want, 0, sizeof *want);
+	snprintf(want->name, sizeof want->name, "%s", j->model.name);
+	want->hidden = j->model.hidden;
+	want->heads = j->model.heads;
+	want->ffn = j->model.ffn;
+	want->seq = j->model.seq;
+	want->batch = j->model.batch;
+}
+
+/* Registry board b as the planner library's board for job j. */
+static void fleet_board(sky_board *fb, const sky_reg_board *b, const svc_job *j)
+{
+	memset(fb, 0, sizeof *fb);
+	snprintf(fb->id, sizeof fb->id, "%s", b->id);
+	const sky_caps_times *t = &b->caps.fp32;
+	fb->fwd_s = t->fwd_attn_s + t->fwd_ffn_s;
+	fb->bwd_s = t->bwd_attn_s + t->bwd_ffn_s;
+	fb->attn_share = (t->fwd_attn_s + t->bwd_attn_s) / (fb->fwd_s + fb->bwd_s);
+	if (b->caps.has_int8) {
+		/* there is no int8 backward: an int8 stage runs its backward in fp32 */
+		fb->fwd_int8_s = b->caps.int8_fwd_s;
+		fb->bwd_int8_s = fb->bwd_s;
+	}
+	if (j->req.infer) {
+		/* measured at the model's micro-batch, served at the job's batch;
+		 * serving has no backward (the cost model ignores bwd_int8_s) */
+		double k = (double)j->req.serve_batch / j->model.batch;
+		fb->fwd_int8_s = b->caps.int8_fwd_s * k;
+		fb->bwd_int8_s = fb->fwd_int8_s;
+		/* the int8 halves' split and the ends, when the board measured
+		 * them (sky_probe.h); every part is linear in the batch */
+		if (b->caps.int8_attn_s > 0 && b->caps.int8_attn_s < b->caps.int8_fwd_s)
+			fb->attn_share_int8 = b->caps.int8_attn_s / b->caps.int8_fwd_s;
+		fb->embed_int8_s = b->caps.int8_embed_s * k;
+		fb->head_int8_s = b->caps.int8_head_s * k;
+	}
+	if (!(fb->attn_share > 0 && fb->attn_share < 1))
+		fb->attn_share = 0;
+	/* a board that could not measure memory or its link gets stated
+	 * defaults rather than none: 1 TiB, 1 GB/s, 0 s (README) */
+	fb->mem_bytes = b->caps.mem_bytes > 0 ? b->caps.mem_bytes : (1ll << 40);
+	fb->bw_Bps = b->caps.link_bw > 0 ? b->caps.link_bw : 1e9;
+	fb->lat_s = b->caps.link_lat_s;
+	snprintf(fb->site, sizeof fb->site, "%s", b->caps.site);
+}
+
+int svc_plan_fleet(svc *s, const svc_job *j, svc_notes *notes, int *fit, char *why, size_t cap)
+{
+	sky_registry *r = &s->reg;
+	sky_fleet *f = &s->plan.fleet;
+	sky_caps_shape want;
+	want_shape(j, &want);
+	int online = 0;
+	sky_fleet_init(f);
+	for (int i = 0; i < r->n; i++) {
+		sky_reg_board *b = &r->b[i];
+		if (b->state != SKY_REG_ONLINE)
+			continue;
+		online++;
+		if (!b->has_caps || !sky_caps_shape_eq(&b->caps.shape, &want)) {
+			if (!notes->asked[i]) {
+				notes->asked[i] = 1;
+				svc_fleet_ask_probe(s, b->id, j);
+			}
+			continue;
+		}
+		if (strlen(b->id) >= SKY_BOARD_ID_MAX || f->n >= SKY_PLAN_MAX_BOARDS)
+			continue;
+		if (j->req.infer && !(b->caps.has_int8 && b->caps.int8_fwd_s > 0)) {
+			if (!notes->no_int8[i]) {
+				notes->no_int8[i] = 1;
+				SKY_WARN("job %s: board %s is not used: it reported no int8 times "
+					 "(serving runs the int8 kernels)",
+					 j->req.job, b->id);
+			}
+			continue;
+		}
+		fleet_board(&f->board[f->n++], b, j);
+	}
+	*fit = f->n;
+	if (f->n == 0)
+		snprintf(why, cap, "no online board reported %s at seq %d batch %d", want.name,
+			 want.seq, want.batch);
+	return online;
+}
+
+/* The planner library's job for j, over the site paths the registry has
+ * (from --links, or measured). */
+static void lib_job(svc *s, const svc_job *j, sky_job *job, sky_algo *algo)
+{
+	const sky_registry *r = &s->reg;
+	sky_fleet *f = &s->plan.fleet;
+	*algo = SKY_ALGO_OPTIMAL;
+	sky_job_init(job, j->model.name);
+	job->model = j->model;
+	job->micro_batches = j->req.micro_batches;
+	sky_algo_parse(j->req.algo, algo);
+	sky_sched_parse(j->req.sched, &job->sched);
+	sky_objective_parse(j->req.objective, &job->objective);
+	job->link_blind = j->req.link_blind || s->o->link_blind;
+	job->ckpt = j->req.train && j->req.ckpt_every > 0; /* the stages' checkpoint buffers */
+	snprintf(job->owner, sizeof job->owner, "%.*s", (int)sizeof job->owner - 1,
+		 j->req.data_owner);
+	f->n_links = 0;
+	for (int i = 0; i < r->n_links && f->n_links < SKY_PLAN_MAX_LINKS; i++) {
+		sky_site_link *l = &f->link[f->n_links++];
+		memset(l, 0, sizeof *l);
+		snprintf(l->a, sizeof l->a, "%s", r->links[i].a);
+		snprintf(l->b, sizeof l->b, "%s", r->links[i].b);
+		l->bw_Bps = r->links[i].bw_Bps;
+		l->lat_s = r->links[i].lat_s;
+	}
+	if (j->req.infer) {
+		/* serving: int8 forward only, throughput (the slowest stage) */
+		job->infer = 1;
+		job->prec = SKY_PREC_INT8;
+		job->objective = SKY_OBJ_BOTTLENECK;
+		job->model.batch = j->req.serve_batch;
+	}
+}
+
+/* Plans j over the working fleet into s->plan.plan, with its simulated
+ * step in *predicted_s (0 for serving). Returns 0 or an error in d. */
+static int compute(svc *s, const svc_job *j, sky_job *job, sky_algo *algo, double *predicted_s,
+		   sky_diag *d)
+{
+	sky_fleet *f = &s->plan.fleet;
+	lib_job(s, j, job, algo);
+	*predicted_s = 0;
+	int rc = sky_plan_partition(f, job, *algo, &s->plan.plan, d);
+	if (rc)
+		return rc;
+	/* a link-blind plan still runs on the real links: price its cuts and
+	 * predict its step with them */
+	if (job->link_blind) {
+		sky_diag ed;
+		sky_diag_clear(&ed);
+		job->link_blind = 0;
+		if (sky_plan_evaluate(f, job, &s->plan.plan, &ed) != 0)
+			SKY_WARN("job %s: link-blind plan not priced with the links: %s", j->req.job,
+				 ed.msg);
+	}
+	/* the simulated step, once: the training plan carries it (the boards'
+	 * stall deadline) and the metrics compare measured steps with it */
+	if (!job->infer && sky_sim_run(&s->plan.plan, job, &s->plan.sim, NULL) == 0)
+		*predicted_s = s->plan.sim.step_s;
+	return 0;
+}
+
+void svc_plan_evaluate(svc *s, const run_job *r, svc_notes *notes, double *new_s, double *cur_s,
+		       char *why, size_t cap)
+{
+	sky_fleet *f = &s->plan.fleet;
+	sky_plan *cur = &s->plan.cur;
+	sky_job job;
+	sky_algo algo;
+	sky_diag d;
+	int fit = 0;
+	sky_diag_clear(&d);
+	*new_s = *cur_s = 0;
+	why[0] = '\0';
+	svc_plan_fleet(s, &r->job, notes, &fit, why, cap);
+	if (fit == 0)
+		return;
+	if (compute(s, &r->job, &job, &algo, new_s, &d) != 0) {
+		snprintf(why, cap, "%.190s", d.msg);
+		return;
+	}
+	/* the plan that runs, under the same (current) capabilities: a board
+	 * whose speed changed changes it too */
+	memset(cur, 0, sizeof *cur);
+	cur->algo = algo;
+	cur->n_stages = r->n_stages;
+	for (int k = 0; k < r->n_stages; k++) {
+		int fi = -1;
+		for (int b = 0; b < f->n && fi < 0; b++)
+			if (!strcmp(f->board[b].id, r->board[k]))
+				fi = b;
+		if (fi < 0)
+			return; /* a board of the plan has no capabilities now */
+		cur->stage[k].board = fi;
+		cur->stage[k].first_unit = r->first[k];
+		cur->stage[k].last_unit = r->last[k];
+	}
+	if (r->n_stages > 0 && sky_plan_evaluate(f, &job, cur, NULL) == 0 &&
+	    sky_sim_run(cur, &job, &s->plan.sim, NULL) == 0)
+		*cur_s = s->plan.sim.step_s;
+}
+
+/* The training section of the plan: the job's settings and the
+ * simulator's step time for this plan. */
+static void fill_train(const svc_plan_req *rq, double predicted_step_s, int owner_lag,
+		       sky_planmsg *p)
+{
+	sky_plan_train *t = &p->train;
+	const sky_job_req *r = &rq->job->req;
+	memset(t, 0, sizeof *t);
+	t->steps = r->steps;
+	snprintf(t->sched, sizeof t->sched, "%s", r->sched);
+	snprintf(t->optim, sizeof t->optim, "%s", r->optim);
+	t->lr = r->lr;
+	t->seed = r->seed;
+	t->warmup = r->warmup;
+	t->clip = r->clip;
+	t->stall_s = r->stall_s;
+	t->sealed = !r->plaintext;
+	t->predicted_step_s = predicted_step_s;
+	t->ckpt_every = r->ckpt_every;
+	t->resume_step = rq->resume_step;
+	t->generation = r->ckpt_every > 0 ? (rq->generation > 0 ? rq->generation : 1) : 0;
+	if (r->data_owner[0]) {
+		/* U-shaped: the owner holds the first and the last stage */
+		snprintf(t->owner, sizeof t->owner, "%s", r->data_owner);
+		t->owner_lag = owner_lag;
+	}
+}
+
+/* The serving section of the plan and each stage's slice, cut from the
+ * stored model (sky_deploy.h). The predicted throughput is the served
+ * batch over the slowest stage's time (int8 forward and its send). */
+static int fill_infer(svc *s, const svc_job *j, sky_planmsg *p, sky_diag *d)
+{
+	sky_plan_infer *in = &p->infer;
+	const sky_job_req *r = &j->req;
+	double bottleneck_s = s->plan.plan.bottleneck_s;
+	memset(in, 0, sizeof *in);
+	in->on = 1;
+	in->batch = r->serve_batch;
+	in->wait_ms = r->wait_ms;
+	in->queue = r->queue;
+	in->n_clients = r->n_clients;
+	for (int i = 0; i < r->n_clients; i++)
+		snprintf(in->clients[i], sizeof in->clients[i], "%s", r->clients[i]);
+	in->predicted_seq_s = bottleneck_s > 0 ? r->serve_batch / bottleneck_s : 0;
+	in->threads = 0;
+	in->sealed = 1;
+	for (int k = 0; k < p->n_stages; k++) {
+		int rc = sky_deploy_cut(&s->deploy, r->weights, p->stages[k].first, p->stages[k].last,
+					&p->stages[k].slice, d);
+		if (rc)
+			return rc;
+		SKY_INFO("job %s stage %d (%s, half-layers %d-%d): slice %.16s.., %lld bytes in %d "
+			 "chunks",
+			 r->job, k, p->stages[k].board, p->stages[k].first, p->stages[k].last,
+			 p->stages[k].slice.sha256, (long long)p->stages[k].slice.bytes,
+			 p->stages[k].slice.chunks);
+	}
+	SKY_INFO("job %s: serving at batch %d, predicted %.1f sequences/s (bottleneck %.3f ms)",
+		 r->job, in->batch, in->predicted_seq_s, 1e3 * bottleneck_s);
+	return 0;
+}
+
+/* A fresh frame key for the job, wrapped for each stage's board with the
+ * public key of the certificate the CA issued it. */
+static int wrap_keys(svc *s, sky_planmsg *p, sky_diag *d)
+{
+	unsigned char key[SKY_JOBKEY_BYTES];
+	int rc = sky_jobkey_generate(&s->signer.rng, key, d);
+	for (int k = 0; k < p->n_stages && !rc; k++) {
+		char path[700];
+		mbedtls_x509_crt crt;
+		mbedtls_x509_crt_init(&crt);
+		snprintf(path, sizeof path, "%s/" SKY_CA_CERTS_DIR "/%s.crt", s->o->pki_dir,
+			 p->stages[k].board);
+		if (mbedtls_x509_crt_parse_file(&crt, path) != 0)
+			rc = sky_diag_set(d, SKY_ENOTFOUND,
+					  "no certificate of board %s in %s to wrap the frame key "
+					  "for (enrolled before this planner kept them? re-enroll, or "
+					  "submit with --plaintext-frames)",
+					  p->stages[k].board, path);
+		else if ((rc = sky_jobkey_wrap(&crt.pk, key, p->job, p->stages[k].board, p->epoch,
+					       &s->signer.rng, p->stages[k].key,
+					       sizeof p->stages[k].key, d)) > 0)
+			rc = 0;
+		mbedtls_x509_crt_free(&crt);
+	}
+	memset(key, 0, sizeof key);
+	return rc;
+}
+
+/* Norm blocks of stage k of p (sky_stage.h): [*blk0, *blk0 + *nblk). */
+static void stage_blocks(const sky_planmsg *p, int k, int *blk0, int *nblk)
+{
+	const sky_plan_stage *st = &p->stages[k];
+	*blk0 = st->first == 0 ? 0 : 1 + st->first;
+	*nblk = st->last - st->first + 1 + (st->first == 0) + (st->last == 2 * p->layers - 1);
+}
+
+/* Publishes, retained on sky/v1/job/<job>/load/<board>, each stage's
+ * blocks from the last complete checkpoint, stamped with p's epoch.
+ * Returns 0 or SKY_E* (logged; why says it). */
+static int publish_loads(svc *s, const sky_planmsg *p, char *why, size_t cap)
+{
+	for (int k = 0; k < p->n_stages; k++) {
+		int blk0, nblk, rc;
+		unsigned char *img = NULL;
+		size_t len = 0;
+		char topic[SKY_TOPIC_BUF];
+		sky_diag d;
+		sky_diag_clear(&d);
+		stage_blocks(p, k, &blk0, &nblk);
+		rc = sky_ckpt_image(&s->ckpt, p->job, p->epoch, blk0, nblk, &img, &len, &d);
+		if (!rc && (rc = sky_topic_job_to(topic, sizeof topic, p->job, SKY_TOPIC_LOAD,
+						     p->stages[k].board)) == 0)
+			rc = svc_publish(s, topic, img, len, 1, 1, &d);
+		free(img);
+		if (rc) {
+			snprintf(why, cap, "checkpoint of step %d for %s: %.120s", p->train.resume_step,
+				 p->stages[k].board, d.msg);
+			SKY_ERROR("job %s epoch %lld not published: %s", p->job, (long long)p->epoch, why);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+/* The plan message of s->plan.plan for j, without its epoch. */
+static void build_msg(svc *s, const svc_job *j, const sky_job *job, sky_algo algo, sky_planmsg *p)
+{
+	const sky_plan *pl = &s->plan.plan;
+	const sky_fleet *f = &s->plan.fleet;
+	memset(p, 0, sizeof *p);
+	snprintf(p->job, sizeof p->job, "%s", j->req.job);
+	snprintf(p->algo, sizeof p->algo, "%s", sky_algo_name(algo));
+	p->micro_batches = job->micro_batches;
+	want_shape(j, &p->shape);
+	p->layers = job->model.layers;
+	p->n_stages = pl->n_stages;
+	for (int k = 0; k < pl->n_stages; k++) {
+		const sky_stage *st = &pl->stage[k];
+		snprintf(p->stages[k].board, sizeof p->stages[k].board, "%s", f->board[st->board].id);
+		snprintf(p->stages[k].site, sizeof p->stages[k].site, "%s", f->board[st->board].site);
+		p->stages[k].first = st->first_unit;
+		p->stages[k].last = st->last_unit;
+		p->stages[k].in_flight = st->in_flight < 1 ? 1 : st->in_flight;
+		p->stages[k].arena_bytes = st->mem_bytes;
+	}
+}
+
+/* p under the next epoch, keys wrapped, signed into s->plan.envelope.
+ * Returns the envelope's length, or 0 (logged). */
+static int seal(svc *s, const svc_job *j, sky_planmsg *p)
+{
+	char path[640];
+	sky_diag d;
+	sky_diag_clear(&d);
+	if (svc_store_next_epoch(s, &p->epoch, path, sizeof path) != 0) {
+		SKY_ERROR("job %s: cannot persist the epoch in %s; not publishing", p->job, path);
+		return 0;
+	}
+	if ((p->train.sealed || p->infer.sealed) && wrap_keys(s, p, &d) != 0) {
+		SKY_WARN("job %s: not planned: %s", j->req.job, d.msg);
+		return 0;
+	}
+	int plen = sky_planmsg_encode(p, s->plan.payload, sizeof s->plan.payload, &d);
+	int elen = plen > 0 ? sky_sign_envelope(&s->signer, s->plan.payload, (size_t)plen,
+						s->plan.envelope, sizeof s->plan.envelope, &d)
+			    : plen;
+	if (elen <= 0) {
+		SKY_ERROR("job %s: plan not published: %s", p->job, d.msg);
+		return 0;
+	}
+	return elen;
+}
+
+/* Sends sealed plan p (elen bytes of s->plan.envelope): loads first, saved
+ * before it goes out, retained. Returns 0 or an error (logged). */
+static int send_plan(svc *s, const sky_planmsg *p, int elen, svc_plan_result *res)
+{
+	char topic[SKY_TOPIC_BUF];
+	sky_diag d;
+	sky_diag_clear(&d);
+	if (sky_topic_job(topic, sizeof topic, p->job, SKY_TOPIC_PLAN) != 0) {
+		SKY_ERROR("job %s: plan not published: %s", p->job, d.msg);
+		return SKY_ERANGE;
+	}
+	/* a resumed plan: each board's new range from the last complete
+	 * checkpoint, retained on its load topic before the plan goes out */
+	int rc = 0;
+	if (p->train.resume_step > 0 && (rc = publish_loads(s, p, res->why, sizeof res->why)) != 0)
+		return rc;
+	/* kept before it goes out, so it can be published again if the broker
+	 * loses it */
+	if ((rc = svc_store_save(s, p->job, s->plan.envelope, (size_t)elen)) != 0)
+		return rc;
+	/* retained, so a board that (re)connects later still gets it */
+	if ((rc = svc_publish(s, topic, s->plan.envelope, (size_t)elen, 1, 1, &d)) != 0)
+		SKY_ERROR("job %s: %s", p->job, d.msg);
+	return rc;
+}
+
+int svc_plan_job(svc *s, const svc_plan_req *rq, svc_plan_result *res)
+{
+	const svc_job *j = rq->job;
+	sky_planmsg *p = &s->plan.msg;
+	sky_job job;
+	sky_algo algo;
+	sky_diag d;
+	sky_diag_clear(&d);
+	memset(res, 0, sizeof *res);
+	int rc = compute(s, j, &job, &algo, &res->predicted_s, &d);
+	if (rc) {
+		snprintf(res->why, sizeof res->why, "%.190s", d.msg);
+		if (!rq->replan)
+			SKY_WARN("job %s: no plan: %s", j->req.job, d.msg);
+		return rc;
+	}
+	build_msg(s, j, &job, algo, p);
+	if (j->req.train)
+		fill_train(rq, res->predicted_s, s->plan.plan.owner_lag, p);
+	if (j->req.infer && (rc = fill_infer(s, j, p, &d)) != 0) {
+		SKY_WARN("job %s: not planned: %s", j->req.job, d.msg);
+		return rc;
+	}
+	int elen = seal(s, j, p);
+	if (elen <= 0)
+		return SKY_EFORMAT;
+	if ((rc = send_plan(s, p, elen, res)) != 0)
+		return rc;
+	sky_registry_assign(&s->reg, p);
+	sky_nojob_note(&s->nojob, p->job, p->infer.on ? SKY_NOJOB_SERVING : SKY_NOJOB_TRAINING);
+	svc_store_published(s, p);
+	s->reg.c.plans_published++;
+	res->published = p->epoch;
+	if ((p->train.steps > 0 && p->train.ckpt_every > 0) || (p->infer.on && !j->req.no_replan))
+		svc_follow_plan(s, rq, p, s->plan.envelope, (size_t)elen, res->predicted_s);
+	if (res->predicted_s > 0)
+		sky_metrics_set_step_predicted(sky_metrics_default(), p->job, res->predicted_s);
+	SKY_INFO("job %s epoch %lld published: %d stages over %d boards (%s), bottleneck %.3f ms "
+		 "per micro-batch",
+		 p->job, (long long)p->epoch, p->n_stages, s->plan.fleet.n, p->algo,
+		 1e3 * s->plan.plan.bottleneck_s);
+	return 0;
+}

@@ -1,0 +1,260 @@
+/* Submissions (svc_internal.h): a job from an operator (or --job) parsed,
+ * checked and queued, every submission answered (a resend the same
+ * again), and the queue planned once each job's boards are ready. */
+#include "svc_internal.h"
+
+#include "sky_clock.h"
+#include "sky_file.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* how long a job re-planned without a revoked board waits for the boards
+ * it wants (every online board with matching capabilities) */
+#define REPLAN_WAIT_S 10.0
+
+void svc_job_from_req(svc_job *j, const sky_job_req *r)
+{
+	j->req = *r;
+	sky_model_preset(r->model, &j->model);
+	if (r->layers)
+		j->model.layers = r->layers;
+	if (r->seq)
+		j->model.seq = r->seq;
+	if (r->batch)
+		j->model.batch = r->batch;
+}
+
+/* An infer job's model: uploaded, int8, of the job's shapes; and its batch
+ * within the model's. Returns 0 or the reason in d. */
+static int check_infer(svc *s, svc_job *j, sky_diag *d)
+{
+	sky_job_req *r = &j->req;
+	if (r->serve_batch == 0)
+		r->serve_batch = j->model.batch;
+	if (r->serve_batch > j->model.batch)
+		return sky_diag_set(d, SKY_ERANGE,
+				    "job %s: serve batch %d is above the model's batch %d (the "
+				    "micro-batch the boards probe and serve)",
+				    r->job, r->serve_batch, j->model.batch);
+	sky_diag md;
+	sky_diag_clear(&md);
+	int rc = sky_deploy_check(&s->deploy, r->weights, &j->model, &md);
+	if (rc)
+		return sky_diag_set(d, rc, "job %s: %s", r->job, md.msg);
+	return 0;
+}
+
+/* Queues pj. Returns 0 or SKY_ESTATE (a full queue). */
+static int enqueue(svc *s, const svc_pending *pj, const char *from, sky_diag *d)
+{
+	int rc = 0;
+	const sky_job_req *r = &pj->job.req;
+	if (s->submit.n_pending < MAX_PENDING) {
+		s->submit.pending[s->submit.n_pending++] = *pj;
+		if (sky_nojob_kind_of(&s->nojob, r->job) == SKY_NOJOB_UNKNOWN)
+			sky_nojob_note(&s->nojob, r->job, SKY_NOJOB_QUEUED);
+		SKY_INFO("job %s queued from %s (%s, %d layers, seq %d, batch %d, %s, min_boards %d)",
+			 r->job, from, r->model, pj->job.model.layers, pj->job.model.seq,
+			 pj->job.model.batch, r->algo, r->min_boards);
+	} else {
+		rc = sky_diag_set(d, SKY_ESTATE, "job %s refused: %d jobs already waiting", r->job,
+				  MAX_PENDING);
+		SKY_WARN("%s", d->msg);
+	}
+	return rc;
+}
+
+int svc_submit_queue(svc *s, const char *buf, size_t len, const char *from, sky_diag *d)
+{
+	svc_pending pj;
+	sky_job_req req;
+	memset(&pj, 0, sizeof pj);
+	int rc = sky_job_req_parse(buf, len, &req, d);
+	if (rc != 0) {
+		SKY_WARN("job from %s refused: %s", from, d->msg);
+		return rc;
+	}
+	svc_job_from_req(&pj.job, &req);
+	if (pj.job.model.seq > pj.job.model.max_pos || sky_model_validate(&pj.job.model) != 0) {
+		rc = sky_diag_set(d, SKY_EINVAL, "job %s refused: model %s has invalid shapes",
+				  req.job, req.model);
+		SKY_WARN("%s", d->msg);
+		return rc;
+	}
+	if (req.infer && (rc = check_infer(s, &pj.job, d)) != 0) {
+		SKY_WARN("job %s from %s refused: %s", req.job, from, d->msg);
+		return rc;
+	}
+	pj.since = sky_clock_s();
+	return enqueue(s, &pj, from, d);
+}
+
+/* A resend of a submission already answered: answered the same again.
+ * Returns 1 when it was one. */
+static int answer_again(svc *s, const char *op, const sky_job_req *req, const char *topic)
+{
+	if (!req->submit_id[0])
+		return 0;
+	for (int i = 0; i < MAX_RECENT; i++)
+		if (s->submit.recent[i].len > 0 && !strcmp(s->submit.recent[i].op, op) &&
+		    !strcmp(s->submit.recent[i].submit_id, req->submit_id)) {
+			SKY_INFO("job %s from %s sent again (submit %s): answered again", req->job, op,
+				 req->submit_id);
+			svc_publish(s, topic, s->submit.recent[i].reply,
+					 (size_t)s->submit.recent[i].len, 1, 0, NULL);
+			return 1;
+		}
+	return 0;
+}
+
+/* A submission from operator op (its CN, from the topic the ACL let only
+ * it publish on): queue it and answer on its reply topic, or, for a resend
+ * of a submission already answered, answer the same again. */
+void svc_submit_on_msg(svc *s, const char *op, const char *p, size_t len)
+{
+	char topic[SKY_TOPIC_BUF], from[96];
+	sky_job_req req;
+	sky_job_reply r;
+	sky_diag d;
+	sky_diag_clear(&d);
+	memset(&r, 0, sizeof r);
+	if (sky_topic_jobs(topic, sizeof topic, op, SKY_TOPIC_REPLY) != 0)
+		return;
+	int prc = sky_job_req_parse(p, len, &req, &d);
+	if (answer_again(s, op, &req, topic))
+		return;
+	snprintf(from, sizeof from, "operator %s", op);
+	int rc = prc ? prc : svc_submit_queue(s, p, len, from, &d);
+	if (prc)
+		SKY_WARN("job from %s refused: %s", from, d.msg);
+	snprintf(r.submit_id, sizeof r.submit_id, "%s", req.submit_id);
+	snprintf(r.job, sizeof r.job, "%s", req.job);
+	r.ok = rc == 0;
+	snprintf(r.state, sizeof r.state, "queued");
+	snprintf(r.error, sizeof r.error, "%.200s", d.msg[0] ? d.msg : sky_strerror(rc));
+	int slot = s->submit.next_recent;
+	int n = sky_job_reply_encode(&r, s->submit.recent[slot].reply,
+				     sizeof s->submit.recent[slot].reply);
+	if (n <= 0) {
+		SKY_WARN("job %s from %s: the answer does not fit", req.job, op);
+		return;
+	}
+	svc_publish(s, topic, s->submit.recent[slot].reply, (size_t)n, 1, 0, NULL);
+	if (req.submit_id[0]) {
+		snprintf(s->submit.recent[slot].op, sizeof s->submit.recent[slot].op, "%s", op);
+		snprintf(s->submit.recent[slot].submit_id, sizeof s->submit.recent[slot].submit_id,
+			 "%s", req.submit_id);
+		s->submit.recent[slot].len = n;
+		s->submit.next_recent = (slot + 1) % MAX_RECENT;
+	}
+}
+
+/* The request a plan answers (its model, shapes and training settings),
+ * waiting REPLAN_WAIT_S for its boards. */
+static void req_from_plan(sky_job_req *r, const sky_planmsg *p)
+{
+	memset(r, 0, sizeof *r);
+	snprintf(r->job, sizeof r->job, "%s", p->job);
+	snprintf(r->model, sizeof r->model, "%s", p->shape.name);
+	r->layers = p->layers;
+	r->seq = p->shape.seq;
+	r->batch = p->shape.batch;
+	r->micro_batches = p->micro_batches;
+	snprintf(r->algo, sizeof r->algo, "%s", p->algo);
+	snprintf(r->sched, sizeof r->sched, "%s", p->train.sched[0] ? p->train.sched : "1f1b");
+	snprintf(r->objective, sizeof r->objective, "step");
+	r->wait_s = REPLAN_WAIT_S;
+	if (p->train.steps > 0) {
+		r->train = 1;
+		r->steps = p->train.steps;
+		snprintf(r->optim, sizeof r->optim, "%s", p->train.optim);
+		r->lr = p->train.lr;
+		r->seed = (int)p->train.seed;
+		r->warmup = p->train.warmup;
+		r->clip = p->train.clip;
+		r->stall_s = p->train.stall_s;
+		r->plaintext = !p->train.sealed;
+		snprintf(r->data_owner, sizeof r->data_owner, "%s", p->train.owner);
+	}
+}
+
+void svc_submit_requeue(svc *s, const char *job, const char *why)
+{
+	for (int k = 0; k < s->submit.n_pending; k++)
+		if (strcmp(s->submit.pending[k].job.req.job, job) == 0)
+			return; /* already waiting to be planned */
+	const sky_planmsg *p;
+	long n = svc_store_load(s, job, &p, NULL);
+	if (n < 0) {
+		SKY_WARN("job %s: cannot re-plan (%s): its saved plan is unusable (%s)", job, why,
+			 sky_strerror((int)n));
+		return;
+	}
+	if (s->submit.n_pending >= MAX_PENDING) {
+		SKY_WARN("job %s: cannot re-plan (%s): %d jobs already waiting", job, why,
+			 MAX_PENDING);
+		return;
+	}
+	svc_pending *pj = &s->submit.pending[s->submit.n_pending];
+	sky_job_req r;
+	memset(pj, 0, sizeof *pj);
+	req_from_plan(&r, p);
+	svc_job_from_req(&pj->job, &r);
+	pj->since = sky_clock_s();
+	s->submit.n_pending++;
+	SKY_INFO("job %s epoch %lld: re-planning over the online boards (%s)", job,
+		 (long long)p->epoch, why);
+}
+
+/* Plans pj if enough boards are ready. Returns 1 when the job is done with
+ * (published or failed), 0 to keep waiting. */
+static int try_pending(svc *s, svc_pending *pj)
+{
+	const sky_job_req *r = &pj->job.req;
+	char why[200];
+	int fit = 0;
+	int online = svc_plan_fleet(s, &pj->job, &pj->notes, &fit, why, sizeof why);
+	int need = r->min_boards > 0 ? r->min_boards : online;
+	int timed_out = sky_clock_s() - pj->since >= r->wait_s;
+	if ((fit < need || fit == 0) && !timed_out)
+		return 0;
+	if (fit == 0) {
+		SKY_WARN("job %s dropped: %s within %g s", r->job, why, r->wait_s);
+		return 1;
+	}
+	if (fit < need)
+		SKY_WARN("job %s: planning with %d boards, %d wanted (waited %g s)", r->job, fit, need,
+			 r->wait_s);
+	svc_plan_req rq = {.job = &pj->job, .notes = &pj->notes};
+	svc_plan_result res;
+	svc_plan_job(s, &rq, &res);
+	return 1;
+}
+
+void svc_submit_tick(svc *s, double now)
+{
+	(void)now;
+	for (int k = 0; k < s->submit.n_pending;) {
+		svc_pending *pj = &s->submit.pending[k];
+		if (try_pending(s, pj)) {
+			/* dropped without a plan: no longer queued */
+			if (sky_nojob_kind_of(&s->nojob, pj->job.req.job) == SKY_NOJOB_QUEUED)
+				sky_nojob_note(&s->nojob, pj->job.req.job, SKY_NOJOB_UNKNOWN);
+			*pj = s->submit.pending[--s->submit.n_pending];
+		} else {
+			k++;
+		}
+	}
+}
+
+int svc_submit_file(svc *s, const char *path, sky_diag *d)
+{
+	long n = sky_file_read(path, s->submit.job_file, sizeof s->submit.job_file - 1);
+	if (n < 0)
+		return sky_diag_set(d, (int)n, "job file %s: %s", path, sky_strerror((int)n));
+	sky_diag jd;
+	sky_diag_clear(&jd);
+	svc_submit_queue(s, s->submit.job_file, (size_t)n, path, &jd);
+	return 0;
+}
