@@ -214,9 +214,10 @@ static void usage(FILE *to)
 		"stage; --no-replan leaves the plan waiting for the board instead.\n"
 		"Tests: --corrupt-chunk N damages chunk N after hashing it,\n"
 		"--claim-sha256 HEX names another hash than the file's.\n"
-		"--checkpoint-every K (default 10; 0 off): every K steps and after the last, each\n"
-		"stage sends its weights and optimizer state to skyplan's checkpoint store; a board\n"
-		"that dies then re-plans the job over the others from the last complete one.\n"
+		"--checkpoint-every K (default 0: off; a job file's default is 10): every K steps\n"
+		"and after the last, each stage sends its weights and optimizer state to skyplan's\n"
+		"checkpoint store; a board that dies then re-plans the job over the others from the\n"
+		"last complete one.\n"
 		"--link-blind has skyplan plan as if every board were in one site (for comparison).\n"
 		"--data-owner BOARD keeps the job's data on BOARD: a U-shaped plan gives it the\n"
 		"embeddings and first layers and the last layers, head, labels and loss; the\n"
@@ -259,22 +260,13 @@ typedef struct submit {
  * and steps are known). */
 static void submit_defaults(submit *s)
 {
-	sky_job_req *j = &s->j;
 	memset(s, 0, sizeof *s);
-	j->micro_batches = 4;
-	snprintf(j->algo, sizeof j->algo, "optimal");
-	snprintf(j->sched, sizeof j->sched, "1f1b");
-	snprintf(j->objective, sizeof j->objective, "step");
-	j->wait_s = 30;
-	/* training settings: `sky train`'s defaults, filled in below */
-	j->steps = 10;
-	j->seed = 1;
-	j->warmup = -1;
-	j->clip = 1.0;
-	j->lr = -1;
-	snprintf(j->optim, sizeof j->optim, "adamw");
-	j->wait_ms = 2;
-	j->queue = 64;
+	/* skyplan's defaults for a job document (planner/sky_jobreq.h), for
+	 * either task: the task comes later, from the options */
+	sky_job_req_defaults(&s->j, "*");
+	/* from the command line a training job checkpoints only when asked
+	 * (--checkpoint-every), as it always has; a job file leaves it at 10 */
+	s->j.ckpt_every = 0;
 	s->ack_s = 30;
 	s->uo.corrupt_chunk = -1;
 	s->uo.progress = 1;
@@ -624,12 +616,8 @@ static int submit_request(submit *s)
 		j->link_blind = s->link_blind;
 		if (!j->job[0])
 			snprintf(j->job, sizeof j->job, "job-%lld", (long long)sky_clock_unix());
-		if (j->train) {
-			if (j->lr < 0)
-				j->lr = strcmp(j->optim, "sgd") == 0 ? 0.05 : 1e-3;
-			if (j->warmup < 0)
-				j->warmup = j->steps / 10;
-		}
+		if (j->train)
+			sky_job_req_resolve(j);
 	}
 	/* names this submission: a resend carries it too, so skyplan queues it
 	 * once and answers each copy */
