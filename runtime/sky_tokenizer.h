@@ -27,8 +27,9 @@
  *      carry the "##" prefix; a word longer than max_input_chars_per_word
  *      (100) characters, or one that no pieces cover, is [UNK];
  *   7. [CLS] a [SEP] (b [SEP]), token type 0 for a and its [SEP], 1 for b
- *      and its [SEP]; truncation longest-first to the length asked; padding
- *      with [PAD], type 0, attention mask 0.
+ *      and its [SEP]; truncation longest-first to the length asked (each
+ *      text read, as HF reads it, up to the first word that ends at or past
+ *      that length); padding with [PAD], type 0, attention mask 0.
  * Unicode categories, NFD and case come from utf8proc. HF's category tables
  * are those of Unicode 8.0 (crate unicode_categories) while utf8proc's are
  * newer: the few characters assigned since 8.0 that are punctuation, format
@@ -123,7 +124,9 @@ typedef struct sky_tok_enc {
 	int cap;           /* truncate to this many tokens, specials included */
 	int pad;           /* 1: pad to cap; 0: stop at len */
 	int len;           /* out: tokens before padding */
-	int n_a, n_b;      /* out: word pieces of a and b before truncation */
+	int n_a, n_b;      /* out: word pieces of a and b before truncation, counted
+			    * (as HF counts them) up to the first word ending at or
+			    * past cap pieces */
 } sky_tok_enc;
 
 /* Encodes text a (and b, when b is not NULL) into e: [CLS] a [SEP] (b

@@ -11,10 +11,10 @@
 #include <string.h>
 #include <utf8proc.h>
 
-#include "tokenizer_hf8.h"
-
 /* What HF's tables make of a character, beyond whitespace. */
 enum { K_ORD, K_PUNCT, K_CTRL, K_MN };
+
+#include "tokenizer_hf8.h" /* after the kinds, which it names */
 
 /* ASCII: BERT's punctuation is every ASCII symbol (33-47, 58-64, 91-96,
  * 123-126) and controls are Cc without tab, newline and carriage return. */
@@ -98,6 +98,7 @@ static int is_cjk(int32_t c)
 typedef struct sink {
 	int32_t *dst;
 	long cap, n;
+	long stop; /* stop reading at the first word that ends with n >= stop (0: never) */
 } sink;
 
 static void put(sink *s, int32_t id)
@@ -124,6 +125,7 @@ typedef struct enc {
 	word w;
 	unsigned char bytes[WORD_CAP * 4]; /* the word in UTF-8 */
 	uint32_t prefix_hash;
+	int stopped; /* out->stop reached: the rest is only checked for UTF-8 */
 } enc;
 
 #define FNV_OFFSET 2166136261u
@@ -160,8 +162,10 @@ static void flush(enc *e)
 {
 	word *w = &e->w;
 	const sky_tokenizer *t = e->t;
-	if (w->n == 0)
+	if (w->n == 0 || e->stopped) {
+		w->n = 0;
 		return;
+	}
 	if (!t) {
 		size_t len = 0;
 		int n = w->n < WORD_CAP ? w->n : WORD_CAP;
@@ -174,6 +178,7 @@ static void flush(enc *e)
 	if (w->n > t->max_word_chars) {
 		put(e->out, t->id_unk);
 		w->n = 0;
+		e->stopped = e->out->stop && e->out->n >= e->out->stop;
 		return;
 	}
 	size_t len = 0;
@@ -204,11 +209,12 @@ static void flush(enc *e)
 		if (id < 0) {
 			e->out->n = mark;
 			put(e->out, t->id_unk);
-			return;
+			break;
 		}
 		put(e->out, id);
 		start = end;
 	}
+	e->stopped = e->out->stop && e->out->n >= e->out->stop;
 }
 
 /* Appends a normalised code point to the word. Under strip_accents the
@@ -304,6 +310,25 @@ static int32_t special_at(const sky_tokenizer *t, const char *s, size_t n, size_
 	return best;
 }
 
+/* Where s[0..n) stops being UTF-8 (n if it is all valid). */
+static size_t utf8_bad(const char *s, size_t n)
+{
+	size_t i = 0;
+	while (i < n) {
+		if ((unsigned char)s[i] < 0x80) {
+			i++;
+			continue;
+		}
+		utf8proc_int32_t c;
+		utf8proc_ssize_t k =
+			utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &c);
+		if (k < 0)
+			return i;
+		i += (size_t)k;
+	}
+	return n;
+}
+
 /* Tokenizes s[0..n) into out (word pieces only). */
 static int run(enc *ep, const char *s, size_t n, const char *which, sky_diag *d)
 {
@@ -311,6 +336,7 @@ static int run(enc *ep, const char *s, size_t n, const char *which, sky_diag *d)
 	const sky_tokenizer *t = e.t;
 	sink *out = e.out;
 	e.w.n = 0;
+	e.stopped = 0;
 	const int clean = e.f->clean_text, cjk = e.f->chinese_chars;
 	unsigned char first[256 / 8] = {0};
 	for (int i = 0; t && i < t->n_special; i++) {
@@ -319,12 +345,23 @@ static int run(enc *ep, const char *s, size_t n, const char *which, sky_diag *d)
 	}
 	for (size_t i = 0; i < n;) {
 		unsigned char b = (unsigned char)s[i];
+		if (e.stopped) {
+			size_t bad = utf8_bad(s + i, n - i);
+			if (bad < n - i)
+				return sky_diag_set(d, SKY_EFORMAT,
+						    "%s: invalid UTF-8 at byte %zu (0x%02x)", which,
+						    i + bad, (unsigned char)s[i + bad]);
+			break;
+		}
 		if (first[b >> 3] & (1u << (b & 7))) {
 			size_t l;
 			int32_t id = special_at(t, s + i, n - i, &l);
 			if (id >= 0) {
 				flush(&e);
-				put(out, id);
+				if (!e.stopped) {
+					put(out, id);
+					e.stopped = out->stop && out->n >= out->stop;
+				}
 				i += l;
 				continue;
 			}
@@ -377,7 +414,7 @@ static void enc_setup(enc *e, const sky_tokenizer *t, sink *out)
 
 long sky_tok_count(const sky_tokenizer *t, const char *s, size_t len, sky_diag *d)
 {
-	sink out = {NULL, 0, 0};
+	sink out = {NULL, 0, 0, 0};
 	enc e;
 	enc_setup(&e, t, &out);
 	int rc = run(&e, s, len, "text", d);
@@ -400,7 +437,11 @@ int sky_tok_basic(const sky_tok_flags *f, const char *s, size_t len,
 
 /* HF's longest-first truncation of two sequences to max tokens
  * (tokenizers src/utils/truncation.rs): the shorter keeps up to its length
- * if the longer can still have as many, else both get half. */
+ * if the longer can still have as many, else both get half, the longer
+ * the odd one. The lengths are those run() counted, which stops reading at
+ * the first word boundary past cap tokens, as tokenizers 0.23.2 does (so a
+ * sequence of short words counts as cap, one long word as all its pieces:
+ * tools/golden/tokenizer_golden.js's corpus holds both). */
 static void longest_first(long na, long nb, long max, long *n1, long *n2)
 {
 	if (na + nb <= max) {
@@ -430,8 +471,8 @@ int sky_tok_encode(const sky_tokenizer *t, const char *a, size_t alen, const cha
 				    e->cap, pair ? 3 : 2);
 	/* a's pieces go straight to their place after [CLS]; b's wait in
 	 * type_ids until a's length is known */
-	sink sa = {e->ids + 1, max, 0};
-	sink sb = {e->type_ids, max, 0};
+	sink sa = {e->ids + 1, max, 0, e->cap};
+	sink sb = {e->type_ids, max, 0, e->cap};
 	enc ea, eb;
 	enc_setup(&ea, t, &sa);
 	enc_setup(&eb, t, &sb);
