@@ -30,6 +30,8 @@ const fs = require('fs');
 const path = require('path');
 
 const root = path.resolve(__dirname, '..', '..');
+// The tokenizers package: $SKY_TOKENIZERS, build/node/ of this checkout,
+// or node's own search path; null when none loads.
 function loadTokenizers() {
 	const tries = [process.env.SKY_TOKENIZERS, path.join(root, 'build/node/node_modules/tokenizers'),
 		'tokenizers'].filter(Boolean);
@@ -44,11 +46,9 @@ function loadTokenizers() {
 			return m;
 		} catch (e) { /* next */ }
 	}
-	console.error('tokenizer_golden: the tokenizers package is missing: ' +
-		'npm install --prefix build/node tokenizers');
-	process.exit(2);
+	return null;
 }
-const tk = loadTokenizers();
+let tk = null;
 
 const SPECIAL = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'];
 
@@ -211,5 +211,14 @@ function hf8() {
 	console.log(`tokenizer_golden: ${rows.length} code points in ${ranges.length} ranges into runtime/tokenizer_hf8.h`);
 }
 
-if (process.argv.includes('--hf8')) hf8();
-else golden().catch((e) => { console.error(e); process.exit(1); });
+module.exports = { loadTokenizers, bertTokenizerJson };
+if (require.main === module) {
+	tk = loadTokenizers();
+	if (!tk) {
+		console.error('tokenizer_golden: the tokenizers package is missing: ' +
+			'npm install --prefix build/node tokenizers');
+		process.exit(2);
+	}
+	if (process.argv.includes('--hf8')) hf8();
+	else golden().catch((e) => { console.error(e); process.exit(1); });
+}
