@@ -27,6 +27,8 @@ static const sky_cmd k_cmds[] = {
 	{"job", "submit a job to skyplan over MQTT and follow its plan (--wait)", sky_cmd_job},
 	{"infer", "ask a serving job for logits (--tokens or --input; --json)", sky_cmd_infer},
 	{"fleet", "fleet status as skyplan sees it: boards, liveness, assignments", sky_cmd_fleet},
+	{"tokenize", "BERT token ids of a text or pair, as Hugging Face gives (--json)", sky_cmd_tokenize},
+	{"vocab", "build a WordPiece vocab.txt from training text", sky_cmd_vocab},
 	{"version", "print the version and build facts", sky_cmd_version},
 };
 #define N_CMDS (sizeof k_cmds / sizeof k_cmds[0])

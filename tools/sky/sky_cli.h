@@ -26,6 +26,8 @@ int sky_cmd_pki(int argc, char **argv);
 int sky_cmd_job(int argc, char **argv);
 int sky_cmd_infer(int argc, char **argv);
 int sky_cmd_fleet(int argc, char **argv);
+int sky_cmd_tokenize(int argc, char **argv);
+int sky_cmd_vocab(int argc, char **argv);
 int sky_cmd_version(int argc, char **argv);
 
 /* Parses a positive integer option value; on error prints
