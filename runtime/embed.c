@@ -99,7 +99,7 @@ int sky_embed_forward(const sky_model_cfg *c, const float *w, const int32_t *ids
 			yr[j] = we[j] + pe[j] + te[j];
 	}
 	size_t xo = 0, ro = pad16((size_t)T * H);
-	sky_k_layernorm_f32(y, T, H, v.ln_g, v.ln_b, SKY_LN_EPS, y, saved ? saved + xo : NULL,
+	sky_k_layernorm_f32(y, T, H, v.ln_g, v.ln_b, sky_model_ln_eps(c), y, saved ? saved + xo : NULL,
 			    saved ? saved + ro : NULL);
 	return 0;
 }

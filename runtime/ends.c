@@ -81,7 +81,7 @@ int sky_ends_embed(const sky_model_cfg *c, const float *w, const int32_t *ids, f
 			var += sq;
 		}
 		var /= H;
-		double rstd = 1.0 / sqrt(var + (double)SKY_LN_EPS);
+		double rstd = 1.0 / sqrt(var + (double)sky_model_ln_eps(c));
 		for (int j = 0; j < H; j++) {
 			double n = (yr[j] - mean) * rstd;
 			double g = n * v.ln_g[j];

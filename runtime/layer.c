@@ -262,11 +262,12 @@ static void attn_forward(const sky_model_cfg *c, const sky_layer_view *w, const 
 	/* h1 = LN1(ctx Wo^T + bo + x): bias and residual are the GEMM's start value */
 	sky_k_bias_fill_f32(h1, w->bo, x, T, H);
 	sky_k_gemm_f32(0, 1, T, H, H, 1.0f, ctx, H, w->wo, H, 1.0f, h1, H);
-	sky_k_layernorm_f32(h1, T, H, w->ln1_g, w->ln1_b, SKY_LN_EPS, h1,
+	sky_k_layernorm_f32(h1, T, H, w->ln1_g, w->ln1_b, sky_model_ln_eps(c), h1,
 			    sv ? sv + SL->xhat1 : NULL, sv ? sv + SL->rstd1 : NULL);
 }
 
-/* The feed-forward block: y = LN2(gelu(h1 W1^T + b1) W2^T + b2 + h1). */
+/* The feed-forward block: y = LN2(gelu(h1 W1^T + b1) W2^T + b2 + h1), with
+ * the GELU form the model's config names. */
 static void ffn_forward(const sky_model_cfg *c, const sky_layer_view *w, const float *h1,
 			float *y, float *sv, const saved_layout *SL, float *scratch,
 			const scratch_layout *XL)
@@ -281,13 +282,20 @@ static void ffn_forward(const sky_model_cfg *c, const sky_layer_view *w, const f
 		memcpy(sv + SL->h1, h1, (size_t)T * H * sizeof *h1);
 	sky_k_bias_fill_f32(u, w->b1, NULL, T, F);
 	sky_k_gemm_f32(0, 1, T, F, H, 1.0f, h1, H, w->w1, H, 1.0f, u, F);
-	if (sv)
-		sky_k_gelu_fwd_grad_f32(u, g, sv + SL->gp, (size_t)T * F);
-	else
-		sky_k_gelu_f32(u, g, (size_t)T * F);
+	const size_t n = (size_t)T * F;
+	if (c->act == SKY_ACT_GELU_TANH) {
+		if (sv)
+			sky_k_gelu_tanh_fwd_grad_f32(u, g, sv + SL->gp, n);
+		else
+			sky_k_gelu_tanh_f32(u, g, n);
+	} else if (sv) {
+		sky_k_gelu_fwd_grad_f32(u, g, sv + SL->gp, n);
+	} else {
+		sky_k_gelu_f32(u, g, n);
+	}
 	sky_k_bias_fill_f32(y, w->b2, h1, T, H);
 	sky_k_gemm_f32(0, 1, T, H, F, 1.0f, g, F, w->w2, F, 1.0f, y, H);
-	sky_k_layernorm_f32(y, T, H, w->ln2_g, w->ln2_b, SKY_LN_EPS, y,
+	sky_k_layernorm_f32(y, T, H, w->ln2_g, w->ln2_b, sky_model_ln_eps(c), y,
 			    sv ? sv + SL->xhat2 : NULL, sv ? sv + SL->rstd2 : NULL);
 }
 

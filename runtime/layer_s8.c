@@ -66,9 +66,26 @@ static int absmax_check(const float *x, int rows, int cols, long ld, float *mx, 
 	return 0;
 }
 
+int sky_layer_s8_supports(const sky_model_cfg *c, sky_diag *d)
+{
+	if (c->act != SKY_ACT_GELU_ERF)
+		return sky_diag_set(d, SKY_EUNSUPPORTED,
+				    "int8 layers compute the erf GELU only; model %s has %s "
+				    "(use fp32)",
+				    c->name, sky_model_act_name(c->act));
+	if (sky_model_ln_eps(c) != SKY_MODEL_LN_EPS)
+		return sky_diag_set(d, SKY_EUNSUPPORTED,
+				    "int8 layers assume layer_norm_eps %g; model %s has %g (use fp32)",
+				    (double)SKY_MODEL_LN_EPS, c->name, (double)sky_model_ln_eps(c));
+	return 0;
+}
+
 int sky_layer_s8_calibrate(const sky_model_cfg *c, const float *w, const float *x,
 			   const float *mask, float *scratch, sky_layer_s8_calib *cal, sky_diag *d)
 {
+	int rc0 = sky_layer_s8_supports(c, d);
+	if (rc0)
+		return rc0;
 	const int T = (int)sky_model_tokens(c), H = c->hidden, F = c->ffn, S = c->seq;
 	const int NH = c->heads, D = H / NH, H3 = 3 * H;
 	calib_layout L = calib_lay(c);
@@ -375,6 +392,9 @@ static int setup_ln(int n, const float *g, const float *b, double s_out, int32_t
 
 int sky_layer_s8_setup(sky_layer_s8 *L, sky_diag *d)
 {
+	int rc0 = sky_layer_s8_supports(&L->cfg, d);
+	if (rc0)
+		return rc0;
 	const sky_model_cfg *c = &L->cfg;
 	const int H = c->hidden, F = c->ffn, D = H / c->heads;
 	const float *am = L->absmax;

@@ -1,5 +1,6 @@
 /* One BERT encoder layer in fp32, forward and backward, exactly as
- * HuggingFace's BertLayer (post-LN, exact erf GELU, LayerNorm eps 1e-12,
+ * HuggingFace's BertLayer (post-LN, GELU in the erf form or, for a config that asks,
+ * the tanh form; LayerNorm eps 1e-12 or the config's layer_norm_eps;
  * additive attention mask; dropout is not applied):
  *
  *   q,k,v = x Wq^T + bq, x Wk^T + bk, x Wv^T + bv          (T, H), T = B*S
@@ -28,7 +29,7 @@
 enum { SKY_BLOCK_ATTN = 1, SKY_BLOCK_FFN = 2, SKY_BLOCK_ALL = 3 };
 
 #define SKY_LAYER_NTENSORS 16
-#define SKY_LN_EPS 1e-12f
+#define SKY_LN_EPS SKY_MODEL_LN_EPS /* the default; a model's own is sky_model_ln_eps(c) */
 
 /* Pointers into a flat parameter (or gradient) block. */
 typedef struct sky_layer_view {

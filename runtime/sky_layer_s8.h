@@ -63,6 +63,13 @@ typedef struct sky_layer_s8_calib {
 } sky_layer_s8_calib;
 
 void sky_layer_s8_calib_init(sky_layer_s8_calib *cal);
+/* Whether the int8 layer can compute cfg's layer: its GELU is the integer
+ * erf polynomial and its LayerNorm constants assume BERT's eps 1e-12, so a
+ * model with the tanh GELU (gelu_new / gelu_pytorch_tanh) or another
+ * layer_norm_eps is refused rather than computed differently. Shapes: any
+ * the fp32 layer takes. Returns 0 or SKY_EUNSUPPORTED (d says why).
+ * Calibration and setup call it. */
+int sky_layer_s8_supports(const sky_model_cfg *c, sky_diag *d);
 /* Floats of scratch sky_layer_s8_calibrate needs for cfg. */
 size_t sky_layer_s8_calib_scratch_floats(const sky_model_cfg *c);
 /* Runs the fp32 layer forward (the same operations as sky_layer_forward,

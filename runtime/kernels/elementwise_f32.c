@@ -273,6 +273,43 @@ void sky_k_gelu_fwd_grad_f32(const float *x, float *y, float *d, size_t n)
 	}
 }
 
+/* tanh(u) and the polynomial's derivative du/dx for the tanh GELU */
+static inline void gelu_tanh_parts(float x, float *th, float *dudx)
+{
+	const float k = 0.79788456080286536f, c = 0.044715f; /* sqrt(2/pi) */
+	float u = k * (x + c * x * x * x);
+	*th = 1.0f - 2.0f / (exp_fast(2.0f * u) + 1.0f);
+	*dudx = k * (1.0f + 3.0f * c * x * x);
+}
+
+void sky_k_gelu_tanh_f32(const float *x, float *y, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		float th, du;
+		gelu_tanh_parts(x[i], &th, &du);
+		y[i] = 0.5f * x[i] * (1.0f + th);
+	}
+}
+
+void sky_k_gelu_tanh_fwd_grad_f32(const float *x, float *y, float *d, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		float th, du, xi = x[i];
+		gelu_tanh_parts(xi, &th, &du);
+		y[i] = 0.5f * xi * (1.0f + th);
+		d[i] = 0.5f * (1.0f + th) + 0.5f * xi * (1.0f - th * th) * du;
+	}
+}
+
+void sky_k_gelu_tanh_f32_ref(const float *x, float *y, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		float xi = x[i];
+		y[i] = 0.5f * xi *
+		       (1.0f + tanhf(0.79788456080286536f * (xi + 0.044715f * xi * xi * xi)));
+	}
+}
+
 void sky_k_mul_colsum_f32(float *dy, const float *d, int rows, int cols, float *acc)
 {
 	for (int r = 0; r < rows; r++) {

@@ -49,6 +49,13 @@ void sky_k_gelu_f32_ref(const float *x, float *y, size_t n);
 /* y = gelu(x) and d = gelu'(x) in one pass (they share erf's exponential),
  * so training keeps d for backward instead of x. */
 void sky_k_gelu_fwd_grad_f32(const float *x, float *y, float *d, size_t n);
+/* The tanh GELU (HuggingFace "gelu_new", "gelu_pytorch_tanh"):
+ * 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), with tanh from
+ * the fast exp (tanh u = 1 - 2 / (e^{2u} + 1), absolute error a few 1e-7);
+ * y may equal x. fwd_grad also writes d = gelu'(x). _ref uses libm tanhf. */
+void sky_k_gelu_tanh_f32(const float *x, float *y, size_t n);
+void sky_k_gelu_tanh_fwd_grad_f32(const float *x, float *y, float *d, size_t n);
+void sky_k_gelu_tanh_f32_ref(const float *x, float *y, size_t n);
 /* dy[r][j] *= d[r][j] and acc[j] += the product (the bias gradient of the
  * linear layer before the GELU), rows x cols. */
 void sky_k_mul_colsum_f32(float *dy, const float *d, int rows, int cols, float *acc);

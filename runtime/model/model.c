@@ -7,11 +7,11 @@
 #include <string.h>
 
 static const sky_model_cfg k_presets[] = {
-	/* name    H     heads F     L   S    B  vocab  pos  types classes */
-	{"tiny", 32, 2, 64, 2, 16, 8, 64, 64, 2, 2},
-	{"mini", 256, 4, 1024, 4, 128, 8, 30522, 512, 2, 2},
-	{"base", 768, 12, 3072, 12, 128, 8, 30522, 512, 2, 2},
-	{"large", 1024, 16, 4096, 24, 128, 8, 30522, 512, 2, 2},
+	/* name    H     heads F     L   S    B  vocab  pos  types classes eps act */
+	{"tiny", 32, 2, 64, 2, 16, 8, 64, 64, 2, 2, SKY_MODEL_LN_EPS, SKY_ACT_GELU_ERF},
+	{"mini", 256, 4, 1024, 4, 128, 8, 30522, 512, 2, 2, SKY_MODEL_LN_EPS, SKY_ACT_GELU_ERF},
+	{"base", 768, 12, 3072, 12, 128, 8, 30522, 512, 2, 2, SKY_MODEL_LN_EPS, SKY_ACT_GELU_ERF},
+	{"large", 1024, 16, 4096, 24, 128, 8, 30522, 512, 2, 2, SKY_MODEL_LN_EPS, SKY_ACT_GELU_ERF},
 };
 
 int sky_model_preset(const char *name, sky_model_cfg *out)
@@ -26,6 +26,11 @@ int sky_model_preset(const char *name, sky_model_cfg *out)
 }
 
 const char *sky_model_preset_names(void) { return "tiny, mini, base, large"; }
+
+const char *sky_model_act_name(int act)
+{
+	return act == SKY_ACT_GELU_TANH ? "gelu_tanh" : act == SKY_ACT_GELU_ERF ? "gelu" : "?";
+}
 
 int sky_model_validate(const sky_model_cfg *c)
 {
@@ -45,6 +50,15 @@ int sky_model_validate(const sky_model_cfg *c)
 	if (c->hidden % c->heads != 0) {
 		SKY_ERROR("model %s: hidden %d is not a multiple of heads %d", c->name, c->hidden,
 			  c->heads);
+		return SKY_EINVAL;
+	}
+	if (!(c->ln_eps >= 0 && c->ln_eps < 1)) {
+		SKY_ERROR("model %s: layer_norm_eps must be in (0, 1), got %g", c->name,
+			  (double)c->ln_eps);
+		return SKY_EINVAL;
+	}
+	if (c->act != SKY_ACT_GELU_ERF && c->act != SKY_ACT_GELU_TANH) {
+		SKY_ERROR("model %s: unknown activation %d", c->name, c->act);
 		return SKY_EINVAL;
 	}
 	if (c->seq > c->max_pos) {

@@ -21,15 +21,37 @@ typedef struct sky_model_cfg {
 	int max_pos;    /* position embedding rows; seq <= max_pos */
 	int type_vocab; /* token type embedding rows */
 	int classes;    /* classification head outputs */
+	/* The two numbers a BERT config may change beyond shapes. A zeroed field
+	 * means BERT's default, so a cfg built field by field (tests, the
+	 * planner) computes as before; read them through the accessors. */
+	float ln_eps;   /* LayerNorm epsilon; 0: SKY_MODEL_LN_EPS */
+	int act;        /* SKY_ACT_*: the FFN's GELU form; 0 is the exact (erf) form */
 } sky_model_cfg;
+
+/* BERT's LayerNorm epsilon (HuggingFace BertConfig.layer_norm_eps default). */
+#define SKY_MODEL_LN_EPS 1e-12f
+
+/* The FFN activation (HuggingFace hidden_act): "gelu" is x Phi(x) with erf;
+ * "gelu_new" / "gelu_pytorch_tanh" the tanh approximation
+ * 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
+enum { SKY_ACT_GELU_ERF = 0, SKY_ACT_GELU_TANH = 1 };
+
+/* c->ln_eps, or SKY_MODEL_LN_EPS when it is 0. */
+static inline float sky_model_ln_eps(const sky_model_cfg *c)
+{
+	return c->ln_eps > 0 ? c->ln_eps : SKY_MODEL_LN_EPS;
+}
+/* "gelu" or "gelu_tanh", for logs. */
+const char *sky_model_act_name(int act);
 
 /* Fills *out with preset `name` (layers, seq and batch get the preset's
  * defaults; change them after). Returns 0 or SKY_ENOTFOUND. */
 int sky_model_preset(const char *name, sky_model_cfg *out);
 /* Comma-separated preset names, for --help and errors. */
 const char *sky_model_preset_names(void);
-/* Checks every field is positive, H % heads == 0, seq <= max_pos and the
- * sizes keep every tensor's element count below 2^31. Returns 0 or
+/* Checks every field is positive, H % heads == 0, seq <= max_pos, the
+ * sizes keep every tensor's element count below 2^31, ln_eps is 0 or in
+ * (0, 1) and act is a known SKY_ACT_*. Returns 0 or
  * SKY_EINVAL (detail logged as an error naming the field). */
 int sky_model_validate(const sky_model_cfg *c);
 

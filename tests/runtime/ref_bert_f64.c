@@ -40,9 +40,19 @@ void ref64_layernorm(const double *x, int n, int h, const double *g, const doubl
 	}
 }
 
-static void layernorm(double *x, int n, int h, const double *g, const double *b)
+/* with the model's eps (BERT's 1e-12 unless its config says otherwise) */
+static void layernorm(const sky_model_cfg *c, double *x, int n, int h, const double *g,
+		      const double *b)
 {
-	ref64_layernorm(x, n, h, g, b, 1e-12, x);
+	ref64_layernorm(x, n, h, g, b, (double)sky_model_ln_eps(c), x);
+}
+
+/* the tanh GELU, for a model whose config asks for it */
+static void gelu_tanh(double *x, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		x[i] = 0.5 * x[i] *
+		       (1.0 + tanh(sqrt(2.0 / M_PI) * (x[i] + 0.044715 * x[i] * x[i] * x[i])));
 }
 
 void ref64_softmax(const double *x, int n, int cols, const double *mask, double *y)
@@ -114,7 +124,7 @@ void ref64_layer_forward(const sky_model_cfg *c, const double *w, const double *
 		linear(ctx, T, H, Wo, bo, H, h1);
 		for (size_t i = 0; i < (size_t)T * H; i++)
 			h1[i] += x[i];
-		layernorm(h1, T, H, g1, be1);
+		layernorm(c, h1, T, H, g1, be1);
 		free(q), free(k), free(v), free(ctx), free(sc);
 	} else {
 		memcpy(h1, x, (size_t)T * H * sizeof *x);
@@ -122,11 +132,14 @@ void ref64_layer_forward(const sky_model_cfg *c, const double *w, const double *
 	if (blocks & 2) {
 		double *u = dalloc((size_t)T * F);
 		linear(h1, T, H, W1, b1, F, u);
-		ref64_gelu(u, (size_t)T * F, u);
+		if (c->act == SKY_ACT_GELU_TANH)
+			gelu_tanh(u, (size_t)T * F);
+		else
+			ref64_gelu(u, (size_t)T * F, u);
 		linear(u, T, F, W2, b2, H, y);
 		for (size_t i = 0; i < (size_t)T * H; i++)
 			y[i] += h1[i];
-		layernorm(y, T, H, g2, be2);
+		layernorm(c, y, T, H, g2, be2);
 		free(u);
 	} else {
 		memcpy(y, h1, (size_t)T * H * sizeof *y);
@@ -146,7 +159,7 @@ void ref64_embed_forward(const sky_model_cfg *c, const double *w, const int32_t 
 			y[(size_t)t * H + j] = word[(size_t)ids[t] * H + j] +
 					       pos[(size_t)(t % S) * H + j] +
 					       type[(size_t)(types ? types[t] : 0) * H + j];
-	layernorm(y, T, H, g, b);
+	layernorm(c, y, T, H, g, b);
 }
 
 double ref64_head_forward(const sky_model_cfg *c, const double *w, const double *x,

@@ -56,10 +56,11 @@ static double cosine(const float *a, const float *b, size_t n)
 	return ab / sqrt(aa * bb);
 }
 
-/* fp32 vs int8 on one random layer; returns the cosine */
-static double compare_fp32(float wscale, int random_ln, unsigned long long seed)
+/* fp32 vs int8 on one random layer of shape cfg; returns the cosine */
+static double compare_fp32_cfg(const sky_model_cfg *cfg, float wscale, int random_ln,
+			       unsigned long long seed)
 {
-	sky_model_cfg c = tiny();
+	sky_model_cfg c = *cfg;
 	size_t np = (size_t)sky_model_layer_params(&c), nx = (size_t)sky_model_tokens(&c) * c.hidden;
 	float *w = malloc(np * 4), *x = malloc(nx * 4), *y = malloc(nx * 4), *yq = malloc(nx * 4);
 	float *mask = calloc((size_t)sky_model_tokens(&c), 4);
@@ -120,6 +121,12 @@ static double compare_fp32(float wscale, int random_ln, unsigned long long seed)
 	return cs_out;
 }
 
+static double compare_fp32(float wscale, int random_ln, unsigned long long seed)
+{
+	sky_model_cfg c = tiny();
+	return compare_fp32_cfg(&c, wscale, random_ln, seed);
+}
+
 SKY_TEST(int8_layer_close_to_fp32)
 {
 	double c1 = compare_fp32(0, 0, 11);      /* BERT's initialisation */
@@ -128,6 +135,23 @@ SKY_TEST(int8_layer_close_to_fp32)
 		c2);
 	SKY_EXPECT(c1 >= 0.99);
 	SKY_EXPECT(c2 >= 0.99);
+}
+
+/* Shapes a Hugging Face config may give: hidden sizes that are not
+ * multiples of 8 or 64, head widths of 4 and 16, odd FFN widths. */
+SKY_TEST(int8_layer_close_to_fp32_at_odd_shapes)
+{
+	const int shapes[][4] = {{80, 5, 136, 12}, {12, 3, 20, 7}, {36, 4, 50, 5}};
+	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+		sky_model_cfg c = tiny();
+		c.hidden = shapes[i][0], c.heads = shapes[i][1], c.ffn = shapes[i][2];
+		c.seq = shapes[i][3], c.batch = 3;
+		double cs = compare_fp32_cfg(&c, 0.15f, 1, 20 + i);
+		fprintf(stderr, "H %d heads %d F %d: cosine int8 vs fp32 %.5f\n", c.hidden, c.heads,
+			c.ffn, cs);
+		SKY_EXPECT_MSG(cs >= 0.99, "H %d heads %d F %d: cosine %.5f", c.hidden, c.heads,
+			       c.ffn, cs);
+	}
 }
 
 static uint64_t fnv1a(const void *p, size_t n, uint64_t h)

@@ -11,6 +11,7 @@
 
 #include "sky_clock.h"
 #include "sky_err.h"
+#include "sky_hfmodel.h"
 #include "sky_kernels_f32.h"
 #include "sky_layer.h"
 #include "sky_model.h"
@@ -278,10 +279,13 @@ static const precision_entry k_precisions[] = {
 static void usage(FILE *to)
 {
 	fprintf(to,
-		"usage: sky bench layer [--model NAME] [--batch B] [--seq S] [--precision P] [common options]\n"
+		"usage: sky bench layer [--model NAME | --model-dir D] [--batch B] [--seq S] [--precision P]\n"
+		"                       [common options]\n"
 		"  one encoder layer (both blocks), forward and forward+backward, and OpenBLAS\n"
 		"  sgemm alone on the same GEMM shapes; efficiency = layer GFLOP/s / sgemm GFLOP/s\n"
 		"  --model NAME      %s (default base)\n"
+		"  --model-dir D     the shapes, GELU form and eps of a Hugging Face BERT directory's\n"
+		"                    config.json instead (weights stay random)\n"
 		"  --batch B         sequences per micro-batch (default 8)\n"
 		"  --seq S           tokens per sequence (default 128, or the preset's if fewer positions)\n"
 		"  --precision P     ",
@@ -295,13 +299,14 @@ int sky_bench_layer(int argc, char **argv)
 {
 	const char *cmd = "bench layer";
 	layer_bench_args a;
-	const char *model = "base";
+	const char *model = "base", *model_dir = NULL;
 	long batch = 8, seq = 128;
-	int seq_given = 0;
+	int seq_given = 0, model_given = 0;
 	a.precision = "fp32";
 	sky_bench_opts_default(&a.o);
-	enum { O_MODEL = SKY_BENCH_OPT_OWN, O_PRECISION, O_BATCH, O_SEQ };
+	enum { O_MODEL = SKY_BENCH_OPT_OWN, O_PRECISION, O_BATCH, O_SEQ, O_MODEL_DIR };
 	static const struct option k_opts[] = {{"model", required_argument, NULL, O_MODEL},
+					       {"model-dir", required_argument, NULL, O_MODEL_DIR},
 					       {"precision", required_argument, NULL, O_PRECISION},
 					       {"batch", required_argument, NULL, O_BATCH},
 					       {"seq", required_argument, NULL, O_SEQ},
@@ -324,6 +329,9 @@ int sky_bench_layer(int argc, char **argv)
 			return 0;
 		} else if (c == O_MODEL) {
 			model = val;
+			model_given = 1;
+		} else if (c == O_MODEL_DIR) {
+			model_dir = val;
 		} else if (c == O_PRECISION) {
 			a.precision = val;
 		} else if (c == O_BATCH) {
@@ -341,7 +349,21 @@ int sky_bench_layer(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (sky_model_preset(model, &a.cfg) != 0) {
+	if (model_dir && model_given) {
+		fprintf(stderr, "sky %s: --model and --model-dir exclude each other\n", cmd);
+		return 2;
+	}
+	if (model_dir) {
+		static sky_hf_config hc; /* large (label names): not on the stack */
+		sky_diag d;
+		sky_diag_clear(&d);
+		if (sky_hf_config_read(model_dir, &hc, &d) != 0) {
+			fprintf(stderr, "sky %s: %s: %s\n", cmd, model_dir, d.msg);
+			return 2;
+		}
+		a.cfg = hc.cfg;
+		model = model_dir;
+	} else if (sky_model_preset(model, &a.cfg) != 0) {
 		fprintf(stderr, "sky %s: unknown model '%s' (%s)\n", cmd, model,
 			sky_model_preset_names());
 		return 2;

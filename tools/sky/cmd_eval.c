@@ -6,7 +6,9 @@
 #include "quant_cli.h"
 
 #include "sky_clock.h"
+#include "sky_bert.h"
 #include "sky_err.h"
+#include "sky_hfmodel.h"
 #include "sky_kernels_s8.h"
 #include "sky_model.h"
 #include "sky_quant_model.h"
@@ -20,6 +22,7 @@
 
 typedef struct e_args {
 	const char *weights, *precision;
+	const char *model_dir; /* a Hugging Face directory instead of weights */
 	const char *tokens, *mask, *input; /* logits of given inputs instead of accuracy */
 	long batches;
 	sky_quant_cli_task task;
@@ -30,8 +33,11 @@ static void usage(FILE *to)
 {
 	fprintf(to,
 		"usage: sky eval --weights W.safetensors [options]\n"
+		"       sky eval --model-dir DIR [options]\n"
 		"  held-out accuracy of a BERT classifier (sky train --save, or sky quantize's\n"
 		"  output) on the synthetic task\n"
+		"  --model-dir D  a Hugging Face BERT directory (config.json, model.safetensors\n"
+		"                 or a sharded index; docs/models.md), read in fp32\n"
 		"  --precision P  fp32|int8: what the file's encoder layers must be (default: as\n"
 		"                 the file holds them; an fp32 file becomes int8 by sky quantize)\n"
 		"  --batches N    held-out micro-batches (default 64, as sky train --eval)\n"
@@ -55,8 +61,12 @@ static int parse(int argc, char **argv, e_args *a)
 	memset(a, 0, sizeof *a);
 	a->batches = 64;
 	a->task.seed = 1;
-	enum { O_WEIGHTS = SKY_OPT_FIRST, O_PRECISION, O_BATCHES, O_JSON, O_TOKENS, O_MASK, O_INPUT };
+	enum {
+		O_WEIGHTS = SKY_OPT_FIRST, O_PRECISION, O_BATCHES, O_JSON, O_TOKENS, O_MASK, O_INPUT,
+		O_MODEL_DIR
+	};
 	static const struct option k_opts[] = {{"weights", required_argument, NULL, O_WEIGHTS},
+					       {"model-dir", required_argument, NULL, O_MODEL_DIR},
 					       {"precision", required_argument, NULL, O_PRECISION},
 					       {"batches", required_argument, NULL, O_BATCHES},
 					       {"json", no_argument, NULL, O_JSON},
@@ -82,6 +92,9 @@ static int parse(int argc, char **argv, e_args *a)
 			break;
 		case O_WEIGHTS:
 			a->weights = v;
+			break;
+		case O_MODEL_DIR:
+			a->model_dir = v;
 			break;
 		case O_PRECISION:
 			a->precision = v;
@@ -109,7 +122,24 @@ static int parse(int argc, char **argv, e_args *a)
 		usage(stderr);
 		return -1;
 	}
-	if (!a->weights) {
+	if (a->model_dir && a->weights) {
+		fprintf(stderr, "sky eval: --weights and --model-dir exclude each other\n");
+		return -1;
+	}
+	if (a->model_dir && a->task.model) {
+		fprintf(stderr, "sky eval: --model and --model-dir exclude each other (the directory's "
+			"config.json gives the shapes)\n");
+		return -1;
+	}
+	if (a->model_dir && a->precision && strcmp(a->precision, "int8") == 0) {
+		/* int8 layers come from sky quantize's calibration, which reads a
+		 * weights file; a directory is read in fp32 */
+		fprintf(stderr, "sky eval: --precision int8 is not available with --model-dir: int8 "
+			"files come from sky quantize, which calibrates the presets only; a "
+			"directory is evaluated in fp32\n");
+		return -1;
+	}
+	if (!a->weights && !a->model_dir) {
 		fprintf(stderr, "sky eval: --weights is required\n");
 		usage(stderr);
 		return -1;
@@ -160,24 +190,37 @@ static void print_logits(int n, const float *lg, int classes)
 	printf("]}\n");
 }
 
-/* --tokens / --input: the model with batch 1, one sequence at a time (as a
- * serving fleet computes each request's logits). Returns the exit code. */
-static int eval_inputs(const e_args *a, sky_st_file *f, sky_model_cfg cfg)
+/* One sequence's logits (classes floats) from whichever model the command
+ * opened (a weights file, or a Hugging Face directory). */
+typedef int (*forward_fn)(void *model, const int32_t *ids, const int32_t *attn, float *logits);
+
+static int qmodel_forward1(void *model, const int32_t *ids, const int32_t *attn, float *logits)
 {
-	sky_qmodel m;
+	return sky_qmodel_forward(model, ids, attn, logits, NULL);
+}
+
+static int bert_forward1(void *model, const int32_t *ids, const int32_t *attn, float *logits)
+{
+	sky_bert *m = model;
+	sky_bert_batch b = {ids, NULL, attn, NULL};
+	int rc = sky_bert_predict(m, &b, NULL, NULL);
+	if (!rc)
+		memcpy(logits, m->logits, (size_t)m->cfg.classes * sizeof *logits);
+	return rc;
+}
+
+/* --tokens / --input: the model with batch 1, one sequence at a time (as a
+ * serving fleet computes each request's logits), for seq S, vocab and
+ * classes. Returns the exit code. */
+static int run_inputs(const e_args *a, int S, int vocab, int classes, forward_fn fwd, void *model)
+{
 	sky_diag d;
 	sky_diag_clear(&d);
 	sky_st_file in;
 	sky_st_init(&in);
 	int exitc = 1, rc, rows = 1, cols = 0;
-	cfg.batch = 1;
-	if ((rc = sky_qmodel_open(&m, f, &cfg, &d)) != 0) {
-		fprintf(stderr, "sky eval: %s: %s: %s\n", a->weights, sky_strerror(rc), d.msg);
-		return 1;
-	}
-	const int S = m.cfg.seq;
 	int32_t *ids = calloc((size_t)S, 4), *attn = calloc((size_t)S, 4);
-	float *lg = malloc((size_t)m.cfg.classes * sizeof(float));
+	float *lg = malloc((size_t)classes * sizeof(float));
 	const sky_st_tensor *ti = NULL, *tm = NULL;
 	if (!ids || !attn || !lg)
 		goto exit;
@@ -206,7 +249,7 @@ static int eval_inputs(const e_args *a, sky_st_file *f, sky_model_cfg cfg)
 		memset(ids, 0, (size_t)S * 4);
 		memset(attn, 0, (size_t)S * 4);
 		if (a->tokens) {
-			if ((n = parse_list("tokens", a->tokens, ids, S, 0, m.cfg.vocab - 1)) < 0)
+			if ((n = parse_list("tokens", a->tokens, ids, S, 0, vocab - 1)) < 0)
 				goto exit;
 			if (a->mask) {
 				int nm = parse_list("mask", a->mask, attn, S, 0, 1);
@@ -237,29 +280,161 @@ static int eval_inputs(const e_args *a, sky_st_file *f, sky_model_cfg cfg)
 					if (tm)
 						memcpy(&mv, tm->data + at * 8, 8);
 				}
-				if (v < 0 || v >= m.cfg.vocab || (mv != 0 && mv != 1)) {
+				if (v < 0 || v >= vocab || (mv != 0 && mv != 1)) {
 					fprintf(stderr, "sky eval: %s: row %d token %d: id %lld mask %lld "
 						"(the vocabulary has %d)\n", a->input, r, t, (long long)v,
-						(long long)mv, m.cfg.vocab);
+						(long long)mv, vocab);
 					goto exit;
 				}
 				ids[t] = (int32_t)v;
 				attn[t] = (int32_t)mv;
 			}
 		}
-		if ((rc = sky_qmodel_forward(&m, ids, attn, lg, NULL)) != 0) {
+		if ((rc = fwd(model, ids, attn, lg)) != 0) {
 			fprintf(stderr, "sky eval: input %d: %s\n", r, sky_strerror(rc));
 			goto exit;
 		}
-		print_logits(n, lg, m.cfg.classes);
+		print_logits(n, lg, classes);
 	}
 	exitc = 0;
 exit:
 	sky_st_close(&in);
-	sky_qmodel_close(&m);
 	free(ids), free(attn), free(lg);
 	return exitc;
 }
+
+static int eval_inputs(const e_args *a, sky_st_file *f, sky_model_cfg cfg)
+{
+	sky_qmodel m;
+	sky_diag d;
+	sky_diag_clear(&d);
+	int rc;
+	cfg.batch = 1;
+	if ((rc = sky_qmodel_open(&m, f, &cfg, &d)) != 0) {
+		fprintf(stderr, "sky eval: %s: %s: %s\n", a->weights, sky_strerror(rc), d.msg);
+		return 1;
+	}
+	int exitc = run_inputs(a, m.cfg.seq, m.cfg.vocab, m.cfg.classes, qmodel_forward1, &m);
+	sky_qmodel_close(&m);
+	return exitc;
+}
+
+/* --model-dir: the model through the Hugging Face loader, fp32, on the heap
+ * (one arena). For --tokens / --input a batch of 1, else the task's
+ * held-out accuracy. Returns the exit code. */
+static int eval_dir(const e_args *a)
+{
+	static sky_hf_config hc; /* large (label names): not on the stack */
+	sky_diag d;
+	sky_diag_clear(&d);
+	int rc, exitc = 1;
+	if ((rc = sky_hf_config_read(a->model_dir, &hc, &d)) != 0) {
+		fprintf(stderr, "sky eval: %s: %s\n", a->model_dir, d.msg);
+		return 2;
+	}
+	sky_model_cfg c = hc.cfg;
+	const int inputs = a->tokens || a->input;
+	if (a->task.seq > 0)
+		c.seq = (int)a->task.seq;
+	if (a->task.batch > 0)
+		c.batch = (int)a->task.batch;
+	if (inputs)
+		c.batch = 1;
+	if (sky_model_validate(&c) != 0 || (!inputs && sky_task_check(&c) != 0)) {
+		fprintf(stderr, "sky eval: batch %d x seq %d does not fit %s or the task\n", c.batch,
+			c.seq, a->model_dir);
+		return 2;
+	}
+	sky_bert_opts o;
+	memset(&o, 0, sizeof o);
+	sky_optim_default(&o.optim, SKY_OPTIM_SGD); /* carved, never stepped */
+	o.optim.lr = 1.0f;
+	o.micro = 1;
+	size_t bytes = 0;
+	static sky_bert m;
+	void *buf = NULL;
+	int32_t *ids = NULL, *types = NULL, *attn = NULL, *labels = NULL, *pred = NULL;
+	sky_arena ar;
+	if ((rc = sky_bert_arena_bytes(&c, &o, &bytes)) != 0 || !(buf = malloc(bytes))) {
+		fprintf(stderr, "sky eval: %s: cannot carve the model (%zu bytes)\n", a->model_dir,
+			bytes);
+		return 1;
+	}
+	sky_arena_init(&ar, buf, bytes);
+	if ((rc = sky_bert_carve(&m, &c, &o, &ar)) != 0 || (rc = sky_arena_seal(&ar)) != 0) {
+		fprintf(stderr, "sky eval: carving the model failed: %s\n", sky_strerror(rc));
+		goto exit;
+	}
+	sky_hf_report rep;
+	if ((rc = sky_hf_load_dir(&m, a->model_dir, (unsigned long long)a->task.seed, &rep, &d))) {
+		fprintf(stderr, "sky eval: %s: %s\n", a->model_dir, d.msg);
+		exitc = 2;
+		goto exit;
+	}
+	if (rep.classifier_init)
+		fprintf(stderr, "sky eval: %s has no classifier: its logits come from a seeded "
+			"head, not a trained one\n", a->model_dir);
+	if (inputs) {
+		exitc = run_inputs(a, c.seq, c.vocab, c.classes, bert_forward1, &m);
+		goto exit;
+	}
+	size_t T = (size_t)sky_model_tokens(&c);
+	ids = malloc(T * 4), types = malloc(T * 4), attn = malloc(T * 4);
+	labels = malloc((size_t)c.batch * 4), pred = malloc((size_t)c.batch * 4);
+	if (!ids || !types || !attn || !labels || !pred) {
+		fprintf(stderr, "sky eval: out of memory\n");
+		goto exit;
+	}
+	long right = 0, total = 0;
+	double t_fwd = 0;
+	for (long i = 0; i < a->batches; i++) {
+		if ((rc = sky_task_batch(&c, (uint64_t)a->task.seed, SKY_TASK_HELDOUT, (uint64_t)i, ids,
+					 types, attn, labels)))
+			goto exit;
+		sky_bert_batch b = {ids, types, attn, labels};
+		double t0 = sky_clock_s();
+		if ((rc = sky_bert_predict(&m, &b, pred, NULL)) != 0) {
+			fprintf(stderr, "sky eval: batch %ld: %s\n", i, sky_strerror(rc));
+			goto exit;
+		}
+		t_fwd += sky_clock_s() - t0;
+		for (int k = 0; k < c.batch; k++)
+			right += pred[k] == labels[k];
+		total += c.batch;
+	}
+	double acc = (double)right / (double)total;
+	if (a->json) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "model_dir", a->model_dir);
+		cJSON_AddNumberToObject(j, "layers", c.layers);
+		cJSON_AddNumberToObject(j, "hidden", c.hidden);
+		cJSON_AddNumberToObject(j, "labels", c.classes);
+		cJSON_AddStringToObject(j, "precision", "fp32");
+		cJSON_AddStringToObject(j, "kernel", "openblas-sgemm");
+		cJSON_AddNumberToObject(j, "heldout_accuracy", acc);
+		cJSON_AddNumberToObject(j, "correct", (double)right);
+		cJSON_AddNumberToObject(j, "sequences", (double)total);
+		cJSON_AddNumberToObject(j, "batch", c.batch);
+		cJSON_AddNumberToObject(j, "seq", c.seq);
+		cJSON_AddNumberToObject(j, "forward_ms_per_batch", t_fwd / (double)a->batches * 1e3);
+		int prc2 = j ? sky_bench_print(j) : SKY_ENOMEM;
+		cJSON_Delete(j);
+		if (prc2 != 0)
+			goto exit;
+	} else {
+		printf("%s: %d-layer H %d model, fp32 layers (openblas-sgemm): held-out accuracy %.4f "
+		       "(%ld of %ld sequences), %.2f ms per micro-batch\n",
+		       a->model_dir, c.layers, c.hidden, acc, right, total,
+		       t_fwd / (double)a->batches * 1e3);
+	}
+	exitc = 0;
+exit:
+	free(buf);
+	free(ids), free(types), free(attn), free(labels), free(pred);
+	return exitc;
+}
+
+
 
 int sky_cmd_eval(int argc, char **argv)
 {
@@ -267,6 +442,8 @@ int sky_cmd_eval(int argc, char **argv)
 	int prc = parse(argc, argv, &a);
 	if (prc)
 		return prc > 0 ? 0 : 2;
+	if (a.model_dir)
+		return eval_dir(&a);
 	int rc, exitc = 1;
 	sky_diag d;
 	sky_diag_clear(&d);

@@ -8,6 +8,7 @@
 #include "sky_bert.h"
 #include "sky_clock.h"
 #include "sky_err.h"
+#include "sky_hfmodel.h"
 #include "sky_model.h"
 #include "sky_opt.h"
 #include "sky_task.h"
@@ -20,9 +21,10 @@
 
 typedef struct train_args {
 	const char *model, *optim, *save;
+	const char *model_dir, *save_dir; /* Hugging Face directories in and out */
 	long layers, steps, seed, batch, seq, micro, eval, threads, warmup;
 	double lr, clip;
-	int json, quiet;
+	int json, quiet, init_weights;
 } train_args;
 
 static void usage(FILE *to)
@@ -32,6 +34,10 @@ static void usage(FILE *to)
 		"  trains a BERT classifier on the synthetic \"is A more frequent than B\" task\n"
 		"  (padded sequences; see README) and reports held-out accuracy\n"
 		"  --model NAME    %s (default tiny)\n"
+		"  --model-dir D   a Hugging Face BERT directory instead (config.json and\n"
+		"                  model.safetensors or a sharded index): its shapes, and its\n"
+		"                  weights as the start (docs/models.md)\n"
+		"  --init-weights  with --model-dir: start from the seed, not the checkpoint\n"
 		"  --layers N      encoder layers (default: the preset's)\n"
 		"  --steps N       optimizer steps (default 300)\n"
 		"  --seed N        weights and data (default 1)\n"
@@ -47,6 +53,8 @@ static void usage(FILE *to)
 		"  --threads N     OpenBLAS threads (default 1)\n"
 		"  --save FILE     write the trained weights as safetensors (HuggingFace\n"
 		"                  BertForSequenceClassification names)\n"
+		"  --save-dir D    write the trained model as a Hugging Face directory\n"
+		"                  (config.json with id2label, model.safetensors in F32)\n"
 		"  --quiet         no per-step lines\n"
 		"  --json          final summary as one JSON object on stdout (steps to stderr)\n"
 		"  -h, --help; --version; an option's value follows a space or =\n",
@@ -55,7 +63,8 @@ static void usage(FILE *to)
 
 enum {
 	O_MODEL = SKY_OPT_FIRST, O_OPTIM, O_SAVE, O_LAYERS, O_STEPS, O_SEED, O_BATCH, O_SEQ,
-	O_MICRO, O_EVAL, O_THREADS, O_LR, O_CLIP, O_WARMUP, O_JSON, O_QUIET
+	O_MICRO, O_EVAL, O_THREADS, O_LR, O_CLIP, O_WARMUP, O_JSON, O_QUIET, O_MODEL_DIR,
+	O_SAVE_DIR, O_INIT_WEIGHTS
 };
 
 static const struct option k_opts[] = {
@@ -67,6 +76,9 @@ static const struct option k_opts[] = {
 	{"threads", required_argument, NULL, O_THREADS}, {"lr", required_argument, NULL, O_LR},
 	{"clip", required_argument, NULL, O_CLIP},	 {"warmup", required_argument, NULL, O_WARMUP},
 	{"json", no_argument, NULL, O_JSON},		 {"quiet", no_argument, NULL, O_QUIET},
+	{"model-dir", required_argument, NULL, O_MODEL_DIR},
+	{"save-dir", required_argument, NULL, O_SAVE_DIR},
+	{"init-weights", no_argument, NULL, O_INIT_WEIGHTS},
 	SKY_OPT_STD,					 {0}};
 
 /* Returns 0 to go on, 1 after --help/--version, SKY_EINVAL (reported). */
@@ -84,6 +96,7 @@ static int parse(int argc, char **argv, train_args *a)
 	a->lr = -1;
 	a->warmup = -1;
 	a->clip = 1.0;
+	int model_given = 0;
 	sky_opt p;
 	sky_opt_begin(&p, "sky train", argc, argv, k_opts, 0);
 	for (int c; (c = sky_opt_next(&p)) != SKY_OPT_END;) {
@@ -103,6 +116,16 @@ static int parse(int argc, char **argv, train_args *a)
 			break;
 		case O_MODEL:
 			a->model = v;
+			model_given = 1;
+			break;
+		case O_MODEL_DIR:
+			a->model_dir = v;
+			break;
+		case O_SAVE_DIR:
+			a->save_dir = v;
+			break;
+		case O_INIT_WEIGHTS:
+			a->init_weights = 1;
 			break;
 		case O_OPTIM:
 			a->optim = v;
@@ -150,6 +173,18 @@ static int parse(int argc, char **argv, train_args *a)
 			return SKY_EINVAL;
 	}
 	if (sky_opt_no_args(&p) != 0) {
+		return SKY_EINVAL;
+	}
+	if (a->model_dir && model_given) {
+		fprintf(stderr, "sky train: --model and --model-dir exclude each other\n");
+		return SKY_EINVAL;
+	}
+	if (a->model_dir && a->layers) {
+		fprintf(stderr, "sky train: with --model-dir the config sets the layers (no --layers)\n");
+		return SKY_EINVAL;
+	}
+	if (a->init_weights && !a->model_dir) {
+		fprintf(stderr, "sky train: --init-weights goes with --model-dir\n");
 		return SKY_EINVAL;
 	}
 	return 0;
@@ -229,7 +264,17 @@ int sky_cmd_train(int argc, char **argv)
 	if (prc)
 		return prc > 0 ? 0 : 2;
 	sky_model_cfg c;
-	if (sky_model_preset(a.model, &c) != 0) {
+	static sky_hf_config hc; /* large (label names): not on the stack */
+	sky_diag d;
+	sky_diag_clear(&d);
+	if (a.model_dir) {
+		int hrc = sky_hf_config_read(a.model_dir, &hc, &d);
+		if (hrc) {
+			fprintf(stderr, "sky train: %s: %s\n", a.model_dir, d.msg);
+			return 2;
+		}
+		c = hc.cfg;
+	} else if (sky_model_preset(a.model, &c) != 0) {
 		fprintf(stderr, "sky train: unknown model '%s' (%s)\n", a.model,
 			sky_model_preset_names());
 		return 2;
@@ -285,11 +330,27 @@ int sky_cmd_train(int argc, char **argv)
 		free(buf);
 		return 1;
 	}
-	sky_bert_init(&r.m, (unsigned long long)a.seed);
+	if (a.model_dir && !a.init_weights) {
+		/* the checkpoint's weights; what it lacks (pooler, classifier)
+		 * comes from the seed */
+		sky_hf_report rep;
+		if ((rc = sky_hf_load_dir(&r.m, a.model_dir, (unsigned long long)a.seed, &rep,
+					  &d)) != 0) {
+			fprintf(stderr, "sky train: %s: %s\n", a.model_dir, d.msg);
+			free(buf);
+			return 2;
+		}
+	} else {
+		sky_bert_init(&r.m, (unsigned long long)a.seed);
+	}
 	for (int i = 0; i < o.micro; i++)
 		r.view[i] = (sky_bert_batch){0};
 
 	FILE *prog = a.json ? stderr : stdout;
+	if (!a.quiet && a.model_dir)
+		fprintf(prog, "sky train: %s (%d labels, %s, layer_norm_eps %g), from the %s\n",
+			a.model_dir, c.classes, hc.act_name, hc.ln_eps,
+			a.init_weights ? "seed" : "checkpoint");
 	if (!a.quiet)
 		fprintf(prog,
 			"sky train: model %s, %d layers, H %d, batch %d x seq %d, %d micro-batch(es), "
@@ -329,8 +390,15 @@ int sky_cmd_train(int argc, char **argv)
 		free(buf);
 		return 1;
 	}
+	if (a.save_dir) {
+		if ((rc = sky_hf_save_dir(&r.m, a.model_dir ? &hc : NULL, a.save_dir, &d)) != 0) {
+			fprintf(stderr, "sky train: cannot save %s: %s%s%s\n", a.save_dir,
+				sky_strerror(rc), d.msg[0] ? ": " : "", d.msg);
+			free(buf);
+			return 1;
+		}
+	}
 	if (a.save) {
-		sky_diag d;
 		sky_diag_clear(&d);
 		if ((rc = sky_bert_save(&r.m, a.save, &d)) != 0) {
 			fprintf(stderr, "sky train: cannot save %s: %s%s%s\n", a.save,
@@ -366,6 +434,12 @@ int sky_cmd_train(int argc, char **argv)
 		cJSON_AddNumberToObject(j, "arena_bytes", (double)bytes);
 		if (a.save)
 			cJSON_AddStringToObject(j, "saved", a.save);
+		if (a.model_dir) {
+			cJSON_AddStringToObject(j, "model_dir", a.model_dir);
+			cJSON_AddStringToObject(j, "start", a.init_weights ? "seed" : "checkpoint");
+		}
+		if (a.save_dir)
+			cJSON_AddStringToObject(j, "saved_dir", a.save_dir);
 		char *s = cJSON_PrintUnformatted(j);
 		if (s)
 			puts(s);
@@ -378,6 +452,8 @@ int sky_cmd_train(int argc, char **argv)
 		       ms_sum / (double)a.steps);
 		if (a.save)
 			printf("saved %s\n", a.save);
+		if (a.save_dir)
+			printf("saved %s\n", a.save_dir);
 	}
 	free(buf);
 	return 0;
