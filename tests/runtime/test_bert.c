@@ -66,7 +66,7 @@ static double ref_model_loss(const sky_bert *m, const double *p, const int32_t *
 SKY_TEST(bert_grads_match_f64_reference_through_all_blocks)
 {
 	/* name H heads F L S B vocab max_pos types classes */
-	sky_model_cfg c = {"test", 8, 2, 12, 2, 5, 2, 11, 7, 2, 3};
+	sky_model_cfg c = {"test", 8, 2, 12, 2, 5, 2, 11, 7, 2, 3, 0, 0}; /* ln_eps, act: BERT's */
 	sky_bert_opts o = default_opts(SKY_OPTIM_SGD);
 	model md;
 	SKY_EXPECT_EQ(model_make(&md, &c, &o), 0);

@@ -14,7 +14,7 @@
 
 static sky_model_cfg small_cfg(void)
 {
-	sky_model_cfg c = {"test", 8, 2, 12, 1, 5, 3, 11, 7, 2, 3};
+	sky_model_cfg c = {"test", 8, 2, 12, 1, 5, 3, 11, 7, 2, 3, 0, 0}; /* ln_eps, act: BERT's */
 	return c;
 }
 

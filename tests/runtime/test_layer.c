@@ -16,7 +16,7 @@
  * qemu, large enough for 2 heads, 2 sequences and padding. */
 static sky_model_cfg small_cfg(void)
 {
-	sky_model_cfg c = {"test", 8, 2, 12, 1, 5, 2, 11, 7, 2, 3};
+	sky_model_cfg c = {"test", 8, 2, 12, 1, 5, 2, 11, 7, 2, 3, 0, 0}; /* ln_eps, act: BERT's */
 	return c;
 }
 
@@ -26,14 +26,14 @@ static sky_model_cfg small_cfg(void)
  * T = 27 tokens (the GELU's T x F = 972 elements end in a tail too). */
 static sky_model_cfg odd_cfg(void)
 {
-	sky_model_cfg c = {"odd", 20, 2, 36, 1, 9, 3, 11, 9, 2, 3};
+	sky_model_cfg c = {"odd", 20, 2, 36, 1, 9, 3, 11, 9, 2, 3, 0, 0}; /* ln_eps, act: BERT's */
 	return c;
 }
 
 /* H 100 (4 heads of 25), S 11, T 22. */
 static sky_model_cfg wide_cfg(void)
 {
-	sky_model_cfg c = {"wide", 100, 4, 36, 1, 11, 2, 11, 11, 2, 3};
+	sky_model_cfg c = {"wide", 100, 4, 36, 1, 11, 2, 11, 11, 2, 3, 0, 0}; /* ln_eps, act: BERT's */
 	return c;
 }
 
