@@ -214,3 +214,21 @@ double ref64_rel_err(const float *a, const double *b, size_t n, double floor)
 	double nb = ref64_norm2(b, n);
 	return sqrt(d) / (nb > floor ? nb : floor);
 }
+
+double ref32_rel_err(const float *a, const float *b, size_t n)
+{
+	double d = 0, nb = 0;
+	for (size_t i = 0; i < n; i++) {
+		d += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+		nb += (double)b[i] * b[i];
+	}
+	return sqrt(d) / (nb > 0 ? sqrt(nb) : 1e-30);
+}
+
+double ref32_norm2(const float *a, size_t n)
+{
+	double s = 0;
+	for (size_t i = 0; i < n; i++)
+		s += (double)a[i] * a[i];
+	return sqrt(s);
+}

@@ -40,5 +40,9 @@ void ref64_to_f32(float *d, const double *s, size_t n);
 /* ||a - b||_2 / max(||b||_2, floor) with a in fp32 and b the reference. */
 double ref64_rel_err(const float *a, const double *b, size_t n, double floor);
 double ref64_norm2(const double *b, size_t n);
+/* The same for two fp32 arrays, b the reference: ||a - b||_2 / ||b||_2
+ * (1e-30 for a zero b); and ||a||_2, summed in double. */
+double ref32_rel_err(const float *a, const float *b, size_t n);
+double ref32_norm2(const float *a, size_t n);
 
 #endif

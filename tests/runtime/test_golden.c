@@ -3,6 +3,8 @@
  * included: tests/data/golden from tools/golden/gen_layer_golden.py. */
 #include "sky_test.h"
 
+#include "ref_bert_f64.h"
+
 #include "sky_embed.h"
 #include "sky_head.h"
 #include "sky_layer.h"
@@ -69,25 +71,6 @@ static const float *get(const golden *g, const char *name, size_t count)
 	return NULL;
 }
 
-/* ||a - b|| / ||b|| */
-static double rel(const float *a, const float *b, size_t n)
-{
-	double d = 0, nb = 0;
-	for (size_t i = 0; i < n; i++) {
-		d += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-		nb += (double)b[i] * b[i];
-	}
-	return sqrt(d) / (nb > 0 ? sqrt(nb) : 1e-30);
-}
-
-static double norm(const float *a, size_t n)
-{
-	double s = 0;
-	for (size_t i = 0; i < n; i++)
-		s += (double)a[i] * a[i];
-	return sqrt(s);
-}
-
 static void to_int(const float *f, int32_t *out, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -122,15 +105,15 @@ SKY_TEST(golden_layer_matches_torch)
 	float *scratch = malloc(sky_layer_scratch_floats(c) * sizeof(float));
 	sky_layer_forward(c, w, x, mask, y, saved, scratch, SKY_BLOCK_ALL);
 	sky_layer_backward(c, w, mask, saved, dy, dx, dw, scratch, SKY_BLOCK_ALL);
-	SKY_EXPECT_MSG(rel(y, ty, nx) < TOL, "y rel err %.3g", rel(y, ty, nx));
-	SKY_EXPECT_MSG(rel(dx, tdx, nx) < TOL, "dx rel err %.3g", rel(dx, tdx, nx));
+	SKY_EXPECT_MSG(ref32_rel_err(y, ty, nx) < TOL, "y rel err %.3g", ref32_rel_err(y, ty, nx));
+	SKY_EXPECT_MSG(ref32_rel_err(dx, tdx, nx) < TOL, "dx rel err %.3g", ref32_rel_err(dx, tdx, nx));
 	sky_tensor_info t[SKY_LAYER_NTENSORS];
 	sky_layer_tensors(c, t);
 	for (int i = 0; i < SKY_LAYER_NTENSORS; i++) {
 		/* the key bias has no true gradient (softmax ignores a per-row
 		 * constant): measure it against the whole gradient instead */
-		double e = i == 4 ? norm(dw + t[i].offset, t[i].count) / norm(tdw, np)
-				  : rel(dw + t[i].offset, tdw + t[i].offset, t[i].count);
+		double e = i == 4 ? ref32_norm2(dw + t[i].offset, t[i].count) / ref32_norm2(tdw, np)
+				  : ref32_rel_err(dw + t[i].offset, tdw + t[i].offset, t[i].count);
 		SKY_EXPECT_MSG(e < TOL, "d%s rel err %.3g", t[i].name, e);
 	}
 	free(y), free(dx), free(dw), free(saved), free(scratch), free(g.all);
@@ -159,11 +142,11 @@ SKY_TEST(golden_embeddings_match_torch)
 	float *scratch = malloc(sky_embed_scratch_floats(c) * sizeof(float));
 	SKY_EXPECT_EQ(sky_embed_forward(c, w, ids, types, y, saved), 0);
 	sky_embed_backward(c, w, ids, types, saved, dy, dw, scratch);
-	SKY_EXPECT_MSG(rel(y, ty, nx) < TOL, "y rel err %.3g", rel(y, ty, nx));
+	SKY_EXPECT_MSG(ref32_rel_err(y, ty, nx) < TOL, "y rel err %.3g", ref32_rel_err(y, ty, nx));
 	sky_tensor_info t[SKY_EMBED_NTENSORS];
 	sky_embed_tensors(c, t);
 	for (int i = 0; i < SKY_EMBED_NTENSORS; i++) {
-		double e = rel(dw + t[i].offset, tdw + t[i].offset, t[i].count);
+		double e = ref32_rel_err(dw + t[i].offset, tdw + t[i].offset, t[i].count);
 		SKY_EXPECT_MSG(e < TOL, "d%s rel err %.3g", t[i].name, e);
 	}
 	free(ids), free(types), free(y), free(dw), free(saved), free(scratch), free(g.all);
@@ -193,8 +176,9 @@ SKY_TEST(golden_head_matches_torch)
 	SKY_EXPECT_EQ(sky_head_forward(c, w, x, labels, logits, &loss, saved, scratch), 0);
 	sky_head_backward(c, w, labels, saved, 1.0f, dx, dw, scratch);
 	SKY_EXPECT_NEAR(loss, tloss[0], TOL * fabs(tloss[0]));
-	SKY_EXPECT_MSG(rel(logits, tlog, nl) < TOL, "logits rel err %.3g", rel(logits, tlog, nl));
-	SKY_EXPECT_MSG(rel(dx, tdx, nx) < TOL, "dx rel err %.3g", rel(dx, tdx, nx));
-	SKY_EXPECT_MSG(rel(dw, tdw, np) < TOL, "dw rel err %.3g", rel(dw, tdw, np));
+	SKY_EXPECT_MSG(ref32_rel_err(logits, tlog, nl) < TOL, "logits rel err %.3g",
+		       ref32_rel_err(logits, tlog, nl));
+	SKY_EXPECT_MSG(ref32_rel_err(dx, tdx, nx) < TOL, "dx rel err %.3g", ref32_rel_err(dx, tdx, nx));
+	SKY_EXPECT_MSG(ref32_rel_err(dw, tdw, np) < TOL, "dw rel err %.3g", ref32_rel_err(dw, tdw, np));
 	free(dx), free(dw), free(saved), free(scratch), free(g.all);
 }

@@ -23,25 +23,6 @@
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-/* ||a - b|| / ||b|| */
-static double rel(const float *a, const float *b, size_t n)
-{
-	double d = 0, nb = 0;
-	for (size_t i = 0; i < n; i++) {
-		d += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-		nb += (double)b[i] * b[i];
-	}
-	return sqrt(d) / (nb > 0 ? sqrt(nb) : 1e-30);
-}
-
-static double norm(const float *a, size_t n)
-{
-	double s = 0;
-	for (size_t i = 0; i < n; i++)
-		s += (double)a[i] * a[i];
-	return sqrt(s);
-}
-
 /* A model carved on the heap (the arena's buffer in *mem). */
 static int make_bert(sky_bert *m, const sky_model_cfg *c, void **mem)
 {
@@ -242,7 +223,8 @@ SKY_TEST(golden_f16_checkpoint_matches_torch_logits_loss_and_every_gradient)
 	SKY_EXPECT_EQ(sky_bert_accumulate(&m, &b, 1.0f, &loss), 0);
 	SKY_EXPECT_MSG(fabs(loss - tloss[0]) < TOL * fabs(tloss[0]), "loss %.9g, torch %.9g",
 		       (double)loss, (double)tloss[0]);
-	SKY_EXPECT_MSG(rel(m.logits, tlog, 12) < TOL, "logits rel err %.3g", rel(m.logits, tlog, 12));
+	SKY_EXPECT_MSG(ref32_rel_err(m.logits, tlog, 12) < TOL, "logits rel err %.3g",
+		       ref32_rel_err(m.logits, tlog, 12));
 
 	/* every gradient, by its Hugging Face name */
 	sky_bert gm = m;
@@ -275,11 +257,11 @@ SKY_TEST(golden_f16_checkpoint_matches_torch_logits_loss_and_every_gradient)
 			double zero = 0;
 			for (int row = 0; row < c.vocab; row++)
 				if (!used[row])
-					zero += norm(g + (size_t)row * H, H);
+					zero += ref32_norm2(g + (size_t)row * H, H);
 			SKY_EXPECT(tg != NULL);
 			if (tg)
-				SKY_EXPECT_MSG(rel(mine, tg, nr * H) < TOL, "d%s rel err %.3g",
-					       L->name[i], rel(mine, tg, nr * H));
+				SKY_EXPECT_MSG(ref32_rel_err(mine, tg, nr * H) < TOL, "d%s rel err %.3g",
+					       L->name[i], ref32_rel_err(mine, tg, nr * H));
 			SKY_EXPECT_MSG(zero == 0, "unused word rows have gradient %g", zero);
 			free(mine), free(used);
 			checked++;
@@ -294,9 +276,9 @@ SKY_TEST(golden_f16_checkpoint_matches_torch_logits_loss_and_every_gradient)
 		double e;
 		if (strstr(L->name[i], "attention.self.key.bias")) {
 			const float *big = L->data[i - 4];
-			e = norm(g, cnt) / norm(big, (size_t)c.hidden * c.hidden);
+			e = ref32_norm2(g, cnt) / ref32_norm2(big, (size_t)c.hidden * c.hidden);
 		} else {
-			e = rel(g, tg, cnt);
+			e = ref32_rel_err(g, tg, cnt);
 		}
 		SKY_EXPECT_MSG(e < TOL, "d%s rel err %.3g", L->name[i], e);
 		checked++;
