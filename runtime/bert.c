@@ -111,36 +111,43 @@ static void make_mask(sky_bert *m, const int32_t *attn)
 
 /* Forward through the encoder; returns the buffer holding the last
  * layer's output. saved: keep activations for backward. */
-static int encode(sky_bert *m, const sky_bert_batch *b, int saved, float **out)
+static int encode(sky_bert *m, const sky_bert_batch *b, int saved, const sky_dropout *dr,
+		  float **out)
 {
 	const sky_model_cfg *c = &m->cfg;
-	int rc = sky_embed_forward(c, sky_bert_embed_params(m), b->ids, b->types, m->act[0],
-				   saved ? m->emb_saved : NULL);
+	int rc = sky_embed_forward_dr(c, sky_bert_embed_params(m), b->ids, b->types, m->act[0],
+				      saved ? m->emb_saved : NULL, dr);
 	if (rc)
 		return rc;
 	make_mask(m, b->attn);
 	for (int l = 0; l < c->layers; l++)
-		sky_layer_forward(c, sky_bert_layer_params(m, l), m->act[l & 1], m->mask,
-				  m->act[(l + 1) & 1],
-				  saved ? m->layer_saved + (size_t)l * m->stride_saved : NULL,
-				  m->scratch, SKY_BLOCK_ALL);
+		sky_layer_forward_dr(c, sky_bert_layer_params(m, l), m->act[l & 1], m->mask,
+				     m->act[(l + 1) & 1],
+				     saved ? m->layer_saved + (size_t)l * m->stride_saved : NULL,
+				     m->scratch, SKY_BLOCK_ALL, dr, l);
 	*out = m->act[c->layers & 1];
 	return 0;
 }
 
 int sky_bert_accumulate(sky_bert *m, const sky_bert_batch *b, float scale, float *loss)
 {
+	return sky_bert_accumulate_dr(m, b, scale, loss, NULL);
+}
+
+int sky_bert_accumulate_dr(sky_bert *m, const sky_bert_batch *b, float scale, float *loss,
+			   const sky_dropout *dr)
+{
 	const sky_model_cfg *c = &m->cfg;
 	float *x, l = 0;
-	int rc = encode(m, b, 1, &x);
+	int rc = encode(m, b, 1, dr, &x);
 	if (rc)
 		return rc;
 	if (!b->labels) {
 		SKY_ERROR("bert: a training batch needs labels");
 		return SKY_EINVAL;
 	}
-	rc = sky_head_forward(c, sky_bert_head_params(m), x, b->labels, m->logits, &l,
-			      m->head_saved, m->scratch);
+	rc = sky_head_forward_dr(c, sky_bert_head_params(m), x, b->labels, m->logits, &l,
+				 m->head_saved, m->scratch, dr);
 	if (rc)
 		return rc;
 	if (loss)
@@ -148,18 +155,19 @@ int sky_bert_accumulate(sky_bert *m, const sky_bert_batch *b, float scale, float
 
 	/* backward: head, layers last to first, embeddings */
 	float *g = m->grads;
-	sky_head_backward(c, sky_bert_head_params(m), b->labels, m->head_saved, scale, m->dact[0],
-			  g + m->off_head, m->scratch);
+	sky_head_backward_dr(c, sky_bert_head_params(m), b->labels, m->head_saved, scale,
+			     m->dact[0], g + m->off_head, m->scratch, dr);
 	int cur = 0;
 	for (int li = c->layers - 1; li >= 0; li--) {
-		sky_layer_backward(c, sky_bert_layer_params(m, li), m->mask,
-				   m->layer_saved + (size_t)li * m->stride_saved, m->dact[cur],
-				   m->dact[cur ^ 1], g + m->off_layer0 + (size_t)li * m->stride_layer,
-				   m->scratch, SKY_BLOCK_ALL);
+		sky_layer_backward_dr(c, sky_bert_layer_params(m, li), m->mask,
+				      m->layer_saved + (size_t)li * m->stride_saved, m->dact[cur],
+				      m->dact[cur ^ 1],
+				      g + m->off_layer0 + (size_t)li * m->stride_layer, m->scratch,
+				      SKY_BLOCK_ALL, dr, li);
 		cur ^= 1;
 	}
-	sky_embed_backward(c, sky_bert_embed_params(m), b->ids, b->types, m->emb_saved,
-			   m->dact[cur], g, m->scratch);
+	sky_embed_backward_dr(c, sky_bert_embed_params(m), b->ids, b->types, m->emb_saved,
+			      m->dact[cur], g, m->scratch, dr);
 	return 0;
 }
 
@@ -223,7 +231,11 @@ int sky_bert_train_step(sky_bert *m, const sky_bert_batch *mb, float *loss)
 	double total = 0;
 	for (int i = 0; i < n; i++) {
 		float l = 0;
-		int rc = sky_bert_accumulate(m, &mb[i], 1.0f / (float)n, &l);
+		/* the config's dropout, masks keyed by the step being taken */
+		sky_dropout drs;
+		const sky_dropout *dr =
+			sky_dropout_make(&drs, &m->cfg, m->opts.drop_seed, m->step + 1, (uint32_t)i);
+		int rc = sky_bert_accumulate_dr(m, &mb[i], 1.0f / (float)n, &l, dr);
 		if (rc)
 			return rc; /* not reached: inputs were checked */
 		total += l;
@@ -241,7 +253,7 @@ int sky_bert_predict(sky_bert *m, const sky_bert_batch *b, int32_t *pred, float 
 {
 	const sky_model_cfg *c = &m->cfg;
 	float *x, l = 0;
-	int rc = encode(m, b, 0, &x);
+	int rc = encode(m, b, 0, NULL, &x);
 	if (rc)
 		return rc;
 	rc = sky_head_forward(c, sky_bert_head_params(m), x, b->labels, m->logits,

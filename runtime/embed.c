@@ -58,9 +58,10 @@ size_t sky_embed_saved_floats(const sky_model_cfg *c)
 	return pad16(t * c->hidden) + pad16(t);
 }
 
+/* LayerNorm backward's output | with dropout, the dropped dy */
 size_t sky_embed_scratch_floats(const sky_model_cfg *c)
 {
-	return pad16((size_t)sky_model_tokens(c) * c->hidden);
+	return (sky_model_has_dropout(c) ? 2 : 1) * pad16((size_t)sky_model_tokens(c) * c->hidden);
 }
 
 int sky_embed_check(const sky_model_cfg *c, const int32_t *ids, const int32_t *types)
@@ -84,6 +85,12 @@ int sky_embed_check(const sky_model_cfg *c, const int32_t *ids, const int32_t *t
 int sky_embed_forward(const sky_model_cfg *c, const float *w, const int32_t *ids,
 		      const int32_t *types, float *y, float *saved)
 {
+	return sky_embed_forward_dr(c, w, ids, types, y, saved, NULL);
+}
+
+int sky_embed_forward_dr(const sky_model_cfg *c, const float *w, const int32_t *ids,
+			 const int32_t *types, float *y, float *saved, const sky_dropout *dr)
+{
 	int rc = sky_embed_check(c, ids, types);
 	if (rc)
 		return rc;
@@ -101,6 +108,7 @@ int sky_embed_forward(const sky_model_cfg *c, const float *w, const int32_t *ids
 	size_t xo = 0, ro = pad16((size_t)T * H);
 	sky_k_layernorm_f32(y, T, H, v.ln_g, v.ln_b, sky_model_ln_eps(c), y, saved ? saved + xo : NULL,
 			    saved ? saved + ro : NULL);
+	sky_dropout_apply(dr, dr ? dr->hidden : 0, -1, SKY_DROP_EMBED, 0, y, (size_t)T * H);
 	return 0;
 }
 
@@ -108,11 +116,24 @@ void sky_embed_backward(const sky_model_cfg *c, const float *w, const int32_t *i
 			const int32_t *types, const float *saved, const float *dy, float *dw,
 			float *scratch)
 {
+	sky_embed_backward_dr(c, w, ids, types, saved, dy, dw, scratch, NULL);
+}
+
+void sky_embed_backward_dr(const sky_model_cfg *c, const float *w, const int32_t *ids,
+			   const int32_t *types, const float *saved, const float *dy, float *dw,
+			   float *scratch, const sky_dropout *dr)
+{
 	sky_embed_view v, d;
 	sky_embed_bind(c, (float *)w, &v);
 	sky_embed_bind(c, dw, &d);
 	const int T = (int)sky_model_tokens(c), H = c->hidden, S = c->seq;
 	float *de = scratch;
+	if (dr && dr->hidden > 0) {
+		float *dd = scratch + pad16((size_t)T * H);
+		memcpy(dd, dy, (size_t)T * H * sizeof *dd);
+		sky_dropout_apply(dr, dr->hidden, -1, SKY_DROP_EMBED, 0, dd, (size_t)T * H);
+		dy = dd;
+	}
 	sky_k_layernorm_bwd_f32(dy, saved, saved + pad16((size_t)T * H), v.ln_g, T, H, de, d.ln_g,
 				d.ln_b, NULL);
 	for (int t = 0; t < T; t++) {

@@ -73,6 +73,13 @@ int sky_head_forward(const sky_model_cfg *c, const float *w, const float *x,
 		     const int32_t *labels, float *logits, float *loss, float *saved,
 		     float *scratch)
 {
+	return sky_head_forward_dr(c, w, x, labels, logits, loss, saved, scratch, NULL);
+}
+
+int sky_head_forward_dr(const sky_model_cfg *c, const float *w, const float *x,
+			const int32_t *labels, float *logits, float *loss, float *saved,
+			float *scratch, const sky_dropout *dr)
+{
 	const int B = c->batch, S = c->seq, H = c->hidden, C = c->classes;
 	if (labels) {
 		for (int b = 0; b < B; b++) {
@@ -96,8 +103,17 @@ int sky_head_forward(const sky_model_cfg *c, const float *w, const float *x,
 	sky_k_gemm_f32(0, 1, B, H, H, 1.0f, cls, H, v.wp, H, 1.0f, pooled, H);
 	for (size_t i = 0; i < (size_t)B * H; i++)
 		pooled[i] = tanhf(pooled[i]);
+	/* the classifier reads the dropped pooled output; backward needs the
+	 * one before dropout (tanh') and recomputes the dropped one */
+	const float *cin = pooled;
+	if (dr && dr->hidden > 0 && saved) {
+		float *pd = scratch + L.pooled;
+		memcpy(pd, pooled, (size_t)B * H * sizeof *pd);
+		sky_dropout_apply(dr, dr->hidden, -1, SKY_DROP_POOLED, 0, pd, (size_t)B * H);
+		cin = pd;
+	}
 	sky_k_bias_fill_f32(probs, v.bc, NULL, B, C);
-	sky_k_gemm_f32(0, 1, B, C, H, 1.0f, pooled, H, v.wc, H, 1.0f, probs, C);
+	sky_k_gemm_f32(0, 1, B, C, H, 1.0f, cin, H, v.wc, H, 1.0f, probs, C);
 	if (logits)
 		memcpy(logits, probs, (size_t)B * C * sizeof *probs);
 	/* cross-entropy from log-softmax, computed in double: the loss is
@@ -123,6 +139,14 @@ int sky_head_forward(const sky_model_cfg *c, const float *w, const float *x,
 void sky_head_backward(const sky_model_cfg *c, const float *w, const int32_t *labels,
 		       const float *saved, float scale, float *dx, float *dw, float *scratch)
 {
+	sky_head_backward_dr(c, w, labels, saved, scale, dx, dw, scratch, NULL);
+}
+
+void sky_head_backward_dr(const sky_model_cfg *c, const float *w, const int32_t *labels,
+			  const float *saved, float scale, float *dx, float *dw, float *scratch,
+			  const sky_dropout *dr)
+{
+	const float ph = dr ? dr->hidden : 0;
 	const int B = c->batch, S = c->seq, H = c->hidden, C = c->classes;
 	sky_head_view v, d;
 	sky_head_bind(c, (float *)w, &v);
@@ -138,8 +162,15 @@ void sky_head_backward(const sky_model_cfg *c, const float *w, const int32_t *la
 			dlog[(size_t)b * C + j] =
 				k * (probs[(size_t)b * C + j] - (j == labels[b] ? 1.0f : 0.0f));
 	sky_k_colsum_f32(dlog, B, C, d.bc);
-	sky_k_gemm_f32(1, 0, C, H, B, 1.0f, dlog, C, pooled, H, 1.0f, d.wc, H);
+	const float *cin = pooled;
+	if (ph > 0) { /* dpool's space holds the dropped pooled output until dpool is made */
+		memcpy(dpool, pooled, (size_t)B * H * sizeof *dpool);
+		sky_dropout_apply(dr, ph, -1, SKY_DROP_POOLED, 0, dpool, (size_t)B * H);
+		cin = dpool;
+	}
+	sky_k_gemm_f32(1, 0, C, H, B, 1.0f, dlog, C, cin, H, 1.0f, d.wc, H);
 	sky_k_gemm_f32(0, 0, B, H, C, 1.0f, dlog, C, v.wc, H, 0.0f, dpool, H);
+	sky_dropout_apply(dr, ph, -1, SKY_DROP_POOLED, 0, dpool, (size_t)B * H);
 	/* tanh' = 1 - tanh^2 */
 	for (size_t i = 0; i < (size_t)B * H; i++)
 		dpool[i] *= 1.0f - pooled[i] * pooled[i];

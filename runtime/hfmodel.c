@@ -369,6 +369,9 @@ int sky_hf_config_parse(const char *text, size_t len, sky_hf_config *out, sky_di
 			   d)) != 0)
 		goto exit;
 	c->ln_eps = (float)out->ln_eps;
+	/* training applies them (sky_dropout.h); inference never does */
+	c->hidden_drop = (float)out->hidden_dropout;
+	c->attn_drop = (float)out->attn_dropout;
 	if (!(c->ln_eps > 0)) { /* below float's smallest subnormal */
 		rc = sky_diag_set(d, SKY_ERANGE, "config.json: layer_norm_eps %g is 0 as a float",
 				  out->ln_eps);

@@ -11,6 +11,7 @@
  * matrices, each of those small GEMMs ran at half speed on cold lines. */
 #include "sky_layer.h"
 
+#include "sky_dropout.h"
 #include "sky_kernels_f32.h"
 #include "sky_rng.h"
 
@@ -72,6 +73,8 @@ typedef struct scratch_layout {
 	size_t d; /* (T, F) u | dgelu */
 	size_t e; /* (S, S) one head's probabilities | their gradient */
 	size_t f; /* (3, S, D) one head's context | dq, dk, dv before they go out */
+	size_t g; /* (S, S) backward with dropout: one head's dropped probabilities */
+	size_t h; /* (T, H) backward with dropout: the dropped gradient of a dense output */
 	size_t total;
 } scratch_layout;
 
@@ -86,6 +89,10 @@ static scratch_layout layout_scratch(const sky_model_cfg *c)
 	L.d = off, off += pad16(t * f);
 	L.e = off, off += pad16((size_t)c->seq * c->seq);
 	L.f = off, off += pad16((size_t)3 * c->seq * (c->hidden / c->heads));
+	/* only a model with dropout needs these two */
+	const int dr = sky_model_has_dropout(c);
+	L.g = off, off += dr ? pad16((size_t)c->seq * c->seq) : 0;
+	L.h = off, off += dr ? pad16(t * h) : 0;
 	L.total = off;
 	return L;
 }
@@ -223,8 +230,9 @@ void sky_layer_init(const sky_model_cfg *c, float *flat, unsigned long long seed
  * With sv == NULL (inference) intermediates go to scratch. */
 static void attn_forward(const sky_model_cfg *c, const sky_layer_view *w, const float *x,
 			 const float *mask, float *h1, float *sv, const saved_layout *SL,
-			 float *scratch, const scratch_layout *XL)
+			 float *scratch, const scratch_layout *XL, const sky_dropout *dr, int layer)
 {
+	const float pa = dr ? dr->attn : 0, ph = dr ? dr->hidden : 0;
 	const int T = (int)sky_model_tokens(c), H = c->hidden, S = c->seq, NH = c->heads;
 	const int D = H / NH, H3 = 3 * H;
 	const float scale = 1.0f / sqrtf((float)D);
@@ -248,20 +256,30 @@ static void attn_forward(const sky_model_cfg *c, const sky_layer_view *w, const 
 			float *p = scratch + XL->e;
 			sky_k_gemm_f32(0, 1, S, S, D, scale, q, H3, k, H3, 0.0f, p, S);
 			sky_k_softmax_f32(p, S, S, mb);
+			/* backward needs the probabilities before dropout (softmax's
+			 * gradient) and recomputes the dropped ones from the mask */
+			if (sv)
+				memcpy(sv + SL->p + ((size_t)b * NH + hd) * S * S, p,
+				       (size_t)S * S * sizeof *p);
+			sky_dropout_apply(dr, pa, layer, SKY_DROP_ATTN_PROBS,
+					  ((uint64_t)b * NH + hd) * S * S, p, (size_t)S * S);
 			/* this head's context in scratch, then its rows into ctx */
 			float *ch = scratch + XL->f;
 			sky_k_gemm_f32(0, 0, S, D, S, 1.0f, p, S, v, H3, 0.0f, ch, D);
 			float *co = ctx + (size_t)b * S * H + (size_t)hd * D;
 			for (int r = 0; r < S; r++)
 				memcpy(co + (size_t)r * H, ch + (size_t)r * D, (size_t)D * sizeof *ch);
-			if (sv)
-				memcpy(sv + SL->p + ((size_t)b * NH + hd) * S * S, p,
-				       (size_t)S * S * sizeof *p);
 		}
 	}
-	/* h1 = LN1(ctx Wo^T + bo + x): bias and residual are the GEMM's start value */
-	sky_k_bias_fill_f32(h1, w->bo, x, T, H);
+	/* h1 = LN1(drop(ctx Wo^T + bo) + x): bias and residual are the GEMM's
+	 * start value; with dropout the residual is added after it */
+	sky_k_bias_fill_f32(h1, w->bo, ph > 0 ? NULL : x, T, H);
 	sky_k_gemm_f32(0, 1, T, H, H, 1.0f, ctx, H, w->wo, H, 1.0f, h1, H);
+	if (ph > 0) {
+		sky_dropout_apply(dr, ph, layer, SKY_DROP_ATTN_OUT, 0, h1, (size_t)T * H);
+		for (size_t i = 0; i < (size_t)T * H; i++)
+			h1[i] += x[i];
+	}
 	sky_k_layernorm_f32(h1, T, H, w->ln1_g, w->ln1_b, sky_model_ln_eps(c), h1,
 			    sv ? sv + SL->xhat1 : NULL, sv ? sv + SL->rstd1 : NULL);
 }
@@ -270,8 +288,9 @@ static void attn_forward(const sky_model_cfg *c, const sky_layer_view *w, const 
  * the GELU form the model's config names. */
 static void ffn_forward(const sky_model_cfg *c, const sky_layer_view *w, const float *h1,
 			float *y, float *sv, const saved_layout *SL, float *scratch,
-			const scratch_layout *XL)
+			const scratch_layout *XL, const sky_dropout *dr, int layer)
 {
+	const float ph = dr ? dr->hidden : 0;
 	const int T = (int)sky_model_tokens(c), H = c->hidden, F = c->ffn;
 	/* u in scratch; training keeps gelu(u) and gelu'(u), inference just
 	 * gelu(u), in place */
@@ -293,46 +312,67 @@ static void ffn_forward(const sky_model_cfg *c, const sky_layer_view *w, const f
 	} else {
 		sky_k_gelu_f32(u, g, n);
 	}
-	sky_k_bias_fill_f32(y, w->b2, h1, T, H);
+	sky_k_bias_fill_f32(y, w->b2, ph > 0 ? NULL : h1, T, H);
 	sky_k_gemm_f32(0, 1, T, H, F, 1.0f, g, F, w->w2, F, 1.0f, y, H);
+	if (ph > 0) {
+		sky_dropout_apply(dr, ph, layer, SKY_DROP_FFN_OUT, 0, y, (size_t)T * H);
+		for (size_t i = 0; i < (size_t)T * H; i++)
+			y[i] += h1[i];
+	}
 	sky_k_layernorm_f32(y, T, H, w->ln2_g, w->ln2_b, sky_model_ln_eps(c), y,
 			    sv ? sv + SL->xhat2 : NULL, sv ? sv + SL->rstd2 : NULL);
 }
 
-void sky_layer_forward(const sky_model_cfg *c, const float *w, const float *x, const float *mask,
-		       float *y, float *saved, float *scratch, int blocks)
+void sky_layer_forward_dr(const sky_model_cfg *c, const float *w, const float *x,
+			  const float *mask, float *y, float *saved, float *scratch, int blocks,
+			  const sky_dropout *dr, int layer)
 {
 	sky_layer_view v;
 	sky_layer_bind(c, (float *)w, &v);
 	saved_layout SL = layout_saved(c, blocks);
 	scratch_layout XL = layout_scratch(c);
 	if (blocks == SKY_BLOCK_ATTN) {
-		attn_forward(c, &v, x, mask, y, saved, &SL, scratch, &XL);
+		attn_forward(c, &v, x, mask, y, saved, &SL, scratch, &XL, dr, layer);
 	} else if (blocks == SKY_BLOCK_FFN) {
-		ffn_forward(c, &v, x, y, saved, &SL, scratch, &XL);
+		ffn_forward(c, &v, x, y, saved, &SL, scratch, &XL, dr, layer);
 	} else if (blocks == SKY_BLOCK_ALL) {
 		/* h1 goes straight where the FFN keeps its input */
 		float *h1 = saved ? saved + SL.h1 : scratch + XL.c;
-		attn_forward(c, &v, x, mask, h1, saved, &SL, scratch, &XL);
-		ffn_forward(c, &v, h1, y, saved, &SL, scratch, &XL);
+		attn_forward(c, &v, x, mask, h1, saved, &SL, scratch, &XL, dr, layer);
+		ffn_forward(c, &v, h1, y, saved, &SL, scratch, &XL, dr, layer);
 	}
+}
+
+void sky_layer_forward(const sky_model_cfg *c, const float *w, const float *x, const float *mask,
+		       float *y, float *saved, float *scratch, int blocks)
+{
+	sky_layer_forward_dr(c, w, x, mask, y, saved, scratch, blocks, NULL, 0);
 }
 
 /* FFN backward: dy -> dh1 (written), weight gradients added. */
 static void ffn_backward(const sky_model_cfg *c, const sky_layer_view *w, sky_layer_view *dw,
 			 const float *sv, const saved_layout *SL, const float *dy, float *dh1,
-			 float *scratch, const scratch_layout *XL)
+			 float *scratch, const scratch_layout *XL, const sky_dropout *dr, int layer)
 {
 	const int T = (int)sky_model_tokens(c), H = c->hidden, F = c->ffn;
 	const float *h1 = sv + SL->h1, *gp = sv + SL->gp, *g = sv + SL->g;
+	const float ph = dr ? dr->hidden : 0;
 	float *dg = scratch + XL->d;
 
 	/* da = LN2 backward, kept in dh1: it is also the residual's share of
-	 * dh1; its column sum is db2 */
+	 * dh1; its column sum is db2 (with dropout, that of the dropped da) */
 	sky_k_layernorm_bwd_f32(dy, sv + SL->xhat2, sv + SL->rstd2, w->ln2_g, T, H, dh1, dw->ln2_g,
-				dw->ln2_b, dw->b2);
-	sky_k_gemm_f32(1, 0, H, F, T, 1.0f, dh1, H, g, F, 1.0f, dw->w2, F);
-	sky_k_gemm_f32(0, 0, T, F, H, 1.0f, dh1, H, w->w2, F, 0.0f, dg, F);
+				dw->ln2_b, ph > 0 ? NULL : dw->b2);
+	const float *dout = dh1; /* the gradient of gelu(u) W2^T + b2 */
+	if (ph > 0) {
+		float *dd = scratch + XL->h;
+		memcpy(dd, dh1, (size_t)T * H * sizeof *dd);
+		sky_dropout_apply(dr, ph, layer, SKY_DROP_FFN_OUT, 0, dd, (size_t)T * H);
+		sky_k_colsum_f32(dd, T, H, dw->b2);
+		dout = dd;
+	}
+	sky_k_gemm_f32(1, 0, H, F, T, 1.0f, dout, H, g, F, 1.0f, dw->w2, F);
+	sky_k_gemm_f32(0, 0, T, F, H, 1.0f, dout, H, w->w2, F, 0.0f, dg, F);
 	sky_k_mul_colsum_f32(dg, gp, T, F, dw->b1);
 	sky_k_gemm_f32(1, 0, F, H, T, 1.0f, dg, F, h1, H, 1.0f, dw->w1, H);
 	/* dh1 = dgelu W1 + da */
@@ -342,8 +382,9 @@ static void ffn_backward(const sky_model_cfg *c, const sky_layer_view *w, sky_la
 /* Attention backward: dh1 -> dx (written), weight gradients added. */
 static void attn_backward(const sky_model_cfg *c, const sky_layer_view *w, sky_layer_view *dw,
 			  const float *sv, const saved_layout *SL, const float *dh1, float *dx,
-			  float *scratch, const scratch_layout *XL)
+			  float *scratch, const scratch_layout *XL, const sky_dropout *dr, int layer)
 {
+	const float pa = dr ? dr->attn : 0, ph = dr ? dr->hidden : 0;
 	const int T = (int)sky_model_tokens(c), H = c->hidden, S = c->seq, NH = c->heads;
 	const int D = H / NH, H3 = 3 * H;
 	const float scale = 1.0f / sqrtf((float)D);
@@ -352,9 +393,17 @@ static void attn_backward(const sky_model_cfg *c, const sky_layer_view *w, sky_l
 
 	/* da kept in dx: the residual's share of dx, the rest is added last */
 	sky_k_layernorm_bwd_f32(dh1, sv + SL->xhat1, sv + SL->rstd1, w->ln1_g, T, H, dx, dw->ln1_g,
-				dw->ln1_b, dw->bo);
-	sky_k_gemm_f32(1, 0, H, H, T, 1.0f, dx, H, ctx, H, 1.0f, dw->wo, H);
-	sky_k_gemm_f32(0, 0, T, H, H, 1.0f, dx, H, w->wo, H, 0.0f, dctx, H);
+				dw->ln1_b, ph > 0 ? NULL : dw->bo);
+	const float *dout = dx; /* the gradient of ctx Wo^T + bo */
+	if (ph > 0) {
+		float *dd = scratch + XL->h;
+		memcpy(dd, dx, (size_t)T * H * sizeof *dd);
+		sky_dropout_apply(dr, ph, layer, SKY_DROP_ATTN_OUT, 0, dd, (size_t)T * H);
+		sky_k_colsum_f32(dd, T, H, dw->bo);
+		dout = dd;
+	}
+	sky_k_gemm_f32(1, 0, H, H, T, 1.0f, dout, H, ctx, H, 1.0f, dw->wo, H);
+	sky_k_gemm_f32(0, 0, T, H, H, 1.0f, dout, H, w->wo, H, 0.0f, dctx, H);
 
 	for (int b = 0; b < c->batch; b++) {
 		for (int hd = 0; hd < NH; hd++) {
@@ -366,9 +415,21 @@ static void attn_backward(const sky_model_cfg *c, const sky_layer_view *w, sky_l
 			float *dq = scratch + XL->f, *dk = dq + (size_t)S * D, *dv = dk + (size_t)S * D;
 			const float *dc = dctx + (size_t)b * S * H + (size_t)hd * D;
 			const float *p = sv + SL->p + ((size_t)b * NH + hd) * S * S;
+			/* with dropout, ctx came from the dropped probabilities */
+			const float *pd = p;
+			uint64_t base = ((uint64_t)b * NH + hd) * S * S;
+			if (pa > 0) {
+				float *t = scratch + XL->g;
+				memcpy(t, p, (size_t)S * S * sizeof *t);
+				sky_dropout_apply(dr, pa, layer, SKY_DROP_ATTN_PROBS, base, t,
+						  (size_t)S * S);
+				pd = t;
+			}
 			/* dP = dctx v^T ; dv = P^T dctx */
 			sky_k_gemm_f32(0, 1, S, S, D, 1.0f, dc, H, v, H3, 0.0f, dp, S);
-			sky_k_gemm_f32(1, 0, S, D, S, 1.0f, p, S, dc, H, 0.0f, dv, D);
+			sky_k_gemm_f32(1, 0, S, D, S, 1.0f, pd, S, dc, H, 0.0f, dv, D);
+			/* through the dropout to the probabilities softmax made */
+			sky_dropout_apply(dr, pa, layer, SKY_DROP_ATTN_PROBS, base, dp, (size_t)S * S);
 			/* dscores (scale folded in); the mask is a constant: no gradient */
 			sky_k_softmax_bwd_f32(p, dp, S, S, scale);
 			/* dq = dS k ; dk = dS^T q */
@@ -391,9 +452,9 @@ static void attn_backward(const sky_model_cfg *c, const sky_layer_view *w, sky_l
 	sky_k_gemm_f32(0, 0, T, H, H3, 1.0f, dqkv, H3, w->wqkv, H, 1.0f, dx, H);
 }
 
-void sky_layer_backward(const sky_model_cfg *c, const float *w, const float *mask,
-			const float *saved, const float *dy, float *dx, float *dw, float *scratch,
-			int blocks)
+void sky_layer_backward_dr(const sky_model_cfg *c, const float *w, const float *mask,
+			   const float *saved, const float *dy, float *dx, float *dw,
+			   float *scratch, int blocks, const sky_dropout *dr, int layer)
 {
 	sky_layer_view v, dv;
 	sky_layer_bind(c, (float *)w, &v);
@@ -401,32 +462,46 @@ void sky_layer_backward(const sky_model_cfg *c, const float *w, const float *mas
 	saved_layout SL = layout_saved(c, blocks);
 	scratch_layout XL = layout_scratch(c);
 	if (blocks == SKY_BLOCK_ATTN) {
-		attn_backward(c, &v, &dv, saved, &SL, dy, dx, scratch, &XL);
+		attn_backward(c, &v, &dv, saved, &SL, dy, dx, scratch, &XL, dr, layer);
 	} else if (blocks == SKY_BLOCK_FFN) {
-		ffn_backward(c, &v, &dv, saved, &SL, dy, dx, scratch, &XL);
+		ffn_backward(c, &v, &dv, saved, &SL, dy, dx, scratch, &XL, dr, layer);
 	} else if (blocks == SKY_BLOCK_ALL) {
 		float *dh1 = scratch + XL.c;
-		ffn_backward(c, &v, &dv, saved, &SL, dy, dh1, scratch, &XL);
-		attn_backward(c, &v, &dv, saved, &SL, dh1, dx, scratch, &XL);
+		ffn_backward(c, &v, &dv, saved, &SL, dy, dh1, scratch, &XL, dr, layer);
+		attn_backward(c, &v, &dv, saved, &SL, dh1, dx, scratch, &XL, dr, layer);
 	}
 }
 
-void sky_layer_half_forward(const sky_model_cfg *c, const float *w, const float *x,
-			    const float *mask, float *y, float *saved, float *scratch, int block)
+void sky_layer_backward(const sky_model_cfg *c, const float *w, const float *mask,
+			const float *saved, const float *dy, float *dx, float *dw, float *scratch,
+			int blocks)
+{
+	sky_layer_backward_dr(c, w, mask, saved, dy, dx, dw, scratch, blocks, NULL, 0);
+}
+
+void sky_layer_half_forward_dr(const sky_model_cfg *c, const float *w, const float *x,
+			       const float *mask, float *y, float *saved, float *scratch, int block,
+			       const sky_dropout *dr, int layer)
 {
 	sky_layer_view v;
 	bind_half(c, (float *)w, block, &v);
 	saved_layout SL = layout_saved(c, block);
 	scratch_layout XL = layout_scratch(c);
 	if (block == SKY_BLOCK_ATTN)
-		attn_forward(c, &v, x, mask, y, saved, &SL, scratch, &XL);
+		attn_forward(c, &v, x, mask, y, saved, &SL, scratch, &XL, dr, layer);
 	else
-		ffn_forward(c, &v, x, y, saved, &SL, scratch, &XL);
+		ffn_forward(c, &v, x, y, saved, &SL, scratch, &XL, dr, layer);
 }
 
-void sky_layer_half_backward(const sky_model_cfg *c, const float *w, const float *mask,
-			     const float *saved, const float *dy, float *dx, float *dw,
-			     float *scratch, int block)
+void sky_layer_half_forward(const sky_model_cfg *c, const float *w, const float *x,
+			    const float *mask, float *y, float *saved, float *scratch, int block)
+{
+	sky_layer_half_forward_dr(c, w, x, mask, y, saved, scratch, block, NULL, 0);
+}
+
+void sky_layer_half_backward_dr(const sky_model_cfg *c, const float *w, const float *mask,
+				const float *saved, const float *dy, float *dx, float *dw,
+				float *scratch, int block, const sky_dropout *dr, int layer)
 {
 	sky_layer_view v, dv;
 	(void)mask; /* a constant: no gradient flows through it */
@@ -435,7 +510,14 @@ void sky_layer_half_backward(const sky_model_cfg *c, const float *w, const float
 	saved_layout SL = layout_saved(c, block);
 	scratch_layout XL = layout_scratch(c);
 	if (block == SKY_BLOCK_ATTN)
-		attn_backward(c, &v, &dv, saved, &SL, dy, dx, scratch, &XL);
+		attn_backward(c, &v, &dv, saved, &SL, dy, dx, scratch, &XL, dr, layer);
 	else
-		ffn_backward(c, &v, &dv, saved, &SL, dy, dx, scratch, &XL);
+		ffn_backward(c, &v, &dv, saved, &SL, dy, dx, scratch, &XL, dr, layer);
+}
+
+void sky_layer_half_backward(const sky_model_cfg *c, const float *w, const float *mask,
+			     const float *saved, const float *dy, float *dx, float *dw,
+			     float *scratch, int block)
+{
+	sky_layer_half_backward_dr(c, w, mask, saved, dy, dx, dw, scratch, block, NULL, 0);
 }

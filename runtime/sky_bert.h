@@ -21,6 +21,7 @@
 #define SKY_BERT_H
 
 #include "sky_arena.h"
+#include "sky_dropout.h"
 #include "sky_err.h"
 #include "sky_model.h"
 #include "sky_optim.h"
@@ -32,6 +33,9 @@ typedef struct sky_bert_opts {
 	sky_optim_cfg optim;
 	int micro;       /* micro-batches per optimizer step (gradient accumulation), >= 1 */
 	float clip_norm; /* global gradient norm clip; 0: off */
+	/* keys the dropout masks (sky_dropout.h) when cfg has dropout: the run's
+	 * seed, so a rerun, or the fleet, drops the same elements */
+	uint64_t drop_seed;
 } sky_bert_opts;
 
 /* One micro-batch of c->batch sequences of c->seq tokens. */
@@ -99,6 +103,10 @@ int sky_bert_predict(sky_bert *m, const sky_bert_batch *b, int32_t *pred, float 
  * backward of one micro-batch with the loss scaled by scale, ADDED into
  * m->grads, no optimizer step. Returns 0 or SKY_EINVAL; *loss as above. */
 int sky_bert_accumulate(sky_bert *m, const sky_bert_batch *b, float scale, float *loss);
+/* The same under dropout dr (NULL: none), as sky_bert_train_step runs each
+ * micro-batch when the config has dropout. */
+int sky_bert_accumulate_dr(sky_bert *m, const sky_bert_batch *b, float scale, float *loss,
+			   const sky_dropout *dr);
 
 /* Writes the parameters to path as safetensors (F32), with HuggingFace
  * BertForSequenceClassification names: "bert.embeddings.*",

@@ -1,5 +1,5 @@
 /* BERT embeddings in fp32, forward and backward, as HuggingFace's
- * BertEmbeddings (absolute positions, no dropout):
+ * BertEmbeddings (absolute positions; dropout through the _dr functions):
  *
  *   y[t] = LayerNorm(word[ids[t]] + position[t mod S] + token_type[types[t]])
  *
@@ -10,6 +10,7 @@
 #ifndef SKY_EMBED_H
 #define SKY_EMBED_H
 
+#include "sky_dropout.h"
 #include "sky_model.h"
 #include "sky_tensor.h"
 
@@ -51,5 +52,13 @@ int sky_embed_forward(const sky_model_cfg *c, const float *w, const int32_t *ids
 void sky_embed_backward(const sky_model_cfg *c, const float *w, const int32_t *ids,
 			const int32_t *types, const float *saved, const float *dy, float *dw,
 			float *scratch);
+
+/* The same in training with dropout on the output (hidden_dropout_prob,
+ * sky_dropout.h); dr NULL is the functions above. */
+int sky_embed_forward_dr(const sky_model_cfg *c, const float *w, const int32_t *ids,
+			 const int32_t *types, float *y, float *saved, const sky_dropout *dr);
+void sky_embed_backward_dr(const sky_model_cfg *c, const float *w, const int32_t *ids,
+			   const int32_t *types, const float *saved, const float *dy, float *dw,
+			   float *scratch, const sky_dropout *dr);
 
 #endif

@@ -1,6 +1,6 @@
 /* The sequence-classification head in fp32, forward and backward, as
  * HuggingFace's BertPooler + classifier of BertForSequenceClassification
- * (no dropout):
+ * (dropout on the pooled output through the _dr functions):
  *
  *   pooled[b] = tanh(Wp x[b, 0] + bp)        the first token of sequence b
  *   logits[b] = Wc pooled[b] + bc
@@ -12,6 +12,7 @@
 #ifndef SKY_HEAD_H
 #define SKY_HEAD_H
 
+#include "sky_dropout.h"
 #include "sky_model.h"
 #include "sky_tensor.h"
 
@@ -47,5 +48,15 @@ int sky_head_forward(const sky_model_cfg *c, const float *w, const float *x,
  * scale is 1 for one batch, 1/n when n micro-batches make one step. */
 void sky_head_backward(const sky_model_cfg *c, const float *w, const int32_t *labels,
 		       const float *saved, float scale, float *dx, float *dw, float *scratch);
+
+/* The same in training with dropout on the pooled output before the
+ * classifier (hidden_dropout_prob, sky_dropout.h; forward drops only when
+ * saved is given); dr NULL is the functions above. */
+int sky_head_forward_dr(const sky_model_cfg *c, const float *w, const float *x,
+			const int32_t *labels, float *logits, float *loss, float *saved,
+			float *scratch, const sky_dropout *dr);
+void sky_head_backward_dr(const sky_model_cfg *c, const float *w, const int32_t *labels,
+			  const float *saved, float scale, float *dx, float *dw, float *scratch,
+			  const sky_dropout *dr);
 
 #endif

@@ -1,7 +1,7 @@
 /* One BERT encoder layer in fp32, forward and backward, exactly as
  * HuggingFace's BertLayer (post-LN, GELU in the erf form or, for a config that asks,
  * the tanh form; LayerNorm eps 1e-12 or the config's layer_norm_eps;
- * additive attention mask; dropout is not applied):
+ * additive attention mask; dropout only through the _dr functions):
  *
  *   q,k,v = x Wq^T + bq, x Wk^T + bk, x Wv^T + bv          (T, H), T = B*S
  *   ctx   = softmax(q_h k_h^T / sqrt(H/heads) + mask) v_h   per batch and head
@@ -21,6 +21,7 @@
 #ifndef SKY_LAYER_H
 #define SKY_LAYER_H
 
+#include "sky_dropout.h"
 #include "sky_model.h"
 #include "sky_tensor.h"
 
@@ -101,4 +102,22 @@ void sky_layer_half_forward(const sky_model_cfg *c, const float *w, const float 
 void sky_layer_half_backward(const sky_model_cfg *c, const float *w, const float *mask,
 			     const float *saved, const float *dy, float *dx, float *dw,
 			     float *scratch, int block);
+
+/* Training with dropout: as the four functions above, dropping at the
+ * layer's three sites (attention probabilities, attention output, FFN
+ * output; sky_dropout.h) as dr says, with masks keyed by `layer`, the
+ * layer's index in the encoder. Backward takes the dr and layer its
+ * forward took. dr NULL computes exactly what the functions above do. */
+void sky_layer_forward_dr(const sky_model_cfg *c, const float *w, const float *x,
+			  const float *mask, float *y, float *saved, float *scratch, int blocks,
+			  const sky_dropout *dr, int layer);
+void sky_layer_backward_dr(const sky_model_cfg *c, const float *w, const float *mask,
+			   const float *saved, const float *dy, float *dx, float *dw,
+			   float *scratch, int blocks, const sky_dropout *dr, int layer);
+void sky_layer_half_forward_dr(const sky_model_cfg *c, const float *w, const float *x,
+			       const float *mask, float *y, float *saved, float *scratch, int block,
+			       const sky_dropout *dr, int layer);
+void sky_layer_half_backward_dr(const sky_model_cfg *c, const float *w, const float *mask,
+				const float *saved, const float *dy, float *dx, float *dw,
+				float *scratch, int block, const sky_dropout *dr, int layer);
 #endif

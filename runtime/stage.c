@@ -218,9 +218,19 @@ static int load_batch(sky_stage *s, int slot, int mb)
 	return rc;
 }
 
+/* The dropout of micro-batch mb in the step being run, keyed as
+ * sky_bert_train_step keys it (NULL when the model has none). */
+static const sky_dropout *stage_dropout(const sky_stage *s, int mb, sky_dropout *buf)
+{
+	return sky_dropout_make(buf, &s->cfg.model, s->cfg.seed, (uint64_t)s->step + 1,
+				(uint32_t)mb);
+}
+
 static int forward(sky_stage *s, const sky_stage_io *io, int mb, double *loss_sum)
 {
 	const sky_model_cfg *m = &s->cfg.model;
+	sky_dropout drs;
+	const sky_dropout *dr = stage_dropout(s, mb, &drs);
 	const size_t T = (size_t)sky_model_tokens(m), H = (size_t)m->hidden;
 	const int slot = mb % s->cfg.in_flight;
 	const int u0 = unit_index(s);
@@ -230,8 +240,8 @@ static int forward(sky_stage *s, const sky_stage_io *io, int mb, double *loss_su
 	const float *x;
 	int nb = 0; /* next ping-pong buffer */
 	if (s->has_embed) {
-		rc = sky_embed_forward(m, s->params + s->blk_off[0], s->ids + slot * T,
-				       s->types + slot * T, s->act[0], slot_saved(s, slot, 0));
+		rc = sky_embed_forward_dr(m, s->params + s->blk_off[0], s->ids + slot * T,
+					  s->types + slot * T, s->act[0], slot_saved(s, slot, 0), dr);
 		if (rc)
 			return rc;
 		x = s->act[0];
@@ -247,8 +257,10 @@ static int forward(sky_stage *s, const sky_stage_io *io, int mb, double *loss_su
 	for (int k = 0; k < s->n_units; k++) {
 		int i = u0 + k;
 		float *y = s->act[nb];
-		sky_layer_half_forward(m, s->params + s->blk_off[i], x, mask, y,
-				       slot_saved(s, slot, i), s->scratch, unit_block(s->cfg.first + k));
+		/* unit u is half of layer u / 2: the layer index keys its masks */
+		sky_layer_half_forward_dr(m, s->params + s->blk_off[i], x, mask, y,
+					  slot_saved(s, slot, i), s->scratch,
+					  unit_block(s->cfg.first + k), dr, (s->cfg.first + k) / 2);
 		if (k == 0 && !s->has_embed)
 			io->release(io->ctx, SKY_STAGE_FWD);
 		x = y;
@@ -257,9 +269,9 @@ static int forward(sky_stage *s, const sky_stage_io *io, int mb, double *loss_su
 	if (s->has_head) {
 		int i = s->n_blk - 1;
 		float l = 0;
-		rc = sky_head_forward(m, s->params + s->blk_off[i], x,
-				      s->labels + (size_t)slot * m->batch, s->logits, &l,
-				      slot_saved(s, slot, i), s->scratch);
+		rc = sky_head_forward_dr(m, s->params + s->blk_off[i], x,
+					 s->labels + (size_t)slot * m->batch, s->logits, &l,
+					 slot_saved(s, slot, i), s->scratch, dr);
 		if (rc)
 			return rc;
 		*loss_sum += l;
@@ -281,6 +293,8 @@ static int forward(sky_stage *s, const sky_stage_io *io, int mb, double *loss_su
 static int backward(sky_stage *s, const sky_stage_io *io, int mb)
 {
 	const sky_model_cfg *m = &s->cfg.model;
+	sky_dropout drs;
+	const sky_dropout *dr = stage_dropout(s, mb, &drs);
 	const size_t T = (size_t)sky_model_tokens(m), H = (size_t)m->hidden;
 	const int slot = mb % s->cfg.in_flight;
 	const int u0 = unit_index(s);
@@ -290,9 +304,10 @@ static int backward(sky_stage *s, const sky_stage_io *io, int mb)
 	if (s->has_head) {
 		t0 = sky_clock_s();
 		int i = s->n_blk - 1;
-		sky_head_backward(m, s->params + s->blk_off[i], s->labels + (size_t)slot * m->batch,
-				  slot_saved(s, slot, i), 1.0f / (float)s->cfg.micro, s->dact[0],
-				  s->grads + s->blk_off[i], s->scratch);
+		sky_head_backward_dr(m, s->params + s->blk_off[i],
+				     s->labels + (size_t)slot * m->batch, slot_saved(s, slot, i),
+				     1.0f / (float)s->cfg.micro, s->dact[0], s->grads + s->blk_off[i],
+				     s->scratch, dr);
 		dy = s->dact[0];
 		nb = 1;
 	} else {
@@ -304,17 +319,18 @@ static int backward(sky_stage *s, const sky_stage_io *io, int mb)
 	for (int k = s->n_units - 1; k >= 0; k--) {
 		int i = u0 + k;
 		float *dx = s->dact[nb];
-		sky_layer_half_backward(m, s->params + s->blk_off[i], mask, slot_saved(s, slot, i), dy,
-					dx, s->grads + s->blk_off[i], s->scratch,
-					unit_block(s->cfg.first + k));
+		sky_layer_half_backward_dr(m, s->params + s->blk_off[i], mask,
+					   slot_saved(s, slot, i), dy, dx, s->grads + s->blk_off[i],
+					   s->scratch, unit_block(s->cfg.first + k), dr,
+					   (s->cfg.first + k) / 2);
 		if (k == s->n_units - 1 && !s->has_head)
 			io->release(io->ctx, SKY_STAGE_BWD);
 		dy = dx;
 		nb ^= 1;
 	}
 	if (s->has_embed)
-		sky_embed_backward(m, s->params, s->ids + slot * T, s->types + slot * T,
-				   slot_saved(s, slot, 0), dy, s->grads, s->scratch);
+		sky_embed_backward_dr(m, s->params, s->ids + slot * T, s->types + slot * T,
+				      slot_saved(s, slot, 0), dy, s->grads, s->scratch, dr);
 	if (io->event)
 		io->event(io->ctx, 'B', mb, t0, sky_clock_s());
 	if (!s->has_embed)

@@ -60,7 +60,9 @@ int64_t sky_cost_half_saved_floats(const sky_model_cfg *c, int half)
 int64_t sky_cost_layer_scratch_floats(const sky_model_cfg *c)
 {
 	int64_t t = sky_model_tokens(c), h = c->hidden, f = c->ffn, s = c->seq;
-	return 3 * t * h + 2 * t * h + t * f + s * s + 3 * s * (h / c->heads);
+	/* with dropout, backward's dropped probabilities and dense gradient */
+	int64_t drop = sky_model_has_dropout(c) ? s * s + t * h : 0;
+	return 3 * t * h + 2 * t * h + t * f + s * s + 3 * s * (h / c->heads) + drop;
 }
 
 int64_t sky_cost_embed_saved_floats(const sky_model_cfg *c)

@@ -7,11 +7,11 @@
 #include <string.h>
 
 static const sky_model_cfg k_presets[] = {
-	/* name    H     heads F     L   S    B  vocab  pos  types classes eps act */
-	{"tiny", 32, 2, 64, 2, 16, 8, 64, 64, 2, 2, SKY_MODEL_LN_EPS, SKY_ACT_GELU_ERF},
-	{"mini", 256, 4, 1024, 4, 128, 8, 30522, 512, 2, 2, SKY_MODEL_LN_EPS, SKY_ACT_GELU_ERF},
-	{"base", 768, 12, 3072, 12, 128, 8, 30522, 512, 2, 2, SKY_MODEL_LN_EPS, SKY_ACT_GELU_ERF},
-	{"large", 1024, 16, 4096, 24, 128, 8, 30522, 512, 2, 2, SKY_MODEL_LN_EPS, SKY_ACT_GELU_ERF},
+	/* name H heads F L S B vocab pos types classes, eps act, dropouts (none) */
+	{"tiny", 32, 2, 64, 2, 16, 8, 64, 64, 2, 2, SKY_MODEL_LN_EPS, SKY_ACT_GELU_ERF, 0, 0},
+	{"mini", 256, 4, 1024, 4, 128, 8, 30522, 512, 2, 2, SKY_MODEL_LN_EPS, SKY_ACT_GELU_ERF, 0, 0},
+	{"base", 768, 12, 3072, 12, 128, 8, 30522, 512, 2, 2, SKY_MODEL_LN_EPS, SKY_ACT_GELU_ERF, 0, 0},
+	{"large", 1024, 16, 4096, 24, 128, 8, 30522, 512, 2, 2, SKY_MODEL_LN_EPS, SKY_ACT_GELU_ERF, 0, 0},
 };
 
 int sky_model_preset(const char *name, sky_model_cfg *out)
@@ -55,6 +55,12 @@ int sky_model_validate(const sky_model_cfg *c)
 	if (!(c->ln_eps >= 0 && c->ln_eps < 1)) {
 		SKY_ERROR("model %s: layer_norm_eps must be in (0, 1), got %g", c->name,
 			  (double)c->ln_eps);
+		return SKY_EINVAL;
+	}
+	if (!(c->hidden_drop >= 0 && c->hidden_drop < 1) || !(c->attn_drop >= 0 && c->attn_drop < 1)) {
+		SKY_ERROR("model %s: dropout probabilities must be in [0, 1), got hidden %g, "
+			  "attention %g",
+			  c->name, (double)c->hidden_drop, (double)c->attn_drop);
 		return SKY_EINVAL;
 	}
 	if (c->act != SKY_ACT_GELU_ERF && c->act != SKY_ACT_GELU_TANH) {

@@ -26,6 +26,9 @@ typedef struct sky_model_cfg {
 	 * planner) computes as before; read them through the accessors. */
 	float ln_eps;   /* LayerNorm epsilon; 0: SKY_MODEL_LN_EPS */
 	int act;        /* SKY_ACT_*: the FFN's GELU form; 0 is the exact (erf) form */
+	/* Training only (runtime/sky_dropout.h), 0: none, as every preset. */
+	float hidden_drop; /* hidden_dropout_prob, [0, 1) */
+	float attn_drop;   /* attention_probs_dropout_prob, [0, 1) */
 } sky_model_cfg;
 
 /* BERT's LayerNorm epsilon (HuggingFace BertConfig.layer_norm_eps default). */
@@ -35,6 +38,13 @@ typedef struct sky_model_cfg {
  * "gelu_new" / "gelu_pytorch_tanh" the tanh approximation
  * 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
 enum { SKY_ACT_GELU_ERF = 0, SKY_ACT_GELU_TANH = 1 };
+
+/* 1 if training c drops anything (then backward needs a little more
+ * scratch: runtime/layer.c, and the planner's cost). */
+static inline int sky_model_has_dropout(const sky_model_cfg *c)
+{
+	return c->hidden_drop > 0 || c->attn_drop > 0;
+}
 
 /* c->ln_eps, or SKY_MODEL_LN_EPS when it is 0. */
 static inline float sky_model_ln_eps(const sky_model_cfg *c)

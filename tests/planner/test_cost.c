@@ -42,6 +42,13 @@ SKY_TEST(saved_activations_match_the_runtime)
 		int64_t rs = (int64_t)sky_layer_scratch_floats(&c);
 		SKY_EXPECT_MSG(rs >= s && rs - s < 5 * 16, "%s scratch: runtime %lld, planner %lld",
 			       names[i], (long long)rs, (long long)s);
+		/* a model with dropout: two more scratch regions for backward */
+		c.hidden_drop = 0.1f;
+		s = sky_cost_layer_scratch_floats(&c);
+		rs = (int64_t)sky_layer_scratch_floats(&c);
+		SKY_EXPECT_MSG(rs >= s && rs - s < 7 * 16,
+			       "%s scratch with dropout: runtime %lld, planner %lld", names[i],
+			       (long long)rs, (long long)s);
 	}
 }
 

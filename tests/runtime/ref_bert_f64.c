@@ -79,9 +79,28 @@ void ref64_gelu(const double *x, size_t n, double *y)
 		y[i] = 0.5 * x[i] * (1.0 + erf(x[i] / sqrt(2.0)));
 }
 
+/* x[i] *= keep(i) / (1 - p): the mask itself is sky_dropout_keep's (its law
+ * is tested on its own in test_dropout), the arithmetic around it here */
+static void drop(const sky_dropout *dr, float p, int layer, int site, uint64_t base, double *x,
+		 size_t n)
+{
+	if (!dr || !(p > 0))
+		return;
+	for (size_t i = 0; i < n; i++)
+		x[i] = sky_dropout_keep(dr, p, layer, site, base + i) ? x[i] / (1.0 - (double)p) : 0.0;
+}
+
 void ref64_layer_forward(const sky_model_cfg *c, const double *w, const double *x,
 			 const double *mask, double *y, int blocks)
 {
+	ref64_layer_forward_dr(c, w, x, mask, y, blocks, NULL, 0);
+}
+
+void ref64_layer_forward_dr(const sky_model_cfg *c, const double *w, const double *x,
+			    const double *mask, double *y, int blocks, const sky_dropout *dr,
+			    int layer)
+{
+	const float pa = dr ? dr->attn : 0, ph = dr ? dr->hidden : 0;
 	const int B = c->batch, S = c->seq, H = c->hidden, NH = c->heads, F = c->ffn;
 	const int T = B * S, D = H / NH;
 	const double *Wq = w, *Wk = Wq + H * H, *Wv = Wk + H * H;
@@ -114,14 +133,19 @@ void ref64_layer_forward(const sky_model_cfg *c, const double *w, const double *
 						sc[j] = exp(sc[j] - mx);
 						sum += sc[j];
 					}
+					for (int j = 0; j < S; j++)
+						sc[j] /= sum;
+					drop(dr, pa, layer, SKY_DROP_ATTN_PROBS,
+					     (((uint64_t)b * NH + hd) * S + i) * S, sc, (size_t)S);
 					for (int e = 0; e < D; e++) {
 						double s = 0;
 						for (int j = 0; j < S; j++)
-							s += sc[j] / sum * v[(size_t)(b * S + j) * H + hd * D + e];
+							s += sc[j] * v[(size_t)(b * S + j) * H + hd * D + e];
 						ctx[(size_t)(b * S + i) * H + hd * D + e] = s;
 					}
 				}
 		linear(ctx, T, H, Wo, bo, H, h1);
+		drop(dr, ph, layer, SKY_DROP_ATTN_OUT, 0, h1, (size_t)T * H);
 		for (size_t i = 0; i < (size_t)T * H; i++)
 			h1[i] += x[i];
 		layernorm(c, h1, T, H, g1, be1);
@@ -137,6 +161,7 @@ void ref64_layer_forward(const sky_model_cfg *c, const double *w, const double *
 		else
 			ref64_gelu(u, (size_t)T * F, u);
 		linear(u, T, F, W2, b2, H, y);
+		drop(dr, ph, layer, SKY_DROP_FFN_OUT, 0, y, (size_t)T * H);
 		for (size_t i = 0; i < (size_t)T * H; i++)
 			y[i] += h1[i];
 		layernorm(c, y, T, H, g2, be2);
@@ -150,6 +175,12 @@ void ref64_layer_forward(const sky_model_cfg *c, const double *w, const double *
 void ref64_embed_forward(const sky_model_cfg *c, const double *w, const int32_t *ids,
 			 const int32_t *types, double *y)
 {
+	ref64_embed_forward_dr(c, w, ids, types, y, NULL);
+}
+
+void ref64_embed_forward_dr(const sky_model_cfg *c, const double *w, const int32_t *ids,
+			    const int32_t *types, double *y, const sky_dropout *dr)
+{
 	const int S = c->seq, H = c->hidden, T = c->batch * S;
 	const double *word = w, *pos = word + (size_t)c->vocab * H;
 	const double *type = pos + (size_t)c->max_pos * H, *g = type + (size_t)c->type_vocab * H;
@@ -160,10 +191,17 @@ void ref64_embed_forward(const sky_model_cfg *c, const double *w, const int32_t 
 					       pos[(size_t)(t % S) * H + j] +
 					       type[(size_t)(types ? types[t] : 0) * H + j];
 	layernorm(c, y, T, H, g, b);
+	drop(dr, dr ? dr->hidden : 0, -1, SKY_DROP_EMBED, 0, y, (size_t)T * H);
 }
 
 double ref64_head_forward(const sky_model_cfg *c, const double *w, const double *x,
 			  const int32_t *labels, double *logits)
+{
+	return ref64_head_forward_dr(c, w, x, labels, logits, NULL);
+}
+
+double ref64_head_forward_dr(const sky_model_cfg *c, const double *w, const double *x,
+			     const int32_t *labels, double *logits, const sky_dropout *dr)
 {
 	const int S = c->seq, H = c->hidden, C = c->classes, B = c->batch;
 	const double *Wp = w, *bp = Wp + (size_t)H * H, *Wc = bp + H, *bc = Wc + (size_t)C * H;
@@ -172,6 +210,8 @@ double ref64_head_forward(const sky_model_cfg *c, const double *w, const double 
 		linear(x + (size_t)b * S * H, 1, H, Wp, bp, H, pooled);
 		for (int j = 0; j < H; j++)
 			pooled[j] = tanh(pooled[j]);
+		drop(dr, dr ? dr->hidden : 0, -1, SKY_DROP_POOLED, (uint64_t)b * H, pooled,
+		     (size_t)H);
 		linear(pooled, 1, H, Wc, bc, C, lg);
 		double mx = lg[0], sum = 0;
 		for (int k = 1; k < C; k++)

@@ -8,6 +8,7 @@
 #ifndef REF_BERT_F64_H
 #define REF_BERT_F64_H
 
+#include "sky_dropout.h"
 #include "sky_model.h"
 
 #include <stddef.h>
@@ -17,13 +18,23 @@
  * mask (T) additive or NULL. */
 void ref64_layer_forward(const sky_model_cfg *c, const double *w, const double *x,
 			 const double *mask, double *y, int blocks);
+/* The same with dropout at the layer's three sites, masks from
+ * sky_dropout_keep (dr NULL: none). */
+void ref64_layer_forward_dr(const sky_model_cfg *c, const double *w, const double *x,
+			    const double *mask, double *y, int blocks, const sky_dropout *dr,
+			    int layer);
 /* Embeddings: y (T, H) = LN(word[ids] + pos[s] + type[types]); types may be NULL (0). */
 void ref64_embed_forward(const sky_model_cfg *c, const double *w, const int32_t *ids,
 			 const int32_t *types, double *y);
+void ref64_embed_forward_dr(const sky_model_cfg *c, const double *w, const int32_t *ids,
+			    const int32_t *types, double *y, const sky_dropout *dr);
 /* Head: logits (B, classes) from the first token of each sequence of x (T, H);
  * returns the mean cross-entropy against labels. logits may be NULL. */
 double ref64_head_forward(const sky_model_cfg *c, const double *w, const double *x,
 			  const int32_t *labels, double *logits);
+/* Both with dropout (embeddings' output; the pooled output), dr NULL: none. */
+double ref64_head_forward_dr(const sky_model_cfg *c, const double *w, const double *x,
+			     const int32_t *labels, double *logits, const sky_dropout *dr);
 
 /* The row-wise pieces on their own, for kernel tests (y may equal x):
  * LayerNorm over each of n rows of h (biased variance, eps inside the

@@ -47,26 +47,36 @@ static sky_bert_opts default_opts(sky_optim_kind k)
 
 /* Loss of the whole f64 reference model with parameters laid out as in
  * sky_bert (blocks at the same offsets). */
+static const sky_dropout *g_dr; /* the dropout ref_model_loss runs under */
+
 static double ref_model_loss(const sky_bert *m, const double *p, const int32_t *ids,
 			     const double *mask, const int32_t *labels)
 {
 	const sky_model_cfg *c = &m->cfg;
 	size_t nx = (size_t)sky_model_tokens(c) * c->hidden;
 	double *x = malloc(nx * sizeof(double)), *y = malloc(nx * sizeof(double));
-	ref64_embed_forward(c, p, ids, NULL, x);
+	ref64_embed_forward_dr(c, p, ids, NULL, x, g_dr);
 	for (int l = 0; l < c->layers; l++) {
-		ref64_layer_forward(c, p + m->off_layer0 + (size_t)l * m->stride_layer, x, mask, y, 3);
+		ref64_layer_forward_dr(c, p + m->off_layer0 + (size_t)l * m->stride_layer, x, mask, y,
+				       3, g_dr, l);
 		memcpy(x, y, nx * sizeof(double));
 	}
-	double loss = ref64_head_forward(c, p + m->off_head, x, labels, NULL);
+	double loss = ref64_head_forward_dr(c, p + m->off_head, x, labels, NULL, g_dr);
 	free(x), free(y);
 	return loss;
 }
 
-SKY_TEST(bert_grads_match_f64_reference_through_all_blocks)
+/* drop: with the config's dropout at every site (0.2 hidden, 0.3 on the
+ * attention probabilities), masks of step 4, micro-batch 1 */
+static void check_model_grads(int drop)
 {
 	/* name H heads F L S B vocab max_pos types classes */
-	sky_model_cfg c = {"test", 8, 2, 12, 2, 5, 2, 11, 7, 2, 3, 0, 0}; /* ln_eps, act: BERT's */
+	/* ln_eps, act: BERT's; no dropout */
+	sky_model_cfg c = {"test", 8, 2, 12, 2, 5, 2, 11, 7, 2, 3, 0, 0, 0, 0};
+	if (drop)
+		c.hidden_drop = 0.2f, c.attn_drop = 0.3f;
+	sky_dropout drs;
+	g_dr = drop ? sky_dropout_make(&drs, &c, 77, 4, 1) : NULL;
 	sky_bert_opts o = default_opts(SKY_OPTIM_SGD);
 	model md;
 	SKY_EXPECT_EQ(model_make(&md, &c, &o), 0);
@@ -82,7 +92,7 @@ SKY_TEST(bert_grads_match_f64_reference_through_all_blocks)
 	sky_bert_batch b = {ids, NULL, attn, labels};
 	float loss = 0;
 	memset(m->grads, 0, m->n_params * sizeof(float));
-	SKY_EXPECT_EQ(sky_bert_accumulate(m, &b, 1.0f, &loss), 0);
+	SKY_EXPECT_EQ(sky_bert_accumulate_dr(m, &b, 1.0f, &loss, g_dr), 0);
 
 	double *p = malloc(m->n_params * sizeof(double)), *g = malloc(m->n_params * sizeof(double));
 	double mask[10];
@@ -114,6 +124,46 @@ SKY_TEST(bert_grads_match_f64_reference_through_all_blocks)
 		SKY_EXPECT_MSG(eb < 2e-5, "block %d gradient rel err %.3g", k, eb);
 	}
 	free(p), free(g), free(md.buf);
+	g_dr = NULL;
+}
+
+SKY_TEST(bert_grads_match_f64_reference_through_all_blocks) { check_model_grads(0); }
+SKY_TEST(bert_grads_with_dropout_match_f64_reference) { check_model_grads(1); }
+
+/* A training step with dropout: the same seed trains the same bits, another
+ * seed others, and without dropout the seed is irrelevant. */
+SKY_TEST(bert_dropout_step_is_reproducible_from_its_seed)
+{
+	sky_model_cfg c;
+	SKY_EXPECT_EQ(sky_model_preset("tiny", &c), 0);
+	c.hidden_drop = 0.1f, c.attn_drop = 0.1f;
+	size_t t = (size_t)sky_model_tokens(&c);
+	int32_t *ids = malloc(t * sizeof(int32_t)), *types = malloc(t * sizeof(int32_t));
+	int32_t *attn = malloc(t * sizeof(int32_t)), labels[8];
+	SKY_EXPECT_EQ(sky_task_batch(&c, 1, SKY_TASK_TRAIN, 0, ids, types, attn, labels), 0);
+	sky_bert_batch mb = {ids, types, attn, labels};
+	float *after[3];
+	size_t np = 0;
+	const uint64_t seeds[3] = {5, 5, 6};
+	for (int k = 0; k < 3; k++) {
+		sky_bert_opts o = default_opts(SKY_OPTIM_ADAMW);
+		o.drop_seed = seeds[k];
+		model md;
+		SKY_EXPECT_EQ(model_make(&md, &c, &o), 0);
+		sky_bert_init(&md.m, 1);
+		float loss;
+		SKY_EXPECT_EQ(sky_bert_train_step(&md.m, &mb, &loss), 0);
+		SKY_EXPECT_EQ(sky_bert_train_step(&md.m, &mb, &loss), 0);
+		np = md.m.n_params;
+		after[k] = malloc(np * sizeof(float));
+		memcpy(after[k], md.m.params, np * sizeof(float));
+		free(md.buf);
+	}
+	SKY_EXPECT(memcmp(after[0], after[1], np * sizeof(float)) == 0);
+	SKY_EXPECT(memcmp(after[0], after[2], np * sizeof(float)) != 0);
+	for (int k = 0; k < 3; k++)
+		free(after[k]);
+	free(ids), free(types), free(attn);
 }
 
 SKY_TEST(bert_step_allocates_nothing_after_seal)

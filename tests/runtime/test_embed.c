@@ -13,7 +13,8 @@
 static sky_model_cfg small_cfg(void)
 {
 	/* name H heads F L S B vocab max_pos types classes */
-	sky_model_cfg c = {"test", 8, 2, 12, 1, 5, 2, 11, 7, 3, 3, 0, 0}; /* ln_eps, act: BERT's */
+	/* ln_eps, act: BERT's; no dropout */
+	sky_model_cfg c = {"test", 8, 2, 12, 1, 5, 2, 11, 7, 3, 3, 0, 0, 0, 0};
 	return c;
 }
 

@@ -14,7 +14,8 @@
 
 static sky_model_cfg small_cfg(void)
 {
-	sky_model_cfg c = {"test", 8, 2, 12, 1, 5, 3, 11, 7, 2, 3, 0, 0}; /* ln_eps, act: BERT's */
+	/* ln_eps, act: BERT's; no dropout */
+	sky_model_cfg c = {"test", 8, 2, 12, 1, 5, 3, 11, 7, 2, 3, 0, 0, 0, 0};
 	return c;
 }
 

@@ -16,7 +16,8 @@
  * qemu, large enough for 2 heads, 2 sequences and padding. */
 static sky_model_cfg small_cfg(void)
 {
-	sky_model_cfg c = {"test", 8, 2, 12, 1, 5, 2, 11, 7, 2, 3, 0, 0}; /* ln_eps, act: BERT's */
+	/* ln_eps, act: BERT's; no dropout */
+	sky_model_cfg c = {"test", 8, 2, 12, 1, 5, 2, 11, 7, 2, 3, 0, 0, 0, 0};
 	return c;
 }
 
@@ -26,14 +27,16 @@ static sky_model_cfg small_cfg(void)
  * T = 27 tokens (the GELU's T x F = 972 elements end in a tail too). */
 static sky_model_cfg odd_cfg(void)
 {
-	sky_model_cfg c = {"odd", 20, 2, 36, 1, 9, 3, 11, 9, 2, 3, 0, 0}; /* ln_eps, act: BERT's */
+	/* ln_eps, act: BERT's; no dropout */
+	sky_model_cfg c = {"odd", 20, 2, 36, 1, 9, 3, 11, 9, 2, 3, 0, 0, 0, 0};
 	return c;
 }
 
 /* H 100 (4 heads of 25), S 11, T 22. */
 static sky_model_cfg wide_cfg(void)
 {
-	sky_model_cfg c = {"wide", 100, 4, 36, 1, 11, 2, 11, 11, 2, 3, 0, 0}; /* ln_eps, act: BERT's */
+	/* ln_eps, act: BERT's; no dropout */
+	sky_model_cfg c = {"wide", 100, 4, 36, 1, 11, 2, 11, 11, 2, 3, 0, 0, 0, 0};
 	return c;
 }
 
@@ -93,13 +96,18 @@ static void fixture_free(fixture *f)
 	free(f->mask), free(f->saved), free(f->scratch);
 }
 
+/* The dropout the gradient checks run under (NULL: none) and the layer
+ * index that keys its masks. */
+static const sky_dropout *g_dr;
+static int g_layer;
+
 /* L = sum(y .* dy) of the f64 reference; its gradient is what backward
  * computes when given dy. */
 static double ref_loss(const sky_model_cfg *c, const double *w, const double *x,
 		       const double *mask, const double *dy, double *ybuf, int blocks)
 {
 	size_t n = (size_t)sky_model_tokens(c) * c->hidden;
-	ref64_layer_forward(c, w, x, mask, ybuf, blocks);
+	ref64_layer_forward_dr(c, w, x, mask, ybuf, blocks, g_dr, g_layer);
 	double s = 0;
 	for (size_t i = 0; i < n; i++)
 		s += ybuf[i] * dy[i];
@@ -166,8 +174,9 @@ static void check_grads(sky_model_cfg cfg, int blocks, int sample)
 	fixture f;
 	fixture_init(&f, cfg, blocks, 100 + blocks);
 	sky_model_cfg *c = &f.c;
-	sky_layer_forward(c, f.w, f.x, f.mask, f.y, f.saved, f.scratch, blocks);
-	sky_layer_backward(c, f.w, f.mask, f.saved, f.dy, f.dx, f.dw, f.scratch, blocks);
+	sky_layer_forward_dr(c, f.w, f.x, f.mask, f.y, f.saved, f.scratch, blocks, g_dr, g_layer);
+	sky_layer_backward_dr(c, f.w, f.mask, f.saved, f.dy, f.dx, f.dw, f.scratch, blocks, g_dr,
+			      g_layer);
 
 	double *w = malloc(f.np * sizeof(double)), *x = malloc(f.nx * sizeof(double));
 	double *mask = malloc((size_t)sky_model_tokens(c) * sizeof(double));
@@ -184,7 +193,7 @@ static void check_grads(sky_model_cfg cfg, int blocks, int sample)
 	 * terms should stay within a few 1e-7 relative, plus the 1.5e-7 of
 	 * the erf approximation. 1e-5 leaves margin and still catches any
 	 * wrong formula (those give errors of order 1e-2 and up). */
-	ref64_layer_forward(c, w, x, mask, yref, blocks);
+	ref64_layer_forward_dr(c, w, x, mask, yref, blocks, g_dr, g_layer);
 	double ef = ref64_rel_err(f.y, yref, f.nx, 1e-30);
 	SKY_EXPECT_MSG(ef < 1e-5, "%s blocks %d forward rel err %.3g", c->name, blocks, ef);
 
@@ -238,7 +247,8 @@ static void check_grads(sky_model_cfg cfg, int blocks, int sample)
 	/* gradients accumulate: a second backward doubles dw */
 	float *dw1 = malloc(f.np * sizeof(float));
 	memcpy(dw1, f.dw, f.np * sizeof(float));
-	sky_layer_backward(c, f.w, f.mask, f.saved, f.dy, f.dx, f.dw, f.scratch, blocks);
+	sky_layer_backward_dr(c, f.w, f.mask, f.saved, f.dy, f.dx, f.dw, f.scratch, blocks, g_dr,
+			      g_layer);
 	size_t bad = 0;
 	for (size_t i = 0; i < f.np; i++)
 		bad += fabsf(f.dw[i] - 2 * dw1[i]) > 1e-6f * (1 + fabsf(dw1[i]));
@@ -258,6 +268,68 @@ SKY_TEST(layer_grads_ffn_block) { check_grads(small_cfg(), SKY_BLOCK_FFN, 0); }
  * LayerNorm backward and GELU tails). */
 SKY_TEST(layer_grads_odd_sizes_sampled) { check_grads(odd_cfg(), SKY_BLOCK_ALL, 24); }
 SKY_TEST(layer_grads_hidden_100_sampled) { check_grads(wide_cfg(), SKY_BLOCK_ALL, 4); }
+
+/* Dropout at all three sites, heavy enough (0.3, 0.25) that a mask missing
+ * from one backward term shows: forward and every gradient against the
+ * f64 reference under the same masks. */
+static void check_grads_dropout(sky_model_cfg cfg, int blocks, int sample)
+{
+	sky_dropout dr;
+	cfg.hidden_drop = 0.3f;
+	cfg.attn_drop = 0.25f;
+	SKY_EXPECT(sky_dropout_make(&dr, &cfg, 42, 3, 1) == &dr);
+	g_dr = &dr;
+	g_layer = 5;
+	check_grads(cfg, blocks, sample);
+	g_dr = NULL;
+	g_layer = 0;
+}
+
+SKY_TEST(layer_grads_with_dropout_all_blocks) { check_grads_dropout(small_cfg(), SKY_BLOCK_ALL, 0); }
+SKY_TEST(layer_grads_with_dropout_attention_block)
+{
+	check_grads_dropout(small_cfg(), SKY_BLOCK_ATTN, 0);
+}
+SKY_TEST(layer_grads_with_dropout_ffn_block) { check_grads_dropout(small_cfg(), SKY_BLOCK_FFN, 0); }
+SKY_TEST(layer_grads_with_dropout_odd_sizes_sampled)
+{
+	check_grads_dropout(odd_cfg(), SKY_BLOCK_ALL, 24);
+}
+
+/* Dropout changes the output (it is applied), depends on the layer index
+ * and the micro-batch, and with probabilities 0 (or no context) the _dr
+ * functions are the plain ones bit for bit. */
+SKY_TEST(layer_dropout_is_keyed_and_off_by_default)
+{
+	sky_model_cfg cfg = small_cfg();
+	fixture f;
+	fixture_init(&f, cfg, SKY_BLOCK_ALL, 11);
+	sky_model_cfg *c = &f.c;
+	float *y0 = malloc(f.nx * sizeof(float)), *y1 = malloc(f.nx * sizeof(float));
+	sky_layer_forward(c, f.w, f.x, f.mask, y0, NULL, f.scratch, SKY_BLOCK_ALL);
+	sky_layer_forward_dr(c, f.w, f.x, f.mask, y1, NULL, f.scratch, SKY_BLOCK_ALL, NULL, 3);
+	SKY_EXPECT(memcmp(y0, y1, f.nx * sizeof(float)) == 0);
+	sky_dropout none;
+	SKY_EXPECT(sky_dropout_make(&none, c, 1, 1, 0) == NULL);
+	sky_model_cfg d = *c;
+	d.hidden_drop = 0.1f;
+	d.attn_drop = 0.1f;
+	sky_dropout a, b, m;
+	sky_dropout_make(&a, &d, 1, 1, 0);
+	sky_dropout_make(&b, &d, 1, 1, 0);
+	sky_dropout_make(&m, &d, 1, 1, 1);
+	float *ya = malloc(f.nx * sizeof(float)), *yb = malloc(f.nx * sizeof(float));
+	sky_layer_forward_dr(&d, f.w, f.x, f.mask, ya, NULL, f.scratch, SKY_BLOCK_ALL, &a, 3);
+	sky_layer_forward_dr(&d, f.w, f.x, f.mask, yb, NULL, f.scratch, SKY_BLOCK_ALL, &b, 3);
+	SKY_EXPECT(memcmp(ya, yb, f.nx * sizeof(float)) == 0);
+	SKY_EXPECT(memcmp(ya, y0, f.nx * sizeof(float)) != 0);
+	sky_layer_forward_dr(&d, f.w, f.x, f.mask, yb, NULL, f.scratch, SKY_BLOCK_ALL, &a, 4);
+	SKY_EXPECT(memcmp(ya, yb, f.nx * sizeof(float)) != 0);
+	sky_layer_forward_dr(&d, f.w, f.x, f.mask, yb, NULL, f.scratch, SKY_BLOCK_ALL, &m, 3);
+	SKY_EXPECT(memcmp(ya, yb, f.nx * sizeof(float)) != 0);
+	free(y0), free(y1), free(ya), free(yb);
+	fixture_free(&f);
+}
 
 /* Running the two blocks as two stages equals running the layer at once,
  * forward and backward, bit for bit (same operations in the same order). */

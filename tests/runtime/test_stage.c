@@ -166,9 +166,15 @@ typedef struct setup {
 
 /* Runs STEPS steps of `sky train`'s arithmetic on one sky_bert and on a
  * pipeline; expects equal losses and weights. */
+/* set by a test: the model drops as a fine-tuned config does (0.1 hidden,
+ * 0.1 on the attention probabilities) */
+static int g_drop;
+
 static void compare(const setup *u, const char *what)
 {
 	sky_model_cfg c = tiny(u->layers);
+	if (g_drop)
+		c.hidden_drop = 0.1f, c.attn_drop = 0.1f;
 	const unsigned long long seed = 7;
 	const long warmup = 1;
 	/* one board */
@@ -178,6 +184,7 @@ static void compare(const setup *u, const char *what)
 	o.optim.lr = u->optim == SKY_OPTIM_SGD ? 0.05f : 1e-3f;
 	o.micro = u->micro;
 	o.clip_norm = u->clip;
+	o.drop_seed = seed; /* the stages key their masks by their cfg.seed */
 	size_t nb = 0;
 	SKY_EXPECT(sky_bert_arena_bytes(&c, &o, &nb) == 0);
 	void *bb = malloc(nb);
@@ -335,6 +342,19 @@ SKY_TEST(stage_pipeline_equals_one_board_more_stages_than_micro_batches)
 {
 	setup u = {3, 2, SKY_SCHEDULE_1F1B, SKY_OPTIM_SGD, 0.0f, 5, {0, 2, 3, 4, 5}};
 	compare(&u, "1f1b sgd 5 stages, 2 micro-batches, no clip");
+}
+
+/* With dropout, the stages draw the masks one board draws (each keyed by
+ * step, micro-batch, layer and position), so the pipeline still equals
+ * it bit for bit, a layer split between stages included. */
+SKY_TEST(stage_pipeline_with_dropout_equals_one_board)
+{
+	g_drop = 1;
+	setup a = {3, 4, SKY_SCHEDULE_1F1B, SKY_OPTIM_ADAMW, 0.01f, 3, {1, 2, 5}};
+	compare(&a, "dropout, 1f1b adamw 3 stages");
+	setup b = {2, 3, SKY_SCHEDULE_GPIPE, SKY_OPTIM_SGD, 0.02f, 4, {0, 1, 2, 3}};
+	compare(&b, "dropout, gpipe sgd 4 stages");
+	g_drop = 0;
 }
 
 SKY_TEST(stage_one_stage_is_one_board)

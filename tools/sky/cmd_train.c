@@ -304,6 +304,7 @@ int sky_cmd_train(int argc, char **argv)
 	o.optim.lr = a.lr > 0 ? (float)a.lr : (kind == SKY_OPTIM_SGD ? 0.05f : 1e-3f);
 	o.micro = (int)a.micro;
 	o.clip_norm = (float)a.clip;
+	o.drop_seed = (uint64_t)a.seed; /* the config's dropout, masks from the run's seed */
 	openblas_set_num_threads((int)a.threads);
 
 	/* measure, allocate once, carve, seal */
@@ -348,9 +349,11 @@ int sky_cmd_train(int argc, char **argv)
 
 	FILE *prog = a.json ? stderr : stdout;
 	if (!a.quiet && a.model_dir)
-		fprintf(prog, "sky train: %s (%d labels, %s, layer_norm_eps %g), from the %s\n",
-			a.model_dir, c.classes, hc.act_name, hc.ln_eps,
-			a.init_weights ? "seed" : "checkpoint");
+		fprintf(prog,
+			"sky train: %s (%d labels, %s, layer_norm_eps %g, dropout %g hidden, %g "
+			"attention), from the %s\n",
+			a.model_dir, c.classes, hc.act_name, hc.ln_eps, (double)c.hidden_drop,
+			(double)c.attn_drop, a.init_weights ? "seed" : "checkpoint");
 	if (!a.quiet)
 		fprintf(prog,
 			"sky train: model %s, %d layers, H %d, batch %d x seq %d, %d micro-batch(es), "
@@ -437,6 +440,8 @@ int sky_cmd_train(int argc, char **argv)
 		if (a.model_dir) {
 			cJSON_AddStringToObject(j, "model_dir", a.model_dir);
 			cJSON_AddStringToObject(j, "start", a.init_weights ? "seed" : "checkpoint");
+			cJSON_AddNumberToObject(j, "hidden_dropout", (double)c.hidden_drop);
+			cJSON_AddNumberToObject(j, "attention_dropout", (double)c.attn_drop);
 		}
 		if (a.save_dir)
 			cJSON_AddStringToObject(j, "saved_dir", a.save_dir);
