@@ -2,6 +2,7 @@
 
 #include "sky_clock.h"
 #include "sky_log.h"
+#include "sky_mqtt_pool.h"
 #include "sky_net.h"
 #include "sky_thread.h"
 #include "sky_topics.h"
@@ -34,17 +35,19 @@ typedef struct qmsg {
 	size_t topic_len;
 	MQTTAsync_message *msg; /* NULL: dropped as oversize, only len is left */
 	size_t len;
+	size_t held;        /* payload bytes it holds in its pool (0 if oversize) */
+	sky_mqtt_class cls; /* its pool (sky_mqtt_pool.h) */
 } qmsg;
 
 struct sky_mqtt {
 	MQTTAsync client;
 	sky_mqtt_opts o;
 	_Atomic int connected; /* cleared on Paho's thread when the link is lost */
-	sky_mutex lock; /* slots' busy flags, the queue, queued_bytes and dropped */
+	sky_mutex lock; /* slots' busy flags, the queue, pool and oversize */
 	op_slot slots[N_SLOTS];
 	qmsg *head, *tail;
-	size_t queued_bytes;
-	long dropped, oversize;
+	sky_mqtt_pool pool; /* what the queue holds, per topic class */
+	long oversize;
 	char uri[300];
 	char client_id[128];
 };
@@ -130,11 +133,15 @@ static int cb_msg(void *ctx, char *topic, int topic_len, MQTTAsync_message *msg)
 		msg = NULL;
 		held = 0;
 	}
+	/* each topic class has its own pool: 32 MiB messages on a frame or
+	 * part topic cannot crowd out a plan, a ready or a heartbeat */
+	sky_mqtt_class cls = sky_mqtt_class_of(topic);
 	sky_mutex_lock(&m->lock);
 	if (!msg)
 		m->oversize++;
-	if (!q || m->queued_bytes + held > SKY_MQTT_QUEUE_MAX_BYTES) {
-		m->dropped++;
+	if (!q || !sky_mqtt_pool_take(&m->pool, cls, held)) {
+		if (!q)
+			m->pool.dropped[cls]++;
 		sky_mutex_unlock(&m->lock);
 		free(q);
 		if (msg)
@@ -148,12 +155,13 @@ static int cb_msg(void *ctx, char *topic, int topic_len, MQTTAsync_message *msg)
 	q->topic_len = topic_len > 0 ? (size_t)topic_len : strlen(topic);
 	q->msg = msg;
 	q->len = len;
+	q->held = held;
+	q->cls = cls;
 	if (m->tail)
 		m->tail->next = q;
 	else
 		m->head = q;
 	m->tail = q;
-	m->queued_bytes += held;
 	sky_mutex_unlock(&m->lock);
 	return 1;
 }
@@ -166,7 +174,7 @@ static qmsg *pop(sky_mqtt *m)
 		m->head = q->next;
 		if (!m->head)
 			m->tail = NULL;
-		m->queued_bytes -= q->msg ? q->len : 0;
+		sky_mqtt_pool_give(&m->pool, q->cls, q->held);
 	}
 	sky_mutex_unlock(&m->lock);
 	return q;
@@ -225,7 +233,19 @@ long sky_mqtt_dropped(sky_mqtt *m)
 	if (!m)
 		return 0;
 	sky_mutex_lock(&m->lock);
-	long n = m->dropped;
+	long n = 0;
+	for (int c = 0; c < SKY_MQTT_CLASS_N; c++)
+		n += m->pool.dropped[c];
+	sky_mutex_unlock(&m->lock);
+	return n;
+}
+
+long sky_mqtt_dropped_class(sky_mqtt *m, int cls)
+{
+	if (!m || cls < 0 || cls >= SKY_MQTT_CLASS_N)
+		return 0;
+	sky_mutex_lock(&m->lock);
+	long n = m->pool.dropped[cls];
 	sky_mutex_unlock(&m->lock);
 	return n;
 }

@@ -231,6 +231,12 @@
 #define SKY_INFER_RESP_MAX_BYTES (64u << 10)
 #define SKY_SLICE_REQ_MAX_BYTES 1024u
 #define SKY_SERVE_DONE_MAX_BYTES 256u /* {"epoch":E,"batch":N,"n":R} */
+/* A stage's ready: a frame of one 32-bit word (128-byte header, GCM tag);
+ * its norm: a frame of one double per block (2 x layers + 2), 256 KiB being
+ * 32,000 blocks. Both are control messages (sky_mqtt_pool.h), so a receiver
+ * drops anything larger before it is queued. */
+#define SKY_READY_MAX_BYTES 1024u
+#define SKY_NORM_MAX_BYTES (256u << 10)
 /* Tensor frames: header + payload. A large preset at S=512, B=8 passes
  * 8*512*1024*4 B = 16 MiB per cut; the default limit is twice that. Boards
  * may configure a lower limit; a frame declaring more is refused before
@@ -443,8 +449,8 @@ static inline size_t sky_topic_max_bytes(const char *topic)
 		 {"/" SKY_TOPIC_BWD, SKY_FRAME_MAX_PAYLOAD_DEFAULT + 4096u},
 		 {"/" SKY_TOPIC_CSR, SKY_ENROLL_REQ_MAX_BYTES},
 		 {"/" SKY_TOPIC_CERT, SKY_ENROLL_REPLY_MAX_BYTES},
-		 {"/" SKY_TOPIC_READY, SKY_FRAME_MAX_PAYLOAD_DEFAULT + 4096u},
-		 {"/" SKY_TOPIC_NORM, SKY_FRAME_MAX_PAYLOAD_DEFAULT + 4096u},
+		 {"/" SKY_TOPIC_READY, SKY_READY_MAX_BYTES},
+		 {"/" SKY_TOPIC_NORM, SKY_NORM_MAX_BYTES},
 		 {"/" SKY_TOPIC_SUBMIT, SKY_JOB_MAX_BYTES},
 		 {"/" SKY_TOPIC_REPLY, SKY_JOB_REPLY_MAX_BYTES},
 		 {"/" SKY_TOPIC_SLICE_REQ, SKY_SLICE_REQ_MAX_BYTES},

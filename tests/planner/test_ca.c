@@ -137,7 +137,10 @@ SKY_TEST(broker_config_and_acl)
 			      "\nset_tcp_nodelay true\n", "\nmax_packet_size 65536\n",
 			      "\npersistence true\n", "\nuser root\n", "\nacl_file /",
 			      "\nper_listener_settings true\n", "\nclientid_prefixes sky:\n",
-			      "\nlistener 19000 127.0.0.1\n"};
+			      "\nlistener 19000 127.0.0.1\n",
+			      /* bounded queues per client */
+			      "\nmax_inflight_bytes 67108864\n", "\nmax_queued_bytes 268435456\n",
+			      "\nmax_queued_messages 1000\n"};
 	for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
 		SKY_EXPECT_MSG(strstr(conf, need[i]) != NULL, "missing %s", need[i] + 1);
 	/* the fleet listener names clients by CN, the claim listener does not */
