@@ -48,6 +48,8 @@ struct sky_mqtt {
 	qmsg *head, *tail;
 	sky_mqtt_pool pool; /* what the queue holds, per topic class */
 	long oversize;
+	long reported[SKY_MQTT_CLASS_N]; /* drops already logged (owner's thread only) */
+	uint64_t reported_ns;             /* when (owner's thread only) */
 	char uri[300];
 	char client_id[128];
 };
@@ -200,10 +202,34 @@ int sky_mqtt_queued(sky_mqtt *m)
 
 int sky_mqtt_poll(sky_mqtt *m, int wait_ms) { return sky_mqtt_poll_for(m, wait_ms, -1); }
 
+/* At most one line per SKY_MQTT_DROP_LOG_S per class says how many
+ * messages its full pool dropped since the last line (owner's thread). */
+#define SKY_MQTT_DROP_LOG_S 10
+static void report_drops(sky_mqtt *m)
+{
+	uint64_t now = sky_clock_ns();
+	if (m->reported_ns && now - m->reported_ns < (uint64_t)SKY_MQTT_DROP_LOG_S * 1000000000u)
+		return;
+	long d[SKY_MQTT_CLASS_N];
+	sky_mutex_lock(&m->lock);
+	memcpy(d, m->pool.dropped, sizeof d);
+	sky_mutex_unlock(&m->lock);
+	for (int c = 0; c < SKY_MQTT_CLASS_N; c++)
+		if (d[c] != m->reported[c]) {
+			SKY_WARN("mqtt: the %s receive pool was full: %ld %s messages dropped "
+				 "(%ld so far); other classes are not affected",
+				 sky_mqtt_class_name((sky_mqtt_class)c), d[c] - m->reported[c],
+				 sky_mqtt_class_name((sky_mqtt_class)c), d[c]);
+			m->reported[c] = d[c];
+			m->reported_ns = now;
+		}
+}
+
 int sky_mqtt_poll_for(sky_mqtt *m, int wait_ms, int budget_ms)
 {
 	if (!m)
 		return 0;
+	report_drops(m);
 	uint64_t t0 = sky_clock_ns();
 	uint64_t end = t0 + (uint64_t)(wait_ms > 0 ? wait_ms : 0) * 1000000u;
 	uint64_t stop = t0 + (uint64_t)(budget_ms > 0 ? budget_ms : 0) * 1000000u;
