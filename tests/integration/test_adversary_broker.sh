@@ -99,7 +99,7 @@ else
 fi
 REF0=$(counter enroll_refused)
 # shellcheck disable=SC2086
-$FLOOD --mode fresh --conns 4 --seconds 40 --prefix fresh- >"$W/flood-fresh.out" 2>&1 &
+$FLOOD --mode fresh --conns 4 --rate 1000 --seconds 40 --prefix fresh- >"$W/flood-fresh.out" 2>&1 &
 FLOOD_PIDS="$!"
 # shellcheck disable=SC2086
 $FLOOD --mode own --conns 40 --rate 10 --seconds 40 --prefix own- >"$W/flood-own.out" 2>&1 &
