@@ -390,6 +390,22 @@ int sky_ca_check_not_revoked(const char *dir, const char *id, sky_diag *d)
 	return rc;
 }
 
+int sky_ca_enroll_check(sky_ca *ca, const char *msg, size_t len, int64_t now, sky_diag *d)
+{
+	if (!ca || !ca->ready)
+		return sky_diag_set(d, SKY_ESTATE, "CA not opened");
+	sky_enroll_req *req = calloc(1, sizeof *req);
+	if (!req)
+		return sky_diag_set(d, SKY_ENOMEM, "out of memory");
+	int rc = sky_enroll_req_decode(msg, len, req, d);
+	if (!rc)
+		rc = sky_ca_check_not_revoked(ca->dir, req->id, d);
+	if (!rc)
+		rc = sky_ca_token_use(ca->dir, req->token, req->id, now, 0, d);
+	free(req);
+	return rc;
+}
+
 int sky_ca_enroll(sky_ca *ca, const char *msg, size_t len, int64_t now, char *reply, size_t cap,
 		  size_t *reply_len, char *id_out, sky_diag *d)
 {

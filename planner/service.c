@@ -55,6 +55,14 @@ static int match_job_to(const svc_route *rt, svc_msg *m)
 				      sizeof m->to) == 0;
 }
 
+/* sky/v1/enroll/<claim connection's client id>/<leaf> */
+static int match_enroll(const svc_route *rt, svc_msg *m)
+{
+	return sky_topic_parse_enroll(m->topic, m->tl, m->seg, sizeof m->seg, m->leaf,
+				      sizeof m->leaf) == 0 &&
+	       strcmp(m->leaf, rt->leaf) == 0;
+}
+
 static int match_prefix(const svc_route *rt, svc_msg *m)
 {
 	return strncmp(m->topic, rt->area, strlen(rt->area)) == 0;
@@ -143,7 +151,7 @@ static const svc_route k_routes[] = {
 	{match_area, "board", NULL, on_board},
 	{match_area, "job", SKY_TOPIC_PLAN, on_plan},
 	{match_area, "job", SKY_TOPIC_METRICS, on_metrics},
-	{match_area, "enroll", SKY_TOPIC_CSR, on_csr},
+	{match_enroll, NULL, SKY_TOPIC_CSR, on_csr},
 	{match_prefix, SKY_TOPIC_ROOT "/site/", NULL, on_site},
 	{match_job_to, NULL, SKY_TOPIC_CKPT, on_ckpt},
 	{match_job_to, NULL, SKY_TOPIC_RESP, on_resp},

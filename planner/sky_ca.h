@@ -86,6 +86,13 @@ int sky_ca_issue(sky_ca *ca, const char *csr_pem, size_t csr_len, const char *id
 int sky_ca_enroll(sky_ca *ca, const char *msg, size_t len, int64_t now, char *reply, size_t cap,
 		  size_t *reply_len, char *id_out, sky_diag *d);
 
+/* The cheap part of sky_ca_enroll, for rate limits that must not let
+ * requests without a valid token crowd out one with: decodes msg, refuses
+ * a revoked id and checks the token (without consuming it). No signature
+ * is checked or made. Returns 0 if sky_ca_enroll would go on to the CSR and
+ * the signing, else its refusal code with d saying why. */
+int sky_ca_enroll_check(sky_ca *ca, const char *msg, size_t len, int64_t now, sky_diag *d);
+
 /* Returns 0 if board id has no revoked certificate in <dir>/revoked
  * (sky_crl.h), SKY_EAUTH with d saying it is revoked, or the list's read
  * errors. sky_ca_enroll refuses a revoked id with this, before it looks at

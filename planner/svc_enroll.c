@@ -6,20 +6,32 @@
 
 #include <stdio.h>
 
-/* Enrollment intake: per nonce (one claim connection's request) 2 at once
- * and one every 2 s after (a board resends every 3 s); all nonces
- * together 32 at once and 16 per second after, so 16 boards enrolling at
- * once pass and a flood of fresh nonces costs a table look-up each. At
+/* Enrollment intake. The nonce level of the topic is the claim
+ * connection's client id: the claim listener's ACL pins it (pattern %c),
+ * so a connection cannot post under fresh nonces (the broker denies them)
+ * and the bucket per nonce is a bucket per connection: 2 at once and one
+ * every 2 s after (a board resends every 3 s), checked first, so what one
+ * connection is refused is taken from nobody else. Then two totals: every
+ * request that is read (a JSON decode and a token file look-up: 256 at
+ * once, 128 per second), and, of those, the ones whose token is valid,
+ * which go on to the CSR check and the signing (32 at once, 16 per second,
+ * so 16 boards enrolling at once pass). Requests without a valid token,
+ * which is all a claim-bundle holder without a token can send, never take
+ * from the signing budget: to lock boards out it must keep the read total
+ * empty, from over 256 connections at once or 64 new ones a second. At
  * most 5 refusal lines per 10 s reach the log (svc_log.c); the rest are
  * counted. */
 #define ENROLL_NONCE_BURST 2
 #define ENROLL_NONCE_PER_S 0.5
-#define ENROLL_ALL_BURST 32
-#define ENROLL_ALL_PER_S 16
+#define ENROLL_ALL_BURST 256
+#define ENROLL_ALL_PER_S 128
+#define ENROLL_ISSUE_BURST 32
+#define ENROLL_ISSUE_PER_S 16
 
 void svc_enroll_init(svc *s)
 {
 	sky_bucket_init(&s->enroll.all, ENROLL_ALL_BURST, ENROLL_ALL_PER_S);
+	sky_bucket_init(&s->enroll.issue, ENROLL_ISSUE_BURST, ENROLL_ISSUE_PER_S);
 	sky_keyed_init(&s->enroll.nonce, ENROLL_NONCE_BURST, ENROLL_NONCE_PER_S);
 }
 
@@ -34,7 +46,9 @@ void svc_enroll_on_csr(svc *s, const char *nonce, const char *p, size_t len)
 	size_t reply_len = 0;
 	sky_diag d;
 	sky_diag_clear(&d);
-	/* before anything is parsed: a flood costs a table look-up a message */
+	/* before anything is parsed: a flood costs a table look-up a message;
+	 * the connection's own bucket first, so what it is refused there is
+	 * never taken from everyone's */
 	double now = sky_clock_s();
 	if (!sky_keyed_take(&s->enroll.nonce, nonce, now) || !sky_bucket_take(&s->enroll.all, now)) {
 		s->enroll.limited++;
@@ -51,6 +65,18 @@ void svc_enroll_on_csr(svc *s, const char *nonce, const char *p, size_t len)
 		svc_warn(s, SVC_LOG_ENROLL,
 			 "enrollment on nonce %s: %zu bytes over the limit, refused unparsed", nonce,
 			 len);
+		return;
+	}
+	/* only a request with a valid token may take from the signing budget */
+	sky_diag why;
+	sky_diag_clear(&why);
+	if (sky_ca_enroll_check(&s->ca, p, len, sky_clock_unix(), &why) == 0 &&
+	    !sky_bucket_take(&s->enroll.issue, now)) {
+		s->reg.c.enroll_refused++;
+		svc_warn(s, SVC_LOG_ENROLL,
+			 "enrollment on nonce %s left unanswered: over the signing rate limit "
+			 "(the board asks again)",
+			 nonce);
 		return;
 	}
 	int rc = sky_ca_enroll(&s->ca, p, len, sky_clock_unix(), s->enroll.reply,

@@ -103,7 +103,7 @@ void svc_fleet_on_oversize(void *ctx, const char *topic, size_t tl, size_t len)
 		svc_warn(s, SVC_LOG_OVERSIZE, "rejected %s from %s: %s", leaf, seg, d.msg);
 	} else {
 		s->reg.c.oversize++;
-		if (sky_topic_parse(topic, tl, "enroll", seg, sizeof seg, leaf, sizeof leaf) == 0)
+		if (sky_topic_parse_enroll(topic, tl, seg, sizeof seg, leaf, sizeof leaf) == 0)
 			s->reg.c.enroll_refused++;
 		svc_warn(s, SVC_LOG_OVERSIZE, "%s: %zu bytes over the %zu limit of its kind, dropped unread",
 			 topic, len, sky_topic_max_bytes(topic));

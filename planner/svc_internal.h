@@ -177,8 +177,9 @@ typedef struct svc_submit_state {
 } svc_submit_state;
 
 typedef struct svc_enroll_state {
-	sky_bucket all;
-	sky_keyed_buckets nonce;
+	sky_bucket all;          /* every connection's requests together (svc_enroll.c) */
+	sky_bucket issue;        /* requests with a valid token: the signing */
+	sky_keyed_buckets nonce; /* per nonce, which is per claim connection */
 	long limited; /* requests dropped unread by the rate limit */
 	char reply[SKY_ENROLL_REPLY_MAX];
 } svc_enroll_state;

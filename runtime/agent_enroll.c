@@ -117,7 +117,7 @@ int sky_agent_enroll(const sky_agent_opts *o, sky_diag *d)
 	sky_sign_rng rng;
 	static enroll_wait w;
 	static char req[SKY_ENROLL_REQ_MAX];
-	char claim_dir[512], cert[600], key[600], nonce[33], topic[SKY_TOPIC_BUF];
+	char claim_dir[512], cert[600], key[600], nonce[48], topic[SKY_TOPIC_BUF];
 
 	memset(&rng, 0, sizeof rng);
 	if ((rc = enroll_prepare(o, d)) != 0)
@@ -131,27 +131,26 @@ int sky_agent_enroll(const sky_agent_opts *o, sky_diag *d)
 	if (rc < 0)
 		goto exit;
 	size_t req_len = (size_t)rc;
-	/* the nonce keeps concurrent enrollments apart on the claim topics */
-	if ((rc = random_hex(&rng, 16, nonce, "nonce", d)) != 0)
+	/* the claim listener (fleet port + 1) keeps the client id we choose, so
+	 * boards enrolling at once do not close each other's connections. The
+	 * id is also the nonce: the claim ACL pins the topic level to it (%c),
+	 * so this connection has its own rate-limit bucket at the planner, and
+	 * only it reads its answer; random, since whoever knew it could connect
+	 * with it and close ours */
+	char claim_broker[300];
+	snprintf(nonce, sizeof nonce, "%sclaim-", SKY_MQTT_CLIENT_PREFIX);
+	if ((rc = random_hex(&rng, 16, nonce + strlen(nonce), "nonce", d)) != 0)
 		goto exit;
 	memset(&w, 0, sizeof w);
 	sky_mutex_init(&w.lock);
 	sky_topic_enroll(w.topic, sizeof w.topic, nonce, SKY_TOPIC_CERT);
 	sky_topic_enroll(topic, sizeof topic, nonce, SKY_TOPIC_CSR);
-
-	/* the claim listener (fleet port + 1) keeps the client id we choose, so
-	 * boards enrolling at once do not close each other's connections; a
-	 * random id of its own, since the nonce is seen by whoever may read
-	 * enrollment replies */
-	char client[64] = "claim-", claim_broker[300];
 	if (sky_mqtt_claim_broker(o->broker, claim_broker, sizeof claim_broker) != 0) {
 		rc = sky_diag_set(d, SKY_EINVAL, "enroll: broker must be HOST:PORT, got '%s'",
 				  o->broker ? o->broker : "");
 		goto exit;
 	}
-	if ((rc = random_hex(&rng, 8, client + strlen(client), "client id", d)) != 0)
-		goto exit;
-	sky_mqtt_opts mo = {.broker = claim_broker, .client_id = client, .ca_file = o->claim_ca,
+	sky_mqtt_opts mo = {.broker = claim_broker, .client_id = nonce, .ca_file = o->claim_ca,
 			    .cert_file = cert, .key_file = key, .keepalive_s = 30,
 			    .on_msg = enroll_msg, .ctx = &w};
 	if ((rc = sky_mqtt_connect(&m, &mo, d)) != 0)

@@ -2,6 +2,7 @@
 
 #include "sky_clock.h"
 #include "sky_log.h"
+#include "sky_mqtt_pool.h"
 #include "sky_net.h"
 #include "sky_thread.h"
 #include "sky_topics.h"
@@ -34,17 +35,21 @@ typedef struct qmsg {
 	size_t topic_len;
 	MQTTAsync_message *msg; /* NULL: dropped as oversize, only len is left */
 	size_t len;
+	size_t held;        /* payload bytes it holds in its pool (0 if oversize) */
+	sky_mqtt_class cls; /* its pool (sky_mqtt_pool.h) */
 } qmsg;
 
 struct sky_mqtt {
 	MQTTAsync client;
 	sky_mqtt_opts o;
 	_Atomic int connected; /* cleared on Paho's thread when the link is lost */
-	sky_mutex lock; /* slots' busy flags, the queue, queued_bytes and dropped */
+	sky_mutex lock; /* slots' busy flags, the queue, pool and oversize */
 	op_slot slots[N_SLOTS];
 	qmsg *head, *tail;
-	size_t queued_bytes;
-	long dropped, oversize;
+	sky_mqtt_pool pool; /* what the queue holds, per topic class */
+	long oversize;
+	long reported[SKY_MQTT_CLASS_N]; /* drops already logged (owner's thread only) */
+	uint64_t reported_ns;             /* when (owner's thread only) */
 	char uri[300];
 	char client_id[128];
 };
@@ -130,11 +135,15 @@ static int cb_msg(void *ctx, char *topic, int topic_len, MQTTAsync_message *msg)
 		msg = NULL;
 		held = 0;
 	}
+	/* each topic class has its own pool: 32 MiB messages on a frame or
+	 * part topic cannot crowd out a plan, a ready or a heartbeat */
+	sky_mqtt_class cls = sky_mqtt_class_of(topic);
 	sky_mutex_lock(&m->lock);
 	if (!msg)
 		m->oversize++;
-	if (!q || m->queued_bytes + held > SKY_MQTT_QUEUE_MAX_BYTES) {
-		m->dropped++;
+	if (!q || !sky_mqtt_pool_take(&m->pool, cls, held)) {
+		if (!q)
+			m->pool.dropped[cls]++;
 		sky_mutex_unlock(&m->lock);
 		free(q);
 		if (msg)
@@ -148,12 +157,13 @@ static int cb_msg(void *ctx, char *topic, int topic_len, MQTTAsync_message *msg)
 	q->topic_len = topic_len > 0 ? (size_t)topic_len : strlen(topic);
 	q->msg = msg;
 	q->len = len;
+	q->held = held;
+	q->cls = cls;
 	if (m->tail)
 		m->tail->next = q;
 	else
 		m->head = q;
 	m->tail = q;
-	m->queued_bytes += held;
 	sky_mutex_unlock(&m->lock);
 	return 1;
 }
@@ -166,7 +176,7 @@ static qmsg *pop(sky_mqtt *m)
 		m->head = q->next;
 		if (!m->head)
 			m->tail = NULL;
-		m->queued_bytes -= q->msg ? q->len : 0;
+		sky_mqtt_pool_give(&m->pool, q->cls, q->held);
 	}
 	sky_mutex_unlock(&m->lock);
 	return q;
@@ -192,10 +202,34 @@ int sky_mqtt_queued(sky_mqtt *m)
 
 int sky_mqtt_poll(sky_mqtt *m, int wait_ms) { return sky_mqtt_poll_for(m, wait_ms, -1); }
 
+/* At most one line per SKY_MQTT_DROP_LOG_S per class says how many
+ * messages its full pool dropped since the last line (owner's thread). */
+#define SKY_MQTT_DROP_LOG_S 10
+static void report_drops(sky_mqtt *m)
+{
+	uint64_t now = sky_clock_ns();
+	if (m->reported_ns && now - m->reported_ns < (uint64_t)SKY_MQTT_DROP_LOG_S * 1000000000u)
+		return;
+	long d[SKY_MQTT_CLASS_N];
+	sky_mutex_lock(&m->lock);
+	memcpy(d, m->pool.dropped, sizeof d);
+	sky_mutex_unlock(&m->lock);
+	for (int c = 0; c < SKY_MQTT_CLASS_N; c++)
+		if (d[c] != m->reported[c]) {
+			SKY_WARN("mqtt: the %s receive pool was full: %ld %s messages dropped "
+				 "(%ld so far); other classes are not affected",
+				 sky_mqtt_class_name((sky_mqtt_class)c), d[c] - m->reported[c],
+				 sky_mqtt_class_name((sky_mqtt_class)c), d[c]);
+			m->reported[c] = d[c];
+			m->reported_ns = now;
+		}
+}
+
 int sky_mqtt_poll_for(sky_mqtt *m, int wait_ms, int budget_ms)
 {
 	if (!m)
 		return 0;
+	report_drops(m);
 	uint64_t t0 = sky_clock_ns();
 	uint64_t end = t0 + (uint64_t)(wait_ms > 0 ? wait_ms : 0) * 1000000u;
 	uint64_t stop = t0 + (uint64_t)(budget_ms > 0 ? budget_ms : 0) * 1000000u;
@@ -225,7 +259,19 @@ long sky_mqtt_dropped(sky_mqtt *m)
 	if (!m)
 		return 0;
 	sky_mutex_lock(&m->lock);
-	long n = m->dropped;
+	long n = 0;
+	for (int c = 0; c < SKY_MQTT_CLASS_N; c++)
+		n += m->pool.dropped[c];
+	sky_mutex_unlock(&m->lock);
+	return n;
+}
+
+long sky_mqtt_dropped_class(sky_mqtt *m, int cls)
+{
+	if (!m || cls < 0 || cls >= SKY_MQTT_CLASS_N)
+		return 0;
+	sky_mutex_lock(&m->lock);
+	long n = m->pool.dropped[cls];
 	sky_mutex_unlock(&m->lock);
 	return n;
 }

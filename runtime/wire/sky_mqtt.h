@@ -10,8 +10,10 @@
  * on_msg by sky_mqtt_poll on the caller's thread (so handlers may take the
  * caller's locks and publish without a lock-order cycle with Paho's own
  * mutex); the callee must copy what it keeps (the payload is freed after
- * the call). At most SKY_MQTT_QUEUE_MAX_BYTES of payload wait in the queue;
- * beyond that messages are dropped and counted. A message over its topic
+ * the call). What waits is held in one pool per topic class (control,
+ * frames, bulk: sky_mqtt_pool.h), each with its own bound; a message its
+ * class's pool has no room for is dropped and counted there, so a flood of
+ * frames never drops a control message. A message over its topic
  * class's limit (sky_topic_max_bytes) is dropped on arrival, before it is
  * queued, and counted; on_oversize (if set) then hears of its topic and
  * size on the caller's thread, on_msg never sees it. on_lost runs on Paho's
@@ -28,8 +30,6 @@
 #include <stdint.h>
 
 typedef struct sky_mqtt sky_mqtt;
-
-#define SKY_MQTT_QUEUE_MAX_BYTES (64u << 20)
 
 /* topic is NUL-terminated (topic_len excludes the NUL; an embedded NUL
  * makes strlen(topic) differ from topic_len, which callers must refuse). */
@@ -90,8 +90,10 @@ int sky_mqtt_poll(sky_mqtt *m, int wait_ms);
 int sky_mqtt_poll_for(sky_mqtt *m, int wait_ms, int budget_ms);
 /* 1 when a received message waits for sky_mqtt_poll, else 0 (NULL-safe). */
 int sky_mqtt_queued(sky_mqtt *m);
-/* Messages dropped because the queue was full. */
+/* Messages dropped because their class's pool was full (all classes). */
 long sky_mqtt_dropped(sky_mqtt *m);
+/* The same for one class (sky_mqtt_class, sky_mqtt_pool.h). */
+long sky_mqtt_dropped_class(sky_mqtt *m, int cls);
 /* Messages dropped because they were over their topic class's limit. */
 long sky_mqtt_oversize(sky_mqtt *m);
 /* The claim listener's address for a fleet broker "HOST:PORT": the same

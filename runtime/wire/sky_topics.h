@@ -43,7 +43,8 @@
  *   sky/v1/jobs/<op>/submit                 operator <op> (sky job submit) -> planner 1 no job JSON (+ "submit_id")
  *   sky/v1/jobs/<op>/weights                operator <op> -> planner       1   no   model upload chunk (binary)
  *   sky/v1/jobs/<op>/reply                  planner -> operator <op>       1   no   submit ack or refusal JSON
- *   sky/v1/enroll/<nonce>/csr               claim identity -> planner      1   no   enrollment request JSON (token, id, CSR PEM)
+ *   sky/v1/enroll/<nonce>/csr               claim identity -> planner      1   no   enrollment request JSON (token, id, CSR PEM);
+ *                                           <nonce> is the claim connection's client id ("sky:...", ACL %c)
  *   sky/v1/enroll/<nonce>/cert              planner -> claim identity      1   no   enrollment reply JSON (cert, CA, planner cert PEMs, or error)
  *
  * ACL summary (for the generated mosquitto ACL; identities are cert CNs):
@@ -56,7 +57,8 @@
  *               read sky/v1/job/+/replay/+ (requests the planner replays),
  *               read sky/v1/job/+/slice/<id>, write sky/v1/board/<id>/slice-req.
  *   claim identity (SKY_TOPIC_CLAIM_CN), on the claim listener only: write
- *               sky/v1/enroll/+/csr, read sky/v1/enroll/+/cert.
+ *               sky/v1/enroll/<its client id>/csr, read sky/v1/enroll/<its client id>/cert
+ *               (pattern %c: one nonce per connection, nobody reads another's).
  *   planner (SKY_TOPIC_PLANNER_CN): read sky/v1/board/#, sky/v1/enroll/+/csr, sky/v1/jobs/+/submit,
  *               sky/v1/job/+/metrics, sky/v1/job/+/part/+, sky/v1/job/+/ckpt/+; write sky/v1/job/+/plan,
  *               sky/v1/job/+/load/+, sky/v1/enroll/+/cert,
@@ -231,6 +233,12 @@
 #define SKY_INFER_RESP_MAX_BYTES (64u << 10)
 #define SKY_SLICE_REQ_MAX_BYTES 1024u
 #define SKY_SERVE_DONE_MAX_BYTES 256u /* {"epoch":E,"batch":N,"n":R} */
+/* A stage's ready: a frame of one 32-bit word (128-byte header, GCM tag);
+ * its norm: a frame of one double per block (2 x layers + 2), 256 KiB being
+ * 32,000 blocks. Both are control messages (sky_mqtt_pool.h), so a receiver
+ * drops anything larger before it is queued. */
+#define SKY_READY_MAX_BYTES 1024u
+#define SKY_NORM_MAX_BYTES (256u << 10)
 /* Tensor frames: header + payload. A large preset at S=512, B=8 passes
  * 8*512*1024*4 B = 16 MiB per cut; the default limit is twice that. Boards
  * may configure a lower limit; a frame declaring more is refused before
@@ -280,10 +288,50 @@ static inline int sky_topic_job(char *buf, size_t cap, const char *job, const ch
 	return sky_topic_build(buf, cap, "job", job, leaf);
 }
 
-/* sky/v1/enroll/<nonce>/<leaf>, leaf SKY_TOPIC_CSR or SKY_TOPIC_CERT. */
+/* An enrollment nonce is the claim connection's client id: SKY_MQTT_CLIENT_PREFIX
+ * and a legal segment. The claim listener's ACL pins the level to the
+ * connection's id (%c), so one connection has exactly one nonce, reads
+ * only its own answer, and the planner's rate limit per nonce is a limit
+ * per connection. Returns 1 if nonce has that form, else 0. */
+static inline int sky_topic_enroll_nonce_ok(const char *nonce)
+{
+	const size_t pl = sizeof SKY_MQTT_CLIENT_PREFIX - 1;
+	return nonce && strncmp(nonce, SKY_MQTT_CLIENT_PREFIX, pl) == 0 &&
+	       strlen(nonce) <= SKY_TOPIC_SEGMENT_MAX && sky_topic_segment_ok(nonce + pl);
+}
+
+/* sky/v1/enroll/<nonce>/<leaf>, leaf SKY_TOPIC_CSR or SKY_TOPIC_CERT,
+ * nonce as sky_topic_enroll_nonce_ok. Returns 0, SKY_EINVAL or SKY_ERANGE. */
 static inline int sky_topic_enroll(char *buf, size_t cap, const char *nonce, const char *leaf)
 {
-	return sky_topic_build(buf, cap, "enroll", nonce, leaf);
+	int n;
+	if (!sky_topic_enroll_nonce_ok(nonce))
+		return SKY_EINVAL;
+	n = snprintf(buf, cap, SKY_TOPIC_ROOT "/enroll/%s/%s", nonce, leaf);
+	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
+}
+
+/* Splits a received "sky/v1/enroll/<nonce>/<leaf>": copies the nonce
+ * (sky_topic_enroll_nonce_ok) and leaf. Returns 0 or SKY_EINVAL. */
+static inline int sky_topic_parse_enroll(const char *topic, size_t topic_len, char *nonce,
+					 size_t nonce_cap, char *leaf, size_t leaf_cap)
+{
+	static const char pre[] = SKY_TOPIC_ROOT "/enroll/";
+	const char *p, *end, *l;
+	if (!topic || topic_len > SKY_TOPIC_BUF || topic_len < sizeof pre ||
+	    memcmp(topic, pre, sizeof pre - 1) != 0 || memchr(topic, 0, topic_len))
+		return SKY_EINVAL;
+	end = topic + topic_len;
+	p = topic + sizeof pre - 1;
+	l = memchr(p, '/', (size_t)(end - p));
+	if (!l || (size_t)(l - p) >= nonce_cap || l + 1 >= end ||
+	    memchr(l + 1, '/', (size_t)(end - l - 1)) || (size_t)(end - l - 1) >= leaf_cap)
+		return SKY_EINVAL;
+	memcpy(nonce, p, (size_t)(l - p));
+	nonce[l - p] = '\0';
+	memcpy(leaf, l + 1, (size_t)(end - l - 1));
+	leaf[end - l - 1] = '\0';
+	return sky_topic_enroll_nonce_ok(nonce) ? 0 : SKY_EINVAL;
 }
 
 /* sky/v1/jobs/<operator CN>/<leaf>, leaf SKY_TOPIC_SUBMIT or SKY_TOPIC_REPLY. */
@@ -443,8 +491,8 @@ static inline size_t sky_topic_max_bytes(const char *topic)
 		 {"/" SKY_TOPIC_BWD, SKY_FRAME_MAX_PAYLOAD_DEFAULT + 4096u},
 		 {"/" SKY_TOPIC_CSR, SKY_ENROLL_REQ_MAX_BYTES},
 		 {"/" SKY_TOPIC_CERT, SKY_ENROLL_REPLY_MAX_BYTES},
-		 {"/" SKY_TOPIC_READY, SKY_FRAME_MAX_PAYLOAD_DEFAULT + 4096u},
-		 {"/" SKY_TOPIC_NORM, SKY_FRAME_MAX_PAYLOAD_DEFAULT + 4096u},
+		 {"/" SKY_TOPIC_READY, SKY_READY_MAX_BYTES},
+		 {"/" SKY_TOPIC_NORM, SKY_NORM_MAX_BYTES},
 		 {"/" SKY_TOPIC_SUBMIT, SKY_JOB_MAX_BYTES},
 		 {"/" SKY_TOPIC_REPLY, SKY_JOB_REPLY_MAX_BYTES},
 		 {"/" SKY_TOPIC_SLICE_REQ, SKY_SLICE_REQ_MAX_BYTES},

@@ -155,11 +155,11 @@ csr=$(awk '{printf "%s\\n", $0}' "$W/bX.csr")
 printf '{"v":1,"id":"bX\\u0000y","token":"%s","csr":"%s"}' "$tok" "$csr" >"$W/nul.json"
 # shellcheck disable=SC2086
 timeout 30 mosquitto_rr -h 127.0.0.1 -p "$CLAIM_PORT" $CTLS \
-	-i "sky:claim-nultest" -t sky/v1/enroll/nulnonce0123/csr -e sky/v1/enroll/nulnonce0123/cert \
+	-i "sky:claim-nultest" -t sky/v1/enroll/sky:claim-nultest/csr -e sky/v1/enroll/sky:claim-nultest/cert \
 	-m "$(cat "$W/nul.json")" -q 1 -W 20 >"$W/nul.reply" 2>&1
 if grep -q '"error"' "$W/nul.reply" && grep -q 'NUL' "$W/nul.reply" &&
 	! grep -q '"cert"' "$W/nul.reply" && [ ! -e "$PKI/issued/bX" ] &&
-	grep -q "enrollment refused for '' (nonce nulnonce0123): .*NUL" "$W/skyplan.log"; then
+	grep -q "enrollment refused for '' (nonce sky:claim-nultest): .*NUL" "$W/skyplan.log"; then
 	pass enroll_refuses_id_with_nul
 	sed 's/^/   reply: /' "$W/nul.reply" | head -c 300
 	echo
@@ -171,17 +171,18 @@ fi
 LINES0=$(wc -l <"$W/skyplan.log")
 REF0=$(fleet_json | sed -n 's/.*"enroll_refused":\([0-9]*\).*/\1/p')
 junk='{"v":1,"id":"bflood","token":"00000000000000000000000000000000","csr":"x"}'
-# one connection sending 1500 on one nonce, and 30 sending 50 each on their own
+# one connection sending 1500 on its nonce (its client id, which the ACL
+# pins), and 30 sending 50 each on theirs
 awk -v j="$junk" 'BEGIN {for (i = 0; i < 1500; i++) print j}' >"$W/flood1"
 awk -v j="$junk" 'BEGIN {for (i = 0; i < 50; i++) print j}' >"$W/flood50"
 # shellcheck disable=SC2086
 timeout 60 mosquitto_pub -h 127.0.0.1 -p "$CLAIM_PORT" $CTLS \
-	-i "sky:claim-flood" -t sky/v1/enroll/floodnonce/csr -l <"$W/flood1" >/dev/null 2>&1 &
+	-i "sky:claim-flood" -t sky/v1/enroll/sky:claim-flood/csr -l <"$W/flood1" >/dev/null 2>&1 &
 FLOOD_PIDS="$!"
 for k in $(seq 1 30); do
 	# shellcheck disable=SC2086
 	timeout 60 mosquitto_pub -h 127.0.0.1 -p "$CLAIM_PORT" $CTLS \
-		-i "sky:claim-flood$k" -t "sky/v1/enroll/flood$k/csr" -l <"$W/flood50" >/dev/null 2>&1 &
+		-i "sky:claim-flood$k" -t "sky/v1/enroll/sky:claim-flood$k/csr" -l <"$W/flood50" >/dev/null 2>&1 &
 	FLOOD_PIDS="$FLOOD_PIDS $!"
 done
 T0=$(date +%s.%N)

@@ -289,9 +289,12 @@ for t in sky/v1/enroll/n1/csr sky/v1/enroll/n1/cert sky/v1/job/j1/plan sky/v1/jo
 	pub $CL -V 5 -q 1 -t "$t" -m x 2>"$W/deny.err"
 	grep -q 'Not authorized' "$W/deny.err" || bad="$bad claim:$t"
 done
-for t in sky/v1/enroll/n1/cert sky/v1/job/j1/plan sky/v1/job/j1/stage/1/fwd sky/v1/jobs/submit \
+# (its CSR only under its own client id: sky:n1 may not use nonce n1 nor
+# another connection's sky:n2, nor write its own answer)
+for t in sky/v1/enroll/n1/cert sky/v1/enroll/n1/csr sky/v1/enroll/sky:n2/csr \
+	sky/v1/enroll/sky:n1/cert sky/v1/job/j1/plan sky/v1/job/j1/stage/1/fwd sky/v1/jobs/submit \
 	sky/v1/board/sky-claim/caps foo; do
-	cpub $CL -V 5 -q 1 -t "$t" -m x 2>"$W/deny.err"
+	cpub $CL -V 5 -i sky:n1 -q 1 -t "$t" -m x 2>"$W/deny.err"
 	grep -q 'Not authorized' "$W/deny.err" || bad="$bad claim-listener:$t"
 done
 # a board on the claim listener gets nothing, not even its own topics
@@ -325,7 +328,7 @@ for t in sky/v1/job/j1/plan sky/v1/enroll/n1/cert sky/v1/board/b01/cmd sky/v1/jo
 done
 pub $OP -V 5 -q 1 -t sky/v1/jobs/sky-operator/submit -m x 2>"$W/deny.err"
 grep -q 'Not authorized' "$W/deny.err" && bad="$bad operator-should-be-allowed:submit"
-cpub $CL -V 5 -q 1 -t sky/v1/enroll/n1/csr -m x 2>"$W/deny.err"
+cpub $CL -V 5 -i sky:n1 -q 1 -t sky/v1/enroll/sky:n1/csr -m x 2>"$W/deny.err"
 grep -q 'Not authorized' "$W/deny.err" && bad="$bad claim-should-be-allowed:csr"
 [ -z "$bad" ] && pass acl_denies_everything_not_named || fail acl_denies_everything_not_named "$bad"
 
@@ -336,7 +339,7 @@ pub $PL -q 1 -r -t sky/v1/job/j1/plan -m retained-plan
 OUT2="$W/sub2.out"
 : >"$OUT2"
 # shellcheck disable=SC2046
-timeout 60 mosquitto_sub $(sky_mq_claim_tls $CL) -v -t 'sky/v1/#' >"$OUT2" 2>&1 &
+timeout 60 mosquitto_sub $(sky_mq_claim_tls $CL) -i sky:rd -v -t 'sky/v1/#' >"$OUT2" 2>&1 &
 CPID=$!
 OUT3="$W/sub3.out"
 : >"$OUT3"
@@ -346,8 +349,8 @@ timeout 60 mosquitto_sub $(sky_mq_tls $B1) -v -t 'sky/v1/job/+/plan' -t 'sky/v1/
 BPID=$!
 ready=1
 i=0
-while [ $i -lt 50 ]; do # the claim identity may read enrollment replies
-	pub $PL -q 1 -t sky/v1/enroll/ready/cert -m "claim-ready-$i"
+while [ $i -lt 50 ]; do # the claim identity may read its own enrollment replies
+	pub $PL -q 1 -t sky/v1/enroll/sky:rd/cert -m "claim-ready-$i"
 	grep -q claim-ready "$OUT2" && break
 	sleep 0.2
 	i=$((i + 1))
@@ -357,15 +360,17 @@ grep -q claim-ready "$OUT2" || ready=0
 wait_for retained-plan "$OUT3" || ready=0
 pub $B2 -q 1 -t sky/v1/board/b02/caps -m b02-private-caps
 pub $PL -q 1 -t sky/v1/board/b02/cmd -m b02-private-cmd
-cpub $CL -q 1 -t sky/v1/enroll/n2/csr -m claim-csr-private
-pub $PL -q 1 -t sky/v1/enroll/n2/cert -m claim-end
+cpub $CL -i sky:n2 -q 1 -t sky/v1/enroll/sky:n2/csr -m claim-csr-private
+pub $PL -q 1 -t sky/v1/enroll/sky:n2/cert -m claim-other-cert
+pub $PL -q 1 -t sky/v1/enroll/sky:rd/cert -m claim-end
 pub $PL -q 1 -t sky/v1/job/j2/plan -m board-end
 wait_for claim-end "$OUT2" || ready=0
 wait_for board-end "$OUT3" || ready=0
 kill $CPID $BPID 2>/dev/null
 wait $CPID $BPID 2>/dev/null
 if [ $ready -eq 1 ] && ! grep -q 'b02-private' "$OUT3" && ! grep -q 'retained-plan' "$OUT2" &&
-	! grep -q 'b02-private' "$OUT2" && ! grep -q 'claim-csr-private' "$OUT2"; then
+	! grep -q 'b02-private' "$OUT2" && ! grep -q 'claim-csr-private' "$OUT2" &&
+	! grep -q 'claim-other-cert' "$OUT2"; then
 	pass acl_reads_limited
 else
 	fail acl_reads_limited "ready=$ready board: $(tr '\n' '|' <"$OUT3") claim: $(tr '\n' '|' <"$OUT2")"

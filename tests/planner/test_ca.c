@@ -125,6 +125,20 @@ SKY_TEST(init_makes_the_layout_with_private_keys)
 	SKY_EXPECT_EQ(sky_ca_init_dir("/nonexistent-never", &o, NULL), SKY_EINVAL);
 }
 
+/* 1 if every "pattern" line of a claim-listener ACL is one of the two
+ * enrollment lines pinned to the connection's client id. */
+static int claim_acl_patterns_are_enrollment_only(const char *acl)
+{
+	int n = 0;
+	for (const char *p = strstr(acl, "pattern"); p; p = strstr(p + 1, "pattern")) {
+		if (strncmp(p, "pattern write sky/v1/enroll/%c/csr\n", 35) != 0 &&
+		    strncmp(p, "pattern read sky/v1/enroll/%c/cert\n", 35) != 0)
+			return 0;
+		n++;
+	}
+	return n == 2;
+}
+
 SKY_TEST(broker_config_and_acl)
 {
 	char p[700], conf[8192], acl[8192];
@@ -137,7 +151,10 @@ SKY_TEST(broker_config_and_acl)
 			      "\nset_tcp_nodelay true\n", "\nmax_packet_size 65536\n",
 			      "\npersistence true\n", "\nuser root\n", "\nacl_file /",
 			      "\nper_listener_settings true\n", "\nclientid_prefixes sky:\n",
-			      "\nlistener 19000 127.0.0.1\n"};
+			      "\nlistener 19000 127.0.0.1\n",
+			      /* bounded queues per client */
+			      "\nmax_inflight_bytes 67108864\n", "\nmax_queued_bytes 268435456\n",
+			      "\nmax_queued_messages 1000\n"};
 	for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
 		SKY_EXPECT_MSG(strstr(conf, need[i]) != NULL, "missing %s", need[i] + 1);
 	/* the fleet listener names clients by CN, the claim listener does not */
@@ -172,11 +189,15 @@ SKY_TEST(broker_config_and_acl)
 	n = sky_file_read(p, acl, sizeof acl - 1);
 	SKY_EXPECT(n > 0);
 	acl[n > 0 ? n : 0] = '\0';
-	SKY_EXPECT(strstr(acl, "user sky-claim\ntopic write sky/v1/enroll/+/csr\n"
-			       "topic read sky/v1/enroll/+/cert\n") != NULL);
+	/* the claim identity enrolls under its own connection's id only: one
+	 * nonce, one rate-limit bucket per connection, its own answer */
+	SKY_EXPECT(strstr(acl, "user sky-claim\npattern write sky/v1/enroll/%c/csr\n"
+			       "pattern read sky/v1/enroll/%c/cert\n") != NULL);
+	SKY_EXPECT(strstr(acl, "enroll/+/") == NULL);
 	/* boards get nothing on this listener; operators their own sections (their
-	 * tools connect here), which write nothing under the board tree */
-	SKY_EXPECT(strstr(acl, "pattern") == NULL);
+	 * tools connect here), which write nothing under the board tree; the
+	 * only patterns are those two */
+	SKY_EXPECT(claim_acl_patterns_are_enrollment_only(acl));
 	SKY_EXPECT(strstr(acl, "\nuser " SKY_CA_OPERATOR_CN "\n") != NULL);
 	SKY_EXPECT(strstr(acl, "write sky/v1/board") == NULL && strstr(acl, "readwrite") == NULL);
 	/* port + 1 is the claim listener: 65535 leaves no room */
@@ -287,6 +308,21 @@ SKY_TEST(sites_get_a_bridge_identity_a_broker_config_and_core_acl_sections)
 	SKY_EXPECT(strstr(conf, "\nlistener 19100 10.9.0.2\n") != NULL);
 	SKY_EXPECT(strstr(conf, "\naddress 10.9.0.1:18999\n") != NULL);
 	SKY_EXPECT(strstr(conf, "\naddress 10.9.0.1:19000\n") != NULL); /* claim listener */
+	/* the probe connection's id on the core's claim listener (which keeps
+	 * ids) is not guessable, so no claim connection can take it; a new
+	 * config gets a new one */
+	const char *eid = strstr(conf, "\nremote_clientid sky:bridge-echo-shop-");
+	size_t hex = eid ? strspn(eid + 38, "0123456789abcdef") : 0;
+	SKY_EXPECT_MSG(eid && hex == 32 && eid[38 + 32] == '\n', "echo client id: %.80s",
+		       eid ? eid : "(none)");
+	char first[40] = "";
+	if (eid)
+		memcpy(first, eid + 38, 32);
+	SKY_EXPECT_EQ(sky_ca_write_site_conf(pki(), &so, &d), 0);
+	n = sky_file_read(p, conf, sizeof conf - 1);
+	conf[n > 0 ? n : 0] = '\0';
+	eid = strstr(conf, "\nremote_clientid sky:bridge-echo-shop-");
+	SKY_EXPECT(eid && strncmp(eid + 38, first, 32) != 0);
 	SKY_EXPECT(strstr(conf, "\nrequire_certificate true\nuse_identity_as_username true\n"
 				"use_username_as_clientid true\n") != NULL);
 	SKY_EXPECT(strstr(conf, "/sites/shop/bridge.crt\n") != NULL);
@@ -424,7 +460,7 @@ SKY_TEST(clients_get_a_bundle_and_only_their_own_serving_topics)
 	if (mine)
 		SKY_EXPECT(strncmp(mine, want, sizeof want - 1) == 0 &&
 			   (mine[sizeof want - 1] == '\0' || mine[sizeof want - 1] == '\n'));
-	SKY_EXPECT(strstr(acl, "pattern") == NULL && strstr(acl, "resp/+") == NULL &&
+	SKY_EXPECT(claim_acl_patterns_are_enrollment_only(acl) && strstr(acl, "resp/+") == NULL &&
 		   strstr(acl, "req/+\n") == NULL);
 	/* a hand-edited list cannot widen the ACL */
 	file(p, sizeof p, SKY_CA_CLIENTS_FILE);
@@ -614,6 +650,36 @@ static int request(const char *id, const char *token, const char *csr_cn, char *
 	int rc = sky_enroll_req_encode(r, out, cap, NULL);
 	free(r);
 	return rc;
+}
+
+/* The cheap check the planner's signing budget hangs on: a valid token
+ * passes (and is not spent), anything else is refused as sky_ca_enroll
+ * would refuse it. */
+SKY_TEST(enroll_check_passes_only_a_valid_token_and_spends_nothing)
+{
+	char tok[SKY_ENROLL_TOKEN_LEN + 1], req[SKY_ENROLL_REQ_MAX], reply[SKY_ENROLL_REPLY_MAX];
+	size_t rlen = 0;
+	sky_ca ca;
+	sky_ca_init(&ca);
+	SKY_EXPECT_EQ(sky_ca_open(&ca, pki(), NULL), 0);
+	SKY_EXPECT_EQ(sky_ca_token_new(pki(), 100, NULL, rng(), tok, NULL), 0);
+	int64_t now = sky_clock_unix();
+	sky_diag d;
+	int n = request("k1", tok, "k1", req, sizeof req);
+	SKY_EXPECT(n > 0);
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_ca_enroll_check(&ca, req, (size_t)n, now, &d), 0);
+	SKY_EXPECT_EQ(sky_ca_enroll_check(&ca, req, (size_t)n, now, &d), 0); /* not spent */
+	static const char junk[] = "{\"v\":1,\"id\":\"bflood\",\"token\":"
+				   "\"00000000000000000000000000000000\",\"csr\":\"x\"}";
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_ca_enroll_check(&ca, junk, sizeof junk - 1, now, &d), SKY_EAUTH);
+	SKY_EXPECT_MSG(strstr(d.msg, "unknown or already used") != NULL, "%s", d.msg);
+	SKY_EXPECT(sky_ca_enroll_check(&ca, "{", 1, now, NULL) < 0);
+	SKY_EXPECT_EQ(sky_ca_enroll(&ca, req, (size_t)n, now, reply, sizeof reply, &rlen, NULL, NULL), 0);
+	/* spent by the enrollment: the check now refuses it */
+	SKY_EXPECT_EQ(sky_ca_enroll_check(&ca, req, (size_t)n, now, NULL), SKY_EAUTH);
+	sky_ca_free(&ca);
 }
 
 SKY_TEST(enroll_consumes_the_token_only_on_success)

@@ -32,8 +32,18 @@ SKY_TEST(builders_and_parser_agree)
 	SKY_EXPECT(strcmp(t, "sky/v1/job/j1/plan") == 0);
 	SKY_EXPECT_EQ(sky_topic_stage(t, sizeof t, "j1", 3, 1), 0);
 	SKY_EXPECT(strcmp(t, "sky/v1/job/j1/stage/3/bwd") == 0);
-	SKY_EXPECT_EQ(sky_topic_enroll(t, sizeof t, "00ff", SKY_TOPIC_CSR), 0);
-	SKY_EXPECT(strcmp(t, "sky/v1/enroll/00ff/csr") == 0);
+	/* an enrollment nonce is the claim connection's client id */
+	SKY_EXPECT_EQ(sky_topic_enroll(t, sizeof t, "sky:00ff", SKY_TOPIC_CSR), 0);
+	SKY_EXPECT(strcmp(t, "sky/v1/enroll/sky:00ff/csr") == 0);
+	SKY_EXPECT_EQ(sky_topic_parse_enroll(t, strlen(t), seg, sizeof seg, leaf, sizeof leaf), 0);
+	SKY_EXPECT(!strcmp(seg, "sky:00ff") && !strcmp(leaf, "csr"));
+	SKY_EXPECT_EQ(sky_topic_enroll(t, sizeof t, "00ff", SKY_TOPIC_CSR), SKY_EINVAL);
+	SKY_EXPECT_EQ(sky_topic_enroll(t, sizeof t, "sky:", SKY_TOPIC_CSR), SKY_EINVAL);
+	SKY_EXPECT_EQ(sky_topic_enroll(t, sizeof t, "sky:a/b", SKY_TOPIC_CSR), SKY_EINVAL);
+	SKY_EXPECT_EQ(sky_topic_parse_enroll("sky/v1/enroll/00ff/csr", 22, seg, sizeof seg, leaf,
+					     sizeof leaf), SKY_EINVAL);
+	SKY_EXPECT_EQ(sky_topic_parse_enroll("sky/v1/enroll/sky:a/b/csr", 25, seg, sizeof seg, leaf,
+					     sizeof leaf), SKY_EINVAL);
 	SKY_EXPECT_EQ(sky_topic_board(t, sizeof t, "b/#", SKY_TOPIC_CAPS), SKY_EINVAL);
 	volatile size_t small = 10; /* hidden from the compiler, which would warn */
 	SKY_EXPECT_EQ(sky_topic_board(t, small, "b07", SKY_TOPIC_CAPS), SKY_ERANGE);
