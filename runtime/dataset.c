@@ -63,6 +63,16 @@ void sky_ds_build_commit(sky_ds_build *b, int32_t label)
 	b->labels[b->meta.rows++] = label;
 }
 
+static int is_hex(const char *s, size_t n)
+{
+	if (strlen(s) != n)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
 /* The label names as a JSON array into buf. */
 static int labels_json(const sky_ds_meta *m, char *buf, size_t cap, sky_diag *d)
 {
@@ -98,6 +108,8 @@ int sky_ds_write(const char *path, const sky_ds_build *b, sky_diag *d)
 		if (b->labels[i] < 0 || b->labels[i] >= m->nlabels)
 			return sky_diag_set(d, SKY_EINVAL, "row %lld: label %d of %d",
 					    (long long)i, b->labels[i], m->nlabels);
+	if (!is_hex(m->source_sha256, 64))
+		return sky_diag_set(d, SKY_EINVAL, "source_sha256 is not 64 hex digits");
 	char *lj = malloc(LABELS_JSON_CAP);
 	if (!lj)
 		return sky_diag_set(d, SKY_ENOMEM, "no memory for the label names");
@@ -171,15 +183,6 @@ static int meta_int(const sky_st_file *f, const char *key, int64_t min, int64_t 
 	return 0;
 }
 
-static int is_hex(const char *s, size_t n)
-{
-	if (strlen(s) != n)
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return 1;
-}
 
 static int read_labels(sky_ds_meta *m, const char *text, sky_diag *d)
 {
