@@ -173,3 +173,71 @@ rc=$?
 if [ $rc -eq 1 ] && grep -q "text column 'review' is not in the header ('sentence', 'label')" "$tmp/err"
 then pass missing_column
 else fail missing_column "rc $rc: $(cat "$tmp/err")"; fi
+
+# sky eval --data: the metrics of a set equal those computed from the
+# logits sky eval --input gives for the same rows (a .skyds is a
+# safetensors file with input_ids and attention_mask), at any batch size
+# (the filler rows of the last micro-batch are not counted)
+G=tests/data/golden/hf/model
+mkdir -p "$tmp/hm"
+cp "$G/config.json" "$G/model.safetensors" "$tmp/hm/"
+"$SKY" vocab build --corpus "$tmp/corpus.txt" --size 900 --out "$tmp/hm/vocab.txt" >/dev/null 2>&1
+python3 - "$tmp" <<'PY'
+import sys
+t = sys.argv[1]
+rows = [l.split("\t") for l in open(f"{t}/train.tsv", encoding="utf-8").read().splitlines()[1:40]]
+names = ["negative", "neutral", "positive"]
+with open(f"{t}/ev.tsv", "w", encoding="utf-8") as f:
+    f.write("sentence\tlabel\n")
+    for i, (s, _) in enumerate(rows):
+        f.write(f"{s}\t{names[i % 3] if i % 5 else i % 3}\n")  # names, and ids as integers
+PY
+"$SKY" data prepare --model-dir "$tmp/hm" --input "$tmp/ev.tsv" --out "$tmp/ev.skyds" --seq 48 \
+	--quiet >/dev/null 2>"$tmp/err"
+"$SKY" eval --model-dir "$tmp/hm" --data "$tmp/ev.skyds" --json >"$tmp/ev8.json" 2>>"$tmp/err"
+"$SKY" eval --model-dir "$tmp/hm" --data "$tmp/ev.skyds" --batch 5 --json >"$tmp/ev5.json" 2>>"$tmp/err"
+"$SKY" eval --model-dir "$tmp/hm" --input "$tmp/ev.skyds" --json >"$tmp/logits.json" 2>>"$tmp/err"
+if python3 - "$tmp" <<'PY' 2>>"$tmp/err"
+import json, math, struct, sys
+t = sys.argv[1]
+a, b = json.load(open(f"{t}/ev8.json")), json.load(open(f"{t}/ev5.json"))
+lg = [json.loads(l)["logits"] for l in open(f"{t}/logits.json")]
+raw = open(f"{t}/ev.skyds", "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+h = json.loads(raw[8:8 + n])
+o = h["labels"]["data_offsets"]
+labels = struct.unpack(f"<{(o[1] - o[0]) // 4}i", raw[8 + n + o[0]:8 + n + o[1]])
+assert len(lg) == len(labels) == a["rows"] == 39, (len(lg), len(labels), a["rows"])
+cm = [[0] * 3 for _ in range(3)]
+loss = 0
+for x, y in zip(lg, labels):
+    m = max(x)
+    loss += math.log(sum(math.exp(v - m) for v in x)) - (x[y] - m)
+    cm[y][max(range(3), key=lambda k: (x[k], -k))] += 1
+loss /= len(lg)
+acc = sum(cm[k][k] for k in range(3)) / len(lg)
+f1s = []
+for k in range(3):
+    sup, pred = sum(cm[k]), sum(cm[i][k] for i in range(3))
+    p = cm[k][k] / pred if pred else 0
+    r = cm[k][k] / sup if sup else 0
+    if sup or pred:
+        f1s.append(2 * p * r / (p + r) if p + r else 0)
+    assert abs(a["per_class"][k]["precision"] - p) < 1e-12 and abs(a["per_class"][k]["recall"] - r) < 1e-12
+assert a["confusion"] == cm, (a["confusion"], cm)
+assert abs(a["loss"] - loss) < 1e-6 and a["accuracy"] == acc, (a["loss"], loss, a["accuracy"], acc)
+assert abs(a["macro_f1"] - sum(f1s) / len(f1s)) < 1e-12
+assert a["labels"] == ["negative", "neutral", "positive"]
+# the GEMM's blocking moves logits by an ulp or so with the batch size
+assert abs(a["loss"] - b["loss"]) < 1e-6, (a["loss"], b["loss"])
+for k in ("accuracy", "macro_f1", "confusion", "per_class"):
+    assert a[k] == b[k], (k, a[k], b[k])
+PY
+then pass eval_data_metrics
+else fail eval_data_metrics "$(cat "$tmp/err" | head -c 600)"; fi
+# a set whose labels are not the model's is refused, naming both
+"$SKY" eval --model-dir "$tmp/hm" --data "$tmp/tsv.skyds" >/dev/null 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q "label 0 is 'computers' in .* but 'negative' in the model's config.json" "$tmp/err"
+then pass eval_data_refuses_other_labels
+else fail eval_data_refuses_other_labels "rc $rc: $(cat "$tmp/err")"; fi
