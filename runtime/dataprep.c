@@ -153,8 +153,11 @@ static int label_id(prep *p, const sky_row *r)
 		return id;
 	if (n >= SKY_DS_LABEL_CAP)
 		return bad(p, r->line, "label '%s' is over %d bytes", shown, SKY_DS_LABEL_CAP - 1), -1;
-	if (memchr(s, 0, n))
-		return bad(p, r->line, "label holds a NUL byte"), -1;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return bad(p, r->line, "label '%s' holds a control character (0x%02x)", shown,
+				   (unsigned char)s[i]),
+			       -1;
 	if (m->nlabels >= SKY_DS_MAX_LABELS)
 		return bad(p, r->line, "label '%s' would be label %d: at most %d", shown,
 			   SKY_DS_MAX_LABELS + 1, SKY_DS_MAX_LABELS),
@@ -167,8 +170,6 @@ static int label_id(prep *p, const sky_row *r)
 static int on_row(void *ctx, const sky_row *r)
 {
 	prep *p = ctx;
-	const sky_rows_layout *L = NULL;
-	(void)L;
 	p->records++;
 	if (p->o->on_progress && p->records % PROGRESS_EVERY == 0)
 		p->o->on_progress(p->o->ctx, r->end, p->total, p->b->meta.rows);

@@ -236,6 +236,12 @@ SKY_TEST(bad_row_reasons)
 	SKY_EXPECT_MSG(strcmp(bad.why[1], "label: invalid UTF-8 at byte 0 (0xff)") == 0, "%s",
 		       bad.why[1]);
 	SKY_EXPECT(strstr(d.msg, "every row is bad") != NULL);
+	/* a collected name with a control character (shown as '?') */
+	SKY_EXPECT_EQ(prep(SKY_ROWS_JSONL, "{\"text\":\"the\",\"label\":\"a\\u001b[2J\"}\n", 16, 1,
+			   NULL, NULL, 0, &b, &res, &bad, &d),
+		      SKY_EFORMAT);
+	SKY_EXPECT_MSG(strcmp(bad.why[0], "label 'a?[2J' holds a control character (0x1b)") == 0,
+		       "%s", bad.why[0]);
 	/* CSV with an embedded newline in a quoted field is a good row */
 	SKY_EXPECT_EQ(prep(SKY_ROWS_CSV, "text,label\n\"the\ncat\",a\n", 16, 0, NULL, NULL, 0, &b,
 			   &res, &bad, &d),
