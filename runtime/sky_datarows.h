@@ -25,6 +25,11 @@
  * and otherwise text / sentence (pair text_pair) for the text and label.
  * JSON Lines take names from the first object's keys the same way.
  *
+ * JSON Lines are parsed in the bounded JSON pool (sky_json.h), which comes
+ * back only when no document is alive: a caller holding a JSON document
+ * of its own while reading a long file would see lines refused as "not
+ * JSON" once the pool is spent, so it builds its documents after.
+ *
  * A bad row (the wrong number of columns, a CSV quoting error, a line that
  * is not a JSON object, a missing or mistyped field) reaches the callback
  * with its reason; a problem with the file as a whole (a named column that

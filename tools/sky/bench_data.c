@@ -254,12 +254,15 @@ int sky_bench_data(int argc, char **argv)
 	}
 	if (make_inputs(rows, in))
 		goto exit;
-	o = sky_json_new_object();
-	cJSON_AddStringToObject(o, "bench", "data");
-	cJSON_AddNumberToObject(o, "rows", (double)rows);
-	cJSON_AddNumberToObject(o, "seq", (double)seq);
-	cJSON_AddStringToObject(o, "model_dir", dir);
-	cJSON_AddNumberToObject(o, "vocab", t.n);
+	/* the result is built after the runs: a JSON document alive while JSON
+	 * Lines are parsed would keep the bounded pool from resetting */
+	struct {
+		double rps, mbs;
+		size_t in_bytes;
+		long long out_bytes;
+		int64_t kept, truncated;
+		sky_bench_stats st;
+	} r[3];
 	for (int f = 0; f < 3; f++) {
 		if (sky_file_write(path[f], in[f].s, in[f].n, 0644) != 0) {
 			fprintf(stderr, "sky bench data: cannot write %s\n", path[f]);
@@ -279,26 +282,39 @@ int sky_bench_data(int argc, char **argv)
 			fprintf(stderr, "sky bench data: %s: %s\n", k_fmt[f], c.why);
 			goto exit;
 		}
-		double rps = st.median > 0 ? (double)c.res.rows / st.median : 0;
-		double mbs = st.median > 0 ? (double)in[f].n / st.median / 1e6 : 0;
-		char key[64];
-		snprintf(key, sizeof key, "%s_rows_per_s", k_fmt[f]);
-		cJSON_AddNumberToObject(o, key, rps);
-		snprintf(key, sizeof key, "%s_input_mb_s", k_fmt[f]);
-		cJSON_AddNumberToObject(o, key, mbs);
-		snprintf(key, sizeof key, "%s_input_bytes", k_fmt[f]);
-		cJSON_AddNumberToObject(o, key, (double)in[f].n);
-		snprintf(key, sizeof key, "%s_rows_kept", k_fmt[f]);
-		cJSON_AddNumberToObject(o, key, (double)c.res.rows);
-		snprintf(key, sizeof key, "%s_truncated", k_fmt[f]);
-		cJSON_AddNumberToObject(o, key, (double)c.res.truncated);
-		snprintf(key, sizeof key, "%s", k_fmt[f]);
-		sky_bench_add_stats(o, key, &st);
-		cJSON_AddNumberToObject(o, "out_bytes", (double)outb);
+		r[f].rps = st.median > 0 ? (double)c.res.rows / st.median : 0;
+		r[f].mbs = st.median > 0 ? (double)in[f].n / st.median / 1e6 : 0;
+		r[f].in_bytes = in[f].n;
+		r[f].out_bytes = outb;
+		r[f].kept = c.res.rows;
+		r[f].truncated = c.res.truncated;
+		r[f].st = st;
 		if (!bo.json)
 			printf("%-5s %8ld rows  %7.0f rows/s  %6.1f MB/s of input  (median of %d, "
 			       "%.2f s)\n",
-			       k_fmt[f], (long)c.res.rows, rps, mbs, st.count, st.median);
+			       k_fmt[f], (long)c.res.rows, r[f].rps, r[f].mbs, st.count, st.median);
+	}
+	o = sky_json_new_object();
+	cJSON_AddStringToObject(o, "bench", "data");
+	cJSON_AddNumberToObject(o, "rows", (double)rows);
+	cJSON_AddNumberToObject(o, "seq", (double)seq);
+	cJSON_AddStringToObject(o, "model_dir", dir);
+	cJSON_AddNumberToObject(o, "vocab", t.n);
+	cJSON_AddNumberToObject(o, "out_bytes", (double)r[0].out_bytes);
+	for (int f = 0; f < 3; f++) {
+		char key[64];
+		snprintf(key, sizeof key, "%s_rows_per_s", k_fmt[f]);
+		cJSON_AddNumberToObject(o, key, r[f].rps);
+		snprintf(key, sizeof key, "%s_input_mb_s", k_fmt[f]);
+		cJSON_AddNumberToObject(o, key, r[f].mbs);
+		snprintf(key, sizeof key, "%s_input_bytes", k_fmt[f]);
+		cJSON_AddNumberToObject(o, key, (double)r[f].in_bytes);
+		snprintf(key, sizeof key, "%s_rows_kept", k_fmt[f]);
+		cJSON_AddNumberToObject(o, key, (double)r[f].kept);
+		snprintf(key, sizeof key, "%s_truncated", k_fmt[f]);
+		cJSON_AddNumberToObject(o, key, (double)r[f].truncated);
+		snprintf(key, sizeof key, "%s_ms", k_fmt[f]);
+		sky_bench_add_stats(o, key, &r[f].st);
 	}
 	sky_bench_add_env(o, "scalar", 1);
 	if (bo.json && sky_bench_print(o) != 0)
