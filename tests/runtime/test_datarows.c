@@ -95,6 +95,11 @@ SKY_TEST(tsv_cola_no_header)
 	SKY_EXPECT_EQ(g.line[0], 1);
 	SKY_EXPECT(strcmp(g.text[1], "They drank the pub.") == 0);
 	SKY_EXPECT(strcmp(g.label[1], "0") == 0);
+	/* --header: line 1 is a header even in CoLA's shape */
+	SKY_EXPECT_EQ(run(SKY_ROWS_TSV, f, &g, &L, &d, "3", NULL, "1", 1), 0);
+	SKY_EXPECT_EQ(L.header, 1);
+	SKY_EXPECT_EQ(g.n, 1);
+	SKY_EXPECT_EQ(g.line[0], 2);
 	/* a named column cannot be found without a header */
 	SKY_EXPECT_EQ(run(SKY_ROWS_TSV, f, &g, &L, &d, "sentence", NULL, NULL, -1), SKY_EINVAL);
 	SKY_EXPECT(strstr(d.msg, "no header") != NULL);
