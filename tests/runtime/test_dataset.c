@@ -392,3 +392,50 @@ SKY_TEST(open_refusals)
 	SKY_EXPECT_MSG(strcmp(d.msg, "not a Sky data set: no metadata 'format'") == 0, "%s", d.msg);
 	sky_ds_build_free(&b);
 }
+
+typedef struct prog {
+	int calls;
+	size_t last_done, total;
+	int64_t last_rows;
+	int bad;
+} prog;
+
+static void on_progress(void *ctx, size_t done, size_t total, int64_t rows)
+{
+	prog *p = ctx;
+	if (done < p->last_done || done > total || rows < p->last_rows)
+		p->bad++;
+	p->calls++;
+	p->last_done = done;
+	p->total = total;
+	p->last_rows = rows;
+}
+
+/* Long inputs report progress every few thousand rows: bytes read only
+ * grow, rows kept too. */
+SKY_TEST(progress_on_long_inputs)
+{
+	size_t cap = 20000 * 16 + 32, n = 0;
+	char *f = malloc(cap);
+	n += (size_t)snprintf(f + n, cap - n, "sentence\tlabel\n");
+	for (int i = 0; i < 20000; i++)
+		n += (size_t)snprintf(f + n, cap - n, "the cat\t%d\n", i % 2);
+	sky_prep_opts o;
+	sky_prep_opts_default(&o);
+	o.seq = 8;
+	prog p = {0};
+	o.on_progress = on_progress;
+	o.ctx = &p;
+	sky_ds_build b;
+	sky_prep_result res;
+	sky_diag d;
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_prep_buf(tok(), NULL, f, n, &o, &b, &res, &d), 0);
+	SKY_EXPECT_EQ(b.meta.rows, 20000);
+	SKY_EXPECT_EQ(p.calls, 2); /* every 8192 rows */
+	SKY_EXPECT_EQ(p.bad, 0);
+	SKY_EXPECT_EQ(p.total, n);
+	SKY_EXPECT(p.last_rows >= 16383 && p.last_rows <= 16384);
+	sky_ds_build_free(&b);
+	free(f);
+}
