@@ -80,7 +80,7 @@ INC_ALL := $(INC_RT) -Iplanner -Itests
 BASE_CFLAGS := -std=gnu11 -Wall -Wextra -Wshadow -Wno-unused-parameter -fno-strict-aliasing \
 	-MMD -MP -DSKY_BOARD=\"$(BOARD)\" $(SAN_FLAGS)
 # Paho: the asynchronous client with TLS (OpenSSL underneath).
-LIBS := -lpaho-mqtt3as -lmbedtls -lmbedx509 -lmbedcrypto -lcjson -lutf8proc -lopenblas -lsystemd -lpthread -lm
+LIBS := -lpaho-mqtt3as -lmbedtls -lmbedx509 -lmbedcrypto -lcjson -lutf8proc -lcsv -lopenblas -lsystemd -lpthread -lm
 
 PORT_SRC := $(wildcard port/*.c)
 SHARED_SRC := $(wildcard runtime/model/*.c runtime/wire/*.c)

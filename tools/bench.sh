@@ -24,6 +24,8 @@ fi
 if /usr/bin/python3 -c "import torch" 2>/dev/null; then
 	/usr/bin/python3 tools/bench_torch_int8.py | tee build/bench/layer_torch_int8.json
 fi
+# sky data prepare end to end on 100k rows of fortunes: TSV, CSV and JSON Lines rows/s
+"$B/bin/sky" bench data --json | tee build/bench/data.json
 # tensor frames: CRC32C (instruction and plain C), pack + unpack plaintext and sealed (AES-GCM)
 "$B/bin/sky" bench frame --json | tee build/bench/frame.json
 # the board probe skyd runs at start (mini, 1 thread): per-block layer times, and the

@@ -41,7 +41,7 @@ aarch64) kdir=runtime/kernels/arm ;;
 esac
 CFLAGS="-std=gnu11 -g -O1 -fno-omit-frame-pointer -fno-strict-aliasing -w -Iport -Iruntime/model -Iruntime/wire -Iruntime -Iruntime/kernels -Iplanner -Itests"
 SAN="-fsanitize=fuzzer-no-link,address"
-LIBS="-lpaho-mqtt3as -lmbedtls -lmbedx509 -lmbedcrypto -lcjson -lutf8proc -lopenblas -lsystemd -lpthread -lm"
+LIBS="-lpaho-mqtt3as -lmbedtls -lmbedx509 -lmbedcrypto -lcjson -lutf8proc -lcsv -lopenblas -lsystemd -lpthread -lm"
 
 ver=$(git describe --always --dirty 2>/dev/null || echo unknown)
 echo "const char *sky_version(void) { return \"$ver-fuzz\"; }" >"$OUT/gen/version.c.new"

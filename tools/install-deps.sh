@@ -7,9 +7,9 @@ set -eu
 native="build-essential make pkg-config libopenblas-dev libmbedtls-dev libpaho-mqtt-dev
 libcjson-dev mosquitto mosquitto-clients gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
 clang libclang-rt-14-dev openssl iproute2 libmicrohttpd-dev prometheus curl libsystemd-dev
-systemd dpkg-dev lintian python3 libutf8proc-dev fortunes"
+systemd dpkg-dev lintian python3 libutf8proc-dev fortunes libcsv-dev"
 cross="libopenblas-dev:arm64 libmbedtls-dev:arm64 libpaho-mqtt-dev:arm64 libcjson-dev:arm64
-libmicrohttpd-dev:arm64 libsystemd-dev:arm64 libutf8proc-dev:arm64"
+libmicrohttpd-dev:arm64 libsystemd-dev:arm64 libutf8proc-dev:arm64 libcsv-dev:arm64"
 
 want_native=1
 want_cross=1

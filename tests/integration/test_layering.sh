@@ -25,7 +25,7 @@ check() { # name, then a command whose output lists offenders
 
 # C standard library headers (C11) plus the libraries the design names.
 std='assert|complex|ctype|errno|fenv|float|inttypes|iso646|limits|locale|math|setjmp|signal|stdalign|stdarg|stdatomic|stdbool|stddef|stdint|stdio|stdlib|stdnoreturn|string|tgmath|threads|time|uchar|wchar|wctype'
-libs='cblas|cjson/cJSON|utf8proc|microhttpd|mbedtls/[a-z0-9_]+|MQTTAsync|MQTTClient|MQTTProperties|immintrin|arm_neon|arm_acle'
+libs='cblas|cjson/cJSON|utf8proc|csv|microhttpd|mbedtls/[a-z0-9_]+|MQTTAsync|MQTTClient|MQTTProperties|immintrin|arm_neon|arm_acle'
 
 os_includes() {
 	grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*<' runtime planner tools/sky \

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+int sky_bench_data(int argc, char **argv);
 int sky_bench_fleet(int argc, char **argv);
 int sky_bench_frame(int argc, char **argv);
 int sky_bench_geo(int argc, char **argv);
@@ -15,6 +16,8 @@ int sky_bench_probe(int argc, char **argv);
 int sky_bench_tokenize(int argc, char **argv);
 
 static const sky_cmd k_benches[] = {
+	{"data", "sky data prepare rows/s on 100k rows of fortunes, TSV, CSV, JSONL (--json)",
+	 sky_bench_data},
 	{"fleet", "a loopback fleet of six boards trains under even, sky, optimal (--json)",
 	 sky_bench_fleet},
 	{"frame", "CRC32C, and tensor frame pack+unpack plain vs sealed (AES-GCM), 1 and 3 MiB",

@@ -3,6 +3,7 @@
 #include "sky_cli.h"
 
 #include "bench_util.h"
+#include "eval_data.h"
 #include "quant_cli.h"
 
 #include "sky_clock.h"
@@ -24,6 +25,7 @@ typedef struct e_args {
 	const char *weights, *precision;
 	const char *model_dir; /* a Hugging Face directory instead of weights */
 	const char *tokens, *mask, *input; /* logits of given inputs instead of accuracy */
+	const char *data;                  /* a prepared set (.skyds): its metrics */
 	long batches;
 	sky_quant_cli_task task;
 	int json;
@@ -34,6 +36,7 @@ static void usage(FILE *to)
 	fprintf(to,
 		"usage: sky eval --weights W.safetensors [options]\n"
 		"       sky eval --model-dir DIR [options]\n"
+		"       sky eval --model-dir DIR --data F.skyds [--batch B] [--json]\n"
 		"  held-out accuracy of a BERT classifier (sky train --save, or sky quantize's\n"
 		"  output) on the synthetic task\n"
 		"  --model-dir D  a Hugging Face BERT directory (config.json, model.safetensors\n"
@@ -50,6 +53,9 @@ static void usage(FILE *to)
 		"                 padded to --seq with id 0, mask 0), as one JSON line\n"
 		"                 {\"tokens\":N,\"logits\":[...]} with %%.9g (exact floats)\n"
 		"  --mask LIST    its attention mask (0 or 1 each; default all 1)\n"
+		"  --data F.skyds instead: loss, accuracy, macro-F1, per-class precision and\n"
+		"                 recall and the confusion matrix on a prepared set (sky data\n"
+		"                 prepare); its labels and tokenizer must be the model's\n"
 		"  --input F      the same for every row of F.safetensors: \"input_ids\" I32 or\n"
 		"                 I64 (N, L) and optional \"attention_mask\" (N, L); one line each\n",
 		sky_model_preset_names());
@@ -63,7 +69,7 @@ static int parse(int argc, char **argv, e_args *a)
 	a->task.seed = 1;
 	enum {
 		O_WEIGHTS = SKY_OPT_FIRST, O_PRECISION, O_BATCHES, O_JSON, O_TOKENS, O_MASK, O_INPUT,
-		O_MODEL_DIR
+		O_MODEL_DIR, O_DATA
 	};
 	static const struct option k_opts[] = {{"weights", required_argument, NULL, O_WEIGHTS},
 					       {"model-dir", required_argument, NULL, O_MODEL_DIR},
@@ -73,6 +79,7 @@ static int parse(int argc, char **argv, e_args *a)
 					       {"tokens", required_argument, NULL, O_TOKENS},
 					       {"mask", required_argument, NULL, O_MASK},
 					       {"input", required_argument, NULL, O_INPUT},
+					       {"data", required_argument, NULL, O_DATA},
 					       SKY_QUANT_CLI_OPT_TABLE,
 					       SKY_OPT_STD,
 					       {0}};
@@ -108,6 +115,9 @@ static int parse(int argc, char **argv, e_args *a)
 		case O_INPUT:
 			a->input = v;
 			break;
+		case O_DATA:
+			a->data = v;
+			break;
 		case O_BATCHES:
 			rc = sky_cli_int(cmd, o, v, 1, 1000000, &a->batches);
 			break;
@@ -142,6 +152,10 @@ static int parse(int argc, char **argv, e_args *a)
 	if (!a->weights && !a->model_dir) {
 		fprintf(stderr, "sky eval: --weights is required\n");
 		usage(stderr);
+		return -1;
+	}
+	if (a->data && (!a->model_dir || a->tokens || a->input)) {
+		fprintf(stderr, "sky eval: --data goes with --model-dir, without --tokens or --input\n");
 		return -1;
 	}
 	if (a->tokens && a->input) {
@@ -442,6 +456,9 @@ int sky_cmd_eval(int argc, char **argv)
 	int prc = parse(argc, argv, &a);
 	if (prc)
 		return prc > 0 ? 0 : 2;
+	if (a.data)
+		return sky_eval_data(a.model_dir, a.data, (unsigned long long)a.task.seed, a.task.batch,
+				     a.json);
 	if (a.model_dir)
 		return eval_dir(&a);
 	int rc, exitc = 1;

@@ -29,6 +29,7 @@ static const sky_cmd k_cmds[] = {
 	{"fleet", "fleet status as skyplan sees it: boards, liveness, assignments", sky_cmd_fleet},
 	{"tokenize", "BERT token ids of a text or pair, as Hugging Face gives (--json)", sky_cmd_tokenize},
 	{"vocab", "build a WordPiece vocab.txt from training text", sky_cmd_vocab},
+	{"data", "prepare labelled text as a data set (.skyds), and show one (info)", sky_cmd_data},
 	{"version", "print the version and build facts", sky_cmd_version},
 };
 #define N_CMDS (sizeof k_cmds / sizeof k_cmds[0])

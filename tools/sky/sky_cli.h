@@ -28,6 +28,7 @@ int sky_cmd_infer(int argc, char **argv);
 int sky_cmd_fleet(int argc, char **argv);
 int sky_cmd_tokenize(int argc, char **argv);
 int sky_cmd_vocab(int argc, char **argv);
+int sky_cmd_data(int argc, char **argv);
 int sky_cmd_version(int argc, char **argv);
 
 /* Parses a positive integer option value; on error prints
