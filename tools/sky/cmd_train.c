@@ -12,6 +12,7 @@
 #include "sky_model.h"
 #include "sky_opt.h"
 #include "sky_task.h"
+#include "train_data.h"
 
 #include <cblas.h>
 #include <cjson/cJSON.h>
@@ -22,9 +23,10 @@
 typedef struct train_args {
 	const char *model, *optim, *save;
 	const char *model_dir, *save_dir; /* Hugging Face directories in and out */
-	long layers, steps, seed, batch, seq, micro, eval, threads, warmup;
+	const char *data, *eval_data;     /* prepared sets (sky data prepare) */
+	long layers, steps, seed, batch, seq, micro, eval, threads, warmup, epochs;
 	double lr, clip;
-	int json, quiet, init_weights;
+	int json, quiet, init_weights, steps_given, lr_given;
 } train_args;
 
 static void usage(FILE *to)
@@ -32,7 +34,13 @@ static void usage(FILE *to)
 	fprintf(to,
 		"usage: sky train [options]\n"
 		"  trains a BERT classifier on the synthetic \"is A more frequent than B\" task\n"
-		"  (padded sequences; see README) and reports held-out accuracy\n"
+		"  (padded sequences; see README) and reports held-out accuracy, or with\n"
+		"  --model-dir D --data F.skyds fine-tunes D on a prepared data set\n"
+		"  --data F        a set from sky data prepare: fine-tune on it, reporting each\n"
+		"                  epoch (docs/data.md); lr defaults to 2e-5 (adamw)\n"
+		"  --eval-data F   with --data: a dev set evaluated after every epoch (loss,\n"
+		"                  accuracy, macro-F1, per-class precision/recall, confusion)\n"
+		"  --epochs E      with --data: passes over the set (default 3); or --steps N\n"
 		"  --model NAME    %s (default tiny)\n"
 		"  --model-dir D   a Hugging Face BERT directory instead (config.json and\n"
 		"                  model.safetensors or a sharded index): its shapes, and its\n"
@@ -64,7 +72,7 @@ static void usage(FILE *to)
 enum {
 	O_MODEL = SKY_OPT_FIRST, O_OPTIM, O_SAVE, O_LAYERS, O_STEPS, O_SEED, O_BATCH, O_SEQ,
 	O_MICRO, O_EVAL, O_THREADS, O_LR, O_CLIP, O_WARMUP, O_JSON, O_QUIET, O_MODEL_DIR,
-	O_SAVE_DIR, O_INIT_WEIGHTS
+	O_SAVE_DIR, O_INIT_WEIGHTS, O_DATA, O_EVAL_DATA, O_EPOCHS
 };
 
 static const struct option k_opts[] = {
@@ -79,6 +87,9 @@ static const struct option k_opts[] = {
 	{"model-dir", required_argument, NULL, O_MODEL_DIR},
 	{"save-dir", required_argument, NULL, O_SAVE_DIR},
 	{"init-weights", no_argument, NULL, O_INIT_WEIGHTS},
+	{"data", required_argument, NULL, O_DATA},
+	{"eval-data", required_argument, NULL, O_EVAL_DATA},
+	{"epochs", required_argument, NULL, O_EPOCHS},
 	SKY_OPT_STD,					 {0}};
 
 /* Returns 0 to go on, 1 after --help/--version, SKY_EINVAL (reported). */
@@ -127,6 +138,15 @@ static int parse(int argc, char **argv, train_args *a)
 		case O_INIT_WEIGHTS:
 			a->init_weights = 1;
 			break;
+		case O_DATA:
+			a->data = v;
+			break;
+		case O_EVAL_DATA:
+			a->eval_data = v;
+			break;
+		case O_EPOCHS:
+			rc = sky_cli_int(cmd, o, v, 1, 100000, &a->epochs);
+			break;
 		case O_OPTIM:
 			a->optim = v;
 			break;
@@ -138,6 +158,7 @@ static int parse(int argc, char **argv, train_args *a)
 			break;
 		case O_STEPS:
 			rc = sky_cli_int(cmd, o, v, 1, 100000000, &a->steps);
+			a->steps_given = 1;
 			break;
 		case O_SEED:
 			rc = sky_cli_int(cmd, o, v, 0, 0x7fffffffL, &a->seed);
@@ -162,6 +183,7 @@ static int parse(int argc, char **argv, train_args *a)
 			break;
 		case O_LR:
 			rc = sky_cli_double(cmd, o, v, 1e-9, 100, &a->lr);
+			a->lr_given = 1;
 			break;
 		case O_CLIP:
 			rc = sky_cli_double(cmd, o, v, 0, 1e9, &a->clip);
@@ -185,6 +207,24 @@ static int parse(int argc, char **argv, train_args *a)
 	}
 	if (a->init_weights && !a->model_dir) {
 		fprintf(stderr, "sky train: --init-weights goes with --model-dir\n");
+		return SKY_EINVAL;
+	}
+	if (a->data && !a->model_dir) {
+		fprintf(stderr, "sky train: --data goes with --model-dir (the model the set was "
+				"prepared for)\n");
+		return SKY_EINVAL;
+	}
+	if ((a->eval_data || a->epochs) && !a->data) {
+		fprintf(stderr, "sky train: --eval-data and --epochs go with --data\n");
+		return SKY_EINVAL;
+	}
+	if (a->data && a->steps_given && a->epochs) {
+		fprintf(stderr, "sky train: --steps and --epochs exclude each other\n");
+		return SKY_EINVAL;
+	}
+	if (a->data && (a->seq || a->save)) {
+		fprintf(stderr, "sky train: with --data the set sets the sequence length and the "
+				"model is saved with --save-dir (no --seq or --save)\n");
 		return SKY_EINVAL;
 	}
 	return 0;
@@ -263,6 +303,18 @@ int sky_cmd_train(int argc, char **argv)
 	int prc = parse(argc, argv, &a);
 	if (prc)
 		return prc > 0 ? 0 : 2;
+	if (a.data) {
+		openblas_set_num_threads((int)a.threads);
+		sky_train_data_args t = {
+			.model_dir = a.model_dir, .data = a.data, .eval_data = a.eval_data,
+			.save_dir = a.save_dir, .optim = a.optim,
+			.steps = a.steps_given ? a.steps : 0, .epochs = a.epochs, .seed = a.seed,
+			.batch = a.batch, .micro = a.micro, .warmup = a.warmup,
+			.lr = a.lr_given ? a.lr : 0, .clip = a.clip, .json = a.json, .quiet = a.quiet,
+			.init_weights = a.init_weights,
+		};
+		return sky_train_data(&t);
+	}
 	sky_model_cfg c;
 	static sky_hf_config hc; /* large (label names): not on the stack */
 	sky_diag d;

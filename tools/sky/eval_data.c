@@ -32,15 +32,13 @@ static int generic_labels(const sky_hf_config *hc)
 	return 1;
 }
 
-/* Does the set fit the model: labels, names, tokenizer, ids? Returns 0 or
- * 2 (why printed). */
-static int check_fit(const char *dir, const char *data, const sky_hf_config *hc,
-		     const sky_dataset *ds)
+int sky_data_fit(const char *cmd, const char *dir, const char *data, const sky_hf_config *hc,
+		 const sky_dataset *ds)
 {
 	const sky_ds_meta *dm = &ds->meta;
 	const sky_model_cfg *c = &hc->cfg;
 	if (dm->nlabels > c->classes) {
-		fprintf(stderr, "sky eval: %s has %d labels but the model's head has %d\n", data,
+		fprintf(stderr, "sky %s: %s has %d labels but the model's head has %d\n", cmd, data,
 			dm->nlabels, c->classes);
 		return 2;
 	}
@@ -48,14 +46,14 @@ static int check_fit(const char *dir, const char *data, const sky_hf_config *hc,
 		for (int i = 0; i < dm->nlabels; i++)
 			if (strcmp(dm->label[i], hc->label[i]) != 0) {
 				fprintf(stderr,
-					"sky eval: label %d is '%s' in %s but '%s' in the model's "
+					"sky %s: label %d is '%s' in %s but '%s' in the model's "
 					"config.json (prepare the set with the model's labels)\n",
-					i, dm->label[i], data, hc->label[i]);
+					cmd, i, dm->label[i], data, hc->label[i]);
 				return 2;
 			}
 	if (dm->seq > c->max_pos) {
-		fprintf(stderr, "sky eval: %s has rows of %d tokens, over the model's "
-				"max_position_embeddings %d\n", data, dm->seq, c->max_pos);
+		fprintf(stderr, "sky %s: %s has rows of %d tokens, over the model's "
+				"max_position_embeddings %d\n", cmd, data, dm->seq, c->max_pos);
 		return 2;
 	}
 	sky_tokenizer t;
@@ -67,21 +65,21 @@ static int check_fit(const char *dir, const char *data, const sky_hf_config *hc,
 		sky_tok_free(&t);
 		if (h != dm->tokenizer_hash) {
 			fprintf(stderr,
-				"sky eval: %s was tokenized by another tokenizer (hash %08x; %s's is "
+				"sky %s: %s was tokenized by another tokenizer (hash %08x; %s's is "
 				"%08x)\n",
-				data, dm->tokenizer_hash, dir, h);
+				cmd, data, dm->tokenizer_hash, dir, h);
 			return 2;
 		}
 	} else {
-		fprintf(stderr, "sky eval: %s has no tokenizer: the set's (hash %08x) is not checked\n",
-			dir, dm->tokenizer_hash);
+		fprintf(stderr, "sky %s: %s has no tokenizer: the set's (hash %08x) is not checked\n",
+			cmd, dir, dm->tokenizer_hash);
 	}
 	size_t n = (size_t)dm->rows * (size_t)dm->seq;
 	for (size_t i = 0; i < n; i++)
 		if (ds->input_ids[i] >= c->vocab || ds->token_type_ids[i] >= c->type_vocab) {
-			fprintf(stderr, "sky eval: %s row %zu: token %d type %d outside the model's "
+			fprintf(stderr, "sky %s: %s row %zu: token %d type %d outside the model's "
 					"vocab_size %d / type_vocab_size %d\n",
-				data, i / (size_t)dm->seq, ds->input_ids[i], ds->token_type_ids[i],
+				cmd, data, i / (size_t)dm->seq, ds->input_ids[i], ds->token_type_ids[i],
 				c->vocab, c->type_vocab);
 			return 2;
 		}
@@ -93,18 +91,10 @@ static const char *name_of(const sky_dataset *ds, const sky_hf_config *hc, int k
 	return k < ds->meta.nlabels ? ds->meta.label[k] : hc->label[k];
 }
 
-static int print_json(const char *dir, const char *data, const sky_dataset *ds,
-		      const sky_hf_config *hc, const sky_clsm *m, int batch, double ms)
+void sky_data_metrics_json(cJSON *j, const sky_dataset *ds, const sky_hf_config *hc,
+			   const sky_clsm *m)
 {
-	cJSON *j = cJSON_CreateObject();
-	if (!j)
-		return SKY_ENOMEM;
-	cJSON_AddStringToObject(j, "model_dir", dir);
-	cJSON_AddStringToObject(j, "data", data);
-	cJSON_AddStringToObject(j, "precision", "fp32");
 	cJSON_AddNumberToObject(j, "rows", (double)m->total);
-	cJSON_AddNumberToObject(j, "seq", ds->meta.seq);
-	cJSON_AddNumberToObject(j, "batch", batch);
 	cJSON_AddNumberToObject(j, "loss", sky_clsm_loss(m));
 	cJSON_AddNumberToObject(j, "accuracy", sky_clsm_accuracy(m));
 	cJSON_AddNumberToObject(j, "macro_f1", sky_clsm_macro_f1(m));
@@ -130,19 +120,28 @@ static int print_json(const char *dir, const char *data, const sky_dataset *ds,
 		cJSON_AddItemToArray(cm, row);
 		cJSON_AddItemToArray(names, cJSON_CreateString(name_of(ds, hc, k)));
 	}
+}
+
+static int print_json(const char *dir, const char *data, const sky_dataset *ds,
+		      const sky_hf_config *hc, const sky_clsm *m, int batch, double ms)
+{
+	cJSON *j = cJSON_CreateObject();
+	if (!j)
+		return SKY_ENOMEM;
+	cJSON_AddStringToObject(j, "model_dir", dir);
+	cJSON_AddStringToObject(j, "data", data);
+	cJSON_AddStringToObject(j, "precision", "fp32");
+	cJSON_AddNumberToObject(j, "seq", ds->meta.seq);
+	cJSON_AddNumberToObject(j, "batch", batch);
+	sky_data_metrics_json(j, ds, hc, m);
 	cJSON_AddNumberToObject(j, "forward_ms_per_batch", ms);
 	int rc = sky_bench_print(j);
 	cJSON_Delete(j);
 	return rc;
 }
 
-static void print_text(const char *dir, const char *data, const sky_dataset *ds,
-		       const sky_hf_config *hc, const sky_clsm *m, double ms)
+void sky_data_metrics_text(const sky_dataset *ds, const sky_hf_config *hc, const sky_clsm *m)
 {
-	printf("%s on %s: %lld rows, fp32: loss %.4f, accuracy %.4f, macro-F1 %.4f "
-	       "(%.2f ms per micro-batch)\n",
-	       dir, data, (long long)m->total, sky_clsm_loss(m), sky_clsm_accuracy(m),
-	       sky_clsm_macro_f1(m), ms);
 	printf("  %-20s %9s %9s %9s %9s\n", "class", "precision", "recall", "f1", "support");
 	for (int k = 0; k < m->n; k++) {
 		sky_clsm_class c;
@@ -160,6 +159,49 @@ static void print_text(const char *dir, const char *data, const sky_dataset *ds,
 			printf(" %8lld", (long long)m->cm[k * m->n + p]);
 		printf("\n");
 	}
+}
+
+static void print_text(const char *dir, const char *data, const sky_dataset *ds,
+		       const sky_hf_config *hc, const sky_clsm *m, double ms)
+{
+	printf("%s on %s: %lld rows, fp32: loss %.4f, accuracy %.4f, macro-F1 %.4f "
+	       "(%.2f ms per micro-batch)\n",
+	       dir, data, (long long)m->total, sky_clsm_loss(m), sky_clsm_accuracy(m),
+	       sky_clsm_macro_f1(m), ms);
+	sky_data_metrics_text(ds, hc, m);
+}
+
+int sky_data_eval(sky_bert *m, const sky_dataset *ds, int32_t *ids, int32_t *types, int32_t *attn,
+		  sky_clsm *met, double *ms)
+{
+	const size_t S = (size_t)m->cfg.seq, B = (size_t)m->cfg.batch;
+	double t_fwd = 0;
+	long nb = 0;
+	for (int64_t r0 = 0; r0 < ds->meta.rows; r0 += (int64_t)B, nb++) {
+		int used = 0;
+		for (size_t k = 0; k < B; k++) {
+			int64_t r = r0 + (int64_t)k;
+			if (r < ds->meta.rows)
+				used++;
+			else
+				r = ds->meta.rows - 1; /* filler, not counted */
+			memcpy(ids + k * S, ds->input_ids + (size_t)r * S, S * 4);
+			memcpy(types + k * S, ds->token_type_ids + (size_t)r * S, S * 4);
+			memcpy(attn + k * S, ds->attention_mask + (size_t)r * S, S * 4);
+		}
+		sky_bert_batch b = {ids, types, attn, NULL};
+		double t0 = sky_clock_s();
+		int rc = sky_bert_predict(m, &b, NULL, NULL);
+		if (rc)
+			return rc;
+		t_fwd += sky_clock_s() - t0;
+		for (int k = 0; k < used; k++)
+			sky_clsm_add(met, ds->labels[r0 + k],
+				     m->logits + (size_t)k * (size_t)m->cfg.classes);
+	}
+	if (ms)
+		*ms = t_fwd / (double)(nb ? nb : 1) * 1e3;
+	return 0;
 }
 
 int sky_eval_data(const char *dir, const char *data, unsigned long long seed, long batch, int json)
@@ -181,7 +223,7 @@ int sky_eval_data(const char *dir, const char *data, unsigned long long seed, lo
 		fprintf(stderr, "sky eval: %s: %s: %s\n", data, sky_strerror(rc), d.msg);
 		return 2;
 	}
-	if ((exitc = check_fit(dir, data, &hc, &ds)) != 0)
+	if ((exitc = sky_data_fit("eval", dir, data, &hc, &ds)) != 0)
 		goto exit;
 	exitc = 1;
 	sky_model_cfg c = hc.cfg;
@@ -225,31 +267,11 @@ int sky_eval_data(const char *dir, const char *data, unsigned long long seed, lo
 	}
 	sky_clsm met;
 	sky_clsm_init(&met, c.classes, cm);
-	double t_fwd = 0;
-	long nb = 0;
-	for (int64_t r0 = 0; r0 < ds.meta.rows; r0 += (int64_t)B, nb++) {
-		int used = 0;
-		for (size_t k = 0; k < B; k++) {
-			int64_t r = r0 + (int64_t)k;
-			if (r < ds.meta.rows)
-				used++;
-			else
-				r = ds.meta.rows - 1; /* filler, not counted */
-			memcpy(ids + k * S, ds.input_ids + (size_t)r * S, S * 4);
-			memcpy(types + k * S, ds.token_type_ids + (size_t)r * S, S * 4);
-			memcpy(attn + k * S, ds.attention_mask + (size_t)r * S, S * 4);
-		}
-		sky_bert_batch b = {ids, types, attn, NULL};
-		double t0 = sky_clock_s();
-		if ((rc = sky_bert_predict(&m, &b, NULL, NULL)) != 0) {
-			fprintf(stderr, "sky eval: rows %lld..: %s\n", (long long)r0, sky_strerror(rc));
-			goto exit;
-		}
-		t_fwd += sky_clock_s() - t0;
-		for (int k = 0; k < used; k++)
-			sky_clsm_add(&met, ds.labels[r0 + k], m.logits + (size_t)k * (size_t)c.classes);
+	double ms = 0;
+	if ((rc = sky_data_eval(&m, &ds, ids, types, attn, &met, &ms)) != 0) {
+		fprintf(stderr, "sky eval: %s: %s\n", data, sky_strerror(rc));
+		goto exit;
 	}
-	double ms = t_fwd / (double)(nb ? nb : 1) * 1e3;
 	if (json) {
 		if (print_json(dir, data, &ds, &hc, &met, c.batch, ms) != 0)
 			goto exit;

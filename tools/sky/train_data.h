@@ -1,0 +1,19 @@
+/* sky train --model-dir D --data F.skyds (train_data.c). */
+#ifndef SKY_TRAIN_DATA_H
+#define SKY_TRAIN_DATA_H
+
+typedef struct sky_train_data_args {
+	const char *model_dir, *data, *eval_data, *save_dir, *optim;
+	long steps, epochs;  /* steps 0: epochs (0: 3) whole epochs */
+	long seed, batch, micro, warmup; /* batch 0: SKY_HF_DEFAULT_BATCH; warmup -1: a tenth */
+	double lr, clip;     /* lr <= 0: 2e-5 (adamw), 0.05 (sgd) */
+	int json, quiet, init_weights;
+} sky_train_data_args;
+
+/* Fine-tunes the Hugging Face directory a->model_dir on the prepared set
+ * a->data, reporting each epoch (dev metrics with a->eval_data). Returns
+ * the exit code: 0, 1 (a failure while running), 2 (refused: the model,
+ * the sets, or how they fit, the reason printed). */
+int sky_train_data(const sky_train_data_args *a);
+
+#endif
