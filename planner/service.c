@@ -101,7 +101,18 @@ static void on_plan(svc *s, const svc_msg *m)
 
 static void on_metrics(svc *s, const svc_msg *m)
 {
-	sky_jobstat_on_metrics(&s->jobs, m->seg, (const char *)m->p, m->len, sky_clock_s());
+	if (sky_jobstat_on_metrics(&s->jobs, m->seg, (const char *)m->p, m->len, sky_clock_s()) == 0)
+		svc_relay_metrics(s, m->seg, NULL, (const char *)m->p, m->len);
+}
+
+static void on_part(svc *s, const svc_msg *m)
+{
+	svc_relay_part(s, m->seg, m->to, m->p, m->len);
+}
+
+static void on_cancel(svc *s, const svc_msg *m)
+{
+	svc_cancel_on_msg(s, m->seg, (const char *)m->p, m->len);
 }
 
 static void on_csr(svc *s, const svc_msg *m)
@@ -138,6 +149,7 @@ static void on_req(svc *s, const svc_msg *m)
 static const svc_route k_routes[] = {
 	{match_area, "jobs", SKY_TOPIC_SUBMIT, on_submit},
 	{match_area, "jobs", SKY_TOPIC_WEIGHTS, on_weights},
+	{match_area, "jobs", SKY_TOPIC_CANCEL, on_cancel},
 	{match_area, "jobs", NULL, on_ignore},
 	{match_area, "board", SKY_TOPIC_SLICE_REQ, on_slice_req},
 	{match_area, "board", NULL, on_board},
@@ -147,6 +159,7 @@ static const svc_route k_routes[] = {
 	{match_prefix, SKY_TOPIC_ROOT "/site/", NULL, on_site},
 	{match_job_to, NULL, SKY_TOPIC_CKPT, on_ckpt},
 	{match_job_to, NULL, SKY_TOPIC_RESP, on_resp},
+	{match_job_to, NULL, SKY_TOPIC_PART, on_part},
 	{match_ready, NULL, NULL, on_ready},
 	/* requests, and anything else: answered unknown_job if a request */
 	{match_any, NULL, NULL, on_req},
@@ -192,6 +205,9 @@ static const char *const k_subs[] = {
 	SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_CAPS, SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_PLAN_ACK,
 	SKY_TOPIC_SUB_ALL_CSRS, SKY_TOPIC_SUB_ALL_PLANS, SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_METRICS,
 	SKY_TOPIC_SUB_ALL_SUBMITS, SKY_TOPIC_ROOT "/jobs/+/" SKY_TOPIC_WEIGHTS,
+	SKY_TOPIC_ROOT "/jobs/+/" SKY_TOPIC_CANCEL,
+	/* parts, relayed to each job's owner (svc_relay.c) */
+	SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_PART "/+",
 	SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_SLICE_REQ,
 	/* requests, to answer those for jobs that do not serve */
 	SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_REQ "/+",

@@ -90,6 +90,12 @@ typedef struct sky_service_opts {
 	const char *links_file; /* optional: a fleet file whose "links" are the site paths
 				   (until measured figures replace them) */
 	double link_probe_s;   /* re-measure each site's path this often (0: 300 s) */
+	/* per operator (sky_owner.h; 0: no limit of its own): jobs waiting for
+	 * boards, model uploads in progress */
+	int pending_per_op, uploads_per_op;
+	/* 1: a job may take boards busy with another operator's job (default:
+	 * idle boards and its own operator's only) */
+	int share_busy_boards;
 } sky_service_opts;
 
 /* Runs until a stop signal (sky_signal.h). Returns 0 after a clean stop, or
