@@ -1,5 +1,6 @@
 /* Model uploads, slice cutting and slice transfers (sky_deploy.h). */
 #include "sky_deploy.h"
+#include "sky_clock.h"
 
 #include "sky_file.h"
 #include "sky_json.h"
@@ -132,25 +133,71 @@ static void on_bad_chunk(sky_deploy *dp, const char *op, const sky_chunk *c, sky
 	}
 }
 
+/* Frees the slots of uploads that sent nothing for SKY_DEPLOY_UPLOAD_IDLE_S
+ * (their .part files removed). */
+static void drop_abandoned(sky_deploy *dp, double now)
+{
+	for (int i = 0; i < SKY_DEPLOY_MAX_UPLOADS; i++) {
+		sky_deploy_upload *x = &dp->up[i];
+		char part[700], hex[65];
+		if (!x->active || now - x->last < SKY_DEPLOY_UPLOAD_IDLE_S)
+			continue;
+		sky_sha256_hex(x->sha, hex);
+		SKY_WARN("upload of model %.16s.. from %s abandoned: no chunk for %.0f s", hex, x->op,
+			 now - x->last);
+		if (store_path(dp, "models", x->sha, ".part", part, sizeof part) == 0)
+			sky_file_remove(part);
+		x->active = 0;
+	}
+}
+
+/* A slot for op's new upload: a free one, unless op holds its limit; with
+ * none free, op's own oldest upload gives way. Another operator's upload
+ * never does. Returns the slot, or NULL with why said. */
+static sky_deploy_upload *slot_for(sky_deploy *dp, const char *op, sky_deploy_upload *free_slot,
+				   char *why, size_t cap)
+{
+	sky_deploy_upload *oldest = NULL;
+	int mine = 0;
+	for (int i = 0; i < SKY_DEPLOY_MAX_UPLOADS; i++) {
+		sky_deploy_upload *x = &dp->up[i];
+		if (!x->active || strcmp(x->op, op))
+			continue;
+		mine++;
+		if (!oldest || x->started < oldest->started)
+			oldest = x;
+	}
+	if (dp->uploads_per_op > 0 && mine >= dp->uploads_per_op) {
+		snprintf(why, cap, "operator %s has %d model uploads in progress (its limit is %d)", op,
+			 mine, dp->uploads_per_op);
+		return NULL;
+	}
+	if (free_slot)
+		return free_slot;
+	if (oldest) {
+		SKY_WARN("upload of a model from %s abandoned for its newer one", op);
+		return oldest;
+	}
+	snprintf(why, cap, "all %d upload slots are taken by other operators' uploads; try again "
+			   "later", SKY_DEPLOY_MAX_UPLOADS);
+	return NULL;
+}
+
 /* Chunk 0 of a model from op: a new upload, or one sent again from the
- * start. u is op's upload of it in progress, or NULL: then free_slot, or
- * when there is none the oldest upload, which gives way. The part file
- * starts empty. Returns the upload, or NULL when refused (answered). */
+ * start. u is op's upload of it in progress, or NULL: then a slot
+ * (slot_for). The part file starts empty. Returns the upload, or NULL when
+ * refused (answered). */
 static sky_deploy_upload *begin_upload(sky_deploy *dp, sky_deploy_upload *u,
 				       sky_deploy_upload *free_slot, const char *op,
 				       const sky_chunk *c, const char *part, const char *hex,
 				       sky_deploy_publish_fn pub, void *ctx)
 {
 	if (!u) {
-		if (!free_slot) {
-			/* the oldest upload gives way */
-			free_slot = &dp->up[0];
-			for (int i = 1; i < SKY_DEPLOY_MAX_UPLOADS; i++)
-				if (dp->up[i].started < free_slot->started)
-					free_slot = &dp->up[i];
-			SKY_WARN("upload of a model from %s abandoned for a newer one", free_slot->op);
+		char why[200];
+		if (!(u = slot_for(dp, op, free_slot, why, sizeof why))) {
+			refuse_upload(dp, NULL, op, c->file_sha, why, pub, ctx);
+			return NULL;
 		}
-		u = free_slot;
 	}
 	char dir[600];
 	snprintf(dir, sizeof dir, "%s/models", dp->state_dir);
@@ -167,6 +214,7 @@ static sky_deploy_upload *begin_upload(sky_deploy *dp, sky_deploy_upload *u,
 	u->bytes = c->file_bytes;
 	u->chunk_bytes = c->chunk_bytes;
 	u->total = c->total;
+	u->started = u->last = sky_clock_s();
 	forget_failure(dp, c->file_sha);
 	SKY_INFO("upload of model %.16s.. from %s: %llu bytes in %u chunks", hex, op,
 		 (unsigned long long)c->file_bytes, c->total);
@@ -229,6 +277,7 @@ void sky_deploy_on_weights(sky_deploy *dp, const char *op, const unsigned char *
 		return;
 	}
 	sky_deploy_upload *u = NULL, *free_slot = NULL;
+	drop_abandoned(dp, sky_clock_s());
 	for (int i = 0; i < SKY_DEPLOY_MAX_UPLOADS; i++) {
 		sky_deploy_upload *x = &dp->up[i];
 		if (x->active && !memcmp(x->sha, c.file_sha, 32) && !strcmp(x->op, op))
@@ -261,6 +310,7 @@ void sky_deploy_on_weights(sky_deploy *dp, const char *op, const unsigned char *
 		return;
 	}
 	u->next++;
+	u->last = sky_clock_s();
 	if (u->next < u->total)
 		return;
 	end_upload(dp, u, op, &c, part, path, hex, pub, ctx);

@@ -63,8 +63,12 @@ typedef struct sky_deploy_upload {
 	unsigned char sha[32];
 	uint64_t bytes;
 	uint32_t chunk_bytes, total, next;
-	double started;
+	double started, last; /* monotonic: chunk 0, the newest chunk */
 } sky_deploy_upload;
+
+/* An upload that sent no chunk for this long is abandoned: its slot is
+ * free again and its .part file removed. */
+#define SKY_DEPLOY_UPLOAD_IDLE_S 60.0
 
 typedef struct sky_deploy_xfer {
 	int active;
@@ -83,6 +87,9 @@ typedef struct sky_deploy {
 	uint32_t chunk_bytes;
 	int pace_ms;
 	sky_deploy_upload up[SKY_DEPLOY_MAX_UPLOADS];
+	/* uploads one operator may have in progress (0: any free slot); one
+	 * operator's upload never takes a slot another's holds */
+	int uploads_per_op;
 	struct {
 		unsigned char sha[32];
 		char why[201]; /* a job reply's error (sky_service.h) */

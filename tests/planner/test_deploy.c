@@ -106,6 +106,73 @@ SKY_TEST(an_upload_in_order_is_stored_by_hash_and_answered)
 	SKY_EXPECT(s.last.ok);
 }
 
+static void send_as(const char *op, const unsigned char sha[32], uint32_t i, sink *s)
+{
+	int n = sky_chunk_encode(SKY_CHUNK_MODEL, g_model, MODEL_BYTES, sha, CB, i, g_msg,
+				 sizeof g_msg);
+	sky_deploy_on_weights(&g_dp, op, g_msg, (size_t)n, pub, s);
+}
+
+static int active_of(const char *op)
+{
+	int n = 0;
+	for (int i = 0; i < SKY_DEPLOY_MAX_UPLOADS; i++)
+		n += g_dp.up[i].active && !strcmp(g_dp.up[i].op, op);
+	return n;
+}
+
+SKY_TEST(one_operator_cannot_take_anothers_upload_slots)
+{
+	unsigned char sha[32];
+	sink s;
+	memset(&s, 0, sizeof s);
+	setup("slots");
+	g_dp.uploads_per_op = 2;
+	/* alice starts one upload */
+	model(100, sha);
+	send_as("sky-op-alice", sha, 0, &s);
+	SKY_EXPECT_EQ(active_of("sky-op-alice"), 1);
+	/* bob floods chunk 0 of many models: two slots, then refusals */
+	for (unsigned k = 0; k < 20; k++) {
+		model(200 + k, sha);
+		send_as("sky-op-bob", sha, 0, &s);
+	}
+	SKY_EXPECT_EQ(active_of("sky-op-bob"), 2);
+	SKY_EXPECT(!s.last.ok && strstr(s.last.error, "operator sky-op-bob has 2 model uploads in "
+						    "progress (its limit is 2)"));
+	SKY_EXPECT(!strcmp(s.topic, "sky/v1/jobs/sky-op-bob/reply"));
+	/* alice's upload is still there and completes */
+	model(100, sha);
+	memset(&s, 0, sizeof s);
+	for (uint32_t i = 1; i < 5; i++)
+		send_as("sky-op-alice", sha, i, &s);
+	SKY_EXPECT_MSG(s.replies == 1 && s.last.ok && !strcmp(s.last.state, "stored"), "%s",
+		       s.last.error);
+	/* without a limit of its own bob fills the free slots, and then only
+	 * its own oldest upload gives way; alice's new one is refused, not
+	 * evicting bob's and bob's never evicting hers */
+	g_dp.uploads_per_op = 0;
+	model(300, sha);
+	send_as("sky-op-alice", sha, 0, &s);
+	for (unsigned k = 0; k < 20; k++) {
+		model(400 + k, sha);
+		send_as("sky-op-bob", sha, 0, &s);
+	}
+	SKY_EXPECT_EQ(active_of("sky-op-alice"), 1);
+	SKY_EXPECT_EQ(active_of("sky-op-bob"), SKY_DEPLOY_MAX_UPLOADS - 1);
+	memset(&s, 0, sizeof s);
+	model(500, sha);
+	send_as("sky-op-carol", sha, 0, &s);
+	SKY_EXPECT(!s.last.ok && strstr(s.last.error, "upload slots are taken by other operators"));
+	/* uploads that went quiet are abandoned: their slots free again */
+	for (int i = 0; i < SKY_DEPLOY_MAX_UPLOADS; i++)
+		g_dp.up[i].last -= SKY_DEPLOY_UPLOAD_IDLE_S + 1;
+	memset(&s, 0, sizeof s);
+	send_as("sky-op-carol", sha, 0, &s);
+	SKY_EXPECT_EQ(active_of("sky-op-carol"), 1);
+	SKY_EXPECT_EQ(active_of("sky-op-bob"), 0);
+}
+
 SKY_TEST(a_corrupted_chunk_refuses_the_upload_once_with_its_reason)
 {
 	unsigned char sha[32];
