@@ -92,10 +92,14 @@ int svc_submit_queue_op(svc *s, const char *buf, size_t len, const char *op, con
 		SKY_WARN("job from %s refused: %s", from, d->msg);
 		return rc;
 	}
-	/* the job id is its owner's: checked before anything else is looked at */
-	if ((rc = sky_owner_claim(s->state_dir, req.job, op, d)) != 0 ||
-	    (rc = sky_owner_quota(op, pending_of(s, op), s->o->pending_per_op,
-				  "jobs waiting for boards", d)) != 0) {
+	/* the job id is its owner's, and a refused submit claims nothing */
+	char owner[SKY_TOPIC_SEGMENT_MAX + 1];
+	if (sky_owner_get(s->state_dir, req.job, owner, sizeof owner) != SKY_ENOTFOUND)
+		rc = sky_owner_claim(s->state_dir, req.job, op, d);
+	if (rc == 0)
+		rc = sky_owner_quota(op, pending_of(s, op), s->o->pending_per_op,
+				     "jobs waiting for boards", d);
+	if (rc) {
 		SKY_WARN("job %s from %s refused: %s", req.job, from, d->msg);
 		return rc;
 	}
@@ -112,6 +116,11 @@ int svc_submit_queue_op(svc *s, const char *buf, size_t len, const char *op, con
 		return rc;
 	}
 	pj.since = sky_clock_s();
+	if (s->submit.n_pending < MAX_PENDING &&
+	    (rc = sky_owner_claim(s->state_dir, req.job, op, d)) != 0) {
+		SKY_WARN("job %s from %s refused: %s", req.job, from, d->msg);
+		return rc;
+	}
 	rc = enqueue(s, &pj, from, d);
 	if (rc == 0) /* what its owner read of an earlier run goes */
 		svc_relay_clear(s, req.job, op);
