@@ -36,6 +36,12 @@ void sky_deploy_free(sky_deploy *dp)
 	for (int i = 0; i < SKY_DEPLOY_MAX_XFERS; i++)
 		if (dp->x[i].active)
 			xfer_end(&dp->x[i]);
+	for (int i = 0; i < SKY_DEPLOY_MAX_UPLOADS; i++)
+		if (dp->up[i].hashing) {
+			sky_thread_join(&dp->up[i].hasher);
+			dp->up[i].hashing = 0;
+			dp->up[i].active = 0;
+		}
 }
 
 /* <state>/<dir>/<hex><ext> */
@@ -140,7 +146,7 @@ static void drop_abandoned(sky_deploy *dp, double now)
 	for (int i = 0; i < SKY_DEPLOY_MAX_UPLOADS; i++) {
 		sky_deploy_upload *x = &dp->up[i];
 		char part[700], hex[65];
-		if (!x->active || now - x->last < SKY_DEPLOY_UPLOAD_IDLE_S)
+		if (!x->active || x->hashing || now - x->last < SKY_DEPLOY_UPLOAD_IDLE_S)
 			continue;
 		sky_sha256_hex(x->sha, hex);
 		SKY_WARN("upload of model %.16s.. from %s abandoned: no chunk for %.0f s", hex, x->op,
@@ -164,7 +170,7 @@ static sky_deploy_upload *slot_for(sky_deploy *dp, const char *op, sky_deploy_up
 		if (!x->active || strcmp(x->op, op))
 			continue;
 		mine++;
-		if (!oldest || x->started < oldest->started)
+		if (!x->hashing && (!oldest || x->started < oldest->started))
 			oldest = x;
 	}
 	if (dp->uploads_per_op > 0 && mine >= dp->uploads_per_op) {
@@ -221,34 +227,76 @@ static sky_deploy_upload *begin_upload(sky_deploy *dp, sky_deploy_upload *u,
 	return u;
 }
 
-/* u's last chunk is in part: stores it as path when it hashes to the
- * model's SHA-256 (hex), else refuses the upload; answers op either way. */
-static void end_upload(sky_deploy *dp, sky_deploy_upload *u, const char *op, const sky_chunk *c,
-		       const char *part, const char *path, const char *hex,
-		       sky_deploy_publish_fn pub, void *ctx)
+/* The hasher's thread: the whole part file of one upload. */
+static void *hash_main(void *arg)
 {
-	unsigned char h[32];
-	uint64_t bytes = 0;
-	if (sky_sha256_file(part, h, &bytes) != 0 || bytes != u->bytes || memcmp(h, u->sha, 32)) {
+	sky_deploy_upload *u = arg;
+	u->hash_rc = sky_sha256_file(u->part, u->got, &u->got_bytes);
+	atomic_store(&u->hashed, 1);
+	return NULL;
+}
+
+/* u's last chunk is in part: its hash goes to a thread of its own
+ * (finish_upload takes it from there), or is taken here when no thread
+ * can start. */
+static void end_upload(sky_deploy *dp, sky_deploy_upload *u, const char *part)
+{
+	snprintf(u->part, sizeof u->part, "%s", part);
+	atomic_store(&u->hashed, 0);
+	u->hashing = 1;
+	if (sky_thread_start(&u->hasher, hash_main, u) != 0) {
+		u->hashing = 0;
+		hash_main(u);
+	}
+	(void)dp;
+}
+
+/* u's file is hashed: stores it as the model when it hashes to the
+ * model's SHA-256, else refuses the upload; answers its operator either
+ * way. */
+static void finish_upload(sky_deploy *dp, sky_deploy_upload *u, sky_deploy_publish_fn pub,
+			  void *ctx)
+{
+	char path[700], hex[65];
+	sky_sha256_hex(u->sha, hex);
+	if (store_path(dp, "models", u->sha, ".safetensors", path, sizeof path) != 0) {
+		refuse_upload(dp, u, u->op, u->sha, "the planner cannot name its model store", pub,
+			      ctx);
+		return;
+	}
+	if (u->hash_rc != 0 || u->got_bytes != u->bytes || memcmp(u->got, u->sha, 32)) {
 		char got[65], why_s[200];
-		sky_sha256_hex(h, got);
+		sky_sha256_hex(u->got, got);
 		snprintf(why_s, sizeof why_s,
 			 "model hash mismatch: the %llu bytes received hash to %.16s.., the upload "
 			 "names %.16s..",
-			 (unsigned long long)bytes, got, hex);
-		refuse_upload(dp, u, op, c->file_sha, why_s, pub, ctx);
+			 (unsigned long long)u->got_bytes, got, hex);
+		refuse_upload(dp, u, u->op, u->sha, why_s, pub, ctx);
 		return;
 	}
-	if (sky_file_rename(part, path) != 0) {
-		refuse_upload(dp, u, op, c->file_sha, "the planner cannot write its model store", pub,
+	if (sky_file_rename(u->part, path) != 0) {
+		refuse_upload(dp, u, u->op, u->sha, "the planner cannot write its model store", pub,
 			      ctx);
 		return;
 	}
 	u->active = 0;
 	dp->models_stored++;
-	SKY_INFO("model %.16s.. from %s stored: %s (%llu bytes, %u chunks)", hex, op, path,
-		 (unsigned long long)bytes, u->total);
-	upload_reply(op, c->file_sha, 1, "stored", pub, ctx);
+	SKY_INFO("model %.16s.. from %s stored: %s (%llu bytes, %u chunks)", hex, u->op, path,
+		 (unsigned long long)u->got_bytes, u->total);
+	upload_reply(u->op, u->sha, 1, "stored", pub, ctx);
+}
+
+/* The uploads whose hash is done, finished. */
+static void pump_hashes(sky_deploy *dp, sky_deploy_publish_fn pub, void *ctx)
+{
+	for (int i = 0; i < SKY_DEPLOY_MAX_UPLOADS; i++) {
+		sky_deploy_upload *u = &dp->up[i];
+		if (!u->active || !u->hashing || !atomic_load(&u->hashed))
+			continue;
+		sky_thread_join(&u->hasher);
+		u->hashing = 0;
+		finish_upload(dp, u, pub, ctx);
+	}
 }
 
 void sky_deploy_on_weights(sky_deploy *dp, const char *op, const unsigned char *p, size_t len,
@@ -285,6 +333,8 @@ void sky_deploy_on_weights(sky_deploy *dp, const char *op, const unsigned char *
 		else if (!x->active && !free_slot)
 			free_slot = x;
 	}
+	if (u && u->hashing)
+		return; /* its last chunk is in and being hashed: a resend waits for the answer */
 	if (c.index == 0 &&
 	    !(u = begin_upload(dp, u, free_slot, op, &c, part, hex, pub, ctx)))
 		return;
@@ -313,7 +363,9 @@ void sky_deploy_on_weights(sky_deploy *dp, const char *op, const unsigned char *
 	u->last = sky_clock_s();
 	if (u->next < u->total)
 		return;
-	end_upload(dp, u, op, &c, part, path, hex, pub, ctx);
+	end_upload(dp, u, part);
+	if (!u->hashing) /* hashed here: no thread could start */
+		finish_upload(dp, u, pub, ctx);
 }
 
 int sky_deploy_model_path(sky_deploy *dp, const char *sha_hex, char *path, size_t cap,
@@ -436,6 +488,7 @@ int sky_deploy_on_slice_req(sky_deploy *dp, const char *board, const sky_slice_r
 int sky_deploy_pump(sky_deploy *dp, double now, sky_deploy_publish_fn pub, void *ctx)
 {
 	int active = 0;
+	pump_hashes(dp, pub, ctx);
 	for (int i = 0; i < SKY_DEPLOY_MAX_XFERS; i++) {
 		sky_deploy_xfer *x = &dp->x[i];
 		if (!x->active)

@@ -29,6 +29,9 @@
 
 #include "sky_chunk.h"
 #include "sky_err.h"
+#include "sky_thread.h"
+
+#include <stdatomic.h>
 #include "sky_file.h"
 #include "sky_model.h"
 #include "sky_planmsg.h"
@@ -64,6 +67,17 @@ typedef struct sky_deploy_upload {
 	uint64_t bytes;
 	uint32_t chunk_bytes, total, next;
 	double started, last; /* monotonic: chunk 0, the newest chunk */
+	/* the last chunk is in: the whole file is hashed on a thread of its
+	 * own (up to SKY_CHUNK_MAX_FILE bytes, which takes longer than the
+	 * planner loop's watchdog allows), and sky_deploy_pump finishes the
+	 * upload once it is done; chunks that come meanwhile are dropped */
+	int hashing;
+	sky_thread hasher;
+	_Atomic int hashed; /* set by the hasher when got, got_bytes, hash_rc are written */
+	int hash_rc;
+	unsigned char got[32];
+	uint64_t got_bytes;
+	char part[700];
 } sky_deploy_upload;
 
 /* An upload that sent no chunk for this long is abandoned: its slot is
@@ -106,7 +120,8 @@ typedef struct sky_deploy {
  * default. Cannot fail (directories are made when first needed). */
 void sky_deploy_init(sky_deploy *dp, const char *state_dir, const sky_deploy_model_ops *ops,
 		     int chunk_bytes, int pace_ms);
-/* Ends every transfer (unmaps). NULL-safe; may be called twice. */
+/* Ends every transfer (unmaps) and waits for every hash in progress.
+ * NULL-safe; may be called twice. */
 void sky_deploy_free(sky_deploy *dp);
 
 /* One upload chunk from operator op (its CN, vouched for by the ACL):
@@ -139,7 +154,9 @@ int sky_deploy_on_slice_req(sky_deploy *dp, const char *board, const sky_slice_r
 
 /* Sends the chunks that are due (each transfer up to SKY_DEPLOY_WINDOW, or
  * one per pace_ms) through pub, and ends finished transfers with a log
- * line (bytes on the wire). Returns how many transfers are still active. */
+ * line (bytes on the wire); finishes the uploads whose hash is done
+ * (stored, or refused on a mismatch; answered through pub). Returns how
+ * many transfers are still active. */
 int sky_deploy_pump(sky_deploy *dp, double now, sky_deploy_publish_fn pub, void *ctx);
 
 #endif

@@ -256,6 +256,9 @@ typedef struct svc_relay_state {
 	unsigned long tick;
 	char cancelled[SVC_RELAY_CANCELLED][SKY_TOPIC_SEGMENT_MAX + 1];
 	int next_cancelled;
+	/* <state>/operators.json: being built, and as last written */
+	char ops_json[8192], ops_saved[8192];
+	size_t ops_len;
 } svc_relay_state;
 
 typedef struct svc_serve_state {
@@ -468,6 +471,10 @@ void svc_relay_clear(svc *s, const char *job, const char *op);
 /* job's last state retained for op: {"job","epoch","state",<extra>}. */
 void svc_relay_state_msg(svc *s, const char *job, const char *op, int64_t epoch,
 			 const char *state, const char *extra);
+/* <state>/operators.json (`sky fleet status`): the per-operator limits and
+ * each operator's jobs waiting and uploads in progress; written when it
+ * changed. */
+void svc_relay_save_operators(svc *s);
 /* job cancelled by op: cleared, no longer relayed, its state "cancelled". */
 void svc_relay_cancel(svc *s, const char *job, const char *op, int64_t epoch);
 

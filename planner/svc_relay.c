@@ -237,3 +237,65 @@ void svc_relay_part(svc *s, const char *job, const char *board, const unsigned c
 	snprintf(leaf, sizeof leaf, SKY_TOPIC_PART "/%s", board);
 	note_retained(s, job, leaf);
 }
+
+/* ---- the operators' limits and usage ------------------------------------------- */
+
+/* One operator's row; its index in names (adding it when new). */
+static int op_row(char names[][SKY_TOPIC_SEGMENT_MAX + 1], int *n, int cap, const char *op)
+{
+	for (int i = 0; i < *n; i++)
+		if (!strcmp(names[i], op))
+			return i;
+	if (*n >= cap || !op[0])
+		return -1;
+	snprintf(names[*n], sizeof names[0], "%s", op);
+	return (*n)++;
+}
+
+void svc_relay_save_operators(svc *s)
+{
+	enum { ROWS = MAX_PENDING + SKY_DEPLOY_MAX_UPLOADS };
+	static char names[ROWS][SKY_TOPIC_SEGMENT_MAX + 1];
+	int pending[ROWS] = {0}, uploads[ROWS] = {0}, n = 0;
+	for (int k = 0; k < s->submit.n_pending; k++) {
+		int i = op_row(names, &n, ROWS, s->submit.pending[k].job.op);
+		if (i >= 0)
+			pending[i]++;
+	}
+	for (int k = 0; k < SKY_DEPLOY_MAX_UPLOADS; k++) {
+		int i = s->deploy.up[k].active ? op_row(names, &n, ROWS, s->deploy.up[k].op) : -1;
+		if (i >= 0)
+			uploads[i]++;
+	}
+	char *buf = s->relay.ops_json;
+	size_t cap = sizeof s->relay.ops_json, len = 0;
+	int w = snprintf(buf, cap,
+			 "{\"limits\":{\"pending_per_operator\":%d,\"pending_max\":%d,"
+			 "\"uploads_per_operator\":%d,\"upload_slots\":%d,\"share_busy_boards\":%s},"
+			 "\"operators\":[",
+			 s->o->pending_per_op, MAX_PENDING, s->o->uploads_per_op, SKY_DEPLOY_MAX_UPLOADS,
+			 s->o->share_busy_boards ? "true" : "false");
+	for (int i = 0; w > 0 && (size_t)w < cap - len && i < n; i++) {
+		len += (size_t)w;
+		w = snprintf(buf + len, cap - len, "%s{\"operator\":\"%s\",\"pending\":%d,\"uploads\":%d}",
+			     i ? "," : "", names[i], pending[i], uploads[i]);
+	}
+	if (w < 0 || (size_t)w >= cap - len)
+		return;
+	len += (size_t)w;
+	w = snprintf(buf + len, cap - len, "]}\n");
+	if (w < 0 || (size_t)w >= cap - len)
+		return;
+	len += (size_t)w;
+	/* written when it changed only: the loop saves its state often */
+	if (len == s->relay.ops_len && !memcmp(buf, s->relay.ops_saved, len))
+		return;
+	char path[640];
+	if (svc_state_file(s, "operators.json", path, sizeof path) != 0 ||
+	    sky_file_write(path, buf, len, 0644) != 0) {
+		SKY_WARN("cannot write %s", path);
+		return;
+	}
+	memcpy(s->relay.ops_saved, buf, len);
+	s->relay.ops_len = len;
+}

@@ -33,7 +33,7 @@ BOB="$PKI/operators/bob"
 sky_fleet_boards 2
 
 # ---- A trains ja; a watch after its end prints the last state ----------------
-sky_fleet_run_job ja 4 --steps 2 --micro 2 --seed 3
+sky_fleet_run_job ja 4 --algo even --steps 2 --micro 2 --seed 3
 WRC=$?
 [ $WRC -eq 0 ] && [ -s "$W/ja.safetensors" ] && pass a_trains_watches_and_collects_its_job ||
 	fail a_trains_watches_and_collects_its_job "watch rc $WRC: $(tail -2 "$W/ja.watch.err") $(cat "$W/ja.collect")"
@@ -121,7 +121,7 @@ done
 
 # ---- a board busy with A's job is not taken by B's --------------------------------
 "$SKY" job submit --pki "$PKI" --broker "$BR" --model tiny --layers 4 --job jl --min-boards 2 \
-	--task train --steps 100000 --micro 2 --wait 30 >"$W/jl.out" 2>&1 ||
+	--algo even --task train --steps 100000 --micro 2 --wait 30 >"$W/jl.out" 2>&1 ||
 	fail long_job_submitted "$(cat "$W/jl.out")"
 "$SKY" job submit --pki "$BOB" --broker "$BR" --model tiny --layers 4 --job jb --min-boards 1 \
 	--wait-boards-s 3 --task train --steps 2 --ack-timeout 30 >"$W/jb.out" 2>&1
