@@ -410,6 +410,7 @@ int sky_deploy_cut(sky_deploy *dp, const char *sha_hex, int first, int last, sky
 		return rc;
 	if (!dp->ops || !dp->ops->cut)
 		return sky_diag_set(d, SKY_EUNSUPPORTED, "this planner cannot cut slices");
+	sky_file_touch(model); /* used: the store's least recently used goes first */
 	snprintf(dir, sizeof dir, "%s/slices", dp->state_dir);
 	if (sky_file_mkdirs(dir, 0700) != 0)
 		return sky_diag_set(d, SKY_EIO, "cannot create %s", dir);
@@ -442,6 +443,7 @@ int sky_deploy_on_slice_req(sky_deploy *dp, const char *board, const sky_slice_r
 				    board, hex, r->job);
 	if (store_path(dp, "slices", sha, ".safetensors", path, sizeof path) != 0)
 		return sky_diag_set(d, SKY_ERANGE, "state directory name too long");
+	sky_file_touch(path); /* used: the store's least recently used goes first */
 	/* one transfer per board: a new request replaces the old one */
 	sky_deploy_xfer *x = NULL;
 	for (int i = 0; i < SKY_DEPLOY_MAX_XFERS && !x; i++)

@@ -320,6 +320,7 @@ static void svc_tick(svc *s, double now, double gap, int behind)
 	svc_follow_tick(s, now);
 	svc_serve_tick(s, now);
 	svc_submit_tick(s, now);
+	svc_gc_tick(s, now);
 	svc_log_flush(s, now);
 }
 

@@ -96,6 +96,9 @@ typedef struct sky_service_opts {
 	/* 1: a job may take boards busy with another operator's job (default:
 	 * idle boards and its own operator's only) */
 	int share_busy_boards;
+	/* the model and slice store (<state>/models, slices) is kept below this
+	 * by removing the least recently used files no job needs (0: unbounded) */
+	long long store_max_bytes;
 } sky_service_opts;
 
 /* Runs until a stop signal (sky_signal.h). Returns 0 after a clean stop, or

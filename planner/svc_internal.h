@@ -24,6 +24,8 @@
  *                 state relayed to sky/v1/jobs/<owner>/job/<job>/...; the
  *                 owners' cache; cancelled jobs
  *   svc_cancel.c  sky job cancel: its owner's request, the job stopped
+ *   svc_gc.c      abandoned uploads' files removed; the model and slice
+ *                 store bounded (least recently used first)
  *
  * Each file owns its part of svc (the member named after it) and writes
  * only that; what another file needs goes through the svc_<file>_* calls
@@ -303,6 +305,7 @@ struct svc {
 	svc_train_state train;
 	svc_serve_state serve;
 	svc_relay_state relay;
+	double gc_next; /* svc_gc.c: monotonic, its next run */
 };
 
 /* ---- the calls between the files ------------------------------------------ */
@@ -477,6 +480,11 @@ void svc_relay_state_msg(svc *s, const char *job, const char *op, int64_t epoch,
 void svc_relay_save_operators(svc *s);
 /* job cancelled by op: cleared, no longer relayed, its state "cancelled". */
 void svc_relay_cancel(svc *s, const char *job, const char *op, int64_t epoch);
+
+/* svc_gc.c: every 30 s (tick), or now (run, with the Unix time): files of
+ * abandoned uploads removed, and with store_max_bytes the store bounded. */
+void svc_gc_tick(svc *s, double now);
+void svc_gc_run(svc *s, double now_unix);
 
 /* svc_cancel.c: a request on sky/v1/jobs/<op>/cancel. */
 void svc_cancel_on_msg(svc *s, const char *op, const char *p, size_t len);

@@ -34,7 +34,7 @@ static void usage(FILE *to)
 		"               [--slice-chunk-bytes N] [--slice-pace-ms MS]\n"
 		"               [--replan-gain G] [--replan-holdoff S]\n"
 		"               [--max-pending-per-operator N] [--max-uploads-per-operator N]\n"
-		"               [--share-busy-boards]\n"
+		"               [--share-busy-boards] [--store-max-bytes N]\n"
 		"\n"
 		"skyplan is Sky's planner service (%s). It connects to the broker as the planner\n"
 		"(DIR/planner.crt), answers enrollment requests with the fleet CA in DIR, keeps the\n"
@@ -78,6 +78,10 @@ static void usage(FILE *to)
 		"  --max-uploads-per-operator N  model uploads one operator may have in progress\n"
 		"                     (default %d of the %d slots, 0: no limit of its own); its\n"
 		"                     next upload is refused, and it never takes another's slot\n"
+		"  --store-max-bytes N  keep the model and slice store (DIR/state/models, slices)\n"
+		"                     below N bytes: the least recently used files no queued or\n"
+		"                     followed job needs (and not used in the last 10 min) are\n"
+		"                     removed, every 30 s (default 0: unbounded)\n"
 		"  --share-busy-boards  a job may take boards busy with another operator's job\n"
 		"                     (default: idle boards and its own operator's only)\n"
 		"  --log-level L      error, warn, info (default), debug\n"
@@ -99,7 +103,7 @@ static const sky_deploy_model_ops k_model_ops = {.check = sky_modelcheck_int8, .
 enum {
 	O_LOG_JOURNAL = SKY_OPT_FIRST, O_PKI, O_BROKER, O_STATE, O_JOB, O_KEEPALIVE,
 	O_METRICS, O_LOG_LEVEL, O_CHUNK, O_PACE, O_GAIN, O_HOLDOFF, O_LINKS, O_LINK_BLIND,
-	O_LINK_PROBE, O_MAX_PENDING, O_MAX_UPLOADS, O_SHARE_BUSY
+	O_LINK_PROBE, O_MAX_PENDING, O_MAX_UPLOADS, O_SHARE_BUSY, O_STORE_MAX
 };
 static const struct option k_opts[] = {{"log-journal", no_argument, NULL, O_LOG_JOURNAL},
 				       {"pki", required_argument, NULL, O_PKI},
@@ -119,6 +123,7 @@ static const struct option k_opts[] = {{"log-journal", no_argument, NULL, O_LOG_
 				       {"max-pending-per-operator", required_argument, NULL, O_MAX_PENDING},
 				       {"max-uploads-per-operator", required_argument, NULL, O_MAX_UPLOADS},
 				       {"share-busy-boards", no_argument, NULL, O_SHARE_BUSY},
+				       {"store-max-bytes", required_argument, NULL, O_STORE_MAX},
 				       SKY_OPT_STD,
 				       {0}};
 
@@ -182,6 +187,17 @@ static int take_number(int c, const sky_opt *op, sky_service_opts *o)
 		*(c == O_MAX_PENDING ? &o->pending_per_op : &o->uploads_per_op) = (int)n;
 		break;
 	}
+	case O_STORE_MAX: {
+		char *end = NULL;
+		errno = 0;
+		long long n = strtoll(v, &end, 10);
+		if (end == v || *end || errno || n < 0) {
+			fprintf(stderr, "skyplan: --store-max-bytes expects a byte count (0: unbounded)\n");
+			return 2;
+		}
+		o->store_max_bytes = n;
+		break;
+	}
 	case O_GAIN:
 	case O_HOLDOFF: {
 		char *end = NULL;
@@ -235,6 +251,7 @@ static int take_opt(int c, const sky_opt *op, sky_service_opts *o, const char **
 		o->share_busy_boards = 1;
 		break;
 	case O_KEEPALIVE:
+	case O_STORE_MAX:
 	case O_MAX_PENDING:
 	case O_MAX_UPLOADS:
 	case O_LINK_PROBE:

@@ -10,8 +10,12 @@
 
 #include "sky_owner.h"
 
+#include "sky_file.h"
+
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <utime.h>
 
 static const char *k_a = "{\"job\":\"ja\",\"model\":\"tiny\",\"submit_id\":\"00000000a1\"}";
 
@@ -218,4 +222,60 @@ SKY_TEST(a_board_busy_with_another_operators_job_is_not_taken)
 	const char *c = "{\"job\":\"ja\"}";
 	svc_cancel_on_msg(s, "sky-op-alice", c, strlen(c));
 	SKY_EXPECT_EQ(svc_plan_fleet(s, &bj, &notes, &fit, why, sizeof why), 1);
+}
+
+/* planner/svc_gc.c */
+static void old_file(const char *path, long long bytes, double age_s)
+{
+	static char zeros[4096];
+	SKY_EXPECT_EQ(sky_file_write(path, zeros, (size_t)bytes, 0600), 0);
+	struct utimbuf t;
+	t.actime = t.modtime = (time_t)(time(NULL) - (time_t)age_s);
+	SKY_EXPECT_EQ(utime(path, &t), 0);
+}
+
+SKY_TEST(the_store_is_bounded_least_recently_used_first_and_abandoned_parts_go)
+{
+	svc *s = svc_fake_fresh("gc1");
+	char d1[700], d2[700], p[800];
+	snprintf(d1, sizeof d1, "%s/models", s->state_dir);
+	snprintf(d2, sizeof d2, "%s/slices", s->state_dir);
+	sky_file_mkdirs(d1, 0700);
+	sky_file_mkdirs(d2, 0700);
+	char a[65], b[65], c[65], e[65];
+	memset(a, 'a', 64), memset(b, 'b', 64), memset(c, 'c', 64), memset(e, 'e', 64);
+	a[64] = b[64] = c[64] = e[64] = '\0';
+	/* models a (oldest, needed by a queued job), b (old), c (just uploaded);
+	 * slice e (older than b); an abandoned .part */
+	snprintf(p, sizeof p, "%s/%s.safetensors", d1, a);
+	old_file(p, 1000, 5000);
+	snprintf(p, sizeof p, "%s/%s.safetensors", d1, b);
+	old_file(p, 1000, 3000);
+	snprintf(p, sizeof p, "%s/%s.safetensors", d1, c);
+	old_file(p, 1000, 10);
+	snprintf(p, sizeof p, "%s/%s.safetensors", d2, e);
+	old_file(p, 1000, 4000);
+	snprintf(p, sizeof p, "%s/%s.part", d1, b);
+	old_file(p, 100, 120);
+	s->submit.n_pending = 1;
+	snprintf(s->submit.pending[0].job.req.weights, sizeof s->submit.pending[0].job.req.weights,
+		 "%s", a);
+	((sky_service_opts *)s->o)->store_max_bytes = 2500;
+	svc_gc_run(s, (double)time(NULL));
+	snprintf(p, sizeof p, "%s/%s.part", d1, b);
+	SKY_EXPECT(!sky_file_exists(p));
+	snprintf(p, sizeof p, "%s/%s.safetensors", d1, a);
+	SKY_EXPECT(sky_file_exists(p)); /* oldest, but needed */
+	snprintf(p, sizeof p, "%s/%s.safetensors", d2, e);
+	SKY_EXPECT(!sky_file_exists(p)); /* least recently used */
+	snprintf(p, sizeof p, "%s/%s.safetensors", d1, b);
+	SKY_EXPECT(!sky_file_exists(p)); /* next; then 2000 bytes: below the bound */
+	snprintf(p, sizeof p, "%s/%s.safetensors", d1, c);
+	SKY_EXPECT(sky_file_exists(p));
+	/* unbounded: nothing more goes */
+	((sky_service_opts *)s->o)->store_max_bytes = 0;
+	s->submit.n_pending = 0;
+	svc_gc_run(s, (double)time(NULL));
+	snprintf(p, sizeof p, "%s/%s.safetensors", d1, a);
+	SKY_EXPECT(sky_file_exists(p));
 }
