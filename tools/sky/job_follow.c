@@ -146,8 +146,11 @@ typedef struct follow {
 	char op[SKY_TOPIC_SEGMENT_MAX + 1]; /* our CN: the relayed topics are ours */
 	char plan_topic[SKY_TOPIC_BUF], metrics_topic[RELAY_TOPIC_BUF];
 	char part_prefix[RELAY_TOPIC_BUF], part_filter[RELAY_TOPIC_BUF], state_topic[RELAY_TOPIC_BUF];
-	/* the job's last state, retained by skyplan once it ended */
-	int have_state;
+	/* the job's last state, retained by skyplan once it ended; one that
+	 * comes live (not retained) is trusted a moment after it came, so the
+	 * stages' last metrics, which skyplan relayed before it, are shown */
+	int have_state, state_retained;
+	double state_at;
 	char state[SKY_JOB_STATE_MAX_BYTES + 1];
 	int have_plan;
 	sky_planmsg plan;
@@ -171,7 +174,6 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 		   int retained)
 {
 	follow *f = ctx;
-	(void)retained;
 	if (strlen(topic) != tl)
 		return;
 	sky_mutex_lock(&f->lock);
@@ -191,6 +193,8 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 			memcpy(f->state, p, len);
 			f->state[len] = '\0';
 			f->have_state = 1;
+			f->state_retained = retained;
+			f->state_at = sky_clock_s();
 		}
 	} else if (!strcmp(topic, f->metrics_topic)) {
 		if (f->n_lines < 64 && len <= SKY_METRICS_MAX_BYTES) {
@@ -330,8 +334,16 @@ static int print_state(follow *f, const char *job, int json)
 	f->have_state = 0;
 	if (!state[0] || (f->have_plan && ep < f->plan.epoch))
 		return 0;
-	if (json)
-		printf("{\"ended\":%s}\n", f->state);
+	if (json) { /* "last_step", not "step": a step line is one that has "step" */
+		const char *st = !strcmp(state, "done")	     ? "done"
+				 : !strcmp(state, "cancelled") ? "cancelled"
+							       : "stalled";
+		printf("{\"ended\":\"%s\",\"job\":\"%s\",\"epoch\":%lld,\"last_step\":%d", st, job,
+		       (long long)ep, step);
+		if (has_loss)
+			printf(",\"loss\":%.9g", loss);
+		printf("}\n");
+	}
 	else if (!strcmp(state, "done"))
 		printf("job %s ended: done at step %d%s%.6f (epoch %lld)\n", job, step,
 		       has_loss ? ", loss " : "", has_loss ? loss : 0.0, (long long)ep);
@@ -380,7 +392,8 @@ int sky_job_watch(int argc, char **argv)
 		}
 		sky_mqtt_poll(m, 50);
 		sky_mutex_lock(&f->lock);
-		if (f->have_state && (ended = print_state(f, o.job, o.json)) != 0) {
+		if (f->have_state && (f->state_retained || sky_clock_s() - f->state_at > 2.0) &&
+		    (ended = print_state(f, o.job, o.json)) != 0) {
 			sky_mutex_unlock(&f->lock);
 			rc = ended > 0 ? 0 : 1;
 			break;
