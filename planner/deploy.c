@@ -157,6 +157,43 @@ static void drop_abandoned(sky_deploy *dp, double now)
 	}
 }
 
+typedef struct stored_walk {
+	const sky_deploy *dp;
+	const char *op;
+	long long bytes;
+} stored_walk;
+
+static int each_owner(void *ctx, const char *name)
+{
+	stored_walk *w = ctx;
+	char path[800], who[SKY_TOPIC_SEGMENT_MAX + 2];
+	size_t n = strlen(name);
+	snprintf(path, sizeof path, "%s/models/%s", w->dp->state_dir, name);
+	long got = sky_file_read(path, who, sizeof who - 1);
+	if (got <= 0 || n < 3)
+		return 0;
+	who[got] = '\0';
+	who[strcspn(who, "\n")] = '\0';
+	if (strcmp(who, w->op) != 0)
+		return 0;
+	snprintf(path, sizeof path, "%s/models/%.*s.safetensors", w->dp->state_dir, (int)(n - 3),
+		 name);
+	long long b = sky_file_size(path);
+	if (b > 0)
+		w->bytes += b;
+	return 0;
+}
+
+/* Bytes of the models op uploaded that the store still holds. */
+static long long stored_of(const sky_deploy *dp, const char *op)
+{
+	char dir[700];
+	stored_walk w = {dp, op, 0};
+	snprintf(dir, sizeof dir, "%s/models", dp->state_dir);
+	sky_file_list(dir, ".op", each_owner, &w);
+	return w.bytes;
+}
+
 /* A slot for op's new upload: a free one, unless op holds its limit; with
  * none free, op's own oldest upload gives way. Another operator's upload
  * never does. Returns the slot, or NULL with why said. */
@@ -198,6 +235,18 @@ static sky_deploy_upload *begin_upload(sky_deploy *dp, sky_deploy_upload *u,
 				       const sky_chunk *c, const char *part, const char *hex,
 				       sky_deploy_publish_fn pub, void *ctx)
 {
+	if (!u && dp->stored_per_op > 0) {
+		long long held = stored_of(dp, op);
+		if (held + (long long)c->file_bytes > dp->stored_per_op) {
+			char why[200];
+			snprintf(why, sizeof why,
+				 "operator %s holds %lld bytes of models; %llu more is above its limit "
+				 "of %lld",
+				 op, held, (unsigned long long)c->file_bytes, dp->stored_per_op);
+			refuse_upload(dp, NULL, op, c->file_sha, why, pub, ctx);
+			return NULL;
+		}
+	}
 	if (!u) {
 		char why[200];
 		if (!(u = slot_for(dp, op, free_slot, why, sizeof why))) {
@@ -281,6 +330,11 @@ static void finish_upload(sky_deploy *dp, sky_deploy_upload *u, sky_deploy_publi
 	}
 	u->active = 0;
 	dp->models_stored++;
+	char opf[720], line[SKY_TOPIC_SEGMENT_MAX + 2];
+	int ln = snprintf(line, sizeof line, "%s\n", u->op);
+	if (store_path(dp, "models", u->sha, ".op", opf, sizeof opf) != 0 ||
+	    sky_file_write(opf, line, (size_t)ln, 0600) != 0)
+		SKY_WARN("model %.16s..: cannot note its uploader %s", hex, u->op);
 	SKY_INFO("model %.16s.. from %s stored: %s (%llu bytes, %u chunks)", hex, u->op, path,
 		 (unsigned long long)u->got_bytes, u->total);
 	upload_reply(u->op, u->sha, 1, "stored", pub, ctx);

@@ -104,6 +104,9 @@ typedef struct sky_deploy {
 	/* uploads one operator may have in progress (0: any free slot); one
 	 * operator's upload never takes a slot another's holds */
 	int uploads_per_op;
+	/* bytes of stored models one operator may hold (0: no bound); each
+	 * stored model's uploader is kept beside it, <state>/models/<sha>.op */
+	long long stored_per_op;
 	struct {
 		unsigned char sha[32];
 		char why[201]; /* a job reply's error (sky_service.h) */

@@ -51,6 +51,7 @@ typedef struct sky_owner_limits {
 
 #define SKY_OWNER_DEFAULT_PENDING 4
 #define SKY_OWNER_DEFAULT_UPLOADS 2
+#define SKY_OWNER_DEFAULT_STORED (32ll << 30) /* bytes of models (two of the largest files) */
 
 /* op already has n of what (e.g. "jobs waiting for boards"), limit at most:
  * may it have one more? Returns 0, or SKY_ESTATE with d saying "operator

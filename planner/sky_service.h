@@ -93,6 +93,7 @@ typedef struct sky_service_opts {
 	/* per operator (sky_owner.h; 0: no limit of its own): jobs waiting for
 	 * boards, model uploads in progress */
 	int pending_per_op, uploads_per_op;
+	long long stored_per_op; /* bytes of stored models (0: no limit of its own) */
 	/* 1: a job may take boards busy with another operator's job (default:
 	 * idle boards and its own operator's only) */
 	int share_busy_boards;

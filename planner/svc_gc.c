@@ -142,6 +142,10 @@ void svc_gc_run(svc *s, double now_unix)
 		if (sky_file_remove(path) != 0)
 			continue;
 		w.total -= files[i].bytes;
+		if (!strcmp(files[i].dir, "models")) { /* and the note of its uploader */
+			snprintf(path, sizeof path, "%s/models/%s.op", s->state_dir, hex);
+			sky_file_remove(path);
+		}
 		SKY_INFO("removed %s (%lld bytes, least recently used): the store holds more than "
 			 "--store-max-bytes %lld",
 			 path, files[i].bytes, (long long)s->o->store_max_bytes);

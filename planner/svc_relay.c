@@ -271,10 +271,11 @@ void svc_relay_save_operators(svc *s)
 	size_t cap = sizeof s->relay.ops_json, len = 0;
 	int w = snprintf(buf, cap,
 			 "{\"limits\":{\"pending_per_operator\":%d,\"pending_max\":%d,"
-			 "\"uploads_per_operator\":%d,\"upload_slots\":%d,\"share_busy_boards\":%s},"
+			 "\"uploads_per_operator\":%d,\"upload_slots\":%d,"
+			 "\"stored_bytes_per_operator\":%lld,\"share_busy_boards\":%s},"
 			 "\"operators\":[",
 			 s->o->pending_per_op, MAX_PENDING, s->o->uploads_per_op, SKY_DEPLOY_MAX_UPLOADS,
-			 s->o->share_busy_boards ? "true" : "false");
+			 s->o->stored_per_op, s->o->share_busy_boards ? "true" : "false");
 	for (int i = 0; w > 0 && (size_t)w < cap - len && i < n; i++) {
 		len += (size_t)w;
 		w = snprintf(buf + len, cap - len, "%s{\"operator\":\"%s\",\"pending\":%d,\"uploads\":%d}",

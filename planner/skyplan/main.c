@@ -35,6 +35,7 @@ static void usage(FILE *to)
 		"               [--replan-gain G] [--replan-holdoff S]\n"
 		"               [--max-pending-per-operator N] [--max-uploads-per-operator N]\n"
 		"               [--share-busy-boards] [--store-max-bytes N]\n"
+		"               [--max-stored-bytes-per-operator N]\n"
 		"\n"
 		"skyplan is Sky's planner service (%s). It connects to the broker as the planner\n"
 		"(DIR/planner.crt), answers enrollment requests with the fleet CA in DIR, keeps the\n"
@@ -78,6 +79,9 @@ static void usage(FILE *to)
 		"  --max-uploads-per-operator N  model uploads one operator may have in progress\n"
 		"                     (default %d of the %d slots, 0: no limit of its own); its\n"
 		"                     next upload is refused, and it never takes another's slot\n"
+		"  --max-stored-bytes-per-operator N  bytes of uploaded models one operator may\n"
+		"                     hold (default 32 GiB, 0: no limit of its own); an upload\n"
+		"                     above it is refused with the reason\n"
 		"  --store-max-bytes N  keep the model and slice store (DIR/state/models, slices)\n"
 		"                     below N bytes: the least recently used files no queued or\n"
 		"                     followed job needs (and not used in the last 10 min) are\n"
@@ -103,7 +107,7 @@ static const sky_deploy_model_ops k_model_ops = {.check = sky_modelcheck_int8, .
 enum {
 	O_LOG_JOURNAL = SKY_OPT_FIRST, O_PKI, O_BROKER, O_STATE, O_JOB, O_KEEPALIVE,
 	O_METRICS, O_LOG_LEVEL, O_CHUNK, O_PACE, O_GAIN, O_HOLDOFF, O_LINKS, O_LINK_BLIND,
-	O_LINK_PROBE, O_MAX_PENDING, O_MAX_UPLOADS, O_SHARE_BUSY, O_STORE_MAX
+	O_LINK_PROBE, O_MAX_PENDING, O_MAX_UPLOADS, O_SHARE_BUSY, O_STORE_MAX, O_STORED_PER_OP
 };
 static const struct option k_opts[] = {{"log-journal", no_argument, NULL, O_LOG_JOURNAL},
 				       {"pki", required_argument, NULL, O_PKI},
@@ -124,6 +128,8 @@ static const struct option k_opts[] = {{"log-journal", no_argument, NULL, O_LOG_
 				       {"max-uploads-per-operator", required_argument, NULL, O_MAX_UPLOADS},
 				       {"share-busy-boards", no_argument, NULL, O_SHARE_BUSY},
 				       {"store-max-bytes", required_argument, NULL, O_STORE_MAX},
+				       {"max-stored-bytes-per-operator", required_argument, NULL,
+					O_STORED_PER_OP},
 				       SKY_OPT_STD,
 				       {0}};
 
@@ -187,15 +193,16 @@ static int take_number(int c, const sky_opt *op, sky_service_opts *o)
 		*(c == O_MAX_PENDING ? &o->pending_per_op : &o->uploads_per_op) = (int)n;
 		break;
 	}
-	case O_STORE_MAX: {
+	case O_STORE_MAX:
+	case O_STORED_PER_OP: {
 		char *end = NULL;
 		errno = 0;
 		long long n = strtoll(v, &end, 10);
 		if (end == v || *end || errno || n < 0) {
-			fprintf(stderr, "skyplan: --store-max-bytes expects a byte count (0: unbounded)\n");
+			fprintf(stderr, "skyplan: %s expects a byte count (0: no bound)\n", op->name);
 			return 2;
 		}
-		o->store_max_bytes = n;
+		*(c == O_STORE_MAX ? &o->store_max_bytes : &o->stored_per_op) = n;
 		break;
 	}
 	case O_GAIN:
@@ -252,6 +259,7 @@ static int take_opt(int c, const sky_opt *op, sky_service_opts *o, const char **
 		break;
 	case O_KEEPALIVE:
 	case O_STORE_MAX:
+	case O_STORED_PER_OP:
 	case O_MAX_PENDING:
 	case O_MAX_UPLOADS:
 	case O_LINK_PROBE:
@@ -318,6 +326,7 @@ int main(int argc, char **argv)
 	o.replan_holdoff_s = 30;
 	o.pending_per_op = SKY_OWNER_DEFAULT_PENDING;
 	o.uploads_per_op = SKY_OWNER_DEFAULT_UPLOADS;
+	o.stored_per_op = SKY_OWNER_DEFAULT_STORED;
 	sky_log_set_name("skyplan");
 	int prc = parse_opts(argc, argv, &o, &metrics);
 	if (prc != GO_ON)

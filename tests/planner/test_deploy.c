@@ -216,6 +216,31 @@ SKY_TEST(the_last_chunk_is_hashed_off_the_loop_and_answered_by_the_pump)
 	SKY_EXPECT(s.last.ok && !strcmp(s.last.state, "stored"));
 }
 
+SKY_TEST(an_operators_stored_models_are_bounded)
+{
+	unsigned char sha[32];
+	sink s;
+	memset(&s, 0, sizeof s);
+	setup("stored");
+	g_dp.stored_per_op = 6000; /* one model of MODEL_BYTES, not two */
+	model(40, sha);
+	for (uint32_t i = 0; i < 5; i++)
+		send_as("sky-op-alice", sha, i, &s);
+	SKY_EXPECT(s.last.ok && !strcmp(s.last.state, "stored"));
+	model(41, sha);
+	memset(&s, 0, sizeof s);
+	send_as("sky-op-alice", sha, 0, &s);
+	SKY_EXPECT_MSG(!s.last.ok && strstr(s.last.error, "operator sky-op-alice holds 5000 bytes of "
+							  "models; 5000 more is above its limit of 6000"),
+		       "%s", s.last.error);
+	SKY_EXPECT_EQ(active_of("sky-op-alice"), 0);
+	/* bob's own bound is his */
+	memset(&s, 0, sizeof s);
+	for (uint32_t i = 0; i < 5; i++)
+		send_as("sky-op-bob", sha, i, &s);
+	SKY_EXPECT(s.last.ok && !strcmp(s.last.state, "stored"));
+}
+
 SKY_TEST(a_corrupted_chunk_refuses_the_upload_once_with_its_reason)
 {
 	unsigned char sha[32];

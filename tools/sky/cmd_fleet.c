@@ -143,9 +143,12 @@ static void operators(const char *fleet_path)
 		snprintf(pl, sizeof pl, "%.0f", num(l, "pending_per_operator"));
 	if (num(l, "uploads_per_operator") > 0)
 		snprintf(ul, sizeof ul, "%.0f", num(l, "uploads_per_operator"));
+	char sl[40] = "no bound on";
+	if (num(l, "stored_bytes_per_operator") > 0)
+		snprintf(sl, sizeof sl, "%.0f bytes of", num(l, "stored_bytes_per_operator"));
 	printf("operators: limits per operator: %s jobs waiting (fleet %.0f), %s uploads (of %.0f "
-	       "slots); busy boards %s\n",
-	       pl, num(l, "pending_max"), ul, num(l, "upload_slots"),
+	       "slots), %s models; busy boards %s\n",
+	       pl, num(l, "pending_max"), ul, num(l, "upload_slots"), sl,
 	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(l, "share_busy_boards"))
 		       ? "shared between operators"
 		       : "kept for their operator's jobs");
