@@ -79,6 +79,9 @@ static const char k_acl[] =
 	"topic write sky/v1/job/+/replay/+\n"
 	"topic write sky/v1/job/+/slice/+\n"
 	"topic read sky/v1/jobs/+/weights\n"
+	"# cancels, and what it relays to each job's owner (svc_relay.c)\n"
+	"topic read sky/v1/jobs/+/cancel\n"
+	"topic write sky/v1/jobs/+/job/#\n"
 	"topic read sky/v1/job/+/ckpt/+\n"
 	"topic write sky/v1/job/+/load/+\n"
 	"# link probes through each site's bridge (sky_topics.h)\n"
@@ -94,18 +97,22 @@ static const char k_acl[] =
 /* One operator's sections. On the fleet listener the board patterns
  * above apply to every user, an operator included (it could write
  * sky/v1/job/+/metrics and part/<its CN>), and mosquitto's "deny" takes
- * reads too: so there it denies the job's data topics and may only submit
- * and follow plans. Its tools connect to the claim listener
- * (sky_mqtt_claim_broker), whose ACL has no patterns: there it also reads
- * a job's metrics (sky job watch) and trained parts (sky job collect), and
- * writes nothing but its submissions. */
+ * reads too: so there it denies the job's data topics (the site-addressed
+ * stage topics too) and may only submit and follow plans. Its tools
+ * connect to the claim listener (sky_mqtt_claim_broker), whose ACL has no
+ * patterns: there it reads what skyplan relays of its own jobs only
+ * (sky/v1/jobs/<its CN>/job/#: metrics for sky job watch, parts for sky
+ * job collect, the last state), never the job topics themselves, and
+ * writes nothing but its submissions, uploads and cancels. */
 static const char k_acl_operator_fleet[] =
 	"\n"
 	"# Operator %s (sky job submit; its tools use the claim listener).\n"
 	"user %s\n"
 	"topic deny sky/v1/board/%s/#\n"
 	"topic deny sky/v1/job/+/stage/#\n"
+	"topic deny sky/v1/site/+/job/+/stage/#\n"
 	"topic deny sky/v1/job/+/metrics\n"
+	"topic deny sky/v1/job/+/metrics/#\n"
 	"topic deny sky/v1/job/+/part/#\n"
 	"topic deny sky/v1/job/+/req/#\n"
 	"topic deny sky/v1/job/+/resp/#\n"
@@ -120,15 +127,15 @@ static const char k_acl_operator_fleet[] =
 
 static const char k_acl_operator_tools[] =
 	"\n"
-	"# Operator %s (sky job submit, watch, collect).\n"
+	"# Operator %s (sky job submit, watch, collect, cancel).\n"
 	"user %s\n"
 	"topic write sky/v1/jobs/%s/submit\n"
 	"topic read sky/v1/jobs/%s/reply\n"
 	"topic read sky/v1/job/+/plan\n"
 	"topic read sky/v1/board/+/plan-ack\n"
-	"topic read sky/v1/job/+/metrics\n"
-	"topic read sky/v1/job/+/part/+\n"
-	"topic write sky/v1/jobs/%s/weights\n";
+	"topic write sky/v1/jobs/%s/weights\n"
+	"topic write sky/v1/jobs/%s/cancel\n"
+	"topic read sky/v1/jobs/%s/job/#\n";
 
 /* One client's sections (sky infer, sky bench infer). Its tools connect
  * to the tools listener, whose ACL has no patterns: there its section is
@@ -165,7 +172,7 @@ static const char k_acl_claim[] =
 	"pattern write sky/v1/enroll/%c/csr\n"
 	"pattern read sky/v1/enroll/%c/cert\n";
 
-/* Appends one section (a template with up to five %s for the CN) per
+/* Appends one section (a template with up to seven %s for the CN) per
  * named identity of a kind to acl: default_cn first if not NULL, then
  * <prefix><name> for every name in <dir>/<list_file>. Returns the new
  * length or SKY_ERANGE / SKY_EINVAL. */
@@ -198,7 +205,7 @@ static int add_sections(const char *dir, const char *list_file, const char *pref
 				return SKY_EINVAL;
 		}
 		first = 0;
-		int k = snprintf(acl + n, cap - n, section, cn, cn, cn, cn, cn);
+		int k = snprintf(acl + n, cap - n, section, cn, cn, cn, cn, cn, cn, cn);
 		if (k < 0 || (size_t)k >= cap - n)
 			return sky_diag_set(d, SKY_ERANGE, "ACL: too many identities");
 		n += (size_t)k;

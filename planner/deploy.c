@@ -1,5 +1,6 @@
 /* Model uploads, slice cutting and slice transfers (sky_deploy.h). */
 #include "sky_deploy.h"
+#include "sky_clock.h"
 
 #include "sky_file.h"
 #include "sky_json.h"
@@ -35,6 +36,12 @@ void sky_deploy_free(sky_deploy *dp)
 	for (int i = 0; i < SKY_DEPLOY_MAX_XFERS; i++)
 		if (dp->x[i].active)
 			xfer_end(&dp->x[i]);
+	for (int i = 0; i < SKY_DEPLOY_MAX_UPLOADS; i++)
+		if (dp->up[i].hashing) {
+			sky_thread_join(&dp->up[i].hasher);
+			dp->up[i].hashing = 0;
+			dp->up[i].active = 0;
+		}
 }
 
 /* <state>/<dir>/<hex><ext> */
@@ -132,25 +139,120 @@ static void on_bad_chunk(sky_deploy *dp, const char *op, const sky_chunk *c, sky
 	}
 }
 
+/* Frees the slots of uploads that sent nothing for SKY_DEPLOY_UPLOAD_IDLE_S
+ * (their .part files removed). */
+static void drop_abandoned(sky_deploy *dp, double now)
+{
+	for (int i = 0; i < SKY_DEPLOY_MAX_UPLOADS; i++) {
+		sky_deploy_upload *x = &dp->up[i];
+		char part[700], hex[65];
+		if (!x->active || x->hashing || now - x->last < SKY_DEPLOY_UPLOAD_IDLE_S)
+			continue;
+		sky_sha256_hex(x->sha, hex);
+		SKY_WARN("upload of model %.16s.. from %s abandoned: no chunk for %.0f s", hex, x->op,
+			 now - x->last);
+		if (store_path(dp, "models", x->sha, ".part", part, sizeof part) == 0)
+			sky_file_remove(part);
+		x->active = 0;
+	}
+}
+
+typedef struct stored_walk {
+	const sky_deploy *dp;
+	const char *op;
+	long long bytes;
+} stored_walk;
+
+static int each_owner(void *ctx, const char *name)
+{
+	stored_walk *w = ctx;
+	char path[800], who[SKY_TOPIC_SEGMENT_MAX + 2];
+	size_t n = strlen(name);
+	snprintf(path, sizeof path, "%s/models/%s", w->dp->state_dir, name);
+	long got = sky_file_read(path, who, sizeof who - 1);
+	if (got <= 0 || n < 3)
+		return 0;
+	who[got] = '\0';
+	who[strcspn(who, "\n")] = '\0';
+	if (strcmp(who, w->op) != 0)
+		return 0;
+	snprintf(path, sizeof path, "%s/models/%.*s.safetensors", w->dp->state_dir, (int)(n - 3),
+		 name);
+	long long b = sky_file_size(path);
+	if (b > 0)
+		w->bytes += b;
+	return 0;
+}
+
+/* Bytes of the models op uploaded that the store still holds. */
+static long long stored_of(const sky_deploy *dp, const char *op)
+{
+	char dir[700];
+	stored_walk w = {dp, op, 0};
+	snprintf(dir, sizeof dir, "%s/models", dp->state_dir);
+	sky_file_list(dir, ".op", each_owner, &w);
+	return w.bytes;
+}
+
+/* A slot for op's new upload: a free one, unless op holds its limit; with
+ * none free, op's own oldest upload gives way. Another operator's upload
+ * never does. Returns the slot, or NULL with why said. */
+static sky_deploy_upload *slot_for(sky_deploy *dp, const char *op, sky_deploy_upload *free_slot,
+				   char *why, size_t cap)
+{
+	sky_deploy_upload *oldest = NULL;
+	int mine = 0;
+	for (int i = 0; i < SKY_DEPLOY_MAX_UPLOADS; i++) {
+		sky_deploy_upload *x = &dp->up[i];
+		if (!x->active || strcmp(x->op, op))
+			continue;
+		mine++;
+		if (!x->hashing && (!oldest || x->started < oldest->started))
+			oldest = x;
+	}
+	if (dp->uploads_per_op > 0 && mine >= dp->uploads_per_op) {
+		snprintf(why, cap, "operator %s has %d model uploads in progress (its limit is %d)", op,
+			 mine, dp->uploads_per_op);
+		return NULL;
+	}
+	if (free_slot)
+		return free_slot;
+	if (oldest) {
+		SKY_WARN("upload of a model from %s abandoned for its newer one", op);
+		return oldest;
+	}
+	snprintf(why, cap, "all %d upload slots are taken by other operators' uploads; try again "
+			   "later", SKY_DEPLOY_MAX_UPLOADS);
+	return NULL;
+}
+
 /* Chunk 0 of a model from op: a new upload, or one sent again from the
- * start. u is op's upload of it in progress, or NULL: then free_slot, or
- * when there is none the oldest upload, which gives way. The part file
- * starts empty. Returns the upload, or NULL when refused (answered). */
+ * start. u is op's upload of it in progress, or NULL: then a slot
+ * (slot_for). The part file starts empty. Returns the upload, or NULL when
+ * refused (answered). */
 static sky_deploy_upload *begin_upload(sky_deploy *dp, sky_deploy_upload *u,
 				       sky_deploy_upload *free_slot, const char *op,
 				       const sky_chunk *c, const char *part, const char *hex,
 				       sky_deploy_publish_fn pub, void *ctx)
 {
-	if (!u) {
-		if (!free_slot) {
-			/* the oldest upload gives way */
-			free_slot = &dp->up[0];
-			for (int i = 1; i < SKY_DEPLOY_MAX_UPLOADS; i++)
-				if (dp->up[i].started < free_slot->started)
-					free_slot = &dp->up[i];
-			SKY_WARN("upload of a model from %s abandoned for a newer one", free_slot->op);
+	if (!u && dp->stored_per_op > 0) {
+		long long held = stored_of(dp, op);
+		if (held + (long long)c->file_bytes > dp->stored_per_op) {
+			char why[200];
+			snprintf(why, sizeof why,
+				 "operator %s holds %lld bytes of models; %llu more is above its limit "
+				 "of %lld",
+				 op, held, (unsigned long long)c->file_bytes, dp->stored_per_op);
+			refuse_upload(dp, NULL, op, c->file_sha, why, pub, ctx);
+			return NULL;
 		}
-		u = free_slot;
+	}
+	if (!u) {
+		char why[200];
+		if (!(u = slot_for(dp, op, free_slot, why, sizeof why))) {
+			refuse_upload(dp, NULL, op, c->file_sha, why, pub, ctx);
+			return NULL;
+		}
 	}
 	char dir[600];
 	snprintf(dir, sizeof dir, "%s/models", dp->state_dir);
@@ -167,40 +269,88 @@ static sky_deploy_upload *begin_upload(sky_deploy *dp, sky_deploy_upload *u,
 	u->bytes = c->file_bytes;
 	u->chunk_bytes = c->chunk_bytes;
 	u->total = c->total;
+	u->started = u->last = sky_clock_s();
 	forget_failure(dp, c->file_sha);
 	SKY_INFO("upload of model %.16s.. from %s: %llu bytes in %u chunks", hex, op,
 		 (unsigned long long)c->file_bytes, c->total);
 	return u;
 }
 
-/* u's last chunk is in part: stores it as path when it hashes to the
- * model's SHA-256 (hex), else refuses the upload; answers op either way. */
-static void end_upload(sky_deploy *dp, sky_deploy_upload *u, const char *op, const sky_chunk *c,
-		       const char *part, const char *path, const char *hex,
-		       sky_deploy_publish_fn pub, void *ctx)
+/* The hasher's thread: the whole part file of one upload. */
+static void *hash_main(void *arg)
 {
-	unsigned char h[32];
-	uint64_t bytes = 0;
-	if (sky_sha256_file(part, h, &bytes) != 0 || bytes != u->bytes || memcmp(h, u->sha, 32)) {
+	sky_deploy_upload *u = arg;
+	u->hash_rc = sky_sha256_file(u->part, u->got, &u->got_bytes);
+	atomic_store(&u->hashed, 1);
+	return NULL;
+}
+
+/* u's last chunk is in part: its hash goes to a thread of its own
+ * (finish_upload takes it from there), or is taken here when no thread
+ * can start. */
+static void end_upload(sky_deploy *dp, sky_deploy_upload *u, const char *part)
+{
+	snprintf(u->part, sizeof u->part, "%s", part);
+	atomic_store(&u->hashed, 0);
+	u->hashing = 1;
+	if (sky_thread_start(&u->hasher, hash_main, u) != 0) {
+		u->hashing = 0;
+		hash_main(u);
+	}
+	(void)dp;
+}
+
+/* u's file is hashed: stores it as the model when it hashes to the
+ * model's SHA-256, else refuses the upload; answers its operator either
+ * way. */
+static void finish_upload(sky_deploy *dp, sky_deploy_upload *u, sky_deploy_publish_fn pub,
+			  void *ctx)
+{
+	char path[700], hex[65];
+	sky_sha256_hex(u->sha, hex);
+	if (store_path(dp, "models", u->sha, ".safetensors", path, sizeof path) != 0) {
+		refuse_upload(dp, u, u->op, u->sha, "the planner cannot name its model store", pub,
+			      ctx);
+		return;
+	}
+	if (u->hash_rc != 0 || u->got_bytes != u->bytes || memcmp(u->got, u->sha, 32)) {
 		char got[65], why_s[200];
-		sky_sha256_hex(h, got);
+		sky_sha256_hex(u->got, got);
 		snprintf(why_s, sizeof why_s,
 			 "model hash mismatch: the %llu bytes received hash to %.16s.., the upload "
 			 "names %.16s..",
-			 (unsigned long long)bytes, got, hex);
-		refuse_upload(dp, u, op, c->file_sha, why_s, pub, ctx);
+			 (unsigned long long)u->got_bytes, got, hex);
+		refuse_upload(dp, u, u->op, u->sha, why_s, pub, ctx);
 		return;
 	}
-	if (sky_file_rename(part, path) != 0) {
-		refuse_upload(dp, u, op, c->file_sha, "the planner cannot write its model store", pub,
+	if (sky_file_rename(u->part, path) != 0) {
+		refuse_upload(dp, u, u->op, u->sha, "the planner cannot write its model store", pub,
 			      ctx);
 		return;
 	}
 	u->active = 0;
 	dp->models_stored++;
-	SKY_INFO("model %.16s.. from %s stored: %s (%llu bytes, %u chunks)", hex, op, path,
-		 (unsigned long long)bytes, u->total);
-	upload_reply(op, c->file_sha, 1, "stored", pub, ctx);
+	char opf[720], line[SKY_TOPIC_SEGMENT_MAX + 2];
+	int ln = snprintf(line, sizeof line, "%s\n", u->op);
+	if (store_path(dp, "models", u->sha, ".op", opf, sizeof opf) != 0 ||
+	    sky_file_write(opf, line, (size_t)ln, 0600) != 0)
+		SKY_WARN("model %.16s..: cannot note its uploader %s", hex, u->op);
+	SKY_INFO("model %.16s.. from %s stored: %s (%llu bytes, %u chunks)", hex, u->op, path,
+		 (unsigned long long)u->got_bytes, u->total);
+	upload_reply(u->op, u->sha, 1, "stored", pub, ctx);
+}
+
+/* The uploads whose hash is done, finished. */
+static void pump_hashes(sky_deploy *dp, sky_deploy_publish_fn pub, void *ctx)
+{
+	for (int i = 0; i < SKY_DEPLOY_MAX_UPLOADS; i++) {
+		sky_deploy_upload *u = &dp->up[i];
+		if (!u->active || !u->hashing || !atomic_load(&u->hashed))
+			continue;
+		sky_thread_join(&u->hasher);
+		u->hashing = 0;
+		finish_upload(dp, u, pub, ctx);
+	}
 }
 
 void sky_deploy_on_weights(sky_deploy *dp, const char *op, const unsigned char *p, size_t len,
@@ -229,6 +379,7 @@ void sky_deploy_on_weights(sky_deploy *dp, const char *op, const unsigned char *
 		return;
 	}
 	sky_deploy_upload *u = NULL, *free_slot = NULL;
+	drop_abandoned(dp, sky_clock_s());
 	for (int i = 0; i < SKY_DEPLOY_MAX_UPLOADS; i++) {
 		sky_deploy_upload *x = &dp->up[i];
 		if (x->active && !memcmp(x->sha, c.file_sha, 32) && !strcmp(x->op, op))
@@ -236,6 +387,8 @@ void sky_deploy_on_weights(sky_deploy *dp, const char *op, const unsigned char *
 		else if (!x->active && !free_slot)
 			free_slot = x;
 	}
+	if (u && u->hashing)
+		return; /* its last chunk is in and being hashed: a resend waits for the answer */
 	if (c.index == 0 &&
 	    !(u = begin_upload(dp, u, free_slot, op, &c, part, hex, pub, ctx)))
 		return;
@@ -261,9 +414,12 @@ void sky_deploy_on_weights(sky_deploy *dp, const char *op, const unsigned char *
 		return;
 	}
 	u->next++;
+	u->last = sky_clock_s();
 	if (u->next < u->total)
 		return;
-	end_upload(dp, u, op, &c, part, path, hex, pub, ctx);
+	end_upload(dp, u, part);
+	if (!u->hashing) /* hashed here: no thread could start */
+		finish_upload(dp, u, pub, ctx);
 }
 
 int sky_deploy_model_path(sky_deploy *dp, const char *sha_hex, char *path, size_t cap,
@@ -308,6 +464,7 @@ int sky_deploy_cut(sky_deploy *dp, const char *sha_hex, int first, int last, sky
 		return rc;
 	if (!dp->ops || !dp->ops->cut)
 		return sky_diag_set(d, SKY_EUNSUPPORTED, "this planner cannot cut slices");
+	sky_file_touch(model); /* used: the store's least recently used goes first */
 	snprintf(dir, sizeof dir, "%s/slices", dp->state_dir);
 	if (sky_file_mkdirs(dir, 0700) != 0)
 		return sky_diag_set(d, SKY_EIO, "cannot create %s", dir);
@@ -340,6 +497,7 @@ int sky_deploy_on_slice_req(sky_deploy *dp, const char *board, const sky_slice_r
 				    board, hex, r->job);
 	if (store_path(dp, "slices", sha, ".safetensors", path, sizeof path) != 0)
 		return sky_diag_set(d, SKY_ERANGE, "state directory name too long");
+	sky_file_touch(path); /* used: the store's least recently used goes first */
 	/* one transfer per board: a new request replaces the old one */
 	sky_deploy_xfer *x = NULL;
 	for (int i = 0; i < SKY_DEPLOY_MAX_XFERS && !x; i++)
@@ -386,6 +544,7 @@ int sky_deploy_on_slice_req(sky_deploy *dp, const char *board, const sky_slice_r
 int sky_deploy_pump(sky_deploy *dp, double now, sky_deploy_publish_fn pub, void *ctx)
 {
 	int active = 0;
+	pump_hashes(dp, pub, ctx);
 	for (int i = 0; i < SKY_DEPLOY_MAX_XFERS; i++) {
 		sky_deploy_xfer *x = &dp->x[i];
 		if (!x->active)

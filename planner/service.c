@@ -109,7 +109,18 @@ static void on_plan(svc *s, const svc_msg *m)
 
 static void on_metrics(svc *s, const svc_msg *m)
 {
-	sky_jobstat_on_metrics(&s->jobs, m->seg, (const char *)m->p, m->len, sky_clock_s());
+	if (sky_jobstat_on_metrics(&s->jobs, m->seg, (const char *)m->p, m->len, sky_clock_s()) == 0)
+		svc_relay_metrics(s, m->seg, NULL, (const char *)m->p, m->len);
+}
+
+static void on_part(svc *s, const svc_msg *m)
+{
+	svc_relay_part(s, m->seg, m->to, m->p, m->len);
+}
+
+static void on_cancel(svc *s, const svc_msg *m)
+{
+	svc_cancel_on_msg(s, m->seg, (const char *)m->p, m->len);
 }
 
 static void on_csr(svc *s, const svc_msg *m)
@@ -146,6 +157,7 @@ static void on_req(svc *s, const svc_msg *m)
 static const svc_route k_routes[] = {
 	{match_area, "jobs", SKY_TOPIC_SUBMIT, on_submit},
 	{match_area, "jobs", SKY_TOPIC_WEIGHTS, on_weights},
+	{match_area, "jobs", SKY_TOPIC_CANCEL, on_cancel},
 	{match_area, "jobs", NULL, on_ignore},
 	{match_area, "board", SKY_TOPIC_SLICE_REQ, on_slice_req},
 	{match_area, "board", NULL, on_board},
@@ -155,6 +167,7 @@ static const svc_route k_routes[] = {
 	{match_prefix, SKY_TOPIC_ROOT "/site/", NULL, on_site},
 	{match_job_to, NULL, SKY_TOPIC_CKPT, on_ckpt},
 	{match_job_to, NULL, SKY_TOPIC_RESP, on_resp},
+	{match_job_to, NULL, SKY_TOPIC_PART, on_part},
 	{match_ready, NULL, NULL, on_ready},
 	/* requests, and anything else: answered unknown_job if a request */
 	{match_any, NULL, NULL, on_req},
@@ -200,6 +213,9 @@ static const char *const k_subs[] = {
 	SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_CAPS, SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_PLAN_ACK,
 	SKY_TOPIC_SUB_ALL_CSRS, SKY_TOPIC_SUB_ALL_PLANS, SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_METRICS,
 	SKY_TOPIC_SUB_ALL_SUBMITS, SKY_TOPIC_ROOT "/jobs/+/" SKY_TOPIC_WEIGHTS,
+	SKY_TOPIC_ROOT "/jobs/+/" SKY_TOPIC_CANCEL,
+	/* parts, relayed to each job's owner (svc_relay.c) */
+	SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_PART "/+",
 	SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_SLICE_REQ,
 	/* requests, to answer those for jobs that do not serve */
 	SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_REQ "/+",
@@ -287,6 +303,8 @@ static int svc_open(svc *s, const sky_service_opts *o, sky_diag *d)
 		return sky_diag_set(d, rc, "cannot create %s", s->state_dir);
 	sky_deploy_init(&s->deploy, s->state_dir, o->model_ops, o->slice_chunk_bytes,
 			o->slice_pace_ms);
+	s->deploy.uploads_per_op = o->uploads_per_op;
+	s->deploy.stored_per_op = o->stored_per_op;
 	mbedtls_x509_crt_init(&s->planner_crt);
 	if ((rc = sky_ca_open(&s->ca, o->pki_dir, d)) != 0 ||
 	    (rc = sky_ca_load_signer(&s->signer, o->pki_dir, d)) != 0)
@@ -311,6 +329,7 @@ static void svc_tick(svc *s, double now, double gap, int behind)
 	svc_follow_tick(s, now);
 	svc_serve_tick(s, now);
 	svc_submit_tick(s, now);
+	svc_gc_tick(s, now);
 	svc_log_flush(s, now);
 }
 

@@ -29,6 +29,9 @@
 
 #include "sky_chunk.h"
 #include "sky_err.h"
+#include "sky_thread.h"
+
+#include <stdatomic.h>
 #include "sky_file.h"
 #include "sky_model.h"
 #include "sky_planmsg.h"
@@ -63,8 +66,23 @@ typedef struct sky_deploy_upload {
 	unsigned char sha[32];
 	uint64_t bytes;
 	uint32_t chunk_bytes, total, next;
-	double started;
+	double started, last; /* monotonic: chunk 0, the newest chunk */
+	/* the last chunk is in: the whole file is hashed on a thread of its
+	 * own (up to SKY_CHUNK_MAX_FILE bytes, which takes longer than the
+	 * planner loop's watchdog allows), and sky_deploy_pump finishes the
+	 * upload once it is done; chunks that come meanwhile are dropped */
+	int hashing;
+	sky_thread hasher;
+	_Atomic int hashed; /* set by the hasher when got, got_bytes, hash_rc are written */
+	int hash_rc;
+	unsigned char got[32];
+	uint64_t got_bytes;
+	char part[700];
 } sky_deploy_upload;
+
+/* An upload that sent no chunk for this long is abandoned: its slot is
+ * free again and its .part file removed. */
+#define SKY_DEPLOY_UPLOAD_IDLE_S 60.0
 
 typedef struct sky_deploy_xfer {
 	int active;
@@ -83,6 +101,12 @@ typedef struct sky_deploy {
 	uint32_t chunk_bytes;
 	int pace_ms;
 	sky_deploy_upload up[SKY_DEPLOY_MAX_UPLOADS];
+	/* uploads one operator may have in progress (0: any free slot); one
+	 * operator's upload never takes a slot another's holds */
+	int uploads_per_op;
+	/* bytes of stored models one operator may hold (0: no bound); each
+	 * stored model's uploader is kept beside it, <state>/models/<sha>.op */
+	long long stored_per_op;
 	struct {
 		unsigned char sha[32];
 		char why[201]; /* a job reply's error (sky_service.h) */
@@ -99,7 +123,8 @@ typedef struct sky_deploy {
  * default. Cannot fail (directories are made when first needed). */
 void sky_deploy_init(sky_deploy *dp, const char *state_dir, const sky_deploy_model_ops *ops,
 		     int chunk_bytes, int pace_ms);
-/* Ends every transfer (unmaps). NULL-safe; may be called twice. */
+/* Ends every transfer (unmaps) and waits for every hash in progress.
+ * NULL-safe; may be called twice. */
 void sky_deploy_free(sky_deploy *dp);
 
 /* One upload chunk from operator op (its CN, vouched for by the ACL):
@@ -132,7 +157,9 @@ int sky_deploy_on_slice_req(sky_deploy *dp, const char *board, const sky_slice_r
 
 /* Sends the chunks that are due (each transfer up to SKY_DEPLOY_WINDOW, or
  * one per pace_ms) through pub, and ends finished transfers with a log
- * line (bytes on the wire). Returns how many transfers are still active. */
+ * line (bytes on the wire); finishes the uploads whose hash is done
+ * (stored, or refused on a mismatch; answered through pub). Returns how
+ * many transfers are still active. */
 int sky_deploy_pump(sky_deploy *dp, double now, sky_deploy_publish_fn pub, void *ctx);
 
 #endif

@@ -90,6 +90,16 @@ typedef struct sky_service_opts {
 	const char *links_file; /* optional: a fleet file whose "links" are the site paths
 				   (until measured figures replace them) */
 	double link_probe_s;   /* re-measure each site's path this often (0: 300 s) */
+	/* per operator (sky_owner.h; 0: no limit of its own): jobs waiting for
+	 * boards, model uploads in progress */
+	int pending_per_op, uploads_per_op;
+	long long stored_per_op; /* bytes of stored models (0: no limit of its own) */
+	/* 1: a job may take boards busy with another operator's job (default:
+	 * idle boards and its own operator's only) */
+	int share_busy_boards;
+	/* the model and slice store (<state>/models, slices) is kept below this
+	 * by removing the least recently used files no job needs (0: unbounded) */
+	long long store_max_bytes;
 } sky_service_opts;
 
 /* Runs until a stop signal (sky_signal.h). Returns 0 after a clean stop, or

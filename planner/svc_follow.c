@@ -7,6 +7,7 @@
 #include "svc_internal.h"
 
 #include "sky_clock.h"
+#include "sky_owner.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -22,6 +23,17 @@ run_job *svc_follow_find(svc *s, const char *job)
 		if (!strcmp(s->follow.run[i].job.req.job, job))
 			return &s->follow.run[i];
 	return NULL;
+}
+
+int svc_follow_drop(svc *s, const char *job)
+{
+	run_job *r = svc_follow_find(s, job);
+	if (!r)
+		return 0;
+	/* as a done job is let go (svc_follow_tick): no more re-plans or replays */
+	sky_jobstate_remove(s->state_dir, job);
+	*r = s->follow.run[--s->follow.n_run];
+	return 1;
 }
 
 int svc_follow_any_running(const svc *s)
@@ -135,6 +147,8 @@ run_job *svc_follow_from_state(svc *s, const sky_jobstate *js)
 	double now = sky_clock_s();
 	memset(r, 0, sizeof *r);
 	svc_job_from_req(&r->job, &js->req);
+	if (sky_owner_get(s->state_dir, js->req.job, r->job.op, sizeof r->job.op) != 0)
+		r->job.op[0] = '\0'; /* a job from before owners were kept */
 	r->epoch = js->epoch;
 	r->generation = js->generation;
 	r->n_stages = js->n_stages;

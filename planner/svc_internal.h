@@ -20,6 +20,12 @@
  *   svc_serve.c   serving answers and replays, unknown_job answers, slices,
  *                 displaced jobs, serving restore
  *   svc_log.c     throttled warnings and their flush
+ *   svc_relay.c   what a job's owner reads: its metrics, parts and last
+ *                 state relayed to sky/v1/jobs/<owner>/job/<job>/...; the
+ *                 owners' cache; cancelled jobs
+ *   svc_cancel.c  sky job cancel: its owner's request, the job stopped
+ *   svc_gc.c      abandoned uploads' files removed; the model and slice
+ *                 store bounded (least recently used first)
  *
  * Each file owns its part of svc (the member named after it) and writes
  * only that; what another file needs goes through the svc_<file>_* calls
@@ -51,7 +57,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#define MAX_PENDING 16
+/* jobs waiting for boards, all operators together (each operator's own
+ * limit is --max-pending-per-operator, sky_owner.h) */
+#define MAX_PENDING 64
 /* answers kept for resends: a retrying `sky job submit` gets the same one */
 #define MAX_RECENT 32
 /* A training job with checkpoints (or a serving job that re-plans) is
@@ -70,6 +78,7 @@ typedef struct svc svc;
 /* A job as planned: its request and its model with the request's shapes. */
 typedef struct svc_job {
 	sky_job_req req;
+	char op[SKY_TOPIC_SEGMENT_MAX + 1]; /* its owner's CN (sky_owner.h) */
 	sky_model_cfg model; /* with the job's layers, seq, batch */
 } svc_job;
 
@@ -239,6 +248,22 @@ typedef struct svc_train_state {
 	svc_notes notes; /* the gain check's copy of its job's */
 } svc_train_state;
 
+#define SVC_RELAY_OWNERS 64    /* owners cached (least recently used goes) */
+#define SVC_RELAY_CANCELLED 32 /* cancelled jobs remembered (not relayed any more) */
+typedef struct svc_relay_state {
+	struct {
+		char job[SKY_TOPIC_SEGMENT_MAX + 1];
+		char op[SKY_TOPIC_SEGMENT_MAX + 1];
+		unsigned long used; /* 0: free */
+	} owner[SVC_RELAY_OWNERS];
+	unsigned long tick;
+	char cancelled[SVC_RELAY_CANCELLED][SKY_TOPIC_SEGMENT_MAX + 1];
+	int next_cancelled;
+	/* <state>/operators.json: being built, and as last written */
+	char ops_json[8192], ops_saved[8192];
+	size_t ops_len;
+} svc_relay_state;
+
 typedef struct svc_serve_state {
 	char req_resp[SKY_INFER_RESP_MAX_BYTES];
 } svc_serve_state;
@@ -280,6 +305,8 @@ struct svc {
 	svc_replan_state replan;
 	svc_train_state train;
 	svc_serve_state serve;
+	svc_relay_state relay;
+	double gc_next; /* svc_gc.c: monotonic, its next run */
 };
 
 /* ---- the calls between the files ------------------------------------------ */
@@ -302,6 +329,12 @@ void svc_log_flush(svc *s, double now);
 /* Parses and queues a job. Returns 0, or the reason it was refused in d
  * (and the log). */
 int svc_submit_queue(svc *s, const char *buf, size_t len, const char *from, sky_diag *d);
+/* The same for operator op (its CN, from the topic): refused when the job
+ * id is another operator's or op's quota of waiting jobs is full. */
+int svc_submit_queue_op(svc *s, const char *buf, size_t len, const char *op, const char *from,
+			sky_diag *d);
+/* Drops job's queued entries. Returns how many. */
+int svc_submit_drop(svc *s, const char *job);
 /* --job's file, queued at start. Returns 0, or an error in d when it cannot
  * be read (a refused job is logged). */
 int svc_submit_file(svc *s, const char *path, sky_diag *d);
@@ -422,6 +455,40 @@ void svc_train_tick(svc *s, run_job *r, double now);
 /* A training job's state file at start (js may take the saved plan's
  * newer epoch). Returns 0. */
 int svc_train_restore(svc *s, sky_jobstate *js, const char *path);
+
+/* svc_follow.c: job no longer followed (cancelled): its run file removed.
+ * Returns 1 when it was followed. */
+int svc_follow_drop(svc *s, const char *job);
+
+/* svc_relay.c */
+/* job's owner into op (cached). Returns 0 or SKY_ENOTFOUND / SKY_E*. */
+int svc_relay_owner(svc *s, const char *job, char *op, size_t cap);
+/* 1 when job was cancelled (and not submitted again since). */
+int svc_relay_cancelled(const svc *s, const char *job);
+/* A metrics message (sender board, NULL when the topic does not say) or a
+ * part of job, accepted: relayed to its owner. */
+void svc_relay_metrics(svc *s, const char *job, const char *board, const char *p, size_t len);
+void svc_relay_part(svc *s, const char *job, const char *board, const unsigned char *p,
+		    size_t len);
+/* job's retained relayed topics cleared (a resubmit by op, its owner). */
+void svc_relay_clear(svc *s, const char *job, const char *op);
+/* job's last state retained for op: {"job","epoch","state",<extra>}. */
+void svc_relay_state_msg(svc *s, const char *job, const char *op, int64_t epoch,
+			 const char *state, const char *extra);
+/* <state>/operators.json (`sky fleet status`): the per-operator limits and
+ * each operator's jobs waiting and uploads in progress; written when it
+ * changed. */
+void svc_relay_save_operators(svc *s);
+/* job cancelled by op: cleared, no longer relayed, its state "cancelled". */
+void svc_relay_cancel(svc *s, const char *job, const char *op, int64_t epoch);
+
+/* svc_gc.c: every 30 s (tick), or now (run, with the Unix time): files of
+ * abandoned uploads removed, and with store_max_bytes the store bounded. */
+void svc_gc_tick(svc *s, double now);
+void svc_gc_run(svc *s, double now_unix);
+
+/* svc_cancel.c: a request on sky/v1/jobs/<op>/cancel. */
+void svc_cancel_on_msg(svc *s, const char *op, const char *p, size_t len);
 
 /* svc_serve.c */
 int svc_serve_publish(void *ctx, const char *topic, const void *data, size_t len);

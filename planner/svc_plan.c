@@ -62,8 +62,34 @@ static void fleet_board(sky_board *fb, const sky_reg_board *b, const svc_job *j)
 	snprintf(fb->site, sizeof fb->site, "%s", b->caps.site);
 }
 
+/* Is board b busy with a job of an operator other than j's? A board's
+ * assignment is busy while its job runs: followed (re-plans), not cancelled,
+ * and not every stage of that epoch done or stalled in its metrics (one
+ * that has sent none yet is starting). */
+static int busy_for_another(svc *s, const sky_reg_board *b, const svc_job *j)
+{
+	char op[SKY_TOPIC_SEGMENT_MAX + 1];
+	if (!b->job[0] || !strcmp(b->job, j->req.job) || s->o->share_busy_boards ||
+	    svc_relay_cancelled(s, b->job))
+		return 0;
+	if (svc_relay_owner(s, b->job, op, sizeof op) != 0 || !strcmp(op, j->op))
+		return 0; /* nobody's (from before owners were kept), or j's operator's own */
+	if (svc_follow_find(s, b->job))
+		return 1;
+	int rows = 0, open = 0;
+	for (int k = 0; k < s->jobs.n; k++) {
+		const sky_jobstat_row *r = &s->jobs.row[k];
+		if (strcmp(r->job, b->job) || r->epoch != b->epoch)
+			continue;
+		rows++;
+		open += !r->done && !r->stall[0];
+	}
+	return rows == 0 || open > 0;
+}
+
 int svc_plan_fleet(svc *s, const svc_job *j, svc_notes *notes, int *fit, char *why, size_t cap)
 {
+	int busy = 0;
 	sky_registry *r = &s->reg;
 	sky_fleet *f = &s->plan.fleet;
 	sky_caps_shape want;
@@ -75,6 +101,10 @@ int svc_plan_fleet(svc *s, const svc_job *j, svc_notes *notes, int *fit, char *w
 		if (b->state != SKY_REG_ONLINE)
 			continue;
 		online++;
+		if (busy_for_another(s, b, j)) {
+			busy++;
+			continue;
+		}
 		if (!b->has_caps || !sky_caps_shape_eq(&b->caps.shape, &want)) {
 			if (!notes->asked[i]) {
 				notes->asked[i] = 1;
@@ -96,10 +126,14 @@ int svc_plan_fleet(svc *s, const svc_job *j, svc_notes *notes, int *fit, char *w
 		fleet_board(&f->board[f->n++], b, j);
 	}
 	*fit = f->n;
-	if (f->n == 0)
+	if (f->n == 0 && busy)
+		snprintf(why, cap, "%d online board%s busy with another operator's job, and no other "
+				   "reported %s at seq %d batch %d",
+			 busy, busy == 1 ? " is" : "s are", want.name, want.seq, want.batch);
+	else if (f->n == 0)
 		snprintf(why, cap, "no online board reported %s at seq %d batch %d", want.name,
 			 want.seq, want.batch);
-	return online;
+	return online - busy;
 }
 
 /* The planner library's job for j, over the site paths the registry has

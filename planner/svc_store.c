@@ -211,6 +211,7 @@ void svc_store_save_state(svc *s)
 	if (jn > 0 && (svc_state_file(s, "jobs.json", path, sizeof path) != 0 ||
 		       sky_file_write(path, buf, (size_t)jn, 0644) != 0))
 		SKY_WARN("cannot write %s", path);
+	svc_relay_save_operators(s);
 }
 
 /* Boards enrolled before a restart are still part of the fleet, with their

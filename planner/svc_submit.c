@@ -5,6 +5,7 @@
 
 #include "sky_clock.h"
 #include "sky_file.h"
+#include "sky_owner.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -65,7 +66,23 @@ static int enqueue(svc *s, const svc_pending *pj, const char *from, sky_diag *d)
 	return rc;
 }
 
+/* Jobs of op waiting for boards. */
+static int pending_of(const svc *s, const char *op)
+{
+	int n = 0;
+	for (int k = 0; k < s->submit.n_pending; k++)
+		n += !strcmp(s->submit.pending[k].job.op, op);
+	return n;
+}
+
 int svc_submit_queue(svc *s, const char *buf, size_t len, const char *from, sky_diag *d)
+{
+	/* a job file given to skyplan is the fleet's own operator's */
+	return svc_submit_queue_op(s, buf, len, SKY_TOPIC_OPERATOR_CN, from, d);
+}
+
+int svc_submit_queue_op(svc *s, const char *buf, size_t len, const char *op, const char *from,
+			sky_diag *d)
 {
 	svc_pending pj;
 	sky_job_req req;
@@ -75,7 +92,19 @@ int svc_submit_queue(svc *s, const char *buf, size_t len, const char *from, sky_
 		SKY_WARN("job from %s refused: %s", from, d->msg);
 		return rc;
 	}
+	/* the job id is its owner's, and a refused submit claims nothing */
+	char owner[SKY_TOPIC_SEGMENT_MAX + 1];
+	if (sky_owner_get(s->state_dir, req.job, owner, sizeof owner) != SKY_ENOTFOUND)
+		rc = sky_owner_claim(s->state_dir, req.job, op, d);
+	if (rc == 0)
+		rc = sky_owner_quota(op, pending_of(s, op), s->o->pending_per_op,
+				     "jobs waiting for boards", d);
+	if (rc) {
+		SKY_WARN("job %s from %s refused: %s", req.job, from, d->msg);
+		return rc;
+	}
 	svc_job_from_req(&pj.job, &req);
+	snprintf(pj.job.op, sizeof pj.job.op, "%s", op);
 	if (pj.job.model.seq > pj.job.model.max_pos || sky_model_validate(&pj.job.model) != 0) {
 		rc = sky_diag_set(d, SKY_EINVAL, "job %s refused: model %s has invalid shapes",
 				  req.job, req.model);
@@ -87,7 +116,15 @@ int svc_submit_queue(svc *s, const char *buf, size_t len, const char *from, sky_
 		return rc;
 	}
 	pj.since = sky_clock_s();
-	return enqueue(s, &pj, from, d);
+	if (s->submit.n_pending < MAX_PENDING &&
+	    (rc = sky_owner_claim(s->state_dir, req.job, op, d)) != 0) {
+		SKY_WARN("job %s from %s refused: %s", req.job, from, d->msg);
+		return rc;
+	}
+	rc = enqueue(s, &pj, from, d);
+	if (rc == 0) /* what its owner read of an earlier run goes */
+		svc_relay_clear(s, req.job, op);
+	return rc;
 }
 
 /* A resend of a submission already answered: answered the same again.
@@ -125,7 +162,7 @@ void svc_submit_on_msg(svc *s, const char *op, const char *p, size_t len)
 	if (answer_again(s, op, &req, topic))
 		return;
 	snprintf(from, sizeof from, "operator %s", op);
-	int rc = prc ? prc : svc_submit_queue(s, p, len, from, &d);
+	int rc = prc ? prc : svc_submit_queue_op(s, p, len, op, from, &d);
 	if (prc)
 		SKY_WARN("job from %s refused: %s", from, d.msg);
 	snprintf(r.submit_id, sizeof r.submit_id, "%s", req.submit_id);
@@ -201,6 +238,8 @@ void svc_submit_requeue(svc *s, const char *job, const char *why)
 	memset(pj, 0, sizeof *pj);
 	req_from_plan(&r, p);
 	svc_job_from_req(&pj->job, &r);
+	if (sky_owner_get(s->state_dir, job, pj->job.op, sizeof pj->job.op) != 0)
+		pj->job.op[0] = '\0'; /* a job from before owners were kept */
 	pj->since = sky_clock_s();
 	s->submit.n_pending++;
 	SKY_INFO("job %s epoch %lld: re-planning over the online boards (%s)", job,
@@ -230,6 +269,20 @@ static int try_pending(svc *s, svc_pending *pj)
 	svc_plan_result res;
 	svc_plan_job(s, &rq, &res);
 	return 1;
+}
+
+int svc_submit_drop(svc *s, const char *job)
+{
+	int n = 0;
+	for (int k = 0; k < s->submit.n_pending;) {
+		if (!strcmp(s->submit.pending[k].job.req.job, job)) {
+			s->submit.pending[k] = s->submit.pending[--s->submit.n_pending];
+			n++;
+		} else {
+			k++;
+		}
+	}
+	return n;
 }
 
 void svc_submit_tick(svc *s, double now)

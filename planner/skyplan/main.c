@@ -13,6 +13,7 @@
 #include "sky_net.h"
 #include "sky_notify.h"
 #include "sky_opt.h"
+#include "sky_owner.h"
 #include "sky_service.h"
 #include "sky_signal.h"
 #include "sky_slice.h"
@@ -32,6 +33,9 @@ static void usage(FILE *to)
 		"               [--log-level L] [--log-journal]\n"
 		"               [--slice-chunk-bytes N] [--slice-pace-ms MS]\n"
 		"               [--replan-gain G] [--replan-holdoff S]\n"
+		"               [--max-pending-per-operator N] [--max-uploads-per-operator N]\n"
+		"               [--share-busy-boards] [--store-max-bytes N]\n"
+		"               [--max-stored-bytes-per-operator N]\n"
 		"\n"
 		"skyplan is Sky's planner service (%s). It connects to the broker as the planner\n"
 		"(DIR/planner.crt), answers enrollment requests with the fleet CA in DIR, keeps the\n"
@@ -69,11 +73,27 @@ static void usage(FILE *to)
 		"                     than this fraction (default 0.1) ...\n"
 		"  --replan-holdoff S ... and the job's last plan is at least S seconds old\n"
 		"                     (default 30); a board that dies re-plans at once\n"
+		"  --max-pending-per-operator N  jobs one operator may have waiting for boards\n"
+		"                     (default %d, 0: only the fleet's limit of 64); its next\n"
+		"                     submit is refused with the reason, nobody else's\n"
+		"  --max-uploads-per-operator N  model uploads one operator may have in progress\n"
+		"                     (default %d of the %d slots, 0: no limit of its own); its\n"
+		"                     next upload is refused, and it never takes another's slot\n"
+		"  --max-stored-bytes-per-operator N  bytes of uploaded models one operator may\n"
+		"                     hold (default 32 GiB, 0: no limit of its own); an upload\n"
+		"                     above it is refused with the reason\n"
+		"  --store-max-bytes N  keep the model and slice store (DIR/state/models, slices)\n"
+		"                     below N bytes: the least recently used files no queued or\n"
+		"                     followed job needs (and not used in the last 10 min) are\n"
+		"                     removed, every 30 s (default 0: unbounded)\n"
+		"  --share-busy-boards  a job may take boards busy with another operator's job\n"
+		"                     (default: idle boards and its own operator's only)\n"
 		"  --log-level L      error, warn, info (default), debug\n"
 		"  --log-journal      journald lines (<3>..<7> priority, no time stamp); the default\n"
 		"                     when stderr is the journal ($JOURNAL_STREAM)\n",
 		SKY_VERSION, SKY_CHUNK_MIN_BYTES, SKY_CHUNK_MAX_PAYLOAD, SKY_CHUNK_DEFAULT_BYTES,
-		SKY_DEPLOY_WINDOW);
+		SKY_DEPLOY_WINDOW, SKY_OWNER_DEFAULT_PENDING, SKY_OWNER_DEFAULT_UPLOADS,
+		SKY_DEPLOY_MAX_UPLOADS);
 }
 
 static int cut(const char *model_path, int first, int last, const char *out_path,
@@ -87,7 +107,7 @@ static const sky_deploy_model_ops k_model_ops = {.check = sky_modelcheck_int8, .
 enum {
 	O_LOG_JOURNAL = SKY_OPT_FIRST, O_PKI, O_BROKER, O_STATE, O_JOB, O_KEEPALIVE,
 	O_METRICS, O_LOG_LEVEL, O_CHUNK, O_PACE, O_GAIN, O_HOLDOFF, O_LINKS, O_LINK_BLIND,
-	O_LINK_PROBE
+	O_LINK_PROBE, O_MAX_PENDING, O_MAX_UPLOADS, O_SHARE_BUSY, O_STORE_MAX, O_STORED_PER_OP
 };
 static const struct option k_opts[] = {{"log-journal", no_argument, NULL, O_LOG_JOURNAL},
 				       {"pki", required_argument, NULL, O_PKI},
@@ -104,6 +124,12 @@ static const struct option k_opts[] = {{"log-journal", no_argument, NULL, O_LOG_
 				       {"slice-pace-ms", required_argument, NULL, O_PACE},
 				       {"replan-gain", required_argument, NULL, O_GAIN},
 				       {"replan-holdoff", required_argument, NULL, O_HOLDOFF},
+				       {"max-pending-per-operator", required_argument, NULL, O_MAX_PENDING},
+				       {"max-uploads-per-operator", required_argument, NULL, O_MAX_UPLOADS},
+				       {"share-busy-boards", no_argument, NULL, O_SHARE_BUSY},
+				       {"store-max-bytes", required_argument, NULL, O_STORE_MAX},
+				       {"max-stored-bytes-per-operator", required_argument, NULL,
+					O_STORED_PER_OP},
 				       SKY_OPT_STD,
 				       {0}};
 
@@ -145,13 +171,38 @@ static int take_number(int c, const sky_opt *op, sky_service_opts *o)
 		long lo = c == O_CHUNK ? (long)SKY_CHUNK_MIN_BYTES : 0;
 		long hi = c == O_CHUNK ? (long)SKY_CHUNK_MAX_PAYLOAD : 60000;
 		if (end == v || *end || errno || n < lo || n > hi) {
-			fprintf(stderr, "skyplan: --%s expects %ld to %ld\n", op->name, lo, hi);
+			fprintf(stderr, "skyplan: %s expects %ld to %ld\n", op->name, lo, hi);
 			return 2;
 		}
 		if (c == O_CHUNK)
 			o->slice_chunk_bytes = (int)n;
 		else
 			o->slice_pace_ms = (int)n;
+		break;
+	}
+	case O_MAX_PENDING:
+	case O_MAX_UPLOADS: {
+		char *end = NULL;
+		errno = 0;
+		long n = strtol(v, &end, 10);
+		long hi = c == O_MAX_PENDING ? 64 : SKY_DEPLOY_MAX_UPLOADS;
+		if (end == v || *end || errno || n < 0 || n > hi) {
+			fprintf(stderr, "skyplan: %s expects 0 to %ld\n", op->name, hi);
+			return 2;
+		}
+		*(c == O_MAX_PENDING ? &o->pending_per_op : &o->uploads_per_op) = (int)n;
+		break;
+	}
+	case O_STORE_MAX:
+	case O_STORED_PER_OP: {
+		char *end = NULL;
+		errno = 0;
+		long long n = strtoll(v, &end, 10);
+		if (end == v || *end || errno || n < 0) {
+			fprintf(stderr, "skyplan: %s expects a byte count (0: no bound)\n", op->name);
+			return 2;
+		}
+		*(c == O_STORE_MAX ? &o->store_max_bytes : &o->stored_per_op) = n;
 		break;
 	}
 	case O_GAIN:
@@ -203,7 +254,14 @@ static int take_opt(int c, const sky_opt *op, sky_service_opts *o, const char **
 	case O_LINK_BLIND:
 		o->link_blind = 1;
 		break;
+	case O_SHARE_BUSY:
+		o->share_busy_boards = 1;
+		break;
 	case O_KEEPALIVE:
+	case O_STORE_MAX:
+	case O_STORED_PER_OP:
+	case O_MAX_PENDING:
+	case O_MAX_UPLOADS:
 	case O_LINK_PROBE:
 	case O_CHUNK:
 	case O_PACE:
@@ -266,6 +324,9 @@ int main(int argc, char **argv)
 	o.model_ops = &k_model_ops;
 	o.replan_gain = 0.1;
 	o.replan_holdoff_s = 30;
+	o.pending_per_op = SKY_OWNER_DEFAULT_PENDING;
+	o.uploads_per_op = SKY_OWNER_DEFAULT_UPLOADS;
+	o.stored_per_op = SKY_OWNER_DEFAULT_STORED;
 	sky_log_set_name("skyplan");
 	int prc = parse_opts(argc, argv, &o, &metrics);
 	if (prc != GO_ON)

@@ -43,6 +43,10 @@
  *   sky/v1/jobs/<op>/submit                 operator <op> (sky job submit) -> planner 1 no job JSON (+ "submit_id")
  *   sky/v1/jobs/<op>/weights                operator <op> -> planner       1   no   model upload chunk (binary)
  *   sky/v1/jobs/<op>/reply                  planner -> operator <op>       1   no   submit ack or refusal JSON
+ *   sky/v1/jobs/<op>/cancel                 operator <op> -> planner       1   no   {"job":..,"cancel_id":..} (sky job cancel)
+ *   sky/v1/jobs/<op>/job/<job>/metrics      planner -> operator <op>       0   no   the job's metrics, relayed to its owner
+ *   sky/v1/jobs/<op>/job/<job>/part/<board> planner -> operator <op>       1   yes  the job's parts, relayed to its owner
+ *   sky/v1/jobs/<op>/job/<job>/state        planner -> operator <op>       1   yes  {"job","epoch","state":"done"|"stalled"|"cancelled",..}
  *   sky/v1/enroll/<nonce>/csr               claim identity -> planner      1   no   enrollment request JSON (token, id, CSR PEM);
  *                                           <nonce> is the claim connection's client id ("sky:...", ACL %c)
  *   sky/v1/enroll/<nonce>/cert              planner -> claim identity      1   no   enrollment reply JSON (cert, CA, planner cert PEMs, or error)
@@ -172,6 +176,11 @@
 /* Leaves under sky/v1/jobs/<operator CN>/ */
 #define SKY_TOPIC_SUBMIT "submit"
 #define SKY_TOPIC_REPLY "reply"
+#define SKY_TOPIC_CANCEL "cancel" /* operator -> planner: {"job":..,"cancel_id":..} */
+/* sky/v1/jobs/<op>/job/<job>/<leaf>: what the planner relays to a job's
+ * owner, its metrics (SKY_TOPIC_METRICS), its parts (SKY_TOPIC_PART
+ * "/<board>", retained) and its last state (SKY_TOPIC_STATE, retained) */
+#define SKY_TOPIC_STATE "state"
 
 /* Subscription filters (wildcards are legal only in filters, MQTT 3.1.1 §4.7.1). */
 #define SKY_TOPIC_SUB_ALL_BOARDS SKY_TOPIC_ROOT "/board/+/+"
@@ -221,6 +230,7 @@
 #define SKY_CMD_MAX_BYTES 1024u           /* planner -> board command */
 #define SKY_JOB_MAX_BYTES (4u << 10)      /* job submission JSON */
 #define SKY_JOB_REPLY_MAX_BYTES 512u      /* submit ack / refusal JSON */
+#define SKY_JOB_STATE_MAX_BYTES 1024u     /* a job's last state, relayed to its owner */
 #define SKY_ENROLL_REQ_MAX_BYTES (8u << 10)    /* token + id + CSR PEM (~0.5 KiB for P-256) */
 #define SKY_ENROLL_REPLY_MAX_BYTES (16u << 10) /* three certificate PEMs (~0.7 KiB each) */
 #define SKY_ECHO_MAX_BYTES (1u << 20)     /* link probe payload */
@@ -338,6 +348,20 @@ static inline int sky_topic_parse_enroll(const char *topic, size_t topic_len, ch
 static inline int sky_topic_jobs(char *buf, size_t cap, const char *op, const char *leaf)
 {
 	return sky_topic_build(buf, cap, "jobs", op, leaf);
+}
+
+/* sky/v1/jobs/<op>/job/<job>/<leaf>, and with who (a board id) .../<leaf>/<who>
+ * (who NULL: none). Returns 0, SKY_EINVAL (a bad segment) or SKY_ERANGE. */
+static inline int sky_topic_jobs_job(char *buf, size_t cap, const char *op, const char *job,
+				     const char *leaf, const char *who)
+{
+	int n;
+	if (!sky_topic_segment_ok(op) || !sky_topic_segment_ok(job) ||
+	    (who && strcmp(who, "+") != 0 && !sky_topic_segment_ok(who)))
+		return SKY_EINVAL;
+	n = snprintf(buf, cap, SKY_TOPIC_ROOT "/jobs/%s/job/%s/%s%s%s", op, job, leaf,
+		     who ? "/" : "", who ? who : "");
+	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
 }
 
 /* sky/v1/job/<job>/stage/<k>/<fwd|bwd>; stage in [0, 65535]. */
@@ -495,6 +519,8 @@ static inline size_t sky_topic_max_bytes(const char *topic)
 		 {"/" SKY_TOPIC_NORM, SKY_NORM_MAX_BYTES},
 		 {"/" SKY_TOPIC_SUBMIT, SKY_JOB_MAX_BYTES},
 		 {"/" SKY_TOPIC_REPLY, SKY_JOB_REPLY_MAX_BYTES},
+		 {"/" SKY_TOPIC_CANCEL, SKY_JOB_MAX_BYTES},
+		 {"/" SKY_TOPIC_STATE, SKY_JOB_STATE_MAX_BYTES},
 		 {"/" SKY_TOPIC_SLICE_REQ, SKY_SLICE_REQ_MAX_BYTES},
 		 {"/" SKY_TOPIC_DONE, SKY_SERVE_DONE_MAX_BYTES},
 		 {"/" SKY_TOPIC_WEIGHTS, SKY_MQTT_MAX_PACKET}};

@@ -1,6 +1,7 @@
 #include "sky_test.h"
 
 #include "sky_chunk.h"
+#include "sky_clock.h"
 #include "sky_deploy.h"
 #include "sky_file.h"
 #include "sky_service.h"
@@ -48,6 +49,21 @@ static void model(unsigned seed, unsigned char sha[32])
 	sky_sha256(g_model, MODEL_BYTES, sha);
 }
 
+/* The hashes of finished uploads run on their own threads: pumped until
+ * none is left (as skyplan's loop pumps every turn). */
+static void settle(sink *s)
+{
+	for (int t = 0; t < 20000; t++) {
+		int busy = 0;
+		for (int i = 0; i < SKY_DEPLOY_MAX_UPLOADS; i++)
+			busy |= g_dp.up[i].hashing;
+		if (!busy)
+			return;
+		sky_deploy_pump(&g_dp, 0, pub, s);
+		sky_sleep_ms(1);
+	}
+}
+
 static void send(const unsigned char sha[32], uint32_t i, int flip, sink *s)
 {
 	int n = sky_chunk_encode(SKY_CHUNK_MODEL, g_model, MODEL_BYTES, sha, CB, i, g_msg,
@@ -55,6 +71,7 @@ static void send(const unsigned char sha[32], uint32_t i, int flip, sink *s)
 	if (flip)
 		g_msg[SKY_CHUNK_HEADER_BYTES + 3] ^= 4;
 	sky_deploy_on_weights(&g_dp, "sky-operator", g_msg, (size_t)n, pub, s);
+	settle(s);
 }
 
 /* the "cut": the whole model as the slice (the real cut is the runtime's) */
@@ -104,6 +121,124 @@ SKY_TEST(an_upload_in_order_is_stored_by_hash_and_answered)
 	send(sha, 0, 0, &s);
 	SKY_EXPECT_EQ(s.replies, 2);
 	SKY_EXPECT(s.last.ok);
+}
+
+static void send_as(const char *op, const unsigned char sha[32], uint32_t i, sink *s)
+{
+	int n = sky_chunk_encode(SKY_CHUNK_MODEL, g_model, MODEL_BYTES, sha, CB, i, g_msg,
+				 sizeof g_msg);
+	sky_deploy_on_weights(&g_dp, op, g_msg, (size_t)n, pub, s);
+	settle(s);
+}
+
+static int active_of(const char *op)
+{
+	int n = 0;
+	for (int i = 0; i < SKY_DEPLOY_MAX_UPLOADS; i++)
+		n += g_dp.up[i].active && !strcmp(g_dp.up[i].op, op);
+	return n;
+}
+
+SKY_TEST(one_operator_cannot_take_anothers_upload_slots)
+{
+	unsigned char sha[32];
+	sink s;
+	memset(&s, 0, sizeof s);
+	setup("slots");
+	g_dp.uploads_per_op = 2;
+	/* alice starts one upload */
+	model(100, sha);
+	send_as("sky-op-alice", sha, 0, &s);
+	SKY_EXPECT_EQ(active_of("sky-op-alice"), 1);
+	/* bob floods chunk 0 of many models: two slots, then refusals */
+	for (unsigned k = 0; k < 20; k++) {
+		model(200 + k, sha);
+		send_as("sky-op-bob", sha, 0, &s);
+	}
+	SKY_EXPECT_EQ(active_of("sky-op-bob"), 2);
+	SKY_EXPECT(!s.last.ok && strstr(s.last.error, "operator sky-op-bob has 2 model uploads in "
+						    "progress (its limit is 2)"));
+	SKY_EXPECT(!strcmp(s.topic, "sky/v1/jobs/sky-op-bob/reply"));
+	/* alice's upload is still there and completes */
+	model(100, sha);
+	memset(&s, 0, sizeof s);
+	for (uint32_t i = 1; i < 5; i++)
+		send_as("sky-op-alice", sha, i, &s);
+	SKY_EXPECT_MSG(s.replies == 1 && s.last.ok && !strcmp(s.last.state, "stored"), "%s",
+		       s.last.error);
+	/* without a limit of its own bob fills the free slots, and then only
+	 * its own oldest upload gives way; alice's new one is refused, not
+	 * evicting bob's and bob's never evicting hers */
+	g_dp.uploads_per_op = 0;
+	model(300, sha);
+	send_as("sky-op-alice", sha, 0, &s);
+	for (unsigned k = 0; k < 20; k++) {
+		model(400 + k, sha);
+		send_as("sky-op-bob", sha, 0, &s);
+	}
+	SKY_EXPECT_EQ(active_of("sky-op-alice"), 1);
+	SKY_EXPECT_EQ(active_of("sky-op-bob"), SKY_DEPLOY_MAX_UPLOADS - 1);
+	memset(&s, 0, sizeof s);
+	model(500, sha);
+	send_as("sky-op-carol", sha, 0, &s);
+	SKY_EXPECT(!s.last.ok && strstr(s.last.error, "upload slots are taken by other operators"));
+	/* uploads that went quiet are abandoned: their slots free again */
+	for (int i = 0; i < SKY_DEPLOY_MAX_UPLOADS; i++)
+		g_dp.up[i].last -= SKY_DEPLOY_UPLOAD_IDLE_S + 1;
+	memset(&s, 0, sizeof s);
+	send_as("sky-op-carol", sha, 0, &s);
+	SKY_EXPECT_EQ(active_of("sky-op-carol"), 1);
+	SKY_EXPECT_EQ(active_of("sky-op-bob"), 0);
+}
+
+SKY_TEST(the_last_chunk_is_hashed_off_the_loop_and_answered_by_the_pump)
+{
+	unsigned char sha[32];
+	sink s;
+	memset(&s, 0, sizeof s);
+	setup("offloop");
+	model(7, sha);
+	for (uint32_t i = 0; i < 4; i++)
+		send(sha, i, 0, &s);
+	int n = sky_chunk_encode(SKY_CHUNK_MODEL, g_model, MODEL_BYTES, sha, CB, 4, g_msg,
+				 sizeof g_msg);
+	sky_deploy_on_weights(&g_dp, "sky-operator", g_msg, (size_t)n, pub, &s);
+	/* the handler returned before the whole file was hashed: no answer yet */
+	SKY_EXPECT_EQ(s.replies, 0);
+	int hashing = 0;
+	for (int i = 0; i < SKY_DEPLOY_MAX_UPLOADS; i++)
+		hashing |= g_dp.up[i].hashing;
+	SKY_EXPECT(hashing);
+	/* a resend of the last chunk meanwhile changes nothing */
+	sky_deploy_on_weights(&g_dp, "sky-operator", g_msg, (size_t)n, pub, &s);
+	settle(&s);
+	SKY_EXPECT_EQ(s.replies, 1);
+	SKY_EXPECT(s.last.ok && !strcmp(s.last.state, "stored"));
+}
+
+SKY_TEST(an_operators_stored_models_are_bounded)
+{
+	unsigned char sha[32];
+	sink s;
+	memset(&s, 0, sizeof s);
+	setup("stored");
+	g_dp.stored_per_op = 6000; /* one model of MODEL_BYTES, not two */
+	model(40, sha);
+	for (uint32_t i = 0; i < 5; i++)
+		send_as("sky-op-alice", sha, i, &s);
+	SKY_EXPECT(s.last.ok && !strcmp(s.last.state, "stored"));
+	model(41, sha);
+	memset(&s, 0, sizeof s);
+	send_as("sky-op-alice", sha, 0, &s);
+	SKY_EXPECT_MSG(!s.last.ok && strstr(s.last.error, "operator sky-op-alice holds 5000 bytes of "
+							  "models; 5000 more is above its limit of 6000"),
+		       "%s", s.last.error);
+	SKY_EXPECT_EQ(active_of("sky-op-alice"), 0);
+	/* bob's own bound is his */
+	memset(&s, 0, sizeof s);
+	for (uint32_t i = 0; i < 5; i++)
+		send_as("sky-op-bob", sha, i, &s);
+	SKY_EXPECT(s.last.ok && !strcmp(s.last.state, "stored"));
 }
 
 SKY_TEST(a_corrupted_chunk_refuses_the_upload_once_with_its_reason)

@@ -137,8 +137,16 @@ SKY_TEST(a_submission_is_queued_once_and_a_resend_answered_again)
 	SKY_EXPECT_EQ(svc_fake_n_pubs, 2);
 	SKY_EXPECT(strcmp(svc_fake_pubs[1].data, svc_fake_pubs[0].data) == 0);
 	SKY_EXPECT_EQ(s->submit.next_recent, 1);
-	/* another operator's submission of the same id is its own */
+	/* another operator's submission of the same id is refused, with why */
 	svc_submit_on_msg(s, "sky-op-bob", k_doc, strlen(k_doc));
+	SKY_EXPECT_EQ(s->submit.n_pending, 1);
+	p = svc_fake_last("sky/v1/jobs/sky-op-bob/reply");
+	SKY_EXPECT_MSG(p && strstr(p->data, "\"ok\":false") &&
+			       strstr(p->data, "job q1 belongs to another operator"),
+		       "%s", p ? p->data : "(none)");
+	/* and bob's own job is queued */
+	const char *bobs = "{\"job\":\"qb\",\"model\":\"tiny\",\"submit_id\":\"00000000bb\"}";
+	svc_submit_on_msg(s, "sky-op-bob", bobs, strlen(bobs));
 	SKY_EXPECT_EQ(s->submit.n_pending, 2);
 	/* a refusal is answered too, with why */
 	const char *bad = "{\"job\":\"q2\",\"model\":\"nope\",\"submit_id\":\"00000000aa\"}";
@@ -173,6 +181,6 @@ SKY_TEST(a_queued_job_waits_for_its_boards_then_is_dropped_without_any)
 	for (int i = 0; i < MAX_PENDING; i++)
 		SKY_EXPECT_EQ(svc_submit_queue(s, k_doc, strlen(k_doc), "test", &d), 0);
 	SKY_EXPECT_EQ(svc_submit_queue(s, k_doc, strlen(k_doc), "test", &d), SKY_ESTATE);
-	SKY_EXPECT_MSG(strstr(d.msg, "16 jobs already waiting") != NULL, "%s", d.msg);
+	SKY_EXPECT_MSG(strstr(d.msg, "64 jobs already waiting") != NULL, "%s", d.msg);
 }
 

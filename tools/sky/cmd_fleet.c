@@ -25,7 +25,9 @@ static void usage(FILE *to)
 		    "Training and serving jobs (DIR/jobs.json, from their metrics) follow, one line\n"
 		    "per stage: step (serving: batches), loss, step time, busy fraction, frames\n"
 		    "dropped by reason, stall; then each re-plan (reason, time lost; serving: the\n"
-		    "requests replayed); with --json as a second object {\"jobs\":[...]}.\n");
+		    "requests replayed); with --json as a second object {\"jobs\":[...]}.\n"
+		    "Then the per-operator limits and each operator's jobs waiting and uploads in\n"
+		    "progress (from DIR/operators.json, which --json leaves as it is).\n");
 }
 
 static const char *str(const cJSON *o, const char *k)
@@ -116,6 +118,43 @@ static void jobs(const char *fleet_path, int json)
 			       num(st, "resume_step"), num(st, "lost_steps"), lost);
 		}
 	}
+	sky_json_free(doc);
+}
+
+/* The operators' limits and usage skyplan wrote beside fleet_path
+ * (operators.json), if any. */
+static void operators(const char *fleet_path)
+{
+	char path[1100];
+	static char buf[64u << 10];
+	snprintf(path, sizeof path, "%.*soperators.json",
+		 (int)(strlen(fleet_path) - strlen("fleet.json")), fleet_path);
+	long n = sky_file_read(path, buf, sizeof buf);
+	if (n <= 0)
+		return;
+	cJSON *doc = sky_json_parse(buf, (size_t)n, NULL);
+	const cJSON *l = cJSON_GetObjectItemCaseSensitive(doc, "limits"), *o;
+	if (!doc || !cJSON_IsObject(l)) {
+		sky_json_free(doc);
+		return;
+	}
+	char pl[24] = "none", ul[24] = "none";
+	if (num(l, "pending_per_operator") > 0)
+		snprintf(pl, sizeof pl, "%.0f", num(l, "pending_per_operator"));
+	if (num(l, "uploads_per_operator") > 0)
+		snprintf(ul, sizeof ul, "%.0f", num(l, "uploads_per_operator"));
+	char sl[40] = "no bound on";
+	if (num(l, "stored_bytes_per_operator") > 0)
+		snprintf(sl, sizeof sl, "%.0f bytes of", num(l, "stored_bytes_per_operator"));
+	printf("operators: limits per operator: %s jobs waiting (fleet %.0f), %s uploads (of %.0f "
+	       "slots), %s models; busy boards %s\n",
+	       pl, num(l, "pending_max"), ul, num(l, "upload_slots"), sl,
+	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(l, "share_busy_boards"))
+		       ? "shared between operators"
+		       : "kept for their operator's jobs");
+	cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(doc, "operators"))
+		printf("  operator %-24s %.0f waiting, %.0f uploading\n", str(o, "operator"),
+		       num(o, "pending"), num(o, "uploads"));
 	sky_json_free(doc);
 }
 
@@ -277,6 +316,7 @@ static int status(int argc, char **argv)
 	       str(doc, "updated_at"));
 	sky_json_free(doc);
 	jobs(path, 0);
+	operators(path);
 	return 0;
 }
 

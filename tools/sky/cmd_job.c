@@ -4,8 +4,9 @@
  * sky/v1/jobs/<operator CN>/reply, sending again (same submit_id, so the
  * planner queues it once) until it comes or --ack-timeout runs out; with
  * --wait it then follows the job until every stage's board has
- * acknowledged the plan. sky job watch and sky job collect are in
- * job_follow.c. */
+ * acknowledged the plan. sky job cancel asks skyplan to stop a job of this
+ * operator's (sky/v1/jobs/<operator CN>/cancel, answered on .../reply).
+ * sky job watch and sky job collect are in job_follow.c. */
 #include "job_data.h"
 #include "job_follow.h"
 #include "job_frame.h"
@@ -185,6 +186,7 @@ static void usage(FILE *to)
 		"                       [--queue Q] [--clients a,b] [--chunk-bytes N] [--no-replan]]\n"
 		"       sky job watch JOB --pki DIR --broker HOST:PORT [--timeout S] [--json]\n"
 		"       sky job collect JOB --pki DIR --broker HOST:PORT --out F.safetensors [--timeout S]\n"
+		"       sky job cancel --job JOB --pki DIR --broker HOST:PORT [--ack-timeout S] [--json]\n"
 		"Publishes the job on sky/v1/jobs/<operator>/submit as the operator identity\n"
 		"(DIR/operator.crt and operator.key with DIR/ca.crt: the PKI directory, or a\n"
 		"bundle from `sky pki operator`) and waits for skyplan's answer on\n"
@@ -226,7 +228,14 @@ static void usage(FILE *to)
 		"watch prints one line per step (loss, step time, predicted, busy per stage) until\n"
 		"the job ends (exit 0) or stalls (exit 1). collect gathers every stage's part\n"
 		"into one safetensors file with HuggingFace names, which `sky eval` reads.\n"
-		"All three connect as the operator to the listener beside the fleet's (the\n"
+		"Only the operator that submitted a job id may submit it again, watch, collect\n"
+		"or cancel it: another's submit is refused with the reason, and skyplan relays\n"
+		"a job's metrics, parts and last state only to its owner\n"
+		"(sky/v1/jobs/<operator>/job/<job>/...). watch on a job that has ended prints\n"
+		"its last state and exits (0 if it was done).\n"
+		"cancel stops a job: skyplan takes it out of its queue, no longer re-plans or\n"
+		"follows it, frees its boards for other jobs and clears what it relayed.\n"
+		"All four connect as the operator to the listener beside the fleet's (the\n"
 		"broker's port + 1), with random client ids, so they may run at once.\n");
 }
 
@@ -921,12 +930,177 @@ exit:
 	return ex;
 }
 
+static void cancel_usage(FILE *to)
+{
+	fprintf(to,
+		"usage: sky job cancel --job JOB --pki DIR --broker HOST:PORT [--ack-timeout S] [--json]\n"
+		"Asks skyplan to stop job JOB, which this operator (DIR/operator.crt) submitted:\n"
+		"on sky/v1/jobs/<operator>/cancel, answered on sky/v1/jobs/<operator>/reply, sent\n"
+		"again every 2 s until the answer comes. skyplan takes the job out of its queue,\n"
+		"stops following it (no re-plans, no replays), frees its boards for other jobs\n"
+		"and clears what it relayed of it (its retained state becomes \"cancelled\").\n"
+		"Boards already training the job finish their running steps. Exits 0 once\n"
+		"cancelled, 1 when refused (another operator's job, no such job) or with no\n"
+		"answer within --ack-timeout (default 30 s), 2 on a bad option.\n");
+}
+
+static int cmd_cancel(int argc, char **argv)
+{
+	enum { C_PKI = SKY_OPT_FIRST, C_BROKER, C_JOB, C_ACK, C_JSON };
+	static const struct option k_opts[] = {{"pki", required_argument, NULL, C_PKI},
+					       {"broker", required_argument, NULL, C_BROKER},
+					       {"job", required_argument, NULL, C_JOB},
+					       {"ack-timeout", required_argument, NULL, C_ACK},
+					       {"json", no_argument, NULL, C_JSON},
+					       SKY_OPT_STD,
+					       {0}};
+	const char *pki = NULL, *broker = NULL, *job = NULL;
+	double ack_s = 30;
+	int json = 0;
+	sky_opt cli;
+	sky_opt_begin(&cli, "sky job cancel", argc, argv, k_opts, 0);
+	for (int c; (c = sky_opt_next(&cli)) != SKY_OPT_END;) {
+		switch (c) {
+		case SKY_OPT_HELP:
+			cancel_usage(stdout);
+			return 0;
+		case SKY_OPT_VERSION:
+			return 0;
+		case C_PKI:
+			pki = cli.arg;
+			break;
+		case C_BROKER:
+			broker = cli.arg;
+			break;
+		case C_JOB:
+			job = cli.arg;
+			break;
+		case C_ACK:
+			if (sky_cli_double("job cancel", cli.name, cli.arg, 0.1, 3600, &ack_s))
+				return 2;
+			break;
+		case C_JSON:
+			json = 1;
+			break;
+		default:
+			return 2;
+		}
+	}
+	if (sky_opt_no_args(&cli) != 0)
+		return 2;
+	if (!pki || !broker || !job) {
+		fprintf(stderr, "sky job cancel: --job, --pki and --broker are required (see --help)\n");
+		return 2;
+	}
+	if (!sky_topic_segment_ok(job)) {
+		fprintf(stderr, "sky job cancel: --job '%s' is not a job id ([A-Za-z0-9_.-], 1-64 "
+				"characters)\n", job);
+		return 2;
+	}
+	follow *f = &g_f;
+	memset(f, 0, sizeof *f);
+	sky_mutex_init(&f->lock);
+	mbedtls_x509_crt_init(&f->planner);
+	char ca[600], crt[600], key[600], op[80], topic[SKY_TOPIC_BUF], tools[300], client[48];
+	char doc[256];
+	unsigned char raw[12];
+	sky_diag d;
+	sky_diag_clear(&d);
+	int ex = 1;
+	sky_mqtt *m = NULL;
+	snprintf(ca, sizeof ca, "%s/ca.crt", pki);
+	snprintf(crt, sizeof crt, "%s/operator.crt", pki);
+	snprintf(key, sizeof key, "%s/operator.key", pki);
+	mbedtls_x509_crt me;
+	mbedtls_x509_crt_init(&me);
+	int rc = sky_sign_load_cert(&me, crt, &d);
+	if (!rc && sky_sign_cert_cn(&me, op, sizeof op) != 0)
+		rc = sky_diag_set(&d, SKY_EAUTH, "%s: no usable operator CN", crt);
+	mbedtls_x509_crt_free(&me);
+	sky_sign_rng srng;
+	if (!rc && (sky_sign_rng_init(&srng, "sky-job-cancel", &d) != 0 ||
+		    sky_sign_rng_func(&srng, raw, sizeof raw) != 0))
+		rc = sky_diag_set(&d, SKY_EIO, "no randomness for the cancel id");
+	if (!rc)
+		sky_sign_rng_free(&srng);
+	if (rc) {
+		fprintf(stderr, "sky job cancel: %s\n", d.msg);
+		goto exit;
+	}
+	for (int i = 0; i < 8; i++)
+		snprintf(f->submit_id + 2 * i, 3, "%02x", raw[i]);
+	snprintf(client, sizeof client, "cancel-%02x%02x%02x%02x", raw[8], raw[9], raw[10], raw[11]);
+	int n = snprintf(doc, sizeof doc, "{\"job\":\"%s\",\"cancel_id\":\"%s\"}", job,
+			 f->submit_id);
+	if (sky_topic_jobs(f->reply_topic, sizeof f->reply_topic, op, SKY_TOPIC_REPLY) != 0 ||
+	    sky_topic_jobs(topic, sizeof topic, op, SKY_TOPIC_CANCEL) != 0) {
+		fprintf(stderr, "sky job cancel: operator CN '%s' cannot name a topic\n", op);
+		goto exit;
+	}
+	if (sky_mqtt_claim_broker(broker, tools, sizeof tools) != 0) {
+		fprintf(stderr, "sky job cancel: --broker must be HOST:PORT (port below 65535), got '%s'\n",
+			broker);
+		ex = 2;
+		goto exit;
+	}
+	sky_mqtt_opts mo = {.broker = tools, .client_id = client, .ca_file = ca, .cert_file = crt,
+			    .key_file = key, .keepalive_s = 30, .on_msg = on_msg, .ctx = f};
+	double t0 = sky_clock_s(), next_send = 0;
+	int sends = 0;
+	while (!upload_answered(f) && sky_clock_s() - t0 < ack_s) {
+		if (!sky_mqtt_connected(m)) {
+			sky_mqtt_close(m, 0);
+			m = NULL;
+			sky_diag_clear(&d);
+			int crc = sky_mqtt_connect(&m, &mo, &d);
+			if (!crc)
+				crc = sky_mqtt_subscribe(m, f->reply_topic, 1, 5000, &d);
+			if (crc) {
+				if (crc == SKY_EAUTH) /* the ACL said no: asking again will not help */
+					break;
+				sky_sleep_ms(500);
+				continue;
+			}
+			next_send = 0;
+		}
+		if (sky_clock_s() >= next_send) {
+			if (sky_mqtt_publish(m, topic, doc, (size_t)n, 1, 0, &d) == 0)
+				sends++;
+			next_send = sky_clock_s() + 2.0;
+		}
+		sky_mqtt_poll(m, 20);
+	}
+	sky_mutex_lock(&f->lock);
+	if (!f->answered) {
+		fprintf(stderr, "sky job cancel: job %s: no answer from the planner within %g s (%d "
+				"send%s%s%s); is skyplan running?\n",
+			job, ack_s, sends, sends == 1 ? "" : "s", d.msg[0] ? "; last error: " : "", d.msg);
+	} else if (!f->reply.ok) {
+		if (json)
+			printf("{\"job\":\"%s\",\"cancelled\":false}\n", job);
+		fprintf(stderr, "sky job cancel: job %s refused by the planner: %s\n", job,
+			f->reply.error);
+	} else {
+		if (json)
+			printf("{\"job\":\"%s\",\"cancelled\":true}\n", job);
+		else
+			printf("job %s cancelled\n", job);
+		ex = 0;
+	}
+	sky_mutex_unlock(&f->lock);
+exit:
+	sky_mqtt_close(m, 1000);
+	mbedtls_x509_crt_free(&f->planner);
+	return ex;
+}
+
 int sky_cmd_job(int argc, char **argv)
 {
 	static const sky_cmd subs[] = {
 		{"submit", "hand a job to skyplan", cmd_submit},
 		{"watch", "one line per training step", sky_job_watch},
 		{"collect", "the trained parts into one safetensors file", sky_job_collect},
+		{"cancel", "stop a job of this operator's", cmd_cancel},
 		{"frame", "craft a tensor frame (tests)", sky_job_frame},
 		{"data", "a training micro-batch's tokens and labels as hex (tests)", sky_job_data},
 	};

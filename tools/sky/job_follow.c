@@ -1,9 +1,10 @@
 /* sky job watch: one line per training step from the stages' metrics;
  * sky job collect: every stage's trained part into one safetensors file.
- * Both connect with the operator identity (DIR/operator.crt, which the ACL
- * lets read sky/v1/job/+/metrics and sky/v1/job/+/part/+) and read the
- * job's signed plan (retained, verified with DIR/planner.crt) to know its
- * stages. */
+ * Both connect with the operator identity (DIR/operator.crt) and read what
+ * skyplan relays of the job to its owner, on sky/v1/jobs/<operator CN>/
+ * job/<job>/{metrics,part/<board>,state} (the ACL lets an operator read
+ * only its own), and the job's signed plan (retained, verified with
+ * DIR/planner.crt) to know its stages. */
 #include "job_follow.h"
 
 #include "sky_cli.h"
@@ -135,10 +136,22 @@ typedef struct part {
 	size_t len;
 } part;
 
+/* sky/v1/jobs/<op>/job/<job>/part/<board>: longer than SKY_TOPIC_BUF with
+ * 64-byte names */
+#define RELAY_TOPIC_BUF 256
+
 typedef struct follow {
 	sky_mutex lock;
 	mbedtls_x509_crt planner;
-	char plan_topic[SKY_TOPIC_BUF], metrics_topic[SKY_TOPIC_BUF], part_prefix[SKY_TOPIC_BUF];
+	char op[SKY_TOPIC_SEGMENT_MAX + 1]; /* our CN: the relayed topics are ours */
+	char plan_topic[SKY_TOPIC_BUF], metrics_topic[RELAY_TOPIC_BUF];
+	char part_prefix[RELAY_TOPIC_BUF], part_filter[RELAY_TOPIC_BUF], state_topic[RELAY_TOPIC_BUF];
+	/* the job's last state, retained by skyplan once it ended; one that
+	 * comes live (not retained) is trusted a moment after it came, so the
+	 * stages' last metrics, which skyplan relayed before it, are shown */
+	int have_state, state_retained;
+	double state_at;
+	char state[SKY_JOB_STATE_MAX_BYTES + 1];
 	int have_plan;
 	sky_planmsg plan;
 	char payload[SKY_SIGN_MAX_PAYLOAD + 1];
@@ -161,7 +174,6 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 		   int retained)
 {
 	follow *f = ctx;
-	(void)retained;
 	if (strlen(topic) != tl)
 		return;
 	sky_mutex_lock(&f->lock);
@@ -175,6 +187,14 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 		    (!f->have_plan || tmp.epoch >= f->plan.epoch)) {
 			f->plan = tmp;
 			f->have_plan = 1;
+		}
+	} else if (!strcmp(topic, f->state_topic)) {
+		if (len > 0 && len <= SKY_JOB_STATE_MAX_BYTES) {
+			memcpy(f->state, p, len);
+			f->state[len] = '\0';
+			f->have_state = 1;
+			f->state_retained = retained;
+			f->state_at = sky_clock_s();
 		}
 	} else if (!strcmp(topic, f->metrics_topic)) {
 		if (f->n_lines < 64 && len <= SKY_METRICS_MAX_BYTES) {
@@ -214,10 +234,28 @@ static sky_mqtt *connect_follow(const char *cmd, const follow_opts *o, follow *f
 	sky_mutex_init(&f->lock);
 	mbedtls_x509_crt_init(&f->planner);
 	sky_topic_job(f->plan_topic, sizeof f->plan_topic, o->job, SKY_TOPIC_PLAN);
-	sky_topic_job(f->metrics_topic, sizeof f->metrics_topic, o->job, SKY_TOPIC_METRICS);
-	snprintf(f->part_prefix, sizeof f->part_prefix, SKY_TOPIC_ROOT "/job/%s/part/", o->job);
 	if (sky_sign_load_cert(&f->planner, pcrt, d) != 0)
 		return NULL;
+	/* our CN names the topics skyplan relays the job to */
+	mbedtls_x509_crt me;
+	mbedtls_x509_crt_init(&me);
+	int crc = sky_sign_load_cert(&me, f->crt, d);
+	if (!crc && sky_sign_cert_cn(&me, f->op, sizeof f->op) != 0)
+		crc = sky_diag_set(d, SKY_EAUTH, "%s: no usable operator CN", f->crt);
+	mbedtls_x509_crt_free(&me);
+	if (crc || sky_topic_jobs_job(f->metrics_topic, sizeof f->metrics_topic, f->op, o->job,
+				      SKY_TOPIC_METRICS, NULL) != 0 ||
+	    sky_topic_jobs_job(f->state_topic, sizeof f->state_topic, f->op, o->job, SKY_TOPIC_STATE,
+			       NULL) != 0 ||
+	    sky_topic_jobs_job(f->part_filter, sizeof f->part_filter, f->op, o->job, SKY_TOPIC_PART,
+			       "+") != 0) {
+		if (!crc)
+			sky_diag_set(d, SKY_EINVAL, "operator %s, job %s: names too long for a topic",
+				     f->op, o->job);
+		return NULL;
+	}
+	snprintf(f->part_prefix, sizeof f->part_prefix, "%.*s", (int)strlen(f->part_filter) - 1,
+		 f->part_filter);
 	/* operator tools: the listener beside the fleet's */
 	if (sky_mqtt_claim_broker(o->broker, f->broker, sizeof f->broker) != 0) {
 		sky_diag_set(d, SKY_EINVAL, "--broker must be HOST:PORT (port below 65535), got '%s'",
@@ -273,6 +311,49 @@ typedef struct step_row {
 	float busy[64];
 } step_row;
 
+/* The job's last state (retained by skyplan when it ended), if it is of
+ * the plan's epoch (or there is no plan): one line. Returns 1 (done), -1
+ * (stalled or cancelled) or 0 (not this run's: go on). Called with the
+ * lock held. */
+static int print_state(follow *f, const char *job, int json)
+{
+	cJSON *doc = sky_json_parse(f->state, strlen(f->state), NULL);
+	char state[32] = "", msg[300] = "";
+	int64_t ep = 0;
+	int step = 0;
+	double loss = 0;
+	int has_loss = 0;
+	if (doc) {
+		sky_json_str(doc, "state", state, sizeof state, "state", NULL);
+		sky_json_i64(doc, "epoch", 0, SKY_JSON_INT_MAX, &ep, "state", NULL);
+		sky_json_int(doc, "step", 0, MAX_STEPS, &step, "state", NULL);
+		has_loss = sky_json_num(doc, "loss", -1e30, 1e30, &loss, "state", NULL) == 0;
+		sky_json_str(doc, "message", msg, sizeof msg, "state", NULL);
+	}
+	sky_json_free(doc);
+	f->have_state = 0;
+	if (!state[0] || (f->have_plan && ep < f->plan.epoch))
+		return 0;
+	if (json) { /* "last_step", not "step": a step line is one that has "step" */
+		const char *st = !strcmp(state, "done")	     ? "done"
+				 : !strcmp(state, "cancelled") ? "cancelled"
+							       : "stalled";
+		printf("{\"ended\":\"%s\",\"job\":\"%s\",\"epoch\":%lld,\"last_step\":%d", st, job,
+		       (long long)ep, step);
+		if (has_loss)
+			printf(",\"loss\":%.9g", loss);
+		printf("}\n");
+	}
+	else if (!strcmp(state, "done"))
+		printf("job %s ended: done at step %d%s%.6f (epoch %lld)\n", job, step,
+		       has_loss ? ", loss " : "", has_loss ? loss : 0.0, (long long)ep);
+	else
+		printf("job %s ended: %s%s%s (epoch %lld)\n", job, state, msg[0] ? ": " : "", msg,
+		       (long long)ep);
+	fflush(stdout);
+	return !strcmp(state, "done") ? 1 : -1;
+}
+
 int sky_job_watch(int argc, char **argv)
 {
 	follow_opts o;
@@ -288,7 +369,8 @@ int sky_job_watch(int argc, char **argv)
 	step_row *rows = calloc(MAX_STEPS + 1, sizeof *rows);
 	sky_mqtt *m = connect_follow("watch", &o, f, &d);
 	if (!rows || !m || sky_mqtt_subscribe(m, f->metrics_topic, 1, 5000, &d) != 0 ||
-	    sky_mqtt_subscribe(m, f->plan_topic, 1, 5000, &d) != 0) {
+	    sky_mqtt_subscribe(m, f->plan_topic, 1, 5000, &d) != 0 ||
+	    sky_mqtt_subscribe(m, f->state_topic, 1, 5000, &d) != 0) {
 		fprintf(stderr, "sky job watch: %s\n", d.msg[0] ? d.msg : "out of memory");
 		goto exit;
 	}
@@ -300,15 +382,22 @@ int sky_job_watch(int argc, char **argv)
 	int done = 0, printed = 0, stalled = 0;
 	sky_mqtt_backoff backoff; /* 0.25 s doubling to 2 s, jittered */
 	sky_mqtt_backoff_init(&backoff, 250, 2000, sky_clock_ns());
-	const char *const filters[] = {f->metrics_topic, f->plan_topic};
+	const char *const filters[] = {f->metrics_topic, f->plan_topic, f->state_topic};
 	int64_t shown_epoch = 0;
+	int ended = 0;
 	while (sky_clock_s() < end && !stalled) {
-		if (!reconnect_follow(f, &m, &backoff, &next_try, filters, 2)) {
+		if (!reconnect_follow(f, &m, &backoff, &next_try, filters, 3)) {
 			sky_sleep_ms(50);
 			continue;
 		}
 		sky_mqtt_poll(m, 50);
 		sky_mutex_lock(&f->lock);
+		if (f->have_state && (f->state_retained || sky_clock_s() - f->state_at > 2.0) &&
+		    (ended = print_state(f, o.job, o.json)) != 0) {
+			sky_mutex_unlock(&f->lock);
+			rc = ended > 0 ? 0 : 1;
+			break;
+		}
 		int n_stages = f->have_plan ? f->plan.n_stages : 0;
 		double predicted = f->have_plan ? f->plan.train.predicted_step_s : 0;
 		if (f->have_plan && f->plan.epoch != shown_epoch) {
@@ -399,7 +488,7 @@ int sky_job_watch(int argc, char **argv)
 			break;
 		}
 	}
-	if (rc && !stalled)
+	if (rc && !stalled && !ended)
 		fprintf(stderr, "sky job watch: job %s did not end within %g s\n", o.job, o.timeout_s);
 	if (ev && f->have_plan) {
 		static char pbuf[SKY_SIGN_MAX_PAYLOAD + 1];
@@ -484,7 +573,6 @@ int sky_job_collect(int argc, char **argv)
 	sky_diag d;
 	sky_diag_clear(&d);
 	int rc = 1, n_files = 0;
-	char topic[SKY_TOPIC_BUF];
 	sky_st_file *files = NULL;
 	sky_st_entry *e = NULL;
 	char *names = NULL;
@@ -496,9 +584,8 @@ int sky_job_collect(int argc, char **argv)
 			return 1;
 		}
 	sky_mqtt *m = connect_follow("collect", &o, f, &d);
-	sky_topic_job_to(topic, sizeof topic, o.job, SKY_TOPIC_PART, NULL);
 	if (!m || sky_mqtt_subscribe(m, f->plan_topic, 1, 5000, &d) != 0 ||
-	    sky_mqtt_subscribe(m, topic, 1, 5000, &d) != 0) {
+	    sky_mqtt_subscribe(m, f->part_filter, 1, 5000, &d) != 0) {
 		fprintf(stderr, "sky job collect: %s\n", d.msg);
 		goto exit;
 	}
@@ -507,7 +594,7 @@ int sky_job_collect(int argc, char **argv)
 	int have = 0;
 	sky_mqtt_backoff backoff; /* 0.25 s doubling to 2 s, jittered */
 	sky_mqtt_backoff_init(&backoff, 250, 2000, sky_clock_ns());
-	const char *const filters[] = {f->plan_topic, topic};
+	const char *const filters[] = {f->plan_topic, f->part_filter};
 	while (sky_clock_s() < end) {
 		if (!reconnect_follow(f, &m, &backoff, &next_try, filters, 2)) {
 			sky_sleep_ms(50);
@@ -529,9 +616,13 @@ int sky_job_collect(int argc, char **argv)
 	sky_mutex_lock(&f->lock); /* Paho may still deliver; hold it while we read */
 	const sky_planmsg *p = &f->plan;
 	if (!f->have_plan || have < p->n_stages) {
-		fprintf(stderr, "sky job collect: job %s: %s within %g s (%d of %d parts)\n", o.job,
+		fprintf(stderr, "sky job collect: job %s: %s within %g s (%d of %d parts)%s\n", o.job,
 			f->have_plan ? "not every stage's part arrived" : "no plan", o.timeout_s, have,
-			f->have_plan ? p->n_stages : 0);
+			f->have_plan ? p->n_stages : 0,
+			f->have_plan && have == 0
+				? "; skyplan relays a job's parts only to the operator that "
+				  "submitted it, once each stage has sent its part"
+				: "");
 		goto unlock;
 	}
 	files = calloc((size_t)p->n_stages, sizeof *files);
