@@ -1,7 +1,7 @@
 /* sky job watch: one line per training step from the stages' metrics;
  * sky job collect: every stage's trained part into one safetensors file.
  * Both connect with the operator identity (DIR/operator.crt, which the ACL
- * lets read sky/v1/job/+/metrics and sky/v1/job/+/part/+) and read the
+ * lets read sky/v1/job/+/metrics/+ and sky/v1/job/+/part/+) and read the
  * job's signed plan (retained, verified with DIR/planner.crt) to know its
  * stages. */
 #include "job_follow.h"
@@ -176,7 +176,9 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 			f->plan = tmp;
 			f->have_plan = 1;
 		}
-	} else if (!strcmp(topic, f->metrics_topic)) {
+	} else if (!strncmp(topic, f->metrics_topic, strlen(f->metrics_topic) - 1) &&
+		   sky_topic_segment_ok(topic + strlen(f->metrics_topic) - 1)) {
+		/* sky/v1/job/<job>/metrics/<board>: any of its stages' boards */
 		if (f->n_lines < 64 && len <= SKY_METRICS_MAX_BYTES) {
 			memcpy(f->lines[f->n_lines], p, len);
 			f->line_len[f->n_lines++] = len;
@@ -214,7 +216,8 @@ static sky_mqtt *connect_follow(const char *cmd, const follow_opts *o, follow *f
 	sky_mutex_init(&f->lock);
 	mbedtls_x509_crt_init(&f->planner);
 	sky_topic_job(f->plan_topic, sizeof f->plan_topic, o->job, SKY_TOPIC_PLAN);
-	sky_topic_job(f->metrics_topic, sizeof f->metrics_topic, o->job, SKY_TOPIC_METRICS);
+	/* the filter .../metrics/+ (each board sends under its own id) */
+	sky_topic_job_to(f->metrics_topic, sizeof f->metrics_topic, o->job, SKY_TOPIC_METRICS, NULL);
 	snprintf(f->part_prefix, sizeof f->part_prefix, SKY_TOPIC_ROOT "/job/%s/part/", o->job);
 	if (sky_sign_load_cert(&f->planner, pcrt, d) != 0)
 		return NULL;
