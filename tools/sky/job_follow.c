@@ -139,6 +139,7 @@ typedef struct follow {
 	sky_mutex lock;
 	mbedtls_x509_crt planner;
 	char plan_topic[SKY_TOPIC_BUF], metrics_topic[SKY_TOPIC_BUF], part_prefix[SKY_TOPIC_BUF];
+	long refused; /* metrics from a board outside the plan, dropped */
 	int have_plan;
 	sky_planmsg plan;
 	char payload[SKY_SIGN_MAX_PAYLOAD + 1];
@@ -178,8 +179,15 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 		}
 	} else if (!strncmp(topic, f->metrics_topic, strlen(f->metrics_topic) - 1) &&
 		   sky_topic_segment_ok(topic + strlen(f->metrics_topic) - 1)) {
-		/* sky/v1/job/<job>/metrics/<board>: any of its stages' boards */
-		if (f->n_lines < 64 && len <= SKY_METRICS_MAX_BYTES) {
+		/* sky/v1/job/<job>/metrics/<board>: only from a board of the
+		 * job's signed plan (anyone else's is dropped unread) */
+		const char *from = topic + strlen(f->metrics_topic) - 1;
+		int member = 0;
+		for (int k = 0; f->have_plan && k < f->plan.n_stages && !member; k++)
+			member = !strcmp(f->plan.stages[k].board, from);
+		if (!member)
+			f->refused++;
+		else if (f->n_lines < 64 && len <= SKY_METRICS_MAX_BYTES) {
 			memcpy(f->lines[f->n_lines], p, len);
 			f->line_len[f->n_lines++] = len;
 		}
