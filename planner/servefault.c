@@ -48,6 +48,7 @@ int sky_servefault_follow(sky_servefault *f, const char *job, int64_t epoch, int
 		snprintf(f->jobs[i].job, sizeof f->jobs[i].job, "%s", job);
 	}
 	sky_sf_job *j = &f->jobs[i];
+	j->n_prev_stages = j->n_stages;
 	j->epoch = epoch;
 	j->n_stages = n_stages;
 	j->window = queue / 2 > 1 ? queue / 2 : 1;
@@ -59,6 +60,10 @@ int sky_servefault_follow(sky_servefault *f, const char *job, int64_t epoch, int
 	j->fault_s = replay ? fault_s : 0;
 	j->first_answer = 0;
 	j->replayed_epoch = 0;
+	if (j->boards[0][0]) {
+		memcpy(j->prev_first, j->boards[0], sizeof j->prev_first);
+		memcpy(j->prev_last, j->boards[j->n_prev_stages - 1], sizeof j->prev_last);
+	}
 	memset(j->boards, 0, sizeof j->boards);
 	return 0;
 }
@@ -167,7 +172,9 @@ int sky_servefault_on_resp(sky_servefault *f, const char *job, const char *clien
 	/* who answers: the last stage, the first (its refusals) or the planner */
 	if (!jj->boards[0][0] ||
 	    (strcmp(sender, jj->boards[jj->n_stages - 1]) != 0 &&
-	     strcmp(sender, jj->boards[0]) != 0 && strcmp(sender, SKY_TOPIC_PLANNER_CN) != 0)) {
+	     strcmp(sender, jj->boards[0]) != 0 && strcmp(sender, SKY_TOPIC_PLANNER_CN) != 0 &&
+	     (!jj->prev_last[0] || strcmp(sender, jj->prev_last) != 0) &&
+	     (!jj->prev_first[0] || strcmp(sender, jj->prev_first) != 0))) {
 		f->jobs[ji].refused_sender++;
 		return SKY_EAUTH;
 	}

@@ -89,6 +89,10 @@ typedef struct sky_sf_job {
 	/* the newest plan's stage boards (sky_servefault_boards): who may say
 	 * ready for stage k, who answers, where replays go */
 	char boards[SKY_SF_MAX_STAGES][SKY_TOPIC_SEGMENT_MAX + 1];
+	/* the previous plan's first and last stage boards: its answers in
+	 * flight at a re-plan still count */
+	char prev_first[SKY_TOPIC_SEGMENT_MAX + 1], prev_last[SKY_TOPIC_SEGMENT_MAX + 1];
+	int n_prev_stages;
 	long refused_sender; /* ready or answers from a board the plan does not name so */
 } sky_sf_job;
 
@@ -136,7 +140,8 @@ int sky_servefault_on_req(sky_servefault *f, const char *job, const char *client
 			  void *log_ctx);
 /* An answer to client on job from sender (the topic's last level): only the
  * plan's last stage (logits), its first stage or the planner (errors) may
- * answer; from anyone else it is refused before it is parsed (SKY_EAUTH,
+ * answer (or the previous plan's last or first stage: answers in flight at
+ * a re-plan); from anyone else it is refused before it is parsed (SKY_EAUTH,
  * counted in refused_sender). Returns 1 when it is the first answer of a
  * re-plan's epoch (*lost_s = now - the fault's time), else 0; SKY_EFORMAT
  * when it does not parse. */
