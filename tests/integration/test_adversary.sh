@@ -1,7 +1,8 @@
 #!/bin/sh
 # One valid identity against the jobs of others, over a real broker with
 # separate processes: bx, a board enrolled in the fleet (its own certificate
-# from the fleet's CA) that holds no stage of any job, publishes with
+# from the fleet's CA) that holds no stage of any job (and by, another such
+# board, for the answers), publishes with
 # mosquitto_pub everything the ACL lets a board publish under its own id:
 #   - a training job (3 boards, checkpoints every 2 steps): junk on a stage's
 #     fwd topic and a forged ready (retained, so each stage gets them when it
@@ -41,8 +42,10 @@ for b in b1 b2 b3; do
 done
 sky_wait 120 sh -c "[ \$('$SKY' fleet status --state '$STATE' --json | grep -o '\"state\":\"online\"' | wc -l) -ge 3 ]" ||
 	{ fail adversary_boards_online "$(sky_serve_online) of 3 online"; exit 1; }
-"$SKY" pki issue --dir "$PKI" --id bx --state "$W/bx" >/dev/null 2>"$W/bx.issue" ||
-	{ fail adversary_outsider_issued "$(cat "$W/bx.issue")"; exit 1; }
+for b in bx by; do
+	"$SKY" pki issue --dir "$PKI" --id $b --state "$W/$b" >/dev/null 2>"$W/$b.issue" ||
+		{ fail adversary_outsider_issued "$(cat "$W/$b.issue")"; exit 1; }
+done
 # shellcheck disable=SC2046
 bx() { timeout 20 mosquitto_pub $(sky_mq_tls "$W/bx/board.crt" "$W/bx/board.key") -q 1 "$@" 2>>"$W/bx.err"; }
 
@@ -146,23 +149,38 @@ attack_serve() {
 	_i=0
 	while [ ! -f "$W/$JOB.over" ] && [ $_i -lt 300 ]; do
 		_i=$((_i + 1))
-		for c in 1 2 3 4 5 6; do for r in 0 1 2 3; do fake $c $r; done; done |
-			bx -t "sky/v1/job/$JOB/resp/sky-client-t/bx" -l
 		bx -t "sky/v1/job/$JOB/stage/0/ready/bx" -m '{"epoch":1,"board":"bx"}'
 		bx -t "sky/v1/job/$JOB/stage/0/done/bx" -m "{\"epoch\":1,\"batch\":$_i,\"n\":4}"
 		sleep 0.2
 	done
 }
+# the answers stream on one connection, every 20 ms, so that every
+# client hears some while it waits for its own
+answers() {
+	_i=0
+	while [ ! -f "$W/$JOB.over" ] && [ $_i -lt 3000 ]; do
+		_i=$((_i + 1))
+		fake $((_i % 6 + 1)) $((_i % 4))
+		sleep 0.02
+	done
+}
 attack_serve &
 APID=$!
-PIDS="$PIDS $APID"
+# (as by, a second outsider: a second connection of bx's would close the first)
+# shellcheck disable=SC2046
+answers | timeout 120 mosquitto_pub $(sky_mq_tls "$W/by/board.crt" "$W/by/board.key") -q 1 \
+	-t "sky/v1/job/$JOB/resp/sky-client-t/by" -l 2>>"$W/by.err" &
+RPID=$!
+PIDS="$PIDS $APID $RPID"
+sleep 1 # the stream has begun
+N=0 # sky_serve_ask counts its clients in N
 for k in 1 2 3 4 5 6; do
 	sky_serve_ask
 	sleep 0.3
 done
 sky_serve_check adversary 0 6
 touch "$W/$JOB.over"
-wait $APID 2>/dev/null
+wait $APID $RPID 2>/dev/null
 refused_by_client=0
 for k in 1 2 3 4 5 6; do
 	grep -q "response(s) from a sender the job's plan does not allow dropped" "$W/out/$k.err" &&
