@@ -93,6 +93,10 @@ int svc_serve_parse_ready(const char *topic, char *job, size_t cap, int *k, char
 void svc_serve_on_ready(svc *s, const char *job, int k, const char *sender,
 			const unsigned char *p, size_t len)
 {
+	if (svc_authz_revoked(s, sender)) {
+		svc_refused(s, job, sender, SVC_REFUSE_REVOKED, "ready for stage %d", k);
+		return;
+	}
 	if (sky_servefault_on_ready(&s->sf, job, k, sender, p, len) == SKY_EAUTH)
 		svc_refused(s, job, sender, SVC_REFUSE_READY, "ready for stage %d", k);
 }
@@ -122,6 +126,10 @@ void svc_serve_on_resp(svc *s, const char *job, const char *client, const char *
 		       const unsigned char *p, size_t len)
 {
 	double lost_s = 0;
+	if (strcmp(sender, SKY_TOPIC_PLANNER_CN) != 0 && svc_authz_revoked(s, sender)) {
+		svc_refused(s, job, sender, SVC_REFUSE_REVOKED, "answer to %s", client);
+		return;
+	}
 	int rc = sky_servefault_on_resp(&s->sf, job, client, sender, p, len, sky_clock_s(), &lost_s);
 	if (rc == SKY_EAUTH)
 		svc_refused(s, job, sender, SVC_REFUSE_ANSWER, "answer to %s", client);
