@@ -235,6 +235,22 @@ int sky_jobstat_to_json(const sky_jobstat *t, char *buf, size_t cap)
 			PUT("%s\"%s\":%ld", k ? "," : "", e->r[k].reason, e->r[k].count);
 		PUT("}}");
 	}
+	/* jobs with refusals and no metrics yet (or any more) */
+	for (int i = 0; i < t->n_refused; i++) {
+		const sky_jobstat_refused *e = &t->refused[i];
+		int rows = 0;
+		for (int j = 0; j < t->n && !rows; j++)
+			rows = !strcmp(t->row[j].job, e->job);
+		if (rows)
+			continue;
+		PUT("%s{\"job\":\"%s\",\"epoch\":0,\"steps\":0,\"stages\":[],\"paused\":false,"
+		    "\"replans\":[],\"refused\":{",
+		    first_job ? "" : ",", e->job);
+		first_job = 0;
+		for (int k = 0; k < e->n; k++)
+			PUT("%s\"%s\":%ld", k ? "," : "", e->r[k].reason, e->r[k].count);
+		PUT("}}");
+	}
 	PUT("]}\n");
 #undef PUT
 	return (int)n;
