@@ -37,20 +37,23 @@
 	"pattern readwrite sky/v1/board/%u/echo\n"                                  \
 	"pattern read sky/v1/board/%u/cmd\n"                                        \
 	"pattern read sky/v1/job/+/plan\n"                                          \
-	"pattern write sky/v1/job/+/metrics\n"                                      \
-	"pattern readwrite sky/v1/job/+/stage/#\n"                                  \
+	"# every job message a board sends names it as the last level (%u)\n"      \
+	"pattern write sky/v1/job/+/metrics/%u\n"                                  \
+	"pattern read sky/v1/job/+/stage/#\n"                                       \
+	"pattern write sky/v1/job/+/stage/+/+/%u\n"                                 \
 	"pattern write sky/v1/job/+/part/%u\n"                                      \
-	"# serving: the first stage reads requests, a stage answers the client\n"  \
-	"pattern read sky/v1/job/+/req/+\n"                                         \
-	"pattern read sky/v1/job/+/replay/+\n"                                      \
-	"pattern write sky/v1/job/+/resp/+\n"                                       \
+	"# serving: the first stage reads the requests addressed to it, a stage\n" \
+	"# answers a client under its own id\n"                                     \
+	"pattern read sky/v1/job/+/req/%u/+\n"                                      \
+	"pattern read sky/v1/job/+/replay/%u/+\n"                                   \
+	"pattern write sky/v1/job/+/resp/+/%u\n"                                    \
 	"pattern read sky/v1/job/+/slice/%u\n"                                      \
 	"pattern write sky/v1/board/%u/slice-req\n"                                 \
 	"# checkpoints: a stage's own, and its range loaded after a re-plan\n"     \
 	"pattern write sky/v1/job/+/ckpt/%u\n"                                      \
 	"pattern read sky/v1/job/+/load/%u\n"                                       \
 	"# frames to stages on other sites (sky_topics.h)\n"                       \
-	"pattern write sky/v1/site/+/job/+/stage/#\n"                               \
+	"pattern write sky/v1/site/+/job/+/stage/+/+/%u\n"                          \
 	"pattern read sky/v1/site/core/job/+/stage/#\n"
 
 static const char k_acl[] =
@@ -61,22 +64,27 @@ static const char k_acl[] =
 	"user " SKY_ENROLL_PLANNER_CN "\n"
 	"topic deny sky/v1/board/" SKY_ENROLL_PLANNER_CN "/#\n"
 	"# no frames; a stage's ready it reads (serving re-plans replay after it)\n"
-	"topic deny sky/v1/job/+/stage/+/fwd\n"
-	"topic deny sky/v1/job/+/stage/+/bwd\n"
-	"topic deny sky/v1/job/+/stage/+/norm\n"
-	"topic read sky/v1/job/+/stage/+/ready\n"
+	"topic deny sky/v1/job/+/stage/+/fwd/#\n"
+	"topic deny sky/v1/job/+/stage/+/bwd/#\n"
+	"topic deny sky/v1/job/+/stage/+/norm/#\n"
+	"topic deny sky/v1/job/+/stage/+/done/#\n"
+	"topic deny sky/v1/site/+/job/+/stage/#\n"
+	"topic read sky/v1/job/+/stage/+/ready/+\n"
 	"topic read sky/v1/board/#\n"
 	"topic write sky/v1/board/+/cmd\n"
 	"topic read sky/v1/enroll/+/csr\n"
 	"topic write sky/v1/enroll/+/cert\n"
 	"topic readwrite sky/v1/job/+/plan\n"
-	"topic read sky/v1/job/+/metrics\n"
+	"topic read sky/v1/job/+/metrics/+\n"
 	"topic read sky/v1/jobs/+/submit\n"
 	"topic write sky/v1/jobs/+/reply\n"
 	"topic read sky/v1/job/+/part/+\n"
-	"topic read sky/v1/job/+/req/+\n"
-	"topic readwrite sky/v1/job/+/resp/+\n"
-	"topic write sky/v1/job/+/replay/+\n"
+	"# serving: every request (it answers unknown or stopped jobs under its\n"
+	"# own id, and replays lost ones to the first stage), every answer\n"
+	"topic read sky/v1/job/+/req/+/+\n"
+	"topic read sky/v1/job/+/resp/+/+\n"
+	"topic write sky/v1/job/+/resp/+/" SKY_ENROLL_PLANNER_CN "\n"
+	"topic write sky/v1/job/+/replay/+/+\n"
 	"topic write sky/v1/job/+/slice/+\n"
 	"topic read sky/v1/jobs/+/weights\n"
 	"# cancels, and what it relays to each job's owner (svc_relay.c)\n"
@@ -111,7 +119,6 @@ static const char k_acl_operator_fleet[] =
 	"topic deny sky/v1/board/%s/#\n"
 	"topic deny sky/v1/job/+/stage/#\n"
 	"topic deny sky/v1/site/+/job/+/stage/#\n"
-	"topic deny sky/v1/job/+/metrics\n"
 	"topic deny sky/v1/job/+/metrics/#\n"
 	"topic deny sky/v1/job/+/part/#\n"
 	"topic deny sky/v1/job/+/req/#\n"
@@ -152,10 +159,12 @@ static const char k_acl_client_fleet[] =
 
 static const char k_acl_client_tools[] =
 	"\n"
-	"# Client %s (sky infer): its own requests and responses.\n"
+	"# Client %s (sky infer): its own requests and responses, and the\n"
+	"# jobs' signed plans (the route: the first and the last stage)\n"
 	"user %s\n"
-	"topic write sky/v1/job/+/req/%s\n"
-	"topic read sky/v1/job/+/resp/%s\n";
+	"topic write sky/v1/job/+/req/+/%s\n"
+	"topic read sky/v1/job/+/resp/%s/+\n"
+	"topic read sky/v1/job/+/plan\n";
 
 /* The nonce level of an enrollment topic is the connection's client id
  * (%c): a claim connection posts under one nonce only, so the planner's
@@ -235,7 +244,7 @@ static const char k_acl_bridge[] =
 	"topic write sky/v1/board/+/plan-ack\n"
 	"topic read sky/v1/board/+/cmd\n"
 	"topic read sky/v1/job/+/plan\n"
-	"topic write sky/v1/job/+/metrics\n"
+	"topic write sky/v1/job/+/metrics/+\n"
 	"topic write sky/v1/job/+/part/+\n"
 	"topic write sky/v1/site/+/job/+/stage/#\n"
 	"topic read sky/v1/site/%s/job/+/stage/#\n"
@@ -244,9 +253,9 @@ static const char k_acl_bridge[] =
 	"topic read sky/v1/job/+/load/+\n"
 	"topic write sky/v1/board/+/slice-req\n"
 	"topic read sky/v1/job/+/slice/+\n"
-	"topic read sky/v1/job/+/req/+\n"
-	"topic read sky/v1/job/+/replay/+\n"
-	"topic write sky/v1/job/+/resp/+\n";
+	"topic read sky/v1/job/+/req/+/+\n"
+	"topic read sky/v1/job/+/replay/+/+\n"
+	"topic write sky/v1/job/+/resp/+/+\n";
 
 /* Its section on the claim listener, where its second connection picks up
  * the planner's link probes for its site (%s: the site, three times):
@@ -619,7 +628,7 @@ static int site_conf_text(char *conf, size_t cap, const sky_ca_site_opts *o, con
 		"topic sky/v1/board/+/status out 1\n"
 		"topic sky/v1/board/+/heartbeat out 0\n"
 		"topic sky/v1/board/+/plan-ack out 1\n"
-		"topic sky/v1/job/+/metrics out 0\n"
+		"topic sky/v1/job/+/metrics/+ out 0\n"
 		"topic sky/v1/job/+/part/+ out 1\n"
 		"topic sky/v1/job/+/plan in 1\n"
 		"topic sky/v1/board/+/cmd in 1\n"
@@ -629,9 +638,9 @@ static int site_conf_text(char *conf, size_t cap, const sky_ca_site_opts *o, con
 		"# serving: slices for the boards, clients' requests in, answers out\n"
 		"topic sky/v1/board/+/slice-req out 1\n"
 		"topic sky/v1/job/+/slice/+ in 1\n"
-		"topic sky/v1/job/+/req/+ in 1\n"
-		"topic sky/v1/job/+/replay/+ in 1\n"
-		"topic sky/v1/job/+/resp/+ out 1\n"
+		"topic sky/v1/job/+/req/+/+ in 1\n"
+		"topic sky/v1/job/+/replay/+/+ in 1\n"
+		"topic sky/v1/job/+/resp/+/+ out 1\n"
 		"# frames between sites\n"
 		"topic sky/v1/site/+/job/+/stage/# out 1\n"
 		"topic job/+/stage/# in 1 sky/v1/ sky/v1/site/%s/\n"

@@ -6,25 +6,70 @@
 #include <stdio.h>
 #include <string.h>
 
-int sky_jobstat_on_metrics(sky_jobstat *t, const char *job, const char *buf, size_t len,
-			   double now)
+static sky_jobstat_refused *refused_of(sky_jobstat *t, const char *job, int add, double now)
+{
+	for (int i = 0; i < t->n_refused; i++)
+		if (!strcmp(t->refused[i].job, job))
+			return &t->refused[i];
+	if (!add)
+		return NULL;
+	int at = t->n_refused;
+	if (at == SKY_JOBSTAT_REFUSE_JOBS) { /* forget the job refused longest ago */
+		at = 0;
+		for (int i = 1; i < t->n_refused; i++)
+			at = t->refused[i].seen < t->refused[at].seen ? i : at;
+	} else {
+		t->n_refused++;
+	}
+	memset(&t->refused[at], 0, sizeof t->refused[at]);
+	snprintf(t->refused[at].job, sizeof t->refused[at].job, "%s", job);
+	(void)now;
+	return &t->refused[at];
+}
+
+void sky_jobstat_refuse(sky_jobstat *t, const char *job, const char *reason, double now)
+{
+	if (!sky_topic_segment_ok(job) || !reason || !reason[0])
+		return;
+	sky_jobstat_refused *e = refused_of(t, job, 1, now);
+	e->seen = now;
+	t->changed = 1;
+	for (int i = 0; i < e->n; i++)
+		if (!strcmp(e->r[i].reason, reason)) {
+			e->r[i].count++;
+			return;
+		}
+	if (e->n == SKY_JOBSTAT_REFUSE_REASONS)
+		return;
+	snprintf(e->r[e->n].reason, sizeof e->r[0].reason, "%s", reason);
+	e->r[e->n++].count = 1;
+}
+
+long sky_jobstat_refused_n(const sky_jobstat *t, const char *job, const char *reason)
+{
+	const sky_jobstat_refused *e = refused_of((sky_jobstat *)t, job, 0, 0);
+	for (int i = 0; e && i < e->n; i++)
+		if (!strcmp(e->r[i].reason, reason))
+			return e->r[i].count;
+	return 0;
+}
+
+int sky_jobstat_on_metrics(sky_jobstat *t, const char *job, const char *board, int stage,
+			   int64_t epoch, const char *buf, size_t len, double now)
 {
 	sky_diag d;
-	if (len > SKY_METRICS_MAX_BYTES)
+	if (len > SKY_METRICS_MAX_BYTES || !sky_topic_segment_ok(board) || stage < 0)
 		return SKY_EFORMAT;
 	cJSON *doc = sky_json_parse(buf, len, &d);
-	int stage = 0, step = 0, steps = 0;
-	int64_t epoch = 0;
-	char board[SKY_TOPIC_SEGMENT_MAX + 1] = "";
+	int step = 0, steps = 0;
 	/* a serving stage's metrics count batches (runtime/sky_servejob.h) */
 	int infer = doc && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "infer"));
-	if (!doc || sky_json_int(doc, "stage", 0, 65535, &stage, "metrics", NULL) != 0 ||
-	    sky_json_int(doc, infer ? "batch" : "step", 0, 1 << 30, &step, "metrics", NULL) != 0 ||
-	    sky_json_str(doc, "board", board, sizeof board, "metrics", NULL) != 0) {
+	/* the board is the topic's, its stage and epoch the plan's: whatever
+	 * the payload says about them is not read */
+	if (!doc || sky_json_int(doc, infer ? "batch" : "step", 0, 1 << 30, &step, "metrics", NULL) != 0) {
 		sky_json_free(doc);
 		return SKY_EFORMAT;
 	}
-	sky_json_i64(doc, "epoch", 0, 1ll << 53, &epoch, "metrics", NULL);
 	sky_json_int(doc, "steps", 0, 1 << 30, &steps, "metrics", NULL);
 	sky_jobstat_row *r = NULL;
 	for (int i = 0; i < t->n && !r; i++)
@@ -184,7 +229,27 @@ int sky_jobstat_to_json(const sky_jobstat *t, char *buf, size_t cap)
 			PUT("}");
 			first = 0;
 		}
-		PUT("]}");
+		PUT("],\"refused\":{");
+		const sky_jobstat_refused *e = refused_of((sky_jobstat *)t, r->job, 0, 0);
+		for (int k = 0; e && k < e->n; k++)
+			PUT("%s\"%s\":%ld", k ? "," : "", e->r[k].reason, e->r[k].count);
+		PUT("}}");
+	}
+	/* jobs with refusals and no metrics yet (or any more) */
+	for (int i = 0; i < t->n_refused; i++) {
+		const sky_jobstat_refused *e = &t->refused[i];
+		int rows = 0;
+		for (int j = 0; j < t->n && !rows; j++)
+			rows = !strcmp(t->row[j].job, e->job);
+		if (rows)
+			continue;
+		PUT("%s{\"job\":\"%s\",\"epoch\":0,\"steps\":0,\"stages\":[],\"paused\":false,"
+		    "\"replans\":[],\"refused\":{",
+		    first_job ? "" : ",", e->job);
+		first_job = 0;
+		for (int k = 0; k < e->n; k++)
+			PUT("%s\"%s\":%ld", k ? "," : "", e->r[k].reason, e->r[k].count);
+		PUT("}}");
 	}
 	PUT("]}\n");
 #undef PUT

@@ -105,6 +105,27 @@ exit:
 	return rc;
 }
 
+int sky_metrics_add_refused(sky_metrics *m, const char *job, const char *reason)
+{
+	if (!m || !job || !sky_topic_segment_ok(job) || !reason_ok(reason))
+		return SKY_EINVAL;
+	int rc = SKY_ENOMEM;
+	sky_mutex_lock(&m->lock);
+	sky_metrics_job *j = job_entry(m, job);
+	for (int k = 0; j && k < j->n_refused && rc; k++)
+		if (strcmp(j->refused[k].reason, reason) == 0) {
+			j->refused[k].count++;
+			rc = 0;
+		}
+	if (rc && j && j->n_refused < SKY_METRICS_MAX_REASONS) {
+		snprintf(j->refused[j->n_refused].reason, sizeof j->refused[0].reason, "%s", reason);
+		j->refused[j->n_refused++].count = 1;
+		rc = 0;
+	}
+	sky_mutex_unlock(&m->lock);
+	return rc;
+}
+
 int sky_metrics_add_replan(sky_metrics *m, const char *job)
 {
 	if (!m || !job || !sky_topic_segment_ok(job))
@@ -351,6 +372,16 @@ static void render_fed(sky_text *o, const sky_metrics *m, const sky_registry *r)
 		if (m->jobs[k].has_predicted)
 			sample(o, "sky_job_step_predicted_seconds", "job", m->jobs[k].job, NULL, NULL,
 			       m->jobs[k].step_predicted_s);
+	family(o, "sky_job_messages_refused_total", "counter",
+	       "Messages on the job's topics the planner refused before any work on them, by "
+	       "reason: a sender the job's signed plan does not allow (metrics_not_stage, "
+	       "ready_not_stage, answer_not_stage, ckpt_not_holder, slice_not_in_plan), a revoked "
+	       "board (revoked), a board over its rate (slice_rate_limited); absent until one is "
+	       "refused.");
+	for (int k = 0; k < m->n_jobs; k++)
+		for (int d = 0; d < m->jobs[k].n_refused; d++)
+			sample(o, "sky_job_messages_refused_total", "job", m->jobs[k].job, "reason",
+			       m->jobs[k].refused[d].reason, (double)m->jobs[k].refused[d].count);
 	family(o, "sky_frames_dropped_total", "counter",
 	       "Tensor frames dropped because they disagreed with the plan, by reason (absent "
 	       "until the data plane reports a drop).");

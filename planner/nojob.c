@@ -65,10 +65,11 @@ int sky_nojob_on_request(sky_nojob *g, const char *topic, size_t topic_len, cons
 			 size_t len, double now, char *resp_topic, size_t tcap, char *out,
 			 size_t cap, int *limited, sky_diag *why)
 {
-	char job[SKY_TOPIC_SEGMENT_MAX + 1], client[SKY_TOPIC_SEGMENT_MAX + 1];
+	char job[SKY_TOPIC_SEGMENT_MAX + 1], to[SKY_TOPIC_SEGMENT_MAX + 1],
+		client[SKY_TOPIC_SEGMENT_MAX + 1];
 	*limited = 0;
-	if (sky_topic_parse_job_to(topic, topic_len, SKY_TOPIC_REQ, job, sizeof job, client,
-				   sizeof client) != 0)
+	if (sky_topic_parse_job_pair(topic, topic_len, SKY_TOPIC_REQ, job, sizeof job, to,
+				     sizeof to, client, sizeof client) != 0)
 		return SKY_EINVAL;
 	sky_nojob_kind kind = sky_nojob_kind_of(g, job);
 	if (kind == SKY_NOJOB_SERVING) {
@@ -85,7 +86,8 @@ int sky_nojob_on_request(sky_nojob *g, const char *topic, size_t topic_len, cons
 			     client, job, g->limited);
 		return 0;
 	}
-	int rc = sky_topic_job_to(resp_topic, tcap, job, SKY_TOPIC_RESP, client);
+	int rc = sky_topic_job_pair(resp_topic, tcap, job, SKY_TOPIC_RESP, client,
+				    SKY_TOPIC_PLANNER_CN);
 	if (rc)
 		return rc;
 	sky_infer_resp *r = &g->resp;

@@ -223,7 +223,7 @@ static const named_kind k_operator = {"operator", SKY_CA_OPERATOR_NAME_PREFIX, S
 				      SKY_CA_OPERATOR_KEY_FILE, 1, sky_ca_check_operator_name};
 static const named_kind k_client = {"client", SKY_CA_CLIENT_NAME_PREFIX, SKY_CA_CLIENTS_DIR,
 				    SKY_CA_CLIENTS_FILE, SKY_CA_CLIENT_CERT_FILE,
-				    SKY_CA_CLIENT_KEY_FILE, 0, sky_ca_check_client_name};
+				    SKY_CA_CLIENT_KEY_FILE, 1, sky_ca_check_client_name};
 
 /* Copies <dir>/<file> to <out>/<file>. */
 static int copy_file(const char *dir, const char *out, const char *file, sky_diag *d)

@@ -48,6 +48,7 @@ int sky_servefault_follow(sky_servefault *f, const char *job, int64_t epoch, int
 		snprintf(f->jobs[i].job, sizeof f->jobs[i].job, "%s", job);
 	}
 	sky_sf_job *j = &f->jobs[i];
+	j->n_prev_stages = j->n_stages;
 	j->epoch = epoch;
 	j->n_stages = n_stages;
 	j->window = queue / 2 > 1 ? queue / 2 : 1;
@@ -59,6 +60,25 @@ int sky_servefault_follow(sky_servefault *f, const char *job, int64_t epoch, int
 	j->fault_s = replay ? fault_s : 0;
 	j->first_answer = 0;
 	j->replayed_epoch = 0;
+	if (j->boards[0][0]) {
+		memcpy(j->prev_first, j->boards[0], sizeof j->prev_first);
+		memcpy(j->prev_last, j->boards[j->n_prev_stages - 1], sizeof j->prev_last);
+	}
+	memset(j->boards, 0, sizeof j->boards);
+	return 0;
+}
+
+int sky_servefault_boards(sky_servefault *f, const char *job, const char *const *boards,
+			  int n_stages)
+{
+	sky_sf_job *j = sky_servefault_job(f, job);
+	if (!j || n_stages != j->n_stages)
+		return SKY_EINVAL;
+	for (int k = 0; k < n_stages; k++) {
+		if (!sky_topic_segment_ok(boards[k]))
+			return SKY_EINVAL;
+		snprintf(j->boards[k], sizeof j->boards[k], "%s", boards[k]);
+	}
 	return 0;
 }
 
@@ -142,11 +162,22 @@ int sky_servefault_on_req(sky_servefault *f, const char *job, const char *client
 }
 
 int sky_servefault_on_resp(sky_servefault *f, const char *job, const char *client,
-			   const void *p, size_t len, double now, double *lost_s)
+			   const char *sender, const void *p, size_t len, double now,
+			   double *lost_s)
 {
 	int ji = job_index(f, job);
 	if (ji < 0)
 		return 0;
+	const sky_sf_job *jj = &f->jobs[ji];
+	/* who answers: the last stage, the first (its refusals) or the planner */
+	if (!jj->boards[0][0] ||
+	    (strcmp(sender, jj->boards[jj->n_stages - 1]) != 0 &&
+	     strcmp(sender, jj->boards[0]) != 0 && strcmp(sender, SKY_TOPIC_PLANNER_CN) != 0 &&
+	     (!jj->prev_last[0] || strcmp(sender, jj->prev_last) != 0) &&
+	     (!jj->prev_first[0] || strcmp(sender, jj->prev_first) != 0))) {
+		f->jobs[ji].refused_sender++;
+		return SKY_EAUTH;
+	}
 	sky_diag d;
 	char id[SKY_INFER_ID_MAX + 1] = "";
 	int64_t epoch = 0;
@@ -176,12 +207,19 @@ int sky_servefault_on_resp(sky_servefault *f, const char *job, const char *clien
 	return 0;
 }
 
-int sky_servefault_on_ready(sky_servefault *f, const char *job, int k, const void *p, size_t len)
+int sky_servefault_on_ready(sky_servefault *f, const char *job, int k, const char *sender,
+			    const void *p, size_t len)
 {
 	sky_sf_job *j = sky_servefault_job(f, job);
 	sky_diag d;
 	int64_t epoch = 0;
-	if (!j || k < 0 || k >= j->n_stages || len == 0 || len > 256)
+	if (!j || k < 0 || k >= j->n_stages)
+		return 0;
+	if (!j->boards[k][0] || strcmp(sender, j->boards[k]) != 0) {
+		j->refused_sender++;
+		return SKY_EAUTH;
+	}
+	if (len == 0 || len > 256)
 		return 0;
 	cJSON *doc = sky_json_parse(p, len, &d);
 	int ok = doc && sky_json_i64(doc, "epoch", 0, SKY_JSON_INT_MAX, &epoch, "ready", NULL) == 0;
@@ -208,7 +246,8 @@ int sky_servefault_pump(sky_servefault *f, double now, sky_sf_publish_fn pub, vo
 		pop(f, SKY_SF_EXPIRED, log_drop, ctx);
 	for (int ji = 0; ji < f->n_jobs; ji++) {
 		sky_sf_job *j = &f->jobs[ji];
-		if (!j->replay || j->replay_done || j->n_ready < j->n_stages || !j->ready0_seq)
+		if (!j->replay || j->replay_done || j->n_ready < j->n_stages || !j->ready0_seq ||
+		    !j->boards[0][0])
 			continue;
 		int out = 0, more = 0;
 		for (uint64_t i = f->head; i < f->tail; i++) {
@@ -226,7 +265,8 @@ int sky_servefault_pump(sky_servefault *f, double now, sky_sf_publish_fn pub, vo
 				break;
 			}
 			char topic[SKY_TOPIC_BUF];
-			if (sky_topic_job_to(topic, sizeof topic, j->job, SKY_TOPIC_REPLAY, r->client) ||
+			if (sky_topic_job_pair(topic, sizeof topic, j->job, SKY_TOPIC_REPLAY,
+					       j->boards[0], r->client) ||
 			    pub(ctx, topic, f->bytes + r->off % SKY_SF_BYTES, r->len) != 0)
 				return sent;
 			r->replayed_epoch = j->epoch;

@@ -29,6 +29,7 @@ typedef struct svc_msg {
 	int retained;
 	double now; /* when it was handed over */
 	char seg[SKY_TOPIC_SEGMENT_MAX + 1], leaf[16], to[SKY_TOPIC_SEGMENT_MAX + 1];
+	char who[SKY_TOPIC_SEGMENT_MAX + 1]; /* a stage topic's sender, a serving topic's second id */
 	int k;
 } svc_msg;
 
@@ -63,6 +64,14 @@ static int match_enroll(const svc_route *rt, svc_msg *m)
 	       strcmp(m->leaf, rt->leaf) == 0;
 }
 
+/* sky/v1/job/<seg>/<leaf>/<to>/<k-th: leaf2> (serving topics with two
+ * identities; the second, the sender's, goes to m->leaf2) */
+static int match_job_pair(const svc_route *rt, svc_msg *m)
+{
+	return sky_topic_parse_job_pair(m->topic, m->tl, rt->leaf, m->seg, sizeof m->seg, m->to,
+					sizeof m->to, m->who, sizeof m->who) == 0;
+}
+
 static int match_prefix(const svc_route *rt, svc_msg *m)
 {
 	return strncmp(m->topic, rt->area, strlen(rt->area)) == 0;
@@ -70,7 +79,8 @@ static int match_prefix(const svc_route *rt, svc_msg *m)
 
 static int match_ready(const svc_route *rt, svc_msg *m)
 {
-	return svc_serve_parse_ready(m->topic, m->seg, sizeof m->seg, &m->k) == 0;
+	return svc_serve_parse_ready(m->topic, m->seg, sizeof m->seg, &m->k, m->who,
+				     sizeof m->who) == 0;
 }
 
 static int match_any(const svc_route *rt, svc_msg *m)
@@ -109,13 +119,15 @@ static void on_plan(svc *s, const svc_msg *m)
 
 static void on_metrics(svc *s, const svc_msg *m)
 {
-	if (sky_jobstat_on_metrics(&s->jobs, m->seg, (const char *)m->p, m->len, sky_clock_s()) == 0)
-		svc_relay_metrics(s, m->seg, NULL, (const char *)m->p, m->len);
+	/* taken from a board of the plan: relayed to the job's owner */
+	if (svc_authz_on_metrics(s, m->seg, m->to, m->p, m->len) == 0)
+		svc_relay_metrics(s, m->seg, m->to, (const char *)m->p, m->len);
 }
 
 static void on_part(svc *s, const svc_msg *m)
 {
-	svc_relay_part(s, m->seg, m->to, m->p, m->len);
+	if (svc_authz_part(s, m->seg, m->to))
+		svc_relay_part(s, m->seg, m->to, m->p, m->len);
 }
 
 static void on_cancel(svc *s, const svc_msg *m)
@@ -140,12 +152,12 @@ static void on_ckpt(svc *s, const svc_msg *m)
 
 static void on_resp(svc *s, const svc_msg *m)
 {
-	svc_serve_on_resp(s, m->seg, m->to, m->p, m->len);
+	svc_serve_on_resp(s, m->seg, m->to, m->who, m->p, m->len);
 }
 
 static void on_ready(svc *s, const svc_msg *m)
 {
-	svc_serve_on_ready(s, m->seg, m->k, m->p, m->len);
+	svc_serve_on_ready(s, m->seg, m->k, m->who, m->p, m->len);
 }
 
 static void on_req(svc *s, const svc_msg *m)
@@ -162,11 +174,11 @@ static const svc_route k_routes[] = {
 	{match_area, "board", SKY_TOPIC_SLICE_REQ, on_slice_req},
 	{match_area, "board", NULL, on_board},
 	{match_area, "job", SKY_TOPIC_PLAN, on_plan},
-	{match_area, "job", SKY_TOPIC_METRICS, on_metrics},
+	{match_job_to, NULL, SKY_TOPIC_METRICS, on_metrics},
 	{match_enroll, NULL, SKY_TOPIC_CSR, on_csr},
 	{match_prefix, SKY_TOPIC_ROOT "/site/", NULL, on_site},
 	{match_job_to, NULL, SKY_TOPIC_CKPT, on_ckpt},
-	{match_job_to, NULL, SKY_TOPIC_RESP, on_resp},
+	{match_job_pair, NULL, SKY_TOPIC_RESP, on_resp},
 	{match_job_to, NULL, SKY_TOPIC_PART, on_part},
 	{match_ready, NULL, NULL, on_ready},
 	/* requests, and anything else: answered unknown_job if a request */
@@ -211,16 +223,17 @@ static void on_lost(void *ctx, const char *cause)
 static const char *const k_subs[] = {
 	SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_STATUS, SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_HEARTBEAT,
 	SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_CAPS, SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_PLAN_ACK,
-	SKY_TOPIC_SUB_ALL_CSRS, SKY_TOPIC_SUB_ALL_PLANS, SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_METRICS,
+	SKY_TOPIC_SUB_ALL_CSRS, SKY_TOPIC_SUB_ALL_PLANS, SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_METRICS "/+",
 	SKY_TOPIC_SUB_ALL_SUBMITS, SKY_TOPIC_ROOT "/jobs/+/" SKY_TOPIC_WEIGHTS,
 	SKY_TOPIC_ROOT "/jobs/+/" SKY_TOPIC_CANCEL,
 	/* parts, relayed to each job's owner (svc_relay.c) */
 	SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_PART "/+",
 	SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_SLICE_REQ,
 	/* requests, to answer those for jobs that do not serve */
-	SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_REQ "/+",
+	SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_REQ "/+/+",
 	/* answers and stages' readiness, for serving re-plans */
-	SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_RESP "/+", SKY_TOPIC_ROOT "/job/+/stage/+/" SKY_TOPIC_READY,
+	SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_RESP "/+/+",
+	SKY_TOPIC_ROOT "/job/+/stage/+/" SKY_TOPIC_READY "/+",
 	SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_CKPT "/+", SKY_TOPIC_ROOT "/site/+/back/" SKY_TOPIC_ECHO};
 
 static int connect_svc(svc *s, sky_diag *d)

@@ -7,7 +7,11 @@
  *     "board":"b1","step":4,"loss":0.69,"step_s":0.03,"busy":0.6,
  *     "done":false,"stall":"","drops":{"epoch":1}}],
  *     "paused":false,"replans":[{"generation":2,"epoch":5,"reason":"board b2 offline",
- *     "resume_step":4,"lost_steps":1,"lost_s":3.2,"at":1764560000}]}]} */
+ *     "resume_step":4,"lost_steps":1,"lost_s":3.2,"at":1764560000}],
+ *     "refused":{"metrics_not_stage":3}}]}
+ * "refused" counts the messages on the job's topics the planner refused
+ * because the job's signed plan does not allow their sender (or it is
+ * revoked, or over its rate), by reason. */
 #ifndef SKY_JOBSTAT_H
 #define SKY_JOBSTAT_H
 
@@ -47,6 +51,19 @@ typedef struct sky_jobstat_replan {
 	char reason[128];
 } sky_jobstat_replan;
 
+#define SKY_JOBSTAT_REFUSE_JOBS 32 /* jobs whose refusals are kept (the oldest goes first) */
+#define SKY_JOBSTAT_REFUSE_REASONS 12
+/* Messages on a job's topics refused by reason (jobs.json "refused"). */
+typedef struct sky_jobstat_refused {
+	char job[SKY_TOPIC_SEGMENT_MAX + 1];
+	int n;
+	struct {
+		char reason[24];
+		long count;
+	} r[SKY_JOBSTAT_REFUSE_REASONS];
+	double seen;
+} sky_jobstat_refused;
+
 typedef struct sky_jobstat {
 	int n;
 	sky_jobstat_row row[SKY_JOBSTAT_MAX];
@@ -54,7 +71,14 @@ typedef struct sky_jobstat {
 	int n_replans;
 	sky_jobstat_replan replan[SKY_JOBSTAT_REPLANS];
 	char paused[16][SKY_TOPIC_SEGMENT_MAX + 1]; /* jobs waiting for boards ("" free) */
+	int n_refused;
+	sky_jobstat_refused refused[SKY_JOBSTAT_REFUSE_JOBS];
 } sky_jobstat;
+
+/* Counts one refused message of job by reason (a short [a-z_] name). */
+void sky_jobstat_refuse(sky_jobstat *t, const char *job, const char *reason, double now);
+/* The count of job's refusals for reason (0: none). */
+long sky_jobstat_refused_n(const sky_jobstat *t, const char *job, const char *reason);
 
 /* Notes a re-plan (jobs.json lists a job's re-plans with it). */
 void sky_jobstat_add_replan(sky_jobstat *t, const sky_jobstat_replan *r);
@@ -65,10 +89,13 @@ void sky_jobstat_replan_replayed(sky_jobstat *t, const char *job, long n);
 /* Marks job paused (the boards left cannot hold the model) or not. */
 void sky_jobstat_set_paused(sky_jobstat *t, const char *job, int paused);
 
-/* Takes one metrics message of job (from the topic the ACL vouched for).
- * Returns 0, or SKY_EFORMAT (not a metrics object: ignored). */
-int sky_jobstat_on_metrics(sky_jobstat *t, const char *job, const char *buf, size_t len,
-			   double now);
+/* Takes one metrics message of job from board (both from the topic the
+ * ACL vouched for) as the plan's stage `stage` of epoch `epoch` (the
+ * caller checked the board against the plan): the payload's own "board",
+ * "stage" and "epoch" are not trusted. Returns 0, or SKY_EFORMAT (not a
+ * metrics object: ignored). */
+int sky_jobstat_on_metrics(sky_jobstat *t, const char *job, const char *board, int stage,
+			   int64_t epoch, const char *buf, size_t len, double now);
 /* Writes the table as JSON. Returns the length or SKY_ERANGE. */
 int sky_jobstat_to_json(const sky_jobstat *t, char *buf, size_t cap);
 

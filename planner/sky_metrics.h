@@ -64,6 +64,11 @@ typedef struct sky_metrics_job {
 		char reason[SKY_METRICS_REASON_MAX + 1];
 		long count;
 	} drops[SKY_METRICS_MAX_REASONS];
+	int n_refused;
+	struct {
+		char reason[SKY_METRICS_REASON_MAX + 1];
+		long count;
+	} refused[SKY_METRICS_MAX_REASONS]; /* job messages refused, by reason */
 } sky_metrics_job;
 
 typedef struct sky_metrics {
@@ -91,6 +96,9 @@ int sky_metrics_set_step_measured(sky_metrics *m, const char *job, double second
 int sky_metrics_set_step_predicted(sky_metrics *m, const char *job, double seconds);
 int sky_metrics_add_frames_dropped(sky_metrics *m, const char *job, const char *reason, long n);
 int sky_metrics_add_replan(sky_metrics *m, const char *job);
+/* A message on the job's topics refused (sender not allowed by the plan,
+ * revoked, rate limited): sky_job_messages_refused_total{job,reason}. */
+int sky_metrics_add_refused(sky_metrics *m, const char *job, const char *reason);
 
 /* Renders every family from r (may be NULL: no boards, no jobs) as of
  * unix_s and the fed figures of m. Takes m->lock; the caller holds

@@ -86,6 +86,14 @@ typedef struct sky_sf_job {
 	/* counters, over the job's life */
 	long tracked, answered, replayed, untracked, dropped[SKY_SF_NREASONS];
 	long replayed_epoch; /* replays published for the newest epoch */
+	/* the newest plan's stage boards (sky_servefault_boards): who may say
+	 * ready for stage k, who answers, where replays go */
+	char boards[SKY_SF_MAX_STAGES][SKY_TOPIC_SEGMENT_MAX + 1];
+	/* the previous plan's first and last stage boards: its answers in
+	 * flight at a re-plan still count */
+	char prev_first[SKY_TOPIC_SEGMENT_MAX + 1], prev_last[SKY_TOPIC_SEGMENT_MAX + 1];
+	int n_prev_stages;
+	long refused_sender; /* ready or answers from a board the plan does not name so */
 } sky_sf_job;
 
 typedef struct sky_servefault {
@@ -98,7 +106,7 @@ typedef struct sky_servefault {
 	int n_jobs;
 } sky_servefault;
 
-/* Publishes one replay (topic sky/v1/job/<job>/replay/<client>). Returns
+/* Publishes one replay (topic sky/v1/job/<job>/replay/<first stage board>/<client>). Returns
  * 0 or SKY_E*. */
 typedef int (*sky_sf_publish_fn)(void *ctx, const char *topic, const void *data, size_t len);
 
@@ -112,6 +120,11 @@ void sky_servefault_init(sky_servefault *f);
  * SKY_SF_MAX_JOBS jobs are already followed or n_stages is out of range. */
 int sky_servefault_follow(sky_servefault *f, const char *job, int64_t epoch, int n_stages,
 			  int queue, int replay, double fault_s);
+/* The stage boards of the job's newest plan (after sky_servefault_follow):
+ * boards[k] for k < n_stages. Until they are set, no replay goes out and
+ * no ready or answer counts. Returns 0 or SKY_EINVAL. */
+int sky_servefault_boards(sky_servefault *f, const char *job, const char *const *boards,
+			  int n_stages);
 /* The job followed under that name, or NULL. */
 sky_sf_job *sky_servefault_job(sky_servefault *f, const char *job);
 
@@ -125,14 +138,22 @@ int sky_servefault_on_req(sky_servefault *f, const char *job, const char *client
 			  void (*log_drop)(void *ctx, const sky_sf_job *j, const sky_sf_req *r,
 					   sky_sf_reason why),
 			  void *log_ctx);
-/* An answer to client on job. Returns 1 when it is the first answer of a
+/* An answer to client on job from sender (the topic's last level): only the
+ * plan's last stage (logits), its first stage or the planner (errors) may
+ * answer (or the previous plan's last or first stage: answers in flight at
+ * a re-plan); from anyone else it is refused before it is parsed (SKY_EAUTH,
+ * counted in refused_sender). Returns 1 when it is the first answer of a
  * re-plan's epoch (*lost_s = now - the fault's time), else 0; SKY_EFORMAT
  * when it does not parse. */
 int sky_servefault_on_resp(sky_servefault *f, const char *job, const char *client,
-			   const void *p, size_t len, double now, double *lost_s);
-/* Stage k of job said ready ({"epoch":E}). Returns 1 when it counted (E is
- * the job's newest epoch, first time for k), else 0. */
-int sky_servefault_on_ready(sky_servefault *f, const char *job, int k, const void *p, size_t len);
+			   const char *sender, const void *p, size_t len, double now,
+			   double *lost_s);
+/* Stage k of job said ready ({"epoch":E}) on a topic sent by sender.
+ * Returns 1 when it counted (sender is the plan's board of stage k, E is
+ * the job's newest epoch, first time for k), SKY_EAUTH (counted) when the
+ * sender is not that board, else 0. */
+int sky_servefault_on_ready(sky_servefault *f, const char *job, int k, const char *sender,
+			    const void *p, size_t len);
 
 /* Drops requests unanswered for SKY_SF_MAX_AGE_S (counted, log_drop), and
  * replays what is due: for every job whose re-plan has all stages ready,

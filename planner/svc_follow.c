@@ -127,7 +127,8 @@ void svc_follow_plan(svc *s, const svc_plan_req *rq, const sky_planmsg *p, const
 	if (p->infer.on) {
 		/* serving: its unanswered requests are replayed after a re-plan */
 		if (sky_servefault_follow(&s->sf, p->job, p->epoch, p->n_stages, p->infer.queue,
-					  rq->replan, r->replan.fault_s) != 0)
+					  rq->replan, r->replan.fault_s) != 0 ||
+		    svc_serve_sf_boards(s, p) != 0)
 			SKY_WARN("job %s: already following %d serving jobs; requests in flight at "
 				 "a fault are not replayed",
 				 p->job, SKY_SF_MAX_JOBS);

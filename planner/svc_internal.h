@@ -168,8 +168,22 @@ typedef enum svc_log_kind {
 	SVC_LOG_N
 } svc_log_kind;
 
+/* Why a message on a job's topics was refused (svc_refused). */
+typedef enum svc_refuse_kind {
+	SVC_REFUSE_METRICS, /* metrics from a board that is not one of the job's stages */
+	SVC_REFUSE_READY,   /* a ready for stage k from another board than k's */
+	SVC_REFUSE_ANSWER,  /* an answer from a board that is neither last nor first stage */
+	SVC_REFUSE_CKPT,    /* a checkpoint image from a board not holding those blocks */
+	SVC_REFUSE_SLICE,   /* a slice request for a slice the board's plan does not give it */
+	SVC_REFUSE_SLICE_RATE, /* a board's slice requests over its rate */
+	SVC_REFUSE_REVOKED, /* anything from a revoked board */
+	SVC_REFUSE_PART,    /* a trained part from a board that is not one of the job's stages */
+	SVC_REFUSE_N
+} svc_refuse_kind;
+
 typedef struct svc_log_state {
 	sky_log_throttle t[SVC_LOG_N];
+	sky_log_throttle refused[SVC_REFUSE_N]; /* one line per reason per window */
 } svc_log_state;
 
 typedef struct svc_submit_state {
@@ -266,6 +280,8 @@ typedef struct svc_relay_state {
 
 typedef struct svc_serve_state {
 	char req_resp[SKY_INFER_RESP_MAX_BYTES];
+	sky_keyed_buckets slice_rate; /* slice requests per board */
+	int slice_rate_on;
 } svc_serve_state;
 
 struct svc {
@@ -321,6 +337,12 @@ int svc_publish(svc *s, const char *topic, const void *data, size_t len, int qos
  * then one "... N more suppressed" line); flush says that line for a flood
  * that stopped. */
 void svc_log_init(svc *s);
+/* A message of job from board refused for why: counted in jobs.json and
+ * sky_job_messages_refused_total, logged throttled (one line per reason
+ * per 10 s, then how many were suppressed); fmt says what it was. */
+void svc_refused(svc *s, const char *job, const char *board, svc_refuse_kind why,
+		 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+const char *svc_refuse_name(svc_refuse_kind why);
 void svc_warn(svc *s, svc_log_kind kind, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void svc_log_flush(svc *s, double now);
@@ -493,14 +515,44 @@ void svc_cancel_on_msg(svc *s, const char *op, const char *p, size_t len);
 /* svc_serve.c */
 int svc_serve_publish(void *ctx, const char *topic, const void *data, size_t len);
 void svc_serve_on_slice_req(svc *s, const char *id, const char *p, size_t len);
-void svc_serve_on_resp(svc *s, const char *job, const char *client, const unsigned char *p,
-		       size_t len);
-void svc_serve_on_ready(svc *s, const char *job, int k, const unsigned char *p, size_t len);
+/* An answer on sky/v1/job/<job>/resp/<client>/<sender>. */
+void svc_serve_on_resp(svc *s, const char *job, const char *client, const char *sender,
+		       const unsigned char *p, size_t len);
+void svc_serve_on_ready(svc *s, const char *job, int k, const char *sender,
+			const unsigned char *p, size_t len);
+/* The servefault table learns the stage boards of p (after its follow). */
+int svc_serve_sf_boards(svc *s, const sky_planmsg *p);
 /* Any other job topic: a request tracked for replays, and answered
  * unknown_job when its job does not serve. */
 void svc_serve_on_req(svc *s, const char *topic, size_t tl, const unsigned char *p, size_t len);
-/* sky/v1/job/<job>/stage/<k>/ready: job and k. Returns 0 or SKY_EINVAL. */
-int svc_serve_parse_ready(const char *topic, char *job, size_t cap, int *k);
+/* sky/v1/job/<job>/stage/<k>/ready/<sender>: job, k and sender. Returns 0
+ * or SKY_EINVAL. */
+int svc_serve_parse_ready(const char *topic, char *job, size_t cap, int *k, char *sender,
+			  size_t scap);
+
+/* svc_authz.c: who may send what on a job's topics, from the job's signed
+ * plan as followed (run_job) or, for a job not followed, the registry's
+ * assignments from its plans; never from a payload. */
+/* 1 if board is revoked (the registry holds it so, or it is on the CRL). */
+int svc_authz_revoked(const svc *s, const char *board);
+/* The stage board holds in job's current plan: want if that stage is the
+ * board's, else its first stage; -1 if it holds none. *epoch (may be NULL)
+ * gets the plan's epoch. */
+int svc_authz_stage(svc *s, const char *job, const char *board, int want, int64_t *epoch);
+/* Metrics on sky/v1/job/<job>/metrics/<board>. Returns 0 if they were
+ * taken (then they may be relayed to the job's owner), -1 if refused. */
+int svc_authz_on_metrics(svc *s, const char *job, const char *board, const unsigned char *p,
+			 size_t len);
+/* 1 if a trained part from board for job may be relayed to the job's
+ * owner (not revoked, holds a stage of the plan); else 0, refused and
+ * counted. */
+int svc_authz_part(svc *s, const char *job, const char *board);
+/* 1 if a checkpoint image from board for job may be taken: the board is
+ * not revoked, holds a stage of the job's plan, and the image's blocks
+ * (read from its header alone, before any hashing) are within that
+ * stage's; else 0, refused and counted. */
+int svc_authz_ckpt(svc *s, const char *job, const char *board, const unsigned char *p,
+		   size_t len);
 void svc_serve_tick(svc *s, double now);
 /* 1 when every board of serving job r now holds another job's plan. */
 int svc_serve_displaced(const svc *s, const run_job *r);

@@ -18,21 +18,47 @@ int svc_serve_publish(void *ctx, const char *topic, const void *data, size_t len
 	return s->m ? svc_publish(s, topic, data, len, 1, 0, NULL) : SKY_ENET;
 }
 
+/* A board's slice requests: a few in a burst (a fetch, its retries), then
+ * one a second; each past that is refused before it is looked at further. */
+#define SLICE_REQ_BURST 16
+#define SLICE_REQ_PER_S 1.0
+
 /* Board id asks for its slice: sent if it is the one the job's newest plan
- * (as saved, signed) gives that board. */
+ * (as saved, signed) gives that board. Who asks is checked first, in
+ * memory: a revoked board, a board over its rate, or one that holds no
+ * stage of that serving job is refused (counted, throttled log) before
+ * any file is read or signature checked. */
 void svc_serve_on_slice_req(svc *s, const char *id, const char *p, size_t len)
 {
 	sky_slice_req r;
 	sky_diag d;
 	sky_diag_clear(&d);
 	if (sky_slice_req_decode(p, len, &r, &d) != 0) {
-		SKY_WARN("slice request from %s ignored: %s", id, d.msg);
+		svc_warn(s, SVC_LOG_REQ, "slice request from %s ignored: %s", id, d.msg);
+		return;
+	}
+	if (svc_authz_revoked(s, id)) {
+		svc_refused(s, r.job, id, SVC_REFUSE_REVOKED, "slice request");
+		return;
+	}
+	if (!s->serve.slice_rate_on) {
+		sky_keyed_init(&s->serve.slice_rate, SLICE_REQ_BURST, SLICE_REQ_PER_S);
+		s->serve.slice_rate_on = 1;
+	}
+	if (!sky_keyed_take(&s->serve.slice_rate, id, sky_clock_s())) {
+		svc_refused(s, r.job, id, SVC_REFUSE_SLICE_RATE, "slice request");
+		return;
+	}
+	run_job *rj = svc_follow_find(s, r.job);
+	int k = svc_authz_stage(s, r.job, id, -1, NULL);
+	if (k < 0 || (rj && !rj->job.req.infer)) {
+		svc_refused(s, r.job, id, SVC_REFUSE_SLICE, "slice request");
 		return;
 	}
 	const sky_plan_slice *want = NULL;
 	const sky_planmsg *m;
 	if (svc_store_load(s, r.job, &m, NULL) > 0) {
-		int k = sky_planmsg_find(m, id);
+		k = sky_planmsg_find(m, id);
 		if (k >= 0 && m->infer.on)
 			want = &m->stages[k].slice;
 	}
@@ -40,27 +66,39 @@ void svc_serve_on_slice_req(svc *s, const char *id, const char *p, size_t len)
 		SKY_WARN("slice request from %s refused: %s", id, d.msg);
 }
 
-int svc_serve_parse_ready(const char *topic, char *job, size_t cap, int *k)
+int svc_serve_sf_boards(svc *s, const sky_planmsg *p)
 {
-	static const char pre[] = SKY_TOPIC_ROOT "/job/";
-	if (strncmp(topic, pre, sizeof pre - 1) != 0)
-		return SKY_EINVAL;
-	const char *j = topic + sizeof pre - 1, *e = strchr(j, '/');
-	if (!e || (size_t)(e - j) >= cap || strncmp(e, "/stage/", 7) != 0)
-		return SKY_EINVAL;
-	char *end;
-	long v = strtol(e + 7, &end, 10);
-	if (end == e + 7 || strcmp(end, "/" SKY_TOPIC_READY) != 0 || v < 0 || v >= SKY_SF_MAX_STAGES)
-		return SKY_EINVAL;
-	memcpy(job, j, (size_t)(e - j));
-	job[e - j] = '\0';
-	*k = (int)v;
-	return sky_topic_segment_ok(job) ? 0 : SKY_EINVAL;
+	const char *b[SKY_SF_MAX_STAGES];
+	if (p->n_stages < 1 || p->n_stages > SKY_SF_MAX_STAGES)
+		return SKY_ERANGE;
+	for (int k = 0; k < p->n_stages; k++)
+		b[k] = p->stages[k].board;
+	return sky_servefault_boards(&s->sf, p->job, b, p->n_stages);
 }
 
-void svc_serve_on_ready(svc *s, const char *job, int k, const unsigned char *p, size_t len)
+int svc_serve_parse_ready(const char *topic, char *job, size_t cap, int *k, char *sender,
+			  size_t scap)
 {
-	sky_servefault_on_ready(&s->sf, job, k, p, len);
+	sky_topic_stage_msg m;
+	if (sky_topic_parse_stage(topic, strlen(topic), &m) != 0 || m.site[0] ||
+	    strcmp(m.leaf, SKY_TOPIC_READY) != 0 || m.stage >= SKY_SF_MAX_STAGES ||
+	    strlen(m.job) >= cap || strlen(m.sender) >= scap)
+		return SKY_EINVAL;
+	snprintf(job, cap, "%s", m.job);
+	snprintf(sender, scap, "%s", m.sender);
+	*k = m.stage;
+	return 0;
+}
+
+void svc_serve_on_ready(svc *s, const char *job, int k, const char *sender,
+			const unsigned char *p, size_t len)
+{
+	if (svc_authz_revoked(s, sender)) {
+		svc_refused(s, job, sender, SVC_REFUSE_REVOKED, "ready for stage %d", k);
+		return;
+	}
+	if (sky_servefault_on_ready(&s->sf, job, k, sender, p, len) == SKY_EAUTH)
+		svc_refused(s, job, sender, SVC_REFUSE_READY, "ready for stage %d", k);
 }
 
 /* A tracked request let go without an answer (sky_servefault.h). */
@@ -84,11 +122,18 @@ static int sf_publish(void *ctx, const char *topic, const void *data, size_t len
 /* An answer to a client of a serving job (the planner's own refusals
  * too): the request is answered; the first answer of a re-plan's epoch
  * closes its time lost. */
-void svc_serve_on_resp(svc *s, const char *job, const char *client, const unsigned char *p,
-		       size_t len)
+void svc_serve_on_resp(svc *s, const char *job, const char *client, const char *sender,
+		       const unsigned char *p, size_t len)
 {
 	double lost_s = 0;
-	if (sky_servefault_on_resp(&s->sf, job, client, p, len, sky_clock_s(), &lost_s) != 1)
+	if (strcmp(sender, SKY_TOPIC_PLANNER_CN) != 0 && svc_authz_revoked(s, sender)) {
+		svc_refused(s, job, sender, SVC_REFUSE_REVOKED, "answer to %s", client);
+		return;
+	}
+	int rc = sky_servefault_on_resp(&s->sf, job, client, sender, p, len, sky_clock_s(), &lost_s);
+	if (rc == SKY_EAUTH)
+		svc_refused(s, job, sender, SVC_REFUSE_ANSWER, "answer to %s", client);
+	if (rc != 1)
 		return;
 	const sky_sf_job *j = sky_servefault_job(&s->sf, job);
 	run_job *r = svc_follow_find(s, job);
@@ -123,9 +168,10 @@ static void answer_unknown(svc *s, const char *topic, size_t tl, const char *p, 
 
 void svc_serve_on_req(svc *s, const char *topic, size_t tl, const unsigned char *p, size_t len)
 {
-	char job[SKY_TOPIC_SEGMENT_MAX + 1], client[SKY_TOPIC_SEGMENT_MAX + 1];
-	if (sky_topic_parse_job_to(topic, tl, SKY_TOPIC_REQ, job, sizeof job, client,
-				   sizeof client) == 0 &&
+	char job[SKY_TOPIC_SEGMENT_MAX + 1], to[SKY_TOPIC_SEGMENT_MAX + 1],
+		client[SKY_TOPIC_SEGMENT_MAX + 1];
+	if (sky_topic_parse_job_pair(topic, tl, SKY_TOPIC_REQ, job, sizeof job, to, sizeof to,
+				     client, sizeof client) == 0 &&
 	    sky_servefault_on_req(&s->sf, job, client, p, len, sky_clock_s(), sf_dropped, s) < 0)
 		svc_warn(s, SVC_LOG_SF,
 			 "job %s: a request of %s is %zu bytes, over the %u a "
@@ -288,7 +334,8 @@ int svc_serve_restore(svc *s, sky_jobstate *js, const char *path)
 		SKY_ERROR("job %s: already following %d jobs; %s not restored", job, MAX_RUNNING, path);
 		return 0;
 	}
-	if (sky_servefault_follow(&s->sf, job, r->epoch, r->n_stages, m->infer.queue, 0, 0) != 0)
+	if (sky_servefault_follow(&s->sf, job, r->epoch, r->n_stages, m->infer.queue, 0, 0) != 0 ||
+	    svc_serve_sf_boards(s, m) != 0)
 		SKY_WARN("job %s: already following %d serving jobs; requests in flight at a fault "
 			 "are not replayed",
 			 job, SKY_SF_MAX_JOBS);

@@ -23,6 +23,9 @@ void svc_train_on_ckpt(svc *s, const char *job, const char *board, const unsigne
 	int64_t step = 0;
 	double now = sky_clock_s();
 	sky_diag_clear(&d);
+	/* who sent it, before the image is hashed or its tensors read */
+	if (!svc_authz_ckpt(s, job, board, p, len))
+		return;
 	int rc = sky_ckpt_on_part(&s->ckpt, job, board, p, len, now, &step, &d);
 	if (rc < 0) {
 		SKY_WARN("checkpoint part from %s for job %s refused: %s", board, job, d.msg);

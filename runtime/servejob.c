@@ -124,15 +124,22 @@ int sky_servejob_setup(sky_servejob *j, const sky_planmsg *p, int stage, const c
 		return sky_diag_set(d, SKY_ENOMEM, "plan %s: %zu bytes of job buffers", p->job, need);
 	}
 	buffers(j, &c, stage == 0, j->mem);
+	/* what it sends names it (the sender level, sky_topics.h); what it
+	 * takes comes from any sender (a filter) and is checked against the
+	 * plan per message (sky_servejob_on_msg) */
 	if (stage > 0)
-		sky_topic_stage(j->topic_in, sizeof j->topic_in, p->job, stage, 0);
+		sky_topic_stage(j->topic_in, sizeof j->topic_in, p->job, stage, 0, NULL);
 	if (stage < p->n_stages - 1)
-		sky_topic_stage(j->topic_out, sizeof j->topic_out, p->job, stage + 1, 0);
-	sky_topic_job_to(j->topic_req, sizeof j->topic_req, p->job, SKY_TOPIC_REQ, NULL);
-	sky_topic_job_to(j->topic_replay, sizeof j->topic_replay, p->job, SKY_TOPIC_REPLAY, NULL);
-	sky_topic_stage_leaf(j->topic_ready, sizeof j->topic_ready, p->job, stage, SKY_TOPIC_READY);
-	sky_topic_job(j->topic_metrics, sizeof j->topic_metrics, p->job, SKY_TOPIC_METRICS);
-	sky_topic_stage_leaf(j->topic_done, sizeof j->topic_done, p->job, 0, SKY_TOPIC_DONE);
+		sky_topic_stage(j->topic_out, sizeof j->topic_out, p->job, stage + 1, 0, j->board);
+	sky_topic_job_pair(j->topic_req, sizeof j->topic_req, p->job, SKY_TOPIC_REQ, j->board, NULL);
+	sky_topic_job_pair(j->topic_replay, sizeof j->topic_replay, p->job, SKY_TOPIC_REPLAY,
+			   j->board, NULL);
+	sky_topic_stage_leaf(j->topic_ready, sizeof j->topic_ready, p->job, stage, SKY_TOPIC_READY,
+			     j->board);
+	sky_topic_job_to(j->topic_metrics, sizeof j->topic_metrics, p->job, SKY_TOPIC_METRICS,
+			 j->board);
+	sky_topic_stage_leaf(j->topic_done, sizeof j->topic_done, p->job, 0, SKY_TOPIC_DONE,
+			     j->board);
 	sky_servebatch_init(&j->flight);
 	j->rule = (sky_servebatch_rule){.batch = p->infer.batch, .wait_s = p->infer.wait_ms / 1000.0,
 					.depth = p->n_stages};
@@ -162,7 +169,8 @@ static void publish_resp(sky_servejob *j, const char *client)
 	sky_diag d;
 	sky_diag_clear(&d);
 	int n = sky_infer_resp_encode(&j->resp, j->msg, sizeof j->msg, &d);
-	if (n < 0 || sky_topic_job_to(topic, sizeof topic, j->job, SKY_TOPIC_RESP, client) != 0) {
+	if (n < 0 ||
+	    sky_topic_job_pair(topic, sizeof topic, j->job, SKY_TOPIC_RESP, client, j->board) != 0) {
 		SKY_WARN("job %s: response to %s not sent: %s", j->job, client, d.msg);
 		return;
 	}
@@ -480,44 +488,45 @@ static void run_frame(sky_servejob *j, sky_servejob_slot *slot)
 
 /* ---- the loop --------------------------------------------------------------------- */
 
+/* A stage message from a board the plan does not give that stage: dropped,
+ * counted, before anything is decoded. */
+static int refuse_sender(sky_servejob *j, const sky_topic_stage_msg *m, int want)
+{
+	j->drops[SKY_TDROP_SENDER]++;
+	SKY_DEBUG("job %s: %s on stage %d from %s dropped: not stage %d's board", j->job, m->leaf,
+		  m->stage, m->sender, want);
+	return 1;
+}
+
 int sky_servejob_on_msg(sky_servejob *j, const char *topic, const unsigned char *p, size_t len)
 {
-	char job[SKY_TOPIC_SEGMENT_MAX + 1], who[SKY_TOPIC_SEGMENT_MAX + 1];
+	char job[SKY_TOPIC_SEGMENT_MAX + 1], to[SKY_TOPIC_SEGMENT_MAX + 1],
+		who[SKY_TOPIC_SEGMENT_MAX + 1];
 	size_t tl = strlen(topic);
-	if (j->stage > 0 && strcmp(topic, j->topic_in) == 0) {
-		on_frame(j, p, len);
-		return 1;
-	}
-	if (j->stage != 0)
-		return 0;
-	if (strcmp(topic, j->topic_done) == 0) {
-		on_done(j, p, len);
-		return 1;
-	}
-	int replay = 0;
-	if ((sky_topic_parse_job_to(topic, tl, SKY_TOPIC_REQ, job, sizeof job, who, sizeof who) == 0 ||
-	     (replay = sky_topic_parse_job_to(topic, tl, SKY_TOPIC_REPLAY, job, sizeof job, who,
-					      sizeof who) == 0)) &&
-	    strcmp(job, j->job) == 0) {
-		if (len > SKY_INFER_REQ_MAX_BYTES) {
-			char why[96];
-			snprintf(why, sizeof why, "request is %zu bytes, the limit is %u", len,
-				 SKY_INFER_REQ_MAX_BYTES);
-			refuse(j, who, "", SKY_INFER_OVERSIZE, why);
-		} else {
-			on_request(j, who, p, len, replay);
-		}
-		return 1;
-	}
-	/* sky/v1/job/<job>/stage/<k>/ready */
-	char pre[SKY_TOPIC_BUF];
-	int n = snprintf(pre, sizeof pre, SKY_TOPIC_ROOT "/job/%s/stage/", j->job);
-	if (n > 0 && strncmp(topic, pre, (size_t)n) == 0) {
-		char *end;
-		long k = strtol(topic + n, &end, 10);
-		if (end == topic + n || strcmp(end, "/" SKY_TOPIC_READY) != 0 || k < 0 ||
-		    k >= j->n_stages)
+	sky_topic_stage_msg m;
+	if (sky_topic_parse_stage(topic, tl, &m) == 0) {
+		if (m.site[0] || strcmp(m.job, j->job) != 0 || m.stage >= j->n_stages)
 			return 0;
+		/* the sender level is the publishing board's CN (the ACL pins it) */
+		if (j->stage > 0 && m.stage == j->stage && strcmp(m.leaf, SKY_TOPIC_FWD) == 0) {
+			if (strcmp(m.sender, j->plan->stages[j->stage - 1].board) != 0)
+				return refuse_sender(j, &m, j->stage - 1);
+			on_frame(j, p, len);
+			return 1;
+		}
+		if (j->stage != 0)
+			return 0;
+		if (m.stage == 0 && strcmp(m.leaf, SKY_TOPIC_DONE) == 0) {
+			if (strcmp(m.sender, j->plan->stages[j->n_stages - 1].board) != 0)
+				return refuse_sender(j, &m, j->n_stages - 1);
+			on_done(j, p, len);
+			return 1;
+		}
+		if (strcmp(m.leaf, SKY_TOPIC_READY) != 0)
+			return 0;
+		if (strcmp(m.sender, j->plan->stages[m.stage].board) != 0)
+			return refuse_sender(j, &m, m.stage);
+		const int k = m.stage;
 		sky_diag d;
 		int64_t ep = 0;
 		cJSON *doc = len < 256 ? sky_json_parse((const char *)p, len, &d) : NULL;
@@ -529,6 +538,26 @@ int sky_servejob_on_msg(sky_servejob *j, const char *topic, const unsigned char 
 		sky_json_free(doc);
 		return 1;
 	}
+	if (j->stage != 0)
+		return 0;
+	/* req/<this board>/<client> (the client level is pinned by the ACL),
+	 * replay/<this board>/<client> (only the planner writes those) */
+	int replay = 0;
+	if ((sky_topic_parse_job_pair(topic, tl, SKY_TOPIC_REQ, job, sizeof job, to, sizeof to, who,
+				      sizeof who) == 0 ||
+	     (replay = sky_topic_parse_job_pair(topic, tl, SKY_TOPIC_REPLAY, job, sizeof job, to,
+						sizeof to, who, sizeof who) == 0)) &&
+	    strcmp(job, j->job) == 0 && strcmp(to, j->board) == 0) {
+		if (len > SKY_INFER_REQ_MAX_BYTES) {
+			char why[96];
+			snprintf(why, sizeof why, "request is %zu bytes, the limit is %u", len,
+				 SKY_INFER_REQ_MAX_BYTES);
+			refuse(j, who, "", SKY_INFER_OVERSIZE, why);
+		} else {
+			on_request(j, who, p, len, replay);
+		}
+		return 1;
+	}
 	return 0;
 }
 
@@ -538,9 +567,11 @@ int sky_servejob_start(sky_servejob *j, sky_diag *d)
 	int rc;
 	const sky_transport_net *net = &j->net;
 	if (j->stage == 0) {
-		sky_topic_stage_leaf(filter, sizeof filter, j->job, -1, SKY_TOPIC_READY);
+		char done[SKY_TOPIC_BUF];
+		sky_topic_stage_leaf(filter, sizeof filter, j->job, -1, SKY_TOPIC_READY, NULL);
+		sky_topic_stage_leaf(done, sizeof done, j->job, 0, SKY_TOPIC_DONE, NULL);
 		if ((rc = net->subscribe(net->ctx, filter)) != 0 ||
-		    (j->n_stages > 1 && (rc = net->subscribe(net->ctx, j->topic_done)) != 0) ||
+		    (j->n_stages > 1 && (rc = net->subscribe(net->ctx, done)) != 0) ||
 		    (rc = net->subscribe(net->ctx, j->topic_req)) != 0 ||
 		    (rc = net->subscribe(net->ctx, j->topic_replay)) != 0)
 			return sky_diag_set(d, rc, "job %s: cannot subscribe to its requests", j->job);

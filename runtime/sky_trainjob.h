@@ -41,6 +41,7 @@ typedef struct sky_trainjob {
 	size_t bytes;
 	int first[SKY_PLANMSG_MAX_STAGES], last[SKY_PLANMSG_MAX_STAGES];
 	const char *site[SKY_PLANMSG_MAX_STAGES]; /* the plan's stage sites (transport cfg) */
+	const char *boards[SKY_PLANMSG_MAX_STAGES]; /* the plan's stage boards (transport cfg) */
 	unsigned char key[SKY_FRAME_KEY_BYTES];
 	int sealed;
 	long steps_done;

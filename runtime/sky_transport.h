@@ -42,6 +42,7 @@
 enum {
 	SKY_TDROP_DUPLICATE = SKY_DROP_N, /* (step, micro-batch) already received */
 	SKY_TDROP_RING_FULL,              /* no free slot (a neighbour too far ahead) */
+	SKY_TDROP_SENDER,                 /* the topic's sender is not the plan's board for it */
 	SKY_TDROP_N
 };
 /* Short name of a drop counter index ("epoch", "duplicate", ...). */
@@ -68,6 +69,9 @@ typedef struct sky_transport_cfg {
 	int batch, seq, hidden;     /* a tensor is (batch, seq, hidden) f32 */
 	int fwd_slots, bwd_slots;   /* ring sizes (in_flight of stage k-1 and of k) */
 	const int *first, *last;    /* (n_stages) each stage's half-layers, for the norm blocks */
+	const char *const *boards;  /* (n_stages) each stage's board id, or NULL: any sender.
+	                               A stage message is taken only from the board the plan
+	                               gives the sending stage (the topic's sender level) */
 	const char *const *site;    /* (n_stages) each stage's site ("" = the core), or NULL:
 	                               every stage on one broker. A frame to a stage of
 	                               another site is addressed to that site (sky_topics.h) */
@@ -107,6 +111,7 @@ typedef struct sky_transport {
 	char site[SKY_TOPIC_SEGMENT_MAX + 1];
 	char other[SKY_TRANSPORT_MAX_SITES][SKY_TOPIC_SEGMENT_MAX + 1];
 	int n_other, core_in;
+	char (*boards)[SKY_TOPIC_SEGMENT_MAX + 1]; /* (n_stages) cfg.boards, or NULL */
 	sky_frame_key send_key, recv_key;
 	int sealed;
 	size_t tensor_bytes;         /* a gradient: batch x seq x hidden floats */

@@ -28,7 +28,7 @@ int sky_trainjob_model(const sky_planmsg *p, sky_model_cfg *c)
 
 /* The stage and transport configurations of plan p for stage k. */
 static int configs(const sky_planmsg *p, int k, sky_stage_cfg *sc, sky_transport_cfg *tc,
-		   int *first, int *last, const char **site, sky_diag *d)
+		   int *first, int *last, const char **site, const char **boards, sky_diag *d)
 {
 	const sky_plan_train *t = &p->train;
 	memset(sc, 0, sizeof *sc);
@@ -64,6 +64,7 @@ static int configs(const sky_planmsg *p, int k, sky_stage_cfg *sc, sky_transport
 		first[i] = p->stages[i].first;
 		last[i] = p->stages[i].last;
 		site[i] = p->stages[i].site;
+		boards[i] = p->stages[i].board;
 	}
 	tc->job = p->job;
 	tc->epoch = p->epoch;
@@ -78,6 +79,7 @@ static int configs(const sky_planmsg *p, int k, sky_stage_cfg *sc, sky_transport
 	tc->first = first;
 	tc->last = last;
 	tc->site = site;
+	tc->boards = boards;
 	/* generous: a loaded machine may run a step many times slower than
 	 * the planner predicted */
 	tc->stall_s = t->stall_s > 0 ? t->stall_s : 10.0 * t->predicted_step_s + 30.0;
@@ -101,7 +103,7 @@ static int carve_all(sky_trainjob *j, const sky_planmsg *p, int k, const unsigne
 	sky_stage_cfg sc;
 	sky_transport_cfg tc;
 	j->stage2 = -1;
-	int rc = configs(p, k, &sc, &tc, j->first, j->last, j->site, d);
+	int rc = configs(p, k, &sc, &tc, j->first, j->last, j->site, j->boards, d);
 	if (rc)
 		return rc;
 	tc.board = board;
@@ -113,7 +115,7 @@ static int carve_all(sky_trainjob *j, const sky_planmsg *p, int k, const unsigne
 		/* the data owner's last stage, beside its first, and its op order */
 		sky_stage_cfg sc2;
 		sky_transport_cfg tc2;
-		if ((rc = configs(p, j->stage2, &sc2, &tc2, j->first, j->last, j->site, d)) != 0)
+		if ((rc = configs(p, j->stage2, &sc2, &tc2, j->first, j->last, j->site, j->boards, d)) != 0)
 			return rc;
 		tc2.board = board;
 		tc2.key = key;

@@ -15,6 +15,8 @@ const char *sky_transport_drop_name(int i)
 		return "duplicate";
 	if (i == SKY_TDROP_RING_FULL)
 		return "ring_full";
+	if (i == SKY_TDROP_SENDER)
+		return "sender";
 	return sky_frame_drop_name((sky_frame_drop)i);
 }
 
@@ -69,9 +71,9 @@ static int set_sites(sky_transport *t, const sky_transport_cfg *cfg, sky_diag *d
 static void out_topic(sky_transport *t, char *buf, int k, const char *s, const char *leaf)
 {
 	if (strcmp(s, t->site) == 0)
-		sky_topic_stage_leaf(buf, SKY_TOPIC_BUF, t->job, k, leaf);
+		sky_topic_stage_leaf(buf, SKY_TOPIC_BUF, t->job, k, leaf, t->board);
 	else
-		sky_topic_site_stage(buf, SKY_TOPIC_BUF, s, t->job, k, leaf);
+		sky_topic_site_stage(buf, SKY_TOPIC_BUF, s, t->job, k, leaf, t->board);
 }
 
 /* bytes of a tensor going in direction dir */
@@ -98,7 +100,17 @@ int sky_transport_carve(sky_transport *t, const sky_transport_cfg *cfg,
 	snprintf(t->board, sizeof t->board, "%s", cfg->board);
 	t->cfg.job = t->job;
 	t->cfg.board = t->board;
-	t->cfg.site = NULL; /* the caller's array need not outlive this call */
+	t->cfg.site = NULL; /* the caller's arrays need not outlive this call */
+	t->cfg.boards = NULL;
+	if (cfg->boards) {
+		t->boards = sky_arena_alloc(a, (size_t)cfg->n_stages * sizeof *t->boards,
+					    SKY_LIFE_SCRATCH);
+		for (int i = 0; t->boards && i < cfg->n_stages; i++) {
+			if (!cfg->boards[i] || !sky_topic_segment_ok(cfg->boards[i]))
+				return sky_diag_set(d, SKY_EINVAL, "transport: stage %d: bad board id", i);
+			snprintf(t->boards[i], sizeof t->boards[i], "%s", cfg->boards[i]);
+		}
+	}
 	t->tensor_bytes = (size_t)cfg->batch * cfg->seq * cfg->hidden * sizeof(float);
 	t->fwd_bytes = (size_t)cfg->batch * cfg->seq * (size_t)(cfg->hidden + cfg->fwd_extra) *
 		       sizeof(float);
@@ -147,11 +159,14 @@ int sky_transport_carve(sky_transport *t, const sky_transport_cfg *cfg,
 		out_topic(t, t->topic_fwd_out, k + 1, site_of(cfg, k + 1), SKY_TOPIC_FWD);
 	if (k > 0)
 		out_topic(t, t->topic_bwd_out, k - 1, site_of(cfg, k - 1), SKY_TOPIC_BWD);
-	sky_topic_stage(t->topic_fwd_in, sizeof t->topic_fwd_in, t->job, k, 0);
-	sky_topic_stage(t->topic_bwd_in, sizeof t->topic_bwd_in, t->job, k, 1);
-	sky_topic_stage_leaf(t->topic_norm, sizeof t->topic_norm, t->job, k, SKY_TOPIC_NORM);
-	sky_topic_stage_leaf(t->topic_ready, sizeof t->topic_ready, t->job, k, SKY_TOPIC_READY);
-	sky_topic_job(t->topic_metrics, sizeof t->topic_metrics, t->job, SKY_TOPIC_METRICS);
+	/* in: from any sender (the filter), checked per message; out: as us */
+	sky_topic_stage(t->topic_fwd_in, sizeof t->topic_fwd_in, t->job, k, 0, NULL);
+	sky_topic_stage(t->topic_bwd_in, sizeof t->topic_bwd_in, t->job, k, 1, NULL);
+	sky_topic_stage_leaf(t->topic_norm, sizeof t->topic_norm, t->job, k, SKY_TOPIC_NORM, t->board);
+	sky_topic_stage_leaf(t->topic_ready, sizeof t->topic_ready, t->job, k, SKY_TOPIC_READY,
+			     t->board);
+	sky_topic_job_to(t->topic_metrics, sizeof t->topic_metrics, t->job, SKY_TOPIC_METRICS,
+			 t->board);
 	/* one key object per direction of use: each has its own nonce counter */
 	if (sky_frame_key_init(&t->send_key, cfg->key) != 0 ||
 	    sky_frame_key_init(&t->recv_key, cfg->key) != 0)
@@ -311,50 +326,59 @@ static void on_ready(sky_transport *t, int from, const unsigned char *p, size_t 
 	}
 }
 
-/* "sky/v1/job/<job>/stage/<k>/<leaf>" (and, on the core site of a plan
- * with sites, "sky/v1/site/core/job/<job>/stage/<k>/<leaf>") -> k and
- * leaf, if job is ours */
-static int parse_stage_topic(const sky_transport *t, const char *topic, int *k, const char **leaf)
+/* "sky/v1/job/<job>/stage/<k>/<leaf>/<sender>" (and, on the core site of
+ * a plan with sites, "sky/v1/site/core/job/<job>/stage/<k>/<leaf>/<sender>")
+ * -> m, if job is ours and k one of its stages */
+static int parse_stage_topic(const sky_transport *t, const char *topic, sky_topic_stage_msg *m)
 {
-	char pre[SKY_TOPIC_BUF];
-	static const char core[] = "site/core/";
-	if (strncmp(topic, SKY_TOPIC_ROOT "/", sizeof SKY_TOPIC_ROOT) != 0)
+	if (sky_topic_parse_stage(topic, strlen(topic), m) != 0 || strcmp(m->job, t->job) != 0 ||
+	    m->stage >= t->cfg.n_stages)
 		return 0;
-	const char *rest = topic + sizeof SKY_TOPIC_ROOT; /* past "sky/v1/" */
-	if (t->core_in && strncmp(rest, core, sizeof core - 1) == 0)
-		rest += sizeof core - 1;
-	int n = snprintf(pre, sizeof pre, "job/%s/stage/", t->job);
-	if (n <= 0 || strncmp(rest, pre, (size_t)n) != 0)
-		return 0;
-	const char *s = rest + n;
-	int v = 0, digits = 0;
-	while (*s >= '0' && *s <= '9' && digits < 6) {
-		v = v * 10 + (*s++ - '0');
-		digits++;
-	}
-	if (!digits || *s != '/' || v >= t->cfg.n_stages)
-		return 0;
-	*k = v;
-	*leaf = s + 1;
-	return 1;
+	return !m->site[0] || (t->core_in && strcmp(m->site, "core") == 0);
+}
+
+/* 1 if the topic's sender is the plan's board of stage k (any sender
+ * when the transport was given no boards). */
+static int sender_ok(const sky_transport *t, int k, const char *sender)
+{
+	return !t->boards || (k >= 0 && k < t->cfg.n_stages && strcmp(t->boards[k], sender) == 0);
 }
 
 int sky_transport_on_msg(sky_transport *t, const char *topic, const unsigned char *p, size_t len)
 {
-	int k;
-	const char *leaf;
-	if (!parse_stage_topic(t, topic, &k, &leaf))
+	sky_topic_stage_msg m;
+	if (!parse_stage_topic(t, topic, &m))
 		return 0;
+	const int k = m.stage;
+	const char *leaf = m.leaf;
+	/* who may send it, from the topic's sender level (the ACL pins it to
+	 * the certificate): a forward frame only stage k-1's board, a backward
+	 * one only k+1's, a norm or ready only stage k's; checked before the
+	 * frame is decoded or a slot taken */
+	int from = k, kind = 0;
 	if (k == t->cfg.stage && strcmp(leaf, SKY_TOPIC_FWD) == 0 && t->n_slots[SKY_STAGE_FWD])
-		on_tensor(t, SKY_STAGE_FWD, topic, p, len);
+		from = k - 1, kind = 1;
 	else if (k == t->cfg.stage && strcmp(leaf, SKY_TOPIC_BWD) == 0 && t->n_slots[SKY_STAGE_BWD])
-		on_tensor(t, SKY_STAGE_BWD, topic, p, len);
+		from = k + 1, kind = 2;
 	else if (strcmp(leaf, SKY_TOPIC_NORM) == 0)
-		on_norm(t, k, topic, p, len);
+		kind = 3;
 	else if (strcmp(leaf, SKY_TOPIC_READY) == 0)
-		on_ready(t, k, p, len);
+		kind = 4;
 	else
 		return 0;
+	if (!sender_ok(t, from, m.sender)) {
+		t->drops[SKY_TDROP_SENDER]++;
+		SKY_DEBUG("message on %s dropped: %s is not stage %d's board", topic, m.sender, from);
+		return 1;
+	}
+	if (kind == 1)
+		on_tensor(t, SKY_STAGE_FWD, topic, p, len);
+	else if (kind == 2)
+		on_tensor(t, SKY_STAGE_BWD, topic, p, len);
+	else if (kind == 3)
+		on_norm(t, k, topic, p, len);
+	else
+		on_ready(t, k, p, len);
 	return 1;
 }
 
@@ -368,7 +392,7 @@ static int publish_all(sky_transport *t, const char *plain, const char *leaf, co
 	for (int i = 0; i < t->n_other && !rc; i++) {
 		char topic[SKY_TOPIC_BUF];
 		if ((rc = sky_topic_site_stage(topic, sizeof topic, t->other[i], t->job,
-					       t->cfg.stage, leaf)) == 0)
+					       t->cfg.stage, leaf, t->board)) == 0)
 			rc = t->net.publish(t->net.ctx, topic, data, len, 1, retained);
 	}
 	return rc;
@@ -646,22 +670,23 @@ int sky_transport_topics(const sky_transport *t, char topics[][SKY_TOPIC_BUF], i
 	if (t->n_slots[SKY_STAGE_BWD] && n < cap)
 		snprintf(topics[n++], SKY_TOPIC_BUF, "%s", t->topic_bwd_in);
 	if (n < cap)
-		sky_topic_stage_leaf(topics[n++], SKY_TOPIC_BUF, t->job, -1, SKY_TOPIC_NORM);
+		sky_topic_stage_leaf(topics[n++], SKY_TOPIC_BUF, t->job, -1, SKY_TOPIC_NORM, NULL);
 	if (n < cap)
-		sky_topic_stage_leaf(topics[n++], SKY_TOPIC_BUF, t->job, -1, SKY_TOPIC_READY);
+		sky_topic_stage_leaf(topics[n++], SKY_TOPIC_BUF, t->job, -1, SKY_TOPIC_READY, NULL);
 	/* on the core, messages from other sites stay addressed to "core" */
 	if (t->core_in) {
 		if (t->n_slots[SKY_STAGE_FWD] && n < cap)
 			sky_topic_site_stage(topics[n++], SKY_TOPIC_BUF, "", t->job, t->cfg.stage,
-					     SKY_TOPIC_FWD);
+					     SKY_TOPIC_FWD, NULL);
 		if (t->n_slots[SKY_STAGE_BWD] && n < cap)
 			sky_topic_site_stage(topics[n++], SKY_TOPIC_BUF, "", t->job, t->cfg.stage,
-					     SKY_TOPIC_BWD);
+					     SKY_TOPIC_BWD, NULL);
 		if (n < cap)
-			sky_topic_site_stage(topics[n++], SKY_TOPIC_BUF, "", t->job, -1, SKY_TOPIC_NORM);
+			sky_topic_site_stage(topics[n++], SKY_TOPIC_BUF, "", t->job, -1, SKY_TOPIC_NORM,
+					     NULL);
 		if (n < cap)
 			sky_topic_site_stage(topics[n++], SKY_TOPIC_BUF, "", t->job, -1,
-					     SKY_TOPIC_READY);
+					     SKY_TOPIC_READY, NULL);
 	}
 	return n;
 }

@@ -17,24 +17,30 @@
  *   sky/v1/board/<id>/echo                  board -> board (itself)        0   no   link probe payload (opaque bytes)
  *   sky/v1/board/<id>/cmd                   planner -> board               1   no   command JSON (e.g. {"cmd":"probe"})
  *   sky/v1/job/<job>/plan                   planner -> boards              1   yes  signed plan envelope (runtime/wire/sky_sign.h)
- *   sky/v1/job/<job>/metrics                board -> planner               0   no   step times JSON
- *   sky/v1/job/<job>/stage/<k>/fwd          stage k-1 board -> stage k     0   no   tensor frame (sky_frame.h)
- *   sky/v1/job/<job>/stage/<k>/bwd          stage k+1 board -> stage k     0   no   tensor frame (sky_frame.h)
- *   sky/v1/job/<job>/stage/<k>/ready        stage k board -> every stage   1   yes  frame: stage k subscribed (sky_transport.h)
- *   sky/v1/job/<job>/stage/<k>/norm         stage k board -> every stage   1   no   frame: its blocks' squared gradient sums
- *   sky/v1/job/<job>/stage/0/done           last serving stage -> first    1   no   {"epoch":E,"batch":N,"n":R}: batch N answered
+ * The last level <s> of a stage topic, and <board> of metrics, part and
+ * ckpt, is the sending board's id, which the ACL pins with %u: a receiver
+ * knows the sender from the topic and checks it against the signed plan of
+ * the job's epoch (never against anything the payload says).
+ *   sky/v1/job/<job>/metrics/<board>        board -> planner               0   no   step times JSON
+ *   sky/v1/job/<job>/stage/<k>/fwd/<s>      stage k-1 board -> stage k     0   no   tensor frame (sky_frame.h)
+ *   sky/v1/job/<job>/stage/<k>/bwd/<s>      stage k+1 board -> stage k     0   no   tensor frame (sky_frame.h)
+ *   sky/v1/job/<job>/stage/<k>/ready/<s>    stage k board -> every stage   1   yes  frame: stage k subscribed (sky_transport.h)
+ *   sky/v1/job/<job>/stage/<k>/norm/<s>     stage k board -> every stage   1   no   frame: its blocks' squared gradient sums
+ *   sky/v1/job/<job>/stage/0/done/<s>       last serving stage -> first    1   no   {"epoch":E,"batch":N,"n":R}: batch N answered
  *                                           (sky_servebatch.h: what the first stage has in flight)
  *   sky/v1/job/<job>/part/<id>              board <id> -> collector        1   yes  its stage's trained tensors (safetensors bytes)
- *   sky/v1/job/<job>/req/<client CN>        client -> first stage, planner 1   no   inference request JSON (sky_infermsg.h)
- *   sky/v1/job/<job>/resp/<client CN>       last stage (logits), first stage or planner (errors) -> client
+ *   sky/v1/job/<job>/req/<first>/<client>   client -> first stage board <first>, planner
+ *                                                                          1   no   inference request JSON (sky_infermsg.h);
+ *                                           <first> from the signed plan, "sky-planner" when the client has none
+ *   sky/v1/job/<job>/resp/<client>/<s>      last stage (logits), first stage or planner (errors) -> client
  *                                                                          1   no   inference response JSON (sky_infermsg.h)
- *   sky/v1/job/<job>/replay/<client CN>     planner -> first stage         1   no   a request of that client replayed after a
+ *   sky/v1/job/<job>/replay/<first>/<client> planner -> first stage board  1   no   a request of that client replayed after a
  *                                                                               re-plan (sky_infermsg.h; planner/sky_servefault.h)
  *   sky/v1/job/<job>/slice/<board>          planner -> board <board>       1   no   slice chunk (binary)
  *   sky/v1/board/<id>/slice-req             board -> planner               1   no   {"job":..,"sha256":..,"from":chunk index}
  *   sky/v1/job/<job>/ckpt/<id>              board <id> -> planner          1   no   checkpoint image of its blocks (sky_ckptmsg.h)
  *   sky/v1/job/<job>/load/<id>              planner -> board <id>          1   yes  checkpoint image of its new range after a re-plan
- *   sky/v1/site/<site>/job/<job>/stage/<k>/<fwd|bwd|ready|norm>
+ *   sky/v1/site/<site>/job/<job>/stage/<k>/<fwd|bwd|ready|norm>/<s>
  *                                           a stage on another site -> stage(s) on <site>: the same
  *                                           messages as the plain stage topics, addressed to a site
  *                                           (below); <site> "core" is the core broker's own boards
@@ -54,30 +60,32 @@
  * ACL summary (for the generated mosquitto ACL; identities are cert CNs):
  *   board <id>: write sky/v1/board/<id>/{caps,status,heartbeat,plan-ack,echo};
  *               read  sky/v1/board/<id>/{echo,cmd}, sky/v1/job/+/plan;
- *               read+write sky/v1/job/+/stage/#, write sky/v1/job/+/metrics,
+ *               read sky/v1/job/+/stage/#, write sky/v1/job/+/stage/+/+/<id>,
+ *               write sky/v1/job/+/metrics/<id>,
  *               write sky/v1/job/+/part/<id>, sky/v1/job/+/ckpt/<id>;
  *               read sky/v1/job/+/load/<id>;
- *               read sky/v1/job/+/req/+, write sky/v1/job/+/resp/+ (serving),
- *               read sky/v1/job/+/replay/+ (requests the planner replays),
+ *               read sky/v1/job/+/req/<id>/+, write sky/v1/job/+/resp/+/<id> (serving),
+ *               read sky/v1/job/+/replay/<id>/+ (requests the planner replays),
  *               read sky/v1/job/+/slice/<id>, write sky/v1/board/<id>/slice-req.
  *   claim identity (SKY_TOPIC_CLAIM_CN), on the claim listener only: write
  *               sky/v1/enroll/<its client id>/csr, read sky/v1/enroll/<its client id>/cert
  *               (pattern %c: one nonce per connection, nobody reads another's).
  *   planner (SKY_TOPIC_PLANNER_CN): read sky/v1/board/#, sky/v1/enroll/+/csr, sky/v1/jobs/+/submit,
- *               sky/v1/job/+/metrics, sky/v1/job/+/part/+, sky/v1/job/+/ckpt/+; write sky/v1/job/+/plan,
+ *               sky/v1/job/+/metrics/+, sky/v1/job/+/part/+, sky/v1/job/+/ckpt/+; write sky/v1/job/+/plan,
  *               sky/v1/job/+/load/+, sky/v1/enroll/+/cert,
  *               sky/v1/board/+/cmd, sky/v1/jobs/+/reply;
- *               read sky/v1/job/+/req/+ (answers unknown or stopped jobs), write
- *               sky/v1/job/+/resp/+, write sky/v1/job/+/slice/+, read sky/v1/jobs/+/weights;
- *               serving faults: read sky/v1/job/+/resp/+ and sky/v1/job/+/stage/+/ready,
- *               write sky/v1/job/+/replay/+ (and no frame topic: fwd, bwd, norm denied).
+ *               read sky/v1/job/+/req/+/+ (answers unknown or stopped jobs), write
+ *               sky/v1/job/+/resp/+/sky-planner, write sky/v1/job/+/slice/+, read sky/v1/jobs/+/weights;
+ *               serving faults: read sky/v1/job/+/resp/+/+ and sky/v1/job/+/stage/+/ready/+,
+ *               write sky/v1/job/+/replay/+/+ (and no frame topic: fwd, bwd, norm denied).
  *   operator <op> (SKY_TOPIC_OPERATOR_CN, or "sky-op-<name>" from `sky pki operator`):
  *               write sky/v1/jobs/<op>/submit; read sky/v1/jobs/<op>/reply,
  *               sky/v1/job/+/plan, sky/v1/board/+/plan-ack,
- *               sky/v1/job/+/metrics (sky job watch), sky/v1/job/+/part/+ (sky job collect);
+ *               sky/v1/job/+/metrics/+ (sky job watch), sky/v1/job/+/part/+ (sky job collect);
  *               write sky/v1/jobs/<op>/weights (the model of an infer job).
- *   client sky-client-<name> (`sky pki client NAME`): write sky/v1/job/+/req/<its CN>,
- *               read sky/v1/job/+/resp/<its CN>; nothing else. Clients connect to
+ *   client sky-client-<name> (`sky pki client NAME`): write sky/v1/job/+/req/+/<its CN>,
+ *               read sky/v1/job/+/resp/<its CN>/+ and sky/v1/job/+/plan (the route:
+ *               which board is the first stage, which the last); nothing else. Clients connect to
  *               the claim (tools) listener, whose ACL has no patterns; on the fleet
  *               listener they get nothing (the board patterns there would give
  *               them every request and response, and a deny cannot carve theirs out).
@@ -103,14 +111,16 @@
  * sky/v1/site/<site>/echo, which the site's broker sends back as
  * sky/v1/site/<site>/back/echo.
  *   bridge sky-bridge-<site> (on the core): write sky/v1/board/+/{caps,status,
- *               heartbeat,plan-ack}, sky/v1/job/+/{metrics,part/+},
+ *               heartbeat,plan-ack}, sky/v1/job/+/{metrics,part,ckpt}/+,
  *               sky/v1/site/+/job/+/stage/#, sky/v1/site/<site>/back/echo,
- *               sky/v1/job/+/{ckpt,resp}/+, sky/v1/board/+/slice-req;
+ *               sky/v1/job/+/resp/+/+, sky/v1/board/+/slice-req;
  *               read sky/v1/board/+/cmd, sky/v1/job/+/plan,
- *               sky/v1/job/+/{load,slice,req,replay}/+,
+ *               sky/v1/job/+/{load,slice}/+, sky/v1/job/+/{req,replay}/+/+,
+ *               (it relays the sender level as its site's broker gave it: the
+ *               core trusts a bridge for its own site's boards)
  *               sky/v1/site/<site>/job/+/stage/#, and (claim listener, its
  *               probe connection) sky/v1/site/<site>/echo.
- *   boards also: write sky/v1/site/+/job/+/stage/#, read sky/v1/site/core/job/+/stage/#.
+ *   boards also: write sky/v1/site/+/job/+/stage/+/+/<id>, read sky/v1/site/core/job/+/stage/#.
  *   planner also: write sky/v1/site/+/echo, read sky/v1/site/+/back/echo.
  *
  * Client ids are bound to certificates (planner/broker_conf.c): the fleet
@@ -208,7 +218,7 @@
  * at least one character (§4.7.3). Ours are far shorter; this buffer size
  * holds every topic built below. */
 #define SKY_MQTT_TOPIC_MAX 65535
-#define SKY_TOPIC_BUF 160
+#define SKY_TOPIC_BUF 256
 
 /* Variable segments (board id, job id, enrollment nonce): 1..64 bytes of
  * [A-Za-z0-9_.-] (our rule, stricter than MQTT's, see the top comment). */
@@ -364,57 +374,61 @@ static inline int sky_topic_jobs_job(char *buf, size_t cap, const char *op, cons
 	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
 }
 
-/* sky/v1/job/<job>/stage/<k>/<fwd|bwd>; stage in [0, 65535]. */
-static inline int sky_topic_stage(char *buf, size_t cap, const char *job, int stage, int bwd)
-{
-	int n;
-	if (!sky_topic_segment_ok(job) || stage < 0 || stage > 65535)
-		return SKY_EINVAL;
-	n = snprintf(buf, cap, SKY_TOPIC_ROOT "/job/%s/stage/%d/%s", job, stage,
-		     bwd ? SKY_TOPIC_BWD : SKY_TOPIC_FWD);
-	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
-}
-
-/* sky/v1/job/<job>/stage/<k>/<leaf> for any leaf (SKY_TOPIC_READY, ...);
- * stage -1 writes the filter "+" in its place (subscriptions only). */
+/* sky/v1/job/<job>/stage/<k>/<leaf>/<sender> for any leaf (SKY_TOPIC_FWD,
+ * SKY_TOPIC_READY, ...): sender is the publishing board's id (the ACL pins
+ * it to the certificate CN); stage -1 writes the filter "+" in its place,
+ * sender NULL the filter "+" (subscriptions only). */
 static inline int sky_topic_stage_leaf(char *buf, size_t cap, const char *job, int stage,
-				       const char *leaf)
+				       const char *leaf, const char *sender)
 {
 	int n;
-	if (!sky_topic_segment_ok(job) || stage < -1 || stage > 65535)
+	char k[8] = "+";
+	if (!sky_topic_segment_ok(job) || stage < -1 || stage > 65535 ||
+	    (sender && !sky_topic_segment_ok(sender)))
 		return SKY_EINVAL;
-	if (stage < 0)
-		n = snprintf(buf, cap, SKY_TOPIC_ROOT "/job/%s/stage/+/%s", job, leaf);
-	else
-		n = snprintf(buf, cap, SKY_TOPIC_ROOT "/job/%s/stage/%d/%s", job, stage, leaf);
+	if (stage >= 0)
+		snprintf(k, sizeof k, "%d", stage);
+	n = snprintf(buf, cap, SKY_TOPIC_ROOT "/job/%s/stage/%s/%s/%s", job, k, leaf,
+		     sender ? sender : "+");
 	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
 }
 
-/* sky/v1/site/<site>/job/<job>/stage/<k>/<leaf>: a stage message addressed
- * to a stage on site <site> ("" is the core, written "core"); stage -1
- * writes the filter "+". Returns 0, SKY_EINVAL or SKY_ERANGE. */
+/* sky/v1/job/<job>/stage/<k>/<fwd|bwd>/<sender>; stage in [0, 65535]. */
+static inline int sky_topic_stage(char *buf, size_t cap, const char *job, int stage, int bwd,
+				  const char *sender)
+{
+	if (stage < 0)
+		return SKY_EINVAL;
+	return sky_topic_stage_leaf(buf, cap, job, stage, bwd ? SKY_TOPIC_BWD : SKY_TOPIC_FWD,
+				    sender);
+}
+
+/* sky/v1/site/<site>/job/<job>/stage/<k>/<leaf>/<sender>: a stage message
+ * addressed to a stage on site <site> ("" is the core, written "core");
+ * stage -1 and sender NULL write the filter "+". Returns 0, SKY_EINVAL or
+ * SKY_ERANGE. */
 static inline int sky_topic_site_stage(char *buf, size_t cap, const char *site, const char *job,
-				       int stage, const char *leaf)
+				       int stage, const char *leaf, const char *sender)
 {
 	int n;
+	char k[8] = "+";
 	if (!site || !site[0])
 		site = "core";
 	if (!sky_topic_segment_ok(site) || !sky_topic_segment_ok(job) || stage < -1 ||
-	    stage > 65535)
+	    stage > 65535 || (sender && !sky_topic_segment_ok(sender)))
 		return SKY_EINVAL;
-	if (stage < 0)
-		n = snprintf(buf, cap, SKY_TOPIC_ROOT "/site/%s/job/%s/stage/+/%s", site, job, leaf);
-	else
-		n = snprintf(buf, cap, SKY_TOPIC_ROOT "/site/%s/job/%s/stage/%d/%s", site, job, stage,
-			     leaf);
+	if (stage >= 0)
+		snprintf(k, sizeof k, "%d", stage);
+	n = snprintf(buf, cap, SKY_TOPIC_ROOT "/site/%s/job/%s/stage/%s/%s/%s", site, job, k, leaf,
+		     sender ? sender : "+");
 	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
 }
 
-/* sky/v1/job/<job>/<level>/<who>, level SKY_TOPIC_REQ, SKY_TOPIC_RESP,
- * SKY_TOPIC_SLICE (who: a client CN or a board id), SKY_TOPIC_PART,
- * SKY_TOPIC_CKPT or SKY_TOPIC_LOAD (who: a board id); who NULL writes the
- * filter "+". Returns 0, SKY_EINVAL
- * (a bad segment) or SKY_ERANGE. */
+/* sky/v1/job/<job>/<level>/<who>, level SKY_TOPIC_METRICS (who: the
+ * sending board), SKY_TOPIC_SLICE (who: the board it is for),
+ * SKY_TOPIC_PART, SKY_TOPIC_CKPT or SKY_TOPIC_LOAD (who: a board id); who
+ * NULL writes the filter "+". Returns 0, SKY_EINVAL (a bad segment) or
+ * SKY_ERANGE. */
 static inline int sky_topic_job_to(char *buf, size_t cap, const char *job, const char *level,
 				   const char *who)
 {
@@ -423,6 +437,136 @@ static inline int sky_topic_job_to(char *buf, size_t cap, const char *job, const
 		return SKY_EINVAL;
 	n = snprintf(buf, cap, SKY_TOPIC_ROOT "/job/%s/%s/%s", job, level, who ? who : "+");
 	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
+}
+
+/* sky/v1/job/<job>/<level>/<a>/<b>: the serving topics with two
+ * identities, the one the ACL pins with %u being the sender's:
+ *   req/<first-stage board>/<client>    (the client sends: b)
+ *   resp/<client>/<sender>              (a board or the planner sends: b)
+ *   replay/<first-stage board>/<client> (the planner sends)
+ * a or b NULL writes the filter "+". Returns 0, SKY_EINVAL or SKY_ERANGE. */
+static inline int sky_topic_job_pair(char *buf, size_t cap, const char *job, const char *level,
+				     const char *a, const char *b)
+{
+	int n;
+	if (!sky_topic_segment_ok(job) || (a && !sky_topic_segment_ok(a)) ||
+	    (b && !sky_topic_segment_ok(b)))
+		return SKY_EINVAL;
+	n = snprintf(buf, cap, SKY_TOPIC_ROOT "/job/%s/%s/%s/%s", job, level, a ? a : "+",
+		     b ? b : "+");
+	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
+}
+
+/* Splits topic (topic_len bytes, no NUL inside, at most SKY_TOPIC_BUF) at
+ * '/' into at most max segments: seg[i] points into topic, len[i] its
+ * length. Returns the count, or -1 if there are more than max, a segment
+ * is empty, or the topic is malformed. */
+static inline int sky_topic_split(const char *topic, size_t topic_len, const char **seg,
+				  size_t *len, int max)
+{
+	int n = 0;
+	const char *p, *end;
+	if (!topic || topic_len == 0 || topic_len > SKY_TOPIC_BUF || memchr(topic, 0, topic_len))
+		return -1;
+	p = topic;
+	end = topic + topic_len;
+	for (;;) {
+		const char *s = memchr(p, '/', (size_t)(end - p));
+		size_t l = s ? (size_t)(s - p) : (size_t)(end - p);
+		if (n == max || l == 0)
+			return -1;
+		seg[n] = p;
+		len[n++] = l;
+		if (!s)
+			return n;
+		p = s + 1;
+	}
+}
+
+/* Copies segment (p, l) into buf (cap bytes) if it is a legal segment.
+ * Returns 0 or SKY_EINVAL. */
+static inline int sky_topic_seg_copy(const char *p, size_t l, char *buf, size_t cap)
+{
+	if (l >= cap)
+		return SKY_EINVAL;
+	memcpy(buf, p, l);
+	buf[l] = '\0';
+	return sky_topic_segment_ok(buf) ? 0 : SKY_EINVAL;
+}
+
+static inline int sky_topic_seg_is(const char *p, size_t l, const char *s)
+{
+	return strlen(s) == l && memcmp(p, s, l) == 0;
+}
+
+/* Splits a received serving topic "sky/v1/job/<job>/<level>/<a>/<b>"
+ * (exactly seven levels, level as given): copies job, a and b, each
+ * segment-checked. Returns 0 or SKY_EINVAL. */
+static inline int sky_topic_parse_job_pair(const char *topic, size_t topic_len, const char *level,
+					   char *job, size_t job_cap, char *a, size_t a_cap,
+					   char *b, size_t b_cap)
+{
+	const char *seg[8];
+	size_t len[8];
+	if (sky_topic_split(topic, topic_len, seg, len, 8) != 7 ||
+	    !sky_topic_seg_is(seg[0], len[0], "sky") || !sky_topic_seg_is(seg[1], len[1], "v1") ||
+	    !sky_topic_seg_is(seg[2], len[2], "job") || !sky_topic_seg_is(seg[4], len[4], level))
+		return SKY_EINVAL;
+	if (sky_topic_seg_copy(seg[3], len[3], job, job_cap) ||
+	    sky_topic_seg_copy(seg[5], len[5], a, a_cap) ||
+	    sky_topic_seg_copy(seg[6], len[6], b, b_cap))
+		return SKY_EINVAL;
+	return 0;
+}
+
+/* A received stage topic, plain "sky/v1/job/<job>/stage/<k>/<leaf>/<sender>"
+ * or site-addressed "sky/v1/site/<site>/job/<job>/stage/<k>/<leaf>/<sender>". */
+typedef struct sky_topic_stage_msg {
+	char site[SKY_TOPIC_SEGMENT_MAX + 1]; /* "" for the plain form */
+	char job[SKY_TOPIC_SEGMENT_MAX + 1];
+	int stage;                            /* 0..65535 */
+	char leaf[16];                        /* fwd, bwd, ready, norm, done, ... */
+	char sender[SKY_TOPIC_SEGMENT_MAX + 1];
+} sky_topic_stage_msg;
+
+/* Parses a stage topic into m. Returns 0 or SKY_EINVAL (another form, a
+ * bad segment, a stage number outside 0..65535 or with leading zeros). */
+static inline int sky_topic_parse_stage(const char *topic, size_t topic_len,
+					sky_topic_stage_msg *m)
+{
+	const char *seg[11];
+	size_t len[11];
+	int n = sky_topic_split(topic, topic_len, seg, len, 11), o = 0;
+	long k = 0;
+	m->site[0] = '\0';
+	if (n < 3 || !sky_topic_seg_is(seg[0], len[0], "sky") ||
+	    !sky_topic_seg_is(seg[1], len[1], "v1"))
+		return SKY_EINVAL;
+	if (n == 10 && sky_topic_seg_is(seg[2], len[2], "site") &&
+	    sky_topic_seg_is(seg[4], len[4], "job")) {
+		if (sky_topic_seg_copy(seg[3], len[3], m->site, sizeof m->site))
+			return SKY_EINVAL;
+		o = 2;
+	} else if (n != 8 || !sky_topic_seg_is(seg[2], len[2], "job")) {
+		return SKY_EINVAL;
+	}
+	if (!sky_topic_seg_is(seg[4 + o], len[4 + o], "stage") ||
+	    sky_topic_seg_copy(seg[3 + o], len[3 + o], m->job, sizeof m->job) ||
+	    sky_topic_seg_copy(seg[6 + o], len[6 + o], m->leaf, sizeof m->leaf) ||
+	    sky_topic_seg_copy(seg[7 + o], len[7 + o], m->sender, sizeof m->sender))
+		return SKY_EINVAL;
+	if (len[5 + o] > 5 || (len[5 + o] > 1 && seg[5 + o][0] == '0'))
+		return SKY_EINVAL;
+	for (size_t i = 0; i < len[5 + o]; i++) {
+		char c = seg[5 + o][i];
+		if (c < '0' || c > '9')
+			return SKY_EINVAL;
+		k = k * 10 + (c - '0');
+	}
+	if (k > 65535)
+		return SKY_EINVAL;
+	m->stage = (int)k;
+	return 0;
 }
 
 /* Splits a received "sky/v1/job/<job>/<level>/<who>" (exactly six levels,
@@ -495,69 +639,92 @@ static inline int sky_topic_parse(const char *topic, size_t topic_len, const cha
  * dropping an oversize message before it is queued or parsed (the broker's
  * max_packet_size is one global limit, sized for tensor frames, so a
  * control message may be up to 32 MiB on the wire; mosquitto 2.0 has no
- * per-listener or per-topic size limit). Frames (.../stage/<k>/fwd|bwd)
- * get the frame limit, the echo its own; a topic outside sky/v1 or of no
- * known class gets 0 (drop everything). */
+ * per-listener or per-topic size limit). Job and site topics are
+ * classified by their exact form (the level, not whatever an identity
+ * segment says); frames (.../stage/<k>/fwd|bwd/<sender>) get the frame
+ * limit, the echo its own; a topic outside sky/v1 or of no known form gets
+ * 0 (drop everything). */
 static inline size_t sky_topic_max_bytes(const char *topic)
 {
 	static const struct {
 		const char *leaf;
 		size_t max;
-	} k[] = {{"/" SKY_TOPIC_CAPS, SKY_CAPS_MAX_BYTES},
-		 {"/" SKY_TOPIC_STATUS, SKY_STATUS_MAX_BYTES},
-		 {"/" SKY_TOPIC_HEARTBEAT, SKY_STATUS_MAX_BYTES},
-		 {"/" SKY_TOPIC_PLAN_ACK, SKY_PLAN_ACK_MAX_BYTES},
-		 {"/" SKY_TOPIC_ECHO, SKY_ECHO_MAX_BYTES},
-		 {"/" SKY_TOPIC_CMD, SKY_CMD_MAX_BYTES},
-		 {"/" SKY_TOPIC_PLAN, SKY_PLAN_MAX_BYTES},
-		 {"/" SKY_TOPIC_METRICS, SKY_METRICS_MAX_BYTES},
-		 {"/" SKY_TOPIC_FWD, SKY_FRAME_MAX_PAYLOAD_DEFAULT + 4096u},
-		 {"/" SKY_TOPIC_BWD, SKY_FRAME_MAX_PAYLOAD_DEFAULT + 4096u},
-		 {"/" SKY_TOPIC_CSR, SKY_ENROLL_REQ_MAX_BYTES},
-		 {"/" SKY_TOPIC_CERT, SKY_ENROLL_REPLY_MAX_BYTES},
-		 {"/" SKY_TOPIC_READY, SKY_READY_MAX_BYTES},
-		 {"/" SKY_TOPIC_NORM, SKY_NORM_MAX_BYTES},
-		 {"/" SKY_TOPIC_SUBMIT, SKY_JOB_MAX_BYTES},
-		 {"/" SKY_TOPIC_REPLY, SKY_JOB_REPLY_MAX_BYTES},
-		 {"/" SKY_TOPIC_CANCEL, SKY_JOB_MAX_BYTES},
-		 {"/" SKY_TOPIC_STATE, SKY_JOB_STATE_MAX_BYTES},
-		 {"/" SKY_TOPIC_SLICE_REQ, SKY_SLICE_REQ_MAX_BYTES},
-		 {"/" SKY_TOPIC_DONE, SKY_SERVE_DONE_MAX_BYTES},
-		 {"/" SKY_TOPIC_WEIGHTS, SKY_MQTT_MAX_PACKET}};
-	/* sky/v1/job/<job>/<level>/<who>: the level decides, whatever the
-	 * last segment (a client CN) says */
+	} k[] = {{SKY_TOPIC_CAPS, SKY_CAPS_MAX_BYTES},
+		 {SKY_TOPIC_STATUS, SKY_STATUS_MAX_BYTES},
+		 {SKY_TOPIC_HEARTBEAT, SKY_STATUS_MAX_BYTES},
+		 {SKY_TOPIC_PLAN_ACK, SKY_PLAN_ACK_MAX_BYTES},
+		 {SKY_TOPIC_ECHO, SKY_ECHO_MAX_BYTES},
+		 {SKY_TOPIC_CMD, SKY_CMD_MAX_BYTES},
+		 {SKY_TOPIC_CSR, SKY_ENROLL_REQ_MAX_BYTES},
+		 {SKY_TOPIC_CERT, SKY_ENROLL_REPLY_MAX_BYTES},
+		 {SKY_TOPIC_SUBMIT, SKY_JOB_MAX_BYTES},
+		 {SKY_TOPIC_REPLY, SKY_JOB_REPLY_MAX_BYTES},
+		 {SKY_TOPIC_CANCEL, SKY_JOB_MAX_BYTES},
+		 {SKY_TOPIC_SLICE_REQ, SKY_SLICE_REQ_MAX_BYTES},
+		 {SKY_TOPIC_WEIGHTS, SKY_MQTT_MAX_PACKET}};
+	/* the leaf of a stage topic */
+	static const struct {
+		const char *leaf;
+		size_t max;
+	} st[] = {{SKY_TOPIC_FWD, SKY_FRAME_MAX_PAYLOAD_DEFAULT + 4096u},
+		  {SKY_TOPIC_BWD, SKY_FRAME_MAX_PAYLOAD_DEFAULT + 4096u},
+		  {SKY_TOPIC_READY, SKY_READY_MAX_BYTES},
+		  {SKY_TOPIC_NORM, SKY_NORM_MAX_BYTES},
+		  {SKY_TOPIC_DONE, SKY_SERVE_DONE_MAX_BYTES}};
+	/* sky/v1/job/<job>/<level>/<who> (six levels) and .../<a>/<b> (seven) */
 	static const struct {
 		const char *level;
+		int levels;
 		size_t max;
-	} j[] = {{"/" SKY_TOPIC_REQ "/", SKY_INFER_REQ_CLASS_BYTES},
-		 {"/" SKY_TOPIC_REPLAY "/", SKY_INFER_REQ_CLASS_BYTES},
-		 {"/" SKY_TOPIC_RESP "/", SKY_INFER_RESP_MAX_BYTES},
-		 {"/" SKY_TOPIC_SLICE "/", SKY_MQTT_MAX_PACKET}};
-	size_t n = topic ? strlen(topic) : 0;
-	if (n <= sizeof(SKY_TOPIC_ROOT) || memcmp(topic, SKY_TOPIC_ROOT "/", sizeof(SKY_TOPIC_ROOT)) != 0)
+	} j[] = {{SKY_TOPIC_METRICS, 6, SKY_METRICS_MAX_BYTES},
+		 {SKY_TOPIC_PART, 6, SKY_MQTT_MAX_PACKET},
+		 {SKY_TOPIC_CKPT, 6, SKY_MQTT_MAX_PACKET},
+		 {SKY_TOPIC_LOAD, 6, SKY_MQTT_MAX_PACKET},
+		 {SKY_TOPIC_SLICE, 6, SKY_MQTT_MAX_PACKET},
+		 {SKY_TOPIC_REQ, 7, SKY_INFER_REQ_CLASS_BYTES},
+		 {SKY_TOPIC_REPLAY, 7, SKY_INFER_REQ_CLASS_BYTES},
+		 {SKY_TOPIC_RESP, 7, SKY_INFER_RESP_MAX_BYTES}};
+	const char *seg[12];
+	size_t len[12];
+	int n = topic ? sky_topic_split(topic, strlen(topic), seg, len, 12) : -1;
+	if (n < 4 || !sky_topic_seg_is(seg[0], len[0], "sky") ||
+	    !sky_topic_seg_is(seg[1], len[1], "v1"))
 		return 0;
-	const char *lastsep = strrchr(topic, '/');
-	if (n > sizeof(SKY_TOPIC_ROOT "/job/") && memcmp(topic, SKY_TOPIC_ROOT "/job/", 11) == 0)
-		for (size_t i = 0; i < sizeof j / sizeof j[0]; i++) {
-			size_t l = strlen(j[i].level);
-			if ((size_t)(lastsep - topic) + 1 >= l &&
-			    memcmp(lastsep + 1 - l, j[i].level, l) == 0)
-				return j[i].max;
+	if (sky_topic_seg_is(seg[2], len[2], "job") || sky_topic_seg_is(seg[2], len[2], "site")) {
+		sky_topic_stage_msg m;
+		if (sky_topic_parse_stage(topic, strlen(topic), &m) == 0) {
+			for (size_t i = 0; i < sizeof st / sizeof st[0]; i++)
+				if (strcmp(m.leaf, st[i].leaf) == 0)
+					return st[i].max;
+			return 0;
 		}
-	for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
-		size_t l = strlen(k[i].leaf);
-		if (n > l && memcmp(topic + n - l, k[i].leaf, l) == 0)
-			return k[i].max;
+		if (sky_topic_seg_is(seg[2], len[2], "site"))
+			return sky_topic_seg_is(seg[n - 1], len[n - 1], SKY_TOPIC_ECHO) &&
+				       (n == 5 || (n == 6 && sky_topic_seg_is(seg[4], len[4], "back")))
+				       ? SKY_ECHO_MAX_BYTES
+				       : 0;
+		if (n == 5 && sky_topic_seg_is(seg[4], len[4], SKY_TOPIC_PLAN))
+			return SKY_PLAN_MAX_BYTES;
+		for (size_t i = 0; n >= 6 && i < sizeof j / sizeof j[0]; i++)
+			if (n == j[i].levels && sky_topic_seg_is(seg[4], len[4], j[i].level))
+				return j[i].max;
+		return 0;
 	}
-	/* sky/v1/job/<job>/part/<board>: a stage's trained tensors, as large
-	 * as the broker lets a message be */
-	const char *last = strrchr(topic, '/');
-	if (last && last - topic > 5 && memcmp(last - 5, "/part", 5) == 0)
-		return SKY_MQTT_MAX_PACKET;
-	/* .../ckpt/<board> and .../load/<board>: weights and optimizer state */
-	if (last && last - topic > 5 &&
-	    (memcmp(last - 5, "/" SKY_TOPIC_CKPT, 5) == 0 || memcmp(last - 5, "/" SKY_TOPIC_LOAD, 5) == 0))
-		return SKY_MQTT_MAX_PACKET;
+	/* what the planner relays to a job's owner:
+	 * sky/v1/jobs/<op>/job/<job>/{metrics,state} and .../part/<board> */
+	if (sky_topic_seg_is(seg[2], len[2], "jobs") && n >= 7 &&
+	    sky_topic_seg_is(seg[4], len[4], "job")) {
+		if (n == 7 && sky_topic_seg_is(seg[6], len[6], SKY_TOPIC_METRICS))
+			return SKY_METRICS_MAX_BYTES;
+		if (n == 7 && sky_topic_seg_is(seg[6], len[6], SKY_TOPIC_STATE))
+			return SKY_JOB_STATE_MAX_BYTES;
+		if (n == 8 && sky_topic_seg_is(seg[6], len[6], SKY_TOPIC_PART))
+			return SKY_MQTT_MAX_PACKET;
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+		if (sky_topic_seg_is(seg[n - 1], len[n - 1], k[i].leaf))
+			return k[i].max;
 	return 0;
 }
 

@@ -81,19 +81,19 @@ fpub() { c=$1; k=$2; shift 2; timeout 20 mosquitto_pub $(sky_mq_tls "$c" "$k") "
 : >"$W/bx.sub"
 : >"$W/alice.sub"
 # shellcheck disable=SC2046,SC2086
-timeout 120 mosquitto_sub $(sky_mq_tls $X) -v -t 'sky/v1/job/+/req/+' >"$W/bx.sub" 2>&1 &
+timeout 120 mosquitto_sub $(sky_mq_tls $X) -v -t 'sky/v1/job/+/req/bx/+' >"$W/bx.sub" 2>&1 &
 PIDS="$PIDS $!"
 # shellcheck disable=SC2046,SC2086
-timeout 120 mosquitto_sub $(sky_mq_claim_tls $A) -v -t 'sky/v1/job/+/resp/+' -t 'sky/v1/job/+/req/+' \
+timeout 120 mosquitto_sub $(sky_mq_claim_tls $A) -v -t 'sky/v1/job/+/resp/+/+' -t 'sky/v1/job/+/req/+/+' \
 	>"$W/alice.sub" 2>&1 &
 PIDS="$PIDS $!"
 ready=0
 i=0
 while [ $i -lt 50 ]; do # until both subscribers are in place
 	# shellcheck disable=SC2086
-	fpub $Y -q 1 -t sky/v1/job/j1/resp/sky-client-alice -m "alice-ready-$i" 2>/dev/null
+	fpub $Y -q 1 -t sky/v1/job/j1/resp/sky-client-alice/by -m "alice-ready-$i" 2>/dev/null
 	# shellcheck disable=SC2086
-	tpub $A -q 1 -t sky/v1/job/j1/req/sky-client-alice -m "bx-ready-$i" 2>/dev/null
+	tpub $A -q 1 -t sky/v1/job/j1/req/bx/sky-client-alice -m "bx-ready-$i" 2>/dev/null
 	grep -q alice-ready "$W/alice.sub" && grep -q bx-ready "$W/bx.sub" && ready=1 && break
 	sleep 0.2
 	i=$((i + 1))
@@ -101,24 +101,26 @@ done
 bad=""
 # shellcheck disable=SC2086
 {
-	tpub $A -V 5 -q 1 -t sky/v1/job/j1/req/sky-client-alice -m alice-own-request 2>"$W/e1"
+	tpub $A -V 5 -q 1 -t sky/v1/job/j1/req/bx/sky-client-alice -m alice-own-request 2>"$W/e1"
 	grep -q 'Not authorized' "$W/e1" && bad="$bad alice-refused-own-request;"
-	tpub $A -V 5 -q 1 -t sky/v1/job/j1/req/sky-client-bob -m alice-as-bob 2>"$W/e2"
+	tpub $A -V 5 -q 1 -t sky/v1/job/j1/req/bx/sky-client-bob -m alice-as-bob 2>"$W/e2"
 	grep -q 'Not authorized' "$W/e2" || bad="$bad alice-published-as-bob;"
-	for t in sky/v1/job/j1/resp/sky-client-alice sky/v1/job/j1/resp/sky-client-bob \
-		sky/v1/job/j1/stage/0/fwd sky/v1/job/j1/plan sky/v1/jobs/sky-client-alice/submit \
+	for t in sky/v1/job/j1/resp/sky-client-alice/sky-client-alice \
+		sky/v1/job/j1/resp/sky-client-bob/sky-client-alice sky/v1/job/j1/resp/sky-client-alice \
+		sky/v1/job/j1/stage/0/fwd/sky-client-alice sky/v1/job/j1/req/sky-client-alice \
+		sky/v1/job/j1/plan sky/v1/jobs/sky-client-alice/submit \
 		sky/v1/board/sky-client-alice/caps; do
 		tpub $A -V 5 -q 1 -t "$t" -m alice-forged 2>"$W/e3"
 		grep -q 'Not authorized' "$W/e3" || bad="$bad alice-wrote:$t;"
 	done
 	# the fleet listener gives a client nothing, not even its own topics
-	fpub $A -V 5 -q 1 -t sky/v1/job/j1/req/sky-client-alice -m alice-on-fleet 2>"$W/e4"
+	fpub $A -V 5 -q 1 -t sky/v1/job/j1/req/bx/sky-client-alice -m alice-on-fleet 2>"$W/e4"
 	grep -q 'Not authorized' "$W/e4" || bad="$bad alice-wrote-on-the-fleet-listener;"
 	# bob's traffic, which alice must not see
-	fpub $Y -q 1 -t sky/v1/job/j1/resp/sky-client-bob -m bob-secret-response
-	tpub $B -q 1 -t sky/v1/job/j1/req/sky-client-bob -m bob-secret-request
-	fpub $Y -q 1 -t sky/v1/job/j1/resp/sky-client-alice -m alice-end
-	tpub $B -q 1 -t sky/v1/job/j1/req/sky-client-bob -m bx-end
+	fpub $Y -q 1 -t sky/v1/job/j1/resp/sky-client-bob/by -m bob-secret-response
+	tpub $B -q 1 -t sky/v1/job/j1/req/bx/sky-client-bob -m bob-secret-request
+	fpub $Y -q 1 -t sky/v1/job/j1/resp/sky-client-alice/by -m alice-end
+	tpub $B -q 1 -t sky/v1/job/j1/req/bx/sky-client-bob -m bx-end
 }
 wait_file alice-end "$W/alice.sub" || ready=0
 wait_file bx-end "$W/bx.sub" || ready=0
@@ -147,9 +149,9 @@ else
 fi
 # an unreadable request: answered with id "", to its sender only
 # shellcheck disable=SC2086
-tpub $A -q 1 -t sky/v1/job/nojob/req/sky-client-alice -m 'not json at all'
+tpub $A -q 1 -t sky/v1/job/nojob/req/sky-planner/sky-client-alice -m 'not json at all'
 # shellcheck disable=SC2086
-fpub $Y -q 1 -t sky/v1/job/j1/resp/sky-client-alice -m alice-end2
+fpub $Y -q 1 -t sky/v1/job/j1/resp/sky-client-alice/by -m alice-end2
 if wait_file '"id":"".*"job":"nojob".*"code":"unknown_job"' "$W/alice.sub"; then
 	pass planner_answers_an_unreadable_request_without_an_id
 else
@@ -173,7 +175,7 @@ BEFORE=$(grep -c '"code":"unknown_job"' "$W/alice.sub")
 LINES0=$(wc -l <"$W/skyplan.log")
 awk 'BEGIN {for (i = 0; i < 1000; i++) printf "{\"v\":1,\"id\":\"f%d\",\"tokens\":[1]}\n", i}' >"$W/flood"
 # shellcheck disable=SC2046,SC2086
-timeout 60 mosquitto_pub $(sky_mq_claim_tls $A) -q 1 -t sky/v1/job/flood/req/sky-client-alice \
+timeout 60 mosquitto_pub $(sky_mq_claim_tls $A) -q 1 -t sky/v1/job/flood/req/sky-planner/sky-client-alice \
 	-l <"$W/flood" >/dev/null 2>&1
 # bob is another client: its own budget
 "$SKY" infer --pki "$PKI/clients/bob" --broker "$BR" --job nojob --tokens 1 --id b1 --json \
@@ -182,7 +184,7 @@ grep -q '"code":"unknown_job"' "$W/infer2.out" && bob=1 || bob=0
 # the "N more suppressed" line comes when the log window (10 s) ends
 wait_file "inference request refusals: [0-9]* more suppressed" "$W/skyplan.log" 300
 # shellcheck disable=SC2086
-fpub $Y -q 1 -t sky/v1/job/j1/resp/sky-client-alice -m alice-end3
+fpub $Y -q 1 -t sky/v1/job/j1/resp/sky-client-alice/by -m alice-end3
 wait_file alice-end3 "$W/alice.sub"
 ANSWERED=$(($(grep -c '"code":"unknown_job"' "$W/alice.sub") - BEFORE))
 DROPPED=$(sed -n 's/.*(\([0-9]*\) requests dropped unread by the rate limit so far).*/\1/p' \

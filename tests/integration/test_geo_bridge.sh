@@ -144,7 +144,7 @@ grep "site [AB]: path" "$W/skyplan.log" | head -2 | sed 's/^/  /'
 
 # the same-site cut's frames, seen on site A (so that not seeing them on the
 # core means something)
-mosquitto_sub $(spy "$PORT_A") -t 'sky/v1/job/+/stage/+/fwd' -t 'sky/v1/job/+/stage/+/bwd' -F '%t' \
+mosquitto_sub $(spy "$PORT_A") -t 'sky/v1/job/+/stage/+/fwd/+' -t 'sky/v1/job/+/stage/+/bwd/+' -F '%t' \
 	>"$W/siteA.topics" 2>&1 &
 PIDS="$PIDS $!"
 sleep 0.5
@@ -167,12 +167,12 @@ kill "$CORE_SUB" 2>/dev/null
 
 # plan a1 | a2 | b1 | c1: stage 0 -> 1 within A, 1 -> 2 from A to B, 2 -> 3
 # from B to the core
-same=$(grep -c "^sky/v1/job/$J/stage/1/fwd$\|^sky/v1/job/$J/stage/0/bwd$" "$W/siteA.topics")
-core_plain=$(grep -c "^sky/v1/job/$J/stage/[0-9]*/\(fwd\|bwd\)$" "$W/core.topics")
-cross_fwd=$(grep -c "^sky/v1/site/B/job/$J/stage/2/fwd$" "$W/core.topics")
-cross_bwd=$(grep -c "^sky/v1/site/A/job/$J/stage/1/bwd$" "$W/core.topics")
-to_core=$(grep -c "^sky/v1/site/core/job/$J/stage/3/fwd$" "$W/core.topics")
-from_core=$(grep -c "^sky/v1/site/B/job/$J/stage/2/bwd$" "$W/core.topics")
+same=$(grep -c "^sky/v1/job/$J/stage/1/fwd/a1$\|^sky/v1/job/$J/stage/0/bwd/a2$" "$W/siteA.topics")
+core_plain=$(grep -c "^sky/v1/job/$J/stage/[0-9]*/\(fwd\|bwd\)/" "$W/core.topics")
+cross_fwd=$(grep -c "^sky/v1/site/B/job/$J/stage/2/fwd/a2$" "$W/core.topics")
+cross_bwd=$(grep -c "^sky/v1/site/A/job/$J/stage/1/bwd/b1$" "$W/core.topics")
+to_core=$(grep -c "^sky/v1/site/core/job/$J/stage/3/fwd/b1$" "$W/core.topics")
+from_core=$(grep -c "^sky/v1/site/B/job/$J/stage/2/bwd/c1$" "$W/core.topics")
 echo "MEASURE geo_frames same_site_on_A=$same plain_on_core=$core_plain cross_fwd_on_core=$cross_fwd cross_bwd_on_core=$cross_bwd to_core=$to_core from_core=$from_core"
 [ "$same" -ge 12 ] && pass geo_same_site_frames_flow_on_site ||
 	fail geo_same_site_frames_flow_on_site "$same frames of cut 0|1 on site A (want 3 steps x 2 mb x 2)"

@@ -73,10 +73,10 @@ SUB_PID=""
 
 # every message between stages (activations, gradients, norms, readiness):
 # a v2 frame ("SKYF", version 2) with the sealed flag (header byte 10)
-awk '$1 ~ /\/stage\/[0-9]+\/(fwd|bwd|norm|ready)$/ { print $2 }' "$W/oa.sub" >"$W/oa.frames"
+awk '$1 ~ /\/stage\/[0-9]+\/(fwd|bwd|norm|ready)\/[^\/]+$/ { print $2 }' "$W/oa.sub" >"$W/oa.frames"
 nf=$(wc -l <"$W/oa.frames")
 ns=$(cut -c1-24 "$W/oa.frames" | grep -c '^534b594602..........0100')
-nt=$(awk '$1 ~ /\/stage\/[0-9]+\/(fwd|bwd)$/' "$W/oa.sub" | wc -l)
+nt=$(awk '$1 ~ /\/stage\/[0-9]+\/(fwd|bwd)\/[^\/]+$/' "$W/oa.sub" | wc -l)
 cuts=$(($(wc -l <"$W/oa.boards") - 1))
 echo "MEASURE oa_frames_seen $nf (tensors $nt) sealed $ns messages_seen $(wc -l <"$W/oa.sub")"
 # 4 steps x 4 micro-batches x each cut forward and back

@@ -279,7 +279,11 @@ fi
 bad=""
 for t in sky/v1/other foo sky/v2/board/b01/caps sky/v1/jobs/submit sky/v1/job/j1/plan \
 	sky/v1/enroll/n1/cert sky/v1/enroll/n1/csr sky/v1/board/b01 sky/v1/board/b01/caps/x \
-	sky/v1/board/b02/cmd sky/v1/board/b01/cmd sky/v1/jobs/b01/submit sky/v1/jobs/sky-operator/submit; do
+	sky/v1/board/b02/cmd sky/v1/board/b01/cmd sky/v1/jobs/b01/submit sky/v1/jobs/sky-operator/submit \
+	sky/v1/job/j1/metrics sky/v1/job/j1/metrics/b02 sky/v1/job/j1/stage/2/bwd \
+	sky/v1/job/j1/stage/2/bwd/b02 sky/v1/job/j1/stage/0/done/b02 \
+	sky/v1/job/j1/resp/sky-client-x/b02 sky/v1/job/j1/resp/sky-client-x \
+	sky/v1/site/B/job/j1/stage/1/fwd/b02 sky/v1/job/j1/req/b01/sky-client-x; do
 	pub $B1 -V 5 -q 1 -t "$t" -m x 2>"$W/deny.err"
 	grep -q 'Not authorized' "$W/deny.err" || bad="$bad b01:$t"
 done
@@ -298,31 +302,35 @@ for t in sky/v1/enroll/n1/cert sky/v1/enroll/n1/csr sky/v1/enroll/sky:n2/csr \
 	grep -q 'Not authorized' "$W/deny.err" || bad="$bad claim-listener:$t"
 done
 # a board on the claim listener gets nothing, not even its own topics
-for t in sky/v1/board/b01/caps sky/v1/enroll/n1/csr sky/v1/job/j1/metrics; do
+for t in sky/v1/board/b01/caps sky/v1/enroll/n1/csr sky/v1/job/j1/metrics/b01; do
 	cpub $B1 -V 5 -q 1 -t "$t" -m x 2>"$W/deny.err"
 	grep -q 'Not authorized' "$W/deny.err" || bad="$bad b01-on-claim-listener:$t"
 done
-# (the planner may write sky/v1/job/+/metrics: the board pattern grants it
+# (the planner may write sky/v1/job/+/metrics/sky-planner: the board pattern grants it
 # to every identity, and a user "deny" would also take away its read)
 for t in sky/v1/board/b01/caps sky/v1/board/sky-planner/caps sky/v1/enroll/n1/csr \
-	sky/v1/job/j1/stage/1/fwd sky/v1/jobs/submit sky/v1/jobs/sky-operator/submit foo; do
+	sky/v1/job/j1/stage/1/fwd sky/v1/jobs/submit sky/v1/jobs/sky-operator/submit foo \
+	sky/v1/job/j1/stage/1/fwd/sky-planner sky/v1/job/j1/resp/sky-client-x/b01; do
 	pub $PL -V 5 -q 1 -t "$t" -m x 2>"$W/deny.err"
 	grep -q 'Not authorized' "$W/deny.err" || bad="$bad planner:$t"
 done
 # the operator: its own submit topic and nothing else
 for t in sky/v1/jobs/sky-op-x/submit sky/v1/jobs/sky-operator/reply sky/v1/jobs/submit \
-	sky/v1/job/j1/plan sky/v1/job/j1/metrics sky/v1/job/j1/stage/1/fwd \
+	sky/v1/job/j1/plan sky/v1/job/j1/metrics sky/v1/job/j1/metrics/sky-operator \
+	sky/v1/job/j1/stage/1/fwd sky/v1/job/j1/stage/1/fwd/sky-operator \
 	sky/v1/board/sky-operator/caps sky/v1/board/b01/cmd sky/v1/enroll/n1/cert foo; do
 	pub $OP -V 5 -q 1 -t "$t" -m x 2>"$W/deny.err"
 	grep -q 'Not authorized' "$W/deny.err" || bad="$bad operator:$t"
 done
 # and the grants the fleet needs still work (v5 reports no refusal)
 for t in sky/v1/board/b01/status sky/v1/board/b01/heartbeat sky/v1/board/b01/plan-ack \
-	sky/v1/board/b01/echo sky/v1/job/j1/metrics sky/v1/job/j1/stage/2/bwd; do
+	sky/v1/board/b01/echo sky/v1/job/j1/metrics/b01 sky/v1/job/j1/stage/2/bwd/b01 \
+	sky/v1/job/j1/resp/sky-client-x/b01 sky/v1/site/B/job/j1/stage/1/fwd/b01; do
 	pub $B1 -V 5 -q 1 -t "$t" -m x 2>"$W/deny.err"
 	grep -q 'Not authorized' "$W/deny.err" && bad="$bad b01-should-be-allowed:$t"
 done
-for t in sky/v1/job/j1/plan sky/v1/enroll/n1/cert sky/v1/board/b01/cmd sky/v1/jobs/sky-operator/reply; do
+for t in sky/v1/job/j1/plan sky/v1/enroll/n1/cert sky/v1/board/b01/cmd sky/v1/jobs/sky-operator/reply \
+	sky/v1/job/j1/resp/sky-client-x/sky-planner sky/v1/job/j1/replay/b01/sky-client-x; do
 	pub $PL -V 5 -q 1 -t "$t" -m x 2>"$W/deny.err"
 	grep -q 'Not authorized' "$W/deny.err" && bad="$bad planner-should-be-allowed:$t"
 done

@@ -48,8 +48,9 @@ client_cert() { # NAME
 }
 for c in sky-client-t sky-client-u; do
 	client_cert $c || { fail serve_client_cert "openssl failed for $c"; exit 1; }
-	printf '\nuser %s\ntopic write sky/v1/job/+/req/%s\ntopic read sky/v1/job/+/resp/%s\n' \
-		$c $c $c >>"$PKI/acl"
+	# on the tools listener (the claim listener's ACL), as `sky pki client` writes it
+	printf '\nuser %s\ntopic write sky/v1/job/+/req/+/%s\ntopic read sky/v1/job/+/resp/%s/+\ntopic read sky/v1/job/+/plan\n' \
+		$c $c $c >>"$PKI/acl-claim"
 done
 sky_broker_restart || { fail serve_broker_restart "mosquitto did not restart"; exit 1; }
 
@@ -100,6 +101,7 @@ plan() {
 		-t "sky/v1/job/$job/plan" -f "$W/$job.plan.env" || { fail serve_plan_published "$job"; return 1; }
 	# the first stage takes requests once every stage is ready
 	first_board=${1%%:*}
+	echo "$first_board" >"$W/$job.first"
 	sky_wait 120 grep -q "job $job: every stage is ready" "$W/$first_board.log" ||
 		{ fail "${job}_fleet_ready" "$(grep "$job" "$W"/b*.log | tail -5)"; return 1; }
 }
@@ -112,18 +114,29 @@ r4|42|
 r5|3,1,4,1,5,9,2,6,5,3|1,1,1,1,1,1,1,1,0,0"
 
 # ask JOB CLIENT FILE: publishes FILE's requests (one JSON per line) as
-# CLIENT, one at a time, each with mosquitto_rr (one connection both asks and
-# reads the answer: a second connection with the same certificate would
-# close the first, the broker naming clients by their CN), into $W/JOB.resp
+# CLIENT to the job's first stage board ($W/JOB.first), one at a time, each
+# after the answer to the one before, on the tools listener (client ids
+# are kept there: the subscriber and the publisher may share the
+# certificate), into $W/JOB.resp; answers come on resp/CLIENT/<sender>
 ask() { # JOB CLIENT FILE [OUT, default $W/JOB.resp]
 	job=$1 cl=$2 file=$3 out=${4:-$W/$1.resp}
+	first=$(cat "$W/$job.first" 2>/dev/null)
 	: >"$out"
+	: >"$out.all"
+	timeout 600 mosquitto_sub $(sky_mq_claim_tls "$W/$cl.crt" "$W/$cl.key") -q 1 \
+		-t "sky/v1/job/$job/resp/$cl/+" >"$out.all" 2>>"$W/$job.rr.err" &
+	spid=$!
+	sleep 1 # subscribed (nothing to read back: its topics are its own)
+	n=0
 	while IFS= read -r line; do
-		printf '%s' "$line" >"$W/req.json"
-		mosquitto_rr $(sky_mq_tls "$W/$cl.crt" "$W/$cl.key") -q 1 -W 60 \
-			-t "sky/v1/job/$job/req/$cl" -e "sky/v1/job/$job/resp/$cl" -m "$line" \
-			>>"$out" 2>>"$W/$job.rr.err" || echo "(no answer)" >>"$out"
+		n=$((n + 1))
+		mosquitto_pub $(sky_mq_claim_tls "$W/$cl.crt" "$W/$cl.key") -q 1 \
+			-t "sky/v1/job/$job/req/$first/$cl" -m "$line" 2>>"$W/$job.rr.err"
+		sky_wait 60 sh -c "[ \$(wc -l <'$out.all') -ge $n ]" || { echo "(no answer)" >>"$out.all"; }
 	done <"$file"
+	kill $spid 2>/dev/null
+	wait $spid 2>/dev/null
+	cp "$out.all" "$out"
 }
 
 # same_bits JOB: every request's logits from the fleet equal sky eval's
@@ -166,6 +179,7 @@ if sky_fleet_planner &&
 	# (a stage names its site between board and first)
 	first=$(grep -oE '\{"board":"b[0-9]",("site":"[^"]*",)?"first":0,' "$W/da.submit" | head -1 |
 		sed 's/.*"board":"\(b[0-9]\)".*/\1/')
+	echo "$first" >"$W/da.first"
 	if [ -n "$first" ] && sky_wait 120 grep -q "job da: every stage is ready" "$W/$first.log"; then
 		same_bits da
 		echo "MEASURE da_plan $(grep -oE '\{"board":"b[0-9]",("site":"[^"]*",)?"first":[0-9]+,"last":[0-9]+' \

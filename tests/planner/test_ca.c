@@ -350,7 +350,7 @@ SKY_TEST(sites_get_a_bridge_identity_a_broker_config_and_core_acl_sections)
 				     "topic sky/v1/board/+/status out 1\n"
 				     "topic sky/v1/board/+/heartbeat out 0\n"
 				     "topic sky/v1/board/+/plan-ack out 1\n"
-				     "topic sky/v1/job/+/metrics out 0\n"
+				     "topic sky/v1/job/+/metrics/+ out 0\n"
 				     "topic sky/v1/job/+/part/+ out 1\n"
 				     "topic sky/v1/job/+/plan in 1\n"
 				     "topic sky/v1/board/+/cmd in 1\n"
@@ -358,9 +358,9 @@ SKY_TEST(sites_get_a_bridge_identity_a_broker_config_and_core_acl_sections)
 				     "topic sky/v1/job/+/load/+ in 1\n"
 				     "topic sky/v1/board/+/slice-req out 1\n"
 				     "topic sky/v1/job/+/slice/+ in 1\n"
-				     "topic sky/v1/job/+/req/+ in 1\n"
-				     "topic sky/v1/job/+/replay/+ in 1\n"
-				     "topic sky/v1/job/+/resp/+ out 1\n"
+				     "topic sky/v1/job/+/req/+/+ in 1\n"
+				     "topic sky/v1/job/+/replay/+/+ in 1\n"
+				     "topic sky/v1/job/+/resp/+/+ out 1\n"
 				     "topic sky/v1/site/+/job/+/stage/# out 1\n"
 				     "topic job/+/stage/# in 1 sky/v1/ sky/v1/site/shop/\n"
 				     "topic echo out 0 sky/v1/site/shop/loop/ sky/v1/site/shop/back/\n"
@@ -433,20 +433,31 @@ SKY_TEST(clients_get_a_bundle_and_only_their_own_serving_topics)
 	long n = sky_file_read(p, acl, sizeof acl - 1);
 	acl[n > 0 ? n : 0] = '\0';
 	SKY_EXPECT(strstr(acl, "user sky-client-demo\ntopic deny #\n") != NULL);
-	SKY_EXPECT(strstr(acl, "pattern read sky/v1/job/+/req/+\n") != NULL);
-	SKY_EXPECT(strstr(acl, "pattern write sky/v1/job/+/resp/+\n") != NULL);
+	/* a board reads only the requests addressed to it, answers only as itself */
+	SKY_EXPECT(strstr(acl, "pattern read sky/v1/job/+/req/%u/+\n") != NULL);
+	SKY_EXPECT(strstr(acl, "pattern write sky/v1/job/+/resp/+/%u\n") != NULL);
+	SKY_EXPECT(strstr(acl, "pattern read sky/v1/job/+/req/+\n") == NULL);
+	SKY_EXPECT(strstr(acl, "pattern write sky/v1/job/+/resp/+\n") == NULL);
+	/* every job message a board sends carries its id as the last level */
+	SKY_EXPECT(strstr(acl, "pattern write sky/v1/job/+/metrics/%u\n") != NULL);
+	SKY_EXPECT(strstr(acl, "pattern write sky/v1/job/+/stage/+/+/%u\n") != NULL);
+	SKY_EXPECT(strstr(acl, "pattern read sky/v1/job/+/stage/#\n") != NULL);
+	SKY_EXPECT(strstr(acl, "pattern write sky/v1/site/+/job/+/stage/+/+/%u\n") != NULL);
+	SKY_EXPECT(strstr(acl, "pattern readwrite sky/v1/job/+/stage/#\n") == NULL);
+	SKY_EXPECT(strstr(acl, "pattern write sky/v1/job/+/metrics\n") == NULL);
 	SKY_EXPECT(strstr(acl, "user sky-op-alice\n") != NULL); /* the operators stay */
 	const char *op = strstr(acl, "user sky-operator\n");
 	SKY_EXPECT(op && strstr(op, "topic deny sky/v1/job/+/req/#\ntopic deny sky/v1/job/+/resp/#\n"
 				    "topic deny sky/v1/job/+/replay/#\n"));
 	/* serving faults: boards read the planner's replays, which only the
 	 * planner writes; it reads answers and readiness, never frames */
-	SKY_EXPECT(strstr(acl, "pattern read sky/v1/job/+/replay/+\n") != NULL);
+	SKY_EXPECT(strstr(acl, "pattern read sky/v1/job/+/replay/%u/+\n") != NULL);
 	const char *pl = strstr(acl, "user sky-planner\n");
-	SKY_EXPECT(pl && strstr(pl, "topic write sky/v1/job/+/replay/+\n") &&
-		   strstr(pl, "topic readwrite sky/v1/job/+/resp/+\n") &&
-		   strstr(pl, "topic read sky/v1/job/+/stage/+/ready\n") &&
-		   strstr(pl, "topic deny sky/v1/job/+/stage/+/fwd\n"));
+	SKY_EXPECT(pl && strstr(pl, "topic write sky/v1/job/+/replay/+/+\n") &&
+		   strstr(pl, "topic read sky/v1/job/+/resp/+/+\n") &&
+		   strstr(pl, "topic write sky/v1/job/+/resp/+/sky-planner\n") &&
+		   strstr(pl, "topic read sky/v1/job/+/stage/+/ready/+\n") &&
+		   strstr(pl, "topic deny sky/v1/job/+/stage/+/fwd/#\n"));
 	/* the tools listener: its own requests and responses, nothing else */
 	file(p, sizeof p, SKY_CA_ACL_CLAIM_FILE);
 	n = sky_file_read(p, acl, sizeof acl - 1);
@@ -455,8 +466,9 @@ SKY_TEST(clients_get_a_bundle_and_only_their_own_serving_topics)
 	SKY_EXPECT(mine != NULL);
 	/* its section ends there (a site bridge's section may follow) */
 	static const char want[] = "user sky-client-demo\n"
-				   "topic write sky/v1/job/+/req/sky-client-demo\n"
-				   "topic read sky/v1/job/+/resp/sky-client-demo\n";
+				   "topic write sky/v1/job/+/req/+/sky-client-demo\n"
+				   "topic read sky/v1/job/+/resp/sky-client-demo/+\n"
+				   "topic read sky/v1/job/+/plan\n";
 	if (mine)
 		SKY_EXPECT(strncmp(mine, want, sizeof want - 1) == 0 &&
 			   (mine[sizeof want - 1] == '\0' || mine[sizeof want - 1] == '\n'));

@@ -67,14 +67,30 @@ static int resp(const char *job, const char *client, const char *id, long long e
 				 "{\"v\":1,\"id\":\"%s\",\"ok\":false,\"job\":\"%s\",\"code\":\"busy\","
 				 "\"error\":\"full\"}",
 				 id, job);
-	return sky_servefault_on_resp(&g_f, job, client, b, (size_t)n, now, lost);
+	/* from the last stage's board (b<n-1>, as follow() names them) */
+	const sky_sf_job *j = sky_servefault_job(&g_f, job);
+	char last[16];
+	snprintf(last, sizeof last, "b%d", j ? j->n_stages - 1 : 0);
+	return sky_servefault_on_resp(&g_f, job, client, last, b, (size_t)n, now, lost);
 }
 
 static void ready(const char *job, int k, long long epoch)
 {
 	char b[64];
 	int n = snprintf(b, sizeof b, "{\"epoch\":%lld,\"board\":\"b%d\"}", epoch, k);
-	sky_servefault_on_ready(&g_f, job, k, b, (size_t)n);
+	char who[16];
+	snprintf(who, sizeof who, "b%d", k);
+	sky_servefault_on_ready(&g_f, job, k, who, b, (size_t)n);
+}
+
+/* sky_servefault_follow, then the plan's boards b0, b1, ... */
+static int follow(const char *job, long long epoch, int n, int queue, int replay, double fault)
+{
+	int rc = sky_servefault_follow(&g_f, job, epoch, n, queue, replay, fault);
+	if (rc)
+		return rc;
+	const char *b[] = {"b0", "b1", "b2", "b3", "b4", "b5", "b6", "b7"};
+	return sky_servefault_boards(&g_f, job, b, n);
 }
 
 static int pump(double now, int *fin)
@@ -94,7 +110,7 @@ SKY_TEST(unanswered_requests_before_the_new_first_stage_are_replayed_once_every_
 	reset();
 	double lost = -1;
 	int fin;
-	SKY_EXPECT_EQ(sky_servefault_follow(&g_f, "j1", 5, 3, 64, 0, 0), 0);
+	SKY_EXPECT_EQ(follow("j1", 5, 3, 64, 0, 0), 0);
 	SKY_EXPECT_EQ(req("j1", "sky-client-a", "r1", 1.0), 1);
 	SKY_EXPECT_EQ(req("j1", "sky-client-b", "r2", 1.1), 1);
 	SKY_EXPECT_EQ(req("j1", "sky-client-a", "r3", 1.2), 1);
@@ -108,7 +124,7 @@ SKY_TEST(unanswered_requests_before_the_new_first_stage_are_replayed_once_every_
 	SKY_EXPECT_EQ(pump(2.0, &fin), 0); /* no fault: nothing to replay */
 
 	/* a board dies at 10 s; the re-plan's epoch 6 */
-	SKY_EXPECT_EQ(sky_servefault_follow(&g_f, "j1", 6, 3, 64, 1, 10.0), 0);
+	SKY_EXPECT_EQ(follow("j1", 6, 3, 64, 1, 10.0), 0);
 	ready("j1", 1, 6);
 	ready("j1", 0, 5); /* an old epoch's ready: not counted */
 	SKY_EXPECT_EQ(pump(11.0, &fin), 0);
@@ -120,7 +136,7 @@ SKY_TEST(unanswered_requests_before_the_new_first_stage_are_replayed_once_every_
 	ready("j1", 2, 6);
 	SKY_EXPECT_EQ(pump(11.4, &fin), 3);
 	SKY_EXPECT_EQ(fin, 0);
-	SKY_EXPECT(strcmp(g_pub[0].topic, "sky/v1/job/j1/replay/sky-client-a") == 0);
+	SKY_EXPECT(strcmp(g_pub[0].topic, "sky/v1/job/j1/replay/b0/sky-client-a") == 0);
 	SKY_EXPECT(strcmp(g_pub[0].data, req_json("r1")) == 0);
 	SKY_EXPECT(strcmp(g_pub[1].data, req_json("r3")) == 0);
 	SKY_EXPECT(strcmp(g_pub[2].data, req_json("r4")) == 0);
@@ -136,7 +152,7 @@ SKY_TEST(unanswered_requests_before_the_new_first_stage_are_replayed_once_every_
 	/* a second fault before r3 and r4 are answered: replayed again under
 	 * epoch 7; r1 (answered) is not */
 	g_npub = 0;
-	SKY_EXPECT_EQ(sky_servefault_follow(&g_f, "j1", 7, 2, 64, 1, 13.0), 0);
+	SKY_EXPECT_EQ(follow("j1", 7, 2, 64, 1, 13.0), 0);
 	ready("j1", 0, 7);
 	ready("j1", 1, 7);
 	SKY_EXPECT_EQ(pump(14.0, &fin), 2);
@@ -153,13 +169,13 @@ SKY_TEST(replays_are_paced_by_the_window_and_a_failed_publish_is_tried_again)
 	reset();
 	int fin;
 	double lost;
-	SKY_EXPECT_EQ(sky_servefault_follow(&g_f, "j2", 1, 1, 4, 0, 0), 0); /* window 2 */
+	SKY_EXPECT_EQ(follow("j2", 1, 1, 4, 0, 0), 0); /* window 2 */
 	char id[16];
 	for (int i = 0; i < 5; i++) {
 		snprintf(id, sizeof id, "q%d", i);
 		SKY_EXPECT_EQ(req("j2", "sky-client-a", id, 1.0 + i), 1);
 	}
-	SKY_EXPECT_EQ(sky_servefault_follow(&g_f, "j2", 2, 1, 4, 1, 9.0), 0);
+	SKY_EXPECT_EQ(follow("j2", 2, 1, 4, 1, 9.0), 0);
 	ready("j2", 0, 2);
 	g_fail_pub = 1;
 	SKY_EXPECT_EQ(pump(10.0, &fin), 0); /* the broker is away */
@@ -185,7 +201,7 @@ SKY_TEST(the_table_is_bounded_and_the_oldest_unanswered_go_with_a_counted_reason
 	reset();
 	int fin;
 	double lost;
-	SKY_EXPECT_EQ(sky_servefault_follow(&g_f, "j3", 1, 1, 64, 0, 0), 0);
+	SKY_EXPECT_EQ(follow("j3", 1, 1, 64, 0, 0), 0);
 	char id[16];
 	/* more requests than entries: the oldest are pushed out, answered
 	 * ones without a count */
@@ -201,7 +217,7 @@ SKY_TEST(the_table_is_bounded_and_the_oldest_unanswered_go_with_a_counted_reason
 	SKY_EXPECT_EQ(g_dropped[SKY_SF_EVICTED], 60);
 	/* requests of 60 KiB: the byte ring holds 69 of them, each intact */
 	reset();
-	SKY_EXPECT_EQ(sky_servefault_follow(&g_f, "j3", 1, 1, 512, 0, 0), 0);
+	SKY_EXPECT_EQ(follow("j3", 1, 1, 512, 0, 0), 0);
 	static char big[60 << 10];
 	for (int i = 0; i < 100; i++) {
 		int n = snprintf(big, sizeof big, "{\"v\":1,\"id\":\"g%d\",\"pad\":\"", i);
@@ -234,7 +250,7 @@ SKY_TEST(the_table_is_bounded_and_the_oldest_unanswered_go_with_a_counted_reason
 	SKY_EXPECT_EQ(sky_servefault_job(&g_f, "j3")->untracked, 1);
 	/* unanswered past the age limit: expired */
 	reset();
-	SKY_EXPECT_EQ(sky_servefault_follow(&g_f, "j3", 1, 1, 64, 0, 0), 0);
+	SKY_EXPECT_EQ(follow("j3", 1, 1, 64, 0, 0), 0);
 	req("j3", "sky-client-a", "old1", 1.0);
 	req("j3", "sky-client-a", "old2", 2.0);
 	req("j3", "sky-client-a", "new", 1.0 + SKY_SF_MAX_AGE_S);
@@ -248,9 +264,41 @@ SKY_TEST(the_table_is_bounded_and_the_oldest_unanswered_go_with_a_counted_reason
 	char job[16];
 	for (int i = 0; i < SKY_SF_MAX_JOBS; i++) {
 		snprintf(job, sizeof job, "s%d", i);
-		SKY_EXPECT_EQ(sky_servefault_follow(&g_f, job, 1, 2, 8, 0, 0), 0);
+		SKY_EXPECT_EQ(follow(job, 1, 2, 8, 0, 0), 0);
 	}
-	SKY_EXPECT_EQ(sky_servefault_follow(&g_f, "one-more", 1, 2, 8, 0, 0), SKY_ERANGE);
-	SKY_EXPECT_EQ(sky_servefault_follow(&g_f, "s0", 2, 2, 8, 1, 1.0), 0);
-	SKY_EXPECT_EQ(sky_servefault_follow(&g_f, "s1", 2, 0, 8, 1, 1.0), SKY_ERANGE);
+	SKY_EXPECT_EQ(follow("one-more", 1, 2, 8, 0, 0), SKY_ERANGE);
+	SKY_EXPECT_EQ(follow("s0", 2, 2, 8, 1, 1.0), 0);
+	SKY_EXPECT_EQ(follow("s1", 2, 0, 8, 1, 1.0), SKY_ERANGE);
+}
+
+SKY_TEST(ready_and_answers_count_only_from_the_plans_boards)
+{
+	reset();
+	double lost = -1;
+	int fin;
+	SKY_EXPECT_EQ(follow("j5", 1, 2, 64, 0, 0), 0);
+	SKY_EXPECT_EQ(req("j5", "sky-client-a", "r1", 1.0), 1);
+	SKY_EXPECT_EQ(follow("j5", 2, 2, 64, 1, 5.0), 0);
+	const char *ready = "{\"epoch\":2}";
+	/* stage 0's ready from another board: refused, the replay waits */
+	SKY_EXPECT_EQ(sky_servefault_on_ready(&g_f, "j5", 0, "b1", ready, strlen(ready)), SKY_EAUTH);
+	SKY_EXPECT_EQ(sky_servefault_on_ready(&g_f, "j5", 1, "x9", ready, strlen(ready)), SKY_EAUTH);
+	SKY_EXPECT_EQ(pump(6.0, &fin), 0);
+	/* an answer to the request from a board outside the job: refused, so
+	 * the request is still replayed */
+	const char *ans = "{\"v\":1,\"id\":\"r1\",\"ok\":true,\"job\":\"j5\",\"epoch\":2,"
+			  "\"logits\":[0.5,-1]}";
+	SKY_EXPECT_EQ(sky_servefault_on_resp(&g_f, "j5", "sky-client-a", "x9", ans, strlen(ans), 6.1,
+					     &lost),
+		      SKY_EAUTH);
+	SKY_EXPECT_EQ(sky_servefault_job(&g_f, "j5")->refused_sender, 3);
+	SKY_EXPECT_EQ(sky_servefault_job(&g_f, "j5")->answered, 0);
+	SKY_EXPECT_EQ(sky_servefault_on_ready(&g_f, "j5", 0, "b0", ready, strlen(ready)), 1);
+	SKY_EXPECT_EQ(sky_servefault_on_ready(&g_f, "j5", 1, "b1", ready, strlen(ready)), 1);
+	SKY_EXPECT_EQ(pump(6.2, &fin), 1);
+	SKY_EXPECT(strcmp(g_pub[0].topic, "sky/v1/job/j5/replay/b0/sky-client-a") == 0);
+	/* the planner's own refusal answers too */
+	SKY_EXPECT_EQ(sky_servefault_on_resp(&g_f, "j5", "sky-client-a", "sky-planner", ans,
+					     strlen(ans), 6.3, &lost),
+		      1);
 }

@@ -37,6 +37,7 @@ static svc *alice_runs_ja(const char *name)
 	SKY_EXPECT(b != NULL);
 	snprintf(b->job, sizeof b->job, "ja");
 	b->epoch = 5;
+	b->stage = 0; /* b1 holds stage 0 of ja's plan: its metrics are taken */
 	s->reg.n_jobs = 1;
 	snprintf(s->reg.jobs[0].job, sizeof s->reg.jobs[0].job, "ja");
 	s->reg.jobs[0].epoch = 5;
@@ -44,10 +45,12 @@ static svc *alice_runs_ja(const char *name)
 	return s;
 }
 
+/* b1's metrics as skyplan takes them: from a board of the job's plan
+ * (svc_authz), then relayed */
 static void metrics(svc *s, const char *job, const char *m)
 {
-	SKY_EXPECT_EQ(sky_jobstat_on_metrics(&s->jobs, job, m, strlen(m), 1.0), 0);
-	svc_relay_metrics(s, job, NULL, m, strlen(m));
+	SKY_EXPECT_EQ(svc_authz_on_metrics(s, job, "b1", (const unsigned char *)m, strlen(m)), 0);
+	svc_relay_metrics(s, job, "b1", m, strlen(m));
 }
 
 SKY_TEST(metrics_and_parts_go_to_the_owner_only)

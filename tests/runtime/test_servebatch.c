@@ -275,7 +275,9 @@ static void deliver(int from, int to)
 static int frames_to(int stage)
 {
 	char t[SKY_TOPIC_BUF];
-	sky_topic_stage(t, sizeof t, "j1", stage, 0);
+	char from[8];
+	snprintf(from, sizeof from, "b%d", stage); /* stage k-1's board: b<k> */
+	sky_topic_stage(t, sizeof t, "j1", stage, 0, from);
 	int n = 0;
 	for (int i = 0; i < g_nbus; i++)
 		n += strcmp(g_bus[i].topic, t) == 0;
@@ -304,7 +306,7 @@ SKY_TEST(the_first_stage_holds_a_part_full_batch_while_the_pipeline_is_full)
 	}
 	deliver(0, 3); /* the ready messages: the first stage opens */
 	char buf[512], topic[SKY_TOPIC_BUF];
-	sky_topic_job_to(topic, sizeof topic, "j1", SKY_TOPIC_REQ, "sky-client-t");
+	sky_topic_job_pair(topic, sizeof topic, "j1", SKY_TOPIC_REQ, "b1", "sky-client-t");
 	for (int r = 0; r < 7; r++) {
 		int32_t toks[3] = {5, 6, 7}, mask[3] = {1, 1, 1};
 		sky_infer_req q = {.n = 3, .tokens = toks, .mask = mask, .cap = 3};
@@ -334,7 +336,7 @@ SKY_TEST(the_first_stage_holds_a_part_full_batch_while_the_pipeline_is_full)
 	SKY_EXPECT_EQ(j0->batches, 3);
 	/* a report of another epoch does not count */
 	char other[SKY_TOPIC_BUF];
-	sky_topic_stage_leaf(other, sizeof other, "j1", 0, SKY_TOPIC_DONE);
+	sky_topic_stage_leaf(other, sizeof other, "j1", 0, SKY_TOPIC_DONE, "b3");
 	char rep[96];
 	int rn = snprintf(rep, sizeof rep, "{\"epoch\":4,\"batch\":%llu,\"n\":2}",
 			  (unsigned long long)j0->flight.batch[0]);

@@ -97,7 +97,7 @@ SKY_TEST(sealed_three_stage_job_answers_with_one_boards_logits)
 	static const int32_t toks[3][5] = {{1, 2, 3, 4, 5}, {9, 8}, {60, 0, 7, 7}};
 	static const int lens[3] = {5, 2, 4};
 	char buf[512], topic[SKY_TOPIC_BUF];
-	sky_topic_job_to(topic, sizeof topic, "j1", SKY_TOPIC_REQ, "sky-client-t");
+	sky_topic_job_pair(topic, sizeof topic, "j1", SKY_TOPIC_REQ, "b1", "sky-client-t");
 	for (int r = 0; r < 3; r++) {
 		int32_t mask[5] = {1, 1, 1, 1, 1};
 		sky_infer_req q = {.n = lens[r], .tokens = (int32_t *)toks[r], .mask = mask, .cap = 5};
@@ -106,7 +106,7 @@ SKY_TEST(sealed_three_stage_job_answers_with_one_boards_logits)
 		SKY_EXPECT(n > 0);
 		f_publish(NULL, topic, buf, (size_t)n, 1, 0);
 	}
-	sky_topic_job_to(topic, sizeof topic, "j1", SKY_TOPIC_REQ, "b9");
+	sky_topic_job_pair(topic, sizeof topic, "j1", SKY_TOPIC_REQ, "b1", "b9");
 	const char *x1 = "{\"v\":1,\"id\":\"x1\",\"tokens\":[1]}";
 	f_publish(NULL, topic, x1, strlen(x1), 1, 0);
 	for (int it = 0; it < 200 && g_nresp < 4; it++) {
@@ -157,8 +157,25 @@ SKY_TEST(sealed_three_stage_job_answers_with_one_boards_logits)
 	strcpy(h.job, "j1");
 	int n = sky_frame_pack(NULL, &h, payload, P, wire, sizeof wire, &d);
 	SKY_EXPECT(n > 0);
-	sky_topic_stage(topic, sizeof topic, "j1", 1, 0);
 	long auth = g_jobs[1].drops[SKY_DROP_AUTH];
+	/* from a board that is not stage 0's: refused by the topic's sender
+	 * level, before the frame is looked at */
+	static const char *const not_b1[] = {"b3", "b2", "x9"};
+	for (int i = 0; i < 3; i++) {
+		sky_topic_stage(topic, sizeof topic, "j1", 1, 0, not_b1[i]);
+		SKY_EXPECT_EQ(sky_servejob_on_msg(&g_jobs[1], topic, wire, (size_t)n), 1);
+	}
+	SKY_EXPECT_EQ(g_jobs[1].drops[SKY_TDROP_SENDER], 3);
+	SKY_EXPECT_EQ(g_jobs[1].drops[SKY_DROP_AUTH], auth);
+	/* a done report and a ready to the first stage from a board that may
+	 * not send them */
+	const char *rd = "{\"epoch\":3,\"batch\":1,\"n\":1}";
+	sky_topic_stage_leaf(topic, sizeof topic, "j1", 0, SKY_TOPIC_DONE, "b2");
+	SKY_EXPECT_EQ(sky_servejob_on_msg(&g_jobs[0], topic, (const unsigned char *)rd, strlen(rd)), 1);
+	sky_topic_stage_leaf(topic, sizeof topic, "j1", 2, SKY_TOPIC_READY, "b2");
+	SKY_EXPECT_EQ(sky_servejob_on_msg(&g_jobs[0], topic, (const unsigned char *)rd, strlen(rd)), 1);
+	SKY_EXPECT_EQ(g_jobs[0].drops[SKY_TDROP_SENDER], 2);
+	sky_topic_stage(topic, sizeof topic, "j1", 1, 0, "b1");
 	sky_servejob_on_msg(&g_jobs[1], topic, wire, (size_t)n);
 	SKY_EXPECT_EQ(g_jobs[1].drops[SKY_DROP_AUTH], auth + 1);
 	/* a sealed frame of a batch already seen: duplicate */
@@ -175,7 +192,7 @@ SKY_TEST(sealed_three_stage_job_answers_with_one_boards_logits)
 	 * any, and stage 1 has two slots: every request is still answered */
 	g_jobs[1].n_slots = 2;
 	g_nresp = 0;
-	sky_topic_job_to(topic, sizeof topic, "j1", SKY_TOPIC_REQ, "sky-client-t");
+	sky_topic_job_pair(topic, sizeof topic, "j1", SKY_TOPIC_REQ, "b1", "sky-client-t");
 	for (int r = 0; r < 10; r++) {
 		int32_t mask[5] = {1, 1, 1, 1, 1};
 		sky_infer_req bq = {.n = lens[r % 3], .tokens = (int32_t *)toks[r % 3], .mask = mask,
@@ -208,7 +225,7 @@ SKY_TEST(sealed_three_stage_job_answers_with_one_boards_logits)
 	SKY_EXPECT_EQ(sky_frame_key_init(&k2, key), 0);
 	n = sky_frame_pack(&k2, &h, payload, P, wire, sizeof wire, &d);
 	sky_frame_key_free(&k2);
-	sky_topic_stage(topic, sizeof topic, "j1", 1, 0);
+	sky_topic_stage(topic, sizeof topic, "j1", 1, 0, "b1");
 	sky_servejob_on_msg(&g_jobs[1], topic, wire, (size_t)n);
 	SKY_EXPECT_EQ(g_jobs[1].drops[SKY_DROP_EPOCH], ep + 1);
 
@@ -224,7 +241,7 @@ SKY_TEST(sealed_three_stage_job_answers_with_one_boards_logits)
 		sky_infer_req rq = {.n = lens[0], .tokens = (int32_t *)toks[0], .mask = mask, .cap = 5};
 		snprintf(rq.id, sizeof rq.id, "%s", rp[r][1]);
 		int rn = sky_infer_req_encode(&rq, buf, sizeof buf, &d);
-		sky_topic_job_to(topic, sizeof topic, "j1", rp[r][0], "sky-client-t");
+		sky_topic_job_pair(topic, sizeof topic, "j1", rp[r][0], "b1", "sky-client-t");
 		f_publish(NULL, topic, buf, (size_t)rn, 1, 0);
 	}
 	for (int it = 0; it < 50 && g_nresp < 2; it++) {

@@ -92,6 +92,7 @@ static sky_model_cfg tiny(int layers)
 	return c;
 }
 
+static const char *const g_boards3[3] = {"b1", "b2", "b3"};
 static int g_first[3] = {0, 2, 4}, g_last[3] = {1, 3, 5};
 
 /* A transport for stage 1 of 3 over a net that goes nowhere. */
@@ -105,7 +106,7 @@ static sky_transport *make_stage1(const unsigned char *key, void **mem)
 	sky_transport_cfg tc = {.job = "jt", .board = "b2", .epoch = 5, .stage = 1, .n_stages = 3,
 				.micro = 2, .batch = c.batch, .seq = c.seq, .hidden = c.hidden,
 				.fwd_slots = 2, .bwd_slots = 2, .first = g_first, .last = g_last,
-				.key = key, .stall_s = 0.2};
+				.key = key, .stall_s = 0.2, .boards = g_boards3};
 	sky_transport_net nt = {.ctx = &dummy, .publish = fake_publish, .poll = fake_poll};
 	sky_arena a;
 	sky_diag d;
@@ -147,7 +148,7 @@ static void drops_case(const unsigned char *key)
 	void *mem;
 	sky_transport *t = make_stage1(key, &mem);
 	sky_transport_begin_step(t, 0);
-	const char *topic = "sky/v1/job/jt/stage/1/fwd";
+	const char *topic = "sky/v1/job/jt/stage/1/fwd/b1";
 	static unsigned char buf[MEMNET_MSG_MAX];
 	unsigned char other[SKY_FRAME_KEY_BYTES] = {9};
 	size_t n;
@@ -184,6 +185,14 @@ static void drops_case(const unsigned char *key)
 	}
 	buf[0] = 'X';
 	DELIVER(n, SKY_DROP_FORMAT);
+	/* a good frame from a board that is not stage 0's: the sender level
+	 * refuses it before it is decoded */
+	n = frame(buf, sizeof buf, "jt", 5, 0, 0, 0, 1.0f, key);
+	topic = "sky/v1/job/jt/stage/1/fwd/b3";
+	DELIVER(n, SKY_TDROP_SENDER);
+	topic = "sky/v1/job/jt/stage/1/bwd/b1"; /* a backward one only from stage 2's */
+	DELIVER(n, SKY_TDROP_SENDER);
+	topic = "sky/v1/job/jt/stage/1/fwd/b1";
 	/* nothing bad reached the ring: the stage still waits, then the right
 	 * frame comes and is the one it gets */
 	const float *x = NULL;
@@ -308,13 +317,13 @@ SKY_TEST(transport_sites_frames_within_a_site_stay_plain_across_sites_are_addres
 	rec r = {0};
 	void *mem;
 	sky_transport *t = site_stage(1, sites, &r, &mem);
-	SKY_EXPECT_MSG(strcmp(t->topic_bwd_out, "sky/v1/job/jt/stage/0/bwd") == 0, "%s", t->topic_bwd_out);
-	SKY_EXPECT_MSG(strcmp(t->topic_fwd_out, "sky/v1/site/B/job/jt/stage/2/fwd") == 0, "%s", t->topic_fwd_out);
+	SKY_EXPECT_MSG(strcmp(t->topic_bwd_out, "sky/v1/job/jt/stage/0/bwd/b") == 0, "%s", t->topic_bwd_out);
+	SKY_EXPECT_MSG(strcmp(t->topic_fwd_out, "sky/v1/site/B/job/jt/stage/2/fwd/b") == 0, "%s", t->topic_fwd_out);
 	/* ready goes to our site plainly and to B addressed; never to A addressed */
 	SKY_EXPECT(sky_transport_start(t, 0.05, NULL) == SKY_ETIMEOUT);
 	SKY_EXPECT_EQ(r.n, 2);
-	SKY_EXPECT(has(r.topic, r.n, "sky/v1/job/jt/stage/1/ready"));
-	SKY_EXPECT(has(r.topic, r.n, "sky/v1/site/B/job/jt/stage/1/ready"));
+	SKY_EXPECT(has(r.topic, r.n, "sky/v1/job/jt/stage/1/ready/b"));
+	SKY_EXPECT(has(r.topic, r.n, "sky/v1/site/B/job/jt/stage/1/ready/b"));
 	/* a site's stage subscribes to the plain topics only (its bridge
 	 * delivers what is addressed to it there) */
 	char topics[8][SKY_TOPIC_BUF];
@@ -325,7 +334,7 @@ SKY_TEST(transport_sites_frames_within_a_site_stay_plain_across_sites_are_addres
 	/* stage 2 on B: both its neighbours' messages cross */
 	memset(&r, 0, sizeof r);
 	t = site_stage(2, sites, &r, &mem);
-	SKY_EXPECT_MSG(strcmp(t->topic_bwd_out, "sky/v1/site/A/job/jt/stage/1/bwd") == 0, "%s", t->topic_bwd_out);
+	SKY_EXPECT_MSG(strcmp(t->topic_bwd_out, "sky/v1/site/A/job/jt/stage/1/bwd/b") == 0, "%s", t->topic_bwd_out);
 	sky_transport_free(t);
 	free(mem);
 }
@@ -337,12 +346,12 @@ SKY_TEST(transport_sites_the_core_site_reads_what_is_addressed_to_core)
 	rec r = {0};
 	void *mem;
 	sky_transport *t = site_stage(2, sites, &r, &mem);
-	SKY_EXPECT_MSG(strcmp(t->topic_bwd_out, "sky/v1/site/A/job/jt/stage/1/bwd") == 0, "%s", t->topic_bwd_out);
+	SKY_EXPECT_MSG(strcmp(t->topic_bwd_out, "sky/v1/site/A/job/jt/stage/1/bwd/b") == 0, "%s", t->topic_bwd_out);
 	char topics[8][SKY_TOPIC_BUF];
 	int n = sky_transport_topics(t, topics, 8);
-	SKY_EXPECT(has(topics, n, "sky/v1/job/jt/stage/2/fwd"));
-	SKY_EXPECT(has(topics, n, "sky/v1/site/core/job/jt/stage/2/fwd"));
-	SKY_EXPECT(has(topics, n, "sky/v1/site/core/job/jt/stage/+/ready"));
+	SKY_EXPECT(has(topics, n, "sky/v1/job/jt/stage/2/fwd/+"));
+	SKY_EXPECT(has(topics, n, "sky/v1/site/core/job/jt/stage/2/fwd/+"));
+	SKY_EXPECT(has(topics, n, "sky/v1/site/core/job/jt/stage/+/ready/+"));
 	/* a ready addressed to the core counts; one addressed to A is not ours */
 	SKY_EXPECT(sky_transport_start(t, 0.05, NULL) == SKY_ETIMEOUT);
 	unsigned char buf[256];
@@ -352,10 +361,10 @@ SKY_TEST(transport_sites_the_core_site_reads_what_is_addressed_to_core)
 	int32_t v = 1;
 	int len = sky_frame_pack(NULL, &h, &v, sizeof v, buf, sizeof buf, NULL);
 	SKY_EXPECT(len > 0);
-	SKY_EXPECT_EQ(sky_transport_on_msg(t, "sky/v1/site/A/job/jt/stage/1/ready", buf, (size_t)len),
+	SKY_EXPECT_EQ(sky_transport_on_msg(t, "sky/v1/site/A/job/jt/stage/1/ready/b", buf, (size_t)len),
 		      0);
 	SKY_EXPECT_EQ(t->ready[1], 0);
-	SKY_EXPECT_EQ(sky_transport_on_msg(t, "sky/v1/site/core/job/jt/stage/1/ready", buf,
+	SKY_EXPECT_EQ(sky_transport_on_msg(t, "sky/v1/site/core/job/jt/stage/1/ready/b", buf,
 					   (size_t)len),
 		      1);
 	SKY_EXPECT_EQ(t->ready[1], 1);

@@ -11,12 +11,12 @@ SKY_TEST(topics_fall_into_their_classes)
 {
 	SKY_EXPECT_EQ(sky_mqtt_class_of("sky/v1/board/b1/caps"), SKY_MQTT_CLASS_CONTROL);
 	SKY_EXPECT_EQ(sky_mqtt_class_of("sky/v1/job/j/plan"), SKY_MQTT_CLASS_CONTROL);
-	SKY_EXPECT_EQ(sky_mqtt_class_of("sky/v1/job/j/stage/1/ready"), SKY_MQTT_CLASS_CONTROL);
-	SKY_EXPECT_EQ(sky_mqtt_class_of("sky/v1/job/j/stage/1/norm"), SKY_MQTT_CLASS_CONTROL);
-	SKY_EXPECT_EQ(sky_mqtt_class_of("sky/v1/job/j/stage/0/done"), SKY_MQTT_CLASS_CONTROL);
+	SKY_EXPECT_EQ(sky_mqtt_class_of("sky/v1/job/j/stage/1/ready/b1"), SKY_MQTT_CLASS_CONTROL);
+	SKY_EXPECT_EQ(sky_mqtt_class_of("sky/v1/job/j/stage/1/norm/b1"), SKY_MQTT_CLASS_CONTROL);
+	SKY_EXPECT_EQ(sky_mqtt_class_of("sky/v1/job/j/stage/0/done/b1"), SKY_MQTT_CLASS_CONTROL);
 	SKY_EXPECT_EQ(sky_mqtt_class_of("sky/v1/enroll/n1/csr"), SKY_MQTT_CLASS_CONTROL);
-	SKY_EXPECT_EQ(sky_mqtt_class_of("sky/v1/job/j/stage/1/fwd"), SKY_MQTT_CLASS_FRAME);
-	SKY_EXPECT_EQ(sky_mqtt_class_of("sky/v1/job/j/stage/1/bwd"), SKY_MQTT_CLASS_FRAME);
+	SKY_EXPECT_EQ(sky_mqtt_class_of("sky/v1/job/j/stage/1/fwd/b1"), SKY_MQTT_CLASS_FRAME);
+	SKY_EXPECT_EQ(sky_mqtt_class_of("sky/v1/job/j/stage/1/bwd/b1"), SKY_MQTT_CLASS_FRAME);
 	SKY_EXPECT_EQ(sky_mqtt_class_of("sky/v1/job/j/ckpt/b1"), SKY_MQTT_CLASS_BULK);
 	SKY_EXPECT_EQ(sky_mqtt_class_of("sky/v1/job/j/part/b1"), SKY_MQTT_CLASS_BULK);
 	SKY_EXPECT_EQ(sky_mqtt_class_of("nothing/we/know"), SKY_MQTT_CLASS_CONTROL);
@@ -29,10 +29,10 @@ SKY_TEST(topics_fall_into_their_classes)
  * and the heartbeat after them were dropped. */
 SKY_TEST(junk_frames_and_parts_do_not_drop_control_messages)
 {
-	static const char *const junk[] = {"sky/v1/job/j/stage/1/fwd", "sky/v1/job/j/stage/1/bwd",
+	static const char *const junk[] = {"sky/v1/job/j/stage/1/fwd/b1", "sky/v1/job/j/stage/1/bwd/b1",
 					   "sky/v1/job/j/part/b9", "sky/v1/job/j/ckpt/b9"};
-	static const char *const ctl[] = {"sky/v1/job/j/plan", "sky/v1/job/j/stage/2/ready",
-					  "sky/v1/board/b1/heartbeat", "sky/v1/job/j/stage/0/done"};
+	static const char *const ctl[] = {"sky/v1/job/j/plan", "sky/v1/job/j/stage/2/ready/b1",
+					  "sky/v1/board/b1/heartbeat", "sky/v1/job/j/stage/0/done/b1"};
 	sky_mqtt_pool p;
 	memset(&p, 0, sizeof p);
 	size_t big = SKY_FRAME_MAX_PAYLOAD_DEFAULT;

@@ -30,8 +30,11 @@ SKY_TEST(builders_and_parser_agree)
 	SKY_EXPECT(!strcmp(seg, "b07") && !strcmp(leaf, "status"));
 	SKY_EXPECT_EQ(sky_topic_job(t, sizeof t, "j1", SKY_TOPIC_PLAN), 0);
 	SKY_EXPECT(strcmp(t, "sky/v1/job/j1/plan") == 0);
-	SKY_EXPECT_EQ(sky_topic_stage(t, sizeof t, "j1", 3, 1), 0);
-	SKY_EXPECT(strcmp(t, "sky/v1/job/j1/stage/3/bwd") == 0);
+	SKY_EXPECT_EQ(sky_topic_stage(t, sizeof t, "j1", 3, 1, "b4"), 0);
+	SKY_EXPECT(strcmp(t, "sky/v1/job/j1/stage/3/bwd/b4") == 0);
+	SKY_EXPECT_EQ(sky_topic_stage(t, sizeof t, "j1", 3, 0, NULL), 0);
+	SKY_EXPECT(strcmp(t, "sky/v1/job/j1/stage/3/fwd/+") == 0);
+	SKY_EXPECT_EQ(sky_topic_stage(t, sizeof t, "j1", 3, 0, "a+b"), SKY_EINVAL);
 	/* an enrollment nonce is the claim connection's client id */
 	SKY_EXPECT_EQ(sky_topic_enroll(t, sizeof t, "sky:00ff", SKY_TOPIC_CSR), 0);
 	SKY_EXPECT(strcmp(t, "sky/v1/enroll/sky:00ff/csr") == 0);
@@ -47,7 +50,7 @@ SKY_TEST(builders_and_parser_agree)
 	SKY_EXPECT_EQ(sky_topic_board(t, sizeof t, "b/#", SKY_TOPIC_CAPS), SKY_EINVAL);
 	volatile size_t small = 10; /* hidden from the compiler, which would warn */
 	SKY_EXPECT_EQ(sky_topic_board(t, small, "b07", SKY_TOPIC_CAPS), SKY_ERANGE);
-	SKY_EXPECT_EQ(sky_topic_stage(t, sizeof t, "j1", -1, 0), SKY_EINVAL);
+	SKY_EXPECT_EQ(sky_topic_stage(t, sizeof t, "j1", -1, 0, "b1"), SKY_EINVAL);
 }
 
 SKY_TEST(parser_refuses_other_shapes)
@@ -78,15 +81,23 @@ SKY_TEST(each_topic_class_has_its_own_size_limit)
 	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/board/b1/plan-ack"), SKY_PLAN_ACK_MAX_BYTES);
 	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/job/j1/plan"), SKY_PLAN_MAX_BYTES);
 	/* the data plane's own topics: a class each, or their messages would be dropped */
-	SKY_EXPECT(sky_topic_max_bytes("sky/v1/job/j1/stage/2/ready") > 0);
-	SKY_EXPECT(sky_topic_max_bytes("sky/v1/job/j1/stage/0/norm") > SKY_FRAME_HEADER_BYTES);
+	SKY_EXPECT(sky_topic_max_bytes("sky/v1/job/j1/stage/2/ready/b1") > 0);
+	SKY_EXPECT(sky_topic_max_bytes("sky/v1/job/j1/stage/0/norm/b1") > SKY_FRAME_HEADER_BYTES);
+	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/job/j1/metrics/b1"), SKY_METRICS_MAX_BYTES);
+	/* the old forms without the sender level have no class any more */
+	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/job/j1/stage/2/ready"), 0);
+	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/job/j1/metrics"), 0);
 	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/job/j1/part/b07"), SKY_MQTT_MAX_PACKET);
 	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/job/j1/parts"), 0);
 	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/enroll/n1/csr"), SKY_ENROLL_REQ_MAX_BYTES);
 	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/jobs/sky-operator/submit"), SKY_JOB_MAX_BYTES);
 	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/jobs/sky-operator/reply"), SKY_JOB_REPLY_MAX_BYTES);
 	/* only frames may be large */
-	SKY_EXPECT(sky_topic_max_bytes("sky/v1/job/j1/stage/3/fwd") > SKY_FRAME_MAX_PAYLOAD_DEFAULT);
+	SKY_EXPECT(sky_topic_max_bytes("sky/v1/job/j1/stage/3/fwd/b2") > SKY_FRAME_MAX_PAYLOAD_DEFAULT);
+	SKY_EXPECT(sky_topic_max_bytes("sky/v1/site/s1/job/j1/stage/3/fwd/b2") >
+		   SKY_FRAME_MAX_PAYLOAD_DEFAULT);
+	/* a sender named like a leaf changes nothing: the form decides */
+	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/job/j1/stage/0/done/fwd"), SKY_SERVE_DONE_MAX_BYTES);
 	SKY_EXPECT(sky_topic_max_bytes("sky/v1/board/b1/caps") < (64u << 10));
 	/* nothing of ours: nothing allowed */
 	SKY_EXPECT_EQ(sky_topic_max_bytes("other/b1/caps"), 0);
@@ -117,12 +128,56 @@ SKY_TEST(serving_topics_build_parse_and_size)
 						      sizeof job, who, sizeof who) != 0,
 			       "accepted %s", bad[i]);
 	/* size classes: the level decides even when the CN looks like a leaf */
-	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/job/j1/req/sky-client-a"), SKY_INFER_REQ_CLASS_BYTES);
-	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/job/j1/req/plan"), SKY_INFER_REQ_CLASS_BYTES);
-	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/job/j1/resp/sky-client-a"), SKY_INFER_RESP_MAX_BYTES);
+	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/job/j1/req/b1/sky-client-a"),
+		      SKY_INFER_REQ_CLASS_BYTES);
+	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/job/j1/req/b1/plan"), SKY_INFER_REQ_CLASS_BYTES);
+	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/job/j1/resp/sky-client-a/b3"),
+		      SKY_INFER_RESP_MAX_BYTES);
+	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/job/j1/replay/b1/sky-client-a"),
+		      SKY_INFER_REQ_CLASS_BYTES);
+	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/job/j1/resp/sky-client-a"), 0);
 	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/job/j1/slice/b01"), SKY_MQTT_MAX_PACKET);
 	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/board/b01/slice-req"), SKY_SLICE_REQ_MAX_BYTES);
-	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/job/j1/stage/0/done"), SKY_SERVE_DONE_MAX_BYTES);
+	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/job/j1/stage/0/done/b3"), SKY_SERVE_DONE_MAX_BYTES);
 	SKY_EXPECT_EQ(sky_topic_max_bytes("sky/v1/jobs/sky-operator/weights"), SKY_MQTT_MAX_PACKET);
 	SKY_EXPECT(SKY_INFER_REQ_CLASS_BYTES > SKY_INFER_REQ_MAX_BYTES);
+}
+
+SKY_TEST(identity_levels_build_and_parse)
+{
+	char t[SKY_TOPIC_BUF], job[SKY_TOPIC_SEGMENT_MAX + 1], a[SKY_TOPIC_SEGMENT_MAX + 1],
+		b[SKY_TOPIC_SEGMENT_MAX + 1];
+	SKY_EXPECT_EQ(sky_topic_job_pair(t, sizeof t, "j1", SKY_TOPIC_REQ, "b1", "sky-client-x"), 0);
+	SKY_EXPECT(strcmp(t, "sky/v1/job/j1/req/b1/sky-client-x") == 0);
+	SKY_EXPECT_EQ(sky_topic_parse_job_pair(t, strlen(t), SKY_TOPIC_REQ, job, sizeof job, a,
+					       sizeof a, b, sizeof b),
+		      0);
+	SKY_EXPECT(!strcmp(job, "j1") && !strcmp(a, "b1") && !strcmp(b, "sky-client-x"));
+	SKY_EXPECT_EQ(sky_topic_job_pair(t, sizeof t, "j1", SKY_TOPIC_RESP, "sky-client-x", NULL), 0);
+	SKY_EXPECT(strcmp(t, "sky/v1/job/j1/resp/sky-client-x/+") == 0);
+	SKY_EXPECT(sky_topic_parse_job_pair(t, strlen(t), SKY_TOPIC_RESP, job, sizeof job, a,
+					    sizeof a, b, sizeof b) != 0);
+	const char *bad[] = {"sky/v1/job/j1/req/b1", "sky/v1/job/j1/req/b1/c/d", "sky/v1/job/j1/req//c",
+			     "sky/v1/job/j1/resp/b1/c", "sky/v1/job/j+/req/b1/c", NULL};
+	for (int i = 0; bad[i]; i++)
+		SKY_EXPECT_MSG(sky_topic_parse_job_pair(bad[i], strlen(bad[i]), SKY_TOPIC_REQ, job,
+							sizeof job, a, sizeof a, b, sizeof b) != 0,
+			       "accepted %s", bad[i]);
+	sky_topic_stage_msg m;
+	SKY_EXPECT_EQ(sky_topic_site_stage(t, sizeof t, "s1", "j1", 4, SKY_TOPIC_NORM, "b9"), 0);
+	SKY_EXPECT(strcmp(t, "sky/v1/site/s1/job/j1/stage/4/norm/b9") == 0);
+	SKY_EXPECT_EQ(sky_topic_parse_stage(t, strlen(t), &m), 0);
+	SKY_EXPECT(!strcmp(m.site, "s1") && !strcmp(m.job, "j1") && m.stage == 4 &&
+		   !strcmp(m.leaf, "norm") && !strcmp(m.sender, "b9"));
+	SKY_EXPECT_EQ(sky_topic_stage_leaf(t, sizeof t, "j1", 0, SKY_TOPIC_DONE, "b3"), 0);
+	SKY_EXPECT_EQ(sky_topic_parse_stage(t, strlen(t), &m), 0);
+	SKY_EXPECT(!m.site[0] && m.stage == 0 && !strcmp(m.leaf, "done") && !strcmp(m.sender, "b3"));
+	const char *bads[] = {"sky/v1/job/j1/stage/1/fwd", "sky/v1/job/j1/stage/01/fwd/b1",
+			      "sky/v1/job/j1/stage/65536/fwd/b1", "sky/v1/job/j1/stage/-1/fwd/b1",
+			      "sky/v1/job/j1/stage/1/fwd/+", "sky/v1/job/j1/stage/1/fwd/b1/x",
+			      "sky/v1/site/s1/job/j1/stage/1/fwd", "sky/v1/job/j1/stages/1/fwd/b1",
+			      NULL};
+	for (int i = 0; bads[i]; i++)
+		SKY_EXPECT_MSG(sky_topic_parse_stage(bads[i], strlen(bads[i]), &m) != 0, "accepted %s",
+			       bads[i]);
 }

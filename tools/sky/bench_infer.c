@@ -146,7 +146,8 @@ static void on_observe(void *ctx, const char *topic, size_t tl, const unsigned c
 	}
 	if (!v->measuring)
 		return;
-	if (strcmp(topic, v->done_topic) == 0) {
+	sky_topic_stage_msg sm;
+	if (sky_topic_parse_stage(topic, tl, &sm) == 0 && strcmp(sm.leaf, SKY_TOPIC_DONE) == 0) {
 		/* {"epoch":E,"batch":N,"n":R}: a batch of R requests answered */
 		int64_t n = 0, ep = 0;
 		cJSON *doc = len <= SKY_SERVE_DONE_MAX_BYTES ? sky_json_parse((const char *)p, len, NULL)
@@ -377,8 +378,10 @@ static int drive_run(int argc, char **argv)
 	if (sky_ic_resolve(pki, NULL, NULL, NULL, &files, &d) != 0 ||
 	    sky_sign_load_cert(&v->planner, pcrt, &d) != 0 ||
 	    sky_topic_job(v->plan_topic, sizeof v->plan_topic, job, SKY_TOPIC_PLAN) != 0 ||
-	    sky_topic_stage_leaf(v->fwd_filter, sizeof v->fwd_filter, job, -1, SKY_TOPIC_FWD) != 0 ||
-	    sky_topic_stage_leaf(v->done_topic, sizeof v->done_topic, job, 0, SKY_TOPIC_DONE) != 0) {
+	    sky_topic_stage_leaf(v->fwd_filter, sizeof v->fwd_filter, job, -1, SKY_TOPIC_FWD, NULL) !=
+		    0 ||
+	    sky_topic_stage_leaf(v->done_topic, sizeof v->done_topic, job, 0, SKY_TOPIC_DONE, NULL) !=
+		    0) {
 		fprintf(stderr, "sky bench infer: %s\n", d.msg[0] ? d.msg : "bad job name");
 		goto exit;
 	}

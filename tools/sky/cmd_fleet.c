@@ -97,6 +97,18 @@ static void jobs(const char *fleet_path, int json)
 			       k ? drops : " none",
 			       stall[0] && strcmp(stall, "-") ? "; " : "", stall[0] && strcmp(stall, "-") ? stall : "");
 		}
+		{
+			/* messages on the job's topics the planner refused, by reason */
+			char refused[400] = "";
+			size_t k = 0;
+			const cJSON *r;
+			cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(j, "refused"))
+				if (cJSON_IsNumber(r) && k < sizeof refused - 40)
+					k += (size_t)snprintf(refused + k, sizeof refused - k, " %s %.0f",
+							      r->string, r->valuedouble);
+			if (k)
+				printf("  refused:%s\n", refused);
+		}
 		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "paused")))
 			printf("  paused: the boards left cannot hold the model; waiting for a board\n");
 		cJSON_ArrayForEach(st, cJSON_GetObjectItemCaseSensitive(j, "replans"))

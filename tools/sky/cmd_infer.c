@@ -341,6 +341,10 @@ int sky_cmd_infer(int argc, char **argv)
 		}
 		sky_ic_poll(c, 50);
 	}
+	if (sky_ic_refused(c) > 0) /* from a sender the plan does not allow */
+		fprintf(stderr, "sky infer: %ld response(s) from a sender the job's plan does not "
+				"allow dropped\n",
+			sky_ic_refused(c));
 	if (sky_ic_dups(c) > 0) /* a re-planned job answered a replayed request twice */
 		fprintf(stderr, "sky infer: %ld duplicate response(s) dropped\n", sky_ic_dups(c));
 	int refused = 0, missing = 0;

@@ -1,8 +1,10 @@
 /* A client of a serving job; see infer_client.h. */
 #include "infer_client.h"
 
+#include "sky_clock.h"
 #include "sky_file.h"
 #include "sky_mqtt.h"
+#include "sky_planmsg.h"
 #include "sky_pki_layout.h"
 #include "sky_sign.h"
 #include "sky_topics.h"
@@ -15,10 +17,20 @@ struct sky_ic {
 	sky_mqtt *m;
 	char cn[SKY_TOPIC_SEGMENT_MAX + 1];
 	char job[SKY_TOPIC_SEGMENT_MAX + 1];
-	char req_topic[SKY_TOPIC_BUF], resp_topic[SKY_TOPIC_BUF];
+	char req_topic[SKY_TOPIC_BUF], resp_filter[SKY_TOPIC_BUF], plan_topic[SKY_TOPIC_BUF];
 	sky_ic_resp_fn fn;
 	void *ctx;
-	long bad;
+	long bad, refused;
+	/* the route, from the job's signed plan: requests to its first stage's
+	 * board, logits only from its last stage's, errors from the first or
+	 * the planner. The previous plan's boards are still heard (answers
+	 * in flight at a re-plan); with no plan, requests go to the planner. */
+	mbedtls_x509_crt planner;
+	int have_plan;
+	int64_t epoch;
+	char first[2][SKY_TOPIC_SEGMENT_MAX + 1], last[2][SKY_TOPIC_SEGMENT_MAX + 1];
+	char payload[SKY_SIGN_MAX_PAYLOAD + 1];
+	sky_planmsg plan;
 	/* ids answered (a ring of their hashes): a second answer to one is
 	 * dropped, so the caller sees each request answered once */
 	uint64_t seen[SKY_IC_SEEN];
@@ -65,11 +77,24 @@ int sky_ic_resolve(const char *pki, const char *ca, const char *cert, const char
 	}
 	if (rc)
 		return rc;
-	const char *files[] = {out->ca, out->cert, out->key};
-	for (int i = 0; i < 3; i++)
+	/* the planner's certificate, which signs the plans: beside the CA */
+	char dir[SKY_IC_PATH_MAX];
+	snprintf(dir, sizeof dir, "%s", out->ca);
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*slash = '\0';
+	rc = slash ? put(out->planner, dir, "planner.crt", d) : put(out->planner, "planner.crt", NULL, d);
+	if (rc)
+		return rc;
+	const char *files[] = {out->ca, out->cert, out->key, out->planner};
+	for (int i = 0; i < 4; i++)
 		if (!sky_file_exists(files[i]))
 			return sky_diag_set(d, SKY_ENOTFOUND, "%s: not there (%s)", files[i],
-					    i == 0 ? "the fleet CA; --ca" : i == 1 ? "--cert" : "--key");
+					    i == 0   ? "the fleet CA; --ca"
+					    : i == 1 ? "--cert"
+					    : i == 2 ? "--key"
+						     : "the planner's certificate, beside the CA: "
+						       "`sky pki client NAME` puts it in the bundle");
 	return 0;
 }
 
@@ -82,14 +107,70 @@ static uint64_t id_key(const char *id)
 	return h;
 }
 
+/* A plan of the job: verified with the planner's certificate, the newest
+ * epoch sets the route. */
+static void on_plan(sky_ic *c, const unsigned char *p, size_t len)
+{
+	size_t plen = 0;
+	if (len == 0 ||
+	    sky_verify_envelope(&c->planner, (const char *)p, len, c->payload, sizeof c->payload - 1,
+				&plen, NULL) != 0 ||
+	    sky_planmsg_decode(c->payload, plen, &c->plan, NULL) != 0 ||
+	    strcmp(c->plan.job, c->job) != 0 || (c->have_plan && c->plan.epoch <= c->epoch))
+		return;
+	memcpy(c->first[1], c->first[0], sizeof c->first[0]);
+	memcpy(c->last[1], c->last[0], sizeof c->last[0]);
+	c->epoch = c->plan.epoch;
+	c->have_plan = 1;
+	if (c->plan.infer.on) {
+		snprintf(c->first[0], sizeof c->first[0], "%s", c->plan.stages[0].board);
+		snprintf(c->last[0], sizeof c->last[0], "%s",
+			 c->plan.stages[c->plan.n_stages - 1].board);
+	} else {
+		/* not a serving plan: the planner answers why */
+		snprintf(c->first[0], sizeof c->first[0], "%s", SKY_TOPIC_PLANNER_CN);
+		c->last[0][0] = '\0';
+	}
+	sky_topic_job_pair(c->req_topic, sizeof c->req_topic, c->job, SKY_TOPIC_REQ, c->first[0],
+			   c->cn);
+}
+
+/* 1 if sender may send this answer: logits only the last stage's board,
+ * an error the first stage's board or the planner. */
+static int sender_ok(const sky_ic *c, const char *sender, int ok)
+{
+	for (int i = 0; i < 2; i++) {
+		if (ok && c->last[i][0] && !strcmp(sender, c->last[i]))
+			return 1;
+		if (!ok && c->first[i][0] && !strcmp(sender, c->first[i]))
+			return 1;
+	}
+	return !ok && !strcmp(sender, SKY_TOPIC_PLANNER_CN);
+}
+
 static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char *p, size_t len,
 		   int retained)
 {
 	sky_ic *c = ctx;
-	if (strlen(topic) != tl || strcmp(topic, c->resp_topic) != 0)
+	char job[SKY_TOPIC_SEGMENT_MAX + 1], to[SKY_TOPIC_SEGMENT_MAX + 1],
+		sender[SKY_TOPIC_SEGMENT_MAX + 1];
+	if (strlen(topic) != tl)
+		return;
+	if (!strcmp(topic, c->plan_topic)) {
+		on_plan(c, p, len);
+		return;
+	}
+	/* sky/v1/job/<job>/resp/<our CN>/<sender> */
+	if (sky_topic_parse_job_pair(topic, tl, SKY_TOPIC_RESP, job, sizeof job, to, sizeof to,
+				     sender, sizeof sender) != 0 ||
+	    strcmp(job, c->job) != 0 || strcmp(to, c->cn) != 0)
 		return;
 	if (sky_infer_resp_decode((const char *)p, len, &c->resp, NULL) != 0) {
 		c->bad++;
+		return;
+	}
+	if (!sender_ok(c, sender, c->resp.ok)) {
+		c->refused++;
 		return;
 	}
 	if (c->resp.id[0]) {
@@ -118,6 +199,9 @@ int sky_ic_open(sky_ic **out, const char *broker, const sky_ic_files *f, const c
 	int rc = c ? 0 : sky_diag_set(d, SKY_ENOMEM, "out of memory");
 	if (rc)
 		goto exit;
+	mbedtls_x509_crt_init(&c->planner);
+	if ((rc = sky_sign_load_cert(&c->planner, f->planner, d)) != 0)
+		goto exit;
 	c->fn = fn;
 	c->ctx = ctx;
 	snprintf(c->job, sizeof c->job, "%s", job ? job : "");
@@ -130,8 +214,11 @@ int sky_ic_open(sky_ic **out, const char *broker, const sky_ic_files *f, const c
 		goto exit;
 	if (sky_sign_cert_cn(&me, c->cn, sizeof c->cn) != 0 ||
 	    strncmp(c->cn, SKY_TOPIC_CLIENT_PREFIX, strlen(SKY_TOPIC_CLIENT_PREFIX)) != 0 ||
-	    sky_topic_job_to(c->req_topic, sizeof c->req_topic, c->job, SKY_TOPIC_REQ, c->cn) ||
-	    sky_topic_job_to(c->resp_topic, sizeof c->resp_topic, c->job, SKY_TOPIC_RESP, c->cn)) {
+	    sky_topic_job_pair(c->req_topic, sizeof c->req_topic, c->job, SKY_TOPIC_REQ,
+			       SKY_TOPIC_PLANNER_CN, c->cn) ||
+	    sky_topic_job_pair(c->resp_filter, sizeof c->resp_filter, c->job, SKY_TOPIC_RESP, c->cn,
+			       NULL) ||
+	    sky_topic_job(c->plan_topic, sizeof c->plan_topic, c->job, SKY_TOPIC_PLAN)) {
 		rc = sky_diag_set(d, SKY_EAUTH,
 				  "%s: not a client identity (its CN must start with %s: `sky pki "
 				  "client NAME` issues one)",
@@ -154,7 +241,13 @@ int sky_ic_open(sky_ic **out, const char *broker, const sky_ic_files *f, const c
 			    .on_msg = on_msg, .ctx = c};
 	if ((rc = sky_mqtt_connect(&c->m, &mo, d)) != 0)
 		goto exit;
-	rc = sky_mqtt_subscribe(c->m, c->resp_topic, 1, 10000, d);
+	if ((rc = sky_mqtt_subscribe(c->m, c->resp_filter, 1, 10000, d)) != 0 ||
+	    (rc = sky_mqtt_subscribe(c->m, c->plan_topic, 1, 10000, d)) != 0)
+		goto exit;
+	/* the plan is retained: it follows the subscription at once if the
+	 * job has one */
+	for (double t0 = sky_clock_s(); !c->have_plan && sky_clock_s() - t0 < 2.0;)
+		sky_mqtt_poll(c->m, 50);
 exit:
 	mbedtls_x509_crt_free(&me);
 	if (rc)
@@ -183,6 +276,8 @@ long sky_ic_bad(const sky_ic *c) { return c->bad; }
 
 long sky_ic_dups(const sky_ic *c) { return c->dups; }
 
+long sky_ic_refused(const sky_ic *c) { return c->refused; }
+
 void sky_ic_close(sky_ic *c)
 {
 	if (!c)
@@ -190,6 +285,7 @@ void sky_ic_close(sky_ic *c)
 	if (c->m)
 		sky_mqtt_flush(c->m, 1000);
 	sky_mqtt_close(c->m, 1000);
+	mbedtls_x509_crt_free(&c->planner);
 	free(c);
 }
 

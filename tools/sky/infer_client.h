@@ -6,9 +6,14 @@
  * client.crt and client.key). It connects to the tools listener beside the
  * fleet's (the broker's port + 1, sky_mqtt_claim_broker) with a random
  * "sky:" client id, so one identity may run several clients at once; the
- * ACL there lets it publish only on sky/v1/job/<job>/req/<its CN> and read
- * only sky/v1/job/<job>/resp/<its CN> (planner/broker_conf.c). Responses
- * arrive on the caller's thread, from sky_ic_poll. */
+ * ACL there lets it publish only on sky/v1/job/<job>/req/<board>/<its CN>
+ * and read only sky/v1/job/<job>/resp/<its CN>/<sender> and the jobs'
+ * plans (planner/broker_conf.c). It verifies the job's signed plan with
+ * planner.crt (in the bundle) to learn the route: requests go to the
+ * first stage's board (to the planner while there is no plan), logits are
+ * taken only from the last stage's board, errors from the first stage's
+ * or the planner; anything else is dropped and counted. Responses arrive
+ * on the caller's thread, from sky_ic_poll. */
 #ifndef SKY_INFER_CLIENT_H
 #define SKY_INFER_CLIENT_H
 
@@ -25,6 +30,7 @@
  * else ca.crt beside the certificate. */
 typedef struct sky_ic_files {
 	char ca[SKY_IC_PATH_MAX], cert[SKY_IC_PATH_MAX], key[SKY_IC_PATH_MAX];
+	char planner[SKY_IC_PATH_MAX]; /* planner.crt beside the CA: verifies the job's plan */
 } sky_ic_files;
 
 /* Resolves the files as above (any argument may be NULL). Returns 0, or
@@ -63,6 +69,10 @@ int sky_ic_connected(sky_ic *c);
 long sky_ic_bad(const sky_ic *c);
 /* Second responses to an answered id, dropped. */
 long sky_ic_dups(const sky_ic *c);
+/* Responses from a sender the job's plan does not allow, dropped: logits
+ * from anyone but the last stage's board, errors from anyone but the first
+ * stage's board or the planner. */
+long sky_ic_refused(const sky_ic *c);
 /* Disconnects (waiting up to 1 s for queued requests) and frees. NULL-safe. */
 void sky_ic_close(sky_ic *c);
 
