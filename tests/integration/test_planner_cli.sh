@@ -56,6 +56,11 @@ fi
 "$SKY" sim --paper --json --no-replicas >"$tmp/norep.json" 2>"$tmp/err"
 if cmp -s "$tmp/rows.json" "$tmp/norep.json"; then pass sim_no_replicas_as_before
 else fail sim_no_replicas_as_before "$(diff "$tmp/rows.json" "$tmp/norep.json" | head -5)"; fi
+"$SKY" sim --paper >"$tmp/sim.txt" 2>"$tmp/err"
+"$SKY" sim --paper --no-replicas >"$tmp/norep-sim.txt" 2>>"$tmp/err"
+if grep -q '^replicas ' "$tmp/sim.txt" && grep -v '^replicas ' "$tmp/sim.txt" | cmp -s - "$tmp/norep-sim.txt"
+then pass sim_text_no_replicas_as_before
+else fail sim_text_no_replicas_as_before "$(diff "$tmp/sim.txt" "$tmp/norep-sim.txt" | head -5)"; fi
 "$SKY" plan --paper >"$tmp/plan.txt" 2>"$tmp/err"
 "$SKY" plan --paper --no-replicas >"$tmp/norep.txt" 2>>"$tmp/err"
 "$SKY" plan --paper --json --no-replicas >"$tmp/norep-plan.json" 2>>"$tmp/err"
