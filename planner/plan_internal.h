@@ -207,4 +207,43 @@ int plan_owner(const sky_fleet *f, const sky_job *j, sky_algo algo, sky_plan *ou
  * (total bytes the model needs vs the fleet's total). */
 int plan_shortfall(const sky_fleet *f, const sky_job *j, sky_diag *d, const char *algo);
 
+
+/* Operation i of stage k out of p stages running m micro-batches under the
+ * schedule (sim.c): mb >= 0 the forward of its mb-th micro-batch, -(mb + 1)
+ * the backward. */
+int plan_op_at(sky_sched sched, int k, int p, int m, int i);
+
+/* ---- hybrid plans (hybrid.c): the job at micro-batch size B ---------------- */
+typedef struct plan_hjob {
+	plan_ctx c;       /* the cost model's figures at B sequences per micro-batch */
+	double scale;     /* B / the job's micro-batch size: measured times x this */
+	int B, M;
+} plan_hjob;
+/* 0, or SKY_EINVAL when B does not divide the job's global batch (or M is too large). */
+int plan_hjob_init(plan_hjob *h, const sky_job *j, int B);
+/* Fills replica r of stage k of a P-stage plan (board, share set) as
+ * sky_hplan_evaluate does; returns 1 when it fits its board's memory. */
+int plan_hfill_rep(const plan_hjob *h, const sky_job *j, const sky_board *b, const sky_hstage *s,
+		   sky_hrep *r, int k, int P);
+/* stage s's gradient bytes (its units, the embedding on the first, the head on the last) */
+double plan_hgrad_bytes(const sky_job *j, const sky_hstage *s, int first, int last);
+
+typedef struct plan_hsim_ws {
+	int P, R, M;            /* capacity: stages, replicas in all, micro-batches */
+	double *fend, *bend;    /* P * M, as plan_sim_ws */
+	int *route;             /* P * M: the global replica each micro-batch goes to */
+	int *mbs;               /* R * M: each replica's micro-batches, ascending */
+	int *ops;               /* R * 2M: each replica's operations in order (mb: its
+				   forward, -(mb + 1): its backward) */
+	int *stage_of, *rep_of, *first_rep; /* R, R, P + 1 */
+	double *free_at, *last_b; /* R: machine free; start of its last backward */
+	int *next, *todo;       /* R */
+} plan_hsim_ws;
+int plan_hsim_ws_init(plan_hsim_ws *w, int P, int R, int M);
+void plan_hsim_ws_free(plan_hsim_ws *w);
+/* The step of an evaluated hybrid plan (sky_hsim_run's model) under sched;
+ * out (may be NULL) gets the details. -1 on deadlock or if h exceeds w. */
+double plan_hsim(plan_hsim_ws *w, const sky_hplan *h, const sky_fleet *f, const sky_job *j,
+		 sky_hsim_result *out);
+
 #endif

@@ -30,7 +30,7 @@
 
 /* operation i of stage k out of p under the schedule: +mb forward of
  * micro-batch mb, -(mb+1) backward */
-static int op_at(sky_sched sched, int k, int p, int m, int i)
+int plan_op_at(sky_sched sched, int k, int p, int m, int i)
 {
 	if (sched == SKY_SCHED_GPIPE)
 		return i < m ? i : -(2 * m - i - 1) - 1; /* backwards last-in first-out */
@@ -141,7 +141,7 @@ static int op_of(const sim_run *r, int mc, int i, int *k)
 		return r->w->u_op[i];
 	}
 	*k = mc;
-	return op_at(r->sched, mc, r->P, r->m, i);
+	return plan_op_at(r->sched, mc, r->P, r->m, i);
 }
 
 /* puts a machine that waits on the work list (once) */
@@ -304,7 +304,7 @@ int sky_plan_owner_order(sky_sched sched, int P, int m, int lag, int *stage, int
 	 * held back by more than that many would hold back a forward that the
 	 * last stage waits for (deadlock), so the lag is capped there */
 	int lead = 0;
-	while (lead < 2 * m && op_at(sched, 0, P, m, lead) >= 0)
+	while (lead < 2 * m && plan_op_at(sched, 0, P, m, lead) >= 0)
 		lead++;
 	if (lag > lead - 1)
 		lag = lead - 1;
@@ -316,7 +316,7 @@ int sky_plan_owner_order(sky_sched sched, int P, int m, int lag, int *stage, int
 		 * of a micro-batch whose last-stage backward is lag backwards
 		 * behind (all of them once the last stage is done) */
 		while (e < 2 * m) {
-			int o = op_at(sched, 0, P, m, e);
+			int o = plan_op_at(sched, 0, P, m, e);
 			if (o < 0 && i < 2 * m && bl < b0 + 1 + lag)
 				break;
 			stage[n] = 0;
@@ -326,7 +326,7 @@ int sky_plan_owner_order(sky_sched sched, int P, int m, int lag, int *stage, int
 		}
 		if (i == 2 * m)
 			break;
-		int o = op_at(sched, P - 1, P, m, i);
+		int o = plan_op_at(sched, P - 1, P, m, i);
 		stage[n] = P - 1;
 		op[n++] = o;
 		bl += o < 0;

@@ -395,4 +395,111 @@ int sky_paper_job(sky_job *j);
  * they are scaled by the FLOP ratio). */
 void sky_paper_fleet(const sky_job *j, sky_fleet *f);
 
+
+/* ---- hybrid plans: stage replicas and micro-batching (hybrid.c, partition_hybrid.c)
+ *
+ * A planner-side plan in which a stage may run on R boards at once (data
+ * parallel inside the pipeline). The job's global batch G = job.model.batch
+ * x job.micro_batches is trained as M micro-batches of B sequences (B x M =
+ * G, both chosen by the planner). Stage k's replicas share the M
+ * micro-batches (replica r takes share[r] >= 1 of them, unequal shares
+ * allowed, summing to M). Routing: micro-batch mb goes, at each stage, to
+ * the replica furthest behind its share (the largest share * (mb + 1) / M
+ * - taken so far; the first replica on a tie), so each replica's
+ * micro-batches are spread evenly over the step. Every replica holds the
+ * stage's weights, gradients and optimizer state; at the end of the step
+ * the replicas of a stage reduce their gradients (sky_hsim_run says how
+ * that is timed). The pipeline plan (sky_plan) and the signed wire plan are
+ * untouched: a hybrid plan with one replica per stage and the job's B and M
+ * is today's pipeline plan, and simulates to the same step.
+ *
+ * Cost model: a board's measured fwd_s / bwd_s are at the job's micro-batch
+ * size B0 = job.model.batch; at B they are taken as B / B0 times that
+ * (compute linear in the sequences; small batches are in truth a little
+ * less efficient per sequence, which this ignores). Cut bytes, saved
+ * activations and scratch are the cost model's at B. Cuts are priced by the
+ * boards' links only (hybrid plans are planned for one-site fleets). */
+#define SKY_HPLAN_MAX_REPS 64 /* replicas of one stage */
+
+typedef struct sky_hrep {
+	int board;            /* index into the fleet */
+	int share;            /* micro-batches it runs per step, >= 1 */
+	double fwd_s, bwd_s;  /* compute per micro-batch of B */
+	double link_s;        /* one message of B sequences on its link: lat + cut / bw */
+	double attn_share;    /* its board's share of a layer's time in attention */
+	int in_flight;        /* GPipe: share; 1F1B: min(share, stages from here to the end) */
+	int64_t mem_bytes;    /* weights + gradients + optimizer + in_flight x saved + scratch */
+} sky_hrep;
+
+typedef struct sky_hstage {
+	int first_unit, last_unit; /* half-layer units, inclusive */
+	int n_rep;
+	sky_hrep rep[SKY_HPLAN_MAX_REPS];
+	double grad_bytes;    /* the stage's fp32 gradient (what its replicas reduce) */
+} sky_hstage;
+
+typedef struct sky_hplan {
+	int micro_batch;      /* B: sequences per micro-batch */
+	int micro_batches;    /* M: micro-batches per step (B x M = the job's global batch) */
+	int n_stages;
+	sky_hstage *stage;    /* heap, cap entries (sky_hplan_alloc) */
+	int cap;
+	/* set by sky_plan_hybrid: */
+	double step_s;        /* simulated step (sky_hsim_run) */
+	int step_exact;       /* 1: proven the shortest over every plan it searches (small fleets) */
+	double work_bound_s;  /* G sequences' compute / the fleet's total speed */
+	double path_bound_s;  /* one micro-batch of the smallest B through the model and back */
+	double step_lower_bound_s; /* max of the two (the step when exact): no plan is shorter */
+	double pipeline_step_s; /* the pipeline-only optimal's simulated step (a seed) */
+	int evals;            /* plans simulated */
+} sky_hplan;
+
+/* 0 or SKY_ENOMEM; cap stages. sky_hplan_free is NULL-safe, twice-safe. */
+int sky_hplan_alloc(sky_hplan *h, int cap);
+void sky_hplan_free(sky_hplan *h);
+/* Boards the plan uses (replicas over all stages). */
+int sky_hplan_boards(const sky_hplan *h);
+/* Fills each replica's times, in-flight count and memory and each stage's
+ * gradient bytes from its boards, units, shares and h's B and M. Checks: B
+ * x M = the job's global batch, units covered once in order, no board
+ * twice, shares >= 1 summing to M per stage, every replica within its
+ * board's memory, one site. 0, SKY_EINVAL naming what is wrong, SKY_ENOMEM
+ * naming the board that does not fit. */
+int sky_hplan_evaluate(const sky_fleet *f, const sky_job *j, sky_hplan *h, sky_diag *d);
+/* The replica (index in its stage) micro-batch mb goes to at stage k. */
+int sky_hplan_route(const sky_hstage *s, int M, int mb);
+
+typedef struct sky_hsim_result {
+	double step_s;        /* last backward or last reduction chunk, whichever is later */
+	double compute_end_s; /* the last backward */
+	double reduce_end_s[SKY_PLAN_MAX_BOARDS]; /* per stage (0: one replica) */
+	double reduce_s[SKY_PLAN_MAX_BOARDS];     /* per stage: its chunks' link time, alone */
+} sky_hsim_result;
+
+/* Simulates one step of an evaluated hybrid plan (the model is stated in
+ * hybrid.c and docs/planner.md). 0, SKY_EINVAL, SKY_ENOMEM, SKY_ESTATE when
+ * the schedule deadlocks. */
+int sky_hsim_run(const sky_fleet *f, const sky_hplan *h, const sky_job *j, sky_hsim_result *out,
+		 sky_diag *d);
+/* The pipeline plan p (evaluated) as a hybrid plan: one replica a stage,
+ * the job's B and M. 0 or SKY_ENOMEM / SKY_EINVAL. */
+int sky_hplan_from_plan(const sky_fleet *f, const sky_job *j, const sky_plan *p, sky_hplan *h,
+			sky_diag *d);
+/* work_bound_s, path_bound_s and their max, valid for every hybrid plan of
+ * the job on the fleet (any B, boards, replicas, shares, split). */
+void sky_hplan_bounds(const sky_fleet *f, const sky_job *j, double *work_s, double *path_s);
+/* `optimal` with replicas: the shortest simulated step over stage
+ * boundaries, which boards form each stage and how many, each replica's
+ * share, and B (a divisor of the global batch, M = G / B). Exact (an
+ * exhaustive search with pruning, step_exact = 1) on fleets of at most
+ * SKY_HYBRID_EXACT_BOARDS boards, SKY_HYBRID_EXACT_UNITS units and a global
+ * batch of at most SKY_HYBRID_EXACT_BATCH; otherwise seeded from the
+ * pipeline-only optimal (whose step it never exceeds) and improved by a
+ * simulator-driven local search. Training only, one site, no data owner,
+ * no kept order: SKY_EINVAL saying which. SKY_ENOMEM when nothing fits. */
+#define SKY_HYBRID_EXACT_BOARDS 4
+#define SKY_HYBRID_EXACT_UNITS 8
+#define SKY_HYBRID_EXACT_BATCH 8
+int sky_plan_hybrid(const sky_fleet *f, const sky_job *j, sky_hplan *out, sky_diag *d);
+
 #endif

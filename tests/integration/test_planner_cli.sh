@@ -41,11 +41,35 @@ fi
 "$SKY" sim --paper --json >"$tmp/sim.json" 2>"$tmp/err"
 rc=$?
 lines=$(wc -l <"$tmp/sim.json")
-if [ $rc -eq 0 ] && [ "$lines" -eq 3 ]; then
-	has_keys sim_paper_json "$tmp/sim.json" algo step_s bottleneck_s lower_bound_s speedup_vs_even
+if [ $rc -eq 0 ] && [ "$lines" -eq 4 ]; then
+	head -3 "$tmp/sim.json" >"$tmp/rows.json"
+	has_keys sim_paper_json "$tmp/rows.json" algo step_s bottleneck_s lower_bound_s speedup_vs_even
+	sed -n 4p "$tmp/sim.json" >"$tmp/rep.json"
+	has_keys sim_replicas_json "$tmp/rep.json" replicas micro_batch share step_lower_bound_s \
+		work_bound_s path_bound_s step_vs_lower_bound pipeline_step_s
 else
 	fail sim_paper_json "rc $rc, $lines lines: $(cat "$tmp/err")"
 fi
+
+# --no-replicas: what sky sim and sky plan said before replicas (the rows
+# and the plan without them, unchanged)
+"$SKY" sim --paper --json --no-replicas >"$tmp/norep.json" 2>"$tmp/err"
+if cmp -s "$tmp/rows.json" "$tmp/norep.json"; then pass sim_no_replicas_as_before
+else fail sim_no_replicas_as_before "$(diff "$tmp/rows.json" "$tmp/norep.json" | head -5)"; fi
+"$SKY" sim --paper >"$tmp/sim.txt" 2>"$tmp/err"
+"$SKY" sim --paper --no-replicas >"$tmp/norep-sim.txt" 2>>"$tmp/err"
+if grep -q '^replicas ' "$tmp/sim.txt" && grep -v '^replicas ' "$tmp/sim.txt" | cmp -s - "$tmp/norep-sim.txt"
+then pass sim_text_no_replicas_as_before
+else fail sim_text_no_replicas_as_before "$(diff "$tmp/sim.txt" "$tmp/norep-sim.txt" | head -5)"; fi
+"$SKY" plan --paper >"$tmp/plan.txt" 2>"$tmp/err"
+"$SKY" plan --paper --no-replicas >"$tmp/norep.txt" 2>>"$tmp/err"
+"$SKY" plan --paper --json --no-replicas >"$tmp/norep-plan.json" 2>>"$tmp/err"
+if grep -q '^with replicas: ' "$tmp/plan.txt" && ! grep -q 'replicas' "$tmp/norep.txt" &&
+	sed '/^with replicas: /,$d' "$tmp/plan.txt" | cmp -s - "$tmp/norep.txt" &&
+	grep -q '"replicas":{' "$tmp/plan.json" && ! grep -q '"replicas"' "$tmp/norep-plan.json" &&
+	[ "$(jq -S 'del(.replicas)' "$tmp/plan.json")" = "$(jq -S . "$tmp/norep-plan.json")" ]; then
+	pass plan_no_replicas_as_before
+else fail plan_no_replicas_as_before "$(diff "$tmp/plan.txt" "$tmp/norep.txt" | head -5) $(cat "$tmp/err")"; fi
 
 # the default objective is the step: the same plan as --objective step, and
 # a shorter simulated step than --objective bottleneck's

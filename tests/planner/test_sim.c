@@ -309,3 +309,120 @@ SKY_TEST(one_micro_batch_pays_every_charge_once_each_way)
 	SKY_EXPECT_EQ(sky_sim_run(&g_p, &j, &g_r, NULL), 0);
 	SKY_EXPECT_NEAR(g_r.step_s, want - 2 * (X + L), 1e-9);
 }
+
+/* ---- hybrid plans (hybrid.c) --------------------------------------------------- */
+
+static sky_hsim_result g_hr;
+
+/* One layer, two stages: A holds the attention block, B and C the
+ * feed-forward block as two replicas sharing 2 micro-batches of one
+ * sequence, one each, under 1F1B. Every board takes 0.5 of a layer's time
+ * in each block; l is one message on a link (lat + cut bytes / bw). The
+ * route: micro-batch 0 to B (a tie: the first replica), 1 to C.
+ *   A: F0 [0, 1 + l] (compute 1, send l), F1 [1 + l, 2 + 2l]
+ *   B: F0 arrives 1 + 2l, runs to 3 + 2l; B0 [3 + 2l, 7 + 3l] (4 + its send)
+ *   C: F1 arrives 2 + 3l, to 4 + 3l; B1 [4 + 3l, 8 + 4l]
+ *   A: B0 arrives 7 + 4l, [7 + 4l, 9 + 4l]; B1 arrives 8 + 5l, waits for A:
+ *      [9 + 4l, 11 + 4l]: the last backward at 11 + 4l.
+ * The replicas reduce the head's gradient (gh bytes, ready when the later
+ * replica's last backward starts, 4 + 3l) and then the block's (gu bytes,
+ * ready when both have run it back: B at 3 + 2l + 4, C at 4 + 3l + 4):
+ * each holds the reduction 2 (R - 1) / R g / bw = g / bw, and is done 4 lat
+ * and g / (2 bw) after that. */
+SKY_TEST(a_replicated_stage_by_hand)
+{
+	sky_job j;
+	test_job(&j, 1, 2, SKY_SCHED_1F1B);
+	j.model.batch = 1;
+	memset(&g_f, 0, sizeof g_f);
+	g_f.n = 3;
+	const double fw[3] = {2, 4, 4}, bw[3] = {4, 8, 8}, lat = 0.1;
+	double gu = 4.0 * (double)sky_cost_half_params(&j.model, 1);
+	double gh = 4.0 * (double)sky_model_head_params(&j.model);
+	double bps = gu / 3; /* the block's reduction holds the links 3 s */
+	for (int i = 0; i < 3; i++) {
+		snprintf(g_f.board[i].id, SKY_BOARD_ID_MAX, "%c", 'A' + i);
+		g_f.board[i].fwd_s = fw[i], g_f.board[i].bwd_s = bw[i];
+		g_f.board[i].attn_share = 0.5;
+		g_f.board[i].mem_bytes = 1ll << 40;
+		g_f.board[i].bw_Bps = bps, g_f.board[i].lat_s = lat;
+	}
+	sky_hplan h;
+	SKY_EXPECT_EQ(sky_hplan_alloc(&h, 4), 0);
+	h.micro_batch = 1, h.micro_batches = 2, h.n_stages = 2;
+	h.stage[0].first_unit = h.stage[0].last_unit = 0;
+	h.stage[0].n_rep = 1;
+	h.stage[0].rep[0] = (sky_hrep){.board = 0, .share = 2};
+	h.stage[1].first_unit = h.stage[1].last_unit = 1;
+	h.stage[1].n_rep = 2;
+	h.stage[1].rep[0] = (sky_hrep){.board = 1, .share = 1};
+	h.stage[1].rep[1] = (sky_hrep){.board = 2, .share = 1};
+	SKY_EXPECT_EQ(sky_hplan_evaluate(&g_f, &j, &h, NULL), 0);
+	SKY_EXPECT_EQ(sky_hplan_route(&h.stage[1], 2, 0), 0);
+	SKY_EXPECT_EQ(sky_hplan_route(&h.stage[1], 2, 1), 1);
+	SKY_EXPECT_EQ(sky_hsim_run(&g_f, &h, &j, &g_hr, NULL), 0);
+	double l = lat + (double)sky_model_cut_bytes(&j.model) / bps;
+	SKY_EXPECT_NEAR(g_hr.compute_end_s, 11 + 4 * l, 1e-9);
+	double head_end = 4 + 3 * l + gh / bps;
+	double unit_start = 8 + 3 * l > head_end ? 8 + 3 * l : head_end;
+	double unit_done = unit_start + gu / bps + 4 * lat + gu / (2 * bps);
+	SKY_EXPECT_NEAR(g_hr.reduce_s[1], (gh + gu) / bps, 1e-9);
+	SKY_EXPECT_NEAR(g_hr.reduce_end_s[1], unit_done, 1e-9);
+	SKY_EXPECT_NEAR(g_hr.reduce_end_s[0], 0, 0);
+	SKY_EXPECT_NEAR(g_hr.step_s, unit_done > 11 + 4 * l ? unit_done : 11 + 4 * l, 1e-9);
+	SKY_EXPECT(unit_done > 11 + 4 * l); /* the reduction decides this step */
+	/* a stage whose shares do not add up to M is refused, saying so */
+	sky_diag d;
+	sky_diag_clear(&d);
+	h.stage[1].rep[1].share = 2;
+	SKY_EXPECT_EQ(sky_hplan_evaluate(&g_f, &j, &h, &d), SKY_EINVAL);
+	SKY_EXPECT_MSG(strstr(d.msg, "shares add up to 3, not 2") != NULL, "%s", d.msg);
+	sky_hplan_free(&h);
+}
+
+/* With one replica a stage and the job's micro-batching, the hybrid
+ * simulator is the pipeline simulator, to the last bit; and replicated
+ * plans never deadlock under either schedule. */
+SKY_TEST(one_replica_a_stage_is_the_pipeline)
+{
+	sky_rng r;
+	sky_rng_seed(&r, 21);
+	sky_hplan h;
+	SKY_EXPECT_EQ(sky_hplan_alloc(&h, 9), 0);
+	for (int it = 0; it < 200; it++) {
+		sky_job j;
+		int n = 1 + (int)sky_rng_below(&r, 8), m = 1 + (int)sky_rng_below(&r, 12);
+		test_job(&j, 1 + (int)sky_rng_below(&r, 8), m, (sky_sched)(it % 2));
+		test_random_fleet(&r, n, &j, (int)sky_rng_below(&r, 8) & ~FLEET_MEM_BOUND, &g_f);
+		for (int i = 0; i < n; i++)
+			g_f.board[i].mem_bytes = 1ll << 40;
+		if (sky_plan_partition(&g_f, &j, SKY_ALGO_EVEN, &g_p, NULL))
+			continue;
+		SKY_EXPECT_EQ(sky_sim_run(&g_p, &j, &g_r, NULL), 0);
+		SKY_EXPECT_EQ(sky_hplan_from_plan(&g_f, &j, &g_p, &h, NULL), 0);
+		SKY_EXPECT_EQ(sky_hsim_run(&g_f, &h, &j, &g_hr, NULL), 0);
+		SKY_EXPECT_MSG(g_hr.step_s == g_r.step_s, "pipeline %.17g, hybrid %.17g", g_r.step_s,
+			       g_hr.step_s);
+		/* now fold the stages pairwise into replicas of each other: any
+		 * split of the micro-batches must run to the end */
+		int P = (h.n_stages + 1) / 2, U = 2 * j.model.layers;
+		if (h.n_stages < 2 || m < 2)
+			continue;
+		for (int k = 0; k < P; k++) {
+			sky_hstage *s = &h.stage[k];
+			s->n_rep = 0;
+			for (int q = 2 * k; q < 2 * k + 2 && q < g_p.n_stages; q++)
+				s->rep[s->n_rep++] = (sky_hrep){.board = g_p.stage[q].board};
+			s->first_unit = U * k / P;
+			s->last_unit = U * (k + 1) / P - 1;
+			int a = 1 + (int)sky_rng_below(&r, (uint32_t)(m - 1));
+			s->rep[0].share = s->n_rep == 2 ? a : m;
+			if (s->n_rep == 2)
+				s->rep[1].share = m - a;
+		}
+		h.n_stages = P;
+		if (sky_hplan_evaluate(&g_f, &j, &h, NULL) == 0)
+			SKY_EXPECT_EQ(sky_hsim_run(&g_f, &h, &j, &g_hr, NULL), 0);
+	}
+	sky_hplan_free(&h);
+}

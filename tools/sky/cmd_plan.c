@@ -43,6 +43,8 @@ static void usage(const char *cmd, FILE *to, const char *extra)
 		"                        figures shown are still the fleet's, sites and all\n"
 		"  --data-owner B        board B's data stays on it: a U-shaped plan (B holds the\n"
 		"                        first and the last stage; even or optimal)\n"
+		"  --no-replicas         optimal: pipeline plans only (no stage replicas, the job's\n"
+		"                        micro-batching), as before replicas\n"
 		"  --write-fleet F.json  also save the fleet planned for (e.g. the paper's) as a file\n"
 		"%s"
 		"  --json                machine-readable output\n"
@@ -53,7 +55,7 @@ static void usage(const char *cmd, FILE *to, const char *extra)
 enum {
 	O_FLEET = SKY_OPT_FIRST, O_WRITE_FLEET, O_MODEL, O_ALGO, O_OBJECTIVE, O_OPTIMIZER,
 	O_SCHEDULE, O_PRECISION, O_LAYERS, O_SEQ, O_MICRO_BATCH, O_MICRO_BATCHES, O_ORDER_EVALS,
-	O_SVG, O_JSON, O_PAPER, O_KEEP_ORDER, O_LINK_BLIND, O_OWNER
+	O_SVG, O_JSON, O_PAPER, O_KEEP_ORDER, O_LINK_BLIND, O_OWNER, O_NO_REPLICAS
 };
 
 static const struct option k_opts[] = {
@@ -76,6 +78,7 @@ static const struct option k_opts[] = {
 	{"keep-order", no_argument, NULL, O_KEEP_ORDER},
 	{"link-blind", no_argument, NULL, O_LINK_BLIND},
 	{"data-owner", required_argument, NULL, O_OWNER},
+	{"no-replicas", no_argument, NULL, O_NO_REPLICAS},
 	SKY_OPT_STD,
 	{0}};
 
@@ -111,6 +114,9 @@ int plan_cli_parse(const char *cmd, int argc, char **argv, plan_cli *c, const ch
 			break;
 		case O_LINK_BLIND:
 			blind = 1;
+			break;
+		case O_NO_REPLICAS:
+			c->no_replicas = 1;
 			break;
 		case O_OWNER:
 			owner = v;
@@ -313,6 +319,93 @@ int plan_judge(const plan_cli *c, sky_plan *p, plan_truth *t, sky_sim_result *r,
 	return 0;
 }
 
+int plan_replicas(const plan_cli *c, sky_hplan *h, sky_diag *d)
+{
+	memset(h, 0, sizeof *h);
+	if (c->no_replicas)
+		return sky_diag_set(d, 1, "--no-replicas");
+	const sky_job *j = &c->job;
+	if (j->infer || j->owner[0] || j->keep_order || c->sites > 1)
+		return sky_diag_set(d, 1, "replicas are planned for training on one site, without a "
+					  "data owner or a kept order");
+	if (sky_hplan_alloc(h, c->fleet->n + 1))
+		return sky_diag_set(d, SKY_ENOMEM, "replicas: out of memory");
+	int rc = sky_plan_hybrid(c->fleet, j, h, d);
+	if (rc)
+		sky_hplan_free(h);
+	return rc;
+}
+
+void plan_replicas_text(const plan_cli *c, const sky_hplan *h)
+{
+	const sky_fleet *f = c->fleet;
+	printf("with replicas: %d micro-batches of %d, %d stages on %d of %d boards\n",
+	       h->micro_batches, h->micro_batch, h->n_stages, sky_hplan_boards(h), f->n);
+	printf("%5s  %-20s %s\n", "stage", "layers", "replicas (board: micro-batches per step, "
+						   "MiB)");
+	for (int k = 0; k < h->n_stages; k++) {
+		const sky_hstage *s = &h->stage[k];
+		char range[48];
+		snprintf(range, sizeof range, "%d.%s-%d.%s", s->first_unit / 2, block(s->first_unit),
+			 s->last_unit / 2, block(s->last_unit));
+		printf("%5d  %-20s", k, range);
+		for (int r = 0; r < s->n_rep; r++)
+			printf(" %s: %d, %.1f", f->board[s->rep[r].board].id, s->rep[r].share,
+			       s->rep[r].mem_bytes / 1048576.0);
+		printf("\n");
+	}
+	printf("simulated step %.6f s with replicas (%s), pipeline-only %.6f s (%.2fx); no plan is "
+	       "below %.6f s (work %.6f s, one micro-batch's path %.6f s): %.3fx the bound\n",
+	       h->step_s, h->step_exact ? "exact" : "the best the search found", h->pipeline_step_s,
+	       h->pipeline_step_s / h->step_s, h->step_lower_bound_s, h->work_bound_s,
+	       h->path_bound_s, h->step_s / h->step_lower_bound_s);
+}
+
+cJSON *plan_replicas_json(const plan_cli *c, const sky_hplan *h)
+{
+	const sky_fleet *f = c->fleet;
+	cJSON *o = cJSON_CreateObject();
+	if (!o)
+		return NULL;
+	cJSON_AddNumberToObject(o, "micro_batch", h->micro_batch);
+	cJSON_AddNumberToObject(o, "micro_batches", h->micro_batches);
+	cJSON_AddNumberToObject(o, "boards_used", sky_hplan_boards(h));
+	cJSON_AddNumberToObject(o, "step_s", h->step_s);
+	cJSON_AddBoolToObject(o, "step_exact", h->step_exact);
+	cJSON_AddNumberToObject(o, "step_lower_bound_s", h->step_lower_bound_s);
+	cJSON_AddNumberToObject(o, "work_bound_s", h->work_bound_s);
+	cJSON_AddNumberToObject(o, "path_bound_s", h->path_bound_s);
+	cJSON_AddNumberToObject(o, "step_vs_lower_bound", h->step_s / h->step_lower_bound_s);
+	cJSON_AddNumberToObject(o, "pipeline_step_s", h->pipeline_step_s);
+	cJSON *st = cJSON_AddArrayToObject(o, "stages");
+	for (int k = 0; st && k < h->n_stages; k++) {
+		const sky_hstage *s = &h->stage[k];
+		cJSON *x = cJSON_CreateObject();
+		if (!x)
+			break;
+		cJSON_AddNumberToObject(x, "first_unit", s->first_unit);
+		cJSON_AddNumberToObject(x, "last_unit", s->last_unit);
+		cJSON_AddNumberToObject(x, "grad_bytes", s->grad_bytes);
+		cJSON *rs = cJSON_AddArrayToObject(x, "replicas");
+		for (int r = 0; rs && r < s->n_rep; r++) {
+			const sky_hrep *y = &s->rep[r];
+			cJSON *z = cJSON_CreateObject();
+			if (!z)
+				break;
+			cJSON_AddStringToObject(z, "board", f->board[y->board].id);
+			cJSON_AddNumberToObject(z, "share", y->share);
+			cJSON_AddNumberToObject(z, "fwd_s", y->fwd_s);
+			cJSON_AddNumberToObject(z, "bwd_s", y->bwd_s);
+			cJSON_AddNumberToObject(z, "link_s", y->link_s);
+			cJSON_AddNumberToObject(z, "in_flight", y->in_flight);
+			cJSON_AddNumberToObject(z, "mem_bytes", (double)y->mem_bytes);
+			cJSON_AddItemToArray(rs, z);
+		}
+		cJSON_AddItemToArray(st, x);
+	}
+	return o;
+}
+
 int plan_print(const plan_cli *c, const sky_plan *p, const plan_truth *t)
 {
 	const sky_fleet *f = c->fleet;
@@ -376,6 +469,8 @@ int plan_print(const plan_cli *c, const sky_plan *p, const plan_truth *t)
 			       "%.6f s, so it is within %.1f%% of the optimum)\n",
 			       p->step_s, p->step_lower_bound_s,
 			       100.0 * (p->step_s / p->step_lower_bound_s - 1));
+		if (c->hybrid)
+			plan_replicas_text(c, c->hybrid);
 		return 0;
 	}
 	cJSON *o = sky_json_new_object();
@@ -444,7 +539,10 @@ int plan_print(const plan_cli *c, const sky_plan *p, const plan_truth *t)
 		cJSON_AddBoolToObject(o, "step_exact", p->step_exact);
 		cJSON_AddNumberToObject(o, "step_lower_bound_s", p->step_lower_bound_s);
 	}
-	size_t cap = 1024 + (size_t)p->n_stages * 512;
+	if (c->hybrid)
+		cJSON_AddItemToObject(o, "replicas", plan_replicas_json(c, c->hybrid));
+	size_t cap = 1024 + (size_t)p->n_stages * 512 +
+		     (c->hybrid ? (size_t)sky_hplan_boards(c->hybrid) * 512 : 0);
 	char *buf = malloc(cap);
 	int n = buf ? sky_json_print(o, buf, cap) : SKY_ENOMEM;
 	if (n >= 0)
@@ -507,7 +605,23 @@ int sky_cmd_plan(int argc, char **argv)
 		rc = 1;
 		goto exit;
 	}
+	sky_hplan h;
+	memset(&h, 0, sizeof h);
+	if (algo == SKY_ALGO_OPTIMAL && !c.no_replicas) {
+		sky_diag_clear(&d);
+		int hr = plan_replicas(&c, &h, &d);
+		if (hr == 0)
+			c.hybrid = &h;
+		else if (hr != 1) {
+			fprintf(stderr, "sky plan: %s\n", d.msg);
+			rc = 1;
+			sky_hplan_free(&h);
+			goto exit;
+		}
+	}
 	rc = plan_print(&c, p, &t);
+	sky_hplan_free(&h);
+	c.hybrid = NULL;
 	if (!rc && c.svg)
 		rc = plan_svg(&c, p);
 exit:

@@ -12,6 +12,8 @@ typedef struct plan_cli {
 	const char *write_fleet; /* --write-fleet: save the fleet used here */
 	const char *svg;         /* sky plan --svg: draw the plan there */
 	int sites;               /* distinct sites among the fleet's boards */
+	int no_replicas;         /* --no-replicas: pipeline plans only, as before replicas */
+	const sky_hplan *hybrid; /* sky plan: the plan with replicas to print too, or NULL */
 	sky_job job;
 	sky_fleet *fleet;  /* heap: the struct is large */
 } plan_cli;
@@ -31,7 +33,17 @@ typedef struct plan_truth {
  * t and, when not NULL, r. Returns 0 or the evaluation's / simulator's code
  * with d saying why. */
 int plan_judge(const plan_cli *c, sky_plan *p, plan_truth *t, sky_sim_result *r, sky_diag *d);
-/* Prints a plan as text or as one JSON object. Returns 0 or 1. */
+/* `optimal` with replicas for the job (sky_plan_hybrid) into h (allocated
+ * here: sky_hplan_free it). Returns 0 when planned, 1 when replicas do not
+ * apply (--no-replicas, or the job or fleet is not one they are planned
+ * for: d says why), or the planner's error code (d says why). */
+int plan_replicas(const plan_cli *c, sky_hplan *h, sky_diag *d);
+/* The hybrid plan's stages and replicas as text lines, or as a JSON object. */
+void plan_replicas_text(const plan_cli *c, const sky_hplan *h);
+struct cJSON;
+struct cJSON *plan_replicas_json(const plan_cli *c, const sky_hplan *h);
+/* Prints a plan as text or as one JSON object (with c->hybrid, its
+ * replicas too). Returns 0 or 1. */
 int plan_print(const plan_cli *c, const sky_plan *p, const plan_truth *t);
 
 #endif

@@ -195,6 +195,67 @@ int sky_cmd_sim(int argc, char **argv)
 			goto exit;
 		}
 	}
+	/* optimal with replicas and its own micro-batching, after the rest */
+	int want_rep = 0;
+	for (int i = 0; i < n; i++)
+		want_rep |= rows[i].algo == SKY_ALGO_OPTIMAL;
+	if (want_rep && !c.no_replicas) {
+		sky_hplan h;
+		sky_diag d;
+		sky_diag_clear(&d);
+		int hr = plan_replicas(&c, &h, &d);
+		if (hr == 1) {
+			if (!c.json)
+				printf("(no replicas: %s)\n", d.msg);
+		} else if (hr) {
+			fprintf(stderr, "sky sim: optimal with replicas: %s\n", d.msg);
+			failed = 1;
+		} else {
+			double speedup = even_step > 0 ? even_step / h.step_s : 0;
+			if (!c.json) {
+				printf("%-8s %10.3f %12s %12.5f %9.3f %8.3f %7s %6d  (optimal with "
+				       "replicas: %d boards, %d x %d; lower_bnd and vs_bound are the "
+				       "step's)\n",
+				       "replicas", h.step_s, "-", h.step_lower_bound_s,
+				       h.step_s / h.step_lower_bound_s, speedup, "-", h.n_stages,
+				       sky_hplan_boards(&h), h.micro_batches, h.micro_batch);
+			} else {
+				cJSON *o = sky_json_new_object();
+				cJSON *x = o ? plan_replicas_json(&c, &h) : NULL;
+				if (!o || !x) {
+					sky_json_free(o);
+					sky_hplan_free(&h);
+					rc = 1;
+					goto exit;
+				}
+				cJSON_AddStringToObject(o, "algo", "optimal");
+				cJSON_AddNumberToObject(o, "step_s", h.step_s);
+				cJSON_AddNumberToObject(o, "step_lower_bound_s", h.step_lower_bound_s);
+				cJSON_AddNumberToObject(o, "step_vs_lower_bound",
+							h.step_s / h.step_lower_bound_s);
+				if (even_step > 0)
+					cJSON_AddNumberToObject(o, "speedup_vs_even", speedup);
+				else
+					cJSON_AddNullToObject(o, "speedup_vs_even");
+				cJSON_AddNumberToObject(o, "stages", h.n_stages);
+				cJSON_AddNumberToObject(o, "boards", c.fleet->n);
+				cJSON_AddItemToObject(o, "replicas", x);
+				size_t cap = 4096 + (size_t)sky_hplan_boards(&h) * 512;
+				char *buf = malloc(cap);
+				int len = buf ? sky_json_print(o, buf, cap) : SKY_ENOMEM;
+				sky_json_free(o);
+				if (len >= 0)
+					printf("%s\n", buf);
+				free(buf);
+				if (len < 0) {
+					sky_hplan_free(&h);
+					rc = 1;
+					goto exit;
+				}
+			}
+			sky_hplan_free(&h);
+		}
+	}
 	rc = failed;
 exit:
 	for (int i = 0; i < n; i++)
