@@ -85,6 +85,7 @@ int sky_servejob_setup(sky_servejob *j, const sky_planmsg *p, int stage, const c
 	j->plan = p;
 	j->stage = stage;
 	j->n_stages = p->n_stages;
+	sky_servewin_init(&j->win, p->epoch);
 	snprintf(j->job, sizeof j->job, "%s", p->job);
 	snprintf(j->board, sizeof j->board, "%s", board);
 	if (net)
@@ -414,7 +415,11 @@ static void on_done(sky_servejob *j, const unsigned char *p, size_t len)
 
 static void run_frame(sky_servejob *j, sky_servejob_slot *slot);
 
-static void on_frame(sky_servejob *j, const unsigned char *p, size_t len)
+/* A frame from sender (the topic's sender level; "" while the topic has
+ * none). The step it must carry comes from the sender's window
+ * (sky_servewin.h), not from the frame: a batch not above the sender's last
+ * is a replay, dropped before it is decrypted. */
+static void on_frame(sky_servejob *j, const char *sender, const unsigned char *p, size_t len)
 {
 	sky_frame_hdr h;
 	sky_frame_drop why = SKY_DROP_FORMAT;
@@ -426,16 +431,18 @@ static void on_frame(sky_servejob *j, const unsigned char *p, size_t len)
 		j->drops[len < SKY_FRAME_HEADER_BYTES ? SKY_DROP_TRUNCATED : SKY_DROP_FORMAT]++;
 		return;
 	}
+	int64_t step = -1;
+	uint64_t batch = (uint64_t)h.step;
+	if (h.step < 0 ||
+	    sky_servewin_expect(&j->win, sender, j->plan->epoch, batch, &step, &d) != 0) {
+		j->drops[h.epoch != j->plan->epoch ? SKY_DROP_EPOCH : SKY_TDROP_DUPLICATE]++;
+		SKY_DEBUG("job %s stage %d: frame dropped: %s", j->job, j->stage, d.msg);
+		return;
+	}
 	sky_servejob_slot *slot = NULL;
 	for (int i = 0; i < j->n_slots && !slot; i++)
 		if (!j->ring[i].full)
 			slot = &j->ring[i];
-	uint64_t batch = (uint64_t)h.step;
-	for (int i = 0; i < j->seen_n && i < 64; i++)
-		if (j->seen[i] == batch) {
-			j->drops[SKY_TDROP_DUPLICATE]++;
-			return;
-		}
 	if (!slot) {
 		/* every slot holds a batch (a burst from a faster stage before):
 		 * run the oldest now rather than lose requests */
@@ -445,7 +452,7 @@ static void on_frame(sky_servejob *j, const unsigned char *p, size_t len)
 		j->ring_full++;
 		run_frame(j, slot);
 	}
-	sky_frame_expect want = {.job = j->job, .epoch = j->plan->epoch, .step = h.step,
+	sky_frame_expect want = {.job = j->job, .epoch = j->plan->epoch, .step = step,
 				 .direction = SKY_FRAME_FWD, .stage = j->stage, .micro_batches = 1,
 				 .dtype = SKY_FRAME_S8, .ndim = 1,
 				 .shape = {(uint32_t)j->payload_bytes}};
@@ -456,7 +463,7 @@ static void on_frame(sky_servejob *j, const unsigned char *p, size_t len)
 			  sky_frame_drop_name(why), d.msg);
 		return;
 	}
-	j->seen[j->seen_n++ % 64] = batch;
+	sky_servewin_take(&j->win, sender, batch);
 	slot->full = 1;
 	slot->batch = batch;
 	slot->order = j->order++;
@@ -485,7 +492,7 @@ int sky_servejob_on_msg(sky_servejob *j, const char *topic, const unsigned char 
 	char job[SKY_TOPIC_SEGMENT_MAX + 1], who[SKY_TOPIC_SEGMENT_MAX + 1];
 	size_t tl = strlen(topic);
 	if (j->stage > 0 && strcmp(topic, j->topic_in) == 0) {
-		on_frame(j, p, len);
+		on_frame(j, "", p, len); /* the topic names no sender yet: one window */
 		return 1;
 	}
 	if (j->stage != 0)
