@@ -402,13 +402,11 @@ static void run_first(sky_servejob *j)
 /* The last stage answered a batch: it has left the pipeline. */
 static void on_done(sky_servejob *j, const unsigned char *p, size_t len)
 {
-	int64_t ep = 0, batch = 0;
-	cJSON *doc = len <= SKY_SERVE_DONE_MAX_BYTES ? sky_json_parse((const char *)p, len, NULL) : NULL;
-	if (doc && sky_json_i64(doc, "epoch", 0, SKY_JSON_INT_MAX, &ep, "done", NULL) == 0 &&
-	    sky_json_i64(doc, "batch", 0, SKY_JSON_INT_MAX, &batch, "done", NULL) == 0 &&
-	    ep == j->plan->epoch)
-		sky_servebatch_done(&j->flight, (uint64_t)batch);
-	sky_json_free(doc);
+	int64_t ep = 0;
+	uint64_t batch = 0;
+	int n = 0;
+	if (sky_servebatch_done_parse(p, len, &ep, &batch, &n, NULL) == 0 && ep == j->plan->epoch)
+		sky_servebatch_done(&j->flight, batch);
 }
 
 /* ---- other stages: frames ------------------------------------------------------ */
