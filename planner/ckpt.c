@@ -24,6 +24,43 @@ sky_ckpt_job *sky_ckpt_find(sky_ckpt_store *s, const char *job)
 	return NULL;
 }
 
+static const char *const REFUSAL[SKY_CKPT_R_N] = {
+	[SKY_CKPT_R_NONE] = "none",     [SKY_CKPT_R_JOB] = "job",     [SKY_CKPT_R_SENDER] = "sender",
+	[SKY_CKPT_R_FORMAT] = "format", [SKY_CKPT_R_STALE] = "stale", [SKY_CKPT_R_STEP] = "step",
+	[SKY_CKPT_R_BLOCKS] = "blocks", [SKY_CKPT_R_OPEN] = "open_full", [SKY_CKPT_R_HASH] = "hash",
+	[SKY_CKPT_R_IO] = "io",
+};
+
+const char *sky_ckpt_refusal_name(int r)
+{
+	return r >= 0 && r < SKY_CKPT_R_N ? REFUSAL[r] : "?";
+}
+
+int sky_ckpt_schedule(sky_ckpt_store *s, const char *job, int64_t steps, int every)
+{
+	sky_ckpt_job *j = sky_ckpt_find(s, job);
+	if (!j)
+		return SKY_ENOTFOUND;
+	j->steps = steps > 0 ? steps : 0;
+	j->every = every > 0 ? every : 0;
+	return 0;
+}
+
+int sky_ckpt_ask(sky_ckpt_store *s, const char *job, int64_t step)
+{
+	sky_ckpt_job *j = sky_ckpt_find(s, job);
+	if (!j)
+		return SKY_ENOTFOUND;
+	j->asked = step > 0 ? step : 0;
+	return 0;
+}
+
+void sky_ckpt_stage_blocks(int first, int last, int layers, int *blk0, int *nblk)
+{
+	*blk0 = first == 0 ? 0 : 1 + first;
+	*nblk = last - first + 1 + (first == 0) + (last == 2 * layers - 1);
+}
+
 static int part_path(const sky_ckpt_store *s, const char *job, int64_t step, int blk0, char *buf,
 		     size_t cap)
 {
@@ -110,32 +147,99 @@ int sky_ckpt_log(sky_ckpt_store *s, const char *job, const char *fields)
 	return sky_file_append(path, line, (size_t)n, 0644);
 }
 
-/* Whether part m (nt tensors) belongs to job j as it is now: its epoch, a
- * step after the last commit, blocks inside the model. Returns 0 or
- * SKY_ESTATE (counted as refused) with d saying why. */
-static int check_part(sky_ckpt_job *j, const sky_ckpt_meta *m, int nt, sky_diag *d)
+/* Counts a refusal of j (may be NULL) by reason r into *reason; returns rc. */
+static int refuse(sky_ckpt_job *j, int r, int *reason, int rc)
 {
-	if (m->epoch != j->epoch) {
+	if (j) {
 		j->refused++;
-		return sky_diag_set(d, SKY_ESTATE,
-				    "stale: step %lld of epoch %lld, the job is at epoch %lld",
-				    (long long)m->step, (long long)m->epoch, (long long)j->epoch);
+		j->refused_by[r]++;
 	}
-	if (m->step <= j->done[0].step) {
-		j->refused++;
-		return sky_diag_set(d, SKY_ESTATE, "step %lld is at or before the last commit (%lld)",
-				    (long long)m->step, (long long)j->done[0].step);
-	}
-	if (m->blk0 + m->nblk > j->n_blocks || nt != m->nblk * (1 + m->nvec)) {
-		j->refused++;
-		return sky_diag_set(d, SKY_ESTATE, "blocks %d+%d (%d tensors) do not fit a model of %d",
-				    m->blk0, m->nblk, nt, j->n_blocks);
-	}
+	if (reason)
+		*reason = r;
+	return rc;
+}
+
+/* The highest step a part of j may have now: SKY_CKPT_AHEAD checkpoint
+ * intervals past the last commit, and never past the job's last step. */
+static int64_t step_limit(const sky_ckpt_job *j)
+{
+	int64_t last = j->done[0].step;
+	int64_t hi = last + (j->every > 0 ? (int64_t)SKY_CKPT_AHEAD * j->every : SKY_CKPT_AHEAD_STEPS);
+	if (j->asked > hi)
+		hi = j->asked;
+	return j->steps > 0 && hi > j->steps ? j->steps : hi;
+}
+
+/* Whether part m (from `from`, whose blocks are [blk0, blk0 + nblk))
+ * belongs to job j as it is now: its epoch, a step after the last commit
+ * within the window and of the schedule, exactly the sender's blocks
+ * inside the model. Header only: nothing hashed yet. Returns 0 or a
+ * refusal (counted) with d saying why. */
+static int check_part(sky_ckpt_job *j, const sky_ckpt_meta *m, const char *board, int blk0,
+		      int nblk, int *reason, sky_diag *d)
+{
+	if (m->epoch != j->epoch)
+		return refuse(j, SKY_CKPT_R_STALE, reason,
+			      sky_diag_set(d, SKY_ESTATE,
+					   "stale: step %lld of epoch %lld, the job is at epoch %lld",
+					   (long long)m->step, (long long)m->epoch, (long long)j->epoch));
+	if (m->step <= j->done[0].step)
+		return refuse(j, SKY_CKPT_R_STEP, reason,
+			      sky_diag_set(d, SKY_ESTATE,
+					   "step %lld is at or before the last commit (%lld)",
+					   (long long)m->step, (long long)j->done[0].step));
+	int64_t hi = step_limit(j);
+	if (m->step > hi)
+		return refuse(j, SKY_CKPT_R_STEP, reason,
+			      sky_diag_set(d, SKY_ESTATE,
+					   "step %lld is past the job's window: the last commit is "
+					   "%lld, a part may be of step %lld at most",
+					   (long long)m->step, (long long)j->done[0].step, (long long)hi));
+	if (j->every > 0 && m->step % j->every != 0 && m->step != j->steps && m->step != j->asked)
+		return refuse(j, SKY_CKPT_R_STEP, reason,
+			      sky_diag_set(d, SKY_ESTATE,
+					   "step %lld is not one the job checkpoints at (every %d of "
+					   "%lld steps%s)",
+					   (long long)m->step, j->every, (long long)j->steps,
+					   j->asked ? ", or the one asked" : ""));
+	if (m->blk0 + m->nblk > j->n_blocks)
+		return refuse(j, SKY_CKPT_R_BLOCKS, reason,
+			      sky_diag_set(d, SKY_ESTATE, "blocks %d+%d do not fit a model of %d",
+					   m->blk0, m->nblk, j->n_blocks));
+	if (m->blk0 != blk0 || m->nblk != nblk)
+		return refuse(j, SKY_CKPT_R_BLOCKS, reason,
+			      sky_diag_set(d, SKY_ESTATE,
+					   "blocks %d+%d are not board %s's: the plan gives it %d+%d",
+					   m->blk0, m->nblk, board, blk0, nblk));
 	return 0;
 }
 
+/* Whether open step o may be given up for a part of step `step` from the
+ * board holding blocks from blk0: every board with a part in o (a part's
+ * blk0 names its board within an epoch) has a part in a newer open step,
+ * or is that board, past o. */
+static int given_up(const sky_ckpt_job *j, const sky_ckpt_step *o, int64_t step, int blk0)
+{
+	if (o->step <= 0)
+		return 1;
+	if (o->step >= step)
+		return 0;
+	for (int i = 0; i < o->n_parts; i++) {
+		int b = o->part[i].blk0, past = b == blk0;
+		for (int k = 0; k < SKY_CKPT_OPEN && !past; k++) {
+			const sky_ckpt_step *n = &j->open[k];
+			for (int p = 0; n->step > o->step && p < n->n_parts && !past; p++)
+				past = n->part[p].blk0 == b;
+		}
+		if (!past)
+			return 0;
+	}
+	return 1;
+}
+
 /* The open step m->step of job j: the one being gathered, or for a new
- * step the slot of the oldest open one (given up incomplete). */
+ * step a free slot, or the oldest open one its boards have moved past
+ * (given up incomplete). NULL when every open step is still awaited. */
 static sky_ckpt_step *open_step(sky_ckpt_store *s, sky_ckpt_job *j, const char *job,
 				const sky_ckpt_meta *m)
 {
@@ -143,18 +247,20 @@ static sky_ckpt_step *open_step(sky_ckpt_store *s, sky_ckpt_job *j, const char *
 	for (int i = 0; i < SKY_CKPT_OPEN && !st; i++)
 		if (j->open[i].step == m->step)
 			st = &j->open[i];
-	if (!st) { /* a new step: the slot of the oldest open one */
-		st = &j->open[0];
-		for (int i = 1; i < SKY_CKPT_OPEN; i++)
-			if (j->open[i].step < st->step)
-				st = &j->open[i];
-		if (st->step > 0)
-			SKY_WARN("job %s: checkpoint of step %lld given up incomplete (%d of %d blocks)",
-				 job, (long long)st->step, st->covered, j->n_blocks);
-		drop_step(s, job, st);
-		st->step = m->step;
-		st->epoch = m->epoch;
-	}
+	if (st)
+		return st;
+	/* a free slot (step 0) first, else the oldest its boards gave up */
+	for (int i = 0; i < SKY_CKPT_OPEN; i++)
+		if (given_up(j, &j->open[i], m->step, m->blk0) && (!st || j->open[i].step < st->step))
+			st = &j->open[i];
+	if (!st)
+		return NULL;
+	if (st->step > 0)
+		SKY_WARN("job %s: checkpoint of step %lld given up incomplete (%d of %d blocks)", job,
+			 (long long)st->step, st->covered, j->n_blocks);
+	drop_step(s, job, st);
+	st->step = m->step;
+	st->epoch = m->epoch;
 	return st;
 }
 
@@ -193,46 +299,79 @@ static int commit_step(sky_ckpt_store *s, sky_ckpt_job *j, sky_ckpt_step *st, co
 	return 1;
 }
 
-int sky_ckpt_on_part(sky_ckpt_store *s, const char *job, const char *board,
-		     const unsigned char *img, size_t len, double now, int64_t *committed,
-		     sky_diag *d)
+int sky_ckpt_on_part_from(sky_ckpt_store *s, const char *job, const sky_ckpt_sender *from,
+			  const unsigned char *img, size_t len, double now, int64_t *committed,
+			  int *reason, sky_diag *d)
 {
 	static sky_ckpt_tensor t[4 * SKY_CKPT_PARTS * 64];
 	sky_ckpt_meta m;
 	int nt = 0;
+	const char *board = from && from->board ? from->board : "?";
+	if (reason)
+		*reason = SKY_CKPT_R_NONE;
+	/* who and which job first: nothing of a stranger's message is parsed */
 	sky_ckpt_job *j = sky_ckpt_find(s, job);
-	int rc = sky_ckpt_parse(img, len, &m, t, (int)(sizeof t / sizeof t[0]), &nt, d);
-	if (rc) {
-		if (j)
-			j->refused++;
+	if (!j)
+		return refuse(NULL, SKY_CKPT_R_JOB, reason,
+			      sky_diag_set(d, SKY_ESTATE, "job %s is not one the store follows", job));
+	if (!from || from->nblk <= 0 || from->blk0 < 0)
+		return refuse(j, SKY_CKPT_R_SENDER, reason,
+			      sky_diag_set(d, SKY_EAUTH,
+					   "board %s holds no blocks in the plan of job %s epoch %lld",
+					   board, job, (long long)j->epoch));
+	int rc = sky_ckpt_parse_header(img, len, &m, t, (int)(sizeof t / sizeof t[0]), &nt, d);
+	if (rc)
+		return refuse(j, SKY_CKPT_R_FORMAT, reason, rc);
+	if (strcmp(m.job, job) != 0)
+		return refuse(j, SKY_CKPT_R_JOB, reason,
+			      sky_diag_set(d, SKY_ESTATE, "an image of job %.64s on job %s's topic",
+					   m.job, job));
+	if ((rc = check_part(j, &m, board, from->blk0, from->nblk, reason, d)) != 0)
 		return rc;
-	}
-	if (!j || strcmp(m.job, job) != 0)
-		return sky_diag_set(d, SKY_ESTATE, "job %s is not one the store follows (image of %s)",
-				    job, m.job);
-	if ((rc = check_part(j, &m, nt, d)) != 0)
-		return rc;
-	sky_ckpt_step *st = open_step(s, j, job, &m);
+	/* the open step it belongs to, without taking a slot yet */
+	const sky_ckpt_step *cur = NULL;
+	for (int i = 0; i < SKY_CKPT_OPEN && !cur; i++)
+		if (j->open[i].step == m.step)
+			cur = &j->open[i];
 	int dup = -1;
-	for (int i = 0; i < st->n_parts; i++) {
-		const sky_ckpt_part *p = &st->part[i];
+	for (int i = 0; cur && i < cur->n_parts; i++) {
+		const sky_ckpt_part *p = &cur->part[i];
 		if (p->blk0 == m.blk0 && p->nblk == m.nblk)
 			dup = i;
-		else if (m.blk0 < p->blk0 + p->nblk && p->blk0 < m.blk0 + m.nblk) {
-			j->refused++;
-			return sky_diag_set(d, SKY_ESTATE, "blocks %d+%d overlap another part of step %lld",
-					    m.blk0, m.nblk, (long long)m.step);
-		}
+		else if (m.blk0 < p->blk0 + p->nblk && p->blk0 < m.blk0 + m.nblk)
+			return refuse(j, SKY_CKPT_R_BLOCKS, reason,
+				      sky_diag_set(d, SKY_ESTATE,
+						   "blocks %d+%d overlap another part of step %lld",
+						   m.blk0, m.nblk, (long long)m.step));
 	}
-	if (dup < 0 && st->n_parts >= SKY_CKPT_PARTS)
-		return sky_diag_set(d, SKY_ESTATE, "step %lld: more than %d parts", (long long)m.step,
-				    SKY_CKPT_PARTS);
+	if (cur && dup < 0 && cur->n_parts >= SKY_CKPT_PARTS)
+		return refuse(j, SKY_CKPT_R_BLOCKS, reason,
+			      sky_diag_set(d, SKY_ESTATE, "step %lld: more than %d parts",
+					   (long long)m.step, SKY_CKPT_PARTS));
+	if (!cur) {
+		int free_or_past = 0;
+		for (int i = 0; i < SKY_CKPT_OPEN; i++)
+			free_or_past |= given_up(j, &j->open[i], m.step, m.blk0);
+		if (!free_or_past)
+			return refuse(j, SKY_CKPT_R_OPEN, reason,
+				      sky_diag_set(d, SKY_ESTATE,
+						   "step %lld: %d steps are open and each still awaits "
+						   "a board's part",
+						   (long long)m.step, SKY_CKPT_OPEN));
+	}
+	/* only now the expensive part: the hash of the tensor bytes */
+	if ((rc = sky_ckpt_verify(img, len, &m, d)) != 0)
+		return refuse(j, rc == SKY_EAUTH ? SKY_CKPT_R_HASH : SKY_CKPT_R_FORMAT, reason, rc);
+	sky_ckpt_step *st = open_step(s, j, job, &m);
+	if (!st) /* cannot happen: checked above */
+		return refuse(j, SKY_CKPT_R_OPEN, reason,
+			      sky_diag_set(d, SKY_ESTATE, "step %lld: no open slot", (long long)m.step));
 	char path[700];
 	snprintf(path, sizeof path, "%s/ckpt/%s", s->dir, job);
 	sky_file_mkdirs(path, 0700);
 	if ((rc = part_path(s, job, m.step, m.blk0, path, sizeof path)) != 0 ||
 	    (rc = sky_file_write(path, img, len, 0600)) != 0)
-		return sky_diag_set(d, rc, "cannot write %s", path);
+		return refuse(j, SKY_CKPT_R_IO, reason, sky_diag_set(d, rc, "cannot write %s", path));
 	if (dup < 0) {
 		st->part[st->n_parts++] = (sky_ckpt_part){m.blk0, m.nblk};
 		st->covered += m.nblk;
@@ -249,6 +388,22 @@ int sky_ckpt_on_part(sky_ckpt_store *s, const char *job, const char *board,
 	}
 	/* complete: committed */
 	return commit_step(s, j, st, job, &m, now, committed);
+}
+
+int sky_ckpt_on_part(sky_ckpt_store *s, const char *job, const char *board,
+		     const unsigned char *img, size_t len, double now, int64_t *committed,
+		     sky_diag *d)
+{
+	/* the sender's blocks from the part itself (header only) */
+	static sky_ckpt_tensor t[4 * SKY_CKPT_PARTS * 64];
+	sky_ckpt_meta m;
+	int nt = 0;
+	sky_ckpt_sender from = {board, 0, 1};
+	if (sky_ckpt_parse_header(img, len, &m, t, (int)(sizeof t / sizeof t[0]), &nt, NULL) == 0) {
+		from.blk0 = m.blk0;
+		from.nblk = m.nblk;
+	}
+	return sky_ckpt_on_part_from(s, job, &from, img, len, now, committed, NULL, d);
 }
 
 int sky_ckpt_image(sky_ckpt_store *s, const char *job, int64_t epoch, int blk0, int nblk,

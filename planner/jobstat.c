@@ -165,9 +165,17 @@ void sky_jobstat_set_paused(sky_jobstat *t, const char *job, int paused)
 	t->changed = 1;
 }
 
+/* s escaped as a JSON string body into e (cut at a whole escape when
+ * longer): job, board, stall and reason came from outside (a board's
+ * metrics, a topic) */
+#define ESC(e, s) (sky_json_escape((s), (e), sizeof(e)), (e))
+
 int sky_jobstat_to_json(const sky_jobstat *t, char *buf, size_t cap)
 {
 	size_t n = 0;
+	/* 6 bytes an escaped byte at most */
+	char e_job[6 * SKY_TOPIC_SEGMENT_MAX + 8], e_board[6 * SKY_TOPIC_SEGMENT_MAX + 8];
+	char e_text[6 * 200 + 8];
 #define PUT(...) \
 	do { \
 		int w_ = snprintf(buf + n, n < cap ? cap - n : 0, __VA_ARGS__); \
@@ -190,7 +198,7 @@ int sky_jobstat_to_json(const sky_jobstat *t, char *buf, size_t cap)
 			if (!strcmp(t->row[j].job, r->job) && t->row[j].epoch > newest)
 				newest = t->row[j].epoch;
 		PUT("%s{\"job\":\"%s\",\"epoch\":%lld,\"steps\":%d,%s\"stages\":[",
-		    first_job ? "" : ",", r->job, (long long)newest, r->steps,
+		    first_job ? "" : ",", ESC(e_job, r->job), (long long)newest, r->steps,
 		    r->infer ? "\"infer\":true," : "");
 		first_job = 0;
 		int first = 1;
@@ -199,14 +207,12 @@ int sky_jobstat_to_json(const sky_jobstat *t, char *buf, size_t cap)
 			if (strcmp(s->job, r->job) || s->epoch < newest)
 				continue;
 			PUT("%s{\"stage\":%d,\"board\":\"%s\",\"step\":%d,", first ? "" : ",", s->stage,
-			    s->board, s->step);
+			    ESC(e_board, s->board), s->step);
 			if (s->has_loss)
 				PUT("\"loss\":%.9g,", s->loss);
-			PUT("\"step_s\":%.6f,\"busy\":%.4f,\"done\":%s,\"stall\":\"", s->step_s, s->busy,
-			    s->done ? "true" : "false");
-			for (const char *c = s->stall; *c; c++) /* the message is ours: no quotes, but be safe */
-				PUT("%c", *c == '"' || *c == '\\' ? '\'' : *c);
-			PUT("\",\"drops\":%s}", s->drops[0] ? s->drops : "{}");
+			PUT("\"step_s\":%.6f,\"busy\":%.4f,\"done\":%s,\"stall\":\"%s\"", s->step_s,
+			    s->busy, s->done ? "true" : "false", ESC(e_text, s->stall));
+			PUT(",\"drops\":%s}", s->drops[0] ? s->drops : "{}");
 			first = 0;
 		}
 		int paused = 0;
@@ -218,11 +224,9 @@ int sky_jobstat_to_json(const sky_jobstat *t, char *buf, size_t cap)
 			const sky_jobstat_replan *p = &t->replan[k];
 			if (strcmp(p->job, r->job))
 				continue;
-			PUT("%s{\"generation\":%d,\"epoch\":%lld,\"reason\":\"", first ? "" : ",",
-			    p->generation, (long long)p->epoch);
-			for (const char *c = p->reason; *c; c++)
-				PUT("%c", *c == '"' || *c == '\\' ? '\'' : *c);
-			PUT("\",\"resume_step\":%d,\"lost_steps\":%d,\"lost_s\":%.3f,\"at\":%lld",
+			PUT("%s{\"generation\":%d,\"epoch\":%lld,\"reason\":\"%s\"", first ? "" : ",",
+			    p->generation, (long long)p->epoch, ESC(e_text, p->reason));
+			PUT(",\"resume_step\":%d,\"lost_steps\":%d,\"lost_s\":%.3f,\"at\":%lld",
 			    p->resume_step, p->lost_steps, p->lost_s, (long long)p->at_unix);
 			if (p->replayed >= 0)
 				PUT(",\"replayed\":%ld", p->replayed);
@@ -253,5 +257,6 @@ int sky_jobstat_to_json(const sky_jobstat *t, char *buf, size_t cap)
 	}
 	PUT("]}\n");
 #undef PUT
+#undef ESC
 	return (int)n;
 }

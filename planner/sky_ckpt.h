@@ -33,6 +33,28 @@
 #define SKY_CKPT_JOBS 32 /* jobs followed; when full, the one idle longest goes */
 #define SKY_CKPT_PARTS 64 /* parts of one step (the stages of a plan) */
 #define SKY_CKPT_OPEN 4   /* steps being assembled at once */
+/* A part's step is at most this many checkpoint intervals past the last
+ * commit (with no schedule known, SKY_CKPT_AHEAD_STEPS steps). */
+#define SKY_CKPT_AHEAD 8
+#define SKY_CKPT_AHEAD_STEPS 1024
+
+/* Why a part was refused (counted per job in refused_by). */
+enum {
+	SKY_CKPT_R_NONE,
+	SKY_CKPT_R_JOB,     /* "job": not a job the store follows, or the image names another */
+	SKY_CKPT_R_SENDER,  /* "sender": the board holds no blocks in the job's plan */
+	SKY_CKPT_R_FORMAT,  /* "format": not a checkpoint image (header, sizes, tensors) */
+	SKY_CKPT_R_STALE,   /* "stale": another plan epoch */
+	SKY_CKPT_R_STEP,    /* "step": at or before the last commit, past the window, or
+			     * not a step the job checkpoints at */
+	SKY_CKPT_R_BLOCKS,  /* "blocks": not exactly the blocks the sender holds, or overlapping */
+	SKY_CKPT_R_OPEN,    /* "open_full": every open step is still awaited by its boards */
+	SKY_CKPT_R_HASH,    /* "hash": SHA-256 mismatch */
+	SKY_CKPT_R_IO,      /* "io": the store could not write it */
+	SKY_CKPT_R_N
+};
+/* "job", "sender", ... for SKY_CKPT_R_*; "?" out of range. */
+const char *sky_ckpt_refusal_name(int r);
 
 typedef struct sky_ckpt_part {
 	int blk0, nblk;
@@ -53,7 +75,12 @@ typedef struct sky_ckpt_job {
 	sky_ckpt_step done[2];    /* [0] the newest complete checkpoint */
 	sky_ckpt_step open[SKY_CKPT_OPEN];
 	long commits, refused;
+	long refused_by[SKY_CKPT_R_N]; /* refused, by reason (SKY_CKPT_R_*) */
 	double commit_s;          /* monotonic time of the last commit */
+	/* the schedule (sky_ckpt_schedule): a part's step must be one of it */
+	int64_t steps;            /* the job's last step (0: not known) */
+	int every;                /* K: every K-th step checkpoints (0: not known) */
+	int64_t asked;            /* a step the planner asked a checkpoint of (0: none) */
 } sky_ckpt_job;
 
 typedef struct sky_ckpt_store {
@@ -72,12 +99,51 @@ sky_ckpt_job *sky_ckpt_begin(sky_ckpt_store *s, const char *job, int64_t epoch, 
 /* The job's entry, or NULL. */
 sky_ckpt_job *sky_ckpt_find(sky_ckpt_store *s, const char *job);
 
-/* One part from board (the topic's segments, which the ACL vouched for).
+/* The steps job checkpoints at: every `every`-th step and its last, steps
+ * (the plan's train.steps and train.ckpt_every; kept across sky_ckpt_begin
+ * of the same job). A part of any other step is refused, as is one more
+ * than SKY_CKPT_AHEAD intervals past the last commit. Returns 0 or
+ * SKY_ENOTFOUND (not a job the store follows). */
+int sky_ckpt_schedule(sky_ckpt_store *s, const char *job, int64_t steps, int every);
+/* The planner asked the job's stages for a checkpoint after step (a
+ * voluntary re-plan): parts of that step are taken too. Returns 0 or
+ * SKY_ENOTFOUND. */
+int sky_ckpt_ask(sky_ckpt_store *s, const char *job, int64_t step);
+
+/* Who sent a part, as the signed plan of the job's epoch has it. */
+typedef struct sky_ckpt_sender {
+	const char *board; /* the topic's last level (ckpt/<board>), which the ACL pins to
+			    * the sender's certificate CN */
+	int blk0, nblk;    /* the norm blocks board holds in the plan (sky_ckpt_stage_blocks);
+			    * nblk 0: the board holds none (not a stage of the plan) */
+} sky_ckpt_sender;
+
+/* The norm blocks [*blk0, *blk0 + *nblk) of a stage holding half-layers
+ * [first, last] of a model of `layers` layers (embeddings with half-layer
+ * 0, the head with the last). */
+void sky_ckpt_stage_blocks(int first, int last, int layers, int *blk0, int *nblk);
+
+/* One part from `from`. The header is parsed and checked before anything
+ * is hashed or written: the job followed, the sender in the plan, the
+ * epoch, the step (after the last commit, within SKY_CKPT_AHEAD intervals
+ * of it, one of the schedule's), the blocks exactly the sender's and
+ * inside the model, the sizes as the header declares; a new step takes a
+ * free slot or one that every board with a part in it has moved past
+ * (one board cannot push out another's open step). Then the SHA-256.
  * Returns 1 when it completed a step (*committed = that step; logged), 0
- * when stored, or a negative SKY_E* with d saying why it was refused:
- * SKY_EAUTH (SHA-256 mismatch), SKY_EFORMAT (not a checkpoint image),
- * SKY_ESTATE (unknown job, stale epoch, a step at or before the last
- * commit, or blocks that overlap another part). */
+ * when stored, or a negative SKY_E* with d saying why it was refused and
+ * *reason (may be NULL) the SKY_CKPT_R_* (counted in the job's refused_by):
+ * SKY_EAUTH (a sender outside the plan, or SHA-256 mismatch), SKY_EFORMAT
+ * (not a checkpoint image), SKY_ESTATE (unknown job, stale epoch, step,
+ * blocks, open steps full), or an I/O error. */
+int sky_ckpt_on_part_from(sky_ckpt_store *s, const char *job, const sky_ckpt_sender *from,
+			  const unsigned char *img, size_t len, double now, int64_t *committed,
+			  int *reason, sky_diag *d);
+
+/* sky_ckpt_on_part_from with the sender's blocks taken from the part
+ * itself: no membership check. Kept for callers that do not know the plan
+ * yet; a receiver of sky/v1/job/<job>/ckpt/<board> uses
+ * sky_ckpt_on_part_from. */
 int sky_ckpt_on_part(sky_ckpt_store *s, const char *job, const char *board,
 		     const unsigned char *img, size_t len, double now, int64_t *committed,
 		     sky_diag *d);

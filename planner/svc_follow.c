@@ -137,6 +137,8 @@ void svc_follow_plan(svc *s, const svc_plan_req *rq, const sky_planmsg *p, const
 	}
 	if (!sky_ckpt_begin(&s->ckpt, p->job, p->epoch, 2 * p->layers + 2))
 		SKY_WARN("job %s: the checkpoint store is full", p->job);
+	else /* the steps parts may be of (a step out of it is refused unhashed) */
+		sky_ckpt_schedule(&s->ckpt, p->job, p->train.steps, p->train.ckpt_every);
 	svc_follow_save(s, r);
 }
 

@@ -113,6 +113,7 @@ static int ask_ckpt(svc *s, run_job *r, int at)
 		if (sky_topic_board(topic, sizeof topic, r->board[k], SKY_TOPIC_CMD) == 0)
 			svc_publish(s, topic, buf, (size_t)n, 1, 0, NULL);
 	r->train.ask_step = at;
+	sky_ckpt_ask(&s->ckpt, r->job.req.job, at); /* its parts are taken */
 	return at;
 }
 
@@ -252,6 +253,8 @@ static int64_t restore_ckpts(svc *s, const run_job *r)
 		if (!sky_ckpt_begin(&s->ckpt, job, r->epoch, n_blocks))
 			SKY_WARN("job %s: the checkpoint store is full", job);
 	}
+	/* the steps parts may be of (a step out of it is refused unhashed) */
+	sky_ckpt_schedule(&s->ckpt, job, r->job.req.steps, r->job.req.ckpt_every);
 	return sky_ckpt_last(&s->ckpt, job);
 }
 

@@ -87,7 +87,10 @@ char *sky_log_escape(const char *in, char *out, size_t cap)
 		if (c == '\n' || c == '\r' || c == '\t') {
 			esc[k++] = '\\';
 			esc[k++] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
-		} else if (c < 0x20 || c == 0x7f) {
+		} else if (c < 0x20 || c == 0x7f ||
+			   (c == '<' && p == (const unsigned char *)in && p[1] >= '0' && p[1] <= '9')) {
+			/* ... and a "<N>" where the text starts: printed as a line of
+			 * its own, journald would read it as a priority */
 			esc[k++] = '\\', esc[k++] = 'x', esc[k++] = hex[c >> 4], esc[k++] = hex[c & 15];
 		} else if (c == '\\' && (p[1] == 'n' || p[1] == 'r' || p[1] == 't' || p[1] == 'x' ||
 					 p[1] == '\\')) {

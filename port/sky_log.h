@@ -35,7 +35,9 @@ int sky_log_journal_stream(const char *env, int fd);
 void sky_log(sky_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The escaping sky_log applies, for text printed elsewhere (a terminal, a
  * table): in copied to out with control characters as \n, \r, \t, \xNN
- * and a backslash doubled only where it would read as one of those; at most
+ * and a backslash doubled only where it would read as one of those, a "<"
+ * and digit where in starts as \x3c (a line of its own cannot carry a
+ * journald priority); at most
  * cap bytes, always terminated, cut at a whole escape. Returns out. */
 char *sky_log_escape(const char *in, char *out, size_t cap);
 

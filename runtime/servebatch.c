@@ -1,6 +1,9 @@
 /* The first serving stage's batching rule (see sky_servebatch.h). */
 #include "sky_servebatch.h"
 
+#include "sky_json.h"
+#include "sky_topics.h"
+
 #include <string.h>
 
 int sky_servebatch_decide(const sky_servebatch_rule *r, int queued, double waited_s,
@@ -79,4 +82,30 @@ double sky_servebatch_stale_s(int depth, int batch, double predicted_seq_s)
 			s = t;
 	}
 	return s;
+}
+
+int sky_servebatch_done_parse(const void *p, size_t len, int64_t *epoch, uint64_t *batch, int *n,
+			      sky_diag *d)
+{
+	int64_t ep = 0, b = 0;
+	int k = 0;
+	*epoch = 0, *batch = 0, *n = 0;
+	if (len > SKY_SERVE_DONE_MAX_BYTES)
+		return sky_diag_set(d, SKY_EFORMAT, "done report of %zu bytes, at most %u", len,
+				    SKY_SERVE_DONE_MAX_BYTES);
+	cJSON *doc = sky_json_parse((const char *)p, len, d);
+	if (!doc)
+		return SKY_EFORMAT;
+	int rc = 0;
+	if (!cJSON_IsObject(doc))
+		rc = sky_diag_set(d, SKY_EFORMAT, "done report: not an object");
+	else if (sky_json_i64(doc, "epoch", 0, SKY_JSON_INT_MAX, &ep, "done report", d) ||
+		 sky_json_i64(doc, "batch", 0, SKY_JSON_INT_MAX, &b, "done report", d) ||
+		 (cJSON_GetObjectItemCaseSensitive(doc, "n") &&
+		  sky_json_int(doc, "n", 0, 65535, &k, "done report", d)))
+		rc = SKY_EFORMAT;
+	sky_json_free(doc);
+	if (!rc)
+		*epoch = ep, *batch = (uint64_t)b, *n = k;
+	return rc;
 }

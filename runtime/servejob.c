@@ -85,6 +85,7 @@ int sky_servejob_setup(sky_servejob *j, const sky_planmsg *p, int stage, const c
 	j->plan = p;
 	j->stage = stage;
 	j->n_stages = p->n_stages;
+	sky_servewin_init(&j->win, p->epoch);
 	snprintf(j->job, sizeof j->job, "%s", p->job);
 	snprintf(j->board, sizeof j->board, "%s", board);
 	if (net)
@@ -409,20 +410,22 @@ static void run_first(sky_servejob *j)
 /* The last stage answered a batch: it has left the pipeline. */
 static void on_done(sky_servejob *j, const unsigned char *p, size_t len)
 {
-	int64_t ep = 0, batch = 0;
-	cJSON *doc = len <= SKY_SERVE_DONE_MAX_BYTES ? sky_json_parse((const char *)p, len, NULL) : NULL;
-	if (doc && sky_json_i64(doc, "epoch", 0, SKY_JSON_INT_MAX, &ep, "done", NULL) == 0 &&
-	    sky_json_i64(doc, "batch", 0, SKY_JSON_INT_MAX, &batch, "done", NULL) == 0 &&
-	    ep == j->plan->epoch)
-		sky_servebatch_done(&j->flight, (uint64_t)batch);
-	sky_json_free(doc);
+	int64_t ep = 0;
+	uint64_t batch = 0;
+	int n = 0;
+	if (sky_servebatch_done_parse(p, len, &ep, &batch, &n, NULL) == 0 && ep == j->plan->epoch)
+		sky_servebatch_done(&j->flight, batch);
 }
 
 /* ---- other stages: frames ------------------------------------------------------ */
 
 static void run_frame(sky_servejob *j, sky_servejob_slot *slot);
 
-static void on_frame(sky_servejob *j, const unsigned char *p, size_t len)
+/* A frame from sender (the topic's sender level; "" while the topic has
+ * none). The step it must carry comes from the sender's window
+ * (sky_servewin.h), not from the frame: a batch not above the sender's last
+ * is a replay, dropped before it is decrypted. */
+static void on_frame(sky_servejob *j, const char *sender, const unsigned char *p, size_t len)
 {
 	sky_frame_hdr h;
 	sky_frame_drop why = SKY_DROP_FORMAT;
@@ -434,16 +437,18 @@ static void on_frame(sky_servejob *j, const unsigned char *p, size_t len)
 		j->drops[len < SKY_FRAME_HEADER_BYTES ? SKY_DROP_TRUNCATED : SKY_DROP_FORMAT]++;
 		return;
 	}
+	int64_t step = -1;
+	uint64_t batch = (uint64_t)h.step;
+	if (h.step < 0 ||
+	    sky_servewin_expect(&j->win, sender, j->plan->epoch, batch, &step, &d) != 0) {
+		j->drops[h.epoch != j->plan->epoch ? SKY_DROP_EPOCH : SKY_TDROP_DUPLICATE]++;
+		SKY_DEBUG("job %s stage %d: frame dropped: %s", j->job, j->stage, d.msg);
+		return;
+	}
 	sky_servejob_slot *slot = NULL;
 	for (int i = 0; i < j->n_slots && !slot; i++)
 		if (!j->ring[i].full)
 			slot = &j->ring[i];
-	uint64_t batch = (uint64_t)h.step;
-	for (int i = 0; i < j->seen_n && i < 64; i++)
-		if (j->seen[i] == batch) {
-			j->drops[SKY_TDROP_DUPLICATE]++;
-			return;
-		}
 	if (!slot) {
 		/* every slot holds a batch (a burst from a faster stage before):
 		 * run the oldest now rather than lose requests */
@@ -453,7 +458,7 @@ static void on_frame(sky_servejob *j, const unsigned char *p, size_t len)
 		j->ring_full++;
 		run_frame(j, slot);
 	}
-	sky_frame_expect want = {.job = j->job, .epoch = j->plan->epoch, .step = h.step,
+	sky_frame_expect want = {.job = j->job, .epoch = j->plan->epoch, .step = step,
 				 .direction = SKY_FRAME_FWD, .stage = j->stage, .micro_batches = 1,
 				 .dtype = SKY_FRAME_S8, .ndim = 1,
 				 .shape = {(uint32_t)j->payload_bytes}};
@@ -464,7 +469,7 @@ static void on_frame(sky_servejob *j, const unsigned char *p, size_t len)
 			  sky_frame_drop_name(why), d.msg);
 		return;
 	}
-	j->seen[j->seen_n++ % 64] = batch;
+	sky_servewin_take(&j->win, sender, batch);
 	slot->full = 1;
 	slot->batch = batch;
 	slot->order = j->order++;
@@ -511,7 +516,7 @@ int sky_servejob_on_msg(sky_servejob *j, const char *topic, const unsigned char 
 		if (j->stage > 0 && m.stage == j->stage && strcmp(m.leaf, SKY_TOPIC_FWD) == 0) {
 			if (strcmp(m.sender, j->plan->stages[j->stage - 1].board) != 0)
 				return refuse_sender(j, &m, j->stage - 1);
-			on_frame(j, p, len);
+			on_frame(j, m.sender, p, len);
 			return 1;
 		}
 		if (j->stage != 0)

@@ -30,6 +30,9 @@
 #ifndef SKY_SERVEBATCH_H
 #define SKY_SERVEBATCH_H
 
+#include "sky_err.h"
+
+#include <stddef.h>
 #include <stdint.h>
 
 #define SKY_SERVEBATCH_MAX 64 /* batches tracked in flight at most */
@@ -82,6 +85,14 @@ int sky_servebatch_done(sky_servebatch_flight *f, uint64_t batch);
 /* Forgets batches sent before now - stale_s (counted lost) and returns how
  * many are in flight. */
 int sky_servebatch_in_flight(sky_servebatch_flight *f, double now, double stale_s);
+
+/* Parses a done report, {"epoch":E,"batch":N,"n":R} (sky_topics.h: at
+ * most SKY_SERVE_DONE_MAX_BYTES), before anything else reads it: epoch and
+ * batch whole numbers in [0, 2^53 - 1], n (optional, 0 when absent) in
+ * [0, 65535]. Returns 0, or SKY_EFORMAT with d saying what is wrong (too
+ * long, not JSON, a field missing or out of range). */
+int sky_servebatch_done_parse(const void *p, size_t len, int64_t *epoch, uint64_t *batch, int *n,
+			      sky_diag *d);
 
 /* The stale bound for a pipeline of `depth` stages whose plan predicts
  * predicted_seq_s sequences a second at `batch` a batch: four times the

@@ -18,7 +18,8 @@
  *     (several in flight), none waits for the one before to leave it;
  *   other stages: subscribe sky/v1/job/<job>/stage/<k>/fwd, take frames
  *     (sky_frame_unpack against the plan: job, epoch, stage, shape,
- *     checksum, seal; duplicates of a batch dropped) in arrival order
+ *     checksum, seal; a batch not above the sender's last dropped as a
+ *     replay, sky_servewin.h) in arrival order
  *     into a ring of slots; a frame that finds every slot full first runs
  *     the oldest batch (counted in ring_full): a burst costs latency, never
  *     requests;
@@ -51,6 +52,7 @@
 #include "sky_planmsg.h"
 #include "sky_serve.h"
 #include "sky_servebatch.h"
+#include "sky_servewin.h"
 #include "sky_transport.h"
 
 #include <stdatomic.h>
@@ -98,8 +100,7 @@ typedef struct sky_servejob {
 	sky_servejob_slot ring[SKY_SERVEJOB_RING];
 	int n_slots;
 	long order;
-	uint64_t seen[64];     /* recent batch numbers, for duplicates */
-	int seen_n;
+	sky_servewin win;      /* batches taken, per sender: only ever higher (replays refused) */
 	unsigned char *out_payload, *wire;
 	unsigned char ready_seen[SKY_PLANMSG_MAX_STAGES];
 	int n_ready, open;     /* open: the first stage takes requests */

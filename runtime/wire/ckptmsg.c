@@ -127,8 +127,11 @@ static int meta_i64(const cJSON *meta, const char *key, int64_t lo, int64_t hi, 
 	return 0;
 }
 
-int sky_ckpt_parse(const unsigned char *img, size_t len, sky_ckpt_meta *m, sky_ckpt_tensor *t,
-		   int cap, int *nt, sky_diag *d)
+/* (vec, blk) -> a bit in seen (parameters and SKY_CKPT_MAX_VECS vectors) */
+static int seen_bit(int vec, int blk, int blk0) { return (blk - blk0) * (1 + SKY_CKPT_MAX_VECS) + vec + 1; }
+
+int sky_ckpt_parse_header(const unsigned char *img, size_t len, sky_ckpt_meta *m,
+			  sky_ckpt_tensor *t, int cap, int *nt, sky_diag *d)
 {
 	memset(m, 0, sizeof *m);
 	*nt = 0;
@@ -137,16 +140,18 @@ int sky_ckpt_parse(const unsigned char *img, size_t len, sky_ckpt_meta *m, sky_c
 	uint64_t hlen = 0;
 	for (int i = 7; i >= 0; i--)
 		hlen = hlen << 8 | img[i];
-	if (hlen < 2 || hlen > len - 8)
-		return sky_diag_set(d, SKY_EFORMAT, "checkpoint: header of %llu bytes in %zu",
-				    (unsigned long long)hlen, len);
+	if (hlen < 2 || hlen > len - 8 || hlen > SKY_CKPT_HEADER_MAX)
+		return sky_diag_set(d, SKY_EFORMAT, "checkpoint: header of %llu bytes in %zu (at most %u)",
+				    (unsigned long long)hlen, len, SKY_CKPT_HEADER_MAX);
 	cJSON *doc = sky_json_parse((const char *)img + 8, (size_t)hlen, d);
 	if (!doc)
 		return SKY_EFORMAT;
 	const unsigned char *data = img + 8 + hlen;
-	size_t dlen = len - 8 - (size_t)hlen;
+	size_t dlen = len - 8 - (size_t)hlen, at = 0;
 	int rc = 0, n = 0;
 	int64_t v[5];
+	/* which (vector, block) pairs were seen: each exactly once */
+	unsigned char seen[SKY_CKPT_MAX_BLOCKS * (1 + SKY_CKPT_MAX_VECS)];
 	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(doc, "__metadata__");
 	if (!cJSON_IsObject(meta)) {
 		rc = sky_diag_set(d, SKY_EFORMAT, "checkpoint: no __metadata__");
@@ -156,8 +161,8 @@ int sky_ckpt_parse(const unsigned char *img, size_t len, sky_ckpt_meta *m, sky_c
 	    (rc = sky_json_str(meta, "sky_sha256", m->sha, sizeof m->sha, "checkpoint", d)) ||
 	    (rc = meta_i64(meta, "sky_epoch", 0, SKY_JSON_INT_MAX, &v[0], d)) ||
 	    (rc = meta_i64(meta, "sky_step", 0, SKY_JSON_INT_MAX, &v[1], d)) ||
-	    (rc = meta_i64(meta, "sky_blk0", 0, 1 << 20, &v[2], d)) ||
-	    (rc = meta_i64(meta, "sky_nblk", 1, 1 << 20, &v[3], d)) ||
+	    (rc = meta_i64(meta, "sky_blk0", 0, SKY_CKPT_MAX_BLOCKS - 1, &v[2], d)) ||
+	    (rc = meta_i64(meta, "sky_nblk", 1, SKY_CKPT_MAX_BLOCKS, &v[3], d)) ||
 	    (rc = meta_i64(meta, "sky_nvec", 0, SKY_CKPT_MAX_VECS, &v[4], d))) {
 		rc = SKY_EFORMAT;
 		goto exit;
@@ -167,6 +172,12 @@ int sky_ckpt_parse(const unsigned char *img, size_t len, sky_ckpt_meta *m, sky_c
 	m->blk0 = (int)v[2];
 	m->nblk = (int)v[3];
 	m->nvec = (int)v[4];
+	if (m->blk0 + m->nblk > SKY_CKPT_MAX_BLOCKS) {
+		rc = sky_diag_set(d, SKY_EFORMAT, "checkpoint: blocks %d+%d past %d", m->blk0, m->nblk,
+				  SKY_CKPT_MAX_BLOCKS);
+		goto exit;
+	}
+	memset(seen, 0, (size_t)m->nblk * (1 + SKY_CKPT_MAX_VECS));
 	for (const cJSON *e = doc->child; e; e = e->next) {
 		if (!strcmp(e->string, "__metadata__"))
 			continue;
@@ -182,31 +193,85 @@ int sky_ckpt_parse(const unsigned char *img, size_t len, sky_ckpt_meta *m, sky_c
 		}
 		if (blk < m->blk0 || blk >= m->blk0 + m->nblk || n >= cap ||
 		    sky_json_str(e, "dtype", dtype, sizeof dtype, e->string, NULL) ||
-		    strcmp(dtype, "F32") || cJSON_GetArraySize(sh) != 1 || cJSON_GetArraySize(of) != 2) {
-			rc = sky_diag_set(d, SKY_EFORMAT, "checkpoint: tensor '%s' is not one of ours",
+		    strcmp(dtype, "F32") || cJSON_GetArraySize(sh) != 1 || cJSON_GetArraySize(of) != 2 ||
+		    !cJSON_IsNumber(cJSON_GetArrayItem(sh, 0)) ||
+		    !cJSON_IsNumber(cJSON_GetArrayItem(of, 0)) ||
+		    !cJSON_IsNumber(cJSON_GetArrayItem(of, 1))) {
+			rc = sky_diag_set(d, SKY_EFORMAT, "checkpoint: tensor '%.40s' is not one of ours",
 					  e->string);
 			goto exit;
 		}
+		unsigned char *bit = &seen[seen_bit(vec, blk, m->blk0)];
+		if (*bit) {
+			rc = sky_diag_set(d, SKY_EFORMAT, "checkpoint: tensor '%s' twice", e->string);
+			goto exit;
+		}
+		*bit = 1;
 		double cnt = cJSON_GetArrayItem(sh, 0)->valuedouble;
 		double a = cJSON_GetArrayItem(of, 0)->valuedouble, b = cJSON_GetArrayItem(of, 1)->valuedouble;
-		if (!(cnt >= 0 && a >= 0 && b >= a && b <= (double)dlen && b - a == 4 * cnt)) {
-			rc = sky_diag_set(d, SKY_EFORMAT, "checkpoint: tensor '%s' outside the data",
-					  e->string);
+		if (!(cnt >= 1)) {
+			rc = sky_diag_set(d, SKY_EFORMAT, "checkpoint: tensor '%s' is empty (%g elements)",
+					  e->string, cnt);
 			goto exit;
 		}
+		/* the tensors tile the data in header order, as encode writes them:
+		 * no gap, no overlap, nothing after the last */
+		if (!(cnt == (double)(size_t)cnt && a == (double)at && b - a == 4 * cnt &&
+		      b <= (double)dlen)) {
+			rc = sky_diag_set(d, SKY_EFORMAT,
+					  "checkpoint: tensor '%s' at bytes [%.0f, %.0f) of %zu does not "
+					  "follow the one before (at %zu) with its %.0f floats",
+					  e->string, a, b, dlen, at, cnt);
+			goto exit;
+		}
+		at = (size_t)b;
 		t[n++] = (sky_ckpt_tensor){vec, blk, (const float *)(data + (size_t)a), (size_t)cnt};
 	}
-	char hex[SKY_CKPT_SHA_HEX + 1];
-	sky_ckpt_sha256_hex(data, dlen, hex);
-	if (strcmp(hex, m->sha) != 0) {
-		rc = sky_diag_set(d, SKY_EAUTH,
-				  "SHA-256 mismatch: the header says %.12s..., the tensor bytes hash "
-				  "to %.12s...",
-				  m->sha, hex);
+	if (n != m->nblk * (1 + m->nvec) || at != dlen) {
+		rc = sky_diag_set(d, SKY_EFORMAT,
+				  "checkpoint: %d tensors in %zu bytes, blocks %d+%d with %d state "
+				  "vectors declare %d in %zu",
+				  n, dlen, m->blk0, m->nblk, m->nvec, m->nblk * (1 + m->nvec), at);
 		goto exit;
 	}
+	/* a block's state vectors are as long as its parameters */
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < n; k++)
+			if (t[i].blk == t[k].blk && t[i].n != t[k].n) {
+				rc = sky_diag_set(d, SKY_EFORMAT,
+						  "checkpoint: block %d's tensors differ in length "
+						  "(%zu and %zu floats)",
+						  t[i].blk, t[i].n, t[k].n);
+				goto exit;
+			}
 	*nt = n;
 exit:
 	sky_json_free(doc);
+	return rc;
+}
+
+int sky_ckpt_verify(const unsigned char *img, size_t len, const sky_ckpt_meta *m, sky_diag *d)
+{
+	uint64_t hlen = 0;
+	for (int i = 7; i >= 0 && len >= 8; i--)
+		hlen = hlen << 8 | img[i];
+	if (len < 8 || hlen > len - 8)
+		return sky_diag_set(d, SKY_EFORMAT, "checkpoint: %zu bytes", len);
+	char hex[SKY_CKPT_SHA_HEX + 1];
+	sky_ckpt_sha256_hex(img + 8 + hlen, len - 8 - (size_t)hlen, hex);
+	if (strcmp(hex, m->sha) != 0)
+		return sky_diag_set(d, SKY_EAUTH,
+				    "SHA-256 mismatch: the header says %.12s..., the tensor bytes hash "
+				    "to %.12s...",
+				    m->sha, hex);
+	return 0;
+}
+
+int sky_ckpt_parse(const unsigned char *img, size_t len, sky_ckpt_meta *m, sky_ckpt_tensor *t,
+		   int cap, int *nt, sky_diag *d)
+{
+	int rc = sky_ckpt_parse_header(img, len, m, t, cap, nt, d);
+	if (!rc && (rc = sky_ckpt_verify(img, len, m, d)) != 0)
+		*nt = 0;
 	return rc;
 }

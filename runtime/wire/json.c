@@ -215,3 +215,56 @@ int sky_json_str(const cJSON *obj, const char *key, char *buf, size_t cap, const
 	memcpy(buf, v->valuestring, n + 1);
 	return 0;
 }
+
+/* The length of the valid UTF-8 sequence at p (1-4), or 0 (RFC 3629 §4:
+ * no overlong forms, no surrogates, nothing above U+10FFFF). */
+static int utf8_len(const unsigned char *p)
+{
+	unsigned char c = p[0];
+	int n = c < 0xc2 ? 0 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : c < 0xf5 ? 4 : 0;
+	for (int i = 1; i < n; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] > 0x9f) || (c == 0xf0 && p[1] < 0x90) ||
+	    (c == 0xf4 && p[1] > 0x8f))
+		return 0;
+	return n;
+}
+
+int sky_json_escape(const char *in, char *out, size_t cap)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+	if (cap == 0)
+		return SKY_ERANGE;
+	for (const unsigned char *p = (const unsigned char *)in; *p;) {
+		char esc[8];
+		size_t k = 0;
+		int adv = 1;
+		unsigned char c = *p;
+		if (c == '"' || c == '\\') {
+			esc[k++] = '\\', esc[k++] = (char)c;
+		} else if (c == '\n' || c == '\r' || c == '\t') {
+			esc[k++] = '\\', esc[k++] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+		} else if (c < 0x20 || c == 0x7f || c == '<') {
+			memcpy(esc, "\\u00", 4), k = 4;
+			esc[k++] = hex[c >> 4], esc[k++] = hex[c & 15];
+		} else if (c < 0x80) {
+			esc[k++] = (char)c;
+		} else if ((adv = utf8_len(p)) > 0) {
+			memcpy(esc, p, (size_t)adv), k = (size_t)adv;
+		} else {
+			adv = 1;
+			memcpy(esc, "\\ufffd", 6), k = 6;
+		}
+		if (o + k >= cap) {
+			out[o] = '\0';
+			return SKY_ERANGE;
+		}
+		memcpy(out + o, esc, k);
+		o += k;
+		p += adv;
+	}
+	out[o] = '\0';
+	return (int)o;
+}

@@ -27,6 +27,10 @@
 
 #define SKY_CKPT_MAX_VECS 2  /* optimizer state vectors (AdamW) */
 #define SKY_CKPT_SHA_HEX 64
+/* norm blocks of a model at most (2L + 2: 1023 layers) */
+#define SKY_CKPT_MAX_BLOCKS 2048
+/* header bytes at most: a tensor's entry is under 128 bytes (sky_ckpt_bound) */
+#define SKY_CKPT_HEADER_MAX (1024u + 128u * SKY_CKPT_MAX_BLOCKS * (1 + SKY_CKPT_MAX_VECS))
 
 typedef struct sky_ckpt_meta {
 	char job[SKY_TOPIC_SEGMENT_MAX + 1];
@@ -54,12 +58,26 @@ size_t sky_ckpt_bound(int nt, size_t floats);
 int sky_ckpt_encode(sky_ckpt_meta *m, const sky_ckpt_tensor *t, int nt, unsigned char *buf,
 		    size_t cap, size_t *len, sky_diag *d);
 
-/* Parses and checks an image: header JSON, every tensor F32 [n] inside the
- * data, names of the form above within [blk0, blk0 + nblk), and the SHA-256
- * of the data against the header's. Tensors go to t (cap rows; their data
- * point into img, possibly unaligned: copy with memcpy). Returns 0 with
- * *nt set, SKY_EFORMAT (malformed; d says where) or SKY_EAUTH (the hash
- * does not match: d says "SHA-256 mismatch"). */
+/* Parses and checks an image's header without reading the tensor bytes
+ * (no hashing, no copying): the header at most SKY_CKPT_HEADER_MAX bytes,
+ * its JSON, every tensor F32 [n] with n >= 1, names of the form above
+ * within [blk0, blk0 + nblk), each (vector, block) once, exactly
+ * nblk x (1 + nvec) of them, a block's state vectors as long as its
+ * parameters, and the tensors tiling the data in header order with nothing
+ * after the last (the message is as long as its header says). Tensors go
+ * to t (cap rows; their data point into img, possibly unaligned: copy with
+ * memcpy). Returns 0 with *nt set, or SKY_EFORMAT (d says where). */
+int sky_ckpt_parse_header(const unsigned char *img, size_t len, sky_ckpt_meta *m,
+			  sky_ckpt_tensor *t, int cap, int *nt, sky_diag *d);
+
+/* The SHA-256 of img's tensor bytes against m->sha (m from
+ * sky_ckpt_parse_header of the same img). Returns 0, SKY_EAUTH ("SHA-256
+ * mismatch") or SKY_EFORMAT (not an image). */
+int sky_ckpt_verify(const unsigned char *img, size_t len, const sky_ckpt_meta *m, sky_diag *d);
+
+/* sky_ckpt_parse_header, then sky_ckpt_verify. Returns 0 with *nt set,
+ * SKY_EFORMAT (malformed; d says where) or SKY_EAUTH (the hash does not
+ * match: d says "SHA-256 mismatch"). */
 int sky_ckpt_parse(const unsigned char *img, size_t len, sky_ckpt_meta *m, sky_ckpt_tensor *t,
 		   int cap, int *nt, sky_diag *d);
 

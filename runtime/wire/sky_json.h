@@ -40,6 +40,16 @@ void sky_json_free(cJSON *doc);
  * (excluding the NUL) or SKY_ERANGE if it does not fit. */
 int sky_json_print(const cJSON *doc, char *buf, size_t cap);
 
+/* Writes the string in as the body of a JSON string (without the quotes)
+ * into out (cap bytes, always terminated, cut only at a whole escape): '"'
+ * and '\\' escaped, control characters and DEL as \u00XX (so a string
+ * from outside cannot end the value, the line, or reach a terminal as an
+ * escape sequence once decoded and printed raw), '<' as \u003c (no "<N>"
+ * priority prefix or markup survives), a byte that is not part of valid
+ * UTF-8 as \ufffd. Returns the length written, or SKY_ERANGE when in was
+ * cut to fit. */
+int sky_json_escape(const char *in, char *out, size_t cap);
+
 /* Bytes of the pool in use now, and its high-water mark. */
 size_t sky_json_pool_used(void);
 size_t sky_json_pool_peak(void);

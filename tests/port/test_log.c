@@ -105,4 +105,8 @@ SKY_TEST(escape_keeps_text_and_cuts_at_a_whole_escape)
 	SKY_EXPECT(strcmp(sky_log_escape("0123456789ab\x01zz", buf, 15), "0123456789ab") == 0);
 	SKY_EXPECT(strcmp(sky_log_escape("0123456789a\x01zz", buf, sizeof buf), "0123456789a\\x01") == 0);
 	SKY_EXPECT(sky_log_escape("x", buf, 1)[0] == '\0');
+	/* a priority prefix where the text starts, printed as a line of its own */
+	SKY_EXPECT(strcmp(sky_log_escape("<3>forged", buf, sizeof buf), "\\x3c3>forged") == 0);
+	SKY_EXPECT(strcmp(sky_log_escape("a <3> b", buf, sizeof buf), "a <3> b") == 0);
+	SKY_EXPECT(strcmp(sky_log_escape("<b>", buf, sizeof buf), "<b>") == 0);
 }

@@ -357,3 +357,36 @@ SKY_TEST(the_first_stage_holds_a_part_full_batch_while_the_pipeline_is_full)
 	for (int k = 0; k < 3; k++)
 		sky_servejob_free(&g_jobs[k]);
 }
+
+SKY_TEST(a_done_report_is_parsed_whole_or_refused_with_the_reason)
+{
+	int64_t ep;
+	uint64_t b;
+	int n;
+	sky_diag d;
+	const char *ok = "{\"epoch\":4,\"batch\":1883540181484522,\"n\":2}";
+	SKY_EXPECT_EQ(sky_servebatch_done_parse(ok, strlen(ok), &ep, &b, &n, NULL), 0);
+	SKY_EXPECT(ep == 4 && b == 1883540181484522ull && n == 2);
+	struct {
+		const char *msg, *why;
+	} bad[] = {
+		{"{\"epoch\":4}", "batch"},
+		{"{\"epoch\":4,\"batch\":-1}", "batch"},
+		{"{\"epoch\":4,\"batch\":9007199254740992}", "beyond 2^53 - 1"},
+		{"{\"epoch\":4,\"batch\":1.5}", "batch"},
+		{"{\"epoch\":4,\"batch\":1,\"n\":70000}", "'n'"},
+		{"[1,2]", "not an object"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		sky_diag_clear(&d);
+		SKY_EXPECT_EQ(sky_servebatch_done_parse(bad[i].msg, strlen(bad[i].msg), &ep, &b, &n, &d),
+			      SKY_EFORMAT);
+		SKY_EXPECT_MSG(strstr(d.msg, bad[i].why) != NULL, "%zu: %s", i, d.msg);
+	}
+	static char big[400];
+	memset(big, ' ', sizeof big);
+	memcpy(big, ok, strlen(ok));
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_servebatch_done_parse(big, sizeof big, &ep, &b, &n, &d), SKY_EFORMAT);
+	SKY_EXPECT_MSG(strstr(d.msg, "done report of 400 bytes, at most 256") != NULL, "%s", d.msg);
+}

@@ -101,3 +101,61 @@ SKY_TEST(a_buffer_too_small_is_a_range_error)
 	size_t len = 0;
 	SKY_EXPECT_EQ(sky_ckpt_encode(&m, t, 1, buf, sizeof buf, &len, NULL), SKY_ERANGE);
 }
+
+/* a header edited in place (same length, so the hash placeholder and the
+ * offsets keep their bytes) */
+static void edit(unsigned char *buf, size_t len, const char *from, const char *to)
+{
+	size_t n = strlen(from);
+	SKY_EXPECT_EQ(n, strlen(to));
+	for (size_t i = 8; i + n <= len; i++)
+		if (!memcmp(buf + i, from, n)) {
+			memcpy(buf + i, to, n);
+			return;
+		}
+	SKY_EXPECT_MSG(0, "'%s' not in the header", from);
+}
+
+SKY_TEST(the_header_is_checked_against_the_data_before_any_hash)
+{
+	unsigned char buf[4096], bad[4096];
+	float a[8], b[8];
+	sky_ckpt_meta m, got;
+	sky_ckpt_tensor t[8];
+	int nt = 0;
+	sky_diag d;
+	size_t len = make(buf, sizeof buf, &m, a, b);
+	/* the header alone parses; the hash is a separate call */
+	SKY_EXPECT_EQ(sky_ckpt_parse_header(buf, len, &got, t, 8, &nt, NULL), 0);
+	SKY_EXPECT_EQ(nt, 4);
+	SKY_EXPECT_EQ(sky_ckpt_verify(buf, len, &got, NULL), 0);
+	struct {
+		const char *from, *to, *why;
+	} cases[] = {
+		{"\"s0.4\"", "\"s0.3\"", "tensor 's0.3' twice"},
+		{"\"sky_nblk\":\"2\"", "\"sky_nblk\":\"1\"", "is not one of ours"},
+		{"\"sky_nvec\":\"1\"", "\"sky_nvec\":\"0\"", "is not one of ours"},
+		{"\"sky_step\":\"12\"", "\"sky_step\":\"-1\"", "sky_step '-1' out of range"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		memcpy(bad, buf, len);
+		edit(bad, len, cases[i].from, cases[i].to);
+		sky_diag_clear(&d);
+		SKY_EXPECT_EQ(sky_ckpt_parse_header(bad, len, &got, t, 8, &nt, &d), SKY_EFORMAT);
+		SKY_EXPECT_MSG(strstr(d.msg, cases[i].why) != NULL, "%zu: %s", i, d.msg);
+	}
+	/* one tensor shorter than the one of the same block */
+	sky_ckpt_tensor u[4] = {{-1, 3, a, 3}, {-1, 4, a + 3, 5}, {0, 3, b, 2}, {0, 4, b + 3, 5}};
+	size_t ulen = 0;
+	SKY_EXPECT_EQ(sky_ckpt_encode(&m, u, 4, bad, sizeof bad, &ulen, NULL), 0);
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_ckpt_parse_header(bad, ulen, &got, t, 8, &nt, &d), SKY_EFORMAT);
+	SKY_EXPECT_MSG(strstr(d.msg, "block 3's tensors differ in length (3 and 2 floats)"), "%s",
+		       d.msg);
+	/* a block missing */
+	SKY_EXPECT_EQ(sky_ckpt_encode(&m, u, 3, bad, sizeof bad, &ulen, NULL), 0);
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_ckpt_parse_header(bad, ulen, &got, t, 8, &nt, &d), SKY_EFORMAT);
+	SKY_EXPECT_MSG(strstr(d.msg, "3 tensors in 40 bytes, blocks 3+2 with 1 state vectors "
+				     "declare 4"), "%s", d.msg);
+}

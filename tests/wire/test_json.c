@@ -181,3 +181,41 @@ SKY_TEST(print_without_allocating)
 	SKY_EXPECT_EQ(sky_json_print(j, buf, 8), SKY_ERANGE);
 	sky_json_free(j);
 }
+
+SKY_TEST(escape_gives_a_json_string_that_decodes_to_the_same_bytes)
+{
+	char buf[512], doc[600];
+	const char *hostile[] = {
+		"b1\",\"done\":true,\"x\":\"", /* ends the value and adds a member */
+		"b1\n{\"forged\":1}",         /* a new line in a JSON-lines file */
+		"\x1b[2J\x1b]0;owned\x07",    /* a terminal clear and title */
+		"<3>urgent", "back\\slash", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "\x7f",
+	};
+	for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++) {
+		int n = sky_json_escape(hostile[i], buf, sizeof buf);
+		SKY_EXPECT_MSG(n > 0 && (size_t)n == strlen(buf), "%zu", i);
+		for (const char *c = buf; *c; c++)
+			SKY_EXPECT_MSG((unsigned char)*c >= 0x20 && *c != 0x7f && *c != '<', "%zu: %s", i,
+				       buf);
+		snprintf(doc, sizeof doc, "{\"s\":\"%s\"}", buf);
+		cJSON *j = sky_json_parse(doc, strlen(doc), NULL);
+		SKY_EXPECT_MSG(j != NULL, "%zu: %s", i, doc);
+		const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "s");
+		SKY_EXPECT_MSG(cJSON_IsString(s) && !strcmp(s->valuestring, hostile[i]), "%zu: %s", i,
+			       doc);
+		SKY_EXPECT_EQ(cJSON_GetArraySize(j), 1);
+		sky_json_free(j);
+	}
+	SKY_EXPECT_EQ(sky_json_escape("\x1b", buf, sizeof buf), 6);
+	SKY_EXPECT(!strcmp(buf, "\\u001b"));
+	/* bytes that are not UTF-8 (a lone continuation, an overlong '/', a
+	 * surrogate, a cut sequence) become U+FFFD: the file stays valid JSON */
+	SKY_EXPECT(sky_json_escape("a\x80" "b\xc0\xaf" "c\xed\xa0\x80" "d\xe2\x82", buf, sizeof buf) > 0);
+	SKY_EXPECT_MSG(!strcmp(buf, "a\\ufffdb\\ufffd\\ufffdc\\ufffd\\ufffd\\ufffdd\\ufffd\\ufffd"),
+		       "%s", buf);
+	/* cut at a whole escape, terminated, said so */
+	SKY_EXPECT_EQ(sky_json_escape("abc\"", buf, 5), SKY_ERANGE);
+	SKY_EXPECT(!strcmp(buf, "abc"));
+	SKY_EXPECT_EQ(sky_json_escape("x", buf, 1), SKY_ERANGE);
+	SKY_EXPECT(buf[0] == '\0');
+}

@@ -7,6 +7,7 @@
 #include "sky_err.h"
 #include "sky_file.h"
 #include "sky_json.h"
+#include "sky_log.h"
 #include "sky_opt.h"
 
 #include <stdio.h>
@@ -30,10 +31,19 @@ static void usage(FILE *to)
 		    "progress (from DIR/operators.json, which --json leaves as it is).\n");
 }
 
+/* A string member for the terminal: boards and clients put text in these
+ * files (a board id, a plan-ack reason, a stall message), so control
+ * characters and escape sequences are shown escaped (sky_log_escape), never
+ * sent to the terminal. Eight buffers in turn: a printf may take several. */
 static const char *str(const cJSON *o, const char *k)
 {
+	static char buf[8][1024];
+	static int at;
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-	return cJSON_IsString(v) ? v->valuestring : "-";
+	if (!cJSON_IsString(v))
+		return "-";
+	at = (at + 1) % 8;
+	return sky_log_escape(v->valuestring, buf[at], sizeof buf[at]);
 }
 
 static double num(const cJSON *o, const char *k)
