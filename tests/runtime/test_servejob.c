@@ -278,7 +278,7 @@ SKY_TEST(sealed_three_stage_job_answers_with_one_boards_logits)
 	static unsigned char rec[65][1 << 13];
 	static size_t rec_n[65];
 	int nrec = 0;
-	sky_topic_job_to(topic, sizeof topic, "j1", SKY_TOPIC_REQ, "sky-client-t");
+	sky_topic_job_pair(topic, sizeof topic, "j1", SKY_TOPIC_REQ, "b1", "sky-client-t");
 	for (int i = 0; i < 65; i++) {
 		for (int r = 0; r < 2; r++) { /* a full batch */
 			int32_t mask[5] = {1, 1, 1, 1, 1};
@@ -299,7 +299,7 @@ SKY_TEST(sealed_three_stage_job_answers_with_one_boards_logits)
 		g_nbus = 0;
 	}
 	SKY_EXPECT_EQ(nrec, 65);
-	sky_topic_stage(topic, sizeof topic, "j1", 1, 0);
+	sky_topic_stage(topic, sizeof topic, "j1", 1, 0, "b1");
 	long out0 = g_jobs[1].frames_out;
 	for (int i = 0; i < nrec; i++) {
 		sky_servejob_on_msg(&g_jobs[1], topic, rec[i], rec_n[i]);
