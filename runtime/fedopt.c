@@ -4,9 +4,10 @@
 /* The same bits on every machine: no a * b + c fused into one rounding
  * (GCC contracts by default in GNU C mode, and AArch64 has the
  * instruction). */
-#pragma GCC optimize("fp-contract=off")
 #ifdef __clang__
 #pragma STDC FP_CONTRACT OFF
+#else
+#pragma GCC optimize("fp-contract=off")
 #endif
 
 #include "sky_fedopt.h"
