@@ -241,3 +241,61 @@ rc=$?
 if [ $rc -eq 2 ] && grep -q "label 0 is 'computers' in .* but 'negative' in the model's config.json" "$tmp/err"
 then pass eval_data_refuses_other_labels
 else fail eval_data_refuses_other_labels "rc $rc: $(cat "$tmp/err")"; fi
+
+# sky data split: every row in exactly one shard (the shards' rows, put
+# together, are the set's rows as a multiset), IID shards within one row of
+# each other, label skew at alpha 0.1 well above IID's (total variation from
+# the set's label distribution), the same seed the
+# same shards; bad arguments refused with the reason, nothing written
+"$SKY" data split "$tmp/tsv.skyds" --owners 3 --out-prefix "$tmp/iid" --json >"$tmp/iid.json" 2>"$tmp/err"
+"$SKY" data split "$tmp/tsv.skyds" --owners 3 --alpha 0.1 --seed 7 --out-prefix "$tmp/sk" --json \
+	>"$tmp/sk.json" 2>>"$tmp/err"
+"$SKY" data split "$tmp/tsv.skyds" --owners 3 --alpha 0.1 --seed 7 --out-prefix "$tmp/sk2" \
+	>/dev/null 2>>"$tmp/err"
+if python3 - "$tmp" <<'PY'
+import json, struct, sys
+from collections import Counter
+t = sys.argv[1]
+def rows(p):
+    b = open(p, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n]); d = b[8 + n:]
+    seq = h["input_ids"]["shape"][1]
+    ids = d[h["input_ids"]["data_offsets"][0]:h["input_ids"]["data_offsets"][1]]
+    lab = d[h["labels"]["data_offsets"][0]:h["labels"]["data_offsets"][1]]
+    return [(ids[i * seq * 4:(i + 1) * seq * 4], lab[i * 4:(i + 1) * 4]) for i in range(len(lab) // 4)], h["__metadata__"]
+whole, meta = rows(f"{t}/tsv.skyds")
+for name in ("iid", "sk"):
+    parts = [rows(f"{t}/{name}-{k}.skyds") for k in range(3)]
+    got = Counter(r for p, _ in parts for r in p)
+    assert got == Counter(whole), name
+    for _, m in parts:
+        assert "shard" in m["source"] and m["tokenizer_hash"] == meta["tokenizer_hash"], m
+    sizes = [len(p) for p, _ in parts]
+    if name == "iid":
+        assert max(sizes) - min(sizes) <= 1, sizes
+    j = json.load(open(f"{t}/{name}.json"))
+    assert [s["rows"] for s in j["shards"]] == sizes, (j, sizes)
+    # skew: the mean over shards of the total variation distance between
+    # a shard's label distribution and the whole set's
+    tot = [sum(s["label_rows"][l] for s in j["shards"]) for l in range(3)]
+    tv = sum(0.5 * sum(abs(s["label_rows"][l] / s["rows"] - tot[l] / sum(tot)) for l in range(3))
+             for s in j["shards"]) / 3
+    if name == "iid": iid_tv = tv
+    else: assert tv > iid_tv + 0.15, (tv, iid_tv)
+for k in range(3):
+    assert open(f"{t}/sk-{k}.skyds", "rb").read() == open(f"{t}/sk2-{k}.skyds", "rb").read()
+PY
+then pass split_shards_partition_the_set
+else fail split_shards_partition_the_set "$(cat "$tmp/err" "$tmp/sk.json" | head -c 600)"; fi
+"$SKY" data split "$tmp/tsv.skyds" --owners 1000 --out-prefix "$tmp/many" >/dev/null 2>"$tmp/err"
+rc=$?
+if [ $rc -ne 0 ] && grep -q "rows cannot give 1000 owners one each" "$tmp/err" && ! ls "$tmp"/many-* >/dev/null 2>&1
+then pass split_refuses_more_owners_than_rows
+else fail split_refuses_more_owners_than_rows "rc $rc: $(cat "$tmp/err")"; fi
+"$SKY" data split "$tmp/tsv.skyds" --owners 3 --alpha 0.01 --min-rows 100 --out-prefix "$tmp/few" >/dev/null 2>"$tmp/err"
+rc=$?
+if [ $rc -ne 0 ] && grep -q "no Dirichlet(0.01) draw in 100 gave each of 3 owners 100 rows" "$tmp/err" &&
+	! ls "$tmp"/few-* >/dev/null 2>&1
+then pass split_refuses_an_impossible_minimum
+else fail split_refuses_an_impossible_minimum "rc $rc: $(cat "$tmp/err")"; fi

@@ -5,6 +5,7 @@
 #include "sky_clock.h"
 #include "sky_dataprep.h"
 #include "sky_dataset.h"
+#include "sky_datasplit.h"
 #include "sky_err.h"
 #include "sky_file.h"
 #include "sky_hfmodel.h"
@@ -20,9 +21,10 @@
 
 static void usage(FILE *to)
 {
-	fprintf(to, "usage: sky data <prepare|info> [options] (sky data <sub> --help)\n\n"
+	fprintf(to, "usage: sky data <prepare|info|split> [options] (sky data <sub> --help)\n\n"
 		    "  prepare  tokenize and label a TSV, CSV or JSON Lines file into a .skyds set\n"
-		    "  info     rows, labels and their counts, lengths and truncation of a set\n");
+		    "  info     rows, labels and their counts, lengths and truncation of a set\n"
+		    "  split    a set into one shard per data owner (IID or label-skewed)\n");
 }
 
 static void prepare_usage(FILE *to)
@@ -418,11 +420,201 @@ exit:
 	return rc;
 }
 
+static void split_usage(FILE *to)
+{
+	fprintf(to,
+		"usage: sky data split F.skyds --owners N --out-prefix P [options]\n"
+		"  writes P-0.skyds .. P-<N-1>.skyds, one shard per data owner, every row in\n"
+		"  exactly one; all or nothing\n"
+		"  --owners N     shards (1 to %d)\n"
+		"  --alpha A      label skew: each label's rows divided among the owners in\n"
+		"                 Dirichlet(A) proportions (0.5: strongly skewed; 100: near\n"
+		"                 IID); 0 (default): IID, rows dealt at random\n"
+		"  --seed S       the draw (default 1); the same seed, the same shards\n"
+		"  --min-rows M   redraw until every shard has M rows (default 1)\n"
+		"  --json         the shards' rows and label counts as one JSON object\n",
+		SKY_SPLIT_MAX_OWNERS);
+}
+
+static int split(int argc, char **argv)
+{
+	long owners = 0, seed = 1, min_rows = 1;
+	double alpha = 0.0;
+	const char *prefix = NULL;
+	int json = 0;
+	enum { O_OWNERS = SKY_OPT_FIRST, O_ALPHA, O_SEED, O_MIN, O_PREFIX, O_JSON };
+	static const struct option k_opts[] = {{"owners", required_argument, NULL, O_OWNERS},
+					       {"alpha", required_argument, NULL, O_ALPHA},
+					       {"seed", required_argument, NULL, O_SEED},
+					       {"min-rows", required_argument, NULL, O_MIN},
+					       {"out-prefix", required_argument, NULL, O_PREFIX},
+					       {"json", no_argument, NULL, O_JSON},
+					       SKY_OPT_STD,
+					       {0}};
+	sky_opt op;
+	sky_opt_begin(&op, "sky data split", argc, argv, k_opts, 0);
+	for (int c; (c = sky_opt_next(&op)) != SKY_OPT_END;) {
+		switch (c) {
+		case SKY_OPT_HELP:
+			split_usage(stdout);
+			return 0;
+		case SKY_OPT_VERSION:
+			return 0;
+		case O_OWNERS:
+			if (sky_cli_int("data split", op.name, op.arg, 1, SKY_SPLIT_MAX_OWNERS, &owners) < 0)
+				return 2;
+			break;
+		case O_ALPHA:
+			if (sky_cli_double("data split", op.name, op.arg, 0.0, 1e6, &alpha) < 0)
+				return 2;
+			break;
+		case O_SEED:
+			if (sky_cli_int("data split", op.name, op.arg, 0, 0x7fffffffL, &seed) < 0)
+				return 2;
+			break;
+		case O_MIN:
+			if (sky_cli_int("data split", op.name, op.arg, 1, 1L << 30, &min_rows) < 0)
+				return 2;
+			break;
+		case O_PREFIX:
+			prefix = op.arg;
+			break;
+		case O_JSON:
+			json = 1;
+			break;
+		default:
+			return 2;
+		}
+	}
+	if (argc - op.next != 1 || !owners || !prefix || !*prefix) {
+		fprintf(stderr, "sky data split: give one .skyds file, --owners and --out-prefix\n");
+		split_usage(stderr);
+		return 2;
+	}
+	const char *path = argv[op.next];
+	sky_dataset *ds = calloc(1, sizeof *ds);
+	sky_ds_build *b = calloc(1, sizeof *b);
+	int32_t *owner_of = NULL;
+	int64_t(*count)[SKY_DS_MAX_LABELS] = NULL;
+	int rc = 1, written = 0;
+	char out[4096];
+	sky_diag d;
+	sky_diag_clear(&d);
+	if (!ds || !b) {
+		fprintf(stderr, "sky data split: out of memory\n");
+		goto exit;
+	}
+	int src = sky_ds_open(ds, path, &d);
+	if (src) {
+		fprintf(stderr, "sky data split: %s: %s: %s\n", path, sky_strerror(src), d.msg);
+		goto exit;
+	}
+	const sky_ds_meta *m = &ds->meta;
+	owner_of = malloc((size_t)m->rows * sizeof *owner_of);
+	count = calloc((size_t)owners, sizeof *count);
+	if (!owner_of || !count) {
+		fprintf(stderr, "sky data split: out of memory for %lld rows\n", (long long)m->rows);
+		goto exit;
+	}
+	src = sky_ds_split(ds->labels, m->rows, m->nlabels, (int)owners, alpha, (uint64_t)seed,
+			   min_rows, owner_of, &d);
+	if (src) {
+		fprintf(stderr, "sky data split: %s: %s\n", path, d.msg);
+		goto exit;
+	}
+	for (int64_t r = 0; r < m->rows; r++)
+		count[owner_of[r]][ds->labels[r]]++;
+	cJSON *j = json ? sky_json_new_object() : NULL;
+	cJSON *arr = j ? cJSON_AddArrayToObject(j, "shards") : NULL;
+	for (int k = 0; k < owners; k++) {
+		sky_ds_build_init(b, m->seq);
+		b->meta = *m;
+		b->meta.rows = 0;
+		int n = snprintf(b->meta.source, sizeof b->meta.source, "%s shard %d of %ld", m->source,
+				 k, owners);
+		if (n < 0 || (size_t)n >= sizeof b->meta.source)
+			snprintf(b->meta.source, sizeof b->meta.source, "shard %d of %ld", k, owners);
+		const size_t S = (size_t)m->seq;
+		for (int64_t r = 0; r < m->rows && src == 0; r++) {
+			if (owner_of[r] != k)
+				continue;
+			int32_t *ids, *types, *mask;
+			src = sky_ds_build_next(b, &ids, &types, &mask);
+			if (src)
+				break;
+			memcpy(ids, ds->input_ids + (size_t)r * S, S * sizeof *ids);
+			memcpy(types, ds->token_type_ids + (size_t)r * S, S * sizeof *types);
+			memcpy(mask, ds->attention_mask + (size_t)r * S, S * sizeof *mask);
+			sky_ds_build_commit(b, ds->labels[r]);
+		}
+		snprintf(out, sizeof out, "%s-%d.skyds", prefix, k);
+		if (src == 0)
+			src = sky_ds_write(out, b, &d);
+		const int64_t rows = b->meta.rows;
+		sky_ds_build_free(b);
+		if (src) {
+			fprintf(stderr, "sky data split: %s: %s: %s\n", out, sky_strerror(src), d.msg);
+			json = 0;
+			break;
+		}
+		written = k + 1;
+		if (arr) {
+			cJSON *o = cJSON_CreateObject();
+			cJSON_AddStringToObject(o, "file", out);
+			cJSON_AddNumberToObject(o, "rows", (double)rows);
+			cJSON *c = cJSON_AddArrayToObject(o, "label_rows");
+			for (int l = 0; l < m->nlabels && c; l++)
+				cJSON_AddItemToArray(c, cJSON_CreateNumber((double)count[k][l]));
+			cJSON_AddItemToArray(arr, o);
+		} else if (!json) {
+			printf("%s: %lld rows;", out, (long long)rows);
+			for (int l = 0; l < m->nlabels; l++)
+				printf(" %s %lld", m->label[l], (long long)count[k][l]);
+			printf("\n");
+		}
+	}
+	if (src) {
+		for (int k = 0; k < written; k++) { /* all or nothing */
+			snprintf(out, sizeof out, "%s-%d.skyds", prefix, k);
+			remove(out);
+		}
+		sky_json_free(j);
+		goto exit;
+	}
+	if (j) {
+		cJSON_AddStringToObject(j, "source", path);
+		cJSON_AddNumberToObject(j, "owners", (double)owners);
+		cJSON_AddNumberToObject(j, "alpha", alpha);
+		cJSON_AddNumberToObject(j, "seed", (double)seed);
+		size_t cap = 256u << 10;
+		char *buf = malloc(cap);
+		int n = buf ? sky_json_print(j, buf, cap) : SKY_ENOMEM;
+		sky_json_free(j);
+		if (n < 0) {
+			fprintf(stderr, "sky data split: cannot print: %s\n", sky_strerror(n));
+			free(buf);
+			goto exit;
+		}
+		printf("%s\n", buf);
+		free(buf);
+	}
+	rc = 0;
+exit:
+	if (ds)
+		sky_ds_close(ds);
+	free(ds);
+	free(b);
+	free(owner_of);
+	free(count);
+	return rc;
+}
+
 int sky_cmd_data(int argc, char **argv)
 {
 	static const sky_cmd subs[] = {
 		{"prepare", "tokenize and label a TSV, CSV or JSON Lines file", prepare},
 		{"info", "what a prepared set holds", info},
+		{"split", "a set into one shard per data owner", split},
 	};
 	return sky_cli_dispatch("sky data", argc, argv, subs, sizeof subs / sizeof subs[0], usage);
 }
