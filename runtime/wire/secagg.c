@@ -1,10 +1,10 @@
 /* Secure aggregation masks, pair keys and sealed shares; see sky_secagg.h. */
 #include "sky_secagg.h"
 
+#include "sky_keystream.h"
 #include "sky_le.h"
 #include "sky_topics.h"
 
-#include <mbedtls/chacha20.h>
 #include <mbedtls/ecdh.h>
 #include <mbedtls/gcm.h>
 #include <mbedtls/hkdf.h>
@@ -129,9 +129,6 @@ int sky_secagg_commit(const char *owner, const char *job, uint64_t round,
 int sky_secagg_stream(uint64_t *v, size_t n, uint64_t offset,
 		      const unsigned char seed[SKY_SECAGG_SEED_BYTES], int sign, sky_diag *d)
 {
-	static const unsigned char zero_nonce[12];
-	static const unsigned char zeros[512];
-	unsigned char ks[512];
 	if (n == 0)
 		return 0;
 	if (!v || !seed || (sign != 1 && sign != -1))
@@ -141,29 +138,8 @@ int sky_secagg_stream(uint64_t *v, size_t n, uint64_t offset,
 				    "secure aggregation stream: words %llu..%llu past the key stream's "
 				    "2^35",
 				    (unsigned long long)offset, (unsigned long long)(offset + n));
-	mbedtls_chacha20_context c;
-	mbedtls_chacha20_init(&c);
-	/* word w sits in 64-byte block w / 8 */
-	int rc = mbedtls_chacha20_setkey(&c, seed) ||
-		 mbedtls_chacha20_starts(&c, zero_nonce, (uint32_t)(offset / 8));
-	size_t skip = (size_t)(offset % 8), done = 0;
-	while (!rc && done < n) {
-		size_t words = sizeof ks / 8 - skip;
-		if (words > n - done)
-			words = n - done;
-		/* generate whole words from the block boundary; the first chunk
-		 * drops the words before offset */
-		rc = mbedtls_chacha20_update(&c, (skip + words) * 8, zeros, ks);
-		for (size_t i = 0; !rc && i < words; i++) {
-			uint64_t m = sky_le_get64(ks + 8 * (skip + i));
-			v[done + i] += sign > 0 ? m : (uint64_t)0 - m;
-		}
-		done += words;
-		skip = 0;
-	}
-	mbedtls_chacha20_free(&c);
-	mbedtls_platform_zeroize(ks, sizeof ks);
-	return rc ? sky_diag_set(d, SKY_ECRYPTO, "secure aggregation stream: ChaCha20 failed") : 0;
+	sky_keystream_add(v, n, offset, seed, sign);
+	return 0;
 }
 
 int sky_secagg_mask(uint64_t *v, size_t n, uint64_t offset,

@@ -13,6 +13,7 @@ int sky_bench_infer(int argc, char **argv);
 int sky_bench_layer(int argc, char **argv);
 int sky_bench_planner(int argc, char **argv);
 int sky_bench_probe(int argc, char **argv);
+int sky_bench_secagg(int argc, char **argv);
 int sky_bench_tokenize(int argc, char **argv);
 
 static const sky_cmd k_benches[] = {
@@ -31,6 +32,8 @@ static const sky_cmd k_benches[] = {
 	{"planner", "time to plan 1,024 boards x 1,000 layers, and the paper's 64 x 160",
 	 sky_bench_planner},
 	{"probe", "the board probe skyd runs (layer times, memory, link)", sky_bench_probe},
+	{"secagg", "secure aggregation's masking and unmasking per element, vs plain (--json)",
+	 sky_bench_secagg},
 	{"tokenize", "BERT tokenizer MB/s, Sky and Hugging Face's on the same text", sky_bench_tokenize},
 };
 
