@@ -134,8 +134,17 @@ SKY_TEST(the_table_survives_its_json_and_a_bad_file_is_refused_with_the_reason)
 	const char *twice = "{\"v\":1,\"boards\":[]}";
 	SKY_EXPECT_EQ(sky_calib_from_json(&back, twice, strlen(twice), &d), 0);
 	SKY_EXPECT_EQ(back.n, 0);
+	static char cut[sizeof g_json];
+	memcpy(cut, g_json, (size_t)n + 1);
+	char *nf = strstr(cut, "\"n_fwd\"");
+	memcpy(nf, "\"x_fwd\"", 7); /* b1's forward sample count missing */
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_calib_from_json(&back, cut, (size_t)n, &d), SKY_EFORMAT);
+	SKY_EXPECT_MSG(strstr(d.msg, "calib: entry of board b1:") && strstr(d.msg, "n_fwd"), "%s",
+		       d.msg);
 	char *b1 = strstr(g_json, "\"board\":\"b1\"");
 	memcpy(b1, "\"board\":\"/1\"", 12); /* not a board id */
+	sky_diag_clear(&d);
 	SKY_EXPECT_EQ(sky_calib_from_json(&back, g_json, (size_t)n, &d), SKY_EFORMAT);
 	SKY_EXPECT_MSG(strstr(d.msg, "calib: board id '/1' is not a board id") != NULL, "%s", d.msg);
 	SKY_EXPECT_EQ(back.n, 0);
