@@ -326,6 +326,8 @@ static int svc_open(svc *s, const sky_service_opts *o, sky_diag *d)
 	if ((rc = sky_sign_load_cert(&s->planner_crt, path, d)) != 0 ||
 	    (rc = svc_store_restore(s, d)) != 0)
 		return rc;
+	/* what boards' jobs measured, before any job is planned */
+	svc_calib_load(s);
 	/* the jobs it followed, with their checkpoints */
 	svc_follow_restore(s);
 	return 0;
@@ -343,6 +345,7 @@ static void svc_tick(svc *s, double now, double gap, int behind)
 	svc_serve_tick(s, now);
 	svc_submit_tick(s, now);
 	svc_gc_tick(s, now);
+	svc_calib_tick(s, now);
 	svc_log_flush(s, now);
 }
 
@@ -398,6 +401,7 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 	svc_loop(s);
 	SKY_INFO("stopping on signal %d", sky_signal_stop_requested());
 	svc_store_save_state(s);
+	svc_calib_tick(s, sky_clock_s() + 2.0); /* the last folds, if not written yet */
 exit:
 	drop(s);
 	sky_deploy_free(&s->deploy);

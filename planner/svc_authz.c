@@ -71,10 +71,17 @@ int svc_authz_on_metrics(svc *s, const char *job, const char *board, const unsig
 		return -1;
 	}
 	int k = svc_authz_stage(s, job, board, payload_stage(p, len), &epoch);
-	return sky_jobstat_on_metrics(&s->jobs, job, board, k, epoch, (const char *)p, len,
-				      sky_clock_s()) == 0
-		       ? 0
-		       : -1;
+	/* the first report of this stage under this epoch (its step warms up) */
+	int first = 1;
+	for (int i = 0; i < s->jobs.n && first; i++)
+		first = !(!strcmp(s->jobs.row[i].job, job) && s->jobs.row[i].stage == k &&
+			  s->jobs.row[i].epoch == epoch && !strcmp(s->jobs.row[i].board, board));
+	if (sky_jobstat_on_metrics(&s->jobs, job, board, k, epoch, (const char *)p, len,
+				   sky_clock_s()) != 0)
+		return -1;
+	/* the sender's own figures only: board is the topic's, k its stage */
+	svc_calib_on_metrics(s, job, board, k, epoch, first, p, len);
+	return 0;
 }
 
 int svc_authz_part(svc *s, const char *job, const char *board)

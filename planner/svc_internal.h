@@ -37,6 +37,7 @@
 #include "sky_service.h"
 
 #include "sky_ca.h"
+#include "sky_calib.h"
 #include "sky_ckpt.h"
 #include "sky_crl.h"
 #include "sky_jobstat.h"
@@ -278,6 +279,14 @@ typedef struct svc_relay_state {
 	size_t ops_len;
 } svc_relay_state;
 
+typedef struct svc_calib_state {
+	sky_calib t;      /* boards' figures folded from their jobs' metrics (<state>/calib.json) */
+	double saved_s;   /* monotonic: when calib.json was last written */
+	/* per board of s->plan.fleet, as svc_plan_fleet built it last: 1 when it
+	 * carries folded figures, 0 its probe's */
+	unsigned char used[SKY_PLAN_MAX_BOARDS];
+} svc_calib_state;
+
 typedef struct svc_serve_state {
 	char req_resp[SKY_INFER_RESP_MAX_BYTES];
 	sky_keyed_buckets slice_rate; /* slice requests per board */
@@ -322,6 +331,7 @@ struct svc {
 	svc_train_state train;
 	svc_serve_state serve;
 	svc_relay_state relay;
+	svc_calib_state calib;
 	double gc_next; /* svc_gc.c: monotonic, its next run */
 };
 
@@ -464,6 +474,25 @@ double svc_replan_closed(run_job *r);
 void svc_replan_resumed(run_job *r);
 /* r's pause as its state file kept it; retried at retry_s. */
 void svc_replan_restore(run_job *r, int paused, const char *why, double retry_s);
+
+/* svc_calib.c: boards' figures corrected by their jobs' measurements (sky_calib.h) */
+/* <state>/calib.json read back at start (a bad file is logged and set aside). */
+void svc_calib_load(svc *s);
+/* One metrics message of job from board, already checked by svc_authz.c as
+ * the plan's stage `stage` of epoch `epoch`; first: the first message of
+ * that stage and epoch (its step warms up: not folded). */
+void svc_calib_on_metrics(svc *s, const char *job, const char *board, int stage, int64_t epoch,
+			  int first, const unsigned char *p, size_t len);
+/* Writes calib.json when it changed, at most once a second. */
+void svc_calib_tick(svc *s, double now);
+/* The figures to plan board b with at shape want (sky_calib_times).
+ * Returns 1 when they are folded ones. */
+int svc_calib_times(const svc *s, const sky_reg_board *b, const sky_caps_shape *want,
+		    sky_caps_times *out);
+/* After job's plan of epoch went out over s->plan.fleet: which figures
+ * each board was planned with, to <state>/plans/<job>.figures.json and the
+ * log. */
+void svc_calib_plan_figures(svc *s, const char *job, int64_t epoch);
 
 /* svc_train.c */
 void svc_train_on_ckpt(svc *s, const char *job, const char *board, const unsigned char *p,

@@ -26,11 +26,11 @@ static void want_shape(const svc_job *j, sky_caps_shape *want)
 }
 
 /* Registry board b as the planner library's board for job j. */
-static void fleet_board(sky_board *fb, const sky_reg_board *b, const svc_job *j)
+static void fleet_board(sky_board *fb, const sky_reg_board *b, const svc_job *j,
+			const sky_caps_times *t)
 {
 	memset(fb, 0, sizeof *fb);
 	snprintf(fb->id, sizeof fb->id, "%s", b->id);
-	const sky_caps_times *t = &b->caps.fp32;
 	fb->fwd_s = t->fwd_attn_s + t->fwd_ffn_s;
 	fb->bwd_s = t->bwd_attn_s + t->bwd_ffn_s;
 	fb->attn_share = (t->fwd_attn_s + t->bwd_attn_s) / (fb->fwd_s + fb->bwd_s);
@@ -123,7 +123,13 @@ int svc_plan_fleet(svc *s, const svc_job *j, svc_notes *notes, int *fit, char *w
 			}
 			continue;
 		}
-		fleet_board(&f->board[f->n++], b, j);
+		/* a training job plans on what the board's jobs measured, where
+		 * they did (svc_calib.c); serving runs the int8 kernels, which no
+		 * training job measures */
+		sky_caps_times cal;
+		int cal_used = !j->req.infer && svc_calib_times(s, b, &want, &cal);
+		s->calib.used[f->n] = (unsigned char)cal_used;
+		fleet_board(&f->board[f->n++], b, j, cal_used ? &cal : &b->caps.fp32);
 	}
 	*fit = f->n;
 	if (f->n == 0 && busy)
@@ -474,6 +480,8 @@ int svc_plan_job(svc *s, const svc_plan_req *rq, svc_plan_result *res)
 	svc_store_published(s, p);
 	s->reg.c.plans_published++;
 	res->published = p->epoch;
+	if (j->req.train)
+		svc_calib_plan_figures(s, p->job, p->epoch);
 	if ((p->train.steps > 0 && p->train.ckpt_every > 0) || (p->infer.on && !j->req.no_replan))
 		svc_follow_plan(s, rq, p, s->plan.envelope, (size_t)elen, res->predicted_s);
 	if (res->predicted_s > 0)

@@ -34,7 +34,10 @@ typedef struct sky_cpu_desc {
 	unsigned bf16 : 1;    /* x86: AVX512_BF16 (Cooper Lake, Sapphire Rapids, Zen 4+) */
 	unsigned arm_implementer; /* aarch64: MIDR_EL1 implementer (0x41 Arm Ltd) */
 	unsigned arm_part;    /* aarch64: MIDR_EL1 part number (0xd08 Cortex-A72, 0xd0b A76) */
-	double mhz;           /* nominal clock the OS reports (0: unknown) */
+	double mhz;           /* clock: what the OS reports, else measured (0: unknown) */
+	char mhz_from[16];    /* where mhz came from: "cpuinfo" (/proc/cpuinfo "cpu MHz"),
+				 "cpufreq" (cpuinfo_max_freq), "measured" (a chain of
+				 dependent adds, one a cycle, timed), "" unknown */
 } sky_cpu_desc;
 
 /* Describes the CPU this process runs on (no SKY_CPU_DISABLE masking: this

@@ -7,6 +7,7 @@
 #include "sky_probe.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define ECHO_PINGS 10
@@ -114,6 +115,19 @@ int agent_probe(agent *a, sky_diag *d)
 	int rc = sky_probe_cached(a->o->state_dir, a->idn.id, &po, &a->prof, &c, &hit, d);
 	if (rc)
 		return rc;
+	/* a test hook: a probe that lies by a known factor (the cache keeps
+	 * the truth), so a test can watch the planner correct it from what the
+	 * board's jobs measure (tests/integration/test_calib.sh) */
+	const char *lie = getenv("SKY_PROBE_FAKE_SCALE");
+	double k = lie && *lie ? strtod(lie, NULL) : 0;
+	if (k > 0 && k != 1) {
+		sky_caps_times *t = &c.fp32;
+		t->fwd_attn_s *= k, t->fwd_ffn_s *= k, t->bwd_attn_s *= k, t->bwd_ffn_s *= k;
+		c.int8_fwd_s *= k, c.int8_attn_s *= k;
+		SKY_WARN("probe: reporting layer times %g times what was measured "
+			 "(SKY_PROBE_FAKE_SCALE, a test setting)",
+			 k);
+	}
 	sky_mutex_lock(&a->lock);
 	a->caps = c;
 	sky_mutex_unlock(&a->lock);

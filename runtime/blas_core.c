@@ -77,20 +77,40 @@ const char *sky_blas_core_for(const sky_cpu_desc *d)
 	return "ARMV8";
 }
 
-double sky_cpu_peak_gflops(const sky_cpu_desc *d)
+/* The FMA pipes and fp32 lanes per pipe of the described core. */
+static void fma_units(const sky_cpu_desc *d, int *pipes, int *lanes)
 {
-	int pipes = 2, lanes = 4; /* two 128-bit FMA pipes: SSE cores, Cortex-A72/A76/N1 */
+	*pipes = 2, *lanes = 4; /* two 128-bit FMA pipes: SSE cores, Cortex-A72/A76/N1 */
 	if (d->x86) {
 		if (d->avx512)
 			/* Zen 4 (family 0x19) runs 512-bit FMAs on 256-bit pipes;
 			 * Intel's AVX-512 Xeons and Zen 5 have full-width ones */
-			lanes = d->amd && d->family < 0x1a ? 8 : 16;
+			*lanes = d->amd && d->family < 0x1a ? 8 : 16;
 		else if (d->avx2)
-			lanes = 8;
+			*lanes = 8;
 	} else if (d->arm_implementer == 0x41 && (d->arm_part == 0xd03 || d->arm_part == 0xd05)) {
-		pipes = 1; /* Cortex-A53/A55: one 128-bit FMA a cycle */
+		*pipes = 1; /* Cortex-A53/A55: one 128-bit FMA a cycle */
 	}
+}
+
+double sky_cpu_peak_gflops(const sky_cpu_desc *d)
+{
+	int pipes, lanes;
+	fma_units(d, &pipes, &lanes);
 	return d->mhz / 1000.0 * pipes * lanes * 2;
+}
+
+void sky_cpu_peak_explain(const sky_cpu_desc *d, int threads, char *buf, size_t cap)
+{
+	int pipes, lanes;
+	fma_units(d, &pipes, &lanes);
+	if (!(d->mhz > 0)) {
+		snprintf(buf, cap, "unknown: no clock (neither /proc/cpuinfo, cpufreq nor a measurement)");
+		return;
+	}
+	snprintf(buf, cap, "%d FMA pipe%s x %d fp32 lanes x 2 flops x %.0f MHz (%s) x %d thread%s",
+		 pipes, pipes == 1 ? "" : "s", lanes, d->mhz, d->mhz_from[0] ? d->mhz_from : "given",
+		 threads, threads == 1 ? "" : "s");
 }
 
 const char *sky_blas_core_running(void)

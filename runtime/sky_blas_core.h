@@ -35,6 +35,10 @@ int sky_blas_core_rank(const char *name);
  * the clock is unknown. An estimate from the microarchitecture family: it
  * says how far sgemm is from the machine, not a datasheet figure. */
 double sky_cpu_peak_gflops(const sky_cpu_desc *d);
+/* How that peak is derived, for people and the benchmarks' JSON, at
+ * `threads` cores: "2 FMA pipes x 16 fp32 lanes x 2 flops x 2595 MHz
+ * (cpuinfo) x 1 thread" (the clock's source as sky_cpu_desc.mhz_from says). */
+void sky_cpu_peak_explain(const sky_cpu_desc *d, int threads, char *buf, size_t cap);
 
 /* The check above, at the very start of main (argv as main got it). Returns
  * only when the program goes on in this process: the core is already the

@@ -20,7 +20,7 @@ usage() {
 usage: sky bench fleet [--json] [--model NAME] [--layers L] [--seq S] [--steps N] [--micro M]
                        [--algos "even sky optimal"] [--speeds "0.5 0.25 ..."] [--qemu]
                        [--no-plaintext] [--data-owner B] [--out DIR] [--collect F] [--keep]
-                       [--timeout S]
+                       [--timeout S] [--calibrate-steps N | --no-calibrate]
   --model, --layers  the job (default mini, 24 layers)
   --seq S            tokens per sequence (default the preset's)
   --steps N          timed steps per job (default 3), after one warm-up step
@@ -44,6 +44,12 @@ usage: sky bench fleet [--json] [--model NAME] [--layers L] [--seq S] [--steps N
   --json             one JSON object per algorithm (default: a table)
   --keep             keep the work directory (logs) and say where
   --timeout S        bound on each job (default 600)
+  --calibrate-steps N  before the algorithms, a calibration job: N steps (default 2,
+                     after one warm-up step) split evenly, so every board runs layers;
+                     skyplan folds what its stages measure into each board's figures
+                     and plans the jobs after it on them (each result's "figures" says
+                     which: probe, calibration, previous job or mixed)
+  --no-calibrate     no calibration job: the first plans come from the boards' probes
 EOF
 }
 MODEL=mini
@@ -61,6 +67,7 @@ KEEP=0
 COLLECT=""
 TIMEOUT=600
 OWNER=""
+CAL_STEPS=2
 . "$(dirname "$0")/opt_lib.sh"
 while [ $# -gt 0 ]; do
 	case "$1" in --*=*) eval "set -- $(sky_opt_split "$@")"; continue ;; esac
@@ -73,9 +80,10 @@ while [ $# -gt 0 ]; do
 	--no-qemu) QEMU_BOARD=0 ;;
 	--qemu) QEMU_BOARD=1 ;;
 	--no-plaintext) PLAIN=0 ;;
+	--no-calibrate) CAL_STEPS=0 ;;
 	--keep) KEEP=1 ;;
 	--model | --layers | --seq | --steps | --micro | --algos | --speeds | --out | --timeout | --collect | \
-		--data-owner)
+		--data-owner | --calibrate-steps)
 		[ $# -ge 2 ] || {
 			echo "sky bench fleet: $1 needs a value" >&2
 			exit 2
@@ -92,6 +100,7 @@ while [ $# -gt 0 ]; do
 		--timeout) TIMEOUT=$2 ;;
 		--collect) COLLECT=$2 ;;
 		--data-owner) OWNER=$2 ;;
+		--calibrate-steps) CAL_STEPS=$2 ;;
 		esac
 		shift
 		;;
@@ -102,10 +111,10 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-for v in "$LAYERS" "${SEQ:-1}" "$STEPS" "$MICRO" "$TIMEOUT"; do
+for v in "$LAYERS" "${SEQ:-1}" "$STEPS" "$MICRO" "$TIMEOUT" "$CAL_STEPS"; do
 	case "$v" in
 	'' | *[!0-9]*)
-		echo "sky bench fleet: --layers, --steps, --micro and --timeout take whole numbers" >&2
+		echo "sky bench fleet: --layers, --steps, --micro, --timeout and --calibrate-steps take whole numbers" >&2
 		exit 2
 		;;
 	esac
@@ -154,7 +163,7 @@ run_job() {
 	PIDS="$PIDS $wpid"
 	sleep 0.5 # the watch subscribes before the job can start
 	"$SKY" job submit --pki "$PKI" --broker "$BR" --model "$MODEL" --layers "$LAYERS" $SEQ_OPT --job "$name" \
-		--min-boards "$N" --task train --algo "$algo" --sched 1f1b --steps $((STEPS + 1)) \
+		--min-boards "$N" --task train --algo "$algo" --sched 1f1b --steps $((${JOB_STEPS:-$STEPS} + 1)) \
 		--micro "$MICRO" --seed 1 --wait 120 "$@" \
 		>"$W/$name.submit" 2>&1 || die "job $name was not accepted: $(tail -3 "$W/$name.submit")"
 	wait "$wpid" || die "job $name did not finish: $(cat "$W/$name.watch.err" "$W/$name.watch" | tail -n 3)"
@@ -164,6 +173,15 @@ run_job() {
 first=""
 even_s=""
 last=""
+CAL_JOB=bench-calibrate
+if [ "$CAL_STEPS" -gt 0 ]; then
+	# every board runs layers (an even split), so every board is measured;
+	# skyplan plans the jobs below on what the stages measured
+	say "sky bench fleet: calibration ($CAL_STEPS steps, even split)"
+	JOB_STEPS=$CAL_STEPS
+	run_job "$CAL_JOB" even
+	unset JOB_STEPS
+fi
 for a in $ALGOS; do
 	say "sky bench fleet: training under $a"
 	run_job "bench-$a" "$a"
@@ -197,7 +215,8 @@ fi
 # the figures (C), the time lines and the plan
 : >"$W/results.jsonl"
 for a in $ALGOS; do
-	set -- --analyze "$W/bench-$a.events" --algo "$a" --svg "$OUT/timeline-$a.svg"
+	set -- --analyze "$W/bench-$a.events" --algo "$a" --svg "$OUT/timeline-$a.svg" \
+		--figures "$STATE/plans/bench-$a.figures.json" --calibration-job "$CAL_JOB"
 	[ -n "$even_s" ] && set -- "$@" --even-step "$even_s"
 	[ "$PLAIN" = 1 ] && [ "$a" = "$last" ] && set -- "$@" --plaintext "$W/bench-$last-plain.events"
 	"$SKY" bench fleet "$@" >>"$W/results.jsonl" || die "cannot analyze job bench-$a"
@@ -212,6 +231,7 @@ done
 if [ -n "$OWNER" ] && [ -n "$last" ]; then
 	"$SKY" bench fleet --analyze "$W/bench-$last-owner.events" --algo "$last+owner" \
 		--svg "$OUT/timeline-$last-owner.svg" ${even_s:+--even-step "$even_s"} \
+		--figures "$STATE/plans/bench-$last-owner.figures.json" --calibration-job "$CAL_JOB" \
 		>>"$W/results.jsonl" || die "cannot analyze job bench-$last-owner"
 fi
 # the optimal plan drawn by `sky plan --svg` on the fleet as the boards reported it
@@ -233,14 +253,15 @@ fi
 if [ "$JSON" = 1 ]; then
 	cat "$W/results.jsonl"
 else
-	printf '%-8s %10s %10s %8s %8s %6s %6s %9s %9s\n' algorithm "measured" predicted "meas/pred" \
-		speedup comm wait "frame MB/s" loss
+	printf '%-8s %10s %10s %8s %8s %6s %6s %9s %9s  %s\n' algorithm "measured" predicted "meas/pred" \
+		speedup comm wait "frame MB/s" loss figures
 	while IFS= read -r l; do
 		g() { echo "$l" | sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p" | tr -d '"'; }
-		printf '%-8s %9.3fs %9.3fs %8.2f %7.2fx %5.1f%% %5.1f%% %9.2f %9.4f\n' "$(g algo)" \
+		printf '%-8s %9.3fs %9.3fs %8.2f %7.2fx %5.1f%% %5.1f%% %9.2f %9.4f  %s\n' "$(g algo)" \
 			"$(g step_s_measured)" "$(g step_s_predicted)" "$(g measured_over_predicted)" \
 			"$(g speedup_vs_even)" "$(echo "$(g comm_share)" | awk '{print $1*100}')" \
-			"$(echo "$(g wait_share)" | awk '{print $1*100}')" "$(g frame_MBps)" "$(g loss)"
+			"$(echo "$(g wait_share)" | awk '{print $1*100}')" "$(g frame_MBps)" "$(g loss)" \
+			"$(echo "$l" | sed -n 's/.*"figures":"\([^"]*\)".*/\1/p')"
 	done <"$W/results.jsonl"
 	c=$(sed -n 's/.*"encryption_cost_s_per_step":\([^,}]*\).*/\1/p' "$W/results.jsonl")
 	p=$(sed -n 's/.*"step_s_plaintext":\([^,}]*\).*/\1/p' "$W/results.jsonl")

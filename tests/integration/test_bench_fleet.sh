@@ -47,6 +47,14 @@ grep '"algo":"optimal"' "$W/out.json" | grep -q '"encryption_cost_s_per_step":-\
 	pass bench_fleet_encryption_cost_reported ||
 	fail bench_fleet_encryption_cost_reported "$(grep optimal "$W/out.json" | head -c 300)"
 
+# a calibration job ran first: even is planned on its figures, optimal on
+# those of the jobs before it
+fig() { grep "\"algo\":\"$1\"" "$W/out.json" | sed -n 's/.*"figures":"\([^"]*\)","figures_boards".*/\1/p'; }
+[ "$(fig even)" = calibration ] && [ "$(fig optimal)" = "previous job" ] &&
+	[ "$(grep -c '"figures_boards":\[{"id":"b1"' "$W/out.json")" -eq 2 ] &&
+	pass bench_fleet_plans_say_which_figures_they_used ||
+	fail bench_fleet_plans_say_which_figures_they_used "even '$(fig even)', optimal '$(fig optimal)'"
+
 get() { # get ALGO KEY
 	grep "\"algo\":\"$1\"" "$W/out.json" | sed -n "s/.*\"$2\":\([-0-9.e+]*\)[,}].*/\1/p"
 }

@@ -4,6 +4,7 @@
 #include "sky_blas_core.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 static sky_cpu_desc intel(int family, int model, int avx2, int avx512, int bf16)
@@ -84,6 +85,30 @@ SKY_TEST(peak_is_clock_times_pipes_times_lanes_times_two)
 	SKY_EXPECT(fabs(sky_cpu_peak_gflops(&a) - 1.5 * 2 * 4 * 2) < 1e-9);
 	a.mhz = 0;
 	SKY_EXPECT_EQ(sky_cpu_peak_gflops(&a), 0.0);
+}
+
+SKY_TEST(peak_says_how_it_is_derived)
+{
+	char buf[160];
+	sky_cpu_desc x = intel(6, 207, 1, 1, 1);
+	x.mhz = 2000;
+	snprintf(x.mhz_from, sizeof x.mhz_from, "cpuinfo");
+	sky_cpu_peak_explain(&x, 2, buf, sizeof buf);
+	SKY_EXPECT_MSG(!strcmp(buf, "2 FMA pipes x 16 fp32 lanes x 2 flops x 2000 MHz (cpuinfo) x 2 threads"),
+		       "%s", buf);
+	sky_cpu_desc a55 = arm(0x41, 0xd05);
+	a55.mhz = 1800;
+	snprintf(a55.mhz_from, sizeof a55.mhz_from, "measured");
+	sky_cpu_peak_explain(&a55, 1, buf, sizeof buf);
+	SKY_EXPECT_MSG(!strcmp(buf, "1 FMA pipe x 4 fp32 lanes x 2 flops x 1800 MHz (measured) x 1 thread"),
+		       "%s", buf);
+	a55.mhz = 0;
+	sky_cpu_peak_explain(&a55, 1, buf, sizeof buf);
+	SKY_EXPECT_MSG(!strncmp(buf, "unknown: no clock", 17), "%s", buf);
+	/* this CPU's clock is known, and where it came from */
+	sky_cpu_desc d;
+	sky_cpu_describe(&d);
+	SKY_EXPECT_MSG(d.mhz > 0 && d.mhz_from[0], "%.0f MHz from '%s'", d.mhz, d.mhz_from);
 }
 
 SKY_TEST(this_cpu_is_described_and_openblas_core_is_known)

@@ -288,12 +288,53 @@ static int write_timeline(const job_events *e, const char *algo, int step, const
 	return rc;
 }
 
+/* Which figures the job's plan was made from, as skyplan wrote them
+ * (<state>/plans/<job>.figures.json, planner/svc_calib.c): "probe" (every
+ * board's probe), "calibration" (every board measured, by the calibration
+ * job calib_job), "previous job" (every board measured, some by another
+ * job), "mixed" (some boards on their probes); and the boards' entries.
+ * Prints them as JSON members followed by a comma. Returns 0, or
+ * SKY_EIO / SKY_EFORMAT with d set. */
+static int print_figures(const char *path, const char *calib_job, sky_diag *d)
+{
+	static char buf[1 << 20], boards[1 << 20];
+	long n = sky_file_read(path, buf, sizeof buf);
+	if (n < 0)
+		return sky_diag_set(d, SKY_EIO, "cannot read %s: %s", path, sky_strerror((int)n));
+	cJSON *doc = sky_json_parse(buf, (size_t)n, d);
+	const cJSON *bs = doc ? cJSON_GetObjectItemCaseSensitive(doc, "boards") : NULL, *b;
+	if (!cJSON_IsArray(bs) || sky_json_print(bs, boards, sizeof boards) < 0) {
+		sky_json_free(doc);
+		return sky_diag_set(d, SKY_EFORMAT, "%s: no \"boards\" array", path);
+	}
+	int probe = 0, calib = 0, other = 0;
+	cJSON_ArrayForEach(b, bs)
+	{
+		const cJSON *fg = cJSON_GetObjectItemCaseSensitive(b, "figures");
+		const cJSON *from = cJSON_GetObjectItemCaseSensitive(b, "from_job");
+		if (!cJSON_IsString(fg) || strcmp(fg->valuestring, "calibrated"))
+			probe++;
+		else if (calib_job && cJSON_IsString(from) && !strcmp(from->valuestring, calib_job))
+			calib++;
+		else
+			other++;
+	}
+	sky_json_free(doc);
+	const char *what = probe && (calib || other) ? "mixed"
+			   : probe			 ? "probe"
+			   : other			 ? "previous job"
+							 : "calibration";
+	printf("\"figures\":\"%s\",\"figures_boards\":%s,", what, boards);
+	return 0;
+}
+
 static void usage(FILE *to)
 {
 	fprintf(to,
 		"usage: sky bench fleet [--json] [options of tools/bench_fleet.sh, see --help there]\n"
 		"       sky bench fleet --analyze EVENTS [--algo NAME] [--skip K] [--even-step S]\n"
 		"                       [--plaintext EVENTS] [--svg F.svg]\n"
+		"                       [--figures F.json [--calibration-job NAME]]\n"
 		"Without --analyze: runs tools/bench_fleet.sh (a loopback broker, skyplan, the\n"
 		"demo fleet, one training job per algorithm) with this build's binaries.\n"
 		"--analyze reads what `sky job watch --events` wrote for one job and prints one JSON\n"
@@ -303,21 +344,29 @@ static void usage(FILE *to)
 		"frames over stage time), wait_share (waiting for frames), frame_MBps (bytes sent\n"
 		"per step over the step), loss (last), the plan's stages; with --plaintext the same\n"
 		"job's plaintext-frames run: encryption_cost_s_per_step = measured - plaintext.\n"
-		"--svg draws the median step's measured time line per stage.\n");
+		"--svg draws the median step's measured time line per stage.\n"
+		"--figures (skyplan's <state>/plans/<job>.figures.json) adds which figures the plan\n"
+		"was made from: figures (probe, calibration: every board measured by the job\n"
+		"--calibration-job names, previous job: measured by other jobs too, mixed) and\n"
+		"figures_boards (each board's planned and probed fwd_s and bwd_s).\n");
 }
 
 static int analyze(int argc, char **argv)
 {
 	const char *events = NULL, *plain = NULL, *svg = NULL, *algo = NULL;
+	const char *figs = NULL, *calib_job = NULL;
 	double even = 0;
 	long skip = 1;
-	enum { O_ANALYZE = SKY_OPT_FIRST, O_PLAIN, O_SVG, O_ALGO, O_EVEN, O_SKIP };
+	enum { O_ANALYZE = SKY_OPT_FIRST, O_PLAIN, O_SVG, O_ALGO, O_EVEN, O_SKIP, O_FIGURES,
+	       O_CALIB_JOB };
 	static const struct option k_opts[] = {{"analyze", required_argument, NULL, O_ANALYZE},
 					       {"plaintext", required_argument, NULL, O_PLAIN},
 					       {"svg", required_argument, NULL, O_SVG},
 					       {"algo", required_argument, NULL, O_ALGO},
 					       {"even-step", required_argument, NULL, O_EVEN},
 					       {"skip", required_argument, NULL, O_SKIP},
+					       {"figures", required_argument, NULL, O_FIGURES},
+					       {"calibration-job", required_argument, NULL, O_CALIB_JOB},
 					       SKY_OPT_STD,
 					       {0}};
 	sky_opt op;
@@ -349,6 +398,12 @@ static int analyze(int argc, char **argv)
 		case O_SKIP:
 			if (sky_cli_int("bench fleet", a, v, 0, MAX_STEPS - 1, &skip))
 				return 2;
+			break;
+		case O_FIGURES:
+			figs = v;
+			break;
+		case O_CALIB_JOB:
+			calib_job = v;
 			break;
 		default:
 			return 2;
@@ -396,6 +451,10 @@ static int analyze(int argc, char **argv)
 		       f.step_s - fp.step_s);
 	printf("\"cross_site_cuts\":%d,\"wan_bytes_per_step\":%.0f,", f.cross_site_cuts,
 	       f.wan_bytes_per_step);
+	if (figs && print_figures(figs, calib_job, &d) != 0) {
+		printf("\"figures\":\"unknown\",");
+		fprintf(stderr, "sky bench fleet: %s\n", d.msg);
+	}
 	printf("\"plan\":[");
 	for (int k = 0; e->have_plan && k < e->plan.n_stages; k++)
 		printf("%s{\"stage\":%d,\"board\":\"%s\",\"site\":\"%s\",\"first\":%d,\"last\":%d}",

@@ -425,6 +425,25 @@ int sky_bench_layer(int argc, char **argv)
 			first = 0;
 		}
 		printf("\n");
+		/* sgemm against the machine, so that a slow BLAS shows whatever
+		 * the efficiency says */
+		const cJSON *sg = cJSON_GetObjectItemCaseSensitive(out, "sgemm_gflops");
+		const cJSON *pk = cJSON_GetObjectItemCaseSensitive(out, "cpu_peak_gflops");
+		const cJSON *from = cJSON_GetObjectItemCaseSensitive(out, "cpu_peak_from");
+		const cJSON *core = cJSON_GetObjectItemCaseSensitive(out, "blas_core");
+		const cJSON *best = cJSON_GetObjectItemCaseSensitive(out, "blas_core_best");
+		if (cJSON_IsNumber(sg) && cJSON_IsNumber(pk) && cJSON_IsString(from) &&
+		    cJSON_IsString(core) && cJSON_IsString(best)) {
+			if (pk->valuedouble > 0)
+				printf("sgemm %.1f GFLOP/s = %.2f of the CPU's fp32 peak, %.1f GFLOP/s (%s)\n",
+				       sg->valuedouble, sg->valuedouble / pk->valuedouble,
+				       pk->valuedouble, from->valuestring);
+			else
+				printf("sgemm %.1f GFLOP/s; the CPU's peak is %s\n", sg->valuedouble,
+				       from->valuestring);
+			printf("OpenBLAS core %s; this CPU takes %s\n", core->valuestring,
+			       best->valuestring);
+		}
 	}
 exit:
 	cJSON_Delete(out);

@@ -172,6 +172,8 @@ void sky_bench_add_env(cJSON *obj, const char *kernel, int threads)
 	cJSON_AddStringToObject(obj, "blas_core", sky_blas_core_running());
 	cJSON_AddStringToObject(obj, "blas_core_best", sky_blas_core_for(&d));
 	cJSON_AddNumberToObject(obj, "cpu_peak_gflops", sky_cpu_peak_gflops(&d) * threads);
+	sky_cpu_peak_explain(&d, threads, buf, sizeof buf);
+	cJSON_AddStringToObject(obj, "cpu_peak_from", buf);
 	cJSON_AddStringToObject(obj, "board", SKY_BOARD);
 	cJSON_AddStringToObject(obj, "commit", SKY_VERSION);
 	sky_clock_format_utc(sky_clock_unix(), buf, sizeof buf);
