@@ -56,6 +56,57 @@ else
 	fail "${T}_fleet_status_shows_them" "$(cat "$W/status.txt")"
 fi
 
+# jobs naming sets: placed where the set is, or refused with the reason
+sub() { # NAME OPTION...: sky job submit, stdout+stderr to $W/NAME.out, its exit code
+	_n=$1
+	shift
+	"$SKY" job submit --pki "$PKI" --broker "$BR" --job "$_n" --model tiny --layers 4 \
+		--task train --steps 2 --ack-timeout 20 "$@" >"$W/$_n.out" 2>&1
+}
+refused() { # NAME TEXT OPTION...: the submit fails naming TEXT
+	_n=$1
+	_t=$2
+	shift 2
+	sub "$_n" "$@"
+	_rc=$?
+	if [ $_rc -ne 0 ] && grep -qF -- "$_t" "$W/$_n.out"; then
+		pass "${T}_$_n"
+	else
+		fail "${T}_$_n" "rc $_rc: $(cat "$W/$_n.out")"
+	fi
+}
+refused refused_no_board_holds "job jn refused: no online board holds data set 'nosuch'" \
+	--job jn --dataset nosuch
+# a model whose vocabulary is another's: the set's tokenizer is not its
+mkdir -p "$W/other"
+cp "$W/ft/m/config.json" "$W/other/"
+head -n 400 "$W/ft/m/vocab.txt" >"$W/other/vocab.txt"
+refused refused_other_tokenizer "data set 'train' (on b1) was prepared with tokenizer" \
+	--job jt --dataset train --model-dir "$W/other"
+refused refused_owner_lacks_set "data owner b2 does not hold data set 'train' (held by b1)" \
+	--job jo --dataset train --data-owner b2
+refused refused_eval_elsewhere \
+	"no online board holds both data set 'fortunes' (b2) and its eval set 'train' (b1)" \
+	--job je --dataset fortunes --eval-dataset train
+refused refused_eval_needs_set "--eval-dataset needs --dataset" --job jx --eval-dataset train
+
+# accepted: the first stage goes to b2, the board holding both sets, even
+# though the fleet's order puts b1 first; the boards then refuse the plan
+# (training on a board's set across the fleet is not built yet) rather
+# than train the synthetic task instead
+sub jd --dataset fortunes --eval-dataset fortunes-dev --model-dir "$W/ft/m" --wait 20
+rc=$?
+if grep -Eq "stage +0 +b2 " "$W/jd.out" && ! grep -Eq "stage +0 +b1 " "$W/jd.out"; then
+	pass "${T}_first_stage_on_the_holder"
+else
+	fail "${T}_first_stage_on_the_holder" "rc $rc: $(tail -5 "$W/jd.out"); $(grep jd "$W/skyplan.log" | tail -5)"
+fi
+if [ $rc -ne 0 ] && grep -q "training on data set 'fortunes' across the fleet is not built yet" "$W/b2.log"; then
+	pass "${T}_boards_refuse_what_they_cannot_run"
+else
+	fail "${T}_boards_refuse_what_they_cannot_run" "rc $rc: $(tail -3 "$W/b2.log")"
+fi
+
 # a damaged set: skyd stops at start naming it
 head -c 300 "$W/ft/train.skyds" >"$W/broken.skyds"
 sky_fleet_enroll b3 --dataset "bad=$W/broken.skyds"
