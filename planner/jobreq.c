@@ -138,8 +138,18 @@ static int parse_train(const cJSON *doc, sky_job_req *j, sky_diag *d)
 		return sky_diag_set(d, SKY_EINVAL, "job %s: data_owner is not a board id", j->job);
 	if ((rc = opt_str(doc, "dataset", j->dataset, sizeof j->dataset, d)) ||
 	    (rc = opt_str(doc, "eval_dataset", j->eval_dataset, sizeof j->eval_dataset, d)) ||
-	    (rc = opt_str(doc, "tokenizer", j->tokenizer, sizeof j->tokenizer, d)))
+	    (rc = opt_str(doc, "tokenizer", j->tokenizer, sizeof j->tokenizer, d)) ||
+	    (rc = opt_str(doc, "dataset_sha256", j->dataset_sha256, sizeof j->dataset_sha256, d)))
 		return rc;
+	size_t nh = strlen(j->dataset_sha256);
+	for (size_t i = 0; i < nh; i++)
+		if (!((j->dataset_sha256[i] >= '0' && j->dataset_sha256[i] <= '9') ||
+		      (j->dataset_sha256[i] >= 'a' && j->dataset_sha256[i] <= 'f')))
+			nh = 1;
+	if (nh != 0 && (nh != 64 || !j->dataset[0]))
+		return sky_diag_set(d, SKY_EINVAL,
+				    "job %s: dataset_sha256 is 64 lower-case hex digits, with dataset",
+				    j->job);
 	if ((j->dataset[0] && !sky_topic_segment_ok(j->dataset)) ||
 	    (j->eval_dataset[0] && !sky_topic_segment_ok(j->eval_dataset)))
 		return sky_diag_set(d, SKY_EINVAL,
@@ -273,8 +283,11 @@ int sky_job_req_encode(const sky_job_req *j, char *buf, size_t cap)
 			kt += snprintf(train + kt, sizeof train - (size_t)kt,
 				       ",\"eval_dataset\":\"%s\"", j->eval_dataset);
 		if (j->tokenizer[0] && kt > 0 && (size_t)kt < sizeof train)
-			snprintf(train + kt, sizeof train - (size_t)kt, ",\"tokenizer\":\"%s\"",
-				 j->tokenizer);
+			kt += snprintf(train + kt, sizeof train - (size_t)kt, ",\"tokenizer\":\"%s\"",
+				       j->tokenizer);
+		if (j->dataset_sha256[0] && kt > 0 && (size_t)kt < sizeof train)
+			snprintf(train + kt, sizeof train - (size_t)kt, ",\"dataset_sha256\":\"%s\"",
+				 j->dataset_sha256);
 	}
 	char infer[SKY_JOB_MAX_CLIENTS * 68 + 256] = "";
 	if (j->infer) {

@@ -45,6 +45,8 @@ typedef struct sky_job_req {
 	char dataset[65];       /* "" none: the synthetic task */
 	char eval_dataset[65];  /* "" none; only with dataset */
 	char tokenizer[9];      /* 8 lower-case hex digits, or "" */
+	char dataset_sha256[65]; /* "dataset_sha256": the set's file hash the job was made for
+				  * (64 lower-case hex digits), "" any */
 	/* serving ("task":"infer"): the int8 model uploaded to the planner
 	 * before the submit (sky_deploy.h), named by its SHA-256:
 	 *   "task":"infer","weights":"<64 hex>","serve_batch":8,"wait_ms":2,

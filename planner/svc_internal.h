@@ -359,8 +359,9 @@ int svc_submit_queue(svc *s, const char *buf, size_t len, const char *from, sky_
  * SKY_ENOTFOUND / SKY_EINVAL with the refusal in d. */
 int svc_submit_check_data(svc *s, const sky_job_req *r, sky_diag *d);
 /* 1 if board id holds data set name (its report says so), with the
- * tokenizer when one is given. */
-int svc_board_holds_set(svc *s, const char *id, const char *name, const char *tokenizer);
+ * tokenizer and the file's SHA-256 when they are given ("" or NULL: any). */
+int svc_board_holds_set(svc *s, const char *id, const char *name, const char *tokenizer,
+			const char *sha256);
 int svc_submit_queue_op(svc *s, const char *buf, size_t len, const char *op, const char *from,
 			sky_diag *d);
 /* Drops job's queued entries. Returns how many. */

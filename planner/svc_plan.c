@@ -175,9 +175,10 @@ static void lib_job(svc *s, const svc_job *j, sky_job *job, sky_algo *algo)
 static int holds_data(svc *s, const svc_job *j, const sky_fleet *f, int k)
 {
 	const sky_job_req *r = &j->req;
-	return svc_board_holds_set(s, f->board[k].id, r->dataset, r->tokenizer) &&
+	return svc_board_holds_set(s, f->board[k].id, r->dataset, r->tokenizer,
+				   r->dataset_sha256) &&
 	       (!r->eval_dataset[0] ||
-		svc_board_holds_set(s, f->board[k].id, r->eval_dataset, r->tokenizer));
+		svc_board_holds_set(s, f->board[k].id, r->eval_dataset, r->tokenizer, NULL));
 }
 
 /* Fleet f with board h moved to the front, the others in their order. */

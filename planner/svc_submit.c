@@ -50,7 +50,7 @@ static int check_infer(svc *s, svc_job *j, sky_diag *d)
  * one) is: 1 if board b holds it. *tok_seen is set to the tokenizer of a
  * holder whose set was prepared with another. */
 static int holds_set(const sky_reg_board *b, const char *name, const char *tokenizer,
-		     uint32_t *other_tok)
+		     const char *sha256, uint32_t *other_tok, int *other_sha)
 {
 	if (b->state != SKY_REG_ONLINE || !b->has_caps)
 		return 0;
@@ -58,6 +58,10 @@ static int holds_set(const sky_reg_board *b, const char *name, const char *token
 	if (!e)
 		return 0;
 	char tok[9];
+	if (sha256 && sha256[0] && strcmp(e->sha256, sha256) != 0) {
+		*other_sha = 1;
+		return 0;
+	}
 	snprintf(tok, sizeof tok, "%08x", (unsigned)e->tokenizer);
 	if (tokenizer[0] && strcmp(tok, tokenizer) != 0) {
 		*other_tok = e->tokenizer;
@@ -82,19 +86,25 @@ int svc_submit_check_data(svc *s, const sky_job_req *r, sky_diag *d)
 {
 	char who[160];
 	uint32_t other = 0;
-	int n = 0, both = 0;
+	int n = 0, both = 0, other_sha = 0;
 	if (!r->dataset[0])
 		return 0;
 	for (int i = 0; i < s->reg.n; i++) {
 		const sky_reg_board *b = &s->reg.b[i];
-		if (!holds_set(b, r->dataset, r->tokenizer, &other))
+		if (!holds_set(b, r->dataset, r->tokenizer, r->dataset_sha256, &other, &other_sha))
 			continue;
 		n++;
 		if (r->data_owner[0] && strcmp(b->id, r->data_owner) != 0)
 			continue;
-		both += !r->eval_dataset[0] || holds_set(b, r->eval_dataset, r->tokenizer, &other);
+		both += !r->eval_dataset[0] ||
+			holds_set(b, r->eval_dataset, r->tokenizer, NULL, &other, &other_sha);
 	}
 	holders(s, r->dataset, who, sizeof who);
+	if (n == 0 && other_sha && who[0])
+		return sky_diag_set(d, SKY_EINVAL,
+				    "job %s refused: data set '%s' (on %s) is not the file the job "
+				    "names (sha256 %.16s...)",
+				    r->job, r->dataset, who, r->dataset_sha256);
 	if (n == 0 && other && who[0])
 		return sky_diag_set(d, SKY_EINVAL,
 				    "job %s refused: data set '%s' (on %s) was prepared with tokenizer "
@@ -105,7 +115,8 @@ int svc_submit_check_data(svc *s, const sky_job_req *r, sky_diag *d)
 				    "job %s refused: no online board holds data set '%s'", r->job,
 				    r->dataset);
 	const sky_reg_board *ob = r->data_owner[0] ? sky_registry_find(&s->reg, r->data_owner) : NULL;
-	if (r->data_owner[0] && (!ob || !holds_set(ob, r->dataset, r->tokenizer, &other)))
+	if (r->data_owner[0] &&
+	    (!ob || !holds_set(ob, r->dataset, r->tokenizer, r->dataset_sha256, &other, &other_sha)))
 		return sky_diag_set(d, SKY_EINVAL,
 				    "job %s refused: data owner %s does not hold data set '%s' (held "
 				    "by %s)",
@@ -126,11 +137,13 @@ int svc_submit_check_data(svc *s, const sky_job_req *r, sky_diag *d)
 	return 0;
 }
 
-int svc_board_holds_set(svc *s, const char *id, const char *name, const char *tokenizer)
+int svc_board_holds_set(svc *s, const char *id, const char *name, const char *tokenizer,
+			const char *sha256)
 {
 	uint32_t other = 0;
+	int other_sha = 0;
 	const sky_reg_board *b = sky_registry_find(&s->reg, id);
-	return b && holds_set(b, name, tokenizer, &other);
+	return b && holds_set(b, name, tokenizer, sha256, &other, &other_sha);
 }
 
 /* Queues pj. Returns 0 or SKY_ESTATE (a full queue). */

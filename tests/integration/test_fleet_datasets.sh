@@ -88,13 +88,17 @@ refused refused_owner_lacks_set "data owner b2 does not hold data set 'train' (h
 refused refused_eval_elsewhere \
 	"no online board holds both data set 'fortunes' (b2) and its eval set 'train' (b1)" \
 	--job je --dataset fortunes --eval-dataset train
-refused refused_eval_needs_set "--eval-dataset needs --dataset" --job jx --eval-dataset train
+devsha=$(sha256sum "$W/ft/dev.skyds" | cut -d' ' -f1)
+refused refused_other_file "data set 'train' (on b1) is not the file the job names (sha256 $(echo "$devsha" | cut -c1-16)...)" \
+	--job jf --dataset train --dataset-sha256 "$devsha"
+refused refused_eval_needs_set "--eval-dataset and --dataset-sha256 need --dataset" --job jx --eval-dataset train
 
 # accepted: the first stage goes to b2, the board holding both sets, even
 # though the fleet's order puts b1 first; the boards then refuse the plan
 # (training on a board's set across the fleet is not built yet) rather
 # than train the synthetic task instead
-sub jd --dataset fortunes --eval-dataset fortunes-dev --model-dir "$W/ft/m" --wait 20
+sub jd --dataset fortunes --eval-dataset fortunes-dev --model-dir "$W/ft/m" --dataset-sha256 "$sha" \
+	--wait 20
 rc=$?
 if grep -Eq "stage +0 +b2 " "$W/jd.out" && ! grep -Eq "stage +0 +b1 " "$W/jd.out"; then
 	pass "${T}_first_stage_on_the_holder"

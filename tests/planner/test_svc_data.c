@@ -118,6 +118,10 @@ SKY_TEST(jobs_the_fleet_cannot_place_are_refused_with_the_reason)
 		 "'dev' (b1)"},
 		{TRAIN ",\"dataset\":\"train\",\"eval_dataset\":\"dev\",\"data_owner\":\"b2\"}",
 		 "job j1 refused: data owner b2 does not hold eval set 'dev' (held by b1)"},
+		{TRAIN ",\"dataset\":\"train\",\"dataset_sha256\":\"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\"}",
+		 "job j1 refused: data set 'train' (on b2) is not the file the job names (sha256 "
+		 "bbbbbbbbbbbbbbbb...)"},
+		{TRAIN ",\"dataset\":\"train\",\"dataset_sha256\":\"abc\"}", "dataset_sha256 is 64"},
 		{TRAIN ",\"eval_dataset\":\"dev\"}", "eval_dataset needs dataset"},
 		{TRAIN ",\"dataset\":\"a/b\"}", "a data set name is 1-64"},
 		{TRAIN ",\"dataset\":\"train\",\"tokenizer\":\"xyz\"}", "tokenizer is not 8"},
@@ -146,7 +150,8 @@ SKY_TEST(jobs_the_fleet_cannot_place_are_refused_with_the_reason)
 	b4->caps.n_datasets = 2;
 	b4->caps.datasets[1] = b4->caps.datasets[0];
 	snprintf(b4->caps.datasets[1].name, sizeof b4->caps.datasets[1].name, "dev");
-	doc = TRAIN ",\"dataset\":\"train\",\"eval_dataset\":\"dev\",\"tokenizer\":\"00001234\"}";
+	doc = TRAIN ",\"dataset\":\"train\",\"eval_dataset\":\"dev\",\"tokenizer\":\"00001234\","
+		    "\"dataset_sha256\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}";
 	SKY_EXPECT_EQ(sky_job_req_parse(doc, strlen(doc), &req, &d), 0);
 	sky_diag_clear(&d);
 	SKY_EXPECT_MSG(svc_submit_check_data(s, &req, &d) == 0, "%s", d.msg);
