@@ -136,6 +136,35 @@ static int parse_train(const cJSON *doc, sky_job_req *j, sky_diag *d)
 		return rc;
 	if (j->data_owner[0] && !sky_topic_segment_ok(j->data_owner))
 		return sky_diag_set(d, SKY_EINVAL, "job %s: data_owner is not a board id", j->job);
+	if ((rc = opt_str(doc, "dataset", j->dataset, sizeof j->dataset, d)) ||
+	    (rc = opt_str(doc, "eval_dataset", j->eval_dataset, sizeof j->eval_dataset, d)) ||
+	    (rc = opt_str(doc, "tokenizer", j->tokenizer, sizeof j->tokenizer, d)) ||
+	    (rc = opt_str(doc, "dataset_sha256", j->dataset_sha256, sizeof j->dataset_sha256, d)))
+		return rc;
+	size_t nh = strlen(j->dataset_sha256);
+	for (size_t i = 0; i < nh; i++)
+		if (!((j->dataset_sha256[i] >= '0' && j->dataset_sha256[i] <= '9') ||
+		      (j->dataset_sha256[i] >= 'a' && j->dataset_sha256[i] <= 'f')))
+			nh = 1;
+	if (nh != 0 && (nh != 64 || !j->dataset[0]))
+		return sky_diag_set(d, SKY_EINVAL,
+				    "job %s: dataset_sha256 is 64 lower-case hex digits, with dataset",
+				    j->job);
+	if ((j->dataset[0] && !sky_topic_segment_ok(j->dataset)) ||
+	    (j->eval_dataset[0] && !sky_topic_segment_ok(j->eval_dataset)))
+		return sky_diag_set(d, SKY_EINVAL,
+				    "job %s: a data set name is 1-64 of [A-Za-z0-9_.-]", j->job);
+	if (j->eval_dataset[0] && !j->dataset[0])
+		return sky_diag_set(d, SKY_EINVAL, "job %s: eval_dataset needs dataset", j->job);
+	for (int i = 0; j->tokenizer[i]; i++)
+		if (!((j->tokenizer[i] >= '0' && j->tokenizer[i] <= '9') ||
+		      (j->tokenizer[i] >= 'a' && j->tokenizer[i] <= 'f')))
+			j->tokenizer[0] = 'X'; /* refused below */
+	if (j->tokenizer[0] && strlen(j->tokenizer) != 8)
+		j->tokenizer[0] = 'X';
+	if (j->tokenizer[0] == 'X')
+		return sky_diag_set(d, SKY_EINVAL,
+				    "job %s: tokenizer is not 8 lower-case hex digits", j->job);
 	if (j->data_owner[0])
 		j->ckpt_every = 0; /* a U-shaped plan is not re-planned from checkpoints */
 	if (pt && !cJSON_IsBool(pt))
@@ -237,9 +266,9 @@ int sky_job_req_encode(const sky_job_req *j, char *buf, size_t cap)
 	char sid[64] = "";
 	if (j->submit_id[0])
 		snprintf(sid, sizeof sid, ",\"submit_id\":\"%s\"", j->submit_id);
-	char train[420] = "";
-	if (j->train) /* %.17g: the lr a board uses is exactly the one asked for */
-		snprintf(train, sizeof train,
+	char train[720] = "";
+	if (j->train) { /* %.17g: the lr a board uses is exactly the one asked for */
+		int kt = snprintf(train, sizeof train,
 			 ",\"task\":\"train\",\"steps\":%d,\"optim\":\"%s\",\"lr\":%.17g,"
 			 "\"seed\":%d,\"warmup\":%d,\"clip\":%.17g,\"stall_s\":%g,"
 			 "\"plaintext_frames\":%s,\"checkpoint_every\":%d%s%s%s",
@@ -247,6 +276,19 @@ int sky_job_req_encode(const sky_job_req *j, char *buf, size_t cap)
 			 j->plaintext ? "true" : "false", j->ckpt_every,
 			 j->data_owner[0] ? ",\"data_owner\":\"" : "", j->data_owner,
 			 j->data_owner[0] ? "\"" : "");
+		if (j->dataset[0] && kt > 0 && (size_t)kt < sizeof train)
+			kt += snprintf(train + kt, sizeof train - (size_t)kt, ",\"dataset\":\"%s\"",
+				       j->dataset);
+		if (j->eval_dataset[0] && kt > 0 && (size_t)kt < sizeof train)
+			kt += snprintf(train + kt, sizeof train - (size_t)kt,
+				       ",\"eval_dataset\":\"%s\"", j->eval_dataset);
+		if (j->tokenizer[0] && kt > 0 && (size_t)kt < sizeof train)
+			kt += snprintf(train + kt, sizeof train - (size_t)kt, ",\"tokenizer\":\"%s\"",
+				       j->tokenizer);
+		if (j->dataset_sha256[0] && kt > 0 && (size_t)kt < sizeof train)
+			snprintf(train + kt, sizeof train - (size_t)kt, ",\"dataset_sha256\":\"%s\"",
+				 j->dataset_sha256);
+	}
 	char infer[SKY_JOB_MAX_CLIENTS * 68 + 256] = "";
 	if (j->infer) {
 		int k2 = snprintf(infer, sizeof infer,

@@ -469,6 +469,23 @@ static void caps_json(cJSON *o, const sky_reg_board *b)
 			cJSON_AddNumberToObject(cc, "lat_s", k->link_lat_s);
 			cJSON_AddStringToObject(cc, "site", sky_site_name(k->site));
 			cJSON_AddNumberToObject(cc, "probe_s", k->probe_s);
+			/* the sets it holds: their summaries, as reported */
+			cJSON *ds = k->n_datasets ? cJSON_AddArrayToObject(cc, "datasets") : NULL;
+			for (int i = 0; ds && i < k->n_datasets; i++) {
+				const sky_caps_dataset *e = &k->datasets[i];
+				char tok[9];
+				cJSON *x = cJSON_CreateObject();
+				if (!x)
+					break;
+				cJSON_AddItemToArray(ds, x);
+				snprintf(tok, sizeof tok, "%08x", (unsigned)e->tokenizer);
+				cJSON_AddStringToObject(x, "name", e->name);
+				cJSON_AddNumberToObject(x, "rows", (double)e->rows);
+				cJSON_AddNumberToObject(x, "labels", e->labels);
+				cJSON_AddNumberToObject(x, "seq", e->seq);
+				cJSON_AddStringToObject(x, "sha256", e->sha256);
+				cJSON_AddStringToObject(x, "tokenizer", tok);
+			}
 		}
 	} else {
 		cJSON_AddNullToObject(o, "caps");

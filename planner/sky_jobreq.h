@@ -37,6 +37,16 @@ typedef struct sky_job_req {
 	int plaintext;          /* 1: frames not sealed ("plaintext_frames":true) */
 	char data_owner[65];    /* "data_owner":"<board>": its data stays on it (a U-shaped
 				 * plan, sky_plan.h; no checkpoints), "" none */
+	/* fine-tuning on a data set boards hold (sky_caps.h "datasets"):
+	 *   "dataset":"train","eval_dataset":"dev","tokenizer":"7d875ae3"
+	 * the stage that reads the data goes on a board holding the set (the
+	 * data owner, if there is one, must hold it); tokenizer is the model's
+	 * tokenizer hash, which the set's must equal ("" not checked) */
+	char dataset[65];       /* "" none: the synthetic task */
+	char eval_dataset[65];  /* "" none; only with dataset */
+	char tokenizer[9];      /* 8 lower-case hex digits, or "" */
+	char dataset_sha256[65]; /* "dataset_sha256": the set's file hash the job was made for
+				  * (64 lower-case hex digits), "" any */
 	/* serving ("task":"infer"): the int8 model uploaded to the planner
 	 * before the submit (sky_deploy.h), named by its SHA-256:
 	 *   "task":"infer","weights":"<64 hex>","serve_batch":8,"wait_ms":2,

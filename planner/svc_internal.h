@@ -363,6 +363,15 @@ void svc_log_flush(svc *s, double now);
 int svc_submit_queue(svc *s, const char *buf, size_t len, const char *from, sky_diag *d);
 /* The same for operator op (its CN, from the topic): refused when the job
  * id is another operator's or op's quota of waiting jobs is full. */
+/* A training job naming a data set (sky_jobreq.h "dataset"): some online
+ * board holds it, with the job's tokenizer; the data owner, if any, holds
+ * it; and a board that reads it holds the eval set too. Returns 0, or
+ * SKY_ENOTFOUND / SKY_EINVAL with the refusal in d. */
+int svc_submit_check_data(svc *s, const sky_job_req *r, sky_diag *d);
+/* 1 if board id holds data set name (its report says so), with the
+ * tokenizer and the file's SHA-256 when they are given ("" or NULL: any). */
+int svc_board_holds_set(svc *s, const char *id, const char *name, const char *tokenizer,
+			const char *sha256);
 int svc_submit_queue_op(svc *s, const char *buf, size_t len, const char *op, const char *from,
 			sky_diag *d);
 /* Drops job's queued entries. Returns how many. */

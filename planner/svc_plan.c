@@ -177,6 +177,85 @@ static void lib_job(svc *s, const svc_job *j, sky_job *job, sky_algo *algo)
 	}
 }
 
+/* 1 if fleet board k holds the data j reads (its set and eval set). */
+static int holds_data(svc *s, const svc_job *j, const sky_fleet *f, int k)
+{
+	const sky_job_req *r = &j->req;
+	return svc_board_holds_set(s, f->board[k].id, r->dataset, r->tokenizer,
+				   r->dataset_sha256) &&
+	       (!r->eval_dataset[0] ||
+		svc_board_holds_set(s, f->board[k].id, r->eval_dataset, r->tokenizer, NULL));
+}
+
+/* Fleet f with board h moved to the front, the others in their order. */
+static void to_front(sky_fleet *f, int h)
+{
+	sky_board b = f->board[h];
+	memmove(&f->board[1], &f->board[0], (size_t)h * sizeof b);
+	f->board[0] = b;
+}
+
+/* A job that reads a data set without a data owner: its first stage (the
+ * embeddings and the rows) must run on a board holding the set (and the
+ * eval set). The plan already made is kept when its first board does;
+ * otherwise each board that does is tried first, the fleet's order behind
+ * it kept, and the one with the smallest bottleneck wins (s->plan.fleet is
+ * reordered to match). Returns 0 or SKY_EINVAL with the reason in d. */
+static int place_data(svc *s, const svc_job *j, sky_job *job, sky_algo algo, sky_diag *d)
+{
+	sky_fleet *f = &s->plan.fleet;
+	sky_plan *plan = &s->plan.plan;
+	if (plan->n_stages > 0 && holds_data(s, j, f, plan->stage[0].board))
+		return 0;
+	sky_fleet *f2 = malloc(sizeof *f2);
+	sky_plan *p2 = malloc(sizeof *p2), *best = malloc(sizeof *best);
+	int best_h = -1, rc = 0;
+	if (!f2 || !p2 || !best) {
+		rc = sky_diag_set(d, SKY_ENOMEM, "job %s: out of memory placing its data",
+				  j->req.job);
+		goto exit;
+	}
+	for (int h = 0; h < f->n; h++) {
+		if (!holds_data(s, j, f, h))
+			continue;
+		/* the fleet's order kept behind it; and the even split, which
+		 * gives every board a stage in order (optimal may leave the
+		 * holder out when it is the slowest) */
+		for (int pass = 0; pass < 2; pass++) {
+			sky_job j2 = *job;
+			sky_diag ed;
+			sky_diag_clear(&ed);
+			*f2 = *f;
+			to_front(f2, h);
+			j2.keep_order = 1;
+			if (sky_plan_partition(f2, &j2, pass ? SKY_ALGO_EVEN : algo, p2, &ed) != 0 ||
+			    p2->n_stages == 0 || p2->stage[0].board != 0)
+				continue;
+			if (best_h < 0 || p2->bottleneck_s < best->bottleneck_s) {
+				*best = *p2;
+				best_h = h;
+			}
+		}
+	}
+	if (best_h < 0) {
+		rc = sky_diag_set(d, SKY_EINVAL,
+				  "job %s: no plan puts its first stage on a board holding data set "
+				  "'%s'%s%s%s",
+				  j->req.job, j->req.dataset, j->req.eval_dataset[0] ? " and '" : "",
+				  j->req.eval_dataset, j->req.eval_dataset[0] ? "'" : "");
+		goto exit;
+	}
+	to_front(f, best_h);
+	*plan = *best;
+	SKY_INFO("job %s: first stage on %s, which holds data set %s", j->req.job,
+		 f->board[0].id, j->req.dataset);
+exit:
+	free(f2);
+	free(p2);
+	free(best);
+	return rc;
+}
+
 /* Plans j over the working fleet into s->plan.plan, with its simulated
  * step in *predicted_s (0 for serving). Returns 0 or an error in d. */
 static int compute(svc *s, const svc_job *j, sky_job *job, sky_algo *algo, double *predicted_s,
@@ -187,6 +266,9 @@ static int compute(svc *s, const svc_job *j, sky_job *job, sky_algo *algo, doubl
 	*predicted_s = 0;
 	int rc = sky_plan_partition(f, job, *algo, &s->plan.plan, d);
 	if (rc)
+		return rc;
+	if (j->req.train && j->req.dataset[0] && !j->req.data_owner[0] &&
+	    (rc = place_data(s, j, job, *algo, d)) != 0)
 		return rc;
 	/* a link-blind plan still runs on the real links: price its cuts and
 	 * predict its step with them */
@@ -271,6 +353,8 @@ static void fill_train(const svc_plan_req *rq, double predicted_step_s, int owne
 		snprintf(t->owner, sizeof t->owner, "%s", r->data_owner);
 		t->owner_lag = owner_lag;
 	}
+	snprintf(t->dataset, sizeof t->dataset, "%s", r->dataset);
+	snprintf(t->eval_dataset, sizeof t->eval_dataset, "%s", r->eval_dataset);
 }
 
 /* The serving section of the plan and each stage's slice, cut from the

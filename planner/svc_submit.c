@@ -46,6 +46,106 @@ static int check_infer(svc *s, svc_job *j, sky_diag *d)
 	return 0;
 }
 
+/* Where a board holding set name (of the job's tokenizer, when it names
+ * one) is: 1 if board b holds it. *tok_seen is set to the tokenizer of a
+ * holder whose set was prepared with another. */
+static int holds_set(const sky_reg_board *b, const char *name, const char *tokenizer,
+		     const char *sha256, uint32_t *other_tok, int *other_sha)
+{
+	if (b->state != SKY_REG_ONLINE || !b->has_caps)
+		return 0;
+	const sky_caps_dataset *e = sky_caps_dataset_find(&b->caps, name);
+	if (!e)
+		return 0;
+	char tok[9];
+	if (sha256 && sha256[0] && strcmp(e->sha256, sha256) != 0) {
+		*other_sha = 1;
+		return 0;
+	}
+	snprintf(tok, sizeof tok, "%08x", (unsigned)e->tokenizer);
+	if (tokenizer[0] && strcmp(tok, tokenizer) != 0) {
+		*other_tok = e->tokenizer;
+		return 0;
+	}
+	return 1;
+}
+
+/* The boards holding set name, "b1, b2" into buf (at most cap bytes). */
+static void holders(const svc *s, const char *name, char *buf, size_t cap)
+{
+	size_t k = 0;
+	buf[0] = '\0';
+	for (int i = 0; i < s->reg.n && k + 1 < cap; i++) {
+		const sky_reg_board *b = &s->reg.b[i];
+		if (b->state == SKY_REG_ONLINE && b->has_caps && sky_caps_dataset_find(&b->caps, name))
+			k += (size_t)snprintf(buf + k, cap - k, "%s%s", k ? ", " : "", b->id);
+	}
+}
+
+int svc_submit_check_data(svc *s, const sky_job_req *r, sky_diag *d)
+{
+	char who[160];
+	uint32_t other = 0;
+	int n = 0, both = 0, other_sha = 0;
+	if (!r->dataset[0])
+		return 0;
+	for (int i = 0; i < s->reg.n; i++) {
+		const sky_reg_board *b = &s->reg.b[i];
+		if (!holds_set(b, r->dataset, r->tokenizer, r->dataset_sha256, &other, &other_sha))
+			continue;
+		n++;
+		if (r->data_owner[0] && strcmp(b->id, r->data_owner) != 0)
+			continue;
+		both += !r->eval_dataset[0] ||
+			holds_set(b, r->eval_dataset, r->tokenizer, NULL, &other, &other_sha);
+	}
+	holders(s, r->dataset, who, sizeof who);
+	if (n == 0 && other_sha && who[0])
+		return sky_diag_set(d, SKY_EINVAL,
+				    "job %s refused: data set '%s' (on %s) is not the file the job "
+				    "names (sha256 %.16s...)",
+				    r->job, r->dataset, who, r->dataset_sha256);
+	if (n == 0 && other && who[0])
+		return sky_diag_set(d, SKY_EINVAL,
+				    "job %s refused: data set '%s' (on %s) was prepared with tokenizer "
+				    "%08x, the model's is %s",
+				    r->job, r->dataset, who, (unsigned)other, r->tokenizer);
+	if (n == 0)
+		return sky_diag_set(d, SKY_ENOTFOUND,
+				    "job %s refused: no online board holds data set '%s'", r->job,
+				    r->dataset);
+	const sky_reg_board *ob = r->data_owner[0] ? sky_registry_find(&s->reg, r->data_owner) : NULL;
+	if (r->data_owner[0] &&
+	    (!ob || !holds_set(ob, r->dataset, r->tokenizer, r->dataset_sha256, &other, &other_sha)))
+		return sky_diag_set(d, SKY_EINVAL,
+				    "job %s refused: data owner %s does not hold data set '%s' (held "
+				    "by %s)",
+				    r->job, r->data_owner, r->dataset, who);
+	if (both == 0) {
+		char ev[160];
+		holders(s, r->eval_dataset, ev, sizeof ev);
+		if (r->data_owner[0])
+			return sky_diag_set(d, SKY_EINVAL,
+					    "job %s refused: data owner %s does not hold eval set '%s' "
+					    "(held by %s)",
+					    r->job, r->data_owner, r->eval_dataset, ev[0] ? ev : "none");
+		return sky_diag_set(d, SKY_EINVAL,
+				    "job %s refused: no online board holds both data set '%s' (%s) and "
+				    "its eval set '%s' (%s)",
+				    r->job, r->dataset, who, r->eval_dataset, ev[0] ? ev : "none");
+	}
+	return 0;
+}
+
+int svc_board_holds_set(svc *s, const char *id, const char *name, const char *tokenizer,
+			const char *sha256)
+{
+	uint32_t other = 0;
+	int other_sha = 0;
+	const sky_reg_board *b = sky_registry_find(&s->reg, id);
+	return b && holds_set(b, name, tokenizer, sha256, &other, &other_sha);
+}
+
 /* Queues pj. Returns 0 or SKY_ESTATE (a full queue). */
 static int enqueue(svc *s, const svc_pending *pj, const char *from, sky_diag *d)
 {
@@ -109,6 +209,10 @@ int svc_submit_queue_op(svc *s, const char *buf, size_t len, const char *op, con
 		rc = sky_diag_set(d, SKY_EINVAL, "job %s refused: model %s has invalid shapes",
 				  req.job, req.model);
 		SKY_WARN("%s", d->msg);
+		return rc;
+	}
+	if (req.train && (rc = svc_submit_check_data(s, &req, d)) != 0) {
+		SKY_WARN("job %s from %s refused: %s", req.job, from, d->msg);
 		return rc;
 	}
 	if (req.infer && (rc = check_infer(s, &pj.job, d)) != 0) {

@@ -357,6 +357,9 @@ static void disconnect(agent *a, int clean)
 	sky_mqtt_close(m, 1000);
 }
 
+_Static_assert(sizeof ((sky_agent_opts *)0)->datasets / sizeof(char *) == SKY_CAPS_MAX_DATASETS,
+	       "sky_agent_opts.datasets holds SKY_CAPS_MAX_DATASETS");
+
 /* Identity, profile, boot id, probe and the saved plan: all a board needs
  * before its first connect. Returns 0 or the error (d says it). */
 static int agent_start(agent *a, const sky_agent_opts *o, sky_diag *d)
@@ -377,6 +380,17 @@ static int agent_start(agent *a, const sky_agent_opts *o, sky_diag *d)
 		sky_site_norm(a->prof.site);
 	}
 	sky_profile_apply_threads(&a->prof);
+	sky_boardsets_init(&a->sets);
+	for (int i = 0; i < o->n_datasets; i++)
+		if ((rc = sky_boardsets_add_arg(&a->sets, o->datasets[i], d)) != 0)
+			return rc;
+	if ((rc = sky_boardsets_scan(&a->sets, o->state_dir, d)) != 0)
+		return rc;
+	for (int i = 0; i < a->sets.n; i++)
+		SKY_INFO("data set %s: %lld rows, %d labels, seq %d, sha256 %.12s..., tokenizer %08x",
+			 a->sets.s[i].info.name, (long long)a->sets.s[i].info.rows,
+			 a->sets.s[i].info.labels, a->sets.s[i].info.seq, a->sets.s[i].info.sha256,
+			 (unsigned)a->sets.s[i].info.tokenizer);
 	snprintf(a->caps.id, sizeof a->caps.id, "%s", a->idn.id);
 	a->caps.keepalive_s = o->keepalive_s;
 	a->probe_model = o->model;

@@ -91,6 +91,7 @@ int agent_publish_caps(agent *a)
 	sky_mutex_lock(&a->lock);
 	a->caps.session = a->session;
 	snprintf(a->caps.boot, sizeof a->caps.boot, "%s", a->boot);
+	sky_boardsets_to_caps(&a->sets, &a->caps); /* after any probe, which rewrites caps */
 	int n = sky_caps_encode(&a->caps, buf, sizeof buf, &d);
 	sky_mutex_unlock(&a->lock);
 	if (n < 0) {

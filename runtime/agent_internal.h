@@ -13,6 +13,7 @@
 #define SKY_AGENT_INTERNAL_H
 
 #include "sky_agent.h"
+#include "sky_boardsets.h"
 #include "sky_caps.h"
 #include "sky_identity.h"
 #include "sky_jobkey.h"
@@ -42,6 +43,7 @@ typedef struct agent {
 	_Atomic int lost; /* set on Paho's thread (on_lost) */
 	int64_t session;
 	sky_caps caps;
+	sky_boardsets sets; /* the data sets held, checked at start; read-only after */
 	char boot[SKY_BOOT_ID_MAX + 1]; /* random, drawn at start: orders sessions (sky_caps.h) */
 	sky_model_cfg probe_model;
 	_Atomic int probe_requested; /* set by on_msg, taken by the main loop */

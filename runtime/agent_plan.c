@@ -224,6 +224,26 @@ static int plan_fit(agent *a, taking *t)
 	const sky_planmsg *p = t->p;
 	sky_diag d;
 	sky_diag_clear(&d);
+	if (p->train.steps > 0 && p->train.dataset[0]) {
+		/* the stage that reads the data: the first (and, under a data
+		 * owner, the last) */
+		char why[200];
+		int reads = t->stage == 0 || (p->train.owner[0] && t->stage == p->n_stages - 1);
+		if (reads && !sky_boardsets_find(&a->sets, p->train.dataset))
+			snprintf(why, sizeof why, "this board does not hold data set '%.64s'",
+				 p->train.dataset);
+		else if (reads && p->train.eval_dataset[0] &&
+			 !sky_boardsets_find(&a->sets, p->train.eval_dataset))
+			snprintf(why, sizeof why, "this board does not hold eval set '%.64s'",
+				 p->train.eval_dataset);
+		else /* said, never run as the synthetic task instead */
+			snprintf(why, sizeof why,
+				 "training on data set '%.64s' across the fleet is not built yet "
+				 "(sky train --data trains on one board)",
+				 p->train.dataset);
+		refuse_said(a, p, t->stage, 0, why);
+		return SKY_EUNSUPPORTED;
+	}
 	t->need = sky_agent_stage_bytes(p, t->stage);
 	if (t->need < 0) {
 		SKY_WARN("plan %s epoch %lld refused: model %s is unknown to this build", p->job,

@@ -52,6 +52,10 @@ typedef struct sky_agent_opts {
 	double speed;             /* > 0: overrides the profile's (sky_profile_set_cores) */
 	const char *site;         /* non-NULL: overrides the profile's site ("core": the core site) */
 	int no_link_probe;        /* 1: skip the echo (link figures stay 0) */
+	/* data sets held: "NAME=PATH" each (--dataset), beside <state>/datasets/;
+	 * opened and checked at start (sky_boardsets.h) */
+	const char *datasets[8];  /* SKY_CAPS_MAX_DATASETS */
+	int n_datasets;
 	/* enrollment */
 	const char *claim_token;  /* one-time token from `sky pki token` */
 	const char *claim_ca;     /* the claim bundle's ca.crt; claim.crt and claim.key beside it */

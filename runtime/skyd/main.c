@@ -51,6 +51,10 @@ static void usage(FILE *to)
 		"  --site NAME        the board's site (overrides the profile's site = NAME; \"core\"\n"
 		"                     or none: the core site); --broker is then that site's broker\n"
 		"  --no-link-probe    skip the echo through the broker\n"
+		"  --dataset NAME=PATH  a prepared data set (sky data prepare) this board holds,\n"
+		"                     under NAME (repeatable, up to 8, with DIR/datasets/NAME.skyds);\n"
+		"                     each is checked at start, and its name, rows, labels and hash\n"
+		"                     (never its rows) go in the capability report\n"
 		"  --log-level L      error, warn, info (default), debug\n"
 		"  --log-journal      journald lines (<3>..<7> priority, no time stamp); the default\n"
 		"                     when stderr is the journal ($JOURNAL_STREAM)\n"
@@ -95,7 +99,8 @@ typedef struct skyd_args {
 enum {
 	O_ENROLL = SKY_OPT_FIRST, O_ENROLL_ONLY, O_NO_LINK_PROBE, O_LOG_JOURNAL, O_STATE,
 	O_CONFIG_DIR, O_BROKER, O_ID, O_PROFILE, O_MODEL, O_CLAIM, O_PKI_CA, O_LAYERS, O_SEQ,
-	O_BATCH, O_KEEPALIVE, O_PROBE_SECONDS, O_SPEED, O_LOG_LEVEL, O_SITE
+	O_BATCH, O_KEEPALIVE, O_PROBE_SECONDS, O_SPEED, O_LOG_LEVEL, O_SITE,
+	O_DATASET
 };
 static const struct option k_opts[] = {
 	{"enroll", no_argument, NULL, O_ENROLL},
@@ -117,6 +122,7 @@ static const struct option k_opts[] = {
 	{"probe-seconds", required_argument, NULL, O_PROBE_SECONDS},
 	{"speed", required_argument, NULL, O_SPEED},
 	{"site", required_argument, NULL, O_SITE},
+	{"dataset", required_argument, NULL, O_DATASET},
 	{"log-level", required_argument, NULL, O_LOG_LEVEL},
 	SKY_OPT_STD,
 	{0}};
@@ -223,6 +229,14 @@ static int take_opt(skyd_args *s, int c, const char *a, const char *v)
 		return opt_speed(o, v);
 	case O_SITE:
 		return opt_site(o, v);
+	case O_DATASET:
+		if (o->n_datasets >= (int)(sizeof o->datasets / sizeof o->datasets[0])) {
+			fprintf(stderr, "skyd: at most %d --dataset options\n",
+				(int)(sizeof o->datasets / sizeof o->datasets[0]));
+			return 2;
+		}
+		o->datasets[o->n_datasets++] = v;
+		return 0;
 	case O_LOG_LEVEL:
 		return opt_log_level(v);
 	default:

@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Printable ASCII only: these strings end up in logs and `sky fleet status`,
@@ -74,6 +75,43 @@ static int check_int(long long v, long long lo, long long hi, const char *field,
 	return 0;
 }
 
+static int hex_ok(const char *s, size_t n)
+{
+	size_t i = 0;
+	for (; s[i]; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return i == n;
+}
+
+static int validate_datasets(const sky_caps *c, sky_diag *d)
+{
+	int rc;
+	if (c->n_datasets < 0 || c->n_datasets > SKY_CAPS_MAX_DATASETS)
+		return sky_diag_set(d, SKY_ERANGE, "caps %s: %d datasets, allowed 0 to %d", c->id,
+				    c->n_datasets, SKY_CAPS_MAX_DATASETS);
+	for (int i = 0; i < c->n_datasets; i++) {
+		const sky_caps_dataset *s = &c->datasets[i];
+		if (!sky_topic_segment_ok(s->name))
+			return sky_diag_set(d, SKY_EINVAL,
+					    "caps %s: datasets[%d].name is not 1-%d of [A-Za-z0-9_.-]",
+					    c->id, i, SKY_TOPIC_SEGMENT_MAX);
+		for (int j = 0; j < i; j++)
+			if (strcmp(c->datasets[j].name, s->name) == 0)
+				return sky_diag_set(d, SKY_EINVAL, "caps %s: dataset '%s' named twice",
+						    c->id, s->name);
+		if ((rc = check_int(s->rows, 1, SKY_CAPS_DS_MAX_ROWS, "datasets.rows", d)) ||
+		    (rc = check_int(s->labels, 1, SKY_CAPS_DS_MAX_LABELS, "datasets.labels", d)) ||
+		    (rc = check_int(s->seq, 2, SKY_CAPS_DS_MAX_SEQ, "datasets.seq", d)))
+			return rc;
+		if (!hex_ok(s->sha256, 64))
+			return sky_diag_set(d, SKY_EFORMAT,
+					    "caps %s: dataset '%s': sha256 is not 64 lower-case hex digits",
+					    c->id, s->name);
+	}
+	return 0;
+}
+
 int sky_caps_validate(const sky_caps *c, sky_diag *d)
 {
 	int rc;
@@ -132,7 +170,15 @@ int sky_caps_validate(const sky_caps *c, sky_diag *d)
 	if (!isfinite(c->probe_s) || c->probe_s < 0 || c->probe_s > SKY_CAPS_MAX_TIME_S)
 		return sky_diag_set(d, SKY_ERANGE, "caps: probe_s is %g, allowed 0 to %g", c->probe_s,
 				    SKY_CAPS_MAX_TIME_S);
-	return 0;
+	return validate_datasets(c, d);
+}
+
+const sky_caps_dataset *sky_caps_dataset_find(const sky_caps *c, const char *name)
+{
+	for (int i = 0; i < c->n_datasets && i < SKY_CAPS_MAX_DATASETS; i++)
+		if (strcmp(c->datasets[i].name, name) == 0)
+			return &c->datasets[i];
+	return NULL;
 }
 
 int sky_caps_shape_eq(const sky_caps_shape *a, const sky_caps_shape *b)
@@ -204,6 +250,22 @@ int sky_caps_encode(const sky_caps *c, char *buf, size_t cap, sky_diag *d)
 		cJSON_AddStringToObject(doc, "site", c->site);
 	cJSON_AddNumberToObject(doc, "probe_s", c->probe_s);
 	cJSON_AddNumberToObject(doc, "probed_at", (double)c->probed_at);
+	cJSON *ds = c->n_datasets ? cJSON_AddArrayToObject(doc, "datasets") : NULL;
+	for (int i = 0; ds && i < c->n_datasets; i++) {
+		const sky_caps_dataset *s = &c->datasets[i];
+		char tok[9];
+		cJSON *o = cJSON_CreateObject();
+		if (!o)
+			break;
+		cJSON_AddItemToArray(ds, o);
+		snprintf(tok, sizeof tok, "%08x", (unsigned)s->tokenizer);
+		cJSON_AddStringToObject(o, "name", s->name);
+		cJSON_AddNumberToObject(o, "rows", (double)s->rows);
+		cJSON_AddNumberToObject(o, "labels", s->labels);
+		cJSON_AddNumberToObject(o, "seq", s->seq);
+		cJSON_AddStringToObject(o, "sha256", s->sha256);
+		cJSON_AddStringToObject(o, "tokenizer", tok);
+	}
 	rc = sky_json_print(doc, buf, cap);
 	sky_json_free(doc);
 	if (rc < 0)
@@ -227,6 +289,44 @@ static int get_times(const cJSON *doc, const char *key, sky_caps_times *t, sky_d
 	    (rc = sky_json_num(o, "bwd_attn_s", -INFINITY, INFINITY, &t->bwd_attn_s, what, d)) ||
 	    (rc = sky_json_num(o, "bwd_ffn_s", -INFINITY, INFINITY, &t->bwd_ffn_s, what, d)))
 		return rc;
+	return 0;
+}
+
+/* The optional "datasets" array (ranges in validate). */
+static int get_datasets(const cJSON *doc, sky_caps *c, sky_diag *d)
+{
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(doc, "datasets"), *o;
+	int rc;
+	if (!arr)
+		return 0;
+	if (!cJSON_IsArray(arr))
+		return sky_diag_set(d, SKY_EFORMAT, "caps %s: 'datasets' must be an array", c->id);
+	if (cJSON_GetArraySize(arr) > SKY_CAPS_MAX_DATASETS)
+		return sky_diag_set(d, SKY_ERANGE, "caps %s: %d datasets, allowed 0 to %d", c->id,
+				    cJSON_GetArraySize(arr), SKY_CAPS_MAX_DATASETS);
+	cJSON_ArrayForEach(o, arr)
+	{
+		sky_caps_dataset *s = &c->datasets[c->n_datasets];
+		char tok[16];
+		if (!cJSON_IsObject(o))
+			return sky_diag_set(d, SKY_EFORMAT, "caps %s: datasets[%d] must be an object",
+					    c->id, c->n_datasets);
+		if ((rc = sky_json_str(o, "name", s->name, sizeof s->name, "caps.datasets", d)) ||
+		    (rc = sky_json_i64(o, "rows", 1, SKY_CAPS_DS_MAX_ROWS, &s->rows, "caps.datasets",
+				       d)) ||
+		    (rc = sky_json_int(o, "labels", 1, SKY_CAPS_DS_MAX_LABELS, &s->labels,
+				       "caps.datasets", d)) ||
+		    (rc = sky_json_int(o, "seq", 2, SKY_CAPS_DS_MAX_SEQ, &s->seq, "caps.datasets", d)) ||
+		    (rc = sky_json_str(o, "sha256", s->sha256, sizeof s->sha256, "caps.datasets", d)) ||
+		    (rc = sky_json_str(o, "tokenizer", tok, sizeof tok, "caps.datasets", d)))
+			return rc;
+		if (!hex_ok(tok, 8))
+			return sky_diag_set(d, SKY_EFORMAT,
+					    "caps %s: dataset '%s': tokenizer is not 8 lower-case hex digits",
+					    c->id, s->name);
+		s->tokenizer = (uint32_t)strtoul(tok, NULL, 16);
+		c->n_datasets++;
+	}
 	return 0;
 }
 
@@ -316,6 +416,8 @@ int sky_caps_decode(const char *buf, size_t len, sky_caps *c, sky_diag *d)
 	}
 	if ((rc = sky_json_num(doc, "probe_s", -INFINITY, INFINITY, &c->probe_s, "caps", d)) ||
 	    (rc = sky_json_i64(doc, "probed_at", 0, (1ll << 40), &c->probed_at, "caps", d)))
+		goto exit;
+	if ((rc = get_datasets(doc, c, d)))
 		goto exit;
 	rc = sky_caps_validate(c, d);
 exit:

@@ -163,6 +163,12 @@ int sky_planmsg_validate(const sky_planmsg *p, sky_diag *d)
 					    "at least 3 stages, or the only one (and the plan no "
 					    "checkpoints)",
 					    p->job, t->owner);
+		if ((t->dataset[0] && !sky_topic_segment_ok(t->dataset)) ||
+		    (t->eval_dataset[0] && (!t->dataset[0] || !sky_topic_segment_ok(t->eval_dataset))))
+			return sky_diag_set(d, SKY_EINVAL,
+					    "plan %s: a data set name is 1-64 of [A-Za-z0-9_.-] (and "
+					    "eval_dataset needs dataset)",
+					    p->job);
 		for (int i = 0; i < p->n_stages; i++)
 			if (t->sealed && !p->stages[i].key[0])
 				return sky_diag_set(d, SKY_EINVAL,
@@ -219,6 +225,10 @@ int sky_planmsg_encode(const sky_planmsg *p, char *buf, size_t cap, sky_diag *d)
 			cJSON_AddStringToObject(tr, "owner", t->owner);
 			cJSON_AddNumberToObject(tr, "owner_lag", t->owner_lag);
 		}
+		if (t->dataset[0])
+			cJSON_AddStringToObject(tr, "dataset", t->dataset);
+		if (t->eval_dataset[0])
+			cJSON_AddStringToObject(tr, "eval_dataset", t->eval_dataset);
 	}
 	const sky_plan_infer *in = &p->infer;
 	cJSON *inf = in->on ? cJSON_AddObjectToObject(doc, "infer") : NULL;
@@ -335,7 +345,13 @@ int sky_planmsg_decode(const char *buf, size_t len, sky_planmsg *p, sky_diag *d)
 		    (cJSON_GetObjectItemCaseSensitive(tr, "owner") &&
 		     ((rc = sky_json_str(tr, "owner", t->owner, sizeof t->owner, "plan.train", d)) ||
 		      (rc = sky_json_int(tr, "owner_lag", 0, SKY_PLANMSG_MAX_MICRO, &t->owner_lag,
-					 "plan.train", d)))))
+					 "plan.train", d)))) ||
+		    (cJSON_GetObjectItemCaseSensitive(tr, "dataset") &&
+		     (rc = sky_json_str(tr, "dataset", t->dataset, sizeof t->dataset, "plan.train",
+					d))) ||
+		    (cJSON_GetObjectItemCaseSensitive(tr, "eval_dataset") &&
+		     (rc = sky_json_str(tr, "eval_dataset", t->eval_dataset, sizeof t->eval_dataset,
+					"plan.train", d))))
 			goto exit;
 	}
 	const cJSON *inf = cJSON_GetObjectItemCaseSensitive(doc, "infer");

@@ -93,6 +93,25 @@ typedef struct sky_caps_shape {
 	int hidden, heads, ffn, seq, batch;
 } sky_caps_shape;
 
+/* Data sets a board holds (skyd --dataset NAME=PATH, <state>/datasets/):
+ * what a planner needs to place the stages that read one, never a row.
+ *   "datasets":[{"name":"sst2","rows":6920,"labels":2,"seq":64,
+ *                "sha256":"<64 hex>","tokenizer":"<8 hex>"}, ...]
+ * (absent: none). sha256 is the set file's bytes (what a job names);
+ * tokenizer is the hash of the tokenizer that prepared it (sky_dataset.h),
+ * which must match the job's model. */
+#define SKY_CAPS_MAX_DATASETS 8
+#define SKY_CAPS_DS_MAX_ROWS 2147483647ll /* as sky_ds_build's bound */
+#define SKY_CAPS_DS_MAX_LABELS 256        /* as SKY_DS_MAX_LABELS */
+#define SKY_CAPS_DS_MAX_SEQ 8192          /* as SKY_DS_MAX_SEQ */
+typedef struct sky_caps_dataset {
+	char name[SKY_TOPIC_SEGMENT_MAX + 1]; /* the topic-segment rules of board ids */
+	int64_t rows;
+	int labels, seq;
+	char sha256[65];   /* lower-case hex */
+	uint32_t tokenizer; /* sky_tokenizer hash */
+} sky_caps_dataset;
+
 /* Seconds for one encoder layer's blocks, one micro-batch. */
 typedef struct sky_caps_times {
 	double fwd_attn_s, fwd_ffn_s, bwd_attn_s, bwd_ffn_s;
@@ -122,7 +141,12 @@ typedef struct sky_caps {
 	char site[SKY_SITE_MAX + 1]; /* "" = the core site */
 	double probe_s;    /* how long the probe took */
 	int64_t probed_at; /* Unix seconds */
+	int n_datasets;    /* 0..SKY_CAPS_MAX_DATASETS, names distinct */
+	sky_caps_dataset datasets[SKY_CAPS_MAX_DATASETS];
 } sky_caps;
+
+/* The set named name in c, or NULL. */
+const sky_caps_dataset *sky_caps_dataset_find(const sky_caps *c, const char *name);
 
 /* Forward plus backward of a whole layer, seconds. */
 static inline double sky_caps_layer_s(const sky_caps_times *t)

@@ -110,6 +110,11 @@ typedef struct sky_plan_train {
 	int generation;          /* the job's plan count (1 first, + 1 per re-plan) */
 	char owner[SKY_TOPIC_SEGMENT_MAX + 1]; /* data owner board ("" none): U-shaped */
 	int owner_lag;           /* the owner's op order (sky_schedule_owner_ops) */
+	/* the data set the job reads ("dataset":"train","eval_dataset":"dev",
+	 * both optional, "" none: the synthetic task); the board of the stage
+	 * that reads it holds it (sky_caps.h "datasets") */
+	char dataset[SKY_TOPIC_SEGMENT_MAX + 1];
+	char eval_dataset[SKY_TOPIC_SEGMENT_MAX + 1];
 } sky_plan_train;
 
 typedef struct sky_plan_infer {

@@ -278,3 +278,67 @@ SKY_TEST(the_blas_core_is_reported_and_optional)
 	SKY_EXPECT(sky_caps_decode(buf, (size_t)n, &back, &d) != 0);
 	SKY_EXPECT_MSG(strstr(d.msg, "blas_core") != NULL, "%s", d.msg);
 }
+
+SKY_TEST(data_sets_round_trip_and_bad_ones_are_refused)
+{
+	sky_caps c, back;
+	char buf[SKY_CAPS_MAX_BYTES];
+	sky_diag d;
+	sky_diag_clear(&d);
+	sample(&c);
+	/* none: no key at all (older planners read the report as before) */
+	int n = sky_caps_encode(&c, buf, sizeof buf, &d);
+	SKY_EXPECT(n > 0 && strstr(buf, "datasets") == NULL);
+	c.n_datasets = SKY_CAPS_MAX_DATASETS;
+	for (int i = 0; i < c.n_datasets; i++) {
+		sky_caps_dataset *s = &c.datasets[i];
+		snprintf(s->name, sizeof s->name, "set-%d.with_a_long_name_to_fill_the_report_%d", i, i);
+		s->rows = 2147483647ll - i;
+		s->labels = 256;
+		s->seq = 8192;
+		memset(s->sha256, 'f', 64);
+		s->sha256[0] = (char)('0' + i);
+		s->tokenizer = 0xdeadbeefu - (uint32_t)i;
+	}
+	n = sky_caps_encode(&c, buf, sizeof buf, &d);
+	SKY_EXPECT_MSG(n > 0, "%s", d.msg);
+	SKY_EXPECT_EQ(sky_caps_decode(buf, (size_t)n, &back, &d), 0);
+	SKY_EXPECT_EQ(back.n_datasets, SKY_CAPS_MAX_DATASETS);
+	SKY_EXPECT(memcmp(back.datasets, c.datasets, sizeof c.datasets) == 0);
+	SKY_EXPECT(strstr(buf, "\"tokenizer\":\"deadbeef\"") != NULL);
+	SKY_EXPECT(sky_caps_dataset_find(&back, c.datasets[3].name) == &back.datasets[3]);
+	SKY_EXPECT(sky_caps_dataset_find(&back, "nope") == NULL);
+	/* refusals, each naming what is wrong */
+	c.n_datasets = 2;
+	struct {
+		const char *from, *to, *why;
+	} bad[] = {
+		{"\"rows\":2147483647", "\"rows\":0", "field 'rows' is 0"},
+		{"\"labels\":256", "\"labels\":257", "field 'labels' is 257"},
+		{"\"seq\":8192", "\"seq\":1", "field 'seq' is 1"},
+		{"\"sha256\":\"0", "\"sha256\":\"X", "sha256 is not 64"},
+		{"\"tokenizer\":\"deadbeef\"", "\"tokenizer\":\"deadbee\"", "tokenizer is not 8"},
+		{"\"name\":\"set-0", "\"name\":\"set/0", "datasets[0].name is not"},
+		{"\"name\":\"set-1.with_a_long_name_to_fill_the_report_1\"",
+		 "\"name\":\"set-0.with_a_long_name_to_fill_the_report_0\"", "named twice"},
+		{"\"datasets\":[", "\"datasets\":7,\"x\":[", "'datasets' must be an array"},
+	};
+	for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+		char b2[SKY_CAPS_MAX_BYTES + 64];
+		n = sky_caps_encode(&c, buf, sizeof buf, &d);
+		SKY_EXPECT(n > 0);
+		const char *at = strstr(buf, bad[k].from);
+		SKY_EXPECT_MSG(at != NULL, "%s", bad[k].from);
+		if (!at)
+			continue;
+		snprintf(b2, sizeof b2, "%.*s%s%s", (int)(at - buf), buf, bad[k].to,
+			 at + strlen(bad[k].from));
+		sky_diag_clear(&d);
+		SKY_EXPECT(sky_caps_decode(b2, strlen(b2), &back, &d) < 0);
+		SKY_EXPECT_MSG(strstr(d.msg, bad[k].why) != NULL, "%s: %s", bad[k].why, d.msg);
+	}
+	/* more than the cap */
+	c.n_datasets = SKY_CAPS_MAX_DATASETS + 1;
+	SKY_EXPECT(sky_caps_encode(&c, buf, sizeof buf, &d) < 0);
+	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
+}

@@ -328,6 +328,26 @@ static int status(int argc, char **argv)
 	if (n_sites > 1 && !n_links)
 		printf("\nno site paths known: the planner charges cuts between sites as within one "
 		       "(skyplan --links)\n");
+	/* the data sets boards hold: their summaries, never a row */
+	int n_sets = 0;
+	cJSON_ArrayForEach(b, boards)
+	{
+		const cJSON *c = cJSON_GetObjectItemCaseSensitive(b, "caps"), *e;
+		const cJSON *sets = cJSON_IsObject(c) ? cJSON_GetObjectItemCaseSensitive(c, "datasets")
+						       : NULL;
+		if (!cJSON_IsArray(sets))
+			continue;
+		cJSON_ArrayForEach(e, sets)
+		{
+			if (!n_sets++)
+				printf("\ndata sets (held by boards; rows never leave them):\n"
+				       "  %-20s %-16s %10s %6s %5s  %-16s  %s\n",
+				       "NAME", "BOARD", "ROWS", "LABELS", "SEQ", "SHA256", "TOKENIZER");
+			printf("  %-20s %-16s %10.0f %6.0f %5.0f  %.16s  %s\n", str(e, "name"),
+			       str(b, "id"), num(e, "rows"), num(e, "labels"), num(e, "seq"),
+			       str(e, "sha256"), str(e, "tokenizer"));
+		}
+	}
 	const cJSON *k = cJSON_GetObjectItemCaseSensitive(doc, "counters");
 	if (revoked)
 		printf("%d revoked (sky pki revoke): their messages are ignored (%.0f so far)\n", revoked,

@@ -25,6 +25,7 @@
 #include "sky_service.h"
 #include "sky_sign.h"
 #include "sky_thread.h"
+#include "sky_tokenizer.h"
 #include "sky_topics.h"
 
 #include <stdio.h>
@@ -181,7 +182,9 @@ static void usage(FILE *to)
 		"                      [--ack-timeout SECONDS] [--json]\n"
 		"                      [--task train --steps N --micro M --optimizer adamw|sgd --lr X\n"
 		"                       --seed S --warmup W --clip C --stall-s S --plaintext-frames\n"
-		"                       --checkpoint-every K --data-owner BOARD]\n"
+		"                       --checkpoint-every K --data-owner BOARD\n"
+		"                       --dataset NAME [--eval-dataset NAME] [--model-dir D]\n"
+		"                       [--dataset-sha256 HEX]]\n"
 		"                      [--task infer --weights F.safetensors [--batch B] [--wait-ms W]\n"
 		"                       [--queue Q] [--clients a,b] [--chunk-bytes N] [--no-replan]]\n"
 		"       sky job watch JOB --pki DIR --broker HOST:PORT [--timeout S] [--json]\n"
@@ -225,6 +228,12 @@ static void usage(FILE *to)
 		"embeddings and first layers and the last layers, head, labels and loss; the\n"
 		"other boards see only sealed activations (with the attention mask) and\n"
 		"gradients. Planned with even or optimal; no checkpoints.\n"
+		"--dataset NAME names a data set boards hold (skyd --dataset; sky fleet status\n"
+		"lists them): the stage that reads it (the first, or the data owner's two) goes\n"
+		"on a board holding it (and --eval-dataset's set); --model-dir D's tokenizer must\n"
+		"be the one that prepared it, and --dataset-sha256 names the set's file (its\n"
+		"sha256sum). No board holding it, another tokenizer or file: refused with the\n"
+		"reason. (Boards do not train on such a set yet: they refuse the plan.)\n"
 		"watch prints one line per step (loss, step time, predicted, busy per stage) until\n"
 		"the job ends (exit 0) or stalls (exit 1). collect gathers every stage's part\n"
 		"into one safetensors file with HuggingFace names, which `sky eval` reads.\n"
@@ -244,6 +253,7 @@ static void usage(FILE *to)
 typedef struct submit {
 	sky_job_req j;
 	const char *pki, *broker, *file, *weights, *clients;
+	const char *model_dir; /* --model-dir: the tokenizer a data set must have been prepared with */
 	int link_blind, json;
 	double wait_s, ack_s;
 	long batch; /* the model's micro-batch, or for infer the served batch */
@@ -286,7 +296,7 @@ enum {
 	O_LAYERS, O_SEQ, O_BATCH, O_TASK, O_STEPS, O_OPTIM, O_LR, O_SEED, O_WARMUP, O_CLIP,
 	O_STALL, O_MICRO, O_MIN_BOARDS, O_WAIT_BOARDS, O_ACK, O_WAIT, O_JSON, O_PLAINTEXT,
 	O_WEIGHTS, O_WAIT_MS, O_QUEUE, O_CLIENTS, O_CHUNK, O_CORRUPT, O_CLAIM, O_CKPT, O_LINK_BLIND,
-	O_OWNER, O_NO_REPLAN
+	O_OWNER, O_NO_REPLAN, O_DATASET, O_EVAL_DATASET, O_MODEL_DIR, O_DATASET_SHA
 };
 static const struct option k_submit_opts[] = {
 	{"pki", required_argument, NULL, O_PKI},
@@ -326,6 +336,10 @@ static const struct option k_submit_opts[] = {
 	{"claim-sha256", required_argument, NULL, O_CLAIM},
 	{"checkpoint-every", required_argument, NULL, O_CKPT},
 	{"no-replan", no_argument, NULL, O_NO_REPLAN},
+	{"dataset", required_argument, NULL, O_DATASET},
+	{"eval-dataset", required_argument, NULL, O_EVAL_DATASET},
+	{"model-dir", required_argument, NULL, O_MODEL_DIR},
+	{"dataset-sha256", required_argument, NULL, O_DATASET_SHA},
 	{"link-blind", no_argument, NULL, O_LINK_BLIND},
 	{"data-owner", required_argument, NULL, O_OWNER},
 	SKY_OPT_STD,
@@ -381,6 +395,26 @@ static int opt_train(submit *s, int c, const char *a, const char *val)
 			return 2;
 		}
 		snprintf(j->data_owner, sizeof j->data_owner, "%s", val);
+		break;
+	case O_DATASET:
+	case O_EVAL_DATASET:
+		if (!sky_topic_segment_ok(val)) {
+			fprintf(stderr, "sky job submit: %s %s is not a data set name (1-64 of "
+					"[A-Za-z0-9_.-])\n", a, val);
+			return 2;
+		}
+		snprintf(c == O_DATASET ? j->dataset : j->eval_dataset, sizeof j->dataset, "%s", val);
+		break;
+	case O_MODEL_DIR:
+		s->model_dir = val;
+		break;
+	case O_DATASET_SHA:
+		if (strlen(val) != 64 || strspn(val, "0123456789abcdef") != 64) {
+			fprintf(stderr, "sky job submit: --dataset-sha256 expects 64 lower-case hex "
+					"digits (sha256sum of the set's file)\n");
+			return 2;
+		}
+		snprintf(j->dataset_sha256, sizeof j->dataset_sha256, "%s", val);
 		break;
 	default:
 		return NOT_MINE;
@@ -571,6 +605,29 @@ static int submit_opts(submit *s, int argc, char **argv)
 	if (s->weights && !s->j.infer) {
 		fprintf(stderr, "sky job submit: --weights goes with --task infer\n");
 		return 2;
+	}
+	if ((s->j.dataset[0] || s->j.eval_dataset[0] || s->model_dir) && !s->j.train) {
+		fprintf(stderr, "sky job submit: --dataset, --eval-dataset and --model-dir go with "
+				"--task train\n");
+		return 2;
+	}
+	if ((s->j.eval_dataset[0] || s->j.dataset_sha256[0]) && !s->j.dataset[0]) {
+		fprintf(stderr, "sky job submit: --eval-dataset and --dataset-sha256 need "
+				"--dataset\n");
+		return 2;
+	}
+	if (s->model_dir) { /* the set must come from the model's tokenizer */
+		sky_tokenizer t;
+		sky_diag td;
+		sky_diag_clear(&td);
+		sky_tok_init(&t);
+		if (sky_tok_load_dir(&t, s->model_dir, &td) != 0) {
+			fprintf(stderr, "sky job submit: --model-dir %s: %s\n", s->model_dir, td.msg);
+			sky_tok_free(&t);
+			return 2;
+		}
+		snprintf(s->j.tokenizer, sizeof s->j.tokenizer, "%08x", (unsigned)t.hash);
+		sky_tok_free(&t);
 	}
 	return parse_clients(&s->j, s->clients) ? 2 : -1;
 }
