@@ -43,6 +43,8 @@ enum {
 	SKY_TDROP_DUPLICATE = SKY_DROP_N, /* (step, micro-batch) already received */
 	SKY_TDROP_RING_FULL,              /* no free slot (a neighbour too far ahead) */
 	SKY_TDROP_SENDER,                 /* the topic's sender is not the plan's board for it */
+	SKY_TDROP_REPLICA,                /* a replica of the sending stage, but not the one the
+	                                     plan routes that micro-batch through */
 	SKY_TDROP_N
 };
 /* Short name of a drop counter index ("epoch", "duplicate", ...). */
@@ -80,6 +82,18 @@ typedef struct sky_transport_cfg {
 	int fwd_extra;              /* floats per token after the hidden ones in a forward
 	                               tensor: 1 in a data-owner job (the attention mask,
 	                               sky_stage.h), else 0; shape (batch, seq, hidden + 1) */
+	/* Stage replicas (sky_planmsg.h), or NULL: one board per stage. The
+	 * plan must outlive the transport; its boards are the senders taken
+	 * (boards above is then ignored). With replicas a stage's topics
+	 * reach all its replicas: a tensor frame is taken only when the plan
+	 * routes its micro-batch through this replica, and only from the
+	 * replica of the neighbour stage the plan routes it through (else
+	 * dropped, "replica"; a frame for a sibling replica is not ours and
+	 * only counted in sibling_frames). Ready comes from every replica;
+	 * norms from each stage's own board only (replicas of a stage hold
+	 * the same gradients after their reduction: replica 0 posts them). */
+	const struct sky_planmsg *plan;
+	int replica;                /* this board's replica in its stage (0: the stage's board) */
 } sky_transport_cfg;
 
 typedef struct sky_transport_slot {
@@ -130,8 +144,10 @@ typedef struct sky_transport {
 	int norm_n;                  /* stages whose sums for this step arrived */
 	int64_t norm_done;           /* last step whose exchange completed (-1) */
 	int n_all;
-	unsigned char *ready;        /* (n_stages) */
-	int n_ready;
+	unsigned char *ready;        /* (n_stages + replicas): stage k's board at k, the
+	                                plan's replica i at n_stages + i */
+	int n_ready, n_boards;       /* boards ready; boards in the plan */
+	long sibling_frames;         /* frames for another replica of this stage (not drops) */
 	long drops[SKY_TDROP_N];
 	long frames_in, frames_out;
 	double bytes_in, bytes_out;

@@ -5,6 +5,7 @@
 #include "sky_clock.h"
 #include "sky_crc32c.h"
 #include "sky_log.h"
+#include "sky_planmsg.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +18,8 @@ const char *sky_transport_drop_name(int i)
 		return "ring_full";
 	if (i == SKY_TDROP_SENDER)
 		return "sender";
+	if (i == SKY_TDROP_REPLICA)
+		return "replica";
 	return sky_frame_drop_name((sky_frame_drop)i);
 }
 
@@ -102,7 +105,21 @@ int sky_transport_carve(sky_transport *t, const sky_transport_cfg *cfg,
 	t->cfg.board = t->board;
 	t->cfg.site = NULL; /* the caller's arrays need not outlive this call */
 	t->cfg.boards = NULL;
-	if (cfg->boards) {
+	t->n_boards = cfg->n_stages;
+	if (cfg->plan) {
+		const sky_planmsg *pl = cfg->plan;
+		if (pl->n_stages != cfg->n_stages || pl->micro_batches != cfg->micro ||
+		    cfg->replica < 0 || cfg->replica >= sky_planmsg_n_replicas(pl, cfg->stage) ||
+		    strcmp(sky_planmsg_replica_board(pl, cfg->stage, cfg->replica), cfg->board) != 0)
+			return sky_diag_set(d, SKY_EINVAL,
+					    "transport: board %s is not replica %d of stage %d in the "
+					    "plan",
+					    cfg->board, cfg->replica, cfg->stage);
+		t->n_boards = cfg->n_stages + pl->n_reps;
+	} else if (cfg->replica != 0) {
+		return sky_diag_set(d, SKY_EINVAL, "transport: a replica needs the plan");
+	}
+	if (cfg->boards && !cfg->plan) {
 		t->boards = sky_arena_alloc(a, (size_t)cfg->n_stages * sizeof *t->boards,
 					    SKY_LIFE_SCRATCH);
 		for (int i = 0; t->boards && i < cfg->n_stages; i++) {
@@ -141,7 +158,7 @@ int sky_transport_carve(sky_transport *t, const sky_transport_cfg *cfg,
 	t->norm_all = sky_arena_alloc(a, (size_t)t->n_all * sizeof(double), SKY_LIFE_SCRATCH);
 	t->norm_buf = sky_arena_alloc(a, (size_t)t->n_all * sizeof(double), SKY_LIFE_SCRATCH);
 	t->norm_got = sky_arena_alloc(a, (size_t)cfg->n_stages, SKY_LIFE_SCRATCH);
-	t->ready = sky_arena_alloc(a, (size_t)cfg->n_stages, SKY_LIFE_SCRATCH);
+	t->ready = sky_arena_alloc(a, (size_t)t->n_boards, SKY_LIFE_SCRATCH);
 	t->cap_ev = 8 * cfg->micro + 8;
 	t->ev = sky_arena_alloc(a, (size_t)t->cap_ev * sizeof *t->ev, SKY_LIFE_SCRATCH);
 	int rc = sky_arena_status(a);
@@ -150,7 +167,7 @@ int sky_transport_carve(sky_transport *t, const sky_transport_cfg *cfg,
 	if (!a->base)
 		return 0; /* measuring */
 	memset(t->norm_got, 0, (size_t)cfg->n_stages);
-	memset(t->ready, 0, (size_t)cfg->n_stages);
+	memset(t->ready, 0, (size_t)t->n_boards);
 	t->norm_done = -1;
 	const int k = cfg->stage;
 	if ((rc = set_sites(t, cfg, d)) != 0)
@@ -237,13 +254,43 @@ static void count_drop(sky_transport *t, int why, const char *topic, const char 
 
 static int before(int64_t s1, int m1, int64_t s2, int m2) { return s1 < s2 || (s1 == s2 && m1 < m2); }
 
-static void on_tensor(sky_transport *t, int dir, const char *topic, const unsigned char *p,
-		      size_t len)
+/* With replicas: 0 if micro-batch mb's frame from sender is ours to take,
+ * 1 if it belongs to a sibling replica, -1 if sender is not the replica
+ * of the sending stage the plan routes mb through. */
+static int replica_route(const sky_transport *t, int dir, int mb, const char *sender)
+{
+	const sky_planmsg *pl = t->cfg.plan;
+	const int k = t->cfg.stage, from = dir == SKY_STAGE_FWD ? k - 1 : k + 1;
+	int r = sky_planmsg_route(pl, k, mb);
+	if (r < 0)
+		return 0; /* out of range: the frame check refuses it */
+	if (r != t->cfg.replica)
+		return 1;
+	const char *b = sky_planmsg_replica_board(pl, from, sky_planmsg_route(pl, from, mb));
+	return b && strcmp(b, sender) == 0 ? 0 : -1;
+}
+
+static void on_tensor(sky_transport *t, int dir, const char *topic, const char *sender,
+		      const unsigned char *p, size_t len)
 {
 	sky_frame_hdr h;
 	sky_frame_drop why = SKY_DROP_NONE;
 	sky_diag d;
 	sky_diag_clear(&d);
+	/* replicas: is this micro-batch ours, from the replica the plan names?
+	 * (decided on the header, which the unpack below then authenticates) */
+	if (t->cfg.plan && sky_frame_decode(p, len, UINT64_MAX, &h, NULL) == 0) {
+		int r = replica_route(t, dir, (int)h.micro_batch, sender);
+		if (r > 0) {
+			t->sibling_frames++;
+			return;
+		}
+		if (r < 0) {
+			count_drop(t, SKY_TDROP_REPLICA, topic,
+				   "not the replica the plan routes this micro-batch through");
+			return;
+		}
+	}
 	/* which step it claims: only cur and cur + 1 can be ours */
 	int64_t step = t->step;
 	if (sky_frame_decode(p, len, UINT64_MAX, &h, NULL) == 0 &&
@@ -311,7 +358,7 @@ static void on_norm(sky_transport *t, int from, const char *topic, const unsigne
 	t->norm_n++;
 }
 
-static void on_ready(sky_transport *t, int from, const unsigned char *p, size_t len)
+static void on_ready(sky_transport *t, int from, int who, const unsigned char *p, size_t len)
 {
 	sky_frame_hdr h;
 	sky_frame_drop why;
@@ -320,8 +367,8 @@ static void on_ready(sky_transport *t, int from, const unsigned char *p, size_t 
 	frame_expect(t, &w, SKY_FRAME_FWD, from, 0, 1, SKY_FRAME_S32, 1);
 	/* a retained ready of an earlier epoch is expected: not counted */
 	if (sky_frame_unpack(&t->recv_key, p, len, &w, &h, &v, sizeof v, &why, NULL) == 0 &&
-	    v == from && !t->ready[from]) {
-		t->ready[from] = 1;
+	    v == from && who >= 0 && who < t->n_boards && !t->ready[who]) {
+		t->ready[who] = 1;
 		t->n_ready++;
 	}
 }
@@ -341,7 +388,35 @@ static int parse_stage_topic(const sky_transport *t, const char *topic, sky_topi
  * when the transport was given no boards). */
 static int sender_ok(const sky_transport *t, int k, const char *sender)
 {
+	if (t->cfg.plan) {
+		const char *b = sky_planmsg_replica_board(t->cfg.plan, k, 0);
+		return b && strcmp(b, sender) == 0;
+	}
 	return !t->boards || (k >= 0 && k < t->cfg.n_stages && strcmp(t->boards[k], sender) == 0);
+}
+
+/* The ready slot of sender as a board of stage k (its own board: k; a
+ * replica: n_stages + its index in the plan's list), or -1 when sender is
+ * none of k's. any_replica 0: stage k's own board only. */
+static int board_slot(const sky_transport *t, int k, const char *sender, int any_replica)
+{
+	const sky_planmsg *pl = t->cfg.plan;
+	if (!pl || !any_replica)
+		return sender_ok(t, k, sender) ? k : -1;
+	int n = sky_planmsg_n_replicas(pl, k);
+	for (int r = 0; r < n; r++)
+		if (strcmp(sky_planmsg_replica_board(pl, k, r), sender) == 0)
+			return r == 0 ? k : t->cfg.n_stages + pl->stages[k].rep0 + r - 1;
+	return -1;
+}
+
+/* This transport's own ready slot. */
+static int own_slot(const sky_transport *t)
+{
+	const sky_planmsg *pl = t->cfg.plan;
+	return !pl || t->cfg.replica == 0
+		       ? t->cfg.stage
+		       : t->cfg.n_stages + pl->stages[t->cfg.stage].rep0 + t->cfg.replica - 1;
 }
 
 int sky_transport_on_msg(sky_transport *t, const char *topic, const unsigned char *p, size_t len)
@@ -366,19 +441,22 @@ int sky_transport_on_msg(sky_transport *t, const char *topic, const unsigned cha
 		kind = 4;
 	else
 		return 0;
-	if (!sender_ok(t, from, m.sender)) {
+	/* tensors and ready: any replica of the sending stage (tensors are
+	 * then checked against the route); norms: the stage's own board */
+	int who = board_slot(t, from, m.sender, kind != 3);
+	if (who < 0) {
 		t->drops[SKY_TDROP_SENDER]++;
 		SKY_DEBUG("message on %s dropped: %s is not stage %d's board", topic, m.sender, from);
 		return 1;
 	}
 	if (kind == 1)
-		on_tensor(t, SKY_STAGE_FWD, topic, p, len);
+		on_tensor(t, SKY_STAGE_FWD, topic, m.sender, p, len);
 	else if (kind == 2)
-		on_tensor(t, SKY_STAGE_BWD, topic, p, len);
+		on_tensor(t, SKY_STAGE_BWD, topic, m.sender, p, len);
 	else if (kind == 3)
 		on_norm(t, k, topic, p, len);
 	else
-		on_ready(t, k, p, len);
+		on_ready(t, k, who, p, len);
 	return 1;
 }
 
@@ -565,8 +643,8 @@ int sky_transport_norm_post(sky_transport *t, long step, const double *mine, int
 	if (b0 < 0 || n < 0 || b0 + n > n_all)
 		return SKY_EINVAL;
 	memcpy(t->norm_all + b0, mine, (size_t)n * sizeof *mine);
-	if (t->cfg.n_stages < 2)
-		return 0;
+	if (t->cfg.n_stages < 2 || t->cfg.replica > 0)
+		return 0; /* a replica's sums are its stage board's (after the reduction) */
 	/* the whole vector goes out (others' blocks are ignored by the
 	 * receivers): its shape is the same from every stage */
 	memset(t->norm_buf, 0, (size_t)n_all * sizeof(double));
@@ -694,7 +772,7 @@ int sky_transport_topics(const sky_transport *t, char topics[][SKY_TOPIC_BUF], i
 static int all_ready(sky_transport *t, const void *arg)
 {
 	(void)arg;
-	return t->n_ready >= t->cfg.n_stages;
+	return t->n_ready >= t->n_boards;
 }
 
 int sky_transport_announce(sky_transport *t, sky_diag *d)
@@ -713,8 +791,8 @@ int sky_transport_announce(sky_transport *t, sky_diag *d)
 				t->sendbuf_cap, d);
 	if (rc < 0)
 		return rc;
-	if (!t->ready[t->cfg.stage]) {
-		t->ready[t->cfg.stage] = 1;
+	if (!t->ready[own_slot(t)]) {
+		t->ready[own_slot(t)] = 1;
 		t->n_ready++;
 	}
 	/* retained: a stage that subscribes later still sees that we are here */
@@ -732,6 +810,13 @@ int sky_transport_wait_ready(sky_transport *t, double timeout_s, sky_diag *d)
 		for (int i = 0; i < t->cfg.n_stages && k + 8 < sizeof miss; i++)
 			if (!t->ready[i])
 				k += (size_t)snprintf(miss + k, sizeof miss - k, "%s%d", k ? "," : "", i);
+		/* replicas by board id */
+		for (int i = t->cfg.n_stages; i < t->n_boards && k + 2 < sizeof miss; i++)
+			if (!t->ready[i])
+				k += (size_t)snprintf(miss + k, sizeof miss - k, "%s%s", k ? "," : "",
+						      t->cfg.plan->reps[i - t->cfg.n_stages].board);
+		if (k >= sizeof miss)
+			miss[sizeof miss - 1] = 0;
 		return sky_diag_set(d, rc, "job %s: stages %s not ready within %.0f s", t->job, miss,
 				    timeout_s);
 	}
