@@ -94,7 +94,15 @@ typedef struct sky_transport_cfg {
 	 * the same gradients after their reduction: replica 0 posts them). */
 	const struct sky_planmsg *plan;
 	int replica;                /* this board's replica in its stage (0: the stage's board) */
+	/* the stage's fixed-point gradient sums (sky_stage.h n_params) that its
+	 * replicas reduce: each replica publishes its sums in chunks of
+	 * SKY_TRANSPORT_RED_CHUNK on .../stage/<k>/grad/<board> (sealed as
+	 * frames are; frame micro-batch = chunk index) and adds every other
+	 * replica's as they come, so all end with the same sum. 0: none */
+	size_t reduce_n;
 } sky_transport_cfg;
+
+#define SKY_TRANSPORT_RED_CHUNK 131072 /* 64-bit sums per chunk frame (1 MiB) */
 
 typedef struct sky_transport_slot {
 	int64_t step;
@@ -148,6 +156,15 @@ typedef struct sky_transport {
 	                                plan's replica i at n_stages + i */
 	int n_ready, n_boards;       /* boards ready; boards in the plan */
 	long sibling_frames;         /* frames for another replica of this stage (not drops) */
+	/* the replicas' reduction (cfg.reduce_n > 0 and replicas): the others'
+	 * sums by step parity, which (replica, chunk) came, how many */
+	int n_rep, n_chunks;
+	uint64_t *red[2];
+	unsigned char *red_got[2];   /* (n_rep * n_chunks) */
+	int red_n[2];
+	uint64_t *red_buf;           /* one received chunk */
+	char topic_grad[SKY_TOPIC_BUF];
+	double red_bytes_out;
 	long drops[SKY_TDROP_N];
 	long frames_in, frames_out;
 	double bytes_in, bytes_out;
@@ -201,6 +218,10 @@ int sky_transport_wait_ready(sky_transport *t, double timeout_s, sky_diag *d);
  * Returns 0 or SKY_E* (a stall: SKY_ETIMEOUT, published as io_recv's). */
 int sky_transport_norm_post(sky_transport *t, long step, const double *mine, int b0, int n);
 int sky_transport_norm_wait(sky_transport *t, long step, double *all, int n_all);
+/* The replicas' reduction (io->reduce): publishes acc[0..n) in chunks,
+ * waits for every other replica's of this step and adds them into acc.
+ * Returns 0 or SKY_E* (a stall: SKY_ETIMEOUT). */
+int sky_transport_reduce(sky_transport *t, long step, uint64_t *acc, size_t n);
 /* Marks the start of step (0-based): frames of step and step + 1 are
  * accepted from now; clears the step's events. */
 void sky_transport_begin_step(sky_transport *t, int64_t step);

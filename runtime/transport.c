@@ -4,6 +4,7 @@
 
 #include "sky_clock.h"
 #include "sky_crc32c.h"
+#include "sky_fedsum.h"
 #include "sky_log.h"
 #include "sky_planmsg.h"
 
@@ -154,6 +155,22 @@ int sky_transport_carve(sky_transport *t, const sky_transport_cfg *cfg,
 								 t->fwd_bytes)
 					: 0;
 	t->sendbuf_cap = norm_frame > tensor_frame ? norm_frame : tensor_frame;
+	if (cfg->plan && cfg->reduce_n > 0 && sky_planmsg_n_replicas(cfg->plan, cfg->stage) > 1) {
+		t->n_rep = sky_planmsg_n_replicas(cfg->plan, cfg->stage);
+		t->n_chunks = (int)((cfg->reduce_n + SKY_TRANSPORT_RED_CHUNK - 1) /
+				    SKY_TRANSPORT_RED_CHUNK);
+		for (int i = 0; i < 2; i++) {
+			t->red[i] = sky_arena_alloc(a, cfg->reduce_n * sizeof(uint64_t), SKY_LIFE_SCRATCH);
+			t->red_got[i] = sky_arena_alloc(a, (size_t)t->n_rep * (size_t)t->n_chunks,
+							SKY_LIFE_SCRATCH);
+		}
+		t->red_buf = sky_arena_alloc(a, SKY_TRANSPORT_RED_CHUNK * sizeof(uint64_t),
+					     SKY_LIFE_SCRATCH);
+		size_t chunk_frame = sky_frame_packed_bytes(&(sky_frame_key){.sealed = t->sealed},
+							    SKY_TRANSPORT_RED_CHUNK * sizeof(uint64_t));
+		if (chunk_frame > t->sendbuf_cap)
+			t->sendbuf_cap = chunk_frame;
+	}
 	t->sendbuf = sky_arena_alloc(a, t->sendbuf_cap, SKY_LIFE_SCRATCH);
 	t->norm_all = sky_arena_alloc(a, (size_t)t->n_all * sizeof(double), SKY_LIFE_SCRATCH);
 	t->norm_buf = sky_arena_alloc(a, (size_t)t->n_all * sizeof(double), SKY_LIFE_SCRATCH);
@@ -168,6 +185,11 @@ int sky_transport_carve(sky_transport *t, const sky_transport_cfg *cfg,
 		return 0; /* measuring */
 	memset(t->norm_got, 0, (size_t)cfg->n_stages);
 	memset(t->ready, 0, (size_t)t->n_boards);
+	for (int i = 0; i < 2 && t->n_rep > 1; i++) {
+		memset(t->red[i], 0, cfg->reduce_n * sizeof(uint64_t));
+		memset(t->red_got[i], 0, (size_t)t->n_rep * (size_t)t->n_chunks);
+		t->red_n[i] = 0;
+	}
 	t->norm_done = -1;
 	const int k = cfg->stage;
 	if ((rc = set_sites(t, cfg, d)) != 0)
@@ -181,6 +203,8 @@ int sky_transport_carve(sky_transport *t, const sky_transport_cfg *cfg,
 	sky_topic_stage(t->topic_bwd_in, sizeof t->topic_bwd_in, t->job, k, 1, NULL);
 	sky_topic_stage_leaf(t->topic_norm, sizeof t->topic_norm, t->job, k, SKY_TOPIC_NORM, t->board);
 	sky_topic_stage_leaf(t->topic_ready, sizeof t->topic_ready, t->job, k, SKY_TOPIC_READY,
+			     t->board);
+	sky_topic_stage_leaf(t->topic_grad, sizeof t->topic_grad, t->job, k, SKY_TOPIC_GRAD,
 			     t->board);
 	sky_topic_job_to(t->topic_metrics, sizeof t->topic_metrics, t->job, SKY_TOPIC_METRICS,
 			 t->board);
@@ -373,6 +397,57 @@ static void on_ready(sky_transport *t, int from, int who, const unsigned char *p
 	}
 }
 
+/* elements in reduction chunk c */
+static size_t chunk_elems(const sky_transport *t, int c)
+{
+	size_t lo = (size_t)c * SKY_TRANSPORT_RED_CHUNK, n = t->cfg.reduce_n - lo;
+	return n < SKY_TRANSPORT_RED_CHUNK ? n : SKY_TRANSPORT_RED_CHUNK;
+}
+
+/* A chunk of another replica's sums (this step's or the next's: a
+ * replica may be one step ahead), added into red[step parity]. */
+static void on_grad(sky_transport *t, const char *topic, const char *sender,
+		    const unsigned char *p, size_t len)
+{
+	sky_frame_hdr h;
+	sky_frame_drop why = SKY_DROP_NONE;
+	sky_diag d;
+	sky_diag_clear(&d);
+	int r = -1;
+	for (int i = 0; i < t->n_rep && r < 0; i++)
+		if (strcmp(sky_planmsg_replica_board(t->cfg.plan, t->cfg.stage, i), sender) == 0)
+			r = i;
+	if (r == t->cfg.replica)
+		return; /* our own, back from the broker */
+	int64_t step = t->step;
+	int c = 0;
+	if (sky_frame_decode(p, len, UINT64_MAX, &h, NULL) == 0) {
+		if (h.step == t->step + 1)
+			step = h.step;
+		if (h.micro_batch < (uint32_t)t->n_chunks)
+			c = (int)h.micro_batch;
+	}
+	const int par = (int)(step & 1);
+	sky_frame_expect w;
+	frame_expect(t, &w, SKY_FRAME_FWD, t->cfg.stage, step, (uint32_t)t->n_chunks, SKY_FRAME_S32,
+		     (uint32_t)(2 * chunk_elems(t, c)));
+	if (sky_frame_unpack(&t->recv_key, p, len, &w, &h, t->red_buf,
+			     SKY_TRANSPORT_RED_CHUNK * sizeof(uint64_t), &why, &d) != 0) {
+		count_drop(t, why, topic, d.msg);
+		return;
+	}
+	unsigned char *got = &t->red_got[par][(size_t)r * t->n_chunks + c];
+	if (*got) {
+		count_drop(t, SKY_TDROP_DUPLICATE, topic, "gradient chunk seen before");
+		return;
+	}
+	*got = 1;
+	sky_fx_add(t->red[par] + (size_t)c * SKY_TRANSPORT_RED_CHUNK, t->red_buf, chunk_elems(t, c));
+	t->red_n[par]++;
+	t->frames_in++;
+	t->bytes_in += (double)len;
+}
+
 /* "sky/v1/job/<job>/stage/<k>/<leaf>/<sender>" (and, on the core site of
  * a plan with sites, "sky/v1/site/core/job/<job>/stage/<k>/<leaf>/<sender>")
  * -> m, if job is ours and k one of its stages */
@@ -439,6 +514,8 @@ int sky_transport_on_msg(sky_transport *t, const char *topic, const unsigned cha
 		kind = 3;
 	else if (strcmp(leaf, SKY_TOPIC_READY) == 0)
 		kind = 4;
+	else if (k == t->cfg.stage && strcmp(leaf, SKY_TOPIC_GRAD) == 0 && t->n_rep > 1)
+		kind = 5;
 	else
 		return 0;
 	/* tensors and ready: any replica of the sending stage (tensors are
@@ -455,8 +532,10 @@ int sky_transport_on_msg(sky_transport *t, const char *topic, const unsigned cha
 		on_tensor(t, SKY_STAGE_BWD, topic, m.sender, p, len);
 	else if (kind == 3)
 		on_norm(t, k, topic, p, len);
-	else
+	else if (kind == 4)
 		on_ready(t, k, who, p, len);
+	else
+		on_grad(t, topic, m.sender, p, len);
 	return 1;
 }
 
@@ -684,6 +763,71 @@ int sky_transport_norm_wait(sky_transport *t, long step, double *all, int n_all)
 	return 0;
 }
 
+typedef struct want_red {
+	int par, n;
+} want_red;
+
+static int chunks_here(sky_transport *t, const void *arg)
+{
+	const want_red *w = arg;
+	return t->red_n[w->par] >= w->n;
+}
+
+int sky_transport_reduce(sky_transport *t, long step, uint64_t *acc, size_t n)
+{
+	if (t->n_rep < 2 || n != t->cfg.reduce_n || step != t->step)
+		return SKY_EINVAL;
+	sky_frame_hdr h;
+	sky_diag d;
+	sky_diag_clear(&d);
+	double t0 = sky_clock_s();
+	for (int c = 0; c < t->n_chunks; c++) {
+		size_t e = chunk_elems(t, c);
+		memset(&h, 0, sizeof h);
+		h.direction = SKY_FRAME_FWD;
+		h.dtype = SKY_FRAME_S32;
+		h.ndim = 1;
+		h.shape[0] = (uint32_t)(2 * e); /* 64-bit sums as pairs of 32-bit words */
+		h.stage = t->cfg.stage;
+		h.micro_batch = (uint32_t)c;
+		snprintf(h.job, sizeof h.job, "%s", t->job);
+		h.epoch = t->cfg.epoch;
+		h.step = step;
+		int rc = sky_frame_pack(t->sealed ? &t->send_key : NULL, &h,
+					acc + (size_t)c * SKY_TRANSPORT_RED_CHUNK, e * sizeof *acc,
+					t->sendbuf, t->sendbuf_cap, &d);
+		if (rc < 0)
+			return rc;
+		if ((rc = t->net.publish(t->net.ctx, t->topic_grad, t->sendbuf, (size_t)rc, 1, 0)) != 0)
+			return rc;
+		t->frames_out++;
+		t->bytes_out += (double)rc;
+		t->red_bytes_out += (double)rc;
+	}
+	add_event(t, 'S', -1, t0, sky_clock_s());
+	const int par = (int)(step & 1);
+	want_red w = {par, (t->n_rep - 1) * t->n_chunks};
+	int rc = wait_until(t, chunks_here, &w, t->cfg.stall_s, -1);
+	if (rc) {
+		if (rc == SKY_ETIMEOUT)
+			stall(t, "gradient sums from every replica of the stage", -1, t->cfg.stall_s);
+		return rc;
+	}
+	sky_fx_add(acc, t->red[par], n);
+	memset(t->red[par], 0, n * sizeof *acc);
+	memset(t->red_got[par], 0, (size_t)t->n_rep * (size_t)t->n_chunks);
+	t->red_n[par] = 0;
+	return 0;
+}
+
+static int io_reduce(void *ctx, long step, uint64_t *acc, size_t n)
+{
+	sky_transport *t = ctx;
+	int rc = sky_transport_reduce(t, step, acc, n);
+	t->cpu_mark = sky_clock_thread_cpu_s();
+	return rc;
+}
+
 static int io_share_norm(void *ctx, long step, const double *mine, int b0, int n, double *all,
 			 int n_all)
 {
@@ -733,11 +877,13 @@ static int io_share_norm_m(void *ctx, long step, const double *mine, int b0, int
 
 sky_stage_io sky_transport_io(sky_transport *t)
 {
+	int (*reduce)(void *, long, uint64_t *, size_t) = t->n_rep > 1 ? io_reduce : NULL;
 	if (t->prof)
 		return (sky_stage_io){.ctx = t, .recv = io_recv_m, .release = io_release,
-				      .send = io_send_m, .share_norm = io_share_norm_m, .event = io_event};
+				      .send = io_send_m, .share_norm = io_share_norm_m, .event = io_event,
+				      .reduce = reduce};
 	return (sky_stage_io){.ctx = t, .recv = io_recv, .release = io_release, .send = io_send,
-			      .share_norm = io_share_norm, .event = io_event};
+			      .share_norm = io_share_norm, .event = io_event, .reduce = reduce};
 }
 
 int sky_transport_topics(const sky_transport *t, char topics[][SKY_TOPIC_BUF], int cap)
@@ -751,6 +897,9 @@ int sky_transport_topics(const sky_transport *t, char topics[][SKY_TOPIC_BUF], i
 		sky_topic_stage_leaf(topics[n++], SKY_TOPIC_BUF, t->job, -1, SKY_TOPIC_NORM, NULL);
 	if (n < cap)
 		sky_topic_stage_leaf(topics[n++], SKY_TOPIC_BUF, t->job, -1, SKY_TOPIC_READY, NULL);
+	if (t->n_rep > 1 && n < cap)
+		sky_topic_stage_leaf(topics[n++], SKY_TOPIC_BUF, t->job, t->cfg.stage, SKY_TOPIC_GRAD,
+				     NULL);
 	/* on the core, messages from other sites stay addressed to "core" */
 	if (t->core_in) {
 		if (t->n_slots[SKY_STAGE_FWD] && n < cap)

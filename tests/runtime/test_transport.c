@@ -20,6 +20,7 @@
 #include "sky_task.h"
 #include "sky_transport.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -435,6 +436,189 @@ SKY_TEST(transport_replicas_are_all_waited_for_at_the_start)
 	SKY_EXPECT_EQ(sky_transport_wait_ready(&t, 0.05, &d), 0);
 	sky_transport_free(&t);
 	free(mem);
+}
+
+/* ---- stage replicas: the reduction of their sums ------------------------------ */
+
+/* Two threads, one transport each; a publish goes into every other
+ * node's queue (malloc'd messages, a mutex), a poll drains one's own. */
+#define RQ_CAP 64
+typedef struct rnode {
+	sky_transport t;
+	void *mem;
+	pthread_mutex_t mu;
+	char *topic[RQ_CAP];
+	unsigned char *msg[RQ_CAP];
+	size_t len[RQ_CAP];
+	int n;
+	struct rnode *peers[4];
+	int n_peers;
+	uint64_t *acc;
+	size_t n_acc;
+	long step;
+	int rc;
+} rnode;
+
+static int rq_publish(void *ctx, const char *topic, const void *data, size_t len, int qos,
+		      int retained)
+{
+	rnode *me = ctx;
+	(void)qos, (void)retained;
+	for (int i = 0; i < me->n_peers; i++) {
+		rnode *o = me->peers[i];
+		pthread_mutex_lock(&o->mu);
+		if (o->n < RQ_CAP) {
+			o->topic[o->n] = strdup(topic);
+			o->msg[o->n] = malloc(len);
+			memcpy(o->msg[o->n], data, len);
+			o->len[o->n++] = len;
+		}
+		pthread_mutex_unlock(&o->mu);
+	}
+	return 0;
+}
+
+static void rq_poll(void *ctx, int wait_ms)
+{
+	rnode *me = ctx;
+	pthread_mutex_lock(&me->mu);
+	int n = me->n;
+	char *tp[RQ_CAP];
+	unsigned char *m[RQ_CAP];
+	size_t l[RQ_CAP];
+	memcpy(tp, me->topic, sizeof tp);
+	memcpy(m, me->msg, sizeof m);
+	memcpy(l, me->len, sizeof l);
+	me->n = 0;
+	pthread_mutex_unlock(&me->mu);
+	if (!n)
+		sky_sleep_ms(wait_ms < 1 ? 0 : 1);
+	for (int i = 0; i < n; i++) {
+		sky_transport_on_msg(&me->t, tp[i], m[i], l[i]);
+		free(tp[i]);
+		free(m[i]);
+	}
+}
+
+static void *reduce_thread(void *arg)
+{
+	rnode *me = arg;
+	me->rc = sky_transport_reduce(&me->t, me->step, me->acc, me->n_acc);
+	return NULL;
+}
+
+static int carve_reducer(rnode *nd, const char *board, int replica, size_t n)
+{
+	sky_model_cfg c = tiny(3);
+	sky_transport_cfg tc = {.job = "jt", .board = board, .epoch = 5, .stage = 1,
+				.n_stages = 3, .micro = 4, .batch = c.batch, .seq = c.seq,
+				.hidden = c.hidden, .fwd_slots = 2, .bwd_slots = 2,
+				.first = g_first, .last = g_last, .key = k_key, .stall_s = 5,
+				.boards = g_boards3, .plan = &g_rplan, .replica = replica,
+				.reduce_n = n};
+	sky_transport_net nt = {.ctx = nd, .publish = rq_publish, .poll = rq_poll};
+	sky_arena a;
+	sky_diag d;
+	sky_diag_clear(&d);
+	sky_arena_init(&a, NULL, 0);
+	int rc = sky_transport_carve(&nd->t, &tc, &nt, &a, &d);
+	if (rc)
+		return rc;
+	size_t need = sky_arena_required(&a);
+	nd->mem = malloc(need);
+	sky_arena_init(&a, nd->mem, need);
+	return sky_transport_carve(&nd->t, &tc, &nt, &a, &d);
+}
+
+SKY_TEST(transport_replicas_reduce_their_sums_in_sealed_chunks)
+{
+	static rnode nd[2];
+	/* 2.3 chunks: the last one short */
+	const size_t n = 2 * SKY_TRANSPORT_RED_CHUNK + 12345;
+	replica_plan();
+	memset(nd, 0, sizeof nd);
+	const char *boards[2] = {"b2", "r2"};
+	for (int i = 0; i < 2; i++) {
+		pthread_mutex_init(&nd[i].mu, NULL);
+		nd[i].peers[0] = &nd[1 - i];
+		nd[i].n_peers = 1;
+		SKY_EXPECT_EQ(carve_reducer(&nd[i], boards[i], i, n), 0);
+		nd[i].acc = malloc(n * sizeof(uint64_t));
+		nd[i].n_acc = n;
+		for (size_t j = 0; j < n; j++)
+			nd[i].acc[j] = (uint64_t)(j * 2654435761u) ^ ((uint64_t)i << 40);
+		sky_transport_begin_step(&nd[i].t, 0);
+	}
+	char topics[8][SKY_TOPIC_BUF];
+	int nt = sky_transport_topics(&nd[1].t, topics, 8);
+	SKY_EXPECT_EQ(nt, 5);
+	SKY_EXPECT_MSG(strcmp(topics[nt - 1], "sky/v1/job/jt/stage/1/grad/+") == 0, "%s",
+		       topics[nt - 1]);
+	uint64_t *want = malloc(n * sizeof(uint64_t));
+	for (size_t j = 0; j < n; j++)
+		want[j] = nd[0].acc[j] + nd[1].acc[j];
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++)
+		pthread_create(&th[i], NULL, reduce_thread, &nd[i]);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	for (int i = 0; i < 2; i++) {
+		SKY_EXPECT_EQ(nd[i].rc, 0);
+		SKY_EXPECT(memcmp(nd[i].acc, want, n * sizeof(uint64_t)) == 0);
+		SKY_EXPECT_EQ(nd[i].t.frames_out, 3);
+		SKY_EXPECT_EQ(nd[i].t.frames_in, 3);
+		for (int r = 0; r < SKY_TDROP_N; r++)
+			SKY_EXPECT_EQ(nd[i].t.drops[r], 0);
+	}
+	/* chunks from a board that is no replica of the stage, and a chunk
+	 * again: dropped and counted; then a forged chunk under another key */
+	for (int i = 0; i < 2; i++) {
+		sky_transport_begin_step(&nd[i].t, 1);
+		nd[i].step = 1;
+	}
+	pthread_create(&th[1], NULL, reduce_thread, &nd[1]);
+	/* r2's 3 chunks of step 1 reach b2's queue */
+	for (int tries = 0; tries < 5000; tries++) {
+		pthread_mutex_lock(&nd[0].mu);
+		int got = nd[0].n;
+		pthread_mutex_unlock(&nd[0].mu);
+		if (got >= 3)
+			break;
+		sky_sleep_ms(1);
+	}
+	pthread_mutex_lock(&nd[0].mu);
+	SKY_EXPECT_EQ(nd[0].n, 3);
+	/* the same chunk under other senders' names, and once more as r2 */
+	unsigned char *c0 = nd[0].msg[0];
+	size_t l0 = nd[0].len[0];
+	pthread_mutex_unlock(&nd[0].mu);
+	sky_transport *t0 = &nd[0].t;
+	SKY_EXPECT(sky_transport_on_msg(t0, "sky/v1/job/jt/stage/1/grad/b1", c0, l0) == 1);
+	SKY_EXPECT(sky_transport_on_msg(t0, "sky/v1/job/jt/stage/1/grad/r1", c0, l0) == 1);
+	SKY_EXPECT_EQ(t0->drops[SKY_TDROP_SENDER], 2);
+	SKY_EXPECT(sky_transport_on_msg(t0, "sky/v1/job/jt/stage/1/grad/r2", c0, l0) == 1);
+	SKY_EXPECT_EQ(t0->red_n[1], 1);
+	SKY_EXPECT(sky_transport_on_msg(t0, "sky/v1/job/jt/stage/1/grad/r2", c0, l0) == 1);
+	SKY_EXPECT_EQ(t0->drops[SKY_TDROP_DUPLICATE], 1);
+	unsigned char *bad = malloc(l0);
+	memcpy(bad, c0, l0);
+	bad[l0 - 20] ^= 1; /* a bit of the sealed payload flips */
+	SKY_EXPECT(sky_transport_on_msg(t0, "sky/v1/job/jt/stage/1/grad/r2", bad, l0) == 1);
+	SKY_EXPECT_EQ(t0->drops[SKY_DROP_AUTH] + t0->drops[SKY_DROP_CHECKSUM], 1);
+	free(bad);
+	/* b2 reduces: the queued chunks (the first again, as a duplicate);
+	 * its own reach r2, which ends with the same sums */
+	SKY_EXPECT_EQ(sky_transport_reduce(t0, 1, nd[0].acc, n), 0);
+	SKY_EXPECT_EQ(t0->drops[SKY_TDROP_DUPLICATE], 2);
+	pthread_join(th[1], NULL);
+	SKY_EXPECT_EQ(nd[1].rc, 0);
+	SKY_EXPECT(memcmp(nd[0].acc, nd[1].acc, n * sizeof(uint64_t)) == 0);
+	for (int i = 0; i < 2; i++) {
+		sky_transport_free(&nd[i].t);
+		free(nd[i].mem);
+		free(nd[i].acc);
+	}
+	free(want);
 }
 
 /* ---- a pipeline over the fake network ------------------------------------------ */
