@@ -62,6 +62,9 @@ typedef struct sky_transport_net {
 	int (*stopped)(void *ctx);
 	/* Subscribes (waiting for the broker's answer). Returns 0 or SKY_E*. */
 	int (*subscribe)(void *ctx, const char *filter);
+	/* Optional: the largest message the network carries (0: MQTT's,
+	 * SKY_MQTT_MAX_PACKET); the replicas' reduction chunks fit it. */
+	size_t max_msg;
 } sky_transport_net;
 
 typedef struct sky_transport_cfg {
@@ -103,6 +106,7 @@ typedef struct sky_transport_cfg {
 } sky_transport_cfg;
 
 #define SKY_TRANSPORT_RED_CHUNK 131072 /* 64-bit sums per chunk frame (1 MiB) */
+#define SKY_TRANSPORT_RED_CHUNK_MIN 1024 /* the fewest, on a net with small messages */
 
 typedef struct sky_transport_slot {
 	int64_t step;
@@ -159,6 +163,7 @@ typedef struct sky_transport {
 	/* the replicas' reduction (cfg.reduce_n > 0 and replicas): the others'
 	 * sums by step parity, which (replica, chunk) came, how many */
 	int n_rep, n_chunks;
+	size_t red_chunk;            /* sums per chunk */
 	uint64_t *red[2];
 	unsigned char *red_got[2];   /* (n_rep * n_chunks) */
 	int red_n[2];

@@ -157,12 +157,20 @@ int sky_transport_carve(sky_transport *t, const sky_transport_cfg *cfg,
 	t->sendbuf_cap = norm_frame > tensor_frame ? norm_frame : tensor_frame;
 	if (cfg->plan && cfg->reduce_n > 0 && sky_planmsg_n_replicas(cfg->plan, cfg->stage) > 1) {
 		t->n_rep = sky_planmsg_n_replicas(cfg->plan, cfg->stage);
-		t->n_chunks = (int)((cfg->reduce_n + SKY_TRANSPORT_RED_CHUNK - 1) /
-				    SKY_TRANSPORT_RED_CHUNK);
+		/* chunks that fit the net's messages (the buffers are carved for
+		 * the most chunks and the largest, so measuring needs no net) */
+		t->red_chunk = SKY_TRANSPORT_RED_CHUNK;
+		if (net && net->max_msg > 0) {
+			size_t fit = net->max_msg > 1024 ? (net->max_msg - 1024) / sizeof(uint64_t) : 0;
+			fit = fit < SKY_TRANSPORT_RED_CHUNK_MIN ? SKY_TRANSPORT_RED_CHUNK_MIN : fit;
+			t->red_chunk = fit < t->red_chunk ? fit : t->red_chunk;
+		}
+		t->n_chunks = (int)((cfg->reduce_n + t->red_chunk - 1) / t->red_chunk);
+		size_t most = (cfg->reduce_n + SKY_TRANSPORT_RED_CHUNK_MIN - 1) /
+			      SKY_TRANSPORT_RED_CHUNK_MIN;
 		for (int i = 0; i < 2; i++) {
 			t->red[i] = sky_arena_alloc(a, cfg->reduce_n * sizeof(uint64_t), SKY_LIFE_SCRATCH);
-			t->red_got[i] = sky_arena_alloc(a, (size_t)t->n_rep * (size_t)t->n_chunks,
-							SKY_LIFE_SCRATCH);
+			t->red_got[i] = sky_arena_alloc(a, (size_t)t->n_rep * most, SKY_LIFE_SCRATCH);
 		}
 		t->red_buf = sky_arena_alloc(a, SKY_TRANSPORT_RED_CHUNK * sizeof(uint64_t),
 					     SKY_LIFE_SCRATCH);
@@ -400,8 +408,8 @@ static void on_ready(sky_transport *t, int from, int who, const unsigned char *p
 /* elements in reduction chunk c */
 static size_t chunk_elems(const sky_transport *t, int c)
 {
-	size_t lo = (size_t)c * SKY_TRANSPORT_RED_CHUNK, n = t->cfg.reduce_n - lo;
-	return n < SKY_TRANSPORT_RED_CHUNK ? n : SKY_TRANSPORT_RED_CHUNK;
+	size_t lo = (size_t)c * t->red_chunk, n = t->cfg.reduce_n - lo;
+	return n < t->red_chunk ? n : t->red_chunk;
 }
 
 /* A chunk of another replica's sums (this step's or the next's: a
@@ -442,7 +450,7 @@ static void on_grad(sky_transport *t, const char *topic, const char *sender,
 		return;
 	}
 	*got = 1;
-	sky_fx_add(t->red[par] + (size_t)c * SKY_TRANSPORT_RED_CHUNK, t->red_buf, chunk_elems(t, c));
+	sky_fx_add(t->red[par] + (size_t)c * t->red_chunk, t->red_buf, chunk_elems(t, c));
 	t->red_n[par]++;
 	t->frames_in++;
 	t->bytes_in += (double)len;
@@ -794,7 +802,7 @@ int sky_transport_reduce(sky_transport *t, long step, uint64_t *acc, size_t n)
 		h.epoch = t->cfg.epoch;
 		h.step = step;
 		int rc = sky_frame_pack(t->sealed ? &t->send_key : NULL, &h,
-					acc + (size_t)c * SKY_TRANSPORT_RED_CHUNK, e * sizeof *acc,
+					acc + (size_t)c * t->red_chunk, e * sizeof *acc,
 					t->sendbuf, t->sendbuf_cap, &d);
 		if (rc < 0)
 			return rc;
