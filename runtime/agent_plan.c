@@ -183,7 +183,8 @@ static int plan_admit(agent *a, const char *topic, const char *msg, size_t len, 
 		      int *stage)
 {
 	const sky_planmsg *p = &a->incoming;
-	*stage = sky_planmsg_find(p, a->idn.id);
+	/* a stage's own board, or (a plan with stage replicas) one of its replicas */
+	*stage = sky_planmsg_find_replica(p, a->idn.id, NULL);
 	if (*stage < 0) {
 		plan_without_us(a, p);
 		return 0;
@@ -244,7 +245,8 @@ static int plan_fit(agent *a, taking *t)
 		refuse_said(a, p, t->stage, 0, why);
 		return SKY_EUNSUPPORTED;
 	}
-	t->need = sky_agent_stage_bytes(p, t->stage);
+	t->need = p->n_reps > 0 && !p->infer.on ? sky_trainjob_bytes_as(p, t->stage, a->idn.id, NULL)
+						 : sky_agent_stage_bytes(p, t->stage);
 	if (t->need < 0) {
 		SKY_WARN("plan %s epoch %lld refused: model %s is unknown to this build", p->job,
 			 (long long)p->epoch, p->shape.name);
@@ -264,7 +266,10 @@ static int plan_fit(agent *a, taking *t)
 	if (!t->sealed)
 		return 0;
 	sky_jobkey_refusal why = SKY_JOBKEY_OK;
-	const char *blob = p->stages[t->stage].key;
+	int rep = 0;
+	sky_planmsg_find_replica(p, a->idn.id, &rep);
+	const char *blob = rep > 0 ? p->reps[p->stages[t->stage].rep0 + rep - 1].key
+				   : p->stages[t->stage].key;
 	if (sky_jobkey_unwrap(&a->idn.key, blob, strlen(blob), p->job, a->idn.id, p->epoch, t->key,
 			      &why, &d) != 0) {
 		char r[320];

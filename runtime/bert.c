@@ -5,6 +5,7 @@
 
 #include "sky_embed.h"
 #include "sky_err.h"
+#include "sky_fedsum.h"
 #include "sky_head.h"
 #include "sky_layer.h"
 #include "sky_log.h"
@@ -49,6 +50,8 @@ int sky_bert_carve(sky_bert *m, const sky_model_cfg *c, const sky_bert_opts *o, 
 	m->params = sky_arena_floats(a, m->n_params, SKY_LIFE_PERSIST);
 	m->grads = sky_arena_floats(a, m->n_params, SKY_LIFE_PERSIST);
 	m->opt_state = sky_arena_floats(a, nstate, SKY_LIFE_PERSIST);
+	m->fx_acc = o->fx_sum ? sky_arena_alloc(a, m->n_params * sizeof *m->fx_acc, SKY_LIFE_PERSIST)
+			      : NULL;
 	m->emb_saved = sky_arena_floats(a, sky_embed_saved_floats(c), SKY_LIFE_ACT);
 	m->layer_saved = sky_arena_floats(a, (size_t)c->layers * m->stride_saved, SKY_LIFE_ACT);
 	m->head_saved = sky_arena_floats(a, sky_head_saved_floats(c), SKY_LIFE_ACT);
@@ -228,6 +231,9 @@ int sky_bert_train_step(sky_bert *m, const sky_bert_batch *mb, float *loss)
 		}
 	}
 	memset(m->grads, 0, m->n_params * sizeof *m->grads);
+	const int fx = m->opts.fx_sum && m->fx_acc, bits = sky_fx_grad_bits(n);
+	if (fx)
+		memset(m->fx_acc, 0, m->n_params * sizeof *m->fx_acc);
 	double total = 0;
 	for (int i = 0; i < n; i++) {
 		float l = 0;
@@ -235,11 +241,20 @@ int sky_bert_train_step(sky_bert *m, const sky_bert_batch *mb, float *loss)
 		sky_dropout drs;
 		const sky_dropout *dr =
 			sky_dropout_make(&drs, &m->cfg, m->opts.drop_seed, m->step + 1, (uint32_t)i);
+		if (fx && i > 0)
+			memset(m->grads, 0, m->n_params * sizeof *m->grads);
 		int rc = sky_bert_accumulate_dr(m, &mb[i], 1.0f / (float)n, &l, dr);
 		if (rc)
 			return rc; /* not reached: inputs were checked */
+		if (fx) {
+			size_t c = 0;
+			sky_fx_accumulate(m->fx_acc, m->grads, m->n_params, SKY_FX_GRAD_CLIP, bits, &c);
+			m->fx_clipped += (long)c;
+		}
 		total += l;
 	}
+	if (fx)
+		sky_fx_decode(m->fx_acc, m->n_params, 1, bits, m->grads, NULL);
 	if (m->opts.clip_norm > 0)
 		sky_bert_clip(m, m->opts.clip_norm);
 	m->step++;

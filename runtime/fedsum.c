@@ -58,6 +58,34 @@ int sky_fx_encode(const float *x, size_t n, uint32_t w, float clip, int bits, ui
 	return 0;
 }
 
+int sky_fx_grad_bits(int micro)
+{
+	int bits = SKY_FX_MIN_BITS;
+	if (micro < 1 || sky_fx_bits(SKY_FX_GRAD_CLIP, (uint64_t)micro, &bits, NULL) != 0)
+		return SKY_FX_MIN_BITS;
+	return bits;
+}
+
+void sky_fx_accumulate(uint64_t *acc, const float *x, size_t n, float clip, int bits,
+		       size_t *nclipped)
+{
+	size_t clipped = 0;
+	const double scale = ldexp(1.0, bits);
+	for (size_t i = 0; i < n; i++) {
+		float v = x[i];
+		if (!(v >= -clip && v <= clip)) { /* also NaN */
+			clipped++;
+			if (v != v)
+				continue;
+			v = v > 0 ? clip : -clip;
+		}
+		/* exact: a 24-bit significand times a power of two */
+		acc[i] += (uint64_t)llrint((double)v * scale);
+	}
+	if (nclipped)
+		*nclipped += clipped;
+}
+
 void sky_fx_add(uint64_t *acc, const uint64_t *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)

@@ -36,6 +36,11 @@ typedef struct sky_bert_opts {
 	/* keys the dropout masks (sky_dropout.h) when cfg has dropout: the run's
 	 * seed, so a rerun, or the fleet, drops the same elements */
 	uint64_t drop_seed;
+	/* 1: the micro-batches' gradients are added in fixed point
+	 * (sky_fx_accumulate, sky_fedsum.h), so the step does not depend on
+	 * their order: what a fleet with stage replicas computes (`sky train
+	 * --exact-sum`). 0: fp32, added in micro-batch order */
+	int fx_sum;
 } sky_bert_opts;
 
 /* One micro-batch of c->batch sequences of c->seq tokens. */
@@ -62,6 +67,8 @@ typedef struct sky_bert {
 	float *logits;           /* (B, classes) */
 	float *scratch;
 	long step;               /* optimizer steps taken */
+	uint64_t *fx_acc;        /* (n_params) opts.fx_sum's sums, else NULL */
+	long fx_clipped;         /* gradient elements clipped or NaN in fixed point, so far */
 } sky_bert;
 
 /* Carves the model from a (measuring or real) arena. Returns 0,

@@ -48,6 +48,20 @@ int sky_fx_bits(float clip, uint64_t total_weight, int *bits, sky_diag *d);
 int sky_fx_encode(const float *x, size_t n, uint32_t w, float clip, int bits, uint64_t *out,
 		  size_t *nclipped, sky_diag *d);
 
+/* Gradient sums (sky_bert_opts.fx_sum, sky_stage_cfg.fx_sum): the
+ * micro-batches' gradients of a step added in fixed point, so the sum is
+ * the same bits whatever order or on whichever replica each micro-batch
+ * ran. An element of one micro-batch's gradient (already scaled by 1 /
+ * micro) is clipped to +-SKY_FX_GRAD_CLIP; the fraction bits are
+ * sky_fx_grad_bits(micro): 50 for 4 micro-batches, 42 for 1024, i.e. a
+ * resolution of 2^-50 (9e-16) to 2^-42 (2e-13) per element. */
+#define SKY_FX_GRAD_CLIP 1024.0f
+int sky_fx_grad_bits(int micro);
+/* acc[i] += round(x[i] * 2^bits) (modulo 2^64), x clipped to +-clip; a
+ * NaN adds nothing. Both are counted in *nclipped (may be NULL). */
+void sky_fx_accumulate(uint64_t *acc, const float *x, size_t n, float clip, int bits,
+		       size_t *nclipped);
+
 /* acc[i] += v[i] modulo 2^64. */
 void sky_fx_add(uint64_t *acc, const uint64_t *v, size_t n);
 

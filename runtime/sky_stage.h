@@ -60,6 +60,21 @@ typedef struct sky_stage_cfg {
 	 * every forward tensor carries B*S floats of additive mask (0 or
 	 * -1e9) after its B*S*H activations */
 	int data_owner;
+	/* 1: the micro-batches' gradients are added in fixed point
+	 * (sky_fx_accumulate, sky_fedsum.h) so the sum does not depend on
+	 * their order or on which replica ran each: as sky_bert_opts.fx_sum
+	 * (`sky train --exact-sum`) computes it. A plan with stage replicas
+	 * runs every stage so. */
+	int fx_sum;
+	/* Stage replicas (sky_planmsg.h): route[mb] is the replica that runs
+	 * micro-batch mb (micro entries), and this stage runs only those whose
+	 * route is replica, in the order the schedule gives them on one board
+	 * (a subsequence of it, so replicas cannot deadlock one another);
+	 * in_flight may then be as low as min(its share, the schedule's
+	 * need). NULL: every micro-batch. Needs fx_sum; the replicas' sums
+	 * are added by io->reduce before the norms. */
+	const unsigned char *route;
+	int replica;
 } sky_stage_cfg;
 
 typedef struct sky_stage_io {
@@ -84,6 +99,11 @@ typedef struct sky_stage_io {
 	/* Optional: an op of this stage ran from t0 to t1 (sky_clock_s);
 	 * kind 'F' forward, 'B' backward. */
 	void (*event)(void *ctx, char kind, int mb, double t0, double t1);
+	/* Stage replicas (cfg.route): adds the other replicas' fixed-point
+	 * gradient sums acc[0..n) of this step into acc (modulo 2^64), so every
+	 * replica ends with the sum over all micro-batches. NULL: no replicas.
+	 * Returns 0 or SKY_E*. */
+	int (*reduce)(void *ctx, long step, uint64_t *acc, size_t n);
 } sky_stage_io;
 
 typedef struct sky_stage {
@@ -108,6 +128,9 @@ typedef struct sky_stage {
 	double *norm_mine, *norm_all;
 	struct sky_schedule_op *ops;
 	int n_ops;
+	int *local;              /* (micro) each micro-batch's index among this replica's, or -1 */
+	uint64_t *fx_acc;        /* (n_params) cfg.fx_sum's sums, else NULL */
+	long fx_clipped;         /* gradient elements clipped or NaN in fixed point, so far */
 	long step;               /* optimizer steps taken */
 	double loss_sum;         /* this step's, so far (last stage) */
 } sky_stage;
@@ -116,6 +139,8 @@ typedef struct sky_stage {
  * attention mask in a data-owner job. */
 size_t sky_stage_fwd_floats(const sky_stage_cfg *cfg);
 
+/* Micro-batches cfg's stage runs per step (its share with a route). */
+int sky_stage_share(const sky_stage_cfg *cfg);
 /* Checks cfg (ranges; in_flight covers the schedule). Returns 0 or
  * SKY_EINVAL with d saying what. */
 int sky_stage_check(const sky_stage_cfg *cfg, sky_diag *d);
@@ -129,9 +154,10 @@ int sky_stage_arena_bytes(const sky_stage_cfg *cfg, size_t *bytes, sky_diag *d);
 void sky_stage_init(sky_stage *s);
 
 /* One optimizer step (the step-th, 0-based: s->step): every op of the
- * schedule, then the norm exchange, clip and optimizer with learning rate
- * lr. On the last stage *loss (may be NULL) gets the step's mean loss, as
- * sky_bert_train_step's; elsewhere 0. Returns 0 or the first io error
+ * schedule, then (a replica) io->reduce, the norm exchange, clip and
+ * optimizer with learning rate lr. On the last stage *loss (may be NULL)
+ * gets the step's mean loss, as sky_bert_train_step's (a replica of it:
+ * its micro-batches' part of that mean, loss sum / micro); elsewhere 0. Returns 0 or the first io error
  * (then the parameters are as before the optimizer: the step did not
  * happen). Allocates nothing. */
 int sky_stage_step(sky_stage *s, const sky_stage_io *io, float lr, float *loss);

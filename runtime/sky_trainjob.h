@@ -64,6 +64,10 @@ typedef struct sky_trainjob {
 	sky_transport tr2;
 	sky_schedule_op *owner_ops; /* (4 m) */
 	int n_owner_ops;
+	/* stage replicas (sky_planmsg.h): this board's replica of its stage
+	 * (0: the stage's own board, which alone sends checkpoints and the
+	 * part; the others' weights are the same) */
+	int replica;
 } sky_trainjob;
 
 /* The last stage a board holding stage `stage` of p also runs: p's last
@@ -85,9 +89,14 @@ int sky_trainjob_model(const sky_planmsg *p, sky_model_cfg *c);
  * data owner's stage 0: both of its stages).
  * Returns the count (> 0) or a negative SKY_E* with d set. */
 int64_t sky_trainjob_bytes(const sky_planmsg *p, int stage, sky_diag *d);
+/* The same for board (a replica of stage `stage` in a plan with replicas;
+ * NULL: the stage's own board). */
+int64_t sky_trainjob_bytes_as(const sky_planmsg *p, int stage, const char *board, sky_diag *d);
 
 /* Measures, allocates once, carves and seals; initial weights from the
- * plan's seed. key: the unwrapped frame key (NULL: plaintext, allowed only
+ * plan's seed. In a plan with stage replicas board may be any replica of
+ * the stage (it runs the micro-batches the plan routes through it, and
+ * every stage sums gradients in fixed point). key: the unwrapped frame key (NULL: plaintext, allowed only
  * when the plan says so). p must outlive j. Returns 0, or SKY_ENOMEM /
  * SKY_EINVAL / SKY_ECRYPTO with d set. */
 int sky_trainjob_setup(sky_trainjob *j, const sky_planmsg *p, int stage, const char *board,

@@ -43,6 +43,8 @@ enum {
 	SKY_TDROP_DUPLICATE = SKY_DROP_N, /* (step, micro-batch) already received */
 	SKY_TDROP_RING_FULL,              /* no free slot (a neighbour too far ahead) */
 	SKY_TDROP_SENDER,                 /* the topic's sender is not the plan's board for it */
+	SKY_TDROP_REPLICA,                /* a replica of the sending stage, but not the one the
+	                                     plan routes that micro-batch through */
 	SKY_TDROP_N
 };
 /* Short name of a drop counter index ("epoch", "duplicate", ...). */
@@ -60,6 +62,9 @@ typedef struct sky_transport_net {
 	int (*stopped)(void *ctx);
 	/* Subscribes (waiting for the broker's answer). Returns 0 or SKY_E*. */
 	int (*subscribe)(void *ctx, const char *filter);
+	/* Optional: the largest message the network carries (0: MQTT's,
+	 * SKY_MQTT_MAX_PACKET); the replicas' reduction chunks fit it. */
+	size_t max_msg;
 } sky_transport_net;
 
 typedef struct sky_transport_cfg {
@@ -80,7 +85,28 @@ typedef struct sky_transport_cfg {
 	int fwd_extra;              /* floats per token after the hidden ones in a forward
 	                               tensor: 1 in a data-owner job (the attention mask,
 	                               sky_stage.h), else 0; shape (batch, seq, hidden + 1) */
+	/* Stage replicas (sky_planmsg.h), or NULL: one board per stage. The
+	 * plan must outlive the transport; its boards are the senders taken
+	 * (boards above is then ignored). With replicas a stage's topics
+	 * reach all its replicas: a tensor frame is taken only when the plan
+	 * routes its micro-batch through this replica, and only from the
+	 * replica of the neighbour stage the plan routes it through (else
+	 * dropped, "replica"; a frame for a sibling replica is not ours and
+	 * only counted in sibling_frames). Ready comes from every replica;
+	 * norms from each stage's own board only (replicas of a stage hold
+	 * the same gradients after their reduction: replica 0 posts them). */
+	const struct sky_planmsg *plan;
+	int replica;                /* this board's replica in its stage (0: the stage's board) */
+	/* the stage's fixed-point gradient sums (sky_stage.h n_params) that its
+	 * replicas reduce: each replica publishes its sums in chunks of
+	 * SKY_TRANSPORT_RED_CHUNK on .../stage/<k>/grad/<board> (sealed as
+	 * frames are; frame micro-batch = chunk index) and adds every other
+	 * replica's as they come, so all end with the same sum. 0: none */
+	size_t reduce_n;
 } sky_transport_cfg;
+
+#define SKY_TRANSPORT_RED_CHUNK 131072 /* 64-bit sums per chunk frame (1 MiB) */
+#define SKY_TRANSPORT_RED_CHUNK_MIN 1024 /* the fewest, on a net with small messages */
 
 typedef struct sky_transport_slot {
 	int64_t step;
@@ -130,8 +156,20 @@ typedef struct sky_transport {
 	int norm_n;                  /* stages whose sums for this step arrived */
 	int64_t norm_done;           /* last step whose exchange completed (-1) */
 	int n_all;
-	unsigned char *ready;        /* (n_stages) */
-	int n_ready;
+	unsigned char *ready;        /* (n_stages + replicas): stage k's board at k, the
+	                                plan's replica i at n_stages + i */
+	int n_ready, n_boards;       /* boards ready; boards in the plan */
+	long sibling_frames;         /* frames for another replica of this stage (not drops) */
+	/* the replicas' reduction (cfg.reduce_n > 0 and replicas): the others'
+	 * sums by step parity, which (replica, chunk) came, how many */
+	int n_rep, n_chunks;
+	size_t red_chunk;            /* sums per chunk */
+	uint64_t *red[2];
+	unsigned char *red_got[2];   /* (n_rep * n_chunks) */
+	int red_n[2];
+	uint64_t *red_buf;           /* one received chunk */
+	char topic_grad[SKY_TOPIC_BUF];
+	double red_bytes_out;
 	long drops[SKY_TDROP_N];
 	long frames_in, frames_out;
 	double bytes_in, bytes_out;
@@ -185,6 +223,10 @@ int sky_transport_wait_ready(sky_transport *t, double timeout_s, sky_diag *d);
  * Returns 0 or SKY_E* (a stall: SKY_ETIMEOUT, published as io_recv's). */
 int sky_transport_norm_post(sky_transport *t, long step, const double *mine, int b0, int n);
 int sky_transport_norm_wait(sky_transport *t, long step, double *all, int n_all);
+/* The replicas' reduction (io->reduce): publishes acc[0..n) in chunks,
+ * waits for every other replica's of this step and adds them into acc.
+ * Returns 0 or SKY_E* (a stall: SKY_ETIMEOUT). */
+int sky_transport_reduce(sky_transport *t, long step, uint64_t *acc, size_t n);
 /* Marks the start of step (0-based): frames of step and step + 1 are
  * accepted from now; clears the step's events. */
 void sky_transport_begin_step(sky_transport *t, int64_t step);

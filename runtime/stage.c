@@ -7,6 +7,7 @@
 
 #include "sky_clock.h"
 #include "sky_embed.h"
+#include "sky_fedsum.h"
 #include "sky_head.h"
 #include "sky_layer.h"
 #include "sky_safetensors.h"
@@ -16,6 +17,16 @@
 #include <string.h>
 
 static size_t pad16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+int sky_stage_share(const sky_stage_cfg *c)
+{
+	if (!c->route)
+		return c->micro;
+	int n = 0;
+	for (int mb = 0; mb < c->micro; mb++)
+		n += c->route[mb] == c->replica;
+	return n;
+}
 
 int sky_stage_check(const sky_stage_cfg *c, sky_diag *d)
 {
@@ -35,6 +46,16 @@ int sky_stage_check(const sky_stage_cfg *c, sky_diag *d)
 	if (c->micro < 1)
 		return sky_diag_set(d, SKY_EINVAL, "stage: %d micro-batches", c->micro);
 	int need = sky_schedule_in_flight(c->sched, c->stage, c->n_stages, c->micro);
+	if (c->route) {
+		/* a replica's micro-batches in flight are a subset of one board's */
+		int share = sky_stage_share(c);
+		if (share < 1 || !c->fx_sum || c->data_owner)
+			return sky_diag_set(d, SKY_EINVAL,
+					    "stage %d replica %d: runs %d micro-batches (needs >= 1, "
+					    "fixed-point sums, no data owner)",
+					    c->stage, c->replica, share);
+		need = need < share ? need : share;
+	}
 	if (c->in_flight < need || c->in_flight > c->micro)
 		return sky_diag_set(d, SKY_EINVAL,
 				    "stage %d: in_flight %d, %s with %d micro-batches needs %d to %d",
@@ -109,6 +130,9 @@ int sky_stage_carve(sky_stage *s, const sky_stage_cfg *cfg, sky_arena *a, sky_di
 	s->params = sky_arena_floats(a, s->n_params, SKY_LIFE_PERSIST);
 	s->grads = sky_arena_floats(a, s->n_params, SKY_LIFE_PERSIST);
 	s->opt_state = sky_arena_floats(a, nstate, SKY_LIFE_PERSIST);
+	s->fx_acc = cfg->fx_sum ? sky_arena_alloc(a, s->n_params * sizeof *s->fx_acc, SKY_LIFE_PERSIST)
+				: NULL;
+	s->local = sky_arena_alloc(a, (size_t)cfg->micro * sizeof(int), SKY_LIFE_PERSIST);
 	s->saved = sky_arena_floats(a, slots * s->slot_floats, SKY_LIFE_ACT);
 	s->ids = sky_arena_alloc(a, dslots * T * sizeof(int32_t), SKY_LIFE_ACT);
 	s->types = sky_arena_alloc(a, dslots * T * sizeof(int32_t), SKY_LIFE_ACT);
@@ -134,6 +158,17 @@ int sky_stage_carve(sky_stage *s, const sky_stage_cfg *cfg, sky_arena *a, sky_di
 	if (s->ops)
 		s->n_ops = sky_schedule_ops(cfg->sched, cfg->stage, cfg->n_stages, cfg->micro, s->ops,
 					    2 * cfg->micro);
+	if (s->local) {
+		/* a replica keeps its own micro-batches of one board's order */
+		int n = 0, k = 0;
+		for (int mb = 0; mb < cfg->micro; mb++)
+			s->local[mb] = !cfg->route || cfg->route[mb] == cfg->replica ? n++ : -1;
+		for (int i = 0; s->ops && i < s->n_ops; i++)
+			if (s->local[s->ops[i].mb] >= 0)
+				s->ops[k++] = s->ops[i];
+		if (s->ops)
+			s->n_ops = k;
+	}
 	rc = sky_arena_status(a);
 	if (rc)
 		sky_diag_set(d, rc, "stage: arena: %s", sky_strerror(rc));
@@ -232,7 +267,7 @@ static int forward(sky_stage *s, const sky_stage_io *io, int mb, double *loss_su
 	sky_dropout drs;
 	const sky_dropout *dr = stage_dropout(s, mb, &drs);
 	const size_t T = (size_t)sky_model_tokens(m), H = (size_t)m->hidden;
-	const int slot = mb % s->cfg.in_flight;
+	const int slot = s->local[mb] % s->cfg.in_flight;
 	const int u0 = unit_index(s);
 	int rc = s->has_data ? load_batch(s, slot, mb) : 0;
 	if (rc)
@@ -296,11 +331,14 @@ static int backward(sky_stage *s, const sky_stage_io *io, int mb)
 	sky_dropout drs;
 	const sky_dropout *dr = stage_dropout(s, mb, &drs);
 	const size_t T = (size_t)sky_model_tokens(m), H = (size_t)m->hidden;
-	const int slot = mb % s->cfg.in_flight;
+	const int slot = s->local[mb] % s->cfg.in_flight;
 	const int u0 = unit_index(s);
 	const float *dy;
 	int nb = 0, rc;
 	double t0;
+	/* fixed point: this micro-batch's gradient alone, then added exactly */
+	if (s->fx_acc)
+		memset(s->grads, 0, s->n_params * sizeof *s->grads);
 	if (s->has_head) {
 		t0 = sky_clock_s();
 		int i = s->n_blk - 1;
@@ -333,14 +371,21 @@ static int backward(sky_stage *s, const sky_stage_io *io, int mb)
 				      slot_saved(s, slot, 0), dy, s->grads, s->scratch, dr);
 	if (io->event)
 		io->event(io->ctx, 'B', mb, t0, sky_clock_s());
-	if (!s->has_embed)
-		return io->send(io->ctx, SKY_STAGE_BWD, s->step, mb, (float *)dy, T * H);
-	return 0;
+	rc = !s->has_embed ? io->send(io->ctx, SKY_STAGE_BWD, s->step, mb, (float *)dy, T * H) : 0;
+	if (s->fx_acc) {
+		size_t c = 0;
+		sky_fx_accumulate(s->fx_acc, s->grads, s->n_params, SKY_FX_GRAD_CLIP,
+				  sky_fx_grad_bits(s->cfg.micro), &c);
+		s->fx_clipped += (long)c;
+	}
+	return rc;
 }
 
 void sky_stage_step_begin(sky_stage *s)
 {
 	memset(s->grads, 0, s->n_params * sizeof *s->grads);
+	if (s->fx_acc)
+		memset(s->fx_acc, 0, s->n_params * sizeof *s->fx_acc);
 	s->loss_sum = 0;
 }
 
@@ -351,6 +396,9 @@ int sky_stage_run_op(sky_stage *s, const sky_stage_io *io, sky_schedule_op op)
 
 void sky_stage_step_sums(sky_stage *s)
 {
+	if (s->fx_acc)
+		sky_fx_decode(s->fx_acc, s->n_params, 1, sky_fx_grad_bits(s->cfg.micro), s->grads,
+			      NULL);
 	for (int i = 0; i < s->n_blk; i++)
 		s->norm_mine[i] = sky_optim_sumsq(s->grads + s->blk_off[i], s->blk_len[i]);
 }
@@ -377,6 +425,13 @@ int sky_stage_step(sky_stage *s, const sky_stage_io *io, float lr, float *loss)
 		rc = sky_stage_run_op(s, io, s->ops[k]);
 	if (rc)
 		return rc;
+	if (s->cfg.route) {
+		/* a replica's sums are partial until the others' are added */
+		if (!s->fx_acc || !io->reduce)
+			return SKY_EINVAL;
+		if ((rc = io->reduce(io->ctx, s->step, s->fx_acc, s->n_params)) != 0)
+			return rc;
+	}
 	const int n_all = 2 * s->cfg.model.layers + 2;
 	sky_stage_step_sums(s);
 	if (s->cfg.clip_norm > 0) {

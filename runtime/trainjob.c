@@ -108,8 +108,37 @@ static int carve_all(sky_trainjob *j, const sky_planmsg *p, int k, const unsigne
 		return rc;
 	tc.board = board;
 	tc.key = key;
+	if (p->n_reps > 0) {
+		/* stage replicas: every stage sums in fixed point (so the job is
+		 * `sky train --exact-sum`); a replicated stage runs its route */
+		int r = 0;
+		if (sky_planmsg_find_replica(p, board, &r) != k)
+			return sky_diag_set(d, SKY_EINVAL, "plan %s: board %s is no replica of stage %d",
+					    p->job, board, k);
+		const sky_plan_stage *ps = &p->stages[k];
+		sc.fx_sum = 1;
+		if (ps->n_reps > 0) {
+			sc.route = p->route[ps->route_row];
+			sc.replica = r;
+			if (r > 0)
+				sc.in_flight = p->reps[ps->rep0 + r - 1].in_flight;
+			tc.bwd_slots = sc.in_flight;
+		}
+		/* frames for this replica may come from any replica of stage k-1 */
+		if (k > 0) {
+			int n = 0;
+			for (int i = 0; i < sky_planmsg_n_replicas(p, k - 1); i++)
+				n += i == 0 ? p->stages[k - 1].in_flight
+					    : p->reps[p->stages[k - 1].rep0 + i - 1].in_flight;
+			tc.fwd_slots = n < p->micro_batches ? n : p->micro_batches;
+		}
+		tc.plan = p;
+		tc.replica = r;
+		j->replica = r;
+	}
 	if ((rc = sky_stage_carve(&j->st, &sc, a, d)) != 0)
 		return rc;
+	tc.reduce_n = j->st.n_params;
 	j->stage2 = sky_trainjob_owner_last(p, k);
 	if (j->stage2 >= 0) {
 		/* the data owner's last stage, beside its first, and its op order */
@@ -146,11 +175,18 @@ static int carve_all(sky_trainjob *j, const sky_planmsg *p, int k, const unsigne
 
 int64_t sky_trainjob_bytes(const sky_planmsg *p, int stage, sky_diag *d)
 {
+	return sky_trainjob_bytes_as(p, stage, NULL, d);
+}
+
+int64_t sky_trainjob_bytes_as(const sky_planmsg *p, int stage, const char *board, sky_diag *d)
+{
 	static sky_trainjob j; /* big (two stage tables); measuring only */
 	static const unsigned char dummy[SKY_FRAME_KEY_BYTES];
 	sky_arena a;
 	sky_arena_init(&a, NULL, 0);
-	int rc = carve_all(&j, p, stage, p->train.sealed ? dummy : NULL, NULL, &a, "measure", d);
+	if (!board) /* the stage's own board (a plan with replicas checks who) */
+		board = stage >= 0 && stage < p->n_stages ? p->stages[stage].board : "measure";
+	int rc = carve_all(&j, p, stage, p->train.sealed ? dummy : NULL, NULL, &a, board, d);
 	if (rc)
 		return rc;
 	return (int64_t)sky_arena_required(&a);
@@ -163,7 +199,7 @@ int sky_trainjob_setup(sky_trainjob *j, const sky_planmsg *p, int stage, const c
 	j->stage2 = -1;
 	if (p->train.sealed && !key)
 		return sky_diag_set(d, SKY_EINVAL, "plan %s: sealed frames but no key", p->job);
-	int64_t need = sky_trainjob_bytes(p, stage, d);
+	int64_t need = sky_trainjob_bytes_as(p, stage, board, d);
 	if (need < 0)
 		return (int)need;
 	if (key) {
@@ -510,15 +546,17 @@ int sky_trainjob_run(sky_trainjob *j, const char *state_dir, double start_s, sky
 		if (owner)
 			publish_metrics(j, j->stage2, &j->tr2, &j->st2, el, loss);
 		const int k = t->ckpt_every;
+		/* a replica's weights are its stage board's: that board alone
+		 * sends checkpoints and the part */
 		if (((k > 0 && ((s + 1) % k == 0 || s + 1 == t->steps)) || j->ckpt_at == s + 1) &&
-		    j->ckpt_buf && (rc = publish_ckpt(j, d)) != 0)
+		    j->ckpt_buf && j->replica == 0 && (rc = publish_ckpt(j, d)) != 0)
 			return rc;
 		if (j->st.has_head || owner)
 			SKY_INFO("job %s step %ld loss %.4f (%.1f ms)", p->job, s + 1, (double)loss,
 				 el * 1e3);
 	}
 	size_t part = 0;
-	if ((rc = publish_part(j, state_dir, &part, d)) != 0)
+	if (j->replica == 0 && (rc = publish_part(j, state_dir, &part, d)) != 0)
 		return rc;
 	char done[256];
 	for (int k = 0; k < 1 + owner; k++) {

@@ -4,7 +4,9 @@
 
 #include "sky_clock.h"
 #include "sky_crc32c.h"
+#include "sky_fedsum.h"
 #include "sky_log.h"
+#include "sky_planmsg.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +19,8 @@ const char *sky_transport_drop_name(int i)
 		return "ring_full";
 	if (i == SKY_TDROP_SENDER)
 		return "sender";
+	if (i == SKY_TDROP_REPLICA)
+		return "replica";
 	return sky_frame_drop_name((sky_frame_drop)i);
 }
 
@@ -102,7 +106,21 @@ int sky_transport_carve(sky_transport *t, const sky_transport_cfg *cfg,
 	t->cfg.board = t->board;
 	t->cfg.site = NULL; /* the caller's arrays need not outlive this call */
 	t->cfg.boards = NULL;
-	if (cfg->boards) {
+	t->n_boards = cfg->n_stages;
+	if (cfg->plan) {
+		const sky_planmsg *pl = cfg->plan;
+		if (pl->n_stages != cfg->n_stages || pl->micro_batches != cfg->micro ||
+		    cfg->replica < 0 || cfg->replica >= sky_planmsg_n_replicas(pl, cfg->stage) ||
+		    strcmp(sky_planmsg_replica_board(pl, cfg->stage, cfg->replica), cfg->board) != 0)
+			return sky_diag_set(d, SKY_EINVAL,
+					    "transport: board %s is not replica %d of stage %d in the "
+					    "plan",
+					    cfg->board, cfg->replica, cfg->stage);
+		t->n_boards = cfg->n_stages + pl->n_reps;
+	} else if (cfg->replica != 0) {
+		return sky_diag_set(d, SKY_EINVAL, "transport: a replica needs the plan");
+	}
+	if (cfg->boards && !cfg->plan) {
 		t->boards = sky_arena_alloc(a, (size_t)cfg->n_stages * sizeof *t->boards,
 					    SKY_LIFE_SCRATCH);
 		for (int i = 0; t->boards && i < cfg->n_stages; i++) {
@@ -137,11 +155,35 @@ int sky_transport_carve(sky_transport *t, const sky_transport_cfg *cfg,
 								 t->fwd_bytes)
 					: 0;
 	t->sendbuf_cap = norm_frame > tensor_frame ? norm_frame : tensor_frame;
+	if (cfg->plan && cfg->reduce_n > 0 && sky_planmsg_n_replicas(cfg->plan, cfg->stage) > 1) {
+		t->n_rep = sky_planmsg_n_replicas(cfg->plan, cfg->stage);
+		/* chunks that fit the net's messages (the buffers are carved for
+		 * the most chunks and the largest, so measuring needs no net) */
+		t->red_chunk = SKY_TRANSPORT_RED_CHUNK;
+		if (net && net->max_msg > 0) {
+			size_t fit = net->max_msg > 1024 ? (net->max_msg - 1024) / sizeof(uint64_t) : 0;
+			fit = fit < SKY_TRANSPORT_RED_CHUNK_MIN ? SKY_TRANSPORT_RED_CHUNK_MIN : fit;
+			t->red_chunk = fit < t->red_chunk ? fit : t->red_chunk;
+		}
+		t->n_chunks = (int)((cfg->reduce_n + t->red_chunk - 1) / t->red_chunk);
+		size_t most = (cfg->reduce_n + SKY_TRANSPORT_RED_CHUNK_MIN - 1) /
+			      SKY_TRANSPORT_RED_CHUNK_MIN;
+		for (int i = 0; i < 2; i++) {
+			t->red[i] = sky_arena_alloc(a, cfg->reduce_n * sizeof(uint64_t), SKY_LIFE_SCRATCH);
+			t->red_got[i] = sky_arena_alloc(a, (size_t)t->n_rep * most, SKY_LIFE_SCRATCH);
+		}
+		t->red_buf = sky_arena_alloc(a, SKY_TRANSPORT_RED_CHUNK * sizeof(uint64_t),
+					     SKY_LIFE_SCRATCH);
+		size_t chunk_frame = sky_frame_packed_bytes(&(sky_frame_key){.sealed = t->sealed},
+							    SKY_TRANSPORT_RED_CHUNK * sizeof(uint64_t));
+		if (chunk_frame > t->sendbuf_cap)
+			t->sendbuf_cap = chunk_frame;
+	}
 	t->sendbuf = sky_arena_alloc(a, t->sendbuf_cap, SKY_LIFE_SCRATCH);
 	t->norm_all = sky_arena_alloc(a, (size_t)t->n_all * sizeof(double), SKY_LIFE_SCRATCH);
 	t->norm_buf = sky_arena_alloc(a, (size_t)t->n_all * sizeof(double), SKY_LIFE_SCRATCH);
 	t->norm_got = sky_arena_alloc(a, (size_t)cfg->n_stages, SKY_LIFE_SCRATCH);
-	t->ready = sky_arena_alloc(a, (size_t)cfg->n_stages, SKY_LIFE_SCRATCH);
+	t->ready = sky_arena_alloc(a, (size_t)t->n_boards, SKY_LIFE_SCRATCH);
 	t->cap_ev = 8 * cfg->micro + 8;
 	t->ev = sky_arena_alloc(a, (size_t)t->cap_ev * sizeof *t->ev, SKY_LIFE_SCRATCH);
 	int rc = sky_arena_status(a);
@@ -150,7 +192,12 @@ int sky_transport_carve(sky_transport *t, const sky_transport_cfg *cfg,
 	if (!a->base)
 		return 0; /* measuring */
 	memset(t->norm_got, 0, (size_t)cfg->n_stages);
-	memset(t->ready, 0, (size_t)cfg->n_stages);
+	memset(t->ready, 0, (size_t)t->n_boards);
+	for (int i = 0; i < 2 && t->n_rep > 1; i++) {
+		memset(t->red[i], 0, cfg->reduce_n * sizeof(uint64_t));
+		memset(t->red_got[i], 0, (size_t)t->n_rep * (size_t)t->n_chunks);
+		t->red_n[i] = 0;
+	}
 	t->norm_done = -1;
 	const int k = cfg->stage;
 	if ((rc = set_sites(t, cfg, d)) != 0)
@@ -164,6 +211,8 @@ int sky_transport_carve(sky_transport *t, const sky_transport_cfg *cfg,
 	sky_topic_stage(t->topic_bwd_in, sizeof t->topic_bwd_in, t->job, k, 1, NULL);
 	sky_topic_stage_leaf(t->topic_norm, sizeof t->topic_norm, t->job, k, SKY_TOPIC_NORM, t->board);
 	sky_topic_stage_leaf(t->topic_ready, sizeof t->topic_ready, t->job, k, SKY_TOPIC_READY,
+			     t->board);
+	sky_topic_stage_leaf(t->topic_grad, sizeof t->topic_grad, t->job, k, SKY_TOPIC_GRAD,
 			     t->board);
 	sky_topic_job_to(t->topic_metrics, sizeof t->topic_metrics, t->job, SKY_TOPIC_METRICS,
 			 t->board);
@@ -237,13 +286,43 @@ static void count_drop(sky_transport *t, int why, const char *topic, const char 
 
 static int before(int64_t s1, int m1, int64_t s2, int m2) { return s1 < s2 || (s1 == s2 && m1 < m2); }
 
-static void on_tensor(sky_transport *t, int dir, const char *topic, const unsigned char *p,
-		      size_t len)
+/* With replicas: 0 if micro-batch mb's frame from sender is ours to take,
+ * 1 if it belongs to a sibling replica, -1 if sender is not the replica
+ * of the sending stage the plan routes mb through. */
+static int replica_route(const sky_transport *t, int dir, int mb, const char *sender)
+{
+	const sky_planmsg *pl = t->cfg.plan;
+	const int k = t->cfg.stage, from = dir == SKY_STAGE_FWD ? k - 1 : k + 1;
+	int r = sky_planmsg_route(pl, k, mb);
+	if (r < 0)
+		return 0; /* out of range: the frame check refuses it */
+	if (r != t->cfg.replica)
+		return 1;
+	const char *b = sky_planmsg_replica_board(pl, from, sky_planmsg_route(pl, from, mb));
+	return b && strcmp(b, sender) == 0 ? 0 : -1;
+}
+
+static void on_tensor(sky_transport *t, int dir, const char *topic, const char *sender,
+		      const unsigned char *p, size_t len)
 {
 	sky_frame_hdr h;
 	sky_frame_drop why = SKY_DROP_NONE;
 	sky_diag d;
 	sky_diag_clear(&d);
+	/* replicas: is this micro-batch ours, from the replica the plan names?
+	 * (decided on the header, which the unpack below then authenticates) */
+	if (t->cfg.plan && sky_frame_decode(p, len, UINT64_MAX, &h, NULL) == 0) {
+		int r = replica_route(t, dir, (int)h.micro_batch, sender);
+		if (r > 0) {
+			t->sibling_frames++;
+			return;
+		}
+		if (r < 0) {
+			count_drop(t, SKY_TDROP_REPLICA, topic,
+				   "not the replica the plan routes this micro-batch through");
+			return;
+		}
+	}
 	/* which step it claims: only cur and cur + 1 can be ours */
 	int64_t step = t->step;
 	if (sky_frame_decode(p, len, UINT64_MAX, &h, NULL) == 0 &&
@@ -311,7 +390,7 @@ static void on_norm(sky_transport *t, int from, const char *topic, const unsigne
 	t->norm_n++;
 }
 
-static void on_ready(sky_transport *t, int from, const unsigned char *p, size_t len)
+static void on_ready(sky_transport *t, int from, int who, const unsigned char *p, size_t len)
 {
 	sky_frame_hdr h;
 	sky_frame_drop why;
@@ -320,10 +399,61 @@ static void on_ready(sky_transport *t, int from, const unsigned char *p, size_t 
 	frame_expect(t, &w, SKY_FRAME_FWD, from, 0, 1, SKY_FRAME_S32, 1);
 	/* a retained ready of an earlier epoch is expected: not counted */
 	if (sky_frame_unpack(&t->recv_key, p, len, &w, &h, &v, sizeof v, &why, NULL) == 0 &&
-	    v == from && !t->ready[from]) {
-		t->ready[from] = 1;
+	    v == from && who >= 0 && who < t->n_boards && !t->ready[who]) {
+		t->ready[who] = 1;
 		t->n_ready++;
 	}
+}
+
+/* elements in reduction chunk c */
+static size_t chunk_elems(const sky_transport *t, int c)
+{
+	size_t lo = (size_t)c * t->red_chunk, n = t->cfg.reduce_n - lo;
+	return n < t->red_chunk ? n : t->red_chunk;
+}
+
+/* A chunk of another replica's sums (this step's or the next's: a
+ * replica may be one step ahead), added into red[step parity]. */
+static void on_grad(sky_transport *t, const char *topic, const char *sender,
+		    const unsigned char *p, size_t len)
+{
+	sky_frame_hdr h;
+	sky_frame_drop why = SKY_DROP_NONE;
+	sky_diag d;
+	sky_diag_clear(&d);
+	int r = -1;
+	for (int i = 0; i < t->n_rep && r < 0; i++)
+		if (strcmp(sky_planmsg_replica_board(t->cfg.plan, t->cfg.stage, i), sender) == 0)
+			r = i;
+	if (r == t->cfg.replica)
+		return; /* our own, back from the broker */
+	int64_t step = t->step;
+	int c = 0;
+	if (sky_frame_decode(p, len, UINT64_MAX, &h, NULL) == 0) {
+		if (h.step == t->step + 1)
+			step = h.step;
+		if (h.micro_batch < (uint32_t)t->n_chunks)
+			c = (int)h.micro_batch;
+	}
+	const int par = (int)(step & 1);
+	sky_frame_expect w;
+	frame_expect(t, &w, SKY_FRAME_FWD, t->cfg.stage, step, (uint32_t)t->n_chunks, SKY_FRAME_S32,
+		     (uint32_t)(2 * chunk_elems(t, c)));
+	if (sky_frame_unpack(&t->recv_key, p, len, &w, &h, t->red_buf,
+			     SKY_TRANSPORT_RED_CHUNK * sizeof(uint64_t), &why, &d) != 0) {
+		count_drop(t, why, topic, d.msg);
+		return;
+	}
+	unsigned char *got = &t->red_got[par][(size_t)r * t->n_chunks + c];
+	if (*got) {
+		count_drop(t, SKY_TDROP_DUPLICATE, topic, "gradient chunk seen before");
+		return;
+	}
+	*got = 1;
+	sky_fx_add(t->red[par] + (size_t)c * t->red_chunk, t->red_buf, chunk_elems(t, c));
+	t->red_n[par]++;
+	t->frames_in++;
+	t->bytes_in += (double)len;
 }
 
 /* "sky/v1/job/<job>/stage/<k>/<leaf>/<sender>" (and, on the core site of
@@ -341,7 +471,35 @@ static int parse_stage_topic(const sky_transport *t, const char *topic, sky_topi
  * when the transport was given no boards). */
 static int sender_ok(const sky_transport *t, int k, const char *sender)
 {
+	if (t->cfg.plan) {
+		const char *b = sky_planmsg_replica_board(t->cfg.plan, k, 0);
+		return b && strcmp(b, sender) == 0;
+	}
 	return !t->boards || (k >= 0 && k < t->cfg.n_stages && strcmp(t->boards[k], sender) == 0);
+}
+
+/* The ready slot of sender as a board of stage k (its own board: k; a
+ * replica: n_stages + its index in the plan's list), or -1 when sender is
+ * none of k's. any_replica 0: stage k's own board only. */
+static int board_slot(const sky_transport *t, int k, const char *sender, int any_replica)
+{
+	const sky_planmsg *pl = t->cfg.plan;
+	if (!pl || !any_replica)
+		return sender_ok(t, k, sender) ? k : -1;
+	int n = sky_planmsg_n_replicas(pl, k);
+	for (int r = 0; r < n; r++)
+		if (strcmp(sky_planmsg_replica_board(pl, k, r), sender) == 0)
+			return r == 0 ? k : t->cfg.n_stages + pl->stages[k].rep0 + r - 1;
+	return -1;
+}
+
+/* This transport's own ready slot. */
+static int own_slot(const sky_transport *t)
+{
+	const sky_planmsg *pl = t->cfg.plan;
+	return !pl || t->cfg.replica == 0
+		       ? t->cfg.stage
+		       : t->cfg.n_stages + pl->stages[t->cfg.stage].rep0 + t->cfg.replica - 1;
 }
 
 int sky_transport_on_msg(sky_transport *t, const char *topic, const unsigned char *p, size_t len)
@@ -364,21 +522,28 @@ int sky_transport_on_msg(sky_transport *t, const char *topic, const unsigned cha
 		kind = 3;
 	else if (strcmp(leaf, SKY_TOPIC_READY) == 0)
 		kind = 4;
+	else if (k == t->cfg.stage && strcmp(leaf, SKY_TOPIC_GRAD) == 0 && t->n_rep > 1)
+		kind = 5;
 	else
 		return 0;
-	if (!sender_ok(t, from, m.sender)) {
+	/* tensors and ready: any replica of the sending stage (tensors are
+	 * then checked against the route); norms: the stage's own board */
+	int who = board_slot(t, from, m.sender, kind != 3);
+	if (who < 0) {
 		t->drops[SKY_TDROP_SENDER]++;
 		SKY_DEBUG("message on %s dropped: %s is not stage %d's board", topic, m.sender, from);
 		return 1;
 	}
 	if (kind == 1)
-		on_tensor(t, SKY_STAGE_FWD, topic, p, len);
+		on_tensor(t, SKY_STAGE_FWD, topic, m.sender, p, len);
 	else if (kind == 2)
-		on_tensor(t, SKY_STAGE_BWD, topic, p, len);
+		on_tensor(t, SKY_STAGE_BWD, topic, m.sender, p, len);
 	else if (kind == 3)
 		on_norm(t, k, topic, p, len);
+	else if (kind == 4)
+		on_ready(t, k, who, p, len);
 	else
-		on_ready(t, k, p, len);
+		on_grad(t, topic, m.sender, p, len);
 	return 1;
 }
 
@@ -565,8 +730,8 @@ int sky_transport_norm_post(sky_transport *t, long step, const double *mine, int
 	if (b0 < 0 || n < 0 || b0 + n > n_all)
 		return SKY_EINVAL;
 	memcpy(t->norm_all + b0, mine, (size_t)n * sizeof *mine);
-	if (t->cfg.n_stages < 2)
-		return 0;
+	if (t->cfg.n_stages < 2 || t->cfg.replica > 0)
+		return 0; /* a replica's sums are its stage board's (after the reduction) */
 	/* the whole vector goes out (others' blocks are ignored by the
 	 * receivers): its shape is the same from every stage */
 	memset(t->norm_buf, 0, (size_t)n_all * sizeof(double));
@@ -604,6 +769,71 @@ int sky_transport_norm_wait(sky_transport *t, long step, double *all, int n_all)
 	t->norm_n = 0;
 	t->norm_done = step;
 	return 0;
+}
+
+typedef struct want_red {
+	int par, n;
+} want_red;
+
+static int chunks_here(sky_transport *t, const void *arg)
+{
+	const want_red *w = arg;
+	return t->red_n[w->par] >= w->n;
+}
+
+int sky_transport_reduce(sky_transport *t, long step, uint64_t *acc, size_t n)
+{
+	if (t->n_rep < 2 || n != t->cfg.reduce_n || step != t->step)
+		return SKY_EINVAL;
+	sky_frame_hdr h;
+	sky_diag d;
+	sky_diag_clear(&d);
+	double t0 = sky_clock_s();
+	for (int c = 0; c < t->n_chunks; c++) {
+		size_t e = chunk_elems(t, c);
+		memset(&h, 0, sizeof h);
+		h.direction = SKY_FRAME_FWD;
+		h.dtype = SKY_FRAME_S32;
+		h.ndim = 1;
+		h.shape[0] = (uint32_t)(2 * e); /* 64-bit sums as pairs of 32-bit words */
+		h.stage = t->cfg.stage;
+		h.micro_batch = (uint32_t)c;
+		snprintf(h.job, sizeof h.job, "%s", t->job);
+		h.epoch = t->cfg.epoch;
+		h.step = step;
+		int rc = sky_frame_pack(t->sealed ? &t->send_key : NULL, &h,
+					acc + (size_t)c * t->red_chunk, e * sizeof *acc,
+					t->sendbuf, t->sendbuf_cap, &d);
+		if (rc < 0)
+			return rc;
+		if ((rc = t->net.publish(t->net.ctx, t->topic_grad, t->sendbuf, (size_t)rc, 1, 0)) != 0)
+			return rc;
+		t->frames_out++;
+		t->bytes_out += (double)rc;
+		t->red_bytes_out += (double)rc;
+	}
+	add_event(t, 'S', -1, t0, sky_clock_s());
+	const int par = (int)(step & 1);
+	want_red w = {par, (t->n_rep - 1) * t->n_chunks};
+	int rc = wait_until(t, chunks_here, &w, t->cfg.stall_s, -1);
+	if (rc) {
+		if (rc == SKY_ETIMEOUT)
+			stall(t, "gradient sums from every replica of the stage", -1, t->cfg.stall_s);
+		return rc;
+	}
+	sky_fx_add(acc, t->red[par], n);
+	memset(t->red[par], 0, n * sizeof *acc);
+	memset(t->red_got[par], 0, (size_t)t->n_rep * (size_t)t->n_chunks);
+	t->red_n[par] = 0;
+	return 0;
+}
+
+static int io_reduce(void *ctx, long step, uint64_t *acc, size_t n)
+{
+	sky_transport *t = ctx;
+	int rc = sky_transport_reduce(t, step, acc, n);
+	t->cpu_mark = sky_clock_thread_cpu_s();
+	return rc;
 }
 
 static int io_share_norm(void *ctx, long step, const double *mine, int b0, int n, double *all,
@@ -655,11 +885,13 @@ static int io_share_norm_m(void *ctx, long step, const double *mine, int b0, int
 
 sky_stage_io sky_transport_io(sky_transport *t)
 {
+	int (*reduce)(void *, long, uint64_t *, size_t) = t->n_rep > 1 ? io_reduce : NULL;
 	if (t->prof)
 		return (sky_stage_io){.ctx = t, .recv = io_recv_m, .release = io_release,
-				      .send = io_send_m, .share_norm = io_share_norm_m, .event = io_event};
+				      .send = io_send_m, .share_norm = io_share_norm_m, .event = io_event,
+				      .reduce = reduce};
 	return (sky_stage_io){.ctx = t, .recv = io_recv, .release = io_release, .send = io_send,
-			      .share_norm = io_share_norm, .event = io_event};
+			      .share_norm = io_share_norm, .event = io_event, .reduce = reduce};
 }
 
 int sky_transport_topics(const sky_transport *t, char topics[][SKY_TOPIC_BUF], int cap)
@@ -673,6 +905,9 @@ int sky_transport_topics(const sky_transport *t, char topics[][SKY_TOPIC_BUF], i
 		sky_topic_stage_leaf(topics[n++], SKY_TOPIC_BUF, t->job, -1, SKY_TOPIC_NORM, NULL);
 	if (n < cap)
 		sky_topic_stage_leaf(topics[n++], SKY_TOPIC_BUF, t->job, -1, SKY_TOPIC_READY, NULL);
+	if (t->n_rep > 1 && n < cap)
+		sky_topic_stage_leaf(topics[n++], SKY_TOPIC_BUF, t->job, t->cfg.stage, SKY_TOPIC_GRAD,
+				     NULL);
 	/* on the core, messages from other sites stay addressed to "core" */
 	if (t->core_in) {
 		if (t->n_slots[SKY_STAGE_FWD] && n < cap)
@@ -694,7 +929,7 @@ int sky_transport_topics(const sky_transport *t, char topics[][SKY_TOPIC_BUF], i
 static int all_ready(sky_transport *t, const void *arg)
 {
 	(void)arg;
-	return t->n_ready >= t->cfg.n_stages;
+	return t->n_ready >= t->n_boards;
 }
 
 int sky_transport_announce(sky_transport *t, sky_diag *d)
@@ -713,8 +948,8 @@ int sky_transport_announce(sky_transport *t, sky_diag *d)
 				t->sendbuf_cap, d);
 	if (rc < 0)
 		return rc;
-	if (!t->ready[t->cfg.stage]) {
-		t->ready[t->cfg.stage] = 1;
+	if (!t->ready[own_slot(t)]) {
+		t->ready[own_slot(t)] = 1;
 		t->n_ready++;
 	}
 	/* retained: a stage that subscribes later still sees that we are here */
@@ -732,6 +967,13 @@ int sky_transport_wait_ready(sky_transport *t, double timeout_s, sky_diag *d)
 		for (int i = 0; i < t->cfg.n_stages && k + 8 < sizeof miss; i++)
 			if (!t->ready[i])
 				k += (size_t)snprintf(miss + k, sizeof miss - k, "%s%d", k ? "," : "", i);
+		/* replicas by board id */
+		for (int i = t->cfg.n_stages; i < t->n_boards && k + 2 < sizeof miss; i++)
+			if (!t->ready[i])
+				k += (size_t)snprintf(miss + k, sizeof miss - k, "%s%s", k ? "," : "",
+						      t->cfg.plan->reps[i - t->cfg.n_stages].board);
+		if (k >= sizeof miss)
+			miss[sizeof miss - 1] = 0;
 		return sky_diag_set(d, rc, "job %s: stages %s not ready within %.0f s", t->job, miss,
 				    timeout_s);
 	}

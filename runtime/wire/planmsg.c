@@ -12,6 +12,157 @@ int sky_planmsg_find(const sky_planmsg *p, const char *board)
 	return -1;
 }
 
+int sky_planmsg_n_replicas(const sky_planmsg *p, int k)
+{
+	return k >= 0 && k < p->n_stages ? 1 + p->stages[k].n_reps : 0;
+}
+
+const char *sky_planmsg_replica_board(const sky_planmsg *p, int k, int r)
+{
+	if (k < 0 || k >= p->n_stages || r < 0 || r > p->stages[k].n_reps)
+		return NULL;
+	return r == 0 ? p->stages[k].board : p->reps[p->stages[k].rep0 + r - 1].board;
+}
+
+int sky_planmsg_route(const sky_planmsg *p, int k, int mb)
+{
+	if (k < 0 || k >= p->n_stages || mb < 0 || mb >= p->micro_batches)
+		return -1;
+	const sky_plan_stage *s = &p->stages[k];
+	return s->n_reps ? p->route[s->route_row][mb] : 0;
+}
+
+int sky_planmsg_find_replica(const sky_planmsg *p, const char *board, int *replica)
+{
+	for (int k = 0; k < p->n_stages; k++)
+		for (int r = 0; r <= p->stages[k].n_reps; r++)
+			if (strcmp(sky_planmsg_replica_board(p, k, r), board) == 0) {
+				if (replica)
+					*replica = r;
+				return k;
+			}
+	return -1;
+}
+
+int sky_planmsg_add_replica(sky_planmsg *p, int k, const sky_plan_replica *r)
+{
+	if (k < 0 || k >= p->n_stages || p->n_reps >= SKY_PLANMSG_MAX_REPLICAS)
+		return SKY_ERANGE;
+	sky_plan_stage *s = &p->stages[k];
+	if (s->n_reps == 0) {
+		if (p->n_routes >= SKY_PLANMSG_MAX_REPLICAS)
+			return SKY_ERANGE;
+		s->rep0 = p->n_reps;
+		s->route_row = p->n_routes++;
+		memset(p->route[s->route_row], 0, sizeof p->route[0]);
+	} else if (s->rep0 + s->n_reps != p->n_reps) {
+		return SKY_ERANGE; /* not the last stage given replicas */
+	}
+	p->reps[p->n_reps++] = *r;
+	return ++s->n_reps;
+}
+
+void sky_planmsg_set_route(sky_planmsg *p, int k, const unsigned char *route)
+{
+	if (k >= 0 && k < p->n_stages && p->stages[k].n_reps > 0)
+		memcpy(p->route[p->stages[k].route_row], route, (size_t)p->micro_batches);
+}
+
+/* Replicas: laid out in stage order (so a plan round-trips), every board
+ * once in the whole plan, each replica a key when sealed, every replica
+ * routed at least one micro-batch, training plans only. */
+static int validate_replicas(const sky_planmsg *p, sky_diag *d)
+{
+	int reps = 0, rows = 0, any = 0;
+	if (p->n_reps < 0 || p->n_reps > SKY_PLANMSG_MAX_REPLICAS || p->n_routes < 0 ||
+	    p->n_routes > SKY_PLANMSG_MAX_REPLICAS)
+		return sky_diag_set(d, SKY_ERANGE, "plan %s: %d replicas, allowed at most %d",
+				    p->job, p->n_reps, SKY_PLANMSG_MAX_REPLICAS);
+	/* every board once (stages' own boards are checked by the caller) */
+	for (int i = 0; i < p->n_reps; i++) {
+		for (int k = 0; k < p->n_stages; k++)
+			if (strcmp(p->stages[k].board, p->reps[i].board) == 0)
+				return sky_diag_set(d, SKY_EINVAL,
+						    "plan %s: board %s is stage %d's and a replica",
+						    p->job, p->reps[i].board, k);
+		for (int j = 0; j < i; j++)
+			if (strcmp(p->reps[j].board, p->reps[i].board) == 0)
+				return sky_diag_set(d, SKY_EINVAL,
+						    "plan %s: board %s is a replica twice", p->job,
+						    p->reps[i].board);
+	}
+	for (int k = 0; k < p->n_stages; k++) {
+		const sky_plan_stage *s = &p->stages[k];
+		if (s->n_reps == 0)
+			continue;
+		any = 1;
+		if (s->n_reps < 0 || s->rep0 != reps || s->route_row != rows ||
+		    reps + s->n_reps > p->n_reps || rows >= p->n_routes)
+			return sky_diag_set(d, SKY_EINVAL, "plan %s: stage %d replicas out of order",
+					    p->job, k);
+		int count[SKY_PLANMSG_MAX_REPLICAS + 1] = {0};
+		for (int mb = 0; mb < p->micro_batches; mb++) {
+			int r = p->route[rows][mb];
+			if (r > s->n_reps)
+				return sky_diag_set(d, SKY_ERANGE,
+						    "plan %s: stage %d route[%d] is replica %d, the "
+						    "stage has %d",
+						    p->job, k, mb, r, 1 + s->n_reps);
+			count[r]++;
+		}
+		for (int r = 0; r <= s->n_reps; r++) {
+			if (count[r] == 0)
+				return sky_diag_set(d, SKY_EINVAL,
+						    "plan %s: stage %d replica %d (%s) runs no "
+						    "micro-batch",
+						    p->job, k, r, sky_planmsg_replica_board(p, k, r));
+			if (r == 0) {
+				if (s->in_flight > count[0])
+					return sky_diag_set(d, SKY_ERANGE,
+							    "plan %s: stage %d in_flight %d, allowed 1 "
+							    "to %d (its micro-batches)",
+							    p->job, k, s->in_flight, count[0]);
+				continue;
+			}
+			const sky_plan_replica *x = &p->reps[s->rep0 + r - 1];
+			if (!sky_topic_segment_ok(x->board) || !sky_site_ok(x->site))
+				return sky_diag_set(d, SKY_EINVAL,
+						    "plan %s: stage %d replica %d board id or site is "
+						    "invalid",
+						    p->job, k, r);
+			if (x->in_flight < 1 || x->in_flight > count[r])
+				return sky_diag_set(d, SKY_ERANGE,
+						    "plan %s: stage %d replica %d in_flight %d, allowed "
+						    "1 to %d (its micro-batches)",
+						    p->job, k, r, x->in_flight, count[r]);
+			if (x->arena_bytes < 0 || x->arena_bytes > SKY_CAPS_MAX_MEM_BYTES)
+				return sky_diag_set(d, SKY_ERANGE,
+						    "plan %s: stage %d replica %d arena_bytes %lld",
+						    p->job, k, r, (long long)x->arena_bytes);
+			if (p->train.sealed && !x->key[0])
+				return sky_diag_set(d, SKY_EINVAL,
+						    "plan %s: sealed frames but stage %d replica %d "
+						    "has no key",
+						    p->job, k, r);
+		}
+		reps += s->n_reps;
+		rows++;
+	}
+	if (reps != p->n_reps || rows != p->n_routes)
+		return sky_diag_set(d, SKY_EINVAL,
+				    "plan %s: %d replicas listed, %d belong to stages", p->job,
+				    p->n_reps, reps);
+	if (!any)
+		return 0;
+	if (p->train.steps <= 0 || p->infer.on)
+		return sky_diag_set(d, SKY_EINVAL,
+				    "plan %s: stage replicas are for training plans only", p->job);
+	if (p->train.owner[0])
+		return sky_diag_set(d, SKY_EINVAL,
+				    "plan %s: a plan with a data owner has no stage replicas", p->job);
+	return 0;
+}
+
 int sky_plan_sha256_ok(const char *s)
 {
 	size_t n;
@@ -85,6 +236,7 @@ static int validate_infer(const sky_planmsg *p, sky_diag *d)
 
 int sky_planmsg_validate(const sky_planmsg *p, sky_diag *d)
 {
+	int rc;
 	if (!sky_topic_segment_ok(p->job))
 		return sky_diag_set(d, SKY_EINVAL, "plan: job id is not 1-%d of [A-Za-z0-9_.-]",
 				    SKY_TOPIC_SEGMENT_MAX);
@@ -175,6 +327,8 @@ int sky_planmsg_validate(const sky_planmsg *p, sky_diag *d)
 						    "plan %s: sealed frames but stage %d has no key",
 						    p->job, i);
 	}
+	if ((rc = validate_replicas(p, d)))
+		return rc;
 	return validate_infer(p, d);
 }
 
@@ -265,6 +419,27 @@ int sky_planmsg_encode(const sky_planmsg *p, char *buf, size_t cap, sky_diag *d)
 		}
 		if (p->stages[i].site[0])
 			cJSON_AddStringToObject(st, "site", p->stages[i].site);
+		if (p->stages[i].n_reps > 0) {
+			cJSON *ra = cJSON_AddArrayToObject(st, "replicas");
+			for (int r = 0; ra && r < p->stages[i].n_reps; r++) {
+				const sky_plan_replica *x = &p->reps[p->stages[i].rep0 + r];
+				cJSON *ro = cJSON_CreateObject();
+				if (!ro)
+					break;
+				cJSON_AddStringToObject(ro, "board", x->board);
+				cJSON_AddNumberToObject(ro, "in_flight", x->in_flight);
+				cJSON_AddNumberToObject(ro, "arena_bytes", (double)x->arena_bytes);
+				if (x->key[0])
+					cJSON_AddStringToObject(ro, "key", x->key);
+				if (x->site[0])
+					cJSON_AddStringToObject(ro, "site", x->site);
+				cJSON_AddItemToArray(ra, ro);
+			}
+			cJSON *rt = cJSON_AddArrayToObject(st, "route");
+			for (int mb = 0; rt && mb < p->micro_batches; mb++)
+				cJSON_AddItemToArray(
+					rt, cJSON_CreateNumber(p->route[p->stages[i].route_row][mb]));
+		}
 		cJSON_AddItemToArray(arr, st);
 	}
 	rc = sky_json_print(doc, buf, cap);
@@ -272,6 +447,68 @@ int sky_planmsg_encode(const sky_planmsg *p, char *buf, size_t cap, sky_diag *d)
 	if (rc < 0)
 		return sky_diag_set(d, rc, "plan %s: JSON does not fit %zu bytes", p->job, cap);
 	return rc;
+}
+
+/* A stage's "replicas" and "route" (both or neither), appended to p's
+ * lists in stage order. */
+static int decode_replicas(const cJSON *st, sky_planmsg *p, sky_plan_stage *s, const char *what,
+			   sky_diag *d)
+{
+	const cJSON *ra = cJSON_GetObjectItemCaseSensitive(st, "replicas");
+	const cJSON *rt = cJSON_GetObjectItemCaseSensitive(st, "route"), *x;
+	int rc;
+	if (!ra && !rt)
+		return 0;
+	if (!cJSON_IsArray(ra) || !cJSON_IsArray(rt) || cJSON_GetArraySize(ra) < 1)
+		return sky_diag_set(d, SKY_EFORMAT,
+				    "%s: 'replicas' (a non-empty array) and 'route' (an array) go "
+				    "together",
+				    what);
+	int nr = cJSON_GetArraySize(ra);
+	if (nr > SKY_PLANMSG_MAX_REPLICAS - p->n_reps || p->n_routes >= SKY_PLANMSG_MAX_REPLICAS)
+		return sky_diag_set(d, SKY_ERANGE, "%s: more than %d replicas in the plan", what,
+				    SKY_PLANMSG_MAX_REPLICAS);
+	if (cJSON_GetArraySize(rt) != p->micro_batches)
+		return sky_diag_set(d, SKY_EFORMAT, "%s: route has %d entries, micro_batches is %d",
+				    what, cJSON_GetArraySize(rt), p->micro_batches);
+	s->rep0 = p->n_reps;
+	s->route_row = p->n_routes;
+	cJSON_ArrayForEach(x, ra)
+	{
+		char rwhat[64];
+		sky_plan_replica *r = &p->reps[p->n_reps];
+		snprintf(rwhat, sizeof rwhat, "%s.replicas[%d]", what, s->n_reps);
+		if (!cJSON_IsObject(x))
+			return sky_diag_set(d, SKY_EFORMAT, "%s: must be an object", rwhat);
+		if ((rc = sky_json_str(x, "board", r->board, sizeof r->board, rwhat, d)) ||
+		    (rc = sky_json_int(x, "in_flight", 1, SKY_PLANMSG_MAX_MICRO, &r->in_flight, rwhat,
+				       d)) ||
+		    (rc = sky_json_i64(x, "arena_bytes", 0, SKY_CAPS_MAX_MEM_BYTES, &r->arena_bytes,
+				       rwhat, d)))
+			return rc;
+		if (cJSON_GetObjectItemCaseSensitive(x, "key") &&
+		    (rc = sky_json_str(x, "key", r->key, sizeof r->key, rwhat, d)))
+			return rc;
+		if (cJSON_GetObjectItemCaseSensitive(x, "site")) {
+			if ((rc = sky_json_str(x, "site", r->site, sizeof r->site, rwhat, d)))
+				return rc;
+			sky_site_norm(r->site);
+		}
+		p->n_reps++;
+		s->n_reps++;
+	}
+	int mb = 0;
+	cJSON_ArrayForEach(x, rt)
+	{
+		if (!cJSON_IsNumber(x) || !(x->valuedouble >= 0 && x->valuedouble <= s->n_reps) ||
+		    x->valuedouble != (double)(int)x->valuedouble)
+			return sky_diag_set(d, SKY_ERANGE,
+					    "%s: route[%d] must be a replica number 0 to %d", what,
+					    mb, s->n_reps);
+		p->route[s->route_row][mb++] = (unsigned char)(int)x->valuedouble;
+	}
+	p->n_routes++;
+	return 0;
 }
 
 int sky_planmsg_decode(const char *buf, size_t len, sky_planmsg *p, sky_diag *d)
@@ -449,6 +686,8 @@ int sky_planmsg_decode(const char *buf, size_t len, sky_planmsg *p, sky_diag *d)
 				goto exit;
 			sky_site_norm(s->site);
 		}
+		if ((rc = decode_replicas(st, p, s, what, d)))
+			goto exit;
 		i++;
 	}
 	p->n_stages = i;

@@ -54,7 +54,21 @@
  *
  * Training jobs that survive faults add "ckpt_every":K, and a re-plan
  * "resume_step":N (the last complete checkpoint) and "generation":G;
- * each is left out when 0. */
+ * each is left out when 0.
+ *
+ * Stage replicas (data parallel inside the pipeline; training only, no
+ * data owner): a stage run on R > 1 boards at once adds the R - 1 boards
+ * besides its own "board", and which replica runs each micro-batch:
+ *   {"board":"b02","first":4,"last":7,"in_flight":1,"arena_bytes":N,"key":"..",
+ *    "replicas":[{"board":"b03","in_flight":1,"arena_bytes":N,"key":".."}],
+ *    "route":[0,1,0,1]}
+ * route[mb] is 0 for the stage's board, r for replicas[r - 1]; it has
+ * micro_batches entries and every replica (the stage's board too) runs at
+ * least one. The micro-batch size is model.batch and the count
+ * micro_batches, as the planner chose them (the job trains as
+ * `sky train --batch B --micro M`). No board appears twice in a plan.
+ * A stage without replicas has neither key, so a plan with one board per
+ * stage encodes exactly as before. */
 #ifndef SKY_PLANMSG_H
 #define SKY_PLANMSG_H
 
@@ -71,6 +85,7 @@
 #define SKY_PLANMSG_MAX_LAYERS 4096
 #define SKY_PLANMSG_MAX_MICRO 1024
 #define SKY_PLANMSG_MAX_STEPS 100000000
+#define SKY_PLANMSG_MAX_REPLICAS 64 /* extra replica boards in one plan, all stages */
 
 #define SKY_PLAN_MAX_CLIENTS 32
 #define SKY_PLAN_SHA256_HEX 64
@@ -92,7 +107,20 @@ typedef struct sky_plan_stage {
 	char key[SKY_JOBKEY_B64_MAX]; /* wrapped frame key ("" when not sealed) */
 	sky_plan_slice slice;         /* infer plans only */
 	char site[SKY_SITE_MAX + 1];  /* the board's site ("" = core) */
+	/* replicas besides board (training): p->reps[rep0 .. rep0 + n_reps),
+	 * and p->route[route_row][mb] which of the 1 + n_reps runs micro-batch
+	 * mb (0: board). n_reps 0: one board, no route. */
+	int rep0, n_reps, route_row;
 } sky_plan_stage;
+
+/* A replica board of a stage (besides the stage's own board). */
+typedef struct sky_plan_replica {
+	char board[SKY_TOPIC_SEGMENT_MAX + 1];
+	int in_flight;
+	int64_t arena_bytes;
+	char key[SKY_JOBKEY_B64_MAX];
+	char site[SKY_SITE_MAX + 1];
+} sky_plan_replica;
 
 typedef struct sky_plan_train {
 	int steps;               /* 0: no training section */
@@ -140,6 +168,10 @@ typedef struct sky_planmsg {
 	sky_plan_train train;     /* steps 0: not a training plan */
 	sky_plan_infer infer;     /* on 0: not a serving plan */
 	sky_plan_stage stages[SKY_PLANMSG_MAX_STAGES];
+	int n_reps;               /* replicas in use in reps[] (all stages) */
+	sky_plan_replica reps[SKY_PLANMSG_MAX_REPLICAS];
+	int n_routes;             /* rows in use in route[] (stages with replicas) */
+	unsigned char route[SKY_PLANMSG_MAX_REPLICAS][SKY_PLANMSG_MAX_MICRO];
 } sky_planmsg;
 
 /* Writes p as JSON into buf. Returns the length or SKY_ERANGE / SKY_EINVAL
@@ -157,8 +189,24 @@ int sky_planmsg_client_ok(const sky_planmsg *p, const char *cn);
 /* 1 if s is 64 lower-case hex digits. */
 int sky_plan_sha256_ok(const char *s);
 /* Index of board's stage (its first: a data owner also holds the last),
- * or -1. */
+ * or -1. Finds a stage's own board only, not its replicas. */
 int sky_planmsg_find(const sky_planmsg *p, const char *board);
+
+/* Replicas: how many boards run stage k (1 + its extra replicas); the
+ * board of replica r (0: the stage's own); the replica that runs
+ * micro-batch mb (0 when the stage has no replicas, -1 out of range); the
+ * stage and replica of a board (any replica), or -1. */
+int sky_planmsg_n_replicas(const sky_planmsg *p, int k);
+const char *sky_planmsg_replica_board(const sky_planmsg *p, int k, int r);
+int sky_planmsg_route(const sky_planmsg *p, int k, int mb);
+int sky_planmsg_find_replica(const sky_planmsg *p, const char *board, int *replica);
+/* Adds a replica to stage k of p (before encoding; stages with replicas
+ * must be added in stage order) running the micro-batches whose route[mb]
+ * the caller then sets with sky_planmsg_set_route. Returns the replica's
+ * index in its stage (>= 1) or SKY_ERANGE (no room). */
+int sky_planmsg_add_replica(sky_planmsg *p, int k, const sky_plan_replica *r);
+/* route[0..micro_batches) of stage k (k must have replicas). */
+void sky_planmsg_set_route(sky_planmsg *p, int k, const unsigned char *route);
 
 /* ---- plan acknowledgement (board -> planner, sky/v1/board/<id>/plan-ack) ----
  *   {"v":1,"board":"b01","job":"j1","epoch":7,"session":4,"boot":"9f3c..","stage":0,"ok":true,

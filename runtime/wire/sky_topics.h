@@ -160,6 +160,7 @@
 #define SKY_TOPIC_BWD "bwd"
 #define SKY_TOPIC_READY "ready"
 #define SKY_TOPIC_NORM "norm"
+#define SKY_TOPIC_GRAD "grad" /* stage replicas: a chunk of the fixed-point gradient sums */
 #define SKY_TOPIC_DONE "done" /* serving: under stage/0/, a batch the last stage answered */
 /* Serving: levels under sky/v1/job/<job>/ followed by one more segment
  * (the client CN, or the board id for slices). */
@@ -670,6 +671,7 @@ static inline size_t sky_topic_max_bytes(const char *topic)
 		  {SKY_TOPIC_BWD, SKY_FRAME_MAX_PAYLOAD_DEFAULT + 4096u},
 		  {SKY_TOPIC_READY, SKY_READY_MAX_BYTES},
 		  {SKY_TOPIC_NORM, SKY_NORM_MAX_BYTES},
+		  {SKY_TOPIC_GRAD, SKY_FRAME_MAX_PAYLOAD_DEFAULT + 4096u},
 		  {SKY_TOPIC_DONE, SKY_SERVE_DONE_MAX_BYTES}};
 	/* sky/v1/job/<job>/<level>/<who> (six levels) and .../<a>/<b> (seven) */
 	static const struct {

@@ -52,6 +52,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		static char buf[SKY_PLAN_MAX_BYTES];
 		if (sky_planmsg_validate(&p, NULL) != 0)
 			abort();
+		/* replicas: every board found where the plan puts it, every
+		 * micro-batch routed to a replica the stage has */
+		for (int k = 0; k < p.n_stages; k++) {
+			int nr = sky_planmsg_n_replicas(&p, k), r;
+			for (int i = 0; i < nr; i++)
+				if (sky_planmsg_find_replica(&p, sky_planmsg_replica_board(&p, k, i),
+							     &r) != k ||
+				    r != i)
+					abort();
+			for (int mb = 0; mb < p.micro_batches; mb++) {
+				r = sky_planmsg_route(&p, k, mb);
+				if (r < 0 || r >= nr)
+					abort();
+			}
+		}
 		static char again[SKY_PLAN_MAX_BYTES];
 		int n = sky_planmsg_encode(&p, buf, sizeof buf, NULL);
 		if (n > 0) {

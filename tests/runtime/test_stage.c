@@ -15,6 +15,7 @@
 #include "sky_stage.h"
 #include "sky_task.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,15 +73,20 @@ typedef struct shm {
 	mailbox box[MAX_ST][2][MAX_MB]; /* [receiving stage][dir][mb] */
 	double norm[2][64];             /* by step parity */
 	atomic_int norm_in[2];
-	float loss[MAX_ST][STEPS];
+	float loss[MAX_ST][STEPS];      /* per process (a stage's replica) */
 	int rc[MAX_ST];
 	unsigned long allocs[MAX_ST];   /* during the steps, per process */
 	float params[MAX_ST][PARAM_MAX];
+	/* stage replicas: each process's fixed-point sums, by step parity */
+	uint64_t red[MAX_ST][2][PARAM_MAX];
+	atomic_int red_in[MAX_ST][2];   /* per stage */
 } shm;
 
 typedef struct stage_run {
 	shm *sh;
 	int k, n;
+	int id, np;       /* this process, processes in all */
+	int id0, nrep;    /* its stage's first process and replicas */
 	sky_stage s;
 	void *buf;
 	int held[2]; /* the micro-batch whose mailbox recv handed out, per direction */
@@ -127,12 +133,32 @@ static int fake_share(void *ctx, long step, const double *mine, int b0, int n, d
 	int par = (int)(step & 1);
 	memcpy(sh->norm[par] + b0, mine, (size_t)n * sizeof *mine);
 	atomic_fetch_add(&sh->norm_in[par], 1);
-	while (atomic_load(&sh->norm_in[par]) < r->n)
+	while (atomic_load(&sh->norm_in[par]) < r->np)
 		spin();
 	memcpy(all, sh->norm[par], (size_t)n_all * sizeof *all);
 	/* the last reader of this parity resets it for step + 2 */
-	if (atomic_fetch_add(&sh->norm_in[par], 1) + 1 == 2 * r->n)
+	if (atomic_fetch_add(&sh->norm_in[par], 1) + 1 == 2 * r->np)
 		atomic_store(&sh->norm_in[par], 0);
+	return 0;
+}
+
+/* the replicas of a stage add their sums (every replica ends with all) */
+static int fake_reduce(void *ctx, long step, uint64_t *acc, size_t n)
+{
+	stage_run *r = ctx;
+	shm *sh = r->sh;
+	int par = (int)(step & 1);
+	if (n > PARAM_MAX)
+		return SKY_ERANGE;
+	memcpy(sh->red[r->id][par], acc, n * sizeof *acc);
+	atomic_fetch_add(&sh->red_in[r->k][par], 1);
+	while (atomic_load(&sh->red_in[r->k][par]) < r->nrep)
+		spin();
+	for (int i = r->id0; i < r->id0 + r->nrep; i++)
+		for (size_t j = 0; i != r->id && j < n; j++)
+			acc[j] += sh->red[i][par][j];
+	if (atomic_fetch_add(&sh->red_in[r->k][par], 1) + 1 == 2 * r->nrep)
+		atomic_store(&sh->red_in[r->k][par], 0);
 	return 0;
 }
 
@@ -140,18 +166,18 @@ static int fake_share(void *ctx, long step, const double *mine, int b0, int n, d
 static void stage_child(stage_run *r, long steps, long warmup, float lr)
 {
 	sky_stage_io io = {.ctx = r, .recv = fake_recv, .release = fake_release, .send = fake_send,
-			   .share_norm = fake_share};
+			   .share_norm = fake_share, .reduce = r->nrep > 1 ? fake_reduce : NULL};
 	shm *sh = r->sh;
 	alarm(300); /* a pipeline that deadlocks ends the child, and the test fails */
 	unsigned long before = sky_test_allocs();
 	int rc = 0;
 	for (long s = 0; s < steps && !rc; s++)
 		rc = sky_stage_step(&r->s, &io, sky_optim_lr_at(lr, s, steps, warmup),
-				    &sh->loss[r->k][s]);
-	sh->allocs[r->k] = sky_test_allocs() - before;
-	sh->rc[r->k] = rc;
+				    &sh->loss[r->id][s]);
+	sh->allocs[r->id] = sky_test_allocs() - before;
+	sh->rc[r->id] = rc;
 	if (r->s.n_params <= PARAM_MAX)
-		memcpy(sh->params[r->k], r->s.params, r->s.n_params * sizeof(float));
+		memcpy(sh->params[r->id], r->s.params, r->s.n_params * sizeof(float));
 	_exit(0);
 }
 
@@ -162,7 +188,11 @@ typedef struct setup {
 	float clip;
 	int n;
 	int last[MAX_ST]; /* each stage's last half-layer */
+	int fx;           /* fixed-point gradient sums on both sides */
+	int reps[MAX_ST]; /* replicas of each stage (0: 1); micro-batch mb runs on mb % reps */
 } setup;
+
+static unsigned char g_route[MAX_ST][MAX_MB];
 
 /* Runs STEPS steps of `sky train`'s arithmetic on one sky_bert and on a
  * pipeline; expects equal losses and weights. */
@@ -185,6 +215,7 @@ static void compare(const setup *u, const char *what)
 	o.micro = u->micro;
 	o.clip_norm = u->clip;
 	o.drop_seed = seed; /* the stages key their masks by their cfg.seed */
+	o.fx_sum = u->fx;
 	size_t nb = 0;
 	SKY_EXPECT(sky_bert_arena_bytes(&c, &o, &nb) == 0);
 	void *bb = malloc(nb);
@@ -216,9 +247,13 @@ static void compare(const setup *u, const char *what)
 		return;
 	memset(sh, 0, sizeof *sh);
 	static stage_run st[MAX_ST];
-	int first = 0;
-	for (int k = 0; k < u->n; k++) {
-		stage_run *r = &st[k];
+	int first = 0, np = 0;
+	for (int k = 0; k < u->n; k++)
+		np += u->reps[k] > 1 ? u->reps[k] : 1;
+	SKY_EXPECT(np <= MAX_ST);
+	for (int id = 0, k = 0, rep = 0; id < np; id++) {
+		stage_run *r = &st[id];
+		const int nrep = u->reps[k] > 1 ? u->reps[k] : 1;
 		sky_stage_cfg sc;
 		memset(&sc, 0, sizeof sc);
 		sc.model = c;
@@ -232,7 +267,15 @@ static void compare(const setup *u, const char *what)
 		sc.optim = o.optim;
 		sc.clip_norm = u->clip;
 		sc.seed = seed;
-		first = sc.last + 1;
+		sc.fx_sum = u->fx;
+		if (nrep > 1) {
+			for (int i = 0; i < u->micro; i++)
+				g_route[k][i] = (unsigned char)(i % nrep);
+			sc.route = g_route[k];
+			sc.replica = rep;
+			int share = sky_stage_share(&sc);
+			sc.in_flight = sc.in_flight < share ? sc.in_flight : share;
+		}
 		size_t bytes = 0;
 		sky_diag d;
 		sky_diag_clear(&d);
@@ -246,7 +289,16 @@ static void compare(const setup *u, const char *what)
 		r->sh = sh;
 		r->k = k;
 		r->n = u->n;
+		r->id = id;
+		r->np = np;
+		r->id0 = id - rep;
+		r->nrep = nrep;
 		SKY_EXPECT(T * (size_t)c.hidden <= BOX_FLOATS && r->s.n_params <= PARAM_MAX);
+		if (++rep == nrep) {
+			rep = 0;
+			first = sc.last + 1;
+			k++;
+		}
 	}
 	/* initial weights equal to a fresh sky_bert's, block by block */
 	{
@@ -256,7 +308,7 @@ static void compare(const setup *u, const char *what)
 		sky_arena_init(&a0, b0, nb);
 		sky_bert_carve(&m0, &c, &o, &a0);
 		sky_bert_init(&m0, seed);
-		for (int k = 0; k < u->n; k++)
+		for (int k = 0; k < np; k++)
 			for (int b = 0; b < 2 * c.layers + 2; b++) {
 				size_t n = 0;
 				const float *sp = sky_stage_block(&st[k].s, b, &n), *bp;
@@ -275,28 +327,41 @@ static void compare(const setup *u, const char *what)
 	}
 	fflush(NULL); /* the children must not write the parent's buffered output again */
 	pid_t pid[MAX_ST];
-	for (int k = 0; k < u->n; k++)
+	for (int k = 0; k < np; k++)
 		if ((pid[k] = fork()) == 0)
 			stage_child(&st[k], STEPS, warmup, o.optim.lr);
-	for (int k = 0; k < u->n; k++) {
+	for (int k = 0; k < np; k++) {
 		int status = 0;
 		SKY_EXPECT(pid[k] > 0 && waitpid(pid[k], &status, 0) == pid[k]);
 		SKY_EXPECT_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 			       "%s: stage %d's process ended with status %d", what, k, status);
 	}
-	for (int k = 0; k < u->n; k++) {
-		SKY_EXPECT_MSG(sh->rc[k] == 0, "%s: stage %d: %s", what, k, sky_strerror(sh->rc[k]));
-		SKY_EXPECT_MSG(sh->allocs[k] == 0, "%s: stage %d allocated %lu times during the steps",
+	for (int k = 0; k < np; k++) {
+		SKY_EXPECT_MSG(sh->rc[k] == 0, "%s: process %d: %s", what, k, sky_strerror(sh->rc[k]));
+		SKY_EXPECT_MSG(sh->allocs[k] == 0, "%s: process %d allocated %lu times during the steps",
 			       what, k, sh->allocs[k]);
 	}
-	const float *last_loss = sh->loss[u->n - 1];
-	for (long s = 0; s < STEPS; s++)
-		SKY_EXPECT_MSG(memcmp(&last_loss[s], &loss1[s], sizeof(float)) == 0,
-			       "%s: step %ld loss %.9g on the pipeline, %.9g on one board", what,
-			       s + 1, (double)last_loss[s], (double)loss1[s]);
-	/* final weights, block by block (each child copied its params out) */
+	/* the loss: the last stage's replicas each report their micro-batches'
+	 * share of the mean (one replica: exactly one board's) */
+	const int nlast = u->reps[u->n - 1] > 1 ? u->reps[u->n - 1] : 1;
+	float last_loss[STEPS];
+	for (long s = 0; s < STEPS; s++) {
+		last_loss[s] = 0;
+		for (int i = np - nlast; i < np; i++)
+			last_loss[s] += sh->loss[i][s];
+		if (nlast == 1)
+			SKY_EXPECT_MSG(memcmp(&last_loss[s], &loss1[s], sizeof(float)) == 0,
+				       "%s: step %ld loss %.9g on the pipeline, %.9g on one board",
+				       what, s + 1, (double)last_loss[s], (double)loss1[s]);
+		else
+			SKY_EXPECT_MSG(fabsf(last_loss[s] - loss1[s]) <= 1e-6f * loss1[s],
+				       "%s: step %ld loss %.9g on the replicas, %.9g on one board",
+				       what, s + 1, (double)last_loss[s], (double)loss1[s]);
+	}
+	/* final weights, block by block (each child copied its params out),
+	 * every replica's */
 	int diff = 0;
-	for (int k = 0; k < u->n; k++) {
+	for (int k = 0; k < np; k++) {
 		st[k].s.params = sh->params[k];
 		for (int b = 0; b < 2 * c.layers + 2; b++) {
 			size_t n = 0;
@@ -314,7 +379,7 @@ static void compare(const setup *u, const char *what)
 	}
 	SKY_EXPECT_MSG(diff == 0, "%s: %d blocks differ after %d steps", what, diff, STEPS);
 	SKY_EXPECT(last_loss[STEPS - 1] > 0);
-	for (int k = 0; k < u->n; k++)
+	for (int k = 0; k < np; k++)
 		free(st[k].buf);
 	munmap(sh, sizeof *sh);
 	free(ids);
@@ -328,19 +393,19 @@ SKY_TEST(stage_pipeline_equals_one_board_1f1b_adamw_uneven_halves)
 {
 	/* 3 layers = half-layers 0..5: stage 1 holds layer 1's attention
 	 * alone, stage 2 starts with layer 1's feed-forward block */
-	setup u = {3, 4, SKY_SCHEDULE_1F1B, SKY_OPTIM_ADAMW, 0.01f, 3, {1, 2, 5}};
+	setup u = {3, 4, SKY_SCHEDULE_1F1B, SKY_OPTIM_ADAMW, 0.01f, 3, {1, 2, 5}, 0, {0}};
 	compare(&u, "1f1b adamw 3 stages");
 }
 
 SKY_TEST(stage_pipeline_equals_one_board_gpipe_sgd_four_stages)
 {
-	setup u = {2, 4, SKY_SCHEDULE_GPIPE, SKY_OPTIM_SGD, 0.02f, 4, {0, 1, 2, 3}};
+	setup u = {2, 4, SKY_SCHEDULE_GPIPE, SKY_OPTIM_SGD, 0.02f, 4, {0, 1, 2, 3}, 0, {0}};
 	compare(&u, "gpipe sgd 4 stages");
 }
 
 SKY_TEST(stage_pipeline_equals_one_board_more_stages_than_micro_batches)
 {
-	setup u = {3, 2, SKY_SCHEDULE_1F1B, SKY_OPTIM_SGD, 0.0f, 5, {0, 2, 3, 4, 5}};
+	setup u = {3, 2, SKY_SCHEDULE_1F1B, SKY_OPTIM_SGD, 0.0f, 5, {0, 2, 3, 4, 5}, 0, {0}};
 	compare(&u, "1f1b sgd 5 stages, 2 micro-batches, no clip");
 }
 
@@ -350,16 +415,44 @@ SKY_TEST(stage_pipeline_equals_one_board_more_stages_than_micro_batches)
 SKY_TEST(stage_pipeline_with_dropout_equals_one_board)
 {
 	g_drop = 1;
-	setup a = {3, 4, SKY_SCHEDULE_1F1B, SKY_OPTIM_ADAMW, 0.01f, 3, {1, 2, 5}};
+	setup a = {3, 4, SKY_SCHEDULE_1F1B, SKY_OPTIM_ADAMW, 0.01f, 3, {1, 2, 5}, 0, {0}};
 	compare(&a, "dropout, 1f1b adamw 3 stages");
-	setup b = {2, 3, SKY_SCHEDULE_GPIPE, SKY_OPTIM_SGD, 0.02f, 4, {0, 1, 2, 3}};
+	setup b = {2, 3, SKY_SCHEDULE_GPIPE, SKY_OPTIM_SGD, 0.02f, 4, {0, 1, 2, 3}, 0, {0}};
 	compare(&b, "dropout, gpipe sgd 4 stages");
+	g_drop = 0;
+}
+
+/* Fixed-point gradient sums (`sky train --exact-sum`): a pipeline equals
+ * one board bit for bit as before, and so do stage replicas, however the
+ * micro-batches are shared among them (every replica ends each step with
+ * the same weights). */
+SKY_TEST(stage_fixed_point_pipeline_equals_one_board)
+{
+	setup a = {3, 4, SKY_SCHEDULE_1F1B, SKY_OPTIM_ADAMW, 0.01f, 3, {1, 2, 5}, 1, {0}};
+	compare(&a, "fixed point, 1f1b adamw 3 stages");
+}
+
+SKY_TEST(stage_replicas_equal_one_board_1f1b)
+{
+	/* stage 1 on 2 replicas, stage 2 on 2: 5 processes */
+	setup a = {3, 4, SKY_SCHEDULE_1F1B, SKY_OPTIM_ADAMW, 0.01f, 3, {1, 2, 5}, 1, {1, 2, 2}};
+	compare(&a, "replicas, 1f1b adamw 3 stages");
+}
+
+SKY_TEST(stage_replicas_equal_one_board_gpipe_unequal_shares)
+{
+	/* stage 0 on 3 replicas sharing 5 micro-batches 2/2/1, stage 1 on 2 (3/2) */
+	setup a = {2, 5, SKY_SCHEDULE_GPIPE, SKY_OPTIM_SGD, 0.02f, 2, {1, 3}, 1, {3, 2}};
+	compare(&a, "replicas, gpipe sgd 2 stages, unequal shares");
+	g_drop = 1;
+	setup b = {2, 4, SKY_SCHEDULE_1F1B, SKY_OPTIM_ADAMW, 0.01f, 2, {2, 3}, 1, {2, 1}};
+	compare(&b, "replicas with dropout, 1f1b");
 	g_drop = 0;
 }
 
 SKY_TEST(stage_one_stage_is_one_board)
 {
-	setup u = {2, 3, SKY_SCHEDULE_GPIPE, SKY_OPTIM_ADAMW, 1.0f, 1, {3}};
+	setup u = {2, 3, SKY_SCHEDULE_GPIPE, SKY_OPTIM_ADAMW, 1.0f, 1, {3}, 0, {0}};
 	compare(&u, "1 stage");
 }
 

@@ -306,3 +306,182 @@ SKY_TEST(data_owner_round_trip_and_refusals)
 	g_p.train.ckpt_every = 2;
 	SKY_EXPECT_EQ(sky_planmsg_encode(&g_p, buf, sizeof buf, &d), SKY_EINVAL);
 }
+
+/* 3 stages of a 3-layer model, stage 1 on b01 and replica r01 (route
+ * 0,1,1,0: two micro-batches each), a training plan */
+static void sample_reps(sky_planmsg *p)
+{
+	sample(p, 3, 3);
+	p->train.steps = 3;
+	strcpy(p->train.sched, "1f1b");
+	strcpy(p->train.optim, "adamw");
+	p->train.lr = 1e-3;
+	p->train.seed = 1;
+	p->stages[1].in_flight = 2;
+	sky_plan_replica r;
+	memset(&r, 0, sizeof r);
+	strcpy(r.board, "r01");
+	r.in_flight = 2;
+	r.arena_bytes = 2000001;
+	SKY_EXPECT_EQ(sky_planmsg_add_replica(p, 1, &r), 1);
+	const unsigned char route[4] = {0, 1, 1, 0};
+	sky_planmsg_set_route(p, 1, route);
+}
+
+SKY_TEST(replicas_round_trip_and_route)
+{
+	static char buf[SKY_PLAN_MAX_BYTES], again[SKY_PLAN_MAX_BYTES];
+	sky_diag d;
+	sky_diag_clear(&d);
+	sample_reps(&g_p);
+	int n = sky_planmsg_encode(&g_p, buf, sizeof buf, &d);
+	SKY_EXPECT_MSG(n > 0, "%s", d.msg);
+	SKY_EXPECT_MSG(strstr(buf, "\"replicas\":[{\"board\":\"r01\",\"in_flight\":2,"
+				   "\"arena_bytes\":2000001}],\"route\":[0,1,1,0]") != NULL,
+		       "%s", buf);
+	SKY_EXPECT_EQ(sky_planmsg_decode(buf, (size_t)n, &g_back, &d), 0);
+	SKY_EXPECT_EQ(g_back.n_reps, 1);
+	SKY_EXPECT_EQ(sky_planmsg_n_replicas(&g_back, 0), 1);
+	SKY_EXPECT_EQ(sky_planmsg_n_replicas(&g_back, 1), 2);
+	SKY_EXPECT(strcmp(sky_planmsg_replica_board(&g_back, 1, 1), "r01") == 0);
+	SKY_EXPECT(strcmp(sky_planmsg_replica_board(&g_back, 1, 0), "b01") == 0);
+	SKY_EXPECT(sky_planmsg_replica_board(&g_back, 1, 2) == NULL);
+	SKY_EXPECT_EQ(sky_planmsg_route(&g_back, 1, 2), 1);
+	SKY_EXPECT_EQ(sky_planmsg_route(&g_back, 1, 3), 0);
+	SKY_EXPECT_EQ(sky_planmsg_route(&g_back, 0, 2), 0);
+	SKY_EXPECT_EQ(sky_planmsg_route(&g_back, 1, 4), -1);
+	int r = -1;
+	SKY_EXPECT_EQ(sky_planmsg_find_replica(&g_back, "r01", &r), 1);
+	SKY_EXPECT_EQ(r, 1);
+	SKY_EXPECT_EQ(sky_planmsg_find_replica(&g_back, "b02", &r), 2);
+	SKY_EXPECT_EQ(r, 0);
+	SKY_EXPECT_EQ(sky_planmsg_find_replica(&g_back, "zz", &r), -1);
+	SKY_EXPECT_EQ(sky_planmsg_find(&g_back, "r01"), -1); /* the stage's own boards only */
+	int n2 = sky_planmsg_encode(&g_back, again, sizeof again, &d);
+	SKY_EXPECT(n2 == n && memcmp(buf, again, (size_t)n) == 0);
+	/* one board per stage: exactly today's bytes, no replica keys */
+	sample(&g_p, 3, 3);
+	n = sky_planmsg_encode(&g_p, buf, sizeof buf, &d);
+	SKY_EXPECT(n > 0 && strstr(buf, "replicas") == NULL && strstr(buf, "route") == NULL);
+	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
+}
+
+/* the replica plan's JSON with `from` replaced by `to`, decoded */
+static int decode_reps_edited(const char *from, const char *to, sky_diag *d)
+{
+	static char buf[SKY_PLAN_MAX_BYTES], out[SKY_PLAN_MAX_BYTES];
+	sample_reps(&g_p);
+	g_p.train.sealed = 1;
+	for (int i = 0; i < g_p.n_stages; i++)
+		strcpy(g_p.stages[i].key, "a2V5");
+	strcpy(g_p.reps[0].key, "a2V5");
+	int n = sky_planmsg_encode(&g_p, buf, sizeof buf, NULL);
+	char *at = strstr(buf, from);
+	if (n <= 0 || !at)
+		return 1000;
+	snprintf(out, sizeof out, "%.*s%s%s", (int)(at - buf), buf, to, at + strlen(from));
+	sky_diag_clear(d);
+	return sky_planmsg_decode(out, strlen(out), &g_back, d);
+}
+
+SKY_TEST(malformed_and_forged_replica_plans_are_refused)
+{
+	sky_diag d;
+#define REFUSED(from, to, rc, text)                                                   \
+	do {                                                                          \
+		SKY_EXPECT_EQ(decode_reps_edited(from, to, &d), rc);                  \
+		SKY_EXPECT_MSG(strstr(d.msg, text) != NULL, "%s: %s", to, d.msg);     \
+	} while (0)
+	SKY_EXPECT_EQ(decode_reps_edited("\"route\":[0,1,1,0]", "\"route\":[0,1,1,0]", &d), 0);
+	/* a replica that is another stage's board, or twice in the plan */
+	REFUSED("\"board\":\"r01\"", "\"board\":\"b02\"", SKY_EINVAL,
+		"board b02 is stage 2's and a replica");
+	REFUSED("\"board\":\"r01\"", "\"board\":\"b01\"", SKY_EINVAL,
+		"board b01 is stage 1's and a replica");
+	REFUSED("\"board\":\"r01\",\"in_flight\":2,\"arena_bytes\":2000001,\"key\":\"a2V5\"}",
+		"\"board\":\"r01\",\"in_flight\":1,\"arena_bytes\":1,\"key\":\"a2V5\"},"
+		"{\"board\":\"r01\",\"in_flight\":1,\"arena_bytes\":1,\"key\":\"a2V5\"}",
+		SKY_EINVAL, "board r01 is a replica twice");
+	REFUSED("\"board\":\"r01\"", "\"board\":\"r/1\"", SKY_EINVAL, "replica 1 board id");
+	/* routes: length, range, a replica with no micro-batch */
+	REFUSED("\"route\":[0,1,1,0]", "\"route\":[0,1,1]", SKY_EFORMAT,
+		"route has 3 entries, micro_batches is 4");
+	REFUSED("\"route\":[0,1,1,0]", "\"route\":[0,1,2,0]", SKY_ERANGE,
+		"route[2] must be a replica number 0 to 1");
+	REFUSED("\"route\":[0,1,1,0]", "\"route\":[0,1,-1,0]", SKY_ERANGE, "route[2]");
+	REFUSED("\"route\":[0,1,1,0]", "\"route\":[0,1,0.5,0]", SKY_ERANGE, "route[2]");
+	REFUSED("\"route\":[0,1,1,0]", "\"route\":[0,1,\"1\",0]", SKY_ERANGE, "route[2]");
+	REFUSED("\"route\":[0,1,1,0]", "\"route\":[0,0,0,0]", SKY_EINVAL,
+		"stage 1 replica 1 (r01) runs no micro-batch");
+	REFUSED("\"route\":[0,1,1,0]", "\"route\":[1,1,1,1]", SKY_EINVAL,
+		"stage 1 replica 0 (b01) runs no micro-batch");
+	/* in flight beyond the replica's share */
+	REFUSED("\"route\":[0,1,1,0]", "\"route\":[0,1,0,0]", SKY_ERANGE,
+		"stage 1 replica 1 in_flight 2, allowed 1 to 1");
+	REFUSED("\"route\":[0,1,1,0]", "\"route\":[0,1,1,1]", SKY_ERANGE,
+		"stage 1 in_flight 2, allowed 1 to 1");
+	/* one without the other, wrong types, sealed without a key */
+	REFUSED(",\"route\":[0,1,1,0]", "", SKY_EFORMAT, "go together");
+	REFUSED("\"replicas\":[", "\"replicas\":[],\"x\":[", SKY_EFORMAT, "go together");
+	REFUSED("\"replicas\":[{", "\"replicas\":[7,{", SKY_EFORMAT, "replicas[0]: must be an object");
+	REFUSED("\"arena_bytes\":2000001,\"key\":\"a2V5\"", "\"arena_bytes\":2000001", SKY_EINVAL,
+		"sealed frames but stage 1 replica 1 has no key");
+	REFUSED("\"in_flight\":2,\"arena_bytes\":2000001", "\"arena_bytes\":2000001", SKY_ENOTFOUND,
+		"in_flight");
+	/* not for a data owner's plan, nor a serving one */
+	REFUSED("\"seed\":1,", "\"seed\":1,\"owner\":\"b00\",\"owner_lag\":1,", SKY_EINVAL,
+		"must hold the first and the last");
+	sample_reps(&g_p);
+	strcpy(g_p.train.owner, "b00");
+	strcpy(g_p.stages[2].board, "b00");
+	char buf[SKY_PLAN_MAX_BYTES];
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_planmsg_encode(&g_p, buf, sizeof buf, &d), SKY_EINVAL);
+	SKY_EXPECT_MSG(strstr(d.msg, "a data owner has no stage replicas") != NULL, "%s", d.msg);
+	sample_reps(&g_p);
+	g_p.train.steps = 0;
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_planmsg_encode(&g_p, buf, sizeof buf, &d), SKY_EINVAL);
+	SKY_EXPECT_MSG(strstr(d.msg, "for training plans only") != NULL, "%s", d.msg);
+	/* a plan struct whose replica lists disagree */
+	sample_reps(&g_p);
+	g_p.n_reps = 2;
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_planmsg_encode(&g_p, buf, sizeof buf, &d), SKY_EINVAL);
+	SKY_EXPECT_MSG(strstr(d.msg, "2 replicas listed, 1 belong") != NULL, "%s", d.msg);
+	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
+#undef REFUSED
+}
+
+SKY_TEST(replicas_fill_up_to_the_limit)
+{
+	static char buf[SKY_PLAN_MAX_BYTES];
+	sky_diag d;
+	sample(&g_p, 2, 2);
+	g_p.micro_batches = 128;
+	g_p.train.steps = 1;
+	strcpy(g_p.train.sched, "gpipe");
+	strcpy(g_p.train.optim, "sgd");
+	g_p.train.lr = 0.1;
+	sky_plan_replica r;
+	memset(&r, 0, sizeof r);
+	r.in_flight = 1;
+	unsigned char route[128];
+	for (int k = 0; k < 2; k++) {
+		for (int i = 0; i < SKY_PLANMSG_MAX_REPLICAS / 2; i++) {
+			snprintf(r.board, sizeof r.board, "r%d_%d", k, i);
+			SKY_EXPECT_EQ(sky_planmsg_add_replica(&g_p, k, &r), i + 1);
+		}
+		for (int mb = 0; mb < 128; mb++)
+			route[mb] = (unsigned char)(mb % (1 + SKY_PLANMSG_MAX_REPLICAS / 2));
+		sky_planmsg_set_route(&g_p, k, route);
+	}
+	SKY_EXPECT_EQ(sky_planmsg_add_replica(&g_p, 1, &r), SKY_ERANGE);
+	SKY_EXPECT_EQ(sky_planmsg_add_replica(&g_p, 0, &r), SKY_ERANGE);
+	sky_diag_clear(&d);
+	int n = sky_planmsg_encode(&g_p, buf, sizeof buf, &d);
+	SKY_EXPECT_MSG(n > 0, "%s", d.msg);
+	SKY_EXPECT_EQ(sky_planmsg_decode(buf, (size_t)n, &g_back, &d), 0);
+	SKY_EXPECT_EQ(g_back.n_reps, SKY_PLANMSG_MAX_REPLICAS);
+	SKY_EXPECT_EQ(sky_planmsg_route(&g_back, 1, 127), 127 % 33);
+}

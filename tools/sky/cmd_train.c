@@ -26,7 +26,7 @@ typedef struct train_args {
 	const char *data, *eval_data;     /* prepared sets (sky data prepare) */
 	long layers, steps, seed, batch, seq, micro, eval, threads, warmup, epochs;
 	double lr, clip;
-	int json, quiet, init_weights, steps_given, lr_given;
+	int json, quiet, init_weights, steps_given, lr_given, exact_sum;
 } train_args;
 
 static void usage(FILE *to)
@@ -52,6 +52,8 @@ static void usage(FILE *to)
 		"  --batch B       sequences per micro-batch (default: the preset's)\n"
 		"  --seq S         tokens per sequence (default: the preset's)\n"
 		"  --micro N       micro-batches per step, gradients accumulated (default 1)\n"
+		"  --exact-sum     add the micro-batches' gradients in fixed point, in no order\n"
+		"                  (what a fleet job with stage replicas computes, bit for bit)\n"
 		"  --lr X          learning rate (default: adamw 1e-3, sgd 0.05)\n"
 		"  --optim NAME    adamw|sgd (sgd: momentum 0.9) (default adamw)\n"
 		"  --clip X        global gradient norm clip, 0 off (default 1)\n"
@@ -72,7 +74,7 @@ static void usage(FILE *to)
 enum {
 	O_MODEL = SKY_OPT_FIRST, O_OPTIM, O_SAVE, O_LAYERS, O_STEPS, O_SEED, O_BATCH, O_SEQ,
 	O_MICRO, O_EVAL, O_THREADS, O_LR, O_CLIP, O_WARMUP, O_JSON, O_QUIET, O_MODEL_DIR,
-	O_SAVE_DIR, O_INIT_WEIGHTS, O_DATA, O_EVAL_DATA, O_EPOCHS
+	O_SAVE_DIR, O_INIT_WEIGHTS, O_DATA, O_EVAL_DATA, O_EPOCHS, O_EXACT_SUM
 };
 
 static const struct option k_opts[] = {
@@ -90,6 +92,7 @@ static const struct option k_opts[] = {
 	{"data", required_argument, NULL, O_DATA},
 	{"eval-data", required_argument, NULL, O_EVAL_DATA},
 	{"epochs", required_argument, NULL, O_EPOCHS},
+	{"exact-sum", no_argument, NULL, O_EXACT_SUM},
 	SKY_OPT_STD,					 {0}};
 
 /* Returns 0 to go on, 1 after --help/--version, SKY_EINVAL (reported). */
@@ -187,6 +190,9 @@ static int parse(int argc, char **argv, train_args *a)
 			break;
 		case O_CLIP:
 			rc = sky_cli_double(cmd, o, v, 0, 1e9, &a->clip);
+			break;
+		case O_EXACT_SUM:
+			a->exact_sum = 1;
 			break;
 		default:
 			return SKY_EINVAL;
@@ -303,6 +309,10 @@ int sky_cmd_train(int argc, char **argv)
 	int prc = parse(argc, argv, &a);
 	if (prc)
 		return prc > 0 ? 0 : 2;
+	if (a.data && a.exact_sum) {
+		fprintf(stderr, "sky train: --exact-sum is not available with --data yet\n");
+		return 2;
+	}
 	if (a.data) {
 		openblas_set_num_threads((int)a.threads);
 		sky_train_data_args t = {
@@ -357,6 +367,7 @@ int sky_cmd_train(int argc, char **argv)
 	o.micro = (int)a.micro;
 	o.clip_norm = (float)a.clip;
 	o.drop_seed = (uint64_t)a.seed; /* the config's dropout, masks from the run's seed */
+	o.fx_sum = a.exact_sum;
 	openblas_set_num_threads((int)a.threads);
 
 	/* measure, allocate once, carve, seal */
