@@ -55,6 +55,9 @@ typedef struct sky_job_req {
 	int ckpt_every;         /* "checkpoint_every": K (default 10), 0: no checkpoints,
 				 * and no re-plans when a board dies */
 	int link_blind;         /* 1: plan without pricing site paths ("link_blind":true) */
+	char tokenizer[9];      /* infer: "tokenizer":"<8 hex>", the hash of the served
+				 * model's tokenizer (sky_tokenizer.h), copied into the
+				 * plan so a text client can check its own; "" none */
 } sky_job_req;
 
 /* Zeroes j and writes the default of every field a job document may leave

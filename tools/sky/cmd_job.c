@@ -26,6 +26,7 @@
 #include "sky_sign.h"
 #include "sky_thread.h"
 #include "sky_topics.h"
+#include "sky_tokenizer.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,7 +184,8 @@ static void usage(FILE *to)
 		"                       --seed S --warmup W --clip C --stall-s S --plaintext-frames\n"
 		"                       --checkpoint-every K --data-owner BOARD]\n"
 		"                      [--task infer --weights F.safetensors [--batch B] [--wait-ms W]\n"
-		"                       [--queue Q] [--clients a,b] [--chunk-bytes N] [--no-replan]]\n"
+		"                       [--queue Q] [--clients a,b] [--chunk-bytes N] [--no-replan]\n"
+		"                       [--tokenizer DIR]]\n"
 		"       sky job watch JOB --pki DIR --broker HOST:PORT [--timeout S] [--json]\n"
 		"       sky job collect JOB --pki DIR --broker HOST:PORT --out F.safetensors [--timeout S]\n"
 		"       sky job cancel --job JOB --pki DIR --broker HOST:PORT [--ack-timeout S] [--json]\n"
@@ -214,6 +216,9 @@ static void usage(FILE *to)
 		"any). A board of the plan that dies or is revoked re-plans the job over the\n"
 		"boards left, and the requests it had not answered are replayed to the new first\n"
 		"stage; --no-replan leaves the plan waiting for the board instead.\n"
+		"--tokenizer DIR: the model's Hugging Face directory (vocab.txt or\n"
+		"tokenizer.json); its tokenizer's hash goes into the job and its plan, and `sky\n"
+		"infer --model-dir D --text ...` refuses a directory whose tokenizer differs.\n"
 		"Tests: --corrupt-chunk N damages chunk N after hashing it,\n"
 		"--claim-sha256 HEX names another hash than the file's.\n"
 		"--checkpoint-every K (default 0: off; a job file's default is 10): every K steps\n"
@@ -286,7 +291,7 @@ enum {
 	O_LAYERS, O_SEQ, O_BATCH, O_TASK, O_STEPS, O_OPTIM, O_LR, O_SEED, O_WARMUP, O_CLIP,
 	O_STALL, O_MICRO, O_MIN_BOARDS, O_WAIT_BOARDS, O_ACK, O_WAIT, O_JSON, O_PLAINTEXT,
 	O_WEIGHTS, O_WAIT_MS, O_QUEUE, O_CLIENTS, O_CHUNK, O_CORRUPT, O_CLAIM, O_CKPT, O_LINK_BLIND,
-	O_OWNER, O_NO_REPLAN
+	O_OWNER, O_NO_REPLAN, O_TOKENIZER
 };
 static const struct option k_submit_opts[] = {
 	{"pki", required_argument, NULL, O_PKI},
@@ -326,6 +331,7 @@ static const struct option k_submit_opts[] = {
 	{"claim-sha256", required_argument, NULL, O_CLAIM},
 	{"checkpoint-every", required_argument, NULL, O_CKPT},
 	{"no-replan", no_argument, NULL, O_NO_REPLAN},
+	{"tokenizer", required_argument, NULL, O_TOKENIZER},
 	{"link-blind", no_argument, NULL, O_LINK_BLIND},
 	{"data-owner", required_argument, NULL, O_OWNER},
 	SKY_OPT_STD,
@@ -423,6 +429,21 @@ static int opt_infer(submit *s, int c, const char *a, const char *val)
 	case O_NO_REPLAN:
 		j->no_replan = 1;
 		break;
+	case O_TOKENIZER: {
+		/* the model's tokenizer: its hash goes into the plan, so a text
+		 * client (sky infer --model-dir) can check it has the same one */
+		sky_tokenizer t;
+		sky_diag td;
+		sky_diag_clear(&td);
+		sky_tok_init(&t);
+		if (sky_tok_load_dir(&t, val, &td) != 0) {
+			fprintf(stderr, "sky job submit: --tokenizer %s: %s\n", val, td.msg);
+			return 2;
+		}
+		snprintf(j->tokenizer, sizeof j->tokenizer, "%08x", (unsigned)t.hash);
+		sky_tok_free(&t);
+		break;
+	}
 	default:
 		return NOT_MINE;
 	}
@@ -570,6 +591,10 @@ static int submit_opts(submit *s, int argc, char **argv)
 	}
 	if (s->weights && !s->j.infer) {
 		fprintf(stderr, "sky job submit: --weights goes with --task infer\n");
+		return 2;
+	}
+	if (s->j.tokenizer[0] && !s->j.infer) {
+		fprintf(stderr, "sky job submit: --tokenizer goes with --task infer\n");
 		return 2;
 	}
 	return parse_clients(&s->j, s->clients) ? 2 : -1;
