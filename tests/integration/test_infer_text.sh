@@ -98,6 +98,54 @@ else
 	fail infer_text_prints_label_and_probabilities "$(head -c 300 "$W/plain.out" "$W/plain.err")"
 fi
 
+# the same through the directory: sky eval --model-dir D --precision int8
+# quantises D as the submit did
+ids=$("$SKY" tokenize --model-dir "$D" --text "$T1" --json | python3 -c 'import json,sys; print(",".join(str(i) for i in json.load(sys.stdin)["input_ids"]))')
+if "$SKY" eval --model-dir "$D" --precision int8 --tokens "$ids" >"$W/dir.want" 2>"$W/dir.err" &&
+	check one 0 dir 2>"$W/dir.check"; then
+	pass infer_text_answer_is_sky_eval_model_dir_int8
+else
+	fail infer_text_answer_is_sky_eval_model_dir_int8 "$(head -c 300 "$W/dir.want" "$W/dir.err" "$W/dir.check")"
+fi
+# sky eval --model-dir D --data --precision int8: the metrics of the int8
+# logits of the same rows (sky eval --input), at two batch sizes
+printf 'sentence\tlabel\nhello world\tcold\nwarm warm\twarm\ncold day\tcold\nwarm hello\twarm\nworld cold\tcold\nhello\twarm\nwarm cold world\twarm\nday\tcold\ncold cold\tcold\n' >"$W/dev.tsv"
+"$SKY" data prepare --model-dir "$D" --input "$W/dev.tsv" --out "$W/dev.skyds" --seq 16 --labels cold,warm \
+	>"$W/prep.log" 2>&1
+ok=1
+for b in 8 3; do
+	"$SKY" eval --model-dir "$D" --data "$W/dev.skyds" --precision int8 --batch $b --json \
+		>"$W/int8.$b.json" 2>"$W/int8.$b.err" || ok=0
+done
+"$SKY" eval --model-dir "$D" --precision int8 --input "$W/dev.skyds" --seq 16 >"$W/int8.rows" 2>&1 || ok=0
+if [ $ok = 1 ] && python3 - "$W/int8.8.json" "$W/int8.3.json" "$W/int8.rows" <<'EOF' 2>"$W/int8.check"; then
+import json, math, sys
+labels = [0, 1, 0, 1, 0, 1, 1, 0, 0]
+rows = [json.loads(l)["logits"] for l in open(sys.argv[3]) if l.startswith("{")]
+assert len(rows) == len(labels), rows
+loss = sum(math.log(sum(math.exp(v - max(r)) for v in r)) + max(r) - r[y] for r, y in zip(rows, labels)) / len(rows)
+acc = sum(max(range(2), key=lambda k: r[k]) == y for r, y in zip(rows, labels)) / len(rows)
+for f in sys.argv[1:3]:
+    j = json.load(open(f))
+    assert j["precision"] == "int8" and j["rows"] == 9, j
+    assert abs(j["accuracy"] - acc) < 1e-12 and abs(j["loss"] - loss) < 1e-9, (j, acc, loss)
+EOF
+	pass infer_text_eval_int8_data_metrics_are_its_logits
+else
+	fail infer_text_eval_int8_data_metrics_are_its_logits "$(head -c 400 "$W/int8.8.json" "$W/int8.8.err" "$W/int8.check")"
+fi
+# a directory int8 cannot run (not a preset's shapes) is refused with the reason
+mkdir -p "$W/odd"
+cp "$D/vocab.txt" "$D/model.safetensors" "$W/odd/"
+sed 's/"hidden_size": 32/"hidden_size": 40/' "$D/config.json" >"$W/odd/config.json"
+"$SKY" eval --model-dir "$W/odd" --precision int8 --data "$W/dev.skyds" >"$W/odd.out" 2>&1
+rc=$?
+if [ $rc = 2 ] && grep -q "has none of the shapes of tiny" "$W/odd.out"; then
+	pass infer_text_eval_int8_odd_shapes_refused
+else
+	fail infer_text_eval_int8_odd_shapes_refused "rc $rc: $(head -c 300 "$W/odd.out")"
+fi
+
 # ---- a file: a plain line, a JSON Lines pair, a text over the plan's 16 tokens -----
 T3="warm warm cold hello world warm cold, cold! hello world warm cold warm world hello"
 printf '%s\n{"text":"cold world","pair":"warm hello"}\n%s\n' "$T1" "$T3" >"$W/in.txt"
