@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 typedef struct e_args {
 	const char *weights, *precision;
@@ -517,8 +516,9 @@ static int eval_dir_int8(const e_args *a)
 		seq = ds.meta.seq;
 	}
 	const char *td = getenv("TMPDIR");
-	snprintf(tmp, sizeof tmp, "%s/sky-eval-%ld.int8.safetensors", td && *td ? td : "/tmp",
-		 (long)getpid());
+	/* a name no other run picks: the time in ns and an address of this one */
+	snprintf(tmp, sizeof tmp, "%s/sky-eval-%lx-%lx.int8.safetensors", td && *td ? td : "/tmp",
+		 (unsigned long)(sky_clock_s() * 1e9), (unsigned long)(size_t)&hc);
 	sky_quant_cli_task t = {.model = preset, .seq = seq, .batch = 0, .seed = 1};
 	if ((rc = sky_quantize_file(w, tmp, 8, &t, SKY_QUANT_QUIET)) != 0) {
 		fprintf(stderr, "sky eval: %s could not be quantised (see above)\n", w);
