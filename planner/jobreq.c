@@ -84,6 +84,14 @@ static int parse_infer(const cJSON *doc, sky_job_req *j, sky_diag *d)
 	if (!sky_plan_sha256_ok(j->weights))
 		return sky_diag_set(d, SKY_EFORMAT, "job %s: weights must be 64 lower-case hex digits",
 				    j->job);
+	if (cJSON_GetObjectItemCaseSensitive(doc, "tokenizer") &&
+	    ((rc = sky_json_str(doc, "tokenizer", j->tokenizer, sizeof j->tokenizer, "job", d)) ||
+	     !sky_plan_tokhash_ok(j->tokenizer)))
+		return rc ? rc
+			  : sky_diag_set(d, SKY_EFORMAT,
+					 "job %s: tokenizer must be 8 lower-case hex digits (the "
+					 "tokenizer's hash)",
+					 j->job);
 	const cJSON *rp = cJSON_GetObjectItemCaseSensitive(doc, "replan");
 	if (rp && !cJSON_IsBool(rp))
 		return sky_diag_set(d, SKY_EFORMAT, "job %s: replan must be true or false", j->job);
@@ -299,6 +307,9 @@ int sky_job_req_encode(const sky_job_req *j, char *buf, size_t cap)
 				       j->serve_batch);
 		if (j->no_replan)
 			k2 += snprintf(infer + k2, sizeof infer - (size_t)k2, ",\"replan\":false");
+		if (j->tokenizer[0])
+			k2 += snprintf(infer + k2, sizeof infer - (size_t)k2, ",\"tokenizer\":\"%s\"",
+				       j->tokenizer);
 		if (j->n_clients)
 			k2 += snprintf(infer + k2, sizeof infer - (size_t)k2, ",\"clients\":[");
 		for (int i = 0; i < j->n_clients && k2 > 0 && (size_t)k2 < sizeof infer; i++)

@@ -44,7 +44,9 @@ typedef struct sky_job_req {
 	 * tokenizer hash, which the set's must equal ("" not checked) */
 	char dataset[65];       /* "" none: the synthetic task */
 	char eval_dataset[65];  /* "" none; only with dataset */
-	char tokenizer[9];      /* 8 lower-case hex digits, or "" */
+	char tokenizer[9];      /* 8 lower-case hex digits, or "": also, for "task":"infer",
+				 * the served model's tokenizer (sky_tokenizer.h), copied
+				 * into the plan so a text client can check its own */
 	char dataset_sha256[65]; /* "dataset_sha256": the set's file hash the job was made for
 				  * (64 lower-case hex digits), "" any */
 	/* serving ("task":"infer"): the int8 model uploaded to the planner

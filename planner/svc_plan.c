@@ -376,6 +376,7 @@ static int fill_infer(svc *s, const svc_job *j, sky_planmsg *p, sky_diag *d)
 	in->predicted_seq_s = bottleneck_s > 0 ? r->serve_batch / bottleneck_s : 0;
 	in->threads = 0;
 	in->sealed = 1;
+	snprintf(in->tokenizer, sizeof in->tokenizer, "%s", r->tokenizer);
 	for (int k = 0; k < p->n_stages; k++) {
 		int rc = sky_deploy_cut(&s->deploy, r->weights, p->stages[k].first, p->stages[k].last,
 					&p->stages[k].slice, d);

@@ -172,6 +172,15 @@ int sky_plan_sha256_ok(const char *s)
 	return n == SKY_PLAN_SHA256_HEX;
 }
 
+int sky_plan_tokhash_ok(const char *s)
+{
+	size_t n;
+	for (n = 0; s && s[n]; n++)
+		if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+			return 0;
+	return n == 8;
+}
+
 int sky_planmsg_client_ok(const sky_planmsg *p, const char *cn)
 {
 	if (!cn || !sky_topic_segment_ok(cn))
@@ -205,6 +214,9 @@ static int validate_infer(const sky_planmsg *p, sky_diag *d)
 	    !(in->predicted_seq_s >= 0 && in->predicted_seq_s < 1e9) || in->n_clients < 0 ||
 	    in->n_clients > SKY_PLAN_MAX_CLIENTS)
 		return sky_diag_set(d, SKY_ERANGE, "plan %s: an infer setting is out of range", p->job);
+	if (in->tokenizer[0] && !sky_plan_tokhash_ok(in->tokenizer))
+		return sky_diag_set(d, SKY_EFORMAT,
+				    "plan %s: infer.tokenizer must be 8 lower-case hex digits", p->job);
 	for (int i = 0; i < in->n_clients; i++)
 		if (!sky_topic_segment_ok(in->clients[i]) ||
 		    strncmp(in->clients[i], SKY_TOPIC_CLIENT_PREFIX,
@@ -396,6 +408,8 @@ int sky_planmsg_encode(const sky_planmsg *p, char *buf, size_t cap, sky_diag *d)
 		cJSON_AddNumberToObject(inf, "predicted_seq_s", in->predicted_seq_s);
 		cJSON_AddNumberToObject(inf, "threads", in->threads);
 		cJSON_AddBoolToObject(inf, "sealed", in->sealed != 0);
+		if (in->tokenizer[0])
+			cJSON_AddStringToObject(inf, "tokenizer", in->tokenizer);
 	}
 	cJSON *arr = cJSON_AddArrayToObject(doc, "stages");
 	for (int i = 0; arr && i < p->n_stages; i++) {
@@ -613,6 +627,10 @@ int sky_planmsg_decode(const char *buf, size_t len, sky_planmsg *p, sky_diag *d)
 			goto exit;
 		}
 		in->sealed = cJSON_IsTrue(sealed);
+		if (cJSON_GetObjectItemCaseSensitive(inf, "tokenizer") &&
+		    (rc = sky_json_str(inf, "tokenizer", in->tokenizer, sizeof in->tokenizer,
+				       "plan.infer", d)) != 0)
+			goto exit;
 		if (!cJSON_IsArray(cl) || cJSON_GetArraySize(cl) > SKY_PLAN_MAX_CLIENTS) {
 			rc = sky_diag_set(d, SKY_EFORMAT,
 					  "plan %s: infer.clients must be an array of at most %d ids",

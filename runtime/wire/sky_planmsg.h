@@ -155,6 +155,8 @@ typedef struct sky_plan_infer {
 	double predicted_seq_s;  /* planner's predicted throughput (0: unknown) */
 	int threads;             /* 0: the board profile's threads */
 	int sealed;              /* frames AES-GCM sealed under the job key */
+	char tokenizer[9];       /* "tokenizer": the served model's tokenizer hash (8 lower-case
+				  * hex digits, sky_tokenizer.h), "" when the job gave none */
 } sky_plan_infer;
 
 typedef struct sky_planmsg {
@@ -188,6 +190,8 @@ int sky_planmsg_validate(const sky_planmsg *p, sky_diag *d);
 int sky_planmsg_client_ok(const sky_planmsg *p, const char *cn);
 /* 1 if s is 64 lower-case hex digits. */
 int sky_plan_sha256_ok(const char *s);
+/* 1 if s is 8 lower-case hex digits (a tokenizer hash). */
+int sky_plan_tokhash_ok(const char *s);
 /* Index of board's stage (its first: a data owner also holds the last),
  * or -1. Finds a stage's own board only, not its replicas. */
 int sky_planmsg_find(const sky_planmsg *p, const char *board);

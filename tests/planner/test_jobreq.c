@@ -143,6 +143,13 @@ SKY_TEST(infer_jobs_round_trip)
 	SKY_EXPECT(n > 0 && strstr(buf, "\"replan\":false") != NULL);
 	SKY_EXPECT_EQ(sky_job_req_parse(buf, (size_t)n, &back, &d), 0);
 	SKY_EXPECT(back.no_replan == 1);
+	/* the served model's tokenizer hash, when given, round-trips */
+	SKY_EXPECT(!strstr(buf, "tokenizer") && !back.tokenizer[0]);
+	strcpy(j.tokenizer, "12ab34cd");
+	n = sky_job_req_encode(&j, buf, sizeof buf);
+	SKY_EXPECT(n > 0 && strstr(buf, "\"tokenizer\":\"12ab34cd\"") != NULL);
+	SKY_EXPECT_EQ(sky_job_req_parse(buf, (size_t)n, &back, &d), 0);
+	SKY_EXPECT(!strcmp(back.tokenizer, "12ab34cd"));
 	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
 }
 
@@ -168,6 +175,11 @@ SKY_TEST(bad_infer_jobs_are_refused_with_the_reason)
 			    &j, &d),
 		      SKY_EFORMAT);
 	SKY_EXPECT_MSG(strstr(d.msg, "replan must be true or false") != NULL, "%s", d.msg);
+	SKY_EXPECT_EQ(parse("{\"job\":\"s1\",\"model\":\"tiny\",\"task\":\"infer\",\"weights\":\"" W64
+			    "\",\"tokenizer\":\"12ab34c\"}",
+			    &j, &d),
+		      SKY_EFORMAT);
+	SKY_EXPECT_MSG(strstr(d.msg, "tokenizer must be 8 lower-case hex") != NULL, "%s", d.msg);
 	SKY_EXPECT_EQ(parse("{\"job\":\"s1\",\"model\":\"tiny\",\"task\":\"dance\"}", &j, &d),
 		      SKY_EINVAL);
 	SKY_EXPECT_MSG(strstr(d.msg, "unknown task 'dance' (train, infer)") != NULL, "%s", d.msg);

@@ -187,6 +187,14 @@ SKY_TEST(infer_section_round_trips)
 	g_back.infer.n_clients = 0; /* empty list: any client identity, nothing else */
 	SKY_EXPECT(sky_planmsg_client_ok(&g_back, "sky-client-other"));
 	SKY_EXPECT(!sky_planmsg_client_ok(&g_back, "b01"));
+	/* no tokenizer hash: none written, none read */
+	SKY_EXPECT(strstr(buf, "tokenizer") == NULL && g_back.infer.tokenizer[0] == 0);
+	/* the served model's tokenizer hash travels with the plan */
+	strcpy(g_p.infer.tokenizer, "0badf00d");
+	n = sky_planmsg_encode(&g_p, buf, sizeof buf, &d);
+	SKY_EXPECT_MSG(n > 0 && strstr(buf, "\"tokenizer\":\"0badf00d\"") != NULL, "%s", d.msg);
+	SKY_EXPECT_EQ(sky_planmsg_decode(buf, (size_t)n, &g_back, &d), 0);
+	SKY_EXPECT(strcmp(g_back.infer.tokenizer, "0badf00d") == 0);
 	/* a training plan carries no infer section */
 	sample(&g_p, 4, 4);
 	n = sky_planmsg_encode(&g_p, buf, sizeof buf, &d);
@@ -223,6 +231,11 @@ SKY_TEST(infer_plans_are_validated)
 	strcpy(g_p.infer.clients[1], "b01");
 	sky_diag_clear(&d);
 	SKY_EXPECT_EQ(sky_planmsg_validate(&g_p, &d), SKY_EINVAL);
+	sample_infer(&g_p);
+	strcpy(g_p.infer.tokenizer, "0BADF00D"); /* not lower-case hex */
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_planmsg_validate(&g_p, &d), SKY_EFORMAT);
+	SKY_EXPECT_MSG(strstr(d.msg, "infer.tokenizer must be 8 lower-case hex") != NULL, "%s", d.msg);
 	sample_infer(&g_p);
 	g_p.infer.sealed = 1; /* no keys */
 	sky_diag_clear(&d);

@@ -8,6 +8,8 @@
 
 #include "sky_clock.h"
 #include "sky_bert.h"
+#include "sky_dataset.h"
+#include "sky_file.h"
 #include "sky_err.h"
 #include "sky_hfmodel.h"
 #include "sky_kernels_s8.h"
@@ -36,13 +38,17 @@ static void usage(FILE *to)
 	fprintf(to,
 		"usage: sky eval --weights W.safetensors [options]\n"
 		"       sky eval --model-dir DIR [options]\n"
-		"       sky eval --model-dir DIR --data F.skyds [--batch B] [--json]\n"
+		"       sky eval --model-dir DIR --data F.skyds [--precision int8] [--batch B] [--json]\n"
 		"  held-out accuracy of a BERT classifier (sky train --save, or sky quantize's\n"
 		"  output) on the synthetic task\n"
 		"  --model-dir D  a Hugging Face BERT directory (config.json, model.safetensors\n"
 		"                 or a sharded index; docs/models.md), read in fp32\n"
 		"  --precision P  fp32|int8: what the file's encoder layers must be (default: as\n"
-		"                 the file holds them; an fp32 file becomes int8 by sky quantize)\n"
+		"                 the file holds them; an fp32 file becomes int8 by sky quantize);\n"
+		"                 with --model-dir, int8 quantises DIR/model.safetensors first\n"
+		"                 exactly as sky job submit --task infer does (8 calibration\n"
+		"                 micro-batches of the synthetic task, seed 1, at the rows' seq),\n"
+		"                 which needs a preset's shapes (serving runs those)\n"
 		"  --batches N    held-out micro-batches (default 64, as sky train --eval)\n"
 		"  --model NAME   %s (default: the file's \"sky_model\" metadata)\n"
 		"  --seq S        tokens per sequence (default: the preset's)\n"
@@ -139,14 +145,6 @@ static int parse(int argc, char **argv, e_args *a)
 	if (a->model_dir && a->task.model) {
 		fprintf(stderr, "sky eval: --model and --model-dir exclude each other (the directory's "
 			"config.json gives the shapes)\n");
-		return -1;
-	}
-	if (a->model_dir && a->precision && strcmp(a->precision, "int8") == 0) {
-		/* int8 layers come from sky quantize's calibration, which reads a
-		 * weights file; a directory is read in fp32 */
-		fprintf(stderr, "sky eval: --precision int8 is not available with --model-dir: int8 "
-			"files come from sky quantize, which calibrates the presets only; a "
-			"directory is evaluated in fp32\n");
 		return -1;
 	}
 	if (!a->weights && !a->model_dir) {
@@ -450,12 +448,194 @@ exit:
 
 
 
+/* The preset whose shapes (and eps, activation, labels) are the config's:
+ * what a serving fleet can run (its plans name a preset). NULL if none. */
+static const char *preset_of(const sky_model_cfg *c)
+{
+	static const char *const names[] = {"tiny", "mini", "base", "large"};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		sky_model_cfg p;
+		if (sky_model_preset(names[i], &p) != 0)
+			continue;
+		if (p.hidden == c->hidden && p.heads == c->heads && p.ffn == c->ffn &&
+		    p.vocab == c->vocab && p.max_pos == c->max_pos && p.type_vocab == c->type_vocab &&
+		    p.classes == c->classes && c->act == p.act &&
+		    sky_model_ln_eps(&p) == sky_model_ln_eps(c))
+			return names[i];
+	}
+	return NULL;
+}
+
+/* --model-dir with --precision int8: DIR/model.safetensors quantised into
+ * a temporary file as `sky job submit --task infer` quantises it (so the
+ * logits are the serving fleet's, bit for bit), then the rows of --data
+ * (the same metrics as fp32), or --tokens / --input. Returns the exit code. */
+static int eval_dir_int8(const e_args *a)
+{
+	static sky_hf_config hc;
+	static sky_dataset ds;
+	static int64_t cm[SKY_HF_MAX_LABELS * SKY_HF_MAX_LABELS];
+	sky_diag d;
+	sky_diag_clear(&d);
+	int rc, exitc = 2, have_ds = 0;
+	char w[1024], tmp[1100];
+	sky_st_file f;
+	sky_st_init(&f);
+	sky_qmodel m;
+	memset(&m, 0, sizeof m);
+	int32_t *ids = NULL, *attn = NULL;
+	float *logits = NULL;
+	tmp[0] = '\0';
+	if ((rc = sky_hf_config_read(a->model_dir, &hc, &d)) != 0) {
+		fprintf(stderr, "sky eval: %s: %s\n", a->model_dir, d.msg);
+		return 2;
+	}
+	const char *preset = preset_of(&hc.cfg);
+	if (!preset) {
+		fprintf(stderr, "sky eval: --precision int8: %s (hidden %d, %d heads, FFN %d, vocab %d, "
+			"%d labels, %s) has none of the shapes of %s, which int8 calibration and "
+			"serving run; evaluate it in fp32\n", a->model_dir, hc.cfg.hidden, hc.cfg.heads,
+			hc.cfg.ffn, hc.cfg.vocab, hc.cfg.classes, hc.act_name, sky_model_preset_names());
+		return 2;
+	}
+	snprintf(w, sizeof w, "%s/model.safetensors", a->model_dir);
+	if (!sky_file_exists(w)) {
+		fprintf(stderr, "sky eval: --precision int8: %s is not there (a sharded checkpoint is "
+			"read in fp32 only)\n", w);
+		return 2;
+	}
+	long seq = a->task.seq;
+	if (a->data) {
+		if ((rc = sky_ds_open(&ds, a->data, &d)) != 0) {
+			fprintf(stderr, "sky eval: %s: %s: %s\n", a->data, sky_strerror(rc), d.msg);
+			return 2;
+		}
+		have_ds = 1;
+		if (sky_data_fit("eval", a->model_dir, a->data, &hc, &ds) != 0)
+			goto exit;
+		seq = ds.meta.seq;
+	}
+	const char *td = getenv("TMPDIR");
+	/* a name no other run picks: the time in ns and an address of this one */
+	snprintf(tmp, sizeof tmp, "%s/sky-eval-%lx-%lx.int8.safetensors", td && *td ? td : "/tmp",
+		 (unsigned long)(sky_clock_s() * 1e9), (unsigned long)(size_t)&hc);
+	sky_quant_cli_task t = {.model = preset, .seq = seq, .batch = 0, .seed = 1};
+	if ((rc = sky_quantize_file(w, tmp, 8, &t, SKY_QUANT_QUIET)) != 0) {
+		fprintf(stderr, "sky eval: %s could not be quantised (see above)\n", w);
+		goto exit;
+	}
+	exitc = 1;
+	if ((rc = sky_st_open(&f, tmp, &d)) != 0) {
+		fprintf(stderr, "sky eval: %s: %s\n", tmp, d.msg);
+		goto exit;
+	}
+	sky_model_cfg c;
+	if (sky_model_preset(preset, &c) != 0)
+		goto exit;
+	c.seq = seq > 0 ? (int)seq : c.seq;
+	if (a->tokens || a->input) {
+		c.batch = 1;
+		if ((rc = sky_qmodel_open(&m, &f, &c, &d)) != 0) {
+			fprintf(stderr, "sky eval: %s: %s\n", a->model_dir, d.msg);
+			goto exit;
+		}
+		exitc = run_inputs(a, m.cfg.seq, m.cfg.vocab, m.cfg.classes, qmodel_forward1, &m);
+		goto exit;
+	}
+	if (!a->data) {
+		fprintf(stderr, "sky eval: --model-dir with --precision int8 takes --data, --tokens or "
+			"--input\n");
+		exitc = 2;
+		goto exit;
+	}
+	c.batch = (int)(a->task.batch > 0 ? a->task.batch : SKY_HF_DEFAULT_BATCH);
+	if ((rc = sky_qmodel_open(&m, &f, &c, &d)) != 0) {
+		fprintf(stderr, "sky eval: %s: %s\n", a->model_dir, d.msg);
+		goto exit;
+	}
+	const size_t S = (size_t)c.seq, B = (size_t)c.batch;
+	ids = malloc(B * S * 4), attn = malloc(B * S * 4);
+	logits = malloc(B * (size_t)c.classes * sizeof *logits);
+	if (!ids || !attn || !logits) {
+		fprintf(stderr, "sky eval: out of memory\n");
+		goto exit;
+	}
+	int64_t typed = 0;
+	for (size_t i = 0; i < (size_t)ds.meta.rows * S; i++)
+		typed += ds.token_type_ids[i] != 0;
+	if (typed)
+		fprintf(stderr, "sky eval: %s has %lld tokens of type 1 (pairs): int8 embeds every "
+			"token as type 0, as serving does\n", a->data, (long long)typed);
+	sky_clsm met;
+	sky_clsm_init(&met, c.classes, cm);
+	double t_fwd = 0;
+	long nb = 0;
+	for (int64_t r0 = 0; r0 < ds.meta.rows; r0 += (int64_t)B, nb++) {
+		int used = 0;
+		for (size_t k = 0; k < B; k++) {
+			int64_t r = r0 + (int64_t)k;
+			if (r < ds.meta.rows)
+				used++;
+			else
+				r = ds.meta.rows - 1; /* filler, not counted */
+			memcpy(ids + k * S, ds.input_ids + (size_t)r * S, S * 4);
+			memcpy(attn + k * S, ds.attention_mask + (size_t)r * S, S * 4);
+		}
+		double t0 = sky_clock_s();
+		if ((rc = sky_qmodel_forward(&m, ids, attn, logits, NULL)) != 0) {
+			fprintf(stderr, "sky eval: rows from %lld: %s\n", (long long)r0, sky_strerror(rc));
+			goto exit;
+		}
+		t_fwd += sky_clock_s() - t0;
+		for (int k = 0; k < used; k++)
+			sky_clsm_add(&met, ds.labels[r0 + k], logits + (size_t)k * (size_t)c.classes);
+	}
+	double ms = t_fwd / (double)(nb ? nb : 1) * 1e3;
+	const char *kernel = sky_k_s8_variant_name(sky_k_s8_variant_active());
+	if (a->json) {
+		cJSON *j = cJSON_CreateObject();
+		if (!j)
+			goto exit;
+		cJSON_AddStringToObject(j, "model_dir", a->model_dir);
+		cJSON_AddStringToObject(j, "data", a->data);
+		cJSON_AddStringToObject(j, "precision", "int8");
+		cJSON_AddStringToObject(j, "kernel", kernel);
+		cJSON_AddStringToObject(j, "preset", preset);
+		cJSON_AddNumberToObject(j, "seq", c.seq);
+		cJSON_AddNumberToObject(j, "batch", c.batch);
+		sky_data_metrics_json(j, &ds, &hc, &met);
+		cJSON_AddNumberToObject(j, "forward_ms_per_batch", ms);
+		int prc = sky_bench_print(j);
+		cJSON_Delete(j);
+		if (prc != 0)
+			goto exit;
+	} else {
+		printf("%s on %s: %lld rows, int8 (%s, quantised as for serving): loss %.4f, accuracy "
+		       "%.4f, macro-F1 %.4f (%.2f ms per micro-batch)\n",
+		       a->model_dir, a->data, (long long)met.total, kernel, sky_clsm_loss(&met),
+		       sky_clsm_accuracy(&met), sky_clsm_macro_f1(&met), ms);
+		sky_data_metrics_text(&ds, &hc, &met);
+	}
+	exitc = 0;
+exit:
+	sky_qmodel_close(&m);
+	sky_st_close(&f);
+	if (tmp[0])
+		sky_file_remove(tmp);
+	if (have_ds)
+		sky_ds_close(&ds);
+	free(ids), free(attn), free(logits);
+	return exitc;
+}
+
 int sky_cmd_eval(int argc, char **argv)
 {
 	e_args a;
 	int prc = parse(argc, argv, &a);
 	if (prc)
 		return prc > 0 ? 0 : 2;
+	if (a.model_dir && a.precision && strcmp(a.precision, "int8") == 0)
+		return eval_dir_int8(&a);
 	if (a.data)
 		return sky_eval_data(a.model_dir, a.data, (unsigned long long)a.task.seed, a.task.batch,
 				     a.json);

@@ -186,7 +186,8 @@ static void usage(FILE *to)
 		"                       --dataset NAME [--eval-dataset NAME] [--model-dir D]\n"
 		"                       [--dataset-sha256 HEX]]\n"
 		"                      [--task infer --weights F.safetensors [--batch B] [--wait-ms W]\n"
-		"                       [--queue Q] [--clients a,b] [--chunk-bytes N] [--no-replan]]\n"
+		"                       [--queue Q] [--clients a,b] [--chunk-bytes N] [--no-replan]\n"
+		"                       [--tokenizer DIR]]\n"
 		"       sky job watch JOB --pki DIR --broker HOST:PORT [--timeout S] [--json]\n"
 		"       sky job collect JOB --pki DIR --broker HOST:PORT --out F.safetensors [--timeout S]\n"
 		"       sky job cancel --job JOB --pki DIR --broker HOST:PORT [--ack-timeout S] [--json]\n"
@@ -217,6 +218,9 @@ static void usage(FILE *to)
 		"any). A board of the plan that dies or is revoked re-plans the job over the\n"
 		"boards left, and the requests it had not answered are replayed to the new first\n"
 		"stage; --no-replan leaves the plan waiting for the board instead.\n"
+		"--tokenizer DIR: the model's Hugging Face directory (vocab.txt or\n"
+		"tokenizer.json); its tokenizer's hash goes into the job and its plan, and `sky\n"
+		"infer --model-dir D --text ...` refuses a directory whose tokenizer differs.\n"
 		"Tests: --corrupt-chunk N damages chunk N after hashing it,\n"
 		"--claim-sha256 HEX names another hash than the file's.\n"
 		"--checkpoint-every K (default 0: off; a job file's default is 10): every K steps\n"
@@ -296,7 +300,7 @@ enum {
 	O_LAYERS, O_SEQ, O_BATCH, O_TASK, O_STEPS, O_OPTIM, O_LR, O_SEED, O_WARMUP, O_CLIP,
 	O_STALL, O_MICRO, O_MIN_BOARDS, O_WAIT_BOARDS, O_ACK, O_WAIT, O_JSON, O_PLAINTEXT,
 	O_WEIGHTS, O_WAIT_MS, O_QUEUE, O_CLIENTS, O_CHUNK, O_CORRUPT, O_CLAIM, O_CKPT, O_LINK_BLIND,
-	O_OWNER, O_NO_REPLAN, O_DATASET, O_EVAL_DATASET, O_MODEL_DIR, O_DATASET_SHA
+	O_OWNER, O_NO_REPLAN, O_DATASET, O_EVAL_DATASET, O_MODEL_DIR, O_DATASET_SHA, O_TOKENIZER
 };
 static const struct option k_submit_opts[] = {
 	{"pki", required_argument, NULL, O_PKI},
@@ -340,6 +344,7 @@ static const struct option k_submit_opts[] = {
 	{"eval-dataset", required_argument, NULL, O_EVAL_DATASET},
 	{"model-dir", required_argument, NULL, O_MODEL_DIR},
 	{"dataset-sha256", required_argument, NULL, O_DATASET_SHA},
+	{"tokenizer", required_argument, NULL, O_TOKENIZER},
 	{"link-blind", no_argument, NULL, O_LINK_BLIND},
 	{"data-owner", required_argument, NULL, O_OWNER},
 	SKY_OPT_STD,
@@ -457,6 +462,21 @@ static int opt_infer(submit *s, int c, const char *a, const char *val)
 	case O_NO_REPLAN:
 		j->no_replan = 1;
 		break;
+	case O_TOKENIZER: {
+		/* the model's tokenizer: its hash goes into the plan, so a text
+		 * client (sky infer --model-dir) can check it has the same one */
+		sky_tokenizer t;
+		sky_diag td;
+		sky_diag_clear(&td);
+		sky_tok_init(&t);
+		if (sky_tok_load_dir(&t, val, &td) != 0) {
+			fprintf(stderr, "sky job submit: --tokenizer %s: %s\n", val, td.msg);
+			return 2;
+		}
+		snprintf(j->tokenizer, sizeof j->tokenizer, "%08x", (unsigned)t.hash);
+		sky_tok_free(&t);
+		break;
+	}
 	default:
 		return NOT_MINE;
 	}

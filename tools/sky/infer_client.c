@@ -278,6 +278,11 @@ long sky_ic_dups(const sky_ic *c) { return c->dups; }
 
 long sky_ic_refused(const sky_ic *c) { return c->refused; }
 
+const sky_planmsg *sky_ic_plan(const sky_ic *c)
+{
+	return c && c->have_plan && c->plan.infer.on ? &c->plan : NULL;
+}
+
 void sky_ic_close(sky_ic *c)
 {
 	if (!c)

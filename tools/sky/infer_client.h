@@ -73,6 +73,10 @@ long sky_ic_dups(const sky_ic *c);
  * from anyone but the last stage's board, errors from anyone but the first
  * stage's board or the planner. */
 long sky_ic_refused(const sky_ic *c);
+/* The job's newest verified plan if it is a serving plan (its shape's seq,
+ * the tokenizer hash of the model it serves), else NULL. sky_ic_open waits
+ * up to 2 s for the retained plan; it may change on a re-plan. */
+const struct sky_planmsg *sky_ic_plan(const sky_ic *c);
 /* Disconnects (waiting up to 1 s for queued requests) and frees. NULL-safe. */
 void sky_ic_close(sky_ic *c);
 
