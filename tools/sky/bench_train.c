@@ -398,6 +398,7 @@ int sky_bench_train(int argc, char **argv)
 		cJSON_AddStringToObject(out, "torch_version", str(t, "torch"));
 		cJSON_AddNumberToObject(out, "torch_threads", num(t, "threads"));
 		cJSON_AddStringToObject(out, "torch_blas_core", str(t, "openblas_core"));
+		cJSON_AddStringToObject(out, "torch_omp_wait_policy", str(t, "omp_wait_policy"));
 		cJSON_AddBoolToObject(out, "torch_adamw_foreach",
 				      cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t,
 										    "adamw_foreach")));
