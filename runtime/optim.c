@@ -7,6 +7,9 @@
 
 #include <math.h>
 #include <string.h>
+#if defined(__AVX512F__) && defined(__FMA__)
+#include <immintrin.h>
+#endif
 
 void sky_optim_default(sky_optim_cfg *o, sky_optim_kind kind)
 {
@@ -54,7 +57,36 @@ void sky_optim_adamw_step(const sky_optim_cfg *o, float *w, const float *g, floa
 	const float c2 = (float)sqrt(1.0 - pow(b2, (double)t));
 	const float decay = 1.0f - lr * o->weight_decay;
 	const float step = lr / c1;
-	for (size_t i = 0; i < n; i++) {
+	size_t i = 0;
+#if defined(__AVX512F__) && defined(__FMA__)
+	/* ~7% of a BERT-base fine-tuning step is this loop (110M parameters,
+	 * sqrt and divide each): 16 lanes at a time. Every lane does the
+	 * scalar loop's operations in its order, fused where the compiler
+	 * fuses the scalar loop below (-ffp-contract=fast with FMA: m and v
+	 * each one fused multiply-add), so the bits are the same
+	 * (tests/runtime/test_optim.c compares the two). */
+	const __m512 vb1 = _mm512_set1_ps(b1), vb2 = _mm512_set1_ps(b2);
+	const __m512 va1 = _mm512_set1_ps(1.0f - b1), va2 = _mm512_set1_ps(1.0f - b2);
+	const __m512 vdecay = _mm512_set1_ps(decay), vstep = _mm512_set1_ps(step);
+	const __m512 vc2 = _mm512_set1_ps(c2), veps = _mm512_set1_ps(eps);
+	for (; i + 16 <= n; i += 16) {
+		__m512 gi = _mm512_loadu_ps(g + i);
+		__m512 mi = _mm512_fmadd_ps(vb1, _mm512_loadu_ps(m + i), _mm512_mul_ps(va1, gi));
+		__m512 vi = _mm512_fmadd_ps(vb2, _mm512_loadu_ps(v + i),
+					    _mm512_mul_ps(_mm512_mul_ps(va2, gi), gi));
+		_mm512_storeu_ps(m + i, mi);
+		_mm512_storeu_ps(v + i, vi);
+		__m512 den = _mm512_add_ps(_mm512_div_ps(_mm512_sqrt_ps(vi), vc2), veps);
+		__m512 upd = _mm512_div_ps(_mm512_mul_ps(vstep, mi), den);
+		__m512 wd = _mm512_mul_ps(_mm512_loadu_ps(w + i), vdecay);
+		/* the scalar loop rounds w * decay before subtracting (its sqrtf
+		 * errno branch keeps the two apart): keep the compiler from
+		 * fusing them here */
+		__asm__("" : "+v"(wd));
+		_mm512_storeu_ps(w + i, _mm512_sub_ps(wd, upd));
+	}
+#endif
+	for (; i < n; i++) {
 		float gi = g[i];
 		m[i] = b1 * m[i] + (1.0f - b1) * gi;
 		v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;

@@ -24,6 +24,10 @@ fi
 if /usr/bin/python3 -c "import torch" 2>/dev/null; then
 	/usr/bin/python3 tools/bench_torch_int8.py | tee build/bench/layer_torch_int8.json
 fi
+# a whole BERT-base fine-tuning step (vocabulary 30522, 12 layers, head, AdamW, dropout 0.1),
+# batch 8 x seq 128, 1 thread: Sky's sequences/s and PyTorch eager's in one run (PyTorch's
+# side is reported as not run when /usr/bin/python3 has no torch)
+"$B/bin/sky" bench train --json --runs 3 | tee build/bench/train.json
 # sky data prepare end to end on 100k rows of fortunes: TSV, CSV and JSON Lines rows/s
 "$B/bin/sky" bench data --json | tee build/bench/data.json
 # tensor frames: CRC32C (instruction and plain C), pack + unpack plaintext and sealed (AES-GCM)

@@ -18,7 +18,8 @@ CMDS="sky_train sky_layer sky_quantize sky_eval sky_bench sky_bench_frame sky_be
 sky_bench_planner sky_bench_probe sky_plan sky_sim sky_pki sky_pki_init sky_pki_token
 sky_pki_issue sky_pki_operator sky_pki_sign sky_pki_bench sky_pki_verify sky_job sky_job_submit
 sky_job_watch sky_job_collect sky_job_frame sky_fleet sky_fleet_status sky_tokenize sky_vocab
-sky_vocab_build sky_bench_tokenize sky_data sky_data_prepare sky_data_info sky_bench_data skyd skyplan"
+sky_vocab_build sky_bench_tokenize sky_data sky_data_prepare sky_data_info sky_bench_data sky_bench_train
+skyd skyplan"
 
 run() { # $1 name: runs the command line it names with the rest of the arguments
 	name=$1

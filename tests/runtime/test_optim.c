@@ -6,6 +6,7 @@
 #include "sky_optim.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 SKY_TEST(sgd_momentum_two_steps_by_hand)
@@ -55,6 +56,50 @@ SKY_TEST(adamw_two_steps_by_hand)
 	double mhat = 0.028 / 0.19, vhat = 4.996e-5 / (1 - 0.999 * 0.999);
 	double expect = w1 * 0.999 - 0.01 * mhat / (sqrt(vhat) + 1e-8);
 	SKY_EXPECT_NEAR(w[0], expect, 2e-6);
+}
+
+/* The loop as it was written before it had SIMD lanes: every lane of the
+ * vector path must give its bits (the fleet and one board, and runs before
+ * and after, compare weights byte for byte). */
+static void adamw_scalar(const sky_optim_cfg *o, float *w, const float *g, float *m, float *v,
+			 size_t n, long t)
+{
+	const float b1 = o->beta1, b2 = o->beta2, lr = o->lr, eps = o->eps;
+	const float c1 = (float)(1.0 - pow(b1, (double)t));
+	const float c2 = (float)sqrt(1.0 - pow(b2, (double)t));
+	const float decay = 1.0f - lr * o->weight_decay;
+	const float step = lr / c1;
+	for (size_t i = 0; i < n; i++) {
+		float gi = g[i];
+		m[i] = b1 * m[i] + (1.0f - b1) * gi;
+		v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
+		w[i] = w[i] * decay - step * m[i] / (sqrtf(v[i]) / c2 + eps);
+	}
+}
+
+SKY_TEST(adamw_same_bits_as_the_scalar_loop)
+{
+	enum { N = 16 * 37 + 5 };
+	static float w[2][N], g[N], m[2][N], v[2][N];
+	uint32_t x = 12345;
+	for (int i = 0; i < N; i++) {
+		/* values over many magnitudes, some gradients exactly 0 */
+		x = x * 1664525u + 1013904223u;
+		float u = (float)(x >> 8) / 16777216.0f - 0.5f;
+		w[0][i] = w[1][i] = u * 2.0f;
+		g[i] = i % 11 == 0 ? 0.0f : u * powf(10.0f, (float)(i % 9) - 6.0f);
+	}
+	sky_optim_cfg o;
+	sky_optim_default(&o, SKY_OPTIM_ADAMW);
+	o.lr = 2e-5f;
+	o.weight_decay = 0.01f;
+	for (long t = 1; t <= 3; t++) {
+		sky_optim_adamw_step(&o, w[0], g, m[0], v[0], N, t);
+		adamw_scalar(&o, w[1], g, m[1], v[1], N, t);
+	}
+	SKY_EXPECT(memcmp(w[0], w[1], sizeof w[0]) == 0);
+	SKY_EXPECT(memcmp(m[0], m[1], sizeof m[0]) == 0);
+	SKY_EXPECT(memcmp(v[0], v[1], sizeof v[0]) == 0);
 }
 
 SKY_TEST(clip_scales_to_max_norm)

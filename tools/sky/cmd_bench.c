@@ -15,6 +15,7 @@ int sky_bench_planner(int argc, char **argv);
 int sky_bench_probe(int argc, char **argv);
 int sky_bench_secagg(int argc, char **argv);
 int sky_bench_tokenize(int argc, char **argv);
+int sky_bench_train(int argc, char **argv);
 
 static const sky_cmd k_benches[] = {
 	{"data", "sky data prepare rows/s on 100k rows of fortunes, TSV, CSV, JSONL (--json)",
@@ -35,6 +36,8 @@ static const sky_cmd k_benches[] = {
 	{"secagg", "secure aggregation's masking and unmasking per element, vs plain (--json)",
 	 sky_bench_secagg},
 	{"tokenize", "BERT tokenizer MB/s, Sky and Hugging Face's on the same text", sky_bench_tokenize},
+	{"train", "whole BERT fine-tuning step, sequences/s, Sky and PyTorch eager (--json)",
+	 sky_bench_train},
 };
 
 static void usage(FILE *to)
