@@ -7,7 +7,9 @@
 #   - a training job (3 boards, checkpoints every 2 steps): junk on a stage's
 #     fwd topic and a forged ready (retained, so each stage gets them when it
 #     subscribes, before any real frame), a full checkpoint image of every
-#     block at the next steps, and metrics saying every stage is done;
+#     block at the next steps and one at step 2^53-1, and metrics saying
+#     every stage is done (a frame is never retained: skyd drops the junk
+#     as a retained copy before its transport sees it);
 #   - a serving job (the same 3 boards): answers to the client's requests
 #     with made-up logits, a forged ready of its first stage and a forged
 #     "done" report to the first stage.
@@ -97,6 +99,9 @@ attack_train() {
 		_i=$((_i + 1))
 		forge_ckpt $((2 * (_i % 6) + 2)) "$W/forged.ckpt"
 		bx -t "sky/v1/job/$J/ckpt/bx" -f "$W/forged.ckpt"
+		# and one at step 2^53-1, the largest step JSON carries exactly
+		forge_ckpt 9007199254740991 "$W/forged-max.ckpt"
+		bx -t "sky/v1/job/$J/ckpt/bx" -f "$W/forged-max.ckpt"
 		for k in 0 1 2; do
 			bx -t "sky/v1/job/$J/metrics/bx" \
 				-m "{\"v\":1,\"stage\":$k,\"board\":\"b$((k + 1))\",\"epoch\":1,\"step\":12,\"steps\":12,\"done\":true}"
@@ -130,6 +135,11 @@ lines=$(grep -c "refused (metrics_not_stage)" "$W/skyplan.log")
 echo "MEASURE adversary_metrics_refusal_log_lines $lines"
 [ "$lines" -ge 1 ] && [ "$lines" -le 30 ] && pass adversary_refusals_logged_throttled ||
 	fail adversary_refusals_logged_throttled "$lines lines"
+# the retained junk frame never reached the stage's transport: a frame is
+# never retained, so skyd drops a retained copy when it arrives
+grep -q "retained message on sky/v1/job/$J/stage/1/fwd/bx (4096 bytes) dropped: that kind of message is never retained" "$W"/b*.log &&
+	pass adversary_retained_junk_frame_dropped_as_retained ||
+	fail adversary_retained_junk_frame_dropped_as_retained "$(grep -h "retained" "$W"/b*.log | head -3)"
 bx -r -n -t "sky/v1/job/$J/stage/1/fwd/bx" # bx clears its retained junk
 bx -r -n -t "sky/v1/job/$J/stage/0/ready/bx"
 
