@@ -35,23 +35,28 @@ static int parse(const char *p, size_t len, char *job, size_t jcap, char *id, si
 	return rc;
 }
 
-/* A training job's boards stop it at once: {"cmd":"stop","job":J,"epoch":E}
- * on each stage board's command topic, which only the planner may write
- * (the ACL); a board stops only the job and epoch it runs (agent_cmd.c).
- * Returns how many boards were told. */
+/* The boards that hold the job stop it at once:
+ * {"cmd":"stop","job":J,"epoch":E} on each one's command topic, which only
+ * the planner may write (the ACL), E the epoch the board holds (from its
+ * plan-ack, as the registry has it); a board stops only the training job
+ * it runs at that epoch (agent_cmd.c). Whether the job is followed or not
+ * (a training job without checkpoints is not). Returns how many boards
+ * were told. */
 static int stop_boards(svc *s, const char *job)
 {
-	const run_job *r = svc_follow_find(s, job);
 	char buf[SKY_CMD_MAX_BYTES], topic[SKY_TOPIC_BUF];
 	int told = 0;
-	if (!r || !r->job.req.train)
-		return 0;
-	int n = snprintf(buf, sizeof buf, "{\"cmd\":\"stop\",\"job\":\"%s\",\"epoch\":%lld}", job,
-			 (long long)r->epoch);
-	for (int k = 0; n > 0 && (size_t)n < sizeof buf && k < r->n_stages; k++)
-		if (sky_topic_board(topic, sizeof topic, r->board[k], SKY_TOPIC_CMD) == 0 &&
+	for (int i = 0; i < s->reg.n; i++) {
+		const sky_reg_board *b = &s->reg.b[i];
+		if (strcmp(b->job, job) != 0 || b->epoch <= 0)
+			continue;
+		int n = snprintf(buf, sizeof buf, "{\"cmd\":\"stop\",\"job\":\"%s\",\"epoch\":%lld}",
+				 job, (long long)b->epoch);
+		if (n > 0 && (size_t)n < sizeof buf &&
+		    sky_topic_board(topic, sizeof topic, b->id, SKY_TOPIC_CMD) == 0 &&
 		    svc_publish(s, topic, buf, (size_t)n, 1, 0, NULL) == 0)
 			told++;
+	}
 	return told;
 }
 
