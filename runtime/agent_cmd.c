@@ -1,6 +1,7 @@
 /* The planner's commands to a board, on sky/v1/board/<id>/cmd: a probe at
  * given shapes (it saw this board's times drift), and a checkpoint after a
- * given step (a voluntary re-plan is coming). */
+ * given step (a voluntary re-plan is coming), and a stop of the training
+ * job it runs (the job was cancelled). */
 #include "agent_internal.h"
 
 #include "sky_json.h"

@@ -15,7 +15,7 @@
  *   sky/v1/board/<id>/heartbeat             board -> planner               0   no   {"session":N,"seq":M}
  *   sky/v1/board/<id>/plan-ack              board -> planner               1   no   plan acknowledgement / refusal JSON
  *   sky/v1/board/<id>/echo                  board -> board (itself)        0   no   link probe payload (opaque bytes)
- *   sky/v1/board/<id>/cmd                   planner -> board               1   no   command JSON (e.g. {"cmd":"probe"})
+ *   sky/v1/board/<id>/cmd                   planner -> board               1   no   command JSON ({"cmd":"probe"}, "ckpt", "stop": agent_cmd.c)
  *   sky/v1/job/<job>/plan                   planner -> boards              1   yes  signed plan envelope (runtime/wire/sky_sign.h)
  * The last level <s> of a stage topic, and <board> of metrics, part and
  * ckpt, is the sending board's id, which the ACL pins with %u: a receiver
