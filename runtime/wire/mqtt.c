@@ -51,7 +51,8 @@ struct sky_mqtt {
 	long oversize;
 	long retained_dropped;  /* retained copies on classes that take none */
 	long retained_reported; /* of them, logged (owner's thread only) */
-	uint64_t retained_ns;   /* when (owner's thread only) */
+	uint64_t retained_ns;   /* its log window's start (owner's thread only) */
+	int retained_lines;     /* lines in that window (owner's thread only) */
 	long reported[SKY_MQTT_CLASS_N]; /* drops already logged (owner's thread only) */
 	uint64_t reported_ns;             /* when (owner's thread only) */
 	char uri[300];
@@ -243,8 +244,9 @@ static void report_drops(sky_mqtt *m)
 }
 
 /* A retained copy dropped on arrival (cb_msg): on_retained hears of it,
- * and one line per SKY_MQTT_DROP_LOG_S says the topic and how many so far
- * (owner's thread). */
+ * and up to SKY_MQTT_RETAINED_LINES lines per SKY_MQTT_DROP_LOG_S say the
+ * topic and how many so far (owner's thread). */
+#define SKY_MQTT_RETAINED_LINES 8
 static void retained_dropped(sky_mqtt *m, const qmsg *q)
 {
 	uint64_t now = sky_clock_ns();
@@ -253,14 +255,18 @@ static void retained_dropped(sky_mqtt *m, const qmsg *q)
 	sky_mutex_unlock(&m->lock);
 	if (m->o.on_retained)
 		m->o.on_retained(m->o.ctx, q->topic, q->topic_len, q->len);
-	if (m->retained_ns && now - m->retained_ns < (uint64_t)SKY_MQTT_DROP_LOG_S * 1000000000u)
+	if (!m->retained_ns || now - m->retained_ns >= (uint64_t)SKY_MQTT_DROP_LOG_S * 1000000000u) {
+		m->retained_ns = now; /* a new window */
+		m->retained_lines = 0;
+	}
+	if (m->retained_lines >= SKY_MQTT_RETAINED_LINES)
 		return;
+	m->retained_lines++;
 	char esc[SKY_TOPIC_BUF * 4];
 	SKY_WARN("mqtt: retained message on %s (%zu bytes) dropped: that kind of message is "
 		 "never retained (%ld dropped so far, %ld since the last line)",
 		 sky_log_escape(q->topic, esc, sizeof esc), q->len, n, n - m->retained_reported);
 	m->retained_reported = n;
-	m->retained_ns = now;
 }
 
 long sky_mqtt_retained_dropped(sky_mqtt *m)
