@@ -308,13 +308,15 @@ static void render_counters(sky_text *o, const sky_registry *r)
 	       "them: caps_rejected, status_rejected, acks_rejected (malformed or absurd), "
 	       "enroll_refused, oversize (refused unparsed for size; an oversize capability report "
 	       "or enrollment request is also in caps_rejected or enroll_refused), stale_ignored "
-	       "(from an older session or boot).");
+	       "(from an older session or boot), retained_dropped (a retained copy of a kind of "
+	       "message that is never retained).");
 	const struct {
 		const char *reason;
 		long v;
 	} refused[] = {{"caps_rejected", c->caps_rejected},   {"status_rejected", c->status_rejected},
 		       {"acks_rejected", c->acks_rejected},   {"enroll_refused", c->enroll_refused},
-		       {"oversize", c->oversize},             {"stale_ignored", c->stale_ignored}};
+		       {"oversize", c->oversize},             {"stale_ignored", c->stale_ignored},
+		       {"retained_dropped", c->retained_dropped}};
 	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
 		sample(o, "sky_messages_refused_total", "reason", refused[i].reason, NULL, NULL,
 		       (double)refused[i].v);

@@ -433,6 +433,7 @@ static void counters_json(cJSON *doc, const sky_registry *r)
 		cJSON_AddNumberToObject(c, "stale_ignored", r->c.stale_ignored);
 		cJSON_AddNumberToObject(c, "boots", r->c.boots);
 		cJSON_AddNumberToObject(c, "oversize", r->c.oversize);
+		cJSON_AddNumberToObject(c, "retained_dropped", r->c.retained_dropped);
 		cJSON_AddNumberToObject(c, "acks_ok", r->c.acks_ok);
 		cJSON_AddNumberToObject(c, "acks_refused", r->c.acks_refused);
 		cJSON_AddNumberToObject(c, "acks_rejected", r->c.acks_rejected);

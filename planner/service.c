@@ -248,6 +248,7 @@ static int connect_svc(svc *s, sky_diag *d)
 			    .cert_file = crt, .key_file = key,
 			    .keepalive_s = s->o->keepalive_s > 0 ? s->o->keepalive_s : 10,
 			    .on_msg = on_msg, .on_lost = on_lost, .on_oversize = svc_fleet_on_oversize,
+			    .on_retained = svc_fleet_on_retained,
 			    /* the broker keeps our subscriptions and queues what
 			     * boards and operators send while we are away (one
 			     * planner per fleet: the session is its CN's) */

@@ -95,6 +95,7 @@ typedef struct sky_reg_counters {
 	long stale_ignored;            /* from an older session or boot (late wills included) */
 	long boots;                    /* boards that moved to a new boot */
 	long oversize;                 /* refused unparsed for size */
+	long retained_dropped;         /* retained copies on classes that take none */
 	long acks_ok, acks_refused, acks_rejected; /* board accepted / board refused / unreadable */
 	long timeouts;                 /* boards marked offline by the heartbeat deadline */
 	long enrolled, enroll_refused;

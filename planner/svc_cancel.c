@@ -5,7 +5,8 @@
  * longer followed (no re-plans, no replays; its run file removed), its
  * boards free for other jobs, its requests answered as a job that does not
  * serve, and what was relayed to its owner cleared, with the retained
- * state "cancelled". Every request is answered on sky/v1/jobs/<op>/reply
+ * state "cancelled". The boards of a training job are told to stop it
+ * (stop_boards). Every request is answered on sky/v1/jobs/<op>/reply
  * (a sky_job_reply whose submit_id is the cancel_id). */
 #include "svc_internal.h"
 
@@ -34,6 +35,31 @@ static int parse(const char *p, size_t len, char *job, size_t jcap, char *id, si
 	return rc;
 }
 
+/* The boards that hold the job stop it at once:
+ * {"cmd":"stop","job":J,"epoch":E} on each one's command topic, which only
+ * the planner may write (the ACL), E the epoch the board holds (from its
+ * plan-ack, as the registry has it); a board stops only the training job
+ * it runs at that epoch (agent_cmd.c). Whether the job is followed or not
+ * (a training job without checkpoints is not). Returns how many boards
+ * were told. */
+static int stop_boards(svc *s, const char *job)
+{
+	char buf[SKY_CMD_MAX_BYTES], topic[SKY_TOPIC_BUF];
+	int told = 0;
+	for (int i = 0; i < s->reg.n; i++) {
+		const sky_reg_board *b = &s->reg.b[i];
+		if (strcmp(b->job, job) != 0 || b->epoch <= 0)
+			continue;
+		int n = snprintf(buf, sizeof buf, "{\"cmd\":\"stop\",\"job\":\"%s\",\"epoch\":%lld}",
+				 job, (long long)b->epoch);
+		if (n > 0 && (size_t)n < sizeof buf &&
+		    sky_topic_board(topic, sizeof topic, b->id, SKY_TOPIC_CMD) == 0 &&
+		    svc_publish(s, topic, buf, (size_t)n, 1, 0, NULL) == 0)
+			told++;
+	}
+	return told;
+}
+
 static int64_t epoch_of(const svc *s, const char *job)
 {
 	for (int j = 0; j < s->reg.n_jobs; j++)
@@ -56,14 +82,16 @@ void svc_cancel_on_msg(svc *s, const char *op, const char *p, size_t len)
 		rc = sky_owner_check(s->state_dir, r.job, op, &d);
 	if (rc == 0) {
 		int queued = svc_submit_drop(s, r.job);
+		int told = stop_boards(s, r.job);
 		int followed = svc_follow_drop(s, r.job);
 		/* its requests are answered as a job that does not serve */
 		sky_nojob_note(&s->nojob, r.job, SKY_NOJOB_TRAINING);
 		int64_t epoch = epoch_of(s, r.job);
 		svc_relay_cancel(s, r.job, op, epoch);
-		SKY_INFO("job %s (epoch %lld) cancelled by operator %s%s%s", r.job, (long long)epoch,
-			 op, queued ? "; taken out of the queue" : "",
-			 followed ? "; no longer followed" : "");
+		SKY_INFO("job %s (epoch %lld) cancelled by operator %s%s%s%s", r.job,
+			 (long long)epoch, op, queued ? "; taken out of the queue" : "",
+			 followed ? "; no longer followed" : "",
+			 told ? "; its boards told to stop" : "");
 	} else {
 		char esc[200];
 		SKY_WARN("cancel from operator %s refused: %s", op,

@@ -111,6 +111,16 @@ void svc_fleet_on_oversize(void *ctx, const char *topic, size_t tl, size_t len)
 	s->reg.changed = 1;
 }
 
+void svc_fleet_on_retained(void *ctx, const char *topic, size_t tl, size_t len)
+{
+	svc *s = ctx;
+	(void)topic;
+	(void)tl;
+	(void)len;
+	s->reg.c.retained_dropped++;
+	s->reg.changed = 1;
+}
+
 /* Reads the CA's revoked list and drops every board on it that the
  * registry does not hold as revoked yet: marked revoked (shown in sky
  * fleet status, its messages ignored from now on) and its job re-planned

@@ -398,6 +398,9 @@ long svc_enroll_limited(const svc *s);
 void svc_fleet_on_board(svc *s, const char *id, const char *leaf, const char *p, size_t len);
 /* sky_mqtt_oversize_fn */
 void svc_fleet_on_oversize(void *ctx, const char *topic, size_t tl, size_t len);
+/* sky_mqtt_oversize_fn for on_retained: counted (retained_dropped); the
+ * connection layer logs it */
+void svc_fleet_on_retained(void *ctx, const char *topic, size_t tl, size_t len);
 /* The registry's liveness tick (gap: seconds the loop did not run; behind:
  * messages wait unread) and the revoked list, read again every second. */
 void svc_fleet_tick(svc *s, double now, double gap, int behind);

@@ -174,6 +174,17 @@ static void run_job(agent *a)
 	if (!rc)
 		rc = sky_trainjob_run(a->job, a->o->state_dir, 120.0, &d);
 	a->training = 0;
+	if (a->cancelled) {
+		/* cancelled (agent_cmd.c): stopped for good, the board is free */
+		SKY_WARN("job %s epoch %lld stopped at step %ld: cancelled by the planner",
+			 a->plan.job, (long long)a->plan.epoch, a->job->steps_done);
+		a->cancelled = 0;
+		a->abandon = 0;
+		free(a->next_env);
+		a->next_env = NULL;
+		agent_write_counter(a->o->state_dir, "trained", a->plan.epoch);
+		return;
+	}
 	if (a->abandon) {
 		/* a re-plan: the cut step is replayed from the checkpoint under
 		 * the new plan (frames of this epoch are dropped by epoch) */

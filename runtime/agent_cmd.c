@@ -1,6 +1,7 @@
 /* The planner's commands to a board, on sky/v1/board/<id>/cmd: a probe at
  * given shapes (it saw this board's times drift), and a checkpoint after a
- * given step (a voluntary re-plan is coming). */
+ * given step (a voluntary re-plan is coming), and a stop of the training
+ * job it runs (the job was cancelled). */
 #include "agent_internal.h"
 
 #include "sky_json.h"
@@ -46,6 +47,35 @@ static void cmd_ckpt(agent *a, const cJSON *doc, sky_diag *d)
 	}
 }
 
+/* {"cmd":"stop","job":J,"epoch":E}: the job was cancelled. The board
+ * stops it if it is the training job it runs (or is about to run) at
+ * epoch E or before: the running step is abandoned (run_job sees
+ * a->cancelled), the job counts as run, so neither a reconnect nor a
+ * restart runs it again, and the board is free for the next plan. Only
+ * the planner can write a board's command topic (the ACL). */
+static void cmd_stop(agent *a, const cJSON *doc, sky_diag *d)
+{
+	char job[SKY_TOPIC_SEGMENT_MAX + 1] = "";
+	int64_t epoch = 0;
+	if (sky_json_str(doc, "job", job, sizeof job, "cmd", d) != 0 ||
+	    sky_json_i64(doc, "epoch", 1, SKY_JSON_INT_MAX, &epoch, "cmd", d) != 0 || !a->job ||
+	    strcmp(job, a->plan.job) != 0 || epoch < a->plan.epoch ||
+	    (!a->training && !a->train_pending)) {
+		SKY_INFO("stop of job %s ignored (not a training job this board runs)",
+			 job[0] ? job : "(none)");
+		return;
+	}
+	if (a->training) {
+		a->cancelled = 1;
+		a->abandon = 1;
+	} else {
+		a->train_pending = 0;
+		agent_write_counter(a->o->state_dir, "trained", a->plan.epoch);
+	}
+	SKY_INFO("job %s epoch %lld: stop asked by the planner (the job was cancelled)", job,
+		 (long long)a->plan.epoch);
+}
+
 void agent_on_cmd(agent *a, const unsigned char *p, size_t len)
 {
 	sky_diag d;
@@ -59,6 +89,8 @@ void agent_on_cmd(agent *a, const unsigned char *p, size_t len)
 		cmd_probe(a, doc);
 	else if (doc && !strcmp(cmd, "ckpt"))
 		cmd_ckpt(a, doc, &d);
+	else if (doc && !strcmp(cmd, "stop"))
+		cmd_stop(a, doc, &d);
 	else
 		SKY_WARN("command ignored: %s", d.msg[0] ? d.msg : "unknown command");
 	sky_json_free(doc);

@@ -67,6 +67,8 @@ typedef struct agent {
 	/* a newer plan of the running job (main thread only, like training):
 	 * the job abandons its step and the plan is taken when it has stopped */
 	int abandon;
+	int cancelled; /* the planner stopped the running job (agent_cmd.c): abandon
+			* is set too, and no next plan of it is taken */
 	char *next_env;
 	size_t next_env_len;
 	/* a resumed plan's checkpoint (sky/v1/job/<job>/load/<id>), main thread */

@@ -418,6 +418,18 @@ void agent_plan_while_training(agent *a, const char *topic, const unsigned char 
 			 a->incoming.train.resume_step, (long long)a->epoch);
 		return;
 	}
+	if (a->cancelled && len <= SKY_PLAN_MAX_BYTES) {
+		/* the job is stopping (cancelled): this plan is taken after it */
+		char *env = malloc(len ? len : 1);
+		if (env) {
+			memcpy(env, p, len);
+			free(a->pending_env);
+			a->pending_env = env;
+			a->pending_len = len;
+			snprintf(a->pending_topic, sizeof a->pending_topic, "%s", topic);
+		}
+		return;
+	}
 	if (!a->abandon)
 		SKY_WARN("plan on %s ignored: job %s is training", topic, a->plan.job);
 }

@@ -36,6 +36,7 @@ typedef struct qmsg {
 	MQTTAsync_message *msg; /* NULL: dropped as oversize, only len is left */
 	size_t len;
 	size_t held;        /* payload bytes it holds in its pool (0 if oversize) */
+	int retained_drop;  /* msg NULL: a retained copy on a class that takes none */
 	sky_mqtt_class cls; /* its pool (sky_mqtt_pool.h) */
 } qmsg;
 
@@ -48,6 +49,10 @@ struct sky_mqtt {
 	qmsg *head, *tail;
 	sky_mqtt_pool pool; /* what the queue holds, per topic class */
 	long oversize;
+	long retained_dropped;  /* retained copies on classes that take none */
+	long retained_reported; /* of them, logged (owner's thread only) */
+	uint64_t retained_ns;   /* its log window's start (owner's thread only) */
+	int retained_lines;     /* lines in that window (owner's thread only) */
 	long reported[SKY_MQTT_CLASS_N]; /* drops already logged (owner's thread only) */
 	uint64_t reported_ns;             /* when (owner's thread only) */
 	char uri[300];
@@ -135,11 +140,23 @@ static int cb_msg(void *ctx, char *topic, int topic_len, MQTTAsync_message *msg)
 		msg = NULL;
 		held = 0;
 	}
+	/* a retained copy on a class that is never published retained
+	 * (sky_topic_retained_ok): junk, or a stale message that would be
+	 * taken as new on every subscription; the broker cannot refuse it */
+	int rdrop = 0;
+	if (msg && msg->retained && !sky_topic_retained_ok(topic)) {
+		MQTTAsync_freeMessage(&msg);
+		msg = NULL;
+		held = 0;
+		rdrop = 1;
+	}
 	/* each topic class has its own pool: 32 MiB messages on a frame or
 	 * part topic cannot crowd out a plan, a ready or a heartbeat */
 	sky_mqtt_class cls = sky_mqtt_class_of(topic);
 	sky_mutex_lock(&m->lock);
-	if (!msg)
+	if (rdrop)
+		m->retained_dropped++;
+	else if (!msg)
 		m->oversize++;
 	if (!q || !sky_mqtt_pool_take(&m->pool, cls, held)) {
 		if (!q)
@@ -158,6 +175,7 @@ static int cb_msg(void *ctx, char *topic, int topic_len, MQTTAsync_message *msg)
 	q->msg = msg;
 	q->len = len;
 	q->held = held;
+	q->retained_drop = rdrop;
 	q->cls = cls;
 	if (m->tail)
 		m->tail->next = q;
@@ -225,6 +243,42 @@ static void report_drops(sky_mqtt *m)
 		}
 }
 
+/* A retained copy dropped on arrival (cb_msg): on_retained hears of it,
+ * and up to SKY_MQTT_RETAINED_LINES lines per SKY_MQTT_DROP_LOG_S say the
+ * topic and how many so far (owner's thread). */
+#define SKY_MQTT_RETAINED_LINES 8
+static void retained_dropped(sky_mqtt *m, const qmsg *q)
+{
+	uint64_t now = sky_clock_ns();
+	sky_mutex_lock(&m->lock);
+	long n = m->retained_dropped;
+	sky_mutex_unlock(&m->lock);
+	if (m->o.on_retained)
+		m->o.on_retained(m->o.ctx, q->topic, q->topic_len, q->len);
+	if (!m->retained_ns || now - m->retained_ns >= (uint64_t)SKY_MQTT_DROP_LOG_S * 1000000000u) {
+		m->retained_ns = now; /* a new window */
+		m->retained_lines = 0;
+	}
+	if (m->retained_lines >= SKY_MQTT_RETAINED_LINES)
+		return;
+	m->retained_lines++;
+	char esc[SKY_TOPIC_BUF * 4];
+	SKY_WARN("mqtt: retained message on %s (%zu bytes) dropped: that kind of message is "
+		 "never retained (%ld dropped so far, %ld since the last line)",
+		 sky_log_escape(q->topic, esc, sizeof esc), q->len, n, n - m->retained_reported);
+	m->retained_reported = n;
+}
+
+long sky_mqtt_retained_dropped(sky_mqtt *m)
+{
+	if (!m)
+		return 0;
+	sky_mutex_lock(&m->lock);
+	long n = m->retained_dropped;
+	sky_mutex_unlock(&m->lock);
+	return n;
+}
+
 int sky_mqtt_poll_for(sky_mqtt *m, int wait_ms, int budget_ms)
 {
 	if (!m)
@@ -240,6 +294,8 @@ int sky_mqtt_poll_for(sky_mqtt *m, int wait_ms, int budget_ms)
 			if (q->msg && m->o.on_msg)
 				m->o.on_msg(m->o.ctx, q->topic, q->topic_len, q->msg->payload, q->len,
 					    q->msg->retained);
+			else if (!q->msg && q->retained_drop)
+				retained_dropped(m, q);
 			else if (!q->msg && m->o.on_oversize)
 				m->o.on_oversize(m->o.ctx, q->topic, q->topic_len, q->len);
 			free_q(q);

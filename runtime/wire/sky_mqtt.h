@@ -61,6 +61,8 @@ typedef struct sky_mqtt_opts {
 	sky_mqtt_msg_fn on_msg;
 	sky_mqtt_lost_fn on_lost;
 	sky_mqtt_oversize_fn on_oversize; /* optional */
+	sky_mqtt_oversize_fn on_retained; /* optional: a retained copy on a class that
+	                                     takes none, dropped (sky_topic_retained_ok) */
 	void *ctx;
 } sky_mqtt_opts;
 
@@ -96,6 +98,8 @@ long sky_mqtt_dropped(sky_mqtt *m);
 long sky_mqtt_dropped_class(sky_mqtt *m, int cls);
 /* Messages dropped because they were over their topic class's limit. */
 long sky_mqtt_oversize(sky_mqtt *m);
+/* Retained copies dropped because their class takes none (sky_topic_retained_ok). */
+long sky_mqtt_retained_dropped(sky_mqtt *m);
 /* The claim listener's address for a fleet broker "HOST:PORT": the same
  * host, port + 1 (planner/broker_conf.c). New boards enroll there, and
  * operator tools (sky job submit/watch/collect) connect there, because it

@@ -15,7 +15,7 @@
  *   sky/v1/board/<id>/heartbeat             board -> planner               0   no   {"session":N,"seq":M}
  *   sky/v1/board/<id>/plan-ack              board -> planner               1   no   plan acknowledgement / refusal JSON
  *   sky/v1/board/<id>/echo                  board -> board (itself)        0   no   link probe payload (opaque bytes)
- *   sky/v1/board/<id>/cmd                   planner -> board               1   no   command JSON (e.g. {"cmd":"probe"})
+ *   sky/v1/board/<id>/cmd                   planner -> board               1   no   command JSON ({"cmd":"probe"}, "ckpt", "stop": agent_cmd.c)
  *   sky/v1/job/<job>/plan                   planner -> boards              1   yes  signed plan envelope (runtime/wire/sky_sign.h)
  * The last level <s> of a stage topic, and <board> of metrics, part and
  * ckpt, is the sending board's id, which the ACL pins with %u: a receiver
@@ -727,6 +727,47 @@ static inline size_t sky_topic_max_bytes(const char *topic)
 	for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
 		if (sky_topic_seg_is(seg[n - 1], len[n - 1], k[i].leaf))
 			return k[i].max;
+	return 0;
+}
+
+/* Whether a received topic is of a class that is published retained (the
+ * "retained" column of the table above): a board's caps, status and
+ * plan-ack, a job's plan, a stage's ready, a job's parts and loads, and
+ * what the planner relays to a job's owner (its parts and last state).
+ * mosquitto 2.0 cannot refuse a retained publish per topic (no ACL for
+ * it; retain_available is one global switch), so a retained copy of any
+ * other class (frames, metrics, requests, checkpoints, submissions, ...)
+ * is either junk or a stale message a subscriber would take as new each
+ * time it subscribes: receivers drop it (sky_mqtt.h). The broker marks
+ * only copies from its retained store (sent on a new subscription) as
+ * retained; a live message reaches subscribers as a plain one. */
+static inline int sky_topic_retained_ok(const char *topic)
+{
+	const char *seg[12];
+	size_t len[12];
+	int n = topic ? sky_topic_split(topic, strlen(topic), seg, len, 12) : -1;
+	if (n < 5 || !sky_topic_seg_is(seg[0], len[0], "sky") ||
+	    !sky_topic_seg_is(seg[1], len[1], "v1"))
+		return 0;
+	if (sky_topic_seg_is(seg[2], len[2], "board"))
+		return n == 5 && (sky_topic_seg_is(seg[4], len[4], SKY_TOPIC_CAPS) ||
+				  sky_topic_seg_is(seg[4], len[4], SKY_TOPIC_STATUS) ||
+				  sky_topic_seg_is(seg[4], len[4], SKY_TOPIC_PLAN_ACK));
+	if (sky_topic_seg_is(seg[2], len[2], "job") || sky_topic_seg_is(seg[2], len[2], "site")) {
+		sky_topic_stage_msg m;
+		if (sky_topic_parse_stage(topic, strlen(topic), &m) == 0)
+			return strcmp(m.leaf, SKY_TOPIC_READY) == 0;
+		if (!sky_topic_seg_is(seg[2], len[2], "job"))
+			return 0;
+		if (n == 5)
+			return sky_topic_seg_is(seg[4], len[4], SKY_TOPIC_PLAN);
+		return n == 6 && (sky_topic_seg_is(seg[4], len[4], SKY_TOPIC_PART) ||
+				  sky_topic_seg_is(seg[4], len[4], SKY_TOPIC_LOAD));
+	}
+	if (sky_topic_seg_is(seg[2], len[2], "jobs") && n >= 7 &&
+	    sky_topic_seg_is(seg[4], len[4], "job"))
+		return (n == 7 && sky_topic_seg_is(seg[6], len[6], SKY_TOPIC_STATE)) ||
+		       (n == 8 && sky_topic_seg_is(seg[6], len[6], SKY_TOPIC_PART));
 	return 0;
 }
 

@@ -7,7 +7,9 @@
 #   - a training job (3 boards, checkpoints every 2 steps): junk on a stage's
 #     fwd topic and a forged ready (retained, so each stage gets them when it
 #     subscribes, before any real frame), a full checkpoint image of every
-#     block at the next steps, and metrics saying every stage is done;
+#     block at the next steps and one at step 2^53-1, and metrics saying
+#     every stage is done (a frame is never retained: skyd drops the junk
+#     as a retained copy before its transport sees it);
 #   - a serving job (the same 3 boards): answers to the client's requests
 #     with made-up logits, a forged ready of its first stage and a forged
 #     "done" report to the first stage.
@@ -69,9 +71,12 @@ prom() { # JOB REASON: its sky_job_messages_refused_total is at least 1
 J=jv
 # junk on stage 1's forward topic and a forged ready of stage 0, retained:
 # every stage gets them the moment it subscribes
+# (the ready under its kind's 1 KiB limit, so that it reaches the stages'
+# sender check; the frame is dropped as a retained copy, which frames never are)
 head -c 4096 /dev/urandom >"$W/junk"
+head -c 512 /dev/urandom >"$W/junk-ready"
 bx -r -t "sky/v1/job/$J/stage/1/fwd/bx" -f "$W/junk"
-bx -r -t "sky/v1/job/$J/stage/0/ready/bx" -f "$W/junk"
+bx -r -t "sky/v1/job/$J/stage/0/ready/bx" -f "$W/junk-ready"
 # a checkpoint image holding every block (0..2L+1 = 0..9) at step S, its
 # tensors zero: were it committed, the job would go on from it
 forge_ckpt() { # STEP OUT
@@ -95,8 +100,13 @@ attack_train() {
 	_i=0
 	while [ ! -f "$W/$J.over" ] && [ $_i -lt 300 ]; do
 		_i=$((_i + 1))
+		# junk on stage 1's forward topic as the job runs (not retained)
+		bx -t "sky/v1/job/$J/stage/1/fwd/bx" -f "$W/junk"
 		forge_ckpt $((2 * (_i % 6) + 2)) "$W/forged.ckpt"
 		bx -t "sky/v1/job/$J/ckpt/bx" -f "$W/forged.ckpt"
+		# and one at step 2^53-1, the largest step JSON carries exactly
+		forge_ckpt 9007199254740991 "$W/forged-max.ckpt"
+		bx -t "sky/v1/job/$J/ckpt/bx" -f "$W/forged-max.ckpt"
 		for k in 0 1 2; do
 			bx -t "sky/v1/job/$J/metrics/bx" \
 				-m "{\"v\":1,\"stage\":$k,\"board\":\"b$((k + 1))\",\"epoch\":1,\"step\":12,\"steps\":12,\"done\":true}"
@@ -122,7 +132,7 @@ sky_wait 15 refused $J ckpt_not_holder 1 && prom $J ckpt_not_holder &&
 	! grep -q "checkpoint part from bx" "$W/skyplan.log" &&
 	pass adversary_forged_checkpoint_refused_before_hashing_and_counted ||
 	fail adversary_forged_checkpoint_refused_before_hashing_and_counted "$(grep "bx" "$W/skyplan.log" | tail -3)"
-# the boards: bx's frame and ready dropped on the sender level
+# the boards: bx's ready (and its live junk frames) dropped on the sender level
 sky_wait 15 dropped $J sender && pass adversary_junk_frame_and_forged_ready_dropped_as_sender ||
 	fail adversary_junk_frame_and_forged_ready_dropped_as_sender "$("$SKY" fleet status --state "$STATE" | grep -A6 "^job $J ")"
 # the refusal lines are throttled: one per reason per 10 s window
@@ -130,6 +140,11 @@ lines=$(grep -c "refused (metrics_not_stage)" "$W/skyplan.log")
 echo "MEASURE adversary_metrics_refusal_log_lines $lines"
 [ "$lines" -ge 1 ] && [ "$lines" -le 30 ] && pass adversary_refusals_logged_throttled ||
 	fail adversary_refusals_logged_throttled "$lines lines"
+# the retained junk frame never reached the stage's transport: a frame is
+# never retained, so skyd drops a retained copy when it arrives
+grep -q "retained message on sky/v1/job/$J/stage/1/fwd/bx (4096 bytes) dropped: that kind of message is never retained" "$W"/b*.log &&
+	pass adversary_retained_junk_frame_dropped_as_retained ||
+	fail adversary_retained_junk_frame_dropped_as_retained "$(grep -h "retained" "$W"/b*.log | head -3)"
 bx -r -n -t "sky/v1/job/$J/stage/1/fwd/bx" # bx clears its retained junk
 bx -r -n -t "sky/v1/job/$J/stage/0/ready/bx"
 

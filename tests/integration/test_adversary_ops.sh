@@ -14,7 +14,8 @@
 #     submit meanwhile is still acknowledged;
 #   - A's long job keeps B's job off its boards (they are busy);
 #   - `sky job cancel` by B is refused with the reason; by A it cancels, and
-#     A's watch of the cancelled job prints that and exits.
+#     A's watch of the cancelled job prints that and exits; the boards that
+#     were training it stop, and take a new job.
 # Prints PASS/FAIL lines; nothing asserts on elapsed time.
 set -u
 cd "$(dirname "$0")/../.."
@@ -145,5 +146,16 @@ WRC=$?
 	[ $WRC -eq 1 ] && grep -q "job jl ended: cancelled" "$W/jl.watch" &&
 	pass cancel_by_the_owner_stops_the_job ||
 	fail cancel_by_the_owner_stops_the_job "rc $RC watch rc $WRC: $(cat "$W/acancel.out" "$W/jl.watch")"
+# the boards that were training jl stop it (the planner's stop command on
+# each board's command topic) and are free: a new job runs on them
+stopped() { [ "$(grep -l "job jl epoch [0-9]* stopped at step [0-9]*: cancelled by the planner" "$W"/b1.log "$W"/b2.log | wc -l)" -eq 2 ]; }
+sky_wait 30 stopped && grep -q "job jl .* cancelled by operator sky-operator.*; its boards told to stop" "$W/skyplan.log" &&
+	pass cancelled_training_job_stops_on_its_boards ||
+	fail cancelled_training_job_stops_on_its_boards "$(grep -h "jl" "$W"/b1.log "$W"/b2.log | tail -4)"
+grep -h "cancelled by the planner" "$W"/b1.log "$W"/b2.log | sed 's/^/   log: /' | cut -c1-160
+sky_fleet_run_job jn 4 --algo even --steps 2 --micro 2 --seed 3
+WRC=$?
+[ $WRC -eq 0 ] && [ -s "$W/jn.safetensors" ] && pass boards_of_a_cancelled_job_take_a_new_job ||
+	fail boards_of_a_cancelled_job_take_a_new_job "watch rc $WRC: $(tail -2 "$W/jn.watch.err") $(grep -h "jn" "$W"/b1.log | tail -2)"
 
 exit $((fails > 0))

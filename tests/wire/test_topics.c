@@ -181,3 +181,31 @@ SKY_TEST(identity_levels_build_and_parse)
 		SKY_EXPECT_MSG(sky_topic_parse_stage(bads[i], strlen(bads[i]), &m) != 0, "accepted %s",
 			       bads[i]);
 }
+
+SKY_TEST(only_the_retained_classes_take_a_retained_copy)
+{
+	static const char *const yes[] = {
+		"sky/v1/board/b1/caps", "sky/v1/board/b1/status", "sky/v1/board/b1/plan-ack",
+		"sky/v1/job/j1/plan", "sky/v1/job/j1/stage/2/ready/b3",
+		"sky/v1/site/s1/job/j1/stage/0/ready/b1", "sky/v1/job/j1/part/b1",
+		"sky/v1/job/j1/load/b2", "sky/v1/jobs/sky-operator/job/j1/state",
+		"sky/v1/jobs/sky-operator/job/j1/part/b1", NULL};
+	static const char *const no[] = {
+		"sky/v1/board/b1/heartbeat", "sky/v1/board/b1/echo", "sky/v1/board/b1/cmd",
+		"sky/v1/board/b1/slice-req", "sky/v1/job/j1/metrics/b1",
+		"sky/v1/job/j1/stage/1/fwd/b1", "sky/v1/job/j1/stage/1/bwd/b3",
+		"sky/v1/job/j1/stage/1/norm/b2", "sky/v1/job/j1/stage/0/done/b3",
+		"sky/v1/site/s1/job/j1/stage/1/fwd/b1", "sky/v1/job/j1/ckpt/b1",
+		"sky/v1/job/j1/slice/b1", "sky/v1/job/j1/req/b1/sky-client-t",
+		"sky/v1/job/j1/resp/sky-client-t/b3", "sky/v1/job/j1/replay/b1/sky-client-t",
+		"sky/v1/jobs/sky-operator/submit", "sky/v1/jobs/sky-operator/cancel",
+		"sky/v1/jobs/sky-operator/weights", "sky/v1/jobs/sky-operator/reply",
+		"sky/v1/jobs/sky-operator/job/j1/metrics", "sky/v1/enroll/sky:n1/csr",
+		"sky/v1/enroll/sky:n1/cert", "sky/v1/job/j1/plan/x", "sky/v1/job/j1/part",
+		"sky/v2/job/j1/plan", "other/topic", "", NULL};
+	for (int i = 0; yes[i]; i++)
+		SKY_EXPECT_MSG(sky_topic_retained_ok(yes[i]), "%s refused", yes[i]);
+	for (int i = 0; no[i]; i++)
+		SKY_EXPECT_MSG(!sky_topic_retained_ok(no[i]), "%s taken", no[i]);
+	SKY_EXPECT(!sky_topic_retained_ok(NULL));
+}
