@@ -215,7 +215,7 @@ sky_wait 15 dropped $JOB sender && pass adversary_forged_ready_and_done_dropped_
 
 # ---- a board of another live job ---------------------------------------------------
 # bw is enrolled and holds stage 0 of job sb's signed plan (a serving job of
-# its own, on bw alone: b1..b3 serve sv). Its skyd is then stopped (a
+# its own and another operator's, on bw alone: b1..b3 serve sv). Its skyd is then stopped (a
 # connection with its certificate would close skyd's, the client id being
 # the CN), so its membership of sb's plan stays: sb is live and not
 # re-planned (no idle board). With bw's certificate: metrics saying every
@@ -233,7 +233,13 @@ count() { # JOB REASON: skyplan's count of refusals (0 if none)
 sky_serve_board bw
 sky_wait 60 sh -c "[ \$('$SKY' fleet status --state '$STATE' --json | grep -o '\"state\":\"online\"' | wc -l) -ge 4 ]" ||
 	fail adversary_member_online "$(sky_serve_online) of 4 online"
-"$SKY" job submit --pki "$PKI" --broker "$BR" --job sb --min-boards 1 --task infer \
+# sb is another operator's (bob's), so that its plan takes bw alone: b1..b3
+# are busy with sv, a job of another operator
+"$SKY" pki operator --dir "$PKI" --name bob >"$W/bob.out" 2>&1 ||
+	fail adversary_member_operator "$(cat "$W/bob.out")"
+kill -HUP "$SKY_BROKER_PID" # mosquitto reads the ACL with bob's lines
+sleep 1
+"$SKY" job submit --pki "$PKI/operators/bob" --broker "$BR" --job sb --min-boards 1 --task infer \
 	--weights "$W/q.safetensors" --algo even --clients sky-client-t --wait 60 >"$W/sb.submit" 2>&1 ||
 	fail adversary_member_job_submitted "$(tail -3 "$W/sb.submit" "$W/skyplan.log")"
 sky_wait 60 grep -q "job sb: every stage is ready" "$W/bw.log" ||
