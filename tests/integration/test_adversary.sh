@@ -248,13 +248,13 @@ kill "$(cat "$W/pid.bw")" 2>/dev/null
 sky_wait 20 sh -c "! kill -0 $(cat "$W/pid.bw") 2>/dev/null"
 rm -f "$W/pid.bw"
 # bw is verifiably in sb's signed plan (its skyd accepted stage 0 of it),
-# and sb still listed by skyplan after bw stopped
+# and skyplan keeps sb paused on it (no re-plan: b1..b3 are busy)
 grep -q "plan sb epoch [0-9]* accepted: stage 0 of" "$W/bw.log" &&
-	"$SKY" fleet status --state "$STATE" | grep -q "^job sb " &&
+	grep -q "job sb paused: board bw (stage 0) offline" "$W/skyplan.log" &&
 	pass adversary_member_is_in_another_live_jobs_plan ||
 	fail adversary_member_is_in_another_live_jobs_plan "$(grep "plan sb" "$W/bw.log"; "$SKY" fleet status --state "$STATE" | grep "^job")"
 # shellcheck disable=SC2046
-bw() { timeout 20 mosquitto_pub $(sky_mq_tls "$W/bw/board.crt" "$W/bw/board.key") -q 1 "$@" 2>>"$W/bw.err"; }
+bw() { timeout 20 mosquitto_pub $(sky_mq_tls "$W/bw/state/board.crt" "$W/bw/state/board.key") -q 1 "$@" 2>>"$W/bw.err"; }
 m0=$(count $JOB metrics_not_stage) c0=$(count $JOB ckpt_not_holder)
 a0=$(count $JOB answer_not_stage) r0=$(count $JOB ready_not_stage)
 J=$JOB # forge_ckpt names job J in the image
