@@ -212,6 +212,87 @@ sky_wait 15 refused $JOB ready_not_stage 1 && prom $JOB ready_not_stage &&
 	fail adversary_forged_ready_refused_by_the_planner_and_counted "$("$SKY" fleet status --state "$STATE" | grep -A6 "^job $JOB ")"
 sky_wait 15 dropped $JOB sender && pass adversary_forged_ready_and_done_dropped_by_the_first_stage ||
 	fail adversary_forged_ready_and_done_dropped_by_the_first_stage "$("$SKY" fleet status --state "$STATE" | grep -A6 "^job $JOB ")"
+
+# ---- a board of another live job ---------------------------------------------------
+# bw is enrolled and holds stage 0 of job sb's signed plan (a serving job of
+# its own and another operator's, on bw alone: b1..b3 serve sv). Its skyd is then stopped (a
+# connection with its certificate would close skyd's, the client id being
+# the CN), so its membership of sb's plan stays: sb is live and not
+# re-planned (no idle board). With bw's certificate: metrics saying every
+# stage of sv is done, a checkpoint image for sv, answers on sv's resp topic
+# and a ready on sv's stage topic. Each is refused as from outside sv's plan
+# (being in another job's plan gives nothing), counted, and sv goes on
+# answering with sky eval's logits.
+count() { # JOB REASON: skyplan's count of refusals (0 if none)
+	_n=$("$SKY" fleet status --state "$STATE" 2>/dev/null | sed -n "/^job $1 /,/^job /p" |
+		sed -n "s/.*refused:.* $2 \([0-9]*\).*/\1/p" | head -1)
+	echo "${_n:-0}"
+}
+"$SKY" pki issue --dir "$PKI" --id bw --state "$W/bw/state" >/dev/null 2>"$W/bw.issue" ||
+	{ fail adversary_member_issued "$(cat "$W/bw.issue")"; exit 1; }
+sky_serve_board bw
+sky_wait 60 sh -c "[ \$('$SKY' fleet status --state '$STATE' --json | grep -o '\"state\":\"online\"' | wc -l) -ge 4 ]" ||
+	fail adversary_member_online "$(sky_serve_online) of 4 online"
+# sb is another operator's (bob's), so that its plan takes bw alone: b1..b3
+# are busy with sv, a job of another operator
+"$SKY" pki operator --dir "$PKI" --name bob >"$W/bob.out" 2>&1 ||
+	fail adversary_member_operator "$(cat "$W/bob.out")"
+kill -HUP "$SKY_BROKER_PID" # mosquitto reads the ACL with bob's lines
+sleep 1
+"$SKY" job submit --pki "$PKI/operators/bob" --broker "$BR" --job sb --min-boards 1 --task infer \
+	--weights "$W/q.safetensors" --algo even --clients sky-client-t --wait 60 >"$W/sb.submit" 2>&1 ||
+	fail adversary_member_job_submitted "$(tail -3 "$W/sb.submit" "$W/skyplan.log")"
+sky_wait 60 grep -q "job sb: every stage is ready" "$W/bw.log" ||
+	fail adversary_member_job_ready "$(grep "sb" "$W/bw.log" | tail -3)"
+kill "$(cat "$W/pid.bw")" 2>/dev/null
+sky_wait 20 sh -c "! kill -0 $(cat "$W/pid.bw") 2>/dev/null"
+rm -f "$W/pid.bw"
+# bw is verifiably in sb's signed plan (its skyd accepted stage 0 of it),
+# and skyplan keeps sb paused on it (no re-plan: b1..b3 are busy)
+grep -q "plan sb epoch [0-9]* accepted: stage 0 of" "$W/bw.log" &&
+	grep -q "job sb paused: board bw (stage 0) offline" "$W/skyplan.log" &&
+	pass adversary_member_is_in_another_live_jobs_plan ||
+	fail adversary_member_is_in_another_live_jobs_plan "$(grep "plan sb" "$W/bw.log"; "$SKY" fleet status --state "$STATE" | grep "^job")"
+# shellcheck disable=SC2046
+bw() { timeout 20 mosquitto_pub $(sky_mq_tls "$W/bw/state/board.crt" "$W/bw/state/board.key") -q 1 "$@" 2>>"$W/bw.err"; }
+m0=$(count $JOB metrics_not_stage) c0=$(count $JOB ckpt_not_holder)
+a0=$(count $JOB answer_not_stage) r0=$(count $JOB ready_not_stage)
+J=$JOB # forge_ckpt names job J in the image
+forge_ckpt 2 "$W/forged-sv.ckpt"
+attack_member() { # one connection at a time: bw's would close each other
+	_i=0
+	while [ ! -f "$W/$JOB.member.over" ] && [ $_i -lt 100 ]; do
+		_i=$((_i + 1))
+		for k in 0 1 2; do
+			bw -t "sky/v1/job/$JOB/metrics/bw" \
+				-m "{\"v\":1,\"stage\":$k,\"board\":\"b$((k + 1))\",\"epoch\":1,\"step\":1,\"steps\":1,\"done\":true}"
+		done
+		bw -t "sky/v1/job/$JOB/ckpt/bw" -f "$W/forged-sv.ckpt"
+		bw -t "sky/v1/job/$JOB/stage/0/ready/bw" -m '{"epoch":1,"board":"bw"}'
+		for r in 0 1 2 3; do fake $((7 + _i % 2)) $r; done |
+			bw -t "sky/v1/job/$JOB/resp/sky-client-t/bw" -l
+		sleep 0.2
+	done
+}
+attack_member &
+APID=$!
+PIDS="$PIDS $APID"
+sleep 1
+for k in 7 8; do
+	sky_serve_ask
+	sleep 0.3
+done
+sky_serve_check adversary_member 6 8
+touch "$W/$JOB.member.over"
+wait $APID 2>/dev/null
+for rs in "metrics_not_stage $m0" "ckpt_not_holder $c0" "answer_not_stage $a0" "ready_not_stage $r0"; do
+	set -- $rs
+	sky_wait 15 refused $JOB "$1" $(($2 + 1)) &&
+		pass "adversary_member_of_another_job_${1}_refused_and_counted" ||
+		fail "adversary_member_of_another_job_${1}_refused_and_counted" "was $2, now $(count $JOB "$1")"
+done
+# (ckpt_not_holder is the sender check's reason, taken before any hash;
+# its log line may be one of the throttled ones, so the count is the check)
 "$SKY" fleet status --state "$STATE" | sed -n '/^job /,$p' | grep "^job\|refused\|sender" | sed 's/^/  /'
 for f in "$W"/pid.*; do
 	[ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null
