@@ -144,6 +144,14 @@ int sky_calib_times(const sky_calib *c, const char *board, const sky_caps_shape 
 	const sky_calib_entry *e = sky_calib_find(c, board, shape);
 	if (!e)
 		return 0;
+	/* A probe far from the one the figures were measured against means
+	 * the board changed (restarted slower, moved, its neighbours now load
+	 * it): its old measurements no longer describe it, the probe does. */
+	const double now = probe->fwd_attn_s + probe->fwd_ffn_s + probe->bwd_attn_s + probe->bwd_ffn_s,
+		     then = e->probe.fwd_attn_s + e->probe.fwd_ffn_s + e->probe.bwd_attn_s +
+			    e->probe.bwd_ffn_s;
+	if (then > 0 && now > 0 && (now > then * SKY_CALIB_BOUND || now * SKY_CALIB_BOUND < then))
+		return 0;
 	if (e->n_fwd > 0)
 		out->fwd_attn_s = e->t.fwd_attn_s, out->fwd_ffn_s = e->t.fwd_ffn_s;
 	if (e->n_bwd > 0)

@@ -106,7 +106,10 @@ const sky_calib_entry *sky_calib_find(const sky_calib *c, const char *board,
 
 /* The figures to plan board with: the folded ones where it has samples
  * (forward and backward each on their own), the probe's elsewhere, into
- * *out. Returns 1 when any folded figure was used, else 0 (*out = *probe). */
+ * *out; the probe's alone when probe (the board's current one) is more
+ * than SKY_CALIB_BOUND times off the probe the figures were last folded
+ * against (the board changed: restarted slower, or now shares its cores).
+ * Returns 1 when any folded figure was used, else 0 (*out = *probe). */
 int sky_calib_times(const sky_calib *c, const char *board, const sky_caps_shape *shape,
 		    const sky_caps_times *probe, sky_caps_times *out);
 

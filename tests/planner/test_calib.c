@@ -4,7 +4,9 @@
  * weight; a sample absurdly far off the probe is refused; only the
  * sender's own figures move (the board is the topic's, checked against the
  * plan by svc_authz.c, never the payload's); the planner's fleet then
- * carries the folded figures; the table survives calib.json. */
+ * carries the folded figures, unless the board's probe has since moved
+ * far from the one they were measured against; the table survives
+ * calib.json. */
 #include "sky_test.h"
 
 #include "sky_calib.h"
@@ -50,6 +52,22 @@ SKY_TEST(the_first_sample_replaces_the_probe_keeping_its_split_between_halves)
 	sky_caps_shape other = k_shape;
 	other.seq = 64;
 	SKY_EXPECT_EQ(sky_calib_times(&g_c, "b1", &other, &k_probe, &t), 0);
+}
+
+/* A board whose probe moved far from the one its figures were measured
+ * against (restarted at a tenth of its speed, say) is planned on the new
+ * probe, not on measurements of the board it was; a probe within the
+ * bound keeps the measurements. */
+SKY_TEST(a_board_whose_probe_changed_is_planned_on_its_new_probe)
+{
+	sky_calib_init(&g_c);
+	sky_calib_sample s = sample(0, 3, 0.012, 0.016);
+	SKY_EXPECT_EQ(sky_calib_fold(&g_c, "b1", &k_shape, &k_probe, &s, "j1", 100), 1);
+	sky_caps_times slow = {0.01, 0.01, 0.02, 0.02}, near = {0.0015, 0.0015, 0.003, 0.003}, t;
+	SKY_EXPECT_EQ(sky_calib_times(&g_c, "b1", &k_shape, &slow, &t), 0);
+	SKY_EXPECT(memcmp(&t, &slow, sizeof t) == 0);
+	SKY_EXPECT_EQ(sky_calib_times(&g_c, "b1", &k_shape, &near, &t), 1);
+	SKY_EXPECT_NEAR(t.fwd_attn_s, 0.003, 1e-12);
 }
 
 SKY_TEST(later_samples_average_and_an_outlier_moves_the_figures_a_bounded_step)
