@@ -22,7 +22,7 @@
 #include "sky_file.h"
 #include "sky_hfmodel.h"
 #include "sky_model.h"
-#include "sky_rng.h"
+#include "sky_trainorder.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -30,35 +30,6 @@
 #include <string.h>
 
 #define MAX_MICRO 64
-
-/* The set's row order in epoch e: Fisher-Yates from (seed, e). */
-static void epoch_order(uint32_t *perm, int64_t rows, uint64_t seed, long epoch)
-{
-	sky_rng r;
-	sky_rng_seed(&r, seed * 0x9e3779b97f4a7c15ull + (uint64_t)epoch + 1);
-	for (int64_t i = 0; i < rows; i++)
-		perm[i] = (uint32_t)i;
-	for (int64_t i = rows - 1; i > 0; i--) {
-		uint32_t j = sky_rng_below(&r, (uint32_t)(i + 1));
-		uint32_t t = perm[i];
-		perm[i] = perm[j];
-		perm[j] = t;
-	}
-}
-
-/* Copies the rows of one micro-batch into its buffers. */
-static void take_rows(const sky_dataset *ds, const uint32_t *rows, int B, int32_t *ids,
-		      int32_t *types, int32_t *attn, int32_t *labels)
-{
-	const size_t S = (size_t)ds->meta.seq;
-	for (int k = 0; k < B; k++) {
-		size_t r = rows[k];
-		memcpy(ids + (size_t)k * S, ds->input_ids + r * S, S * 4);
-		memcpy(types + (size_t)k * S, ds->token_type_ids + r * S, S * 4);
-		memcpy(attn + (size_t)k * S, ds->attention_mask + r * S, S * 4);
-		labels[k] = ds->labels[r];
-	}
-}
 
 /* Copies the tokenizer files the model directory has into out (a
  * directory every Sky command, and from_pretrained, takes back). */
@@ -230,14 +201,19 @@ int sky_train_data(const sky_train_data_args *a)
 	long s = 0;
 	double t_start = sky_clock_s(), last_loss = 0;
 	sky_clsm met;
+	sky_trainorder ord;
+	if (sky_trainorder_init(&ord, ds.meta.rows, (uint64_t)a->seed, c.batch, micro, perm)) {
+		fprintf(stderr, "sky train: %s: cannot order its rows\n", a->data);
+		goto exit;
+	}
 	for (long e = 0; e < epochs && s < steps; e++) {
-		epoch_order(perm, ds.meta.rows, (uint64_t)a->seed, e);
 		double lsum = 0;
 		long n = 0;
 		for (int64_t k = 0; k < spe && s < steps; k++, s++) {
 			for (int i = 0; i < micro; i++)
-				take_rows(&ds, perm + (k * micro + i) * (int64_t)B, c.batch, ids + T * i,
-					  types + T * i, attn + T * i, labels + B * i);
+				sky_trainorder_take(&ds, sky_trainorder_rows(&ord, s, i), c.batch,
+						    ids + T * i, types + T * i, attn + T * i,
+						    labels + B * i);
 			m.opts.optim.lr = sky_optim_lr_at(lr, s, steps, warmup);
 			float loss = 0;
 			if ((rc = sky_bert_train_step(&m, views, &loss)) != 0) {
