@@ -52,6 +52,10 @@
 	"# checkpoints: a stage's own, and its range loaded after a re-plan\n"     \
 	"pattern write sky/v1/job/+/ckpt/%u\n"                                      \
 	"pattern read sky/v1/job/+/load/%u\n"                                       \
+	"# federated jobs: the signed round and its global model, an owner's update\n" \
+	"pattern read sky/v1/job/+/fedround\n"                                      \
+	"pattern read sky/v1/job/+/fedmodel\n"                                      \
+	"pattern write sky/v1/job/+/fedupd/%u\n"                                    \
 	"# frames to stages on other sites (sky_topics.h)\n"                       \
 	"pattern write sky/v1/site/+/job/+/stage/+/+/%u\n"                          \
 	"pattern read sky/v1/site/core/job/+/stage/#\n"
@@ -92,6 +96,10 @@ static const char k_acl[] =
 	"topic write sky/v1/jobs/+/job/#\n"
 	"topic read sky/v1/job/+/ckpt/+\n"
 	"topic write sky/v1/job/+/load/+\n"
+	"# federated jobs (svc_fed.c)\n"
+	"topic readwrite sky/v1/job/+/fedround\n"
+	"topic write sky/v1/job/+/fedmodel\n"
+	"topic read sky/v1/job/+/fedupd/+\n"
 	"# link probes through each site's bridge (sky_topics.h)\n"
 	"topic write sky/v1/site/+/echo\n"
 	"topic read sky/v1/site/+/back/echo\n"
@@ -127,6 +135,8 @@ static const char k_acl_operator_fleet[] =
 	"topic deny sky/v1/job/+/slice/#\n"
 	"topic deny sky/v1/job/+/ckpt/#\n"
 	"topic deny sky/v1/job/+/load/#\n"
+	"topic deny sky/v1/job/+/fedupd/#\n"
+	"topic deny sky/v1/job/+/fedmodel\n"
 	"topic write sky/v1/jobs/%s/submit\n"
 	"topic read sky/v1/jobs/%s/reply\n"
 	"topic read sky/v1/job/+/plan\n"

@@ -117,6 +117,126 @@ static int parse_infer(const cJSON *doc, sky_job_req *j, sky_diag *d)
 }
 
 /* The task and its settings (their defaults are in j already). */
+/* ---- federated training ("federated":{...}) ---- */
+
+static int hex64(const char *s)
+{
+	return strlen(s) == 64 && strspn(s, "0123456789abcdef") == 64;
+}
+
+static int parse_fed(const cJSON *doc, sky_job_req *j, sky_diag *d)
+{
+	const cJSON *f = cJSON_GetObjectItemCaseSensitive(doc, "federated");
+	if (!f)
+		return 0;
+	if (!cJSON_IsObject(f))
+		return sky_diag_set(d, SKY_EFORMAT, "job %s: federated must be an object", j->job);
+	char straggler[8] = "wait";
+	const cJSON *ow = cJSON_GetObjectItemCaseSensitive(f, "owners");
+	const cJSON *sa = cJSON_GetObjectItemCaseSensitive(f, "secure_agg");
+	int rc;
+	j->fed.on = 1;
+	j->fed.fraction = 1;
+	j->fed.min_owners = 1;
+	snprintf(j->fed.server_opt, sizeof j->fed.server_opt, "avg");
+	if ((rc = sky_json_str(f, "model", j->fed.model, sizeof j->fed.model, "federated", d)) ||
+	    (rc = sky_json_int(f, "rounds", 1, 100000, &j->fed.rounds, "federated", d)) ||
+	    (rc = sky_json_int(f, "local_steps", 1, 1000000, &j->fed.local_steps, "federated",
+			       d)) ||
+	    (rc = opt_num(f, "fraction", 1e-6, 1, &j->fed.fraction, d)) ||
+	    (rc = opt_int(f, "min_owners", 1, SKY_JOB_MAX_FED_OWNERS, &j->fed.min_owners, d)) ||
+	    (rc = opt_num(f, "deadline_s", 0, 86400, &j->fed.deadline_s, d)) ||
+	    (rc = opt_str(f, "straggler", straggler, sizeof straggler, d)) ||
+	    (rc = opt_str(f, "server_opt", j->fed.server_opt, sizeof j->fed.server_opt, d)) ||
+	    (rc = opt_num(f, "server_lr", 0, 100, &j->fed.server_lr, d)) ||
+	    (rc = opt_num(f, "prox_mu", 0, 1e6, &j->fed.prox_mu, d)) ||
+	    (rc = opt_num(f, "dp_clip", 0, 1e9, &j->fed.dp_clip, d)) ||
+	    (rc = opt_num(f, "dp_noise", 0, 1e6, &j->fed.dp_noise, d)))
+		return rc == SKY_ENOTFOUND ? SKY_EINVAL : rc;
+	if (!hex64(j->fed.model))
+		return sky_diag_set(d, SKY_EINVAL,
+				    "job %s: federated.model must be 64 lower-case hex digits",
+				    j->job);
+	if ((long)j->fed.rounds * j->fed.local_steps > SKY_PLANMSG_MAX_STEPS)
+		return sky_diag_set(d, SKY_ERANGE, "job %s: %d rounds x %d local steps is over %d",
+				    j->job, j->fed.rounds, j->fed.local_steps,
+				    SKY_PLANMSG_MAX_STEPS);
+	if (strcmp(straggler, "wait") && strcmp(straggler, "close"))
+		return sky_diag_set(d, SKY_EINVAL, "job %s: straggler '%s' (wait, close)", j->job,
+				    straggler);
+	j->fed.straggler_close = straggler[0] == 'c';
+	if (strcmp(j->fed.server_opt, "avg") && strcmp(j->fed.server_opt, "avgm") &&
+	    strcmp(j->fed.server_opt, "adam"))
+		return sky_diag_set(d, SKY_EINVAL, "job %s: server_opt '%s' (avg, avgm, adam)",
+				    j->job, j->fed.server_opt);
+	if (sa && !cJSON_IsBool(sa))
+		return sky_diag_set(d, SKY_EFORMAT, "job %s: secure_agg must be true or false",
+				    j->job);
+	j->fed.secure = cJSON_IsTrue(sa);
+	if ((j->fed.dp_noise > 0) != (j->fed.dp_clip > 0))
+		return sky_diag_set(d, SKY_EINVAL, "job %s: dp_noise and dp_clip go together",
+				    j->job);
+	if (cJSON_IsString(ow) && strcmp(ow->valuestring, "all") == 0) {
+		j->fed.all_owners = 1;
+	} else if (cJSON_IsArray(ow) && cJSON_GetArraySize(ow) >= 1 &&
+		   cJSON_GetArraySize(ow) <= SKY_JOB_MAX_FED_OWNERS) {
+		for (int i = 0; i < cJSON_GetArraySize(ow); i++) {
+			const cJSON *o = cJSON_GetArrayItem(ow, i);
+			if (!cJSON_IsString(o) || !sky_topic_segment_ok(o->valuestring) ||
+			    strlen(o->valuestring) >= sizeof j->fed.owners[0])
+				return sky_diag_set(d, SKY_EINVAL,
+						    "job %s: federated owner %d is not a board id",
+						    j->job, i);
+			for (int k = 0; k < i; k++)
+				if (!strcmp(j->fed.owners[k], o->valuestring))
+					return sky_diag_set(d, SKY_EINVAL,
+							    "job %s: owner %s named twice", j->job,
+							    o->valuestring);
+			snprintf(j->fed.owners[i], sizeof j->fed.owners[i], "%s", o->valuestring);
+			j->fed.n_owners = i + 1;
+		}
+	} else {
+		return sky_diag_set(d, SKY_EINVAL,
+				    "job %s: federated.owners must be \"all\" or a list of 1-%d "
+				    "board ids", j->job, SKY_JOB_MAX_FED_OWNERS);
+	}
+	if (!j->fed.all_owners && j->fed.min_owners > j->fed.n_owners)
+		return sky_diag_set(d, SKY_EINVAL, "job %s: min_owners %d is more than the %d owners",
+				    j->job, j->fed.min_owners, j->fed.n_owners);
+	if (!j->dataset[0])
+		return sky_diag_set(d, SKY_EINVAL,
+				    "job %s: a federated job needs dataset (each owner's shard)",
+				    j->job);
+	j->steps = j->fed.rounds * j->fed.local_steps;
+	return 0;
+}
+
+/* "federated":{...} of j, or "" (the block parse_fed reads). */
+static void encode_fed(const sky_job_req *j, char *out, size_t cap)
+{
+	out[0] = '\0';
+	if (!j->fed.on)
+		return;
+	int k = snprintf(out, cap,
+			 ",\"federated\":{\"model\":\"%s\",\"rounds\":%d,\"local_steps\":%d,"
+			 "\"fraction\":%.17g,\"min_owners\":%d,\"deadline_s\":%.17g,"
+			 "\"straggler\":\"%s\",\"server_opt\":\"%s\",\"server_lr\":%.17g,"
+			 "\"prox_mu\":%.17g,\"secure_agg\":%s,\"dp_clip\":%.17g,"
+			 "\"dp_noise\":%.17g,\"owners\":",
+			 j->fed.model, j->fed.rounds, j->fed.local_steps, j->fed.fraction,
+			 j->fed.min_owners, j->fed.deadline_s, j->fed.straggler_close ? "close" : "wait",
+			 j->fed.server_opt, j->fed.server_lr, j->fed.prox_mu,
+			 j->fed.secure ? "true" : "false", j->fed.dp_clip, j->fed.dp_noise);
+	if (j->fed.all_owners && k > 0 && (size_t)k < cap)
+		k += snprintf(out + k, cap - (size_t)k, "\"all\"");
+	for (int i = 0; !j->fed.all_owners && i < j->fed.n_owners && k > 0 && (size_t)k < cap; i++)
+		k += snprintf(out + k, cap - (size_t)k, "%s\"%s\"", i ? "," : "[", j->fed.owners[i]);
+	if (!j->fed.all_owners && k > 0 && (size_t)k < cap)
+		k += snprintf(out + k, cap - (size_t)k, "]");
+	if (k > 0 && (size_t)k < cap)
+		snprintf(out + k, cap - (size_t)k, "}");
+}
+
 static int parse_train(const cJSON *doc, sky_job_req *j, sky_diag *d)
 {
 	char task[16] = "";
@@ -184,6 +304,8 @@ static int parse_train(const cJSON *doc, sky_job_req *j, sky_diag *d)
 	if (!sgd && strcmp(j->optim, "adamw") != 0)
 		return sky_diag_set(d, SKY_EINVAL, "job %s: unknown optim '%s' (adamw, sgd)", j->job,
 				    j->optim);
+	if ((rc = parse_fed(doc, j, d)) != 0) /* sets steps: before the warm-up's default */
+		return rc;
 	sky_job_req_resolve(j);
 	if (j->warmup > j->steps)
 		return sky_diag_set(d, SKY_ERANGE, "job %s: warmup %d is more than steps %d", j->job,
@@ -318,12 +440,14 @@ int sky_job_req_encode(const sky_job_req *j, char *buf, size_t cap)
 		if (j->n_clients && k2 > 0 && (size_t)k2 < sizeof infer)
 			snprintf(infer + k2, sizeof infer - (size_t)k2, "]");
 	}
+	char fed[SKY_JOB_MAX_FED_OWNERS * 68 + 512];
+	encode_fed(j, fed, sizeof fed);
 	int n = snprintf(buf, cap,
 			 "{\"job\":\"%s\",\"model\":\"%s\"%s,\"micro_batches\":%d,\"algo\":\"%s\","
-			 "\"sched\":\"%s\",\"objective\":\"%s\",\"min_boards\":%d,\"wait_s\":%g%s%s%s%s}",
+			 "\"sched\":\"%s\",\"objective\":\"%s\",\"min_boards\":%d,\"wait_s\":%g%s%s%s%s%s}",
 			 j->job, j->model, shapes, j->micro_batches, j->algo, j->sched, j->objective,
 			 j->min_boards, j->wait_s, j->link_blind ? ",\"link_blind\":true" : "", sid,
-			 train, infer);
+			 train, infer, fed);
 	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : n;
 }
 

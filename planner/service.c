@@ -160,6 +160,11 @@ static void on_ready(svc *s, const svc_msg *m)
 	svc_serve_on_ready(s, m->seg, m->k, m->who, m->p, m->len);
 }
 
+static void on_fedupd(svc *s, const svc_msg *m)
+{
+	svc_fed_on_update(s, m->seg, m->to, m->p, m->len);
+}
+
 static void on_req(svc *s, const svc_msg *m)
 {
 	svc_serve_on_req(s, m->topic, m->tl, m->p, m->len);
@@ -181,6 +186,7 @@ static const svc_route k_routes[] = {
 	{match_job_pair, NULL, SKY_TOPIC_RESP, on_resp},
 	{match_job_to, NULL, SKY_TOPIC_PART, on_part},
 	{match_ready, NULL, NULL, on_ready},
+	{match_job_to, NULL, SKY_TOPIC_FEDUPD, on_fedupd}, /* federated updates (svc_fed.c) */
 	/* requests, and anything else: answered unknown_job if a request */
 	{match_any, NULL, NULL, on_req},
 };
@@ -234,7 +240,9 @@ static const char *const k_subs[] = {
 	/* answers and stages' readiness, for serving re-plans */
 	SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_RESP "/+/+",
 	SKY_TOPIC_ROOT "/job/+/stage/+/" SKY_TOPIC_READY "/+",
-	SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_CKPT "/+", SKY_TOPIC_ROOT "/site/+/back/" SKY_TOPIC_ECHO};
+	SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_CKPT "/+", SKY_TOPIC_ROOT "/site/+/back/" SKY_TOPIC_ECHO,
+	/* federated jobs' updates (svc_fed.c) */
+	SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_FEDUPD "/+"};
 
 static int connect_svc(svc *s, sky_diag *d)
 {
@@ -347,6 +355,7 @@ static void svc_tick(svc *s, double now, double gap, int behind)
 	svc_submit_tick(s, now);
 	svc_gc_tick(s, now);
 	svc_calib_tick(s, now);
+	svc_fed_tick(s, now);
 	svc_log_flush(s, now);
 }
 

@@ -13,6 +13,7 @@
 
 /* A submitted job, as parsed from its JSON (bounded by SKY_JOB_MAX_BYTES). */
 #define SKY_JOB_MAX_CLIENTS 32
+#define SKY_JOB_MAX_FED_OWNERS 64
 typedef struct sky_job_req {
 	char job[65];
 	char model[16];
@@ -67,6 +68,32 @@ typedef struct sky_job_req {
 	int ckpt_every;         /* "checkpoint_every": K (default 10), 0: no checkpoints,
 				 * and no re-plans when a board dies */
 	int link_blind;         /* 1: plan without pricing site paths ("link_blind":true) */
+	/* ---- federated training (planner/svc_fed.c, docs/federation.md) ----
+	 *   "task":"train","dataset":"train","federated":{"model":"<64 hex>",
+	 *   "owners":["b1","b2"] (or "all"),"rounds":R,"local_steps":E,
+	 *   "fraction":1,"min_owners":1,"deadline_s":0,"straggler":"wait",
+	 *   "server_opt":"avg","server_lr":0,"prox_mu":0,"secure_agg":false,
+	 *   "dp_clip":0,"dp_noise":0}
+	 * (all but model, owners, rounds and local_steps optional). model is
+	 * the SHA-256 of the model bundle (sky_fedmsg.h) uploaded before the
+	 * submit; steps becomes rounds x local_steps (the learning-rate
+	 * schedule's length). */
+	struct {
+		int on;
+		char model[65];
+		int all_owners;
+		int n_owners;
+		char owners[SKY_JOB_MAX_FED_OWNERS][65];
+		int rounds, local_steps;
+		double fraction;     /* of the owners sampled each round, (0, 1] */
+		int min_owners;      /* a round needs at least this many in */
+		double deadline_s;   /* a round's deadline, 0: none */
+		int straggler_close; /* 1: "close" at the deadline, 0: "wait" */
+		char server_opt[8];  /* avg, avgm, adam (sky_fedopt.h) */
+		double server_lr;    /* 0: the server optimizer's default */
+		double prox_mu, dp_clip, dp_noise;
+		int secure;
+	} fed;
 } sky_job_req;
 
 /* Zeroes j and writes the default of every field a job document may leave

@@ -389,6 +389,17 @@ void svc_submit_tick(svc *s, double now);
 /* The job's model: the request's preset with its shapes. */
 void svc_job_from_req(svc_job *j, const sky_job_req *r);
 
+/* svc_fed.c: federated jobs at their aggregator (docs/federation.md) */
+#define SVC_FED_MAX_JOBS 4
+/* A federated job (r->fed.on) of operator op: its owners checked, its
+ * first round published. Returns 0 or the refusal in d. */
+int svc_fed_submit(svc *s, const sky_job_req *r, const char *op, sky_diag *d);
+/* An update chunk on sky/v1/job/<job>/fedupd/<sender>. */
+void svc_fed_on_update(svc *s, const char *job, const char *sender, const unsigned char *p,
+		       size_t len);
+/* Closes due rounds, steps the global model, opens the next. */
+void svc_fed_tick(svc *s, double now);
+
 /* svc_enroll.c */
 void svc_enroll_init(svc *s);
 void svc_enroll_on_csr(svc *s, const char *nonce, const char *p, size_t len);

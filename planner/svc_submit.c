@@ -203,6 +203,13 @@ int svc_submit_queue_op(svc *s, const char *buf, size_t len, const char *op, con
 		SKY_WARN("job %s from %s refused: %s", req.job, from, d->msg);
 		return rc;
 	}
+	if (req.fed.on) { /* federated: no plan, a round loop (svc_fed.c) */
+		if ((rc = sky_owner_claim(s->state_dir, req.job, op, d)) == 0)
+			rc = svc_fed_submit(s, &req, op, d);
+		if (rc)
+			SKY_WARN("job %s from %s refused: %s", req.job, from, d->msg);
+		return rc;
+	}
 	svc_job_from_req(&pj.job, &req);
 	snprintf(pj.job.op, sizeof pj.job.op, "%s", op);
 	if (pj.job.model.seq > pj.job.model.max_pos || sky_model_validate(&pj.job.model) != 0) {

@@ -247,6 +247,8 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 	/* requests, frames and readiness of the job that serves */
 	if (a->serving && sky_servejob_on_msg(a->sj, topic, p, len))
 		return;
+	if (agent_fed_on_msg(a, topic, tl, p, len)) /* federated rounds and models */
+		return;
 	int is_plan = sky_topic_parse(topic, tl, "job", seg, sizeof seg, leaf, sizeof leaf) == 0 &&
 		      strcmp(leaf, SKY_TOPIC_PLAN) == 0;
 	if (is_plan && a->serving) {
@@ -337,6 +339,8 @@ static int connect_once(agent *a, sky_diag *d)
 		agent_link_probe(a);
 	if ((rc = agent_publish_caps(a)) != 0)
 		return sky_diag_set(d, rc, "capability report could not be queued");
+	if ((rc = agent_fed_subscribe(a, d)) != 0) /* federated jobs (agent_fed.c) */
+		return rc;
 	/* plans last: the retained ones arrive now, and the caps are already out */
 	if ((rc = sky_mqtt_subscribe(m, SKY_TOPIC_SUB_ALL_PLANS, 1, 5000, d)) != 0)
 		return rc;
@@ -456,6 +460,7 @@ static void loop_once(agent *a)
 		run_job(a);
 	if (a->sj && a->m && !a->lost && !a->pending_env)
 		run_serve(a);
+	agent_fed_tick(a); /* a federated round whose model is in */
 	if (a->pending_env) {
 		sky_mutex_lock(&a->lock);
 		agent_take_plan(a, a->pending_topic, a->pending_env, a->pending_len, 0);
@@ -498,6 +503,7 @@ exit:
 	sky_trainjob_free(&a.jobs[1]);
 	sky_servejob_free(a.sj);
 	free(a.sj);
+	agent_fed_free(&a);
 	free(a.pending_env);
 	free(a.plan_env);
 	free(a.next_env);

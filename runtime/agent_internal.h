@@ -89,6 +89,8 @@ typedef struct agent {
 	sky_slicefetch fetch;
 	unsigned char slice_key[SKY_JOBKEY_BYTES];
 	int slice_sealed;
+	/* a federated job this board is an owner of (agent_fed.c), or NULL */
+	struct agent_fed *fed;
 	/* scratch for plan handling (too big for Paho's stack) */
 	char payload[SKY_SIGN_MAX_PAYLOAD + 1];
 	sky_planmsg incoming;
@@ -134,6 +136,19 @@ void agent_on_echo(agent *a, const unsigned char *p, size_t len);
 
 /* A message on sky/v1/board/<id>/cmd: a probe or a checkpoint ask. */
 void agent_on_cmd(agent *a, const unsigned char *p, size_t len);
+
+/* ---- agent_fed.c: an owner of a federated job ---- */
+
+typedef struct agent_fed agent_fed;
+/* Subscribes to the federated jobs' rounds and models. Returns 0 or the
+ * subscribe's error. */
+int agent_fed_subscribe(agent *a, sky_diag *d);
+/* A round or a model chunk (1: it was one, taken or refused), else 0. */
+int agent_fed_on_msg(agent *a, const char *topic, size_t tl, const unsigned char *p, size_t len);
+/* Trains the round whose model is in and sends the update. */
+void agent_fed_tick(agent *a);
+/* NULL-safe. */
+void agent_fed_free(agent *a);
 
 /* ---- agent_plan.c: plan acceptance ---- */
 

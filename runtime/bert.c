@@ -5,6 +5,7 @@
 
 #include "sky_embed.h"
 #include "sky_err.h"
+#include "sky_fedopt.h"
 #include "sky_fedsum.h"
 #include "sky_head.h"
 #include "sky_layer.h"
@@ -257,6 +258,9 @@ int sky_bert_train_step(sky_bert *m, const sky_bert_batch *mb, float *loss)
 		sky_fx_decode(m->fx_acc, m->n_params, 1, bits, m->grads, NULL);
 	if (m->opts.clip_norm > 0)
 		sky_bert_clip(m, m->opts.clip_norm);
+	if (m->opts.prox_mu > 0 && m->opts.prox_w0)
+		sky_fedprox_add(m->grads, m->params, m->opts.prox_w0, m->n_params, m->opts.prox_mu,
+				NULL);
 	m->step++;
 	sky_optim_step(&m->opts.optim, m->params, m->grads, m->opt_state, m->n_params, m->step);
 	if (loss)

@@ -41,6 +41,10 @@ typedef struct sky_bert_opts {
 	 * their order: what a fleet with stage replicas computes (`sky train
 	 * --exact-sum`). 0: fp32, added in micro-batch order */
 	int fx_sum;
+	/* FedProx (sky_fedclient.h): after clipping, each step adds prox_mu *
+	 * (w - prox_w0) to the gradients; prox_w0 NULL or prox_mu 0: off */
+	float prox_mu;
+	const float *prox_w0; /* (n_params), the caller's */
 } sky_bert_opts;
 
 /* One micro-batch of c->batch sequences of c->seq tokens. */

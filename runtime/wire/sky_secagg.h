@@ -8,7 +8,7 @@
  * owners agrees on its secrets by ECDH of the two certificate keys, bound
  * to the job and the round by HKDF; no key exchange round is needed.
  *
- * Updates are vectors of 64-bit words (fixed point, runtime/sky_fedsum.h)
+ * Updates are vectors of 64-bit words (fixed point, runtime/wire/sky_fedsum.h)
  * added modulo 2^64, so masks cancel exactly and the masked sum has the
  * same bits as the plain one. Owner i sends
  *

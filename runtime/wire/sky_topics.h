@@ -40,6 +40,10 @@
  *   sky/v1/board/<id>/slice-req             board -> planner               1   no   {"job":..,"sha256":..,"from":chunk index}
  *   sky/v1/job/<job>/ckpt/<id>              board <id> -> planner          1   no   checkpoint image of its blocks (sky_ckptmsg.h)
  *   sky/v1/job/<job>/load/<id>              planner -> board <id>          1   yes  checkpoint image of its new range after a re-plan
+ *   sky/v1/job/<job>/fedround            planner -> owners of a federated job
+ *                                                                          1   yes  signed round JSON (sky_fedmsg.h)
+ *   sky/v1/job/<job>/fedmodel            planner -> owners              1   no   the round's global model, hashed chunks
+ *   sky/v1/job/<job>/fedupd/<owner>      owner -> planner               1   no   its weights after the local steps (chunks)
  *   sky/v1/site/<site>/job/<job>/stage/<k>/<fwd|bwd|ready|norm>/<s>
  *                                           a stage on another site -> stage(s) on <site>: the same
  *                                           messages as the plain stage topics, addressed to a site
@@ -52,6 +56,7 @@
  *   sky/v1/jobs/<op>/cancel                 operator <op> -> planner       1   no   {"job":..,"cancel_id":..} (sky job cancel)
  *   sky/v1/jobs/<op>/job/<job>/metrics      planner -> operator <op>       0   no   the job's metrics, relayed to its owner
  *   sky/v1/jobs/<op>/job/<job>/part/<board> planner -> operator <op>       1   yes  the job's parts, relayed to its owner
+ *   sky/v1/jobs/<op>/job/<job>/fedmodel     planner -> operator <op>       1   yes  a federated job's final global model
  *   sky/v1/jobs/<op>/job/<job>/state        planner -> operator <op>       1   yes  {"job","epoch","state":"done"|"stalled"|"cancelled",..}
  *   sky/v1/enroll/<nonce>/csr               claim identity -> planner      1   no   enrollment request JSON (token, id, CSR PEM);
  *                                           <nonce> is the claim connection's client id ("sky:...", ACL %c)
@@ -178,6 +183,10 @@
 #define SKY_TOPIC_PART "part"
 #define SKY_TOPIC_CKPT "ckpt"
 #define SKY_TOPIC_LOAD "load"
+/* federated jobs (sky_fedmsg.h) */
+#define SKY_TOPIC_FEDROUND "fedround"
+#define SKY_TOPIC_FEDMODEL "fedmodel"
+#define SKY_TOPIC_FEDUPD "fedupd"
 
 
 /* Leaves under sky/v1/enroll/<nonce>/ */
@@ -707,6 +716,14 @@ static inline size_t sky_topic_max_bytes(const char *topic)
 				       : 0;
 		if (n == 5 && sky_topic_seg_is(seg[4], len[4], SKY_TOPIC_PLAN))
 			return SKY_PLAN_MAX_BYTES;
+		/* federated jobs: the signed round (a plan-sized envelope), the
+		 * global model's chunks, an owner's update chunks */
+		if (n == 5 && sky_topic_seg_is(seg[4], len[4], SKY_TOPIC_FEDROUND))
+			return SKY_PLAN_MAX_BYTES;
+		if (n == 5 && sky_topic_seg_is(seg[4], len[4], SKY_TOPIC_FEDMODEL))
+			return SKY_MQTT_MAX_PACKET;
+		if (n == 6 && sky_topic_seg_is(seg[4], len[4], SKY_TOPIC_FEDUPD))
+			return SKY_MQTT_MAX_PACKET;
 		for (size_t i = 0; n >= 6 && i < sizeof j / sizeof j[0]; i++)
 			if (n == j[i].levels && sky_topic_seg_is(seg[4], len[4], j[i].level))
 				return j[i].max;
@@ -721,6 +738,8 @@ static inline size_t sky_topic_max_bytes(const char *topic)
 		if (n == 7 && sky_topic_seg_is(seg[6], len[6], SKY_TOPIC_STATE))
 			return SKY_JOB_STATE_MAX_BYTES;
 		if (n == 8 && sky_topic_seg_is(seg[6], len[6], SKY_TOPIC_PART))
+			return SKY_MQTT_MAX_PACKET;
+		if (n == 7 && sky_topic_seg_is(seg[6], len[6], SKY_TOPIC_FEDMODEL))
 			return SKY_MQTT_MAX_PACKET;
 		return 0;
 	}
@@ -760,13 +779,15 @@ static inline int sky_topic_retained_ok(const char *topic)
 		if (!sky_topic_seg_is(seg[2], len[2], "job"))
 			return 0;
 		if (n == 5)
-			return sky_topic_seg_is(seg[4], len[4], SKY_TOPIC_PLAN);
+			return sky_topic_seg_is(seg[4], len[4], SKY_TOPIC_PLAN) ||
+			       sky_topic_seg_is(seg[4], len[4], SKY_TOPIC_FEDROUND);
 		return n == 6 && (sky_topic_seg_is(seg[4], len[4], SKY_TOPIC_PART) ||
 				  sky_topic_seg_is(seg[4], len[4], SKY_TOPIC_LOAD));
 	}
 	if (sky_topic_seg_is(seg[2], len[2], "jobs") && n >= 7 &&
 	    sky_topic_seg_is(seg[4], len[4], "job"))
-		return (n == 7 && sky_topic_seg_is(seg[6], len[6], SKY_TOPIC_STATE)) ||
+		return (n == 7 && (sky_topic_seg_is(seg[6], len[6], SKY_TOPIC_STATE) ||
+				   sky_topic_seg_is(seg[6], len[6], SKY_TOPIC_FEDMODEL))) ||
 		       (n == 8 && sky_topic_seg_is(seg[6], len[6], SKY_TOPIC_PART));
 	return 0;
 }

@@ -215,3 +215,63 @@ SKY_TEST(defaults_are_written_once_for_every_field_a_document_may_leave_out)
 	SKY_EXPECT(j.lr == 0.05);
 	SKY_EXPECT(memcmp(&j, &parsed, sizeof j) == 0);
 }
+
+/* ---- federated jobs ("federated":{...}) ---- */
+
+#define FED_SHA "\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\""
+
+SKY_TEST(federated_jobs_round_trip)
+{
+	static sky_job_req j, back;
+	static char buf[SKY_JOB_MAX_BYTES];
+	sky_diag d;
+	SKY_EXPECT_EQ(parse("{\"job\":\"f\",\"model\":\"tiny\",\"task\":\"train\",\"dataset\":\"train\","
+			    "\"federated\":{\"model\":" FED_SHA ",\"owners\":[\"b1\",\"b2\"],"
+			    "\"rounds\":3,\"local_steps\":5,\"straggler\":\"close\",\"deadline_s\":4,"
+			    "\"min_owners\":2,\"server_opt\":\"adam\",\"dp_clip\":1,\"dp_noise\":1.1}}",
+			    &j, &d), 0);
+	SKY_EXPECT(j.fed.on && j.fed.n_owners == 2 && j.fed.rounds == 3 && j.fed.local_steps == 5);
+	SKY_EXPECT(j.steps == 15 && j.warmup == 1); /* the schedule's length: rounds x E */
+	SKY_EXPECT(j.fed.straggler_close && j.fed.min_owners == 2 && j.fed.fraction == 1);
+	int n = sky_job_req_encode(&j, buf, sizeof buf);
+	SKY_EXPECT(n > 0);
+	SKY_EXPECT_EQ(parse(buf, &back, &d), 0);
+	SKY_EXPECT(back.fed.on && !strcmp(back.fed.owners[1], "b2") && back.fed.dp_noise == 1.1);
+	SKY_EXPECT(!strcmp(back.fed.server_opt, "adam") && back.fed.deadline_s == 4);
+	SKY_EXPECT_EQ(parse("{\"job\":\"f\",\"model\":\"tiny\",\"task\":\"train\",\"dataset\":\"t\","
+			    "\"federated\":{\"model\":" FED_SHA ",\"owners\":\"all\",\"rounds\":1,"
+			    "\"local_steps\":1}}", &j, &d), 0);
+	SKY_EXPECT(j.fed.all_owners && j.fed.n_owners == 0);
+}
+
+SKY_TEST(bad_federated_jobs_are_refused_and_named)
+{
+	static sky_job_req j;
+	sky_diag d;
+	static const struct { const char *fed, *why; } k[] = {
+		{"\"owners\":[\"b1\"],\"rounds\":1,\"local_steps\":1}", "missing field 'model'"},
+		{"\"model\":" FED_SHA ",\"owners\":[\"b1\",\"b1\"],\"rounds\":1,\"local_steps\":1}",
+		 "owner b1 named twice"},
+		{"\"model\":" FED_SHA ",\"owners\":[\"b/1\"],\"rounds\":1,\"local_steps\":1}",
+		 "federated owner 0 is not a board id"},
+		{"\"model\":" FED_SHA ",\"owners\":[\"b1\"],\"rounds\":1,\"local_steps\":1,"
+		 "\"min_owners\":2}", "min_owners 2 is more than the 1 owners"},
+		{"\"model\":" FED_SHA ",\"owners\":[\"b1\"],\"rounds\":1,\"local_steps\":1,"
+		 "\"straggler\":\"drop\"}", "straggler 'drop' (wait, close)"},
+		{"\"model\":" FED_SHA ",\"owners\":[\"b1\"],\"rounds\":1,\"local_steps\":1,"
+		 "\"server_opt\":\"sgd\"}", "server_opt 'sgd'"},
+		{"\"model\":" FED_SHA ",\"owners\":[\"b1\"],\"rounds\":1,\"local_steps\":1,"
+		 "\"dp_noise\":1}", "dp_noise and dp_clip go together"},
+	};
+	char doc[1024];
+	for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+		snprintf(doc, sizeof doc, "{\"job\":\"f\",\"model\":\"tiny\",\"task\":\"train\","
+			 "\"dataset\":\"t\",\"federated\":{%s}", k[i].fed);
+		SKY_EXPECT(parse(doc, &j, &d) != 0);
+		SKY_EXPECT_MSG(strstr(d.msg, k[i].why) != NULL, "case %zu: %s", i, d.msg);
+	}
+	SKY_EXPECT(parse("{\"job\":\"f\",\"model\":\"tiny\",\"task\":\"train\",\"federated\":{"
+			 "\"model\":" FED_SHA ",\"owners\":[\"b1\"],\"rounds\":1,\"local_steps\":1}}",
+			 &j, &d) != 0);
+	SKY_EXPECT(strstr(d.msg, "needs dataset") != NULL);
+}

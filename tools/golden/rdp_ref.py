@@ -1,8 +1,8 @@
 #!/usr/bin/python3
-"""Reference values for tests/runtime/test_rdp.c: the RDP of the sampled
+"""Reference values for tests/wire/test_rdp.c: the RDP of the sampled
 Gaussian mechanism and its (epsilon, delta) conversion, computed with
 Python's decimal module at 60 digits from the binomial sum directly (exact
-integer binomials, no log-space tricks), independent of runtime/rdp.c.
+integer binomials, no log-space tricks), independent of runtime/wire/rdp.c.
 
     /usr/bin/python3 tools/golden/rdp_ref.py    # prints C initialisers
 

@@ -535,6 +535,7 @@ static int split(int argc, char **argv)
 		if (n < 0 || (size_t)n >= sizeof b->meta.source)
 			snprintf(b->meta.source, sizeof b->meta.source, "shard %d of %ld", k, owners);
 		const size_t S = (size_t)m->seq;
+		int64_t fill = 0;
 		for (int64_t r = 0; r < m->rows && src == 0; r++) {
 			if (owner_of[r] != k)
 				continue;
@@ -546,7 +547,13 @@ static int split(int argc, char **argv)
 			memcpy(types, ds->token_type_ids + (size_t)r * S, S * sizeof *types);
 			memcpy(mask, ds->attention_mask + (size_t)r * S, S * sizeof *mask);
 			sky_ds_build_commit(b, ds->labels[r]);
+			fill += mask[S - 1] != 0;
 		}
+		/* the set counts its truncated rows, not which: a shard's are among
+		 * its rows that fill the sequence (the set's count would be more
+		 * than the shard's rows, which sky_ds_open refuses) */
+		if (b->meta.truncated > fill)
+			b->meta.truncated = fill;
 		snprintf(out, sizeof out, "%s-%d.skyds", prefix, k);
 		if (src == 0)
 			src = sky_ds_write(out, b, &d);

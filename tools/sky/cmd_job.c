@@ -16,6 +16,7 @@
 #include "sky_cli.h"
 #include "sky_clock.h"
 #include "sky_err.h"
+#include "sky_fedclient.h"
 #include "sky_file.h"
 #include "sky_json.h"
 #include "sky_log.h"
@@ -300,7 +301,11 @@ enum {
 	O_LAYERS, O_SEQ, O_BATCH, O_TASK, O_STEPS, O_OPTIM, O_LR, O_SEED, O_WARMUP, O_CLIP,
 	O_STALL, O_MICRO, O_MIN_BOARDS, O_WAIT_BOARDS, O_ACK, O_WAIT, O_JSON, O_PLAINTEXT,
 	O_WEIGHTS, O_WAIT_MS, O_QUEUE, O_CLIENTS, O_CHUNK, O_CORRUPT, O_CLAIM, O_CKPT, O_LINK_BLIND,
-	O_OWNER, O_NO_REPLAN, O_DATASET, O_EVAL_DATASET, O_MODEL_DIR, O_DATASET_SHA, O_TOKENIZER
+	O_OWNER, O_NO_REPLAN, O_DATASET, O_EVAL_DATASET, O_MODEL_DIR, O_DATASET_SHA, O_TOKENIZER,
+	/* federated training (opt_fed) */
+	O_FEDERATED, O_OWNERS, O_OWNERS_ALL, O_ROUNDS, O_LOCAL_STEPS, O_FRACTION, O_MIN_OWNERS,
+	O_DEADLINE, O_STRAGGLER, O_SERVER_OPT, O_SERVER_LR, O_PROX_MU, O_SECURE, O_DP_CLIP,
+	O_DP_NOISE, O_INIT_WEIGHTS
 };
 static const struct option k_submit_opts[] = {
 	{"pki", required_argument, NULL, O_PKI},
@@ -347,6 +352,23 @@ static const struct option k_submit_opts[] = {
 	{"tokenizer", required_argument, NULL, O_TOKENIZER},
 	{"link-blind", no_argument, NULL, O_LINK_BLIND},
 	{"data-owner", required_argument, NULL, O_OWNER},
+	/* federated training */
+	{"federated", no_argument, NULL, O_FEDERATED},
+	{"owners", required_argument, NULL, O_OWNERS},
+	{"owners-all", no_argument, NULL, O_OWNERS_ALL},
+	{"rounds", required_argument, NULL, O_ROUNDS},
+	{"local-steps", required_argument, NULL, O_LOCAL_STEPS},
+	{"fraction", required_argument, NULL, O_FRACTION},
+	{"min-owners", required_argument, NULL, O_MIN_OWNERS},
+	{"deadline-s", required_argument, NULL, O_DEADLINE},
+	{"straggler", required_argument, NULL, O_STRAGGLER},
+	{"server-opt", required_argument, NULL, O_SERVER_OPT},
+	{"server-lr", required_argument, NULL, O_SERVER_LR},
+	{"prox-mu", required_argument, NULL, O_PROX_MU},
+	{"secure-agg", no_argument, NULL, O_SECURE},
+	{"dp-clip", required_argument, NULL, O_DP_CLIP},
+	{"dp-noise", required_argument, NULL, O_DP_NOISE},
+	{"init-weights", no_argument, NULL, O_INIT_WEIGHTS},
 	SKY_OPT_STD,
 	{0}};
 
@@ -425,6 +447,144 @@ static int opt_train(submit *s, int c, const char *a, const char *val)
 		return NOT_MINE;
 	}
 	return rc;
+}
+
+/* Federated training's settings (planner/sky_jobreq.h "federated"). */
+static int g_init_weights; /* --init-weights: the bundle's weights from the seed */
+static int opt_fed(submit *s, int c, const char *a, const char *val)
+{
+	sky_job_req *j = &s->j;
+	long v;
+	int rc = 0;
+	switch (c) {
+	case O_FEDERATED:
+		j->fed.on = 1;
+		break;
+	case O_OWNERS:
+		for (const char *p = val; *p;) {
+			size_t n = strcspn(p, ",");
+			if (j->fed.n_owners >= SKY_JOB_MAX_FED_OWNERS || n == 0 ||
+			    n >= sizeof j->fed.owners[0]) {
+				fprintf(stderr, "sky job submit: --owners takes up to %d board ids\n",
+					SKY_JOB_MAX_FED_OWNERS);
+				return 2;
+			}
+			snprintf(j->fed.owners[j->fed.n_owners++], sizeof j->fed.owners[0], "%.*s",
+				 (int)n, p);
+			p += n + (p[n] == ',');
+		}
+		break;
+	case O_OWNERS_ALL:
+		j->fed.all_owners = 1;
+		break;
+	case O_ROUNDS:
+		if (!(rc = sky_cli_int(SUBMIT_CMD, a, val, 1, 100000, &v)))
+			j->fed.rounds = (int)v;
+		break;
+	case O_LOCAL_STEPS:
+		if (!(rc = sky_cli_int(SUBMIT_CMD, a, val, 1, 1000000, &v)))
+			j->fed.local_steps = (int)v;
+		break;
+	case O_FRACTION:
+		rc = sky_cli_double(SUBMIT_CMD, a, val, 1e-6, 1, &j->fed.fraction);
+		break;
+	case O_MIN_OWNERS:
+		if (!(rc = sky_cli_int(SUBMIT_CMD, a, val, 1, SKY_JOB_MAX_FED_OWNERS, &v)))
+			j->fed.min_owners = (int)v;
+		break;
+	case O_DEADLINE:
+		rc = sky_cli_double(SUBMIT_CMD, a, val, 0, 86400, &j->fed.deadline_s);
+		break;
+	case O_STRAGGLER:
+		if (strcmp(val, "wait") && strcmp(val, "close")) {
+			fprintf(stderr, "sky job submit: --straggler wait or close, got '%s'\n", val);
+			return 2;
+		}
+		j->fed.straggler_close = val[0] == 'c';
+		break;
+	case O_SERVER_OPT: /* fedavg, fedavgm, fedadam (or avg, avgm, adam) */
+		snprintf(j->fed.server_opt, sizeof j->fed.server_opt, "%s",
+			 strncmp(val, "fed", 3) == 0 ? val + 3 : val);
+		break;
+	case O_SERVER_LR:
+		rc = sky_cli_double(SUBMIT_CMD, a, val, 0, 100, &j->fed.server_lr);
+		break;
+	case O_PROX_MU:
+		rc = sky_cli_double(SUBMIT_CMD, a, val, 0, 1e6, &j->fed.prox_mu);
+		break;
+	case O_SECURE:
+		j->fed.secure = 1;
+		break;
+	case O_DP_CLIP:
+		rc = sky_cli_double(SUBMIT_CMD, a, val, 0, 1e9, &j->fed.dp_clip);
+		break;
+	case O_DP_NOISE:
+		rc = sky_cli_double(SUBMIT_CMD, a, val, 0, 1e6, &j->fed.dp_noise);
+		break;
+	case O_INIT_WEIGHTS:
+		g_init_weights = 1;
+		break;
+	default:
+		return NOT_MINE;
+	}
+	return rc;
+}
+
+/* A federated job: the checks of its options, and its model bundled from
+ * --model-dir into a temporary file that is uploaded like an infer job's
+ * model (its SHA-256 names it in the request). Returns -1 to go on, or the
+ * exit code after saying why not. */
+static int submit_fed(submit *s)
+{
+	sky_job_req *j = &s->j;
+	if (!j->fed.on)
+		return -1;
+	if (!j->train || !s->model_dir || !j->dataset[0] || !j->fed.rounds ||
+	    !j->fed.local_steps || (!j->fed.n_owners && !j->fed.all_owners)) {
+		fprintf(stderr, "sky job submit: --federated needs --task train, --model-dir D, "
+				"--dataset NAME, --owners b1,b2 (or --owners-all), --rounds R and "
+				"--local-steps E\n");
+		return 2;
+	}
+	if (j->fed.n_owners && j->fed.all_owners) {
+		fprintf(stderr, "sky job submit: --owners or --owners-all, not both\n");
+		return 2;
+	}
+	if (!j->fed.fraction)
+		j->fed.fraction = 1;
+	if (!j->fed.min_owners)
+		j->fed.min_owners = 1;
+	if (!j->fed.server_opt[0])
+		snprintf(j->fed.server_opt, sizeof j->fed.server_opt, "avg");
+	if (!j->model[0])
+		snprintf(j->model, sizeof j->model, "tiny"); /* unused: the shapes are the bundle's */
+	j->steps = j->fed.rounds * j->fed.local_steps;
+	unsigned char *b = NULL;
+	size_t len = 0;
+	sky_diag d;
+	sky_diag_clear(&d);
+	if (sky_fedclient_bundle_dir(s->model_dir, g_init_weights, j->seed, &b, &len, &d) != 0) {
+		fprintf(stderr, "sky job submit: --model-dir %s: %s\n", s->model_dir, d.msg);
+		return 2;
+	}
+	const char *tmpdir = getenv("TMPDIR");
+	snprintf(s->tmp_path, sizeof s->tmp_path, "%s/sky-submit-%ld.fedmodel",
+		 tmpdir && *tmpdir ? tmpdir : "/tmp", (long)sky_clock_unix() ^ (long)(size_t)b);
+	int rc = sky_file_write(s->tmp_path, b, len, 0600);
+	free(b);
+	if (rc) {
+		fprintf(stderr, "sky job submit: cannot write %s: %s\n", s->tmp_path,
+			sky_strerror(rc));
+		return 1;
+	}
+	s->made_tmp = 1;
+	snprintf(s->int8_path, sizeof s->int8_path, "%s", s->tmp_path);
+	if (sky_upload_sha(s->int8_path, &s->uo, s->wsha, &d) != 0) {
+		fprintf(stderr, "sky job submit: %s\n", d.msg);
+		return 1;
+	}
+	sky_sha256_hex(s->wsha, j->fed.model);
+	return -1;
 }
 
 /* Serving settings, and the model upload's. */
@@ -609,6 +769,8 @@ static int submit_opts(submit *s, int argc, char **argv)
 			rc = opt_train(s, c, cli.name, cli.arg);
 		if (rc == NOT_MINE)
 			rc = opt_infer(s, c, cli.name, cli.arg);
+		if (rc == NOT_MINE)
+			rc = opt_fed(s, c, cli.name, cli.arg);
 		if (rc)
 			return 2;
 	}
@@ -798,7 +960,7 @@ static int submit_connect(submit *s, follow *f, sky_diag *d)
  * saying why. */
 static int submit_until_answered(submit *s, follow *f, sky_diag *d)
 {
-	int uploaded = !(s->j.infer && !s->file);
+	int uploaded = !((s->j.infer || s->j.fed.on) && !s->file);
 	char last_err[256] = "";
 	double t0 = sky_clock_s(), next_send = t0;
 	sky_mqtt_backoff backoff; /* 0.25 s doubling to 2 s, jittered */
@@ -984,6 +1146,8 @@ static int cmd_submit(int argc, char **argv)
 	if ((ex = submit_opts(&s, argc, argv)) >= 0)
 		goto exit;
 	if (s.j.infer && !s.file && (ex = submit_weights(&s)) >= 0)
+		goto exit;
+	if (!s.file && (ex = submit_fed(&s)) >= 0) /* federated: the model bundle */
 		goto exit;
 	if (!s.pki || !s.broker || (!s.file && !s.j.model[0])) {
 		fprintf(stderr, "sky job submit: --pki, --broker and --model (or --file) are required\n");

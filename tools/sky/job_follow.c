@@ -7,6 +7,8 @@
  * DIR/planner.crt) to know its stages. */
 #include "job_follow.h"
 
+#include "job_fed.h"
+
 #include "sky_cli.h"
 #include "sky_clock.h"
 #include "sky_embed.h"
@@ -356,6 +358,8 @@ static int print_state(follow *f, const char *job, int json)
 
 int sky_job_watch(int argc, char **argv)
 {
+	if (sky_job_fed_wanted(argc, argv)) /* a federated job's rounds (job_fed.c) */
+		return sky_job_fed_watch(argc, argv);
 	follow_opts o;
 	int prc = parse_opts("watch", argc, argv, &o, 0);
 	if (prc)
@@ -564,6 +568,8 @@ static void add_local_parts(follow *f, part *local, int n_local)
 
 int sky_job_collect(int argc, char **argv)
 {
+	if (sky_job_fed_wanted(argc, argv)) /* a federated job's global model (job_fed.c) */
+		return sky_job_fed_collect(argc, argv);
 	follow_opts o;
 	int prc = parse_opts("collect", argc, argv, &o, 1);
 	if (prc)

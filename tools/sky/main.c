@@ -25,6 +25,7 @@ static const sky_cmd k_cmds[] = {
 	{"sim", "simulate a training step of each algorithm's plan; --paper (--json)", sky_cmd_sim},
 	{"pki", "fleet CA, broker config and ACL, claim tokens, plan signatures", sky_cmd_pki},
 	{"job", "submit a job to skyplan over MQTT and follow its plan (--wait)", sky_cmd_job},
+	{"fed", "a federated job computed in one process (ref: the tests' reference)", sky_cmd_fed},
 	{"infer", "ask a serving job for logits (--tokens or --input; --json)", sky_cmd_infer},
 	{"fleet", "fleet status as skyplan sees it: boards, liveness, assignments", sky_cmd_fleet},
 	{"tokenize", "BERT token ids of a text or pair, as Hugging Face gives (--json)", sky_cmd_tokenize},

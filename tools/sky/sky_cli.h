@@ -24,6 +24,7 @@ int sky_cmd_plan(int argc, char **argv);
 int sky_cmd_sim(int argc, char **argv);
 int sky_cmd_pki(int argc, char **argv);
 int sky_cmd_job(int argc, char **argv);
+int sky_cmd_fed(int argc, char **argv); /* cmd_fed.c: sky fed ref */
 int sky_cmd_infer(int argc, char **argv);
 int sky_cmd_fleet(int argc, char **argv);
 int sky_cmd_tokenize(int argc, char **argv);

@@ -1,4 +1,4 @@
-/* A federated round at its aggregator (runtime/fedround.c): chunks in any
+/* A federated round at its aggregator (runtime/wire/fedround.c): chunks in any
  * order give FedAvg's mean bit for bit; every refusal is counted with its
  * reason and leaves the sum as it was; a partial owner never reaches the
  * sum; the deadline's policies; a one-owner job's weights as they are; a

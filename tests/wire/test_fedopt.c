@@ -1,4 +1,4 @@
-/* A federated round's server side (runtime/fedopt.c): the server
+/* A federated round's server side (runtime/wire/fedopt.c): the server
  * optimizers worked by hand, FedAvg's mean exact and order-free, one
  * owner's weights taken as they are, FedProx's term, DP clipping and
  * noise, refusals with their reasons, and the global model's bits the same

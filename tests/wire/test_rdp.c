@@ -1,4 +1,4 @@
-/* The RDP accountant (runtime/rdp.c) against an independent 60-digit
+/* The RDP accountant (runtime/wire/rdp.c) against an independent 60-digit
  * reference (tools/golden/rdp_ref.py, its output below), the Gaussian
  * mechanism's closed form, composition and the conversion's properties. */
 #include "sky_rdp.h"
