@@ -35,6 +35,7 @@
 #define FED_CLIP 64.0f
 #define FED_DELTA 1e-5 /* DP's delta */
 #define FED_RESEND_S 15.0
+#define FED_REDO 2 /* a round that fails is opened again at most this often */
 
 typedef struct fed_job {
 	int active;
@@ -51,6 +52,7 @@ typedef struct fed_job {
 	sky_fedround fr;
 	int round_open;
 	uint64_t round;
+	int redone; /* times this round failed and was opened again */
 	double round_t0, resend_at;
 	long long bytes_in, bytes_out;
 	long refused_total[SKY_FEDR_N];
@@ -384,6 +386,7 @@ static int step_round(svc *s, fed_job *f, double now, sky_diag *d)
 		f->refused_total[k] += f->fr.refused[k];
 	f->round_open = 0;
 	f->round++;
+	f->redone = 0;
 	return 0;
 }
 
@@ -397,11 +400,16 @@ void svc_fed_tick(svc *s, double now)
 		sky_diag_clear(&d);
 		int rc = sky_fedround_tick(&f->fr, now, &d);
 		if (rc == SKY_ETIMEOUT) {
-			/* below min_owners at the deadline: the round is redone */
-			SKY_WARN("fed job %s round %llu failed (%s); redoing it", f->req.job,
-				 (unsigned long long)f->round + 1, d.msg);
+			/* below min_owners at the deadline: the round is redone, at
+			 * most FED_REDO times (owners that sent do not send a
+			 * round again, so a round short of owners stays short) */
+			SKY_WARN("fed job %s round %llu failed (%s)%s", f->req.job,
+				 (unsigned long long)f->round + 1, d.msg,
+				 f->redone < FED_REDO ? "; redoing it" : "");
 			round_line(s, f, now - f->round_t0, 0, 0);
-			if (open_round(s, f, now, &d) != 0)
+			if (f->redone++ >= FED_REDO)
+				finish(s, f, "stalled", d.msg);
+			else if (open_round(s, f, now, &d) != 0)
 				finish(s, f, "stalled", d.msg);
 			continue;
 		}

@@ -71,7 +71,9 @@
  *               read sky/v1/job/+/load/<id>;
  *               read sky/v1/job/+/req/<id>/+, write sky/v1/job/+/resp/+/<id> (serving),
  *               read sky/v1/job/+/replay/<id>/+ (requests the planner replays),
- *               read sky/v1/job/+/slice/<id>, write sky/v1/board/<id>/slice-req.
+ *               read sky/v1/job/+/slice/<id>, write sky/v1/board/<id>/slice-req;
+ *               federated jobs: read sky/v1/job/+/fedround and sky/v1/job/+/fedmodel,
+ *               write sky/v1/job/+/fedupd/<id>.
  *   claim identity (SKY_TOPIC_CLAIM_CN), on the claim listener only: write
  *               sky/v1/enroll/<its client id>/csr, read sky/v1/enroll/<its client id>/cert
  *               (pattern %c: one nonce per connection, nobody reads another's).
@@ -82,7 +84,9 @@
  *               read sky/v1/job/+/req/+/+ (answers unknown or stopped jobs), write
  *               sky/v1/job/+/resp/+/sky-planner, write sky/v1/job/+/slice/+, read sky/v1/jobs/+/weights;
  *               serving faults: read sky/v1/job/+/resp/+/+ and sky/v1/job/+/stage/+/ready/+,
- *               write sky/v1/job/+/replay/+/+ (and no frame topic: fwd, bwd, norm denied).
+ *               write sky/v1/job/+/replay/+/+ (and no frame topic: fwd, bwd, norm denied);
+ *               federated jobs: readwrite sky/v1/job/+/fedround, write sky/v1/job/+/fedmodel,
+ *               read sky/v1/job/+/fedupd/+.
  *   operator <op> (SKY_TOPIC_OPERATOR_CN, or "sky-op-<name>" from `sky pki operator`):
  *               write sky/v1/jobs/<op>/submit; read sky/v1/jobs/<op>/reply,
  *               sky/v1/job/+/plan, sky/v1/board/+/plan-ack,

@@ -41,9 +41,12 @@ PY
 sky_fleet_start
 sky_fleet_enroll b1 --dataset "train=$W/shard-0.skyds"
 sky_fleet_enroll b2 --dataset "train=$W/shard-1.skyds"
-SKY_FED_ADVERSARY=1 sky_fleet_enroll b3 --dataset "train=$W/shard-2.skyds"
-SKY_FED_ADVERSARY=1 sky_fleet_enroll b4 --dataset "train=$W/two.skyds"
-N=4
+export SKY_FED_ADVERSARY=1 # b3 and b4 only (agent_fed.c): bad chunks to be refused
+sky_fleet_enroll b3 --dataset "train=$W/shard-2.skyds"
+sky_fleet_enroll b4 --dataset "train=$W/two.skyds"
+unset SKY_FED_ADVERSARY
+sky_fleet_enroll b5 # only for its identity: the wire observer's below
+N=5
 sky_wait 60 sky_fleet_reported || { fail "${T}_report" "$(sky_fleet_json | head -c 300)"; exit 1; }
 
 COMMON="--task train --model-dir $W/ft/m --dataset train --batch 4 --micro 2 --lr 1e-3 --seed 1"
@@ -96,9 +99,12 @@ refused refused_secure_not_built "secure aggregation is not in the round loop ye
 	--owners b1,b2 --secure-agg
 
 # ---- three owners, against the reference ---------------------------------------------
-# a wire observer with b4's identity (a board's rights) on everything it may read
+# a wire observer with b5's identity (a board's rights; its skyd stopped, so
+# that the broker does not trade one connection of that CN for the other) on
+# everything of the job it may read
+kill "$PID_b5"
 # shellcheck disable=SC2046
-timeout 200 mosquitto_sub $(sky_mq_tls "$W/b4/state/board.crt" "$W/b4/state/board.key") \
+timeout 200 mosquitto_sub $(sky_mq_tls "$W/b5/state/board.crt" "$W/b5/state/board.key") \
 	-t 'sky/v1/job/f3/#' -F '%t %x' >"$W/observer.txt" 2>&1 &
 OBS=$!
 PIDS="$PIDS $OBS"
