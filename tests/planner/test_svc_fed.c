@@ -62,17 +62,23 @@ static svc *setup(void)
 	return s;
 }
 
-static int submit(svc *s, const char *job, const char *owners, const char *set, sky_diag *d)
+static int submit_more(svc *s, const char *job, const char *owners, const char *set,
+		       const char *more, sky_diag *d)
 {
 	static sky_job_req r;
 	char doc[1024];
 	snprintf(doc, sizeof doc,
 		 "{\"job\":\"%s\",\"model\":\"tiny\",\"task\":\"train\",\"dataset\":\"%s\","
-		 "\"federated\":{\"model\":\"%s\",\"owners\":[%s],\"rounds\":2,\"local_steps\":1}}",
-		 job, set, g_sha, owners);
+		 "\"federated\":{\"model\":\"%s\",\"owners\":[%s],\"rounds\":2,\"local_steps\":1%s}}",
+		 job, set, g_sha, owners, more);
 	sky_diag_clear(d);
 	int rc = sky_job_req_parse(doc, strlen(doc), &r, d);
 	return rc ? rc : svc_fed_submit(s, &r, "op1", d);
+}
+
+static int submit(svc *s, const char *job, const char *owners, const char *set, sky_diag *d)
+{
+	return submit_more(s, job, owners, set, "", d);
 }
 
 /* Owner id's update: every element v, in chunks (chunk 0 sent twice when
@@ -171,6 +177,38 @@ SKY_TEST(two_rounds_with_refusals_give_the_fedavg_mean)
 	}
 	/* the job is over: a late chunk changes nothing and is not counted */
 	send(s, "f", "b1", 1, 9.0f, 0);
+	sky_deploy_free(&s->deploy);
+	sky_signer_free(&s->signer);
+}
+
+SKY_TEST(dp_rounds_say_epsilon_and_add_noise)
+{
+	svc *s = setup();
+	sky_diag d;
+	SKY_EXPECT_EQ(submit_more(s, "fd", "\"b1\",\"b2\"", "train",
+				  ",\"dp_clip\":1,\"dp_noise\":1.1", &d), 0);
+	send(s, "fd", "b1", 0, 0.25f, 0);
+	send(s, "fd", "b2", 0, 0.75f, 0);
+	svc_fed_tick(s, 1e9);
+	const svc_fake_pub *p = svc_fake_last("sky/v1/jobs/op1/job/fd/metrics");
+	SKY_EXPECT(p && strstr(p->data, "\"epsilon\":") && strstr(p->data, "\"delta\":1e-05"));
+	double e1 = p ? strtod(strstr(p->data, "\"epsilon\":") + 10, NULL) : 0;
+	send(s, "fd", "b1", 1, 0.25f, 0);
+	send(s, "fd", "b2", 1, 0.75f, 0);
+	svc_fed_tick(s, 1e9);
+	p = svc_fake_last("sky/v1/jobs/op1/job/fd/metrics");
+	double e2 = p ? strtod(strstr(p->data, "\"epsilon\":") + 10, NULL) : 0;
+	SKY_EXPECT_MSG(e1 > 0 && e2 > e1, "epsilon %g then %g", e1, e2); /* rounds add */
+	p = svc_fake_last("sky/v1/jobs/op1/job/fd/fedmodel");
+	SKY_EXPECT(p != NULL);
+	if (p) { /* every owner weighs 1: the mean is 0.5, plus noise of deviation 1.1 / 2 */
+		float got[64];
+		int off = 0;
+		sky_fedb_get_words((const unsigned char *)p->data + 28, got, 64);
+		for (int i = 0; i < 64; i++)
+			off += got[i] != 0.5f;
+		SKY_EXPECT_MSG(off == 64, "%d of 64 elements moved by the noise", off);
+	}
 	sky_deploy_free(&s->deploy);
 	sky_signer_free(&s->signer);
 }
