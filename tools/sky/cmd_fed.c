@@ -24,7 +24,7 @@
 int sky_cmd_fed(int argc, char **argv)
 {
 	enum { R_MODEL_DIR = SKY_OPT_FIRST, R_INIT, R_SEED, R_SHARDS, R_ROUNDS, R_LOCAL, R_BATCH,
-	       R_MICRO, R_LR, R_OPTIM, R_OUT, R_CLIP, R_WARMUP };
+	       R_MICRO, R_LR, R_OPTIM, R_OUT, R_CLIP, R_WARMUP, R_PROX };
 	static const struct option k_opts[] = {{"model-dir", required_argument, NULL, R_MODEL_DIR},
 					       {"init-weights", no_argument, NULL, R_INIT},
 					       {"seed", required_argument, NULL, R_SEED},
@@ -38,16 +38,17 @@ int sky_cmd_fed(int argc, char **argv)
 					       {"clip", required_argument, NULL, R_CLIP},
 					       {"warmup", required_argument, NULL, R_WARMUP},
 					       {"out-dir", required_argument, NULL, R_OUT},
+					       {"prox-mu", required_argument, NULL, R_PROX},
 					       SKY_OPT_STD,
 					       {0}};
 	const char *dir = NULL, *shards = NULL, *out = NULL, *optim = "adamw";
 	int init = 0, seed = 1, rounds = 0, local = 0, batch = 8, micro = 4, warmup = -1;
-	double lr = 1e-3, clip = 1;
+	double lr = 1e-3, clip = 1, prox = 0;
 	sky_opt cli;
 	if (argc < 2 || strcmp(argv[1], "ref") != 0) {
 		fprintf(stderr, "usage: sky fed ref --model-dir D [--init-weights] --shards "
 				"a.skyds,b.skyds --rounds R --local-steps E [--batch B --micro M --lr L "
-				"--optim O --clip C --warmup W --seed S] --out-dir OUT\n");
+				"--optim O --clip C --warmup W --seed S --prox-mu MU] --out-dir OUT\n");
 		return argc >= 2 && !strcmp(argv[1], "--help") ? 0 : 2;
 	}
 	sky_opt_begin(&cli, "sky fed ref", argc - 1, argv + 1, k_opts, 0);
@@ -68,6 +69,7 @@ int sky_cmd_fed(int argc, char **argv)
 		case R_CLIP: clip = atof(cli.arg); break;
 		case R_WARMUP: warmup = atoi(cli.arg); break;
 		case R_OUT: out = cli.arg; break;
+		case R_PROX: prox = atof(cli.arg); break;
 		default: return 2;
 		}
 	}
@@ -97,7 +99,8 @@ int sky_cmd_fed(int argc, char **argv)
 	sky_fedclient_opts o = {.batch = batch, .micro = micro, .local_steps = local,
 				.total_steps = (long)rounds * local, .lr = lr, .clip = clip,
 				.seed = seed,
-				.warmup = warmup >= 0 ? warmup : rounds * local / 10};
+				.warmup = warmup >= 0 ? warmup : rounds * local / 10,
+				.prox_mu = prox};
 	snprintf(o.optim, sizeof o.optim, "%s", optim);
 	for (const char *p = shards; *p && n < MAX_OWNERS;) {
 		char path[1024];
