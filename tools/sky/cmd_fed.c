@@ -24,7 +24,7 @@
 int sky_cmd_fed(int argc, char **argv)
 {
 	enum { R_MODEL_DIR = SKY_OPT_FIRST, R_INIT, R_SEED, R_SHARDS, R_ROUNDS, R_LOCAL, R_BATCH,
-	       R_MICRO, R_LR, R_OPTIM, R_OUT, R_CLIP, R_WARMUP, R_PROX };
+	       R_MICRO, R_LR, R_OPTIM, R_OUT, R_CLIP, R_WARMUP, R_PROX, R_SOPT };
 	static const struct option k_opts[] = {{"model-dir", required_argument, NULL, R_MODEL_DIR},
 					       {"init-weights", no_argument, NULL, R_INIT},
 					       {"seed", required_argument, NULL, R_SEED},
@@ -39,16 +39,18 @@ int sky_cmd_fed(int argc, char **argv)
 					       {"warmup", required_argument, NULL, R_WARMUP},
 					       {"out-dir", required_argument, NULL, R_OUT},
 					       {"prox-mu", required_argument, NULL, R_PROX},
+					       {"server-opt", required_argument, NULL, R_SOPT},
 					       SKY_OPT_STD,
 					       {0}};
-	const char *dir = NULL, *shards = NULL, *out = NULL, *optim = "adamw";
+	const char *dir = NULL, *shards = NULL, *out = NULL, *optim = "adamw", *sopt = "avg";
 	int init = 0, seed = 1, rounds = 0, local = 0, batch = 8, micro = 4, warmup = -1;
 	double lr = 1e-3, clip = 1, prox = 0;
 	sky_opt cli;
 	if (argc < 2 || strcmp(argv[1], "ref") != 0) {
 		fprintf(stderr, "usage: sky fed ref --model-dir D [--init-weights] --shards "
 				"a.skyds,b.skyds --rounds R --local-steps E [--batch B --micro M --lr L "
-				"--optim O --clip C --warmup W --seed S --prox-mu MU] --out-dir OUT\n");
+				"--optim O --clip C --warmup W --seed S --prox-mu MU --server-opt avg|avgm|adam]\n"
+				"--out-dir OUT\n");
 		return argc >= 2 && !strcmp(argv[1], "--help") ? 0 : 2;
 	}
 	sky_opt_begin(&cli, "sky fed ref", argc - 1, argv + 1, k_opts, 0);
@@ -70,6 +72,7 @@ int sky_cmd_fed(int argc, char **argv)
 		case R_WARMUP: warmup = atoi(cli.arg); break;
 		case R_OUT: out = cli.arg; break;
 		case R_PROX: prox = atof(cli.arg); break;
+		case R_SOPT: sopt = !strncmp(cli.arg, "fed", 3) ? cli.arg + 3 : cli.arg; break;
 		default: return 2;
 		}
 	}
@@ -87,7 +90,9 @@ int sky_cmd_fed(int argc, char **argv)
 	size_t blen = 0, cl_len, at;
 	const char *cfg;
 	uint64_t words;
-	float *g = NULL, *mean = NULL;
+	float *g = NULL, *mean = NULL, *state = NULL;
+	sky_fedopt opt;
+	sky_fedopt_kind kind;
 	uint64_t *scratch = NULL;
 	sky_diag d;
 	sky_diag_clear(&d);
@@ -122,6 +127,14 @@ int sky_cmd_fed(int argc, char **argv)
 	scratch = malloc(2 * words * sizeof *scratch);
 	if (!g || !mean || !scratch)
 		goto exit;
+	if (sky_fedopt_parse(sopt, &kind, &d) != 0) {
+		fprintf(stderr, "sky fed ref: --server-opt: %s\n", d.msg);
+		goto exit;
+	}
+	sky_fedopt_opts oo = sky_fedopt_defaults(kind); /* skyplan's, with no --server-lr */
+	state = calloc((size_t)sky_fedopt_state_floats(kind) * words + 1, sizeof *state);
+	if (!state || sky_fedopt_init(&opt, &oo, words, state, &d) != 0)
+		goto exit;
 	sky_fedb_get_words(b + at, g, words);
 	/* as sky train (default --threads 1) and a board of one thread: fp32
 	 * GEMMs split over other thread counts may round differently */
@@ -137,7 +150,10 @@ int sky_cmd_fed(int argc, char **argv)
 			fprintf(stderr, "sky fed ref: round %d: %s\n", r, d.msg);
 			goto exit;
 		}
-		memcpy(g, mean, words * sizeof *g); /* FedAvg: w = mean */
+		if (sky_fedopt_step(&opt, g, mean, &d) != 0) { /* FedAvg: w = mean */
+			fprintf(stderr, "sky fed ref: round %d: %s\n", r, d.msg);
+			goto exit;
+		}
 	}
 	sky_fedb_put_words(b + at, g, words);
 	if (sky_fedclient_save_dir(b, blen, out, &d) != 0) {
@@ -152,6 +168,6 @@ exit:
 		sky_ds_close(&ds[k]);
 		free(x[k]);
 	}
-	free(b), free(g), free(mean), free(scratch);
+	free(b), free(g), free(mean), free(scratch), free(state);
 	return ex;
 }
