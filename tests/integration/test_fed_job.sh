@@ -11,6 +11,7 @@
 #   - an owner stopped before it sends: with --deadline-s and --straggler
 #     close every round closes with the other two, the watch names it out,
 #     and the model equals the reference of the two;
+#   - FedAdam at the server and FedProx on the owners equal the reference;
 #   - refusals at submit: an unknown owner, an owner without that set, a
 #     shard whose labels differ;
 #   - a wire observer with a board's identity sees the rounds and the global
@@ -191,3 +192,11 @@ kill -CONT "$PID_b3"
 	--rounds 2 --local-steps 2 --batch 4 --micro 2 --lr 1e-3 --seed 1 --out-dir "$W/ref2" \
 	>"$W/ref2.out" 2>&1 || fail "${T}_ref2" "$(cat "$W/ref2.out")"
 same straggler_round_equals_reference_of_the_rest "$W/f2.hf" "$W/ref2"
+
+# ---- the server's FedAdam and FedProx on the owners, against the reference -----------------
+run_fed f4 --owners b1,b2 --rounds 2 --local-steps 2 --server-opt fedadam --prox-mu 0.1 ||
+	fail "${T}_fedadam_ran" "$(cat "$W/f4.watch" "$W/f4.watch.err" | head -c 600)"
+"$SKY" fed ref --model-dir "$W/ft/m" --shards "$W/shard-0.skyds,$W/shard-1.skyds" \
+	--rounds 2 --local-steps 2 --batch 4 --micro 2 --lr 1e-3 --seed 1 --server-opt fedadam \
+	--prox-mu 0.1 --out-dir "$W/ref4" >"$W/ref4.out" 2>&1 || fail "${T}_ref4" "$(cat "$W/ref4.out")"
+same fedadam_and_fedprox_equal_reference "$W/f4.hf" "$W/ref4"
