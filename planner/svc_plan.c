@@ -149,7 +149,8 @@ static void lib_job(svc *s, const svc_job *j, sky_job *job, sky_algo *algo)
 	const sky_registry *r = &s->reg;
 	sky_fleet *f = &s->plan.fleet;
 	*algo = SKY_ALGO_OPTIMAL;
-	sky_job_init(job, j->model.name);
+	/* the library's defaults; a config.json's model ("hf") is no preset */
+	sky_job_init(job, j->req.hf.on ? "tiny" : j->model.name);
 	job->model = j->model;
 	job->micro_batches = j->req.micro_batches;
 	sky_algo_parse(j->req.algo, algo);
