@@ -2,7 +2,7 @@
 # Fine-tuning a Hugging Face checkpoint across the fleet, with the data
 # where it lives (docs/data.md, "Fine-tuning across the fleet"): mosquitto,
 # skyplan and 3 skyd; b1 holds the prepared set (ft_lib.sh: fortunes of
-# three collections, the golden F16 BERT's odd shapes, dropout 0.1) and is
+# three collections, a random checkpoint of the golden BERT's odd shapes with 4 layers, dropout 0.1) and is
 # the data owner. `sky job submit --task train --model-dir D --dataset
 # train --data-owner b1`: the boards probe at the config's shapes, the
 # checkpoint goes to skyplan once and reaches each stage as its slice, b1
@@ -29,15 +29,15 @@ if [ ! -f /usr/share/games/fortunes/computers ]; then
 	exit 0
 fi
 ft_setup "$W/ft" || { fail "${T}_setup" "$FT_ERR"; exit 1; }
-# three layers (a data owner's U-shaped plan needs them), a checkpoint drawn
+# four layers (a data owner's U-shaped plan over 3 boards needs them), a checkpoint drawn
 # at random for them, the set's vocabulary (the same tokenizer)
-mkdir -p "$W/ft/m3"
-cp "$W/ft/m/vocab.txt" "$W/ft/m3/"
-python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); c["num_hidden_layers"] = 3
-json.dump(c, open(sys.argv[2], "w"), indent=1)' "$W/ft/m/config.json" "$W/ft/m3/config.json" &&
-	python3 tools/hf_random_init.py "$W/ft/m3" --seed 4 >/dev/null ||
+mkdir -p "$W/ft/m4"
+cp "$W/ft/m/vocab.txt" "$W/ft/m4/"
+python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); c["num_hidden_layers"] = 4
+json.dump(c, open(sys.argv[2], "w"), indent=1)' "$W/ft/m/config.json" "$W/ft/m4/config.json" &&
+	python3 tools/hf_random_init.py "$W/ft/m4" --seed 4 >/dev/null ||
 	{ fail "${T}_model"; exit 1; }
-M="$W/ft/m3"
+M="$W/ft/m4"
 sky_fleet_start
 sky_fleet_enroll b1 --dataset "train=$W/ft/train.skyds" --dataset "dev=$W/ft/dev.skyds"
 sky_fleet_enroll b2
@@ -73,7 +73,8 @@ wrc=$?
 "$SKY" job collect fa --pki "$PKI" --broker "$BR" --out "$W/fa.safetensors" --timeout 30 \
 	>"$W/fa.collect" 2>&1 || fail "${T}_collect" "$(cat "$W/fa.collect")"
 sed -n 's/^ *stage *[0-9]* *\([A-Za-z0-9_.-]*\) *half-layers.*/\1/p' "$W/fa.submit" >"$W/fa.boards"
-if [ "$(wc -l <"$W/fa.boards")" -ge 3 ] && [ "$(head -1 "$W/fa.boards")" = b1 ] &&
+if [ "$(wc -l <"$W/fa.boards")" -eq 4 ] && [ "$(sort -u "$W/fa.boards" | wc -l)" -eq 3 ] &&
+	[ "$(head -1 "$W/fa.boards")" = b1 ] &&
 	[ "$(tail -1 "$W/fa.boards")" = b1 ]; then
 	pass "${T}_plan_u_shaped_around_the_holder"
 else
@@ -81,8 +82,9 @@ else
 fi
 # every stage started from the checkpoint's slice, fetched through the cache
 nsl=$(grep -l "job fa: stage [0-9]* starts from the checkpoint's slice" "$W"/b[123].log | wc -l)
-[ "$nsl" -eq 3 ] && pass "${T}_every_board_starts_from_its_slice" ||
-	fail "${T}_every_board_starts_from_its_slice" "$nsl of 3 boards"
+nbd=$(sort -u "$W/fa.boards" | wc -l)
+[ "$nsl" -eq "$nbd" ] && [ "$nsl" -ge 2 ] && pass "${T}_every_board_starts_from_its_slice" ||
+	fail "${T}_every_board_starts_from_its_slice" "$nsl of $nbd boards"
 
 # shellcheck disable=SC2086
 "$SKY" train --model-dir "$M" --data "$W/ft/train.skyds" --optim adamw $TRAIN \
