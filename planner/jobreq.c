@@ -313,6 +313,79 @@ static int parse_train(const cJSON *doc, sky_job_req *j, sky_diag *d)
 	return 0;
 }
 
+/* The Hugging Face model block ("model":"hf"): every number required. */
+static int parse_hf(const cJSON *doc, sky_job_req *j, sky_diag *d)
+{
+	const cJSON *h = cJSON_GetObjectItemCaseSensitive(doc, "hf");
+	int rc;
+	if (!h)
+		return strcmp(j->model, "hf") == 0
+			       ? sky_diag_set(d, SKY_EINVAL,
+					      "job %s: model hf needs its 'hf' block (the config's "
+					      "sizes)",
+					      j->job)
+			       : 0;
+	if (!cJSON_IsObject(h) || strcmp(j->model, "hf") != 0)
+		return sky_diag_set(d, SKY_EFORMAT,
+				    "job %s: 'hf' must be an object, with \"model\":\"hf\"", j->job);
+	j->hf.on = 1;
+	if ((rc = sky_json_int(h, "hidden", 1, SKY_CAPS_MAX_DIM, &j->hf.hidden, "job.hf", d)) ||
+	    (rc = sky_json_int(h, "heads", 1, SKY_CAPS_MAX_DIM, &j->hf.heads, "job.hf", d)) ||
+	    (rc = sky_json_int(h, "ffn", 1, SKY_CAPS_MAX_DIM, &j->hf.ffn, "job.hf", d)) ||
+	    (rc = sky_json_int(h, "vocab", 1, SKY_PLAN_HF_MAX_VOCAB, &j->hf.vocab, "job.hf", d)) ||
+	    (rc = sky_json_int(h, "max_pos", 1, SKY_CAPS_MAX_DIM, &j->hf.max_pos, "job.hf", d)) ||
+	    (rc = sky_json_int(h, "type_vocab", 1, 1024, &j->hf.type_vocab, "job.hf", d)) ||
+	    (rc = sky_json_int(h, "classes", 1, 256, &j->hf.classes, "job.hf", d)) ||
+	    (rc = sky_json_int(h, "act", 0, 1, &j->hf.act, "job.hf", d)) ||
+	    (rc = sky_json_num(h, "ln_eps", 0, 0.999, &j->hf.ln_eps, "job.hf", d)) ||
+	    (rc = sky_json_num(h, "hidden_drop", 0, 0.999, &j->hf.hidden_drop, "job.hf", d)) ||
+	    (rc = sky_json_num(h, "attn_drop", 0, 0.999, &j->hf.attn_drop, "job.hf", d)))
+		return rc;
+	if (j->hf.hidden % j->hf.heads != 0)
+		return sky_diag_set(d, SKY_EINVAL, "job %s: hf.heads %d does not divide hidden %d",
+				    j->job, j->hf.heads, j->hf.hidden);
+	if (cJSON_GetObjectItemCaseSensitive(h, "init") &&
+	    ((rc = sky_json_str(h, "init", j->hf.init, sizeof j->hf.init, "job.hf", d)) ||
+	     !sky_plan_sha256_ok(j->hf.init)))
+		return rc ? rc
+			  : sky_diag_set(d, SKY_EFORMAT,
+					 "job %s: hf.init must be 64 lower-case hex digits", j->job);
+	return 0;
+}
+
+/* The model of a request: its preset with the request's sizes, or the
+ * hf block's config. Returns 0 or SKY_EINVAL (unknown preset). */
+int sky_job_req_model(const sky_job_req *r, sky_model_cfg *c)
+{
+	if (r->hf.on) {
+		memset(c, 0, sizeof *c);
+		snprintf(c->name, sizeof c->name, "hf");
+		c->hidden = r->hf.hidden;
+		c->heads = r->hf.heads;
+		c->ffn = r->hf.ffn;
+		c->layers = 1;
+		c->seq = 128;
+		c->batch = 8;
+		c->vocab = r->hf.vocab;
+		c->max_pos = r->hf.max_pos;
+		c->type_vocab = r->hf.type_vocab;
+		c->classes = r->hf.classes;
+		c->act = r->hf.act;
+		c->ln_eps = (float)r->hf.ln_eps;
+		c->hidden_drop = (float)r->hf.hidden_drop;
+		c->attn_drop = (float)r->hf.attn_drop;
+	} else if (sky_model_preset(r->model, c) != 0) {
+		return SKY_EINVAL;
+	}
+	if (r->layers)
+		c->layers = r->layers;
+	if (r->seq)
+		c->seq = r->seq;
+	if (r->batch)
+		c->batch = r->batch;
+	return 0;
+}
+
 int sky_job_req_parse(const char *buf, size_t len, sky_job_req *j, sky_diag *d)
 {
 	int rc;
@@ -361,11 +434,13 @@ int sky_job_req_parse(const char *buf, size_t len, sky_job_req *j, sky_diag *d)
 	if (cJSON_GetObjectItemCaseSensitive(doc, "wait_s") &&
 	    (rc = sky_json_num(doc, "wait_s", 0, 3600, &j->wait_s, "job", d)))
 		goto exit;
-	if ((rc = parse_train(doc, j, d)) != 0)
+	if ((rc = parse_train(doc, j, d)) != 0 || (rc = parse_hf(doc, j, d)) != 0)
 		goto exit;
 	if (!sky_topic_segment_ok(j->job))
 		rc = sky_diag_set(d, SKY_EINVAL, "job: id '%s' is not 1-64 of [A-Za-z0-9_.-]", j->job);
-	else if (sky_model_preset(j->model, &m) != 0)
+	else if (j->hf.on && (j->infer || (j->hf.init[0] && !j->train)))
+		rc = sky_diag_set(d, SKY_EINVAL, "job %s: an hf model trains (task train)", j->job);
+	else if (sky_job_req_model(j, &m) != 0)
 		rc = sky_diag_set(d, SKY_EINVAL, "job %s: unknown model '%s' (%s)", j->job, j->model,
 				  sky_model_preset_names());
 	else if (sky_algo_parse(j->algo, &algo) != 0)
@@ -442,12 +517,27 @@ int sky_job_req_encode(const sky_job_req *j, char *buf, size_t cap)
 	}
 	char fed[SKY_JOB_MAX_FED_OWNERS * 68 + 512];
 	encode_fed(j, fed, sizeof fed);
+	char hf[512] = "";
+	if (j->hf.on) {
+		int kh = snprintf(hf, sizeof hf,
+				  ",\"hf\":{\"hidden\":%d,\"heads\":%d,\"ffn\":%d,\"vocab\":%d,"
+				  "\"max_pos\":%d,\"type_vocab\":%d,\"classes\":%d,\"act\":%d,"
+				  "\"ln_eps\":%.17g,\"hidden_drop\":%.17g,\"attn_drop\":%.17g",
+				  j->hf.hidden, j->hf.heads, j->hf.ffn, j->hf.vocab, j->hf.max_pos,
+				  j->hf.type_vocab, j->hf.classes, j->hf.act, j->hf.ln_eps,
+				  j->hf.hidden_drop, j->hf.attn_drop);
+		if (kh > 0 && (size_t)kh < sizeof hf)
+			snprintf(hf + kh, sizeof hf - (size_t)kh, "%s%s%s}",
+				 j->hf.init[0] ? ",\"init\":\"" : "", j->hf.init,
+				 j->hf.init[0] ? "\"" : "");
+	}
 	int n = snprintf(buf, cap,
 			 "{\"job\":\"%s\",\"model\":\"%s\"%s,\"micro_batches\":%d,\"algo\":\"%s\","
-			 "\"sched\":\"%s\",\"objective\":\"%s\",\"min_boards\":%d,\"wait_s\":%g%s%s%s%s%s}",
+			 "\"sched\":\"%s\",\"objective\":\"%s\",\"min_boards\":%d,\"wait_s\":%g"
+			 "%s%s%s%s%s%s}",
 			 j->job, j->model, shapes, j->micro_batches, j->algo, j->sched, j->objective,
 			 j->min_boards, j->wait_s, j->link_blind ? ",\"link_blind\":true" : "", sid,
-			 train, infer, fed);
+			 train, infer, fed, hf);
 	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : n;
 }
 

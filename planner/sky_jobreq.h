@@ -94,6 +94,21 @@ typedef struct sky_job_req {
 		double prox_mu, dp_clip, dp_noise;
 		int secure;
 	} fed;
+	/* ---- fine-tuning a Hugging Face checkpoint (its own block) ----
+	 * "model":"hf" with the config.json's model (sky job submit --task
+	 * train --model-dir D reads it):
+	 *   "hf":{"hidden":80,"heads":5,"ffn":136,"vocab":600,"max_pos":512,
+	 *         "type_vocab":2,"classes":3,"act":0,"ln_eps":1e-07,
+	 *         "hidden_drop":0.1,"attn_drop":0.1,"init":"<64 hex>"}
+	 * with "layers" beside "model" as for a preset. init: the SHA-256 of
+	 * the fp32 checkpoint uploaded before the submit, which the stages
+	 * start from (each gets its slice, sky_planmsg.h "hf"). */
+	struct {
+		int on;
+		int hidden, heads, ffn, vocab, max_pos, type_vocab, classes, act;
+		double ln_eps, hidden_drop, attn_drop;
+		char init[65]; /* "" none: from the seed */
+	} hf;
 } sky_job_req;
 
 /* Zeroes j and writes the default of every field a job document may leave
@@ -110,6 +125,10 @@ void sky_job_req_resolve(sky_job_req *j);
 /* Parses and checks a job document. Returns 0 or SKY_EFORMAT / SKY_ERANGE /
  * SKY_EINVAL naming the field. */
 int sky_job_req_parse(const char *buf, size_t len, sky_job_req *j, sky_diag *d);
+/* The model a request names: its preset with its layers, seq and batch,
+ * or the "hf" block's config (name "hf"). Returns 0 or SKY_EINVAL. */
+struct sky_model_cfg;
+int sky_job_req_model(const sky_job_req *r, struct sky_model_cfg *c);
 /* Writes j as JSON. Returns the length or SKY_ERANGE. */
 int sky_job_req_encode(const sky_job_req *j, char *buf, size_t cap);
 

@@ -180,8 +180,21 @@ void svc_fleet_tick(svc *s, double now, double gap, int behind)
 void svc_fleet_ask_probe(svc *s, const char *id, const svc_job *job)
 {
 	char topic[SKY_TOPIC_BUF], buf[SKY_CMD_MAX_BYTES];
-	int n = snprintf(buf, sizeof buf, "{\"cmd\":\"probe\",\"model\":\"%s\",\"seq\":%d,\"batch\":%d}",
-			 job->model.name, job->model.seq, job->model.batch);
+	const sky_model_cfg *m = &job->model;
+	int n = snprintf(buf, sizeof buf, "{\"cmd\":\"probe\",\"model\":\"%s\",\"seq\":%d,\"batch\":%d",
+			 m->name, m->seq, m->batch);
+	/* a config.json's model (not a preset): its shapes, which the board
+	 * probes at and reports back (sky_caps.h shape) */
+	if (job->req.hf.on && n > 0 && (size_t)n < sizeof buf)
+		n += snprintf(buf + n, sizeof buf - (size_t)n,
+			      ",\"hidden\":%d,\"heads\":%d,\"ffn\":%d,\"act\":%d,"
+			      "\"hidden_drop\":%.9g,\"attn_drop\":%.9g",
+			      m->hidden, m->heads, m->ffn, m->act, (double)m->hidden_drop,
+			      (double)m->attn_drop);
+	if (n > 0 && (size_t)n < sizeof buf - 1)
+		n += snprintf(buf + n, sizeof buf - (size_t)n, "}");
+	if (n <= 0 || (size_t)n >= sizeof buf)
+		return;
 	if (sky_topic_board(topic, sizeof topic, id, SKY_TOPIC_CMD) == 0)
 		svc_publish(s, topic, buf, (size_t)n, 1, 0, NULL);
 	SKY_INFO("asked board %s to probe %s (seq %d, batch %d) for job %s", id, job->model.name,

@@ -149,7 +149,8 @@ static void lib_job(svc *s, const svc_job *j, sky_job *job, sky_algo *algo)
 	const sky_registry *r = &s->reg;
 	sky_fleet *f = &s->plan.fleet;
 	*algo = SKY_ALGO_OPTIMAL;
-	sky_job_init(job, j->model.name);
+	/* the library's defaults; a config.json's model ("hf") is no preset */
+	sky_job_init(job, j->req.hf.on ? "tiny" : j->model.name);
 	job->model = j->model;
 	job->micro_batches = j->req.micro_batches;
 	sky_algo_parse(j->req.algo, algo);
@@ -480,6 +481,46 @@ static void build_msg(svc *s, const svc_job *j, const sky_job *job, sky_algo alg
 	}
 }
 
+/* A Hugging Face model's block of the plan (sky_planmsg.h "hf") and, when
+ * the job starts from its checkpoint, each stage's slice of it: a data
+ * owner's two ends one wrapped slice (sky_slice.h). Returns 0 or the cut's
+ * error in d. */
+static int fill_hf(svc *s, const svc_job *j, sky_planmsg *p, sky_diag *d)
+{
+	const sky_job_req *r = &j->req;
+	sky_plan_hf *h = &p->hf;
+	h->on = 1;
+	h->vocab = r->hf.vocab;
+	h->max_pos = r->hf.max_pos;
+	h->type_vocab = r->hf.type_vocab;
+	h->classes = r->hf.classes;
+	h->act = r->hf.act;
+	h->ln_eps = r->hf.ln_eps;
+	h->hidden_drop = r->hf.hidden_drop;
+	h->attn_drop = r->hf.attn_drop;
+	h->init = r->hf.init[0] != 0;
+	if (!h->init)
+		return 0;
+	const int last = p->n_stages - 1;
+	const int owner_ends = p->train.owner[0] && last >= 2 &&
+			       !strcmp(p->stages[0].board, p->stages[last].board);
+	for (int k = 0; k < p->n_stages; k++) {
+		if (owner_ends && k == last) {
+			p->stages[k].slice = p->stages[0].slice;
+			continue;
+		}
+		int first = owner_ends && k == 0 ? p->stages[last].first : p->stages[k].first;
+		int rc = sky_deploy_cut(&s->deploy, r->hf.init, first, p->stages[k].last,
+					&p->stages[k].slice, d);
+		if (rc)
+			return rc;
+		SKY_INFO("job %s stage %d (%s): checkpoint slice %.16s.., %lld bytes", p->job, k,
+			 p->stages[k].board, p->stages[k].slice.sha256,
+			 (long long)p->stages[k].slice.bytes);
+	}
+	return 0;
+}
+
 /* p under the next epoch, keys wrapped, signed into s->plan.envelope.
  * Returns the envelope's length, or 0 (logged). */
 static int seal(svc *s, const svc_job *j, sky_planmsg *p)
@@ -551,6 +592,11 @@ int svc_plan_job(svc *s, const svc_plan_req *rq, svc_plan_result *res)
 	build_msg(s, j, &job, algo, p);
 	if (j->req.train)
 		fill_train(rq, res->predicted_s, s->plan.plan.owner_lag, p);
+	if (j->req.hf.on && (rc = fill_hf(s, j, p, &d)) != 0) {
+		SKY_WARN("job %s: not planned: %s", j->req.job, d.msg);
+		snprintf(res->why, sizeof res->why, "%.190s", d.msg);
+		return rc;
+	}
 	if (j->req.infer && (rc = fill_infer(s, j, p, &d)) != 0) {
 		SKY_WARN("job %s: not planned: %s", j->req.job, d.msg);
 		return rc;

@@ -51,7 +51,9 @@ void svc_serve_on_slice_req(svc *s, const char *id, const char *p, size_t len)
 	}
 	run_job *rj = svc_follow_find(s, r.job);
 	int k = svc_authz_stage(s, r.job, id, -1, NULL);
-	if (k < 0 || (rj && !rj->job.req.infer)) {
+	/* serving jobs, and fine-tuning jobs starting from a checkpoint, give
+	 * their stages slices */
+	if (k < 0 || (rj && !rj->job.req.infer && !rj->job.req.hf.init[0])) {
 		svc_refused(s, r.job, id, SVC_REFUSE_SLICE, "slice request");
 		return;
 	}
@@ -59,7 +61,7 @@ void svc_serve_on_slice_req(svc *s, const char *id, const char *p, size_t len)
 	const sky_planmsg *m;
 	if (svc_store_load(s, r.job, &m, NULL) > 0) {
 		k = sky_planmsg_find(m, id);
-		if (k >= 0 && m->infer.on)
+		if (k >= 0 && (m->infer.on || (m->hf.on && m->hf.init)))
 			want = &m->stages[k].slice;
 	}
 	if (sky_deploy_on_slice_req(&s->deploy, id, &r, want, sky_clock_s(), &d) != 0)

@@ -17,13 +17,7 @@
 void svc_job_from_req(svc_job *j, const sky_job_req *r)
 {
 	j->req = *r;
-	sky_model_preset(r->model, &j->model);
-	if (r->layers)
-		j->model.layers = r->layers;
-	if (r->seq)
-		j->model.seq = r->seq;
-	if (r->batch)
-		j->model.batch = r->batch;
+	sky_job_req_model(r, &j->model); /* a preset's, or the hf block's config */
 }
 
 /* An infer job's model: uploaded, int8, of the job's shapes; and its batch
@@ -137,6 +131,42 @@ int svc_submit_check_data(svc *s, const sky_job_req *r, sky_diag *d)
 	return 0;
 }
 
+/* A job on a data set trains at the set's sequence length: a job that
+ * names none gets the set's, one that names another is refused. Returns 0
+ * or SKY_EINVAL with d saying why. */
+static int fit_set_seq(svc *s, svc_job *j, sky_diag *d)
+{
+	sky_job_req *r = &j->req;
+	for (int pass = 0; pass < 2; pass++)
+	for (int i = 0; i < s->reg.n; i++) {
+		const sky_reg_board *b = &s->reg.b[i];
+		const sky_caps_dataset *e =
+			b->has_caps ? sky_caps_dataset_find(&b->caps, r->dataset) : NULL;
+		/* first a holder of the file the job names, then any (whose
+		 * refusal svc_submit_check_data says) */
+		if (!e || (pass == 0 && r->dataset_sha256[0] && strcmp(e->sha256, r->dataset_sha256)))
+			continue;
+		if (pass == 1 && !r->seq) {
+			j->model.seq = e->seq;
+			return 0;
+		}
+		if (!r->seq) {
+			r->seq = e->seq;
+			j->model.seq = e->seq;
+		}
+		if (e->seq != j->model.seq || j->model.seq > j->model.max_pos)
+			return sky_diag_set(d, SKY_EINVAL,
+					    "job %s refused: data set '%s' has rows of %d tokens, the "
+					    "job's model %d (max %d)",
+					    r->job, r->dataset, e->seq, j->model.seq, j->model.max_pos);
+		return 0;
+	}
+	/* nobody holds it: svc_submit_check_data says so, not the shapes */
+	if (!r->seq && j->model.seq > j->model.max_pos)
+		j->model.seq = j->model.max_pos;
+	return 0;
+}
+
 int svc_board_holds_set(svc *s, const char *id, const char *name, const char *tokenizer,
 			const char *sha256)
 {
@@ -212,6 +242,10 @@ int svc_submit_queue_op(svc *s, const char *buf, size_t len, const char *op, con
 	}
 	svc_job_from_req(&pj.job, &req);
 	snprintf(pj.job.op, sizeof pj.job.op, "%s", op);
+	if (req.train && req.dataset[0] && (rc = fit_set_seq(s, &pj.job, d)) != 0) {
+		SKY_WARN("job %s from %s refused: %s", req.job, from, d->msg);
+		return rc;
+	}
 	if (pj.job.model.seq > pj.job.model.max_pos || sky_model_validate(&pj.job.model) != 0) {
 		rc = sky_diag_set(d, SKY_EINVAL, "job %s refused: model %s has invalid shapes",
 				  req.job, req.model);

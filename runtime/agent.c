@@ -456,7 +456,7 @@ static void loop_once(agent *a)
 		sky_transport_net fnet = agent_net(a);
 		sky_slicefetch_tick(&a->fetch, sky_clock_s(), &fnet);
 	}
-	if (a->train_pending && a->job && a->m && !a->lost)
+	if (a->train_pending && a->job && !a->job->weights_pending && a->m && !a->lost)
 		run_job(a);
 	if (a->sj && a->m && !a->lost && !a->pending_env)
 		run_serve(a);

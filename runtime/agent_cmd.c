@@ -16,8 +16,33 @@ static void cmd_probe(agent *a, const cJSON *doc)
 	char model[16] = "";
 	int64_t seq = 0, batch = 0;
 	sky_mutex_lock(&a->lock);
-	if (sky_json_str(doc, "model", model, sizeof model, "cmd", NULL) == 0 &&
-	    sky_model_preset(model, &a->probe_model) == 0) {
+	int64_t hidden = 0, heads = 0, ffn = 0, act = 0;
+	double hd = 0, ad = 0;
+	sky_model_cfg hf;
+	/* a config.json's model ("hf"): its shapes on a preset's other sizes */
+	int is_hf = sky_json_str(doc, "model", model, sizeof model, "cmd", NULL) == 0 &&
+		    !strcmp(model, "hf") && sky_model_preset("tiny", &hf) == 0 &&
+		    sky_json_i64(doc, "hidden", 1, SKY_CAPS_MAX_DIM, &hidden, "cmd", NULL) == 0 &&
+		    sky_json_i64(doc, "heads", 1, SKY_CAPS_MAX_DIM, &heads, "cmd", NULL) == 0 &&
+		    sky_json_i64(doc, "ffn", 1, SKY_CAPS_MAX_DIM, &ffn, "cmd", NULL) == 0 &&
+		    hidden % heads == 0;
+	if (is_hf) {
+		if (cJSON_GetObjectItemCaseSensitive(doc, "act"))
+			sky_json_i64(doc, "act", 0, 1, &act, "cmd", NULL);
+		if (cJSON_GetObjectItemCaseSensitive(doc, "hidden_drop"))
+			sky_json_num(doc, "hidden_drop", 0, 0.999, &hd, "cmd", NULL);
+		if (cJSON_GetObjectItemCaseSensitive(doc, "attn_drop"))
+			sky_json_num(doc, "attn_drop", 0, 0.999, &ad, "cmd", NULL);
+		snprintf(hf.name, sizeof hf.name, "hf");
+		hf.hidden = (int)hidden;
+		hf.heads = (int)heads;
+		hf.ffn = (int)ffn;
+		hf.act = (int)act;
+		hf.hidden_drop = (float)hd;
+		hf.attn_drop = (float)ad;
+		a->probe_model = hf;
+	}
+	if (is_hf || (model[0] && sky_model_preset(model, &a->probe_model) == 0)) {
 		if (sky_json_i64(doc, "seq", 1, SKY_CAPS_MAX_DIM, &seq, "cmd", NULL) == 0)
 			a->probe_model.seq = (int)seq;
 		if (sky_json_i64(doc, "batch", 1, SKY_CAPS_MAX_BATCH, &batch, "cmd", NULL) == 0)

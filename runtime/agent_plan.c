@@ -228,8 +228,12 @@ static int plan_fit(agent *a, taking *t)
 	if (p->train.steps > 0 && p->train.dataset[0]) {
 		/* the stage that reads the data: the first (and, under a data
 		 * owner, the last) */
-		char why[200];
+		char why[320];
 		int reads = t->stage == 0 || (p->train.owner[0] && t->stage == p->n_stages - 1);
+		if (reads && !sky_boardsets_find(&a->sets, p->train.dataset))
+			snprintf(why, sizeof why, "this board does not hold data set '%.64s'",
+				 p->train.dataset);
+		why[0] = '\0';
 		if (reads && !sky_boardsets_find(&a->sets, p->train.dataset))
 			snprintf(why, sizeof why, "this board does not hold data set '%.64s'",
 				 p->train.dataset);
@@ -237,13 +241,22 @@ static int plan_fit(agent *a, taking *t)
 			 !sky_boardsets_find(&a->sets, p->train.eval_dataset))
 			snprintf(why, sizeof why, "this board does not hold eval set '%.64s'",
 				 p->train.eval_dataset);
-		else /* said, never run as the synthetic task instead */
+		else if (!p->train.owner[0] && p->n_stages > 1)
+			/* said, never run as the synthetic task instead */
 			snprintf(why, sizeof why,
-				 "training on data set '%.64s' across the fleet is not built yet "
-				 "(sky train --data trains on one board)",
+				 "training on data set '%.64s' across the fleet without a data owner "
+				 "is not built yet (the labels' way to the last stage; submit with "
+				 "--data-owner)",
 				 p->train.dataset);
-		refuse_said(a, p, t->stage, 0, why);
-		return SKY_EUNSUPPORTED;
+		else if (!p->hf.on)
+			snprintf(why, sizeof why,
+				 "data set '%.64s' with preset model %s: fine-tuning needs the "
+				 "model's config (sky job submit --model-dir)",
+				 p->train.dataset, p->shape.name);
+		if (why[0]) {
+			refuse_said(a, p, t->stage, 0, why);
+			return SKY_EUNSUPPORTED;
+		}
 	}
 	t->need = p->n_reps > 0 && !p->infer.on ? sky_trainjob_bytes_as(p, t->stage, a->idn.id, NULL)
 						 : sky_agent_stage_bytes(p, t->stage);
@@ -283,6 +296,36 @@ static int plan_fit(agent *a, taking *t)
 
 /* ---- install ------------------------------------------------------------ */
 
+/* A training job in the spare slot; fine-tuning (plan train.dataset, hf):
+ * the stages that read data open the board's set, and a job starting from
+ * the checkpoint gets its stage's slice through the slice cache (the
+ * weights are set when it is in place: agent_slice_in_place; until then
+ * the plan is not acknowledged and the job does not start). */
+static int train_setup(agent *a, taking *t, const sky_transport_net *net, sky_diag *d)
+{
+	const sky_planmsg *p = t->p;
+	int rc = sky_trainjob_setup(t->next, p, t->stage, a->idn.id, t->sealed ? t->key : NULL,
+				    net, d);
+	if (rc)
+		return rc;
+	const sky_boardset *bs = p->train.dataset[0] ? sky_boardsets_find(&a->sets, p->train.dataset)
+						     : NULL;
+	if (bs && (t->next->st.has_data || t->next->stage2 >= 0) &&
+	    (rc = sky_trainjob_data(t->next, bs->path, d)) != 0)
+		return rc;
+	if (!(p->hf.on && p->hf.init))
+		return 0;
+	char sp[700];
+	int hit = sky_slicefetch_start(&a->fetch, p->job, p->epoch, &p->stages[t->stage].slice, net,
+				       sp, sizeof sp, d);
+	if (hit < 0)
+		return rc = hit;
+	t->slice_ready = hit == 1;
+	if (hit == 1)
+		rc = sky_trainjob_init_from(t->next, sp, d);
+	return rc;
+}
+
 /* Sets the stage up, the one arena allocated, carved and sealed here: a
  * training job in the spare slot, or a serving job from the slice in the
  * board's cache; a slice not there yet is fetched first
@@ -310,8 +353,7 @@ static int plan_setup(agent *a, taking *t)
 	if (p->infer.on && t->slice_ready)
 		t->sj = serve_setup(a, p, t->stage, t->sealed ? t->key : NULL, &rc, &d);
 	else if (!p->infer.on)
-		rc = sky_trainjob_setup(t->next, p, t->stage, a->idn.id, t->sealed ? t->key : NULL,
-					&net, &d);
+		rc = train_setup(a, t, &net, &d);
 	memcpy(a->slice_key, t->key, sizeof t->key);
 	a->slice_sealed = t->sealed;
 	memset(t->key, 0, sizeof t->key);
@@ -360,8 +402,9 @@ static int plan_install(agent *a, taking *t, const char *msg, size_t len, int fr
 	a->stage = t->stage;
 	a->epoch = p->epoch;
 	a->train_pending = p->train.steps > 0 && agent_trained_epoch(a->o->state_dir) < p->epoch;
-	/* serving: the plan is acknowledged once the stage's slice is in the
-	 * cache (at once on a hit; else when the download completes) */
+	/* serving, and fine-tuning from a checkpoint: the plan is
+	 * acknowledged once the stage's slice is in the cache (at once on a
+	 * hit; else when the download completes) */
 	if (t->slice_ready || !p->infer.on)
 		memset(a->slice_key, 0, sizeof a->slice_key);
 	fill_ack(a, &a->ack, p, t->stage, 1, t->need, NULL);
@@ -510,6 +553,18 @@ void agent_slice_in_place(agent *a, const char *path)
 	sky_mutex_lock(&a->lock);
 	if (a->has_ack == 0 && a->ack.ok && !strcmp(a->fetch.job, a->plan.job) &&
 	    a->fetch.epoch == a->plan.epoch) {
+		if (!a->plan.infer.on && a->job && a->job->weights_pending) {
+			/* fine-tuning: the stage starts from the checkpoint's slice */
+			sky_diag d;
+			sky_diag_clear(&d);
+			if (sky_trainjob_init_from(a->job, path, &d) != 0) {
+				refuse_said(a, &a->plan, a->stage, a->arena_bytes, d.msg);
+				a->train_pending = 0;
+				a->has_ack = 1; /* answered: the refusal */
+				sky_mutex_unlock(&a->lock);
+				return;
+			}
+		}
 		if (a->plan.infer.on && !a->sj) {
 			sky_diag d;
 			sky_diag_clear(&d);

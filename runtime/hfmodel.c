@@ -897,6 +897,22 @@ static char *config_json(const sky_model_cfg *c, const sky_hf_config *hc)
 	return s;
 }
 
+int sky_hf_config_save(const sky_model_cfg *c, const sky_hf_config *hc, const char *dir,
+		       sky_diag *d)
+{
+	char path[4096];
+	char *s = config_json(c, hc);
+	if (!s)
+		return sky_diag_set(d, SKY_ENOMEM, "config.json: no memory");
+	if ((size_t)snprintf(path, sizeof path, "%s/config.json", dir) >= sizeof path) {
+		cJSON_free(s);
+		return sky_diag_set(d, SKY_ERANGE, "%.100s: path too long", dir);
+	}
+	int rc = sky_file_write(path, s, strlen(s), 0644);
+	cJSON_free(s);
+	return rc ? sky_diag_set(d, rc, "%.200s: cannot write it", path) : 0;
+}
+
 int sky_hf_save_dir(const sky_bert *m, const sky_hf_config *hc, const char *dir, sky_diag *d)
 {
 	sky_hf_config own;
@@ -922,15 +938,5 @@ int sky_hf_save_dir(const sky_bert *m, const sky_hf_config *hc, const char *dir,
 	int rc = sky_bert_save(m, path, d);
 	if (rc)
 		return rc;
-	char *s = config_json(c, hc);
-	if (!s)
-		return sky_diag_set(d, SKY_ENOMEM, "config.json: no memory");
-	snprintf(path, sizeof path, "%s/config.json", dir);
-	size_t n = strlen(s);
-	s[n] = '\0';
-	rc = sky_file_write(path, s, n, 0644);
-	cJSON_free(s);
-	if (rc)
-		return sky_diag_set(d, rc, "%.200s: cannot write it", path);
-	return 0;
+	return sky_hf_config_save(c, hc, dir, d);
 }

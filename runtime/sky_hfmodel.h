@@ -136,6 +136,12 @@ int sky_hf_load(sky_bert *m, const sky_hf_ckpt *k, unsigned long long seed, sky_
 int sky_hf_load_dir(sky_bert *m, const char *dir, unsigned long long seed, sky_hf_report *r,
 		    sky_diag *d);
 
+/* Writes DIR/config.json for a model of c as hc describes it (id2label
+ * from hc->label; DIR must exist): what sky_hf_save_dir writes beside the
+ * weights. Returns 0, SKY_ENOMEM, SKY_ERANGE or the write's error. */
+int sky_hf_config_save(const sky_model_cfg *c, const sky_hf_config *hc, const char *dir,
+		       sky_diag *d);
+
 /* Writes DIR (created if missing) as a Hugging Face directory of m:
  * config.json (hc's labels, eps and activation name, m's shapes; hc NULL:
  * sky_hf_config_from_cfg) and model.safetensors (F32,

@@ -22,7 +22,13 @@
 #define SKY_SLICE_SUFFIX ".safetensors"
 #define SKY_SLICE_SHA_HEX 64
 
-/* Cuts the slice of half-layers [first, last] from the int8 model file at
+/* The same cut serves training (issue 20: a fine-tuning job's stages
+ * start from the checkpoint): an fp32 model file is cut as an int8 one.
+ * first > last names a wrapped range, half-layers [first, 2L-1] and
+ * [0, last] with the embeddings and the head: a data owner's two ends in
+ * one slice (first must be above last + 1).
+ *
+ * Cuts the slice of half-layers [first, last] from the int8 model file at
  * model_path into out_path (written atomically), and returns its SHA-256
  * (lower-case hex, NUL-terminated) and size. sha256 and bytes may be NULL.
  * Returns 0, or SKY_ENOTFOUND / SKY_EFORMAT (no such file, not an int8

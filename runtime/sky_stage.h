@@ -75,6 +75,13 @@ typedef struct sky_stage_cfg {
 	 * are added by io->reduce before the norms. */
 	const unsigned char *route;
 	int replica;
+	/* A data set instead of the synthetic task (fine-tuning, sky_trainorder.h):
+	 * a stage that makes data takes micro-batch mb of step s from data's
+	 * rows sky_trainorder_rows(order, s, mb), as `sky train --data` does.
+	 * NULL: the task's batches from (seed, step, mb). Set after carving
+	 * (the caller owns both; several stages may share one order). */
+	const struct sky_dataset *data;
+	struct sky_trainorder *order;
 } sky_stage_cfg;
 
 typedef struct sky_stage_io {

@@ -24,10 +24,12 @@
 #define SKY_TRAINJOB_H
 
 #include "sky_ckptmsg.h"
+#include "sky_dataset.h"
 #include "sky_err.h"
 #include "sky_frameseal.h"
 #include "sky_planmsg.h"
 #include "sky_stage.h"
+#include "sky_trainorder.h"
 #include "sky_transport.h"
 
 #include <stdint.h>
@@ -68,6 +70,14 @@ typedef struct sky_trainjob {
 	 * (0: the stage's own board, which alone sends checkpoints and the
 	 * part; the others' weights are the same) */
 	int replica;
+	/* fine-tuning on a data set this board holds (plan train.dataset):
+	 * the stages that make data read it in sky_trainorder's order;
+	 * perm is the order's buffer (rows entries, set up with the plan) */
+	sky_dataset ds;
+	int has_ds;
+	sky_trainorder ord;
+	uint32_t *perm;
+	int weights_pending; /* hf.init: the stage's slice is not loaded yet */
 } sky_trainjob;
 
 /* The last stage a board holding stage `stage` of p also runs: p's last
@@ -114,6 +124,17 @@ int sky_trainjob_run(sky_trainjob *j, const char *state_dir, double start_s, sky
  * SKY_EAUTH (hash mismatch) / SKY_EFORMAT / SKY_EINVAL (another job, epoch,
  * step or range) with d saying which; the stage is unchanged then. */
 int sky_trainjob_load(sky_trainjob *j, const unsigned char *img, size_t len, sky_diag *d);
+
+/* Fine-tuning (plan train.dataset, sky_planmsg.h "hf"). After setup:
+ * sky_trainjob_data opens the set at path (the board's copy of the plan's
+ * set: its rows must be the plan's seq, its labels within the model's
+ * classes) and has the stages that make data read it, as `sky train
+ * --data`; sky_trainjob_init_from sets the stages' weights from the slice
+ * file at path (the plan's hf.init: every tensor of the stages, F32, of
+ * their shapes). Each returns 0, or SKY_EFORMAT / SKY_EINVAL / SKY_ENOMEM
+ * with d naming the set or tensor; the job is unusable then. */
+int sky_trainjob_data(sky_trainjob *j, const char *path, sky_diag *d);
+int sky_trainjob_init_from(sky_trainjob *j, const char *path, sky_diag *d);
 
 /* Frees the arena and wipes the key. NULL-safe; may be called twice. */
 void sky_trainjob_free(sky_trainjob *j);

@@ -57,7 +57,9 @@ static int wanted(const char *name, int l0, int l1, int embed, int head)
 	if (strncmp(name, lp, sizeof lp - 1) == 0) {
 		char *end;
 		long l = strtol(name + sizeof lp - 1, &end, 10);
-		return end != name + sizeof lp - 1 && *end == '.' && l >= l0 && l <= l1;
+		/* l0 > l1: a wrapped range, l0.. and ..l1 (a data owner's ends) */
+		int in = l0 <= l1 ? l >= l0 && l <= l1 : l >= l0 || l <= l1;
+		return end != name + sizeof lp - 1 && *end == '.' && in;
 	}
 	if (strncmp(name, "bert.embeddings.", 16) == 0)
 		return embed;
@@ -77,12 +79,8 @@ int sky_slice_cut(const char *model_path, int first, int last, const char *out_p
 	sky_st_init(&f);
 	if ((rc = sky_st_open(&f, model_path, d)) || (rc = sky_qmodel_probe(&f, &prec, &layers, d)))
 		goto exit;
-	if (prec != SKY_PREC_INT8) {
-		rc = sky_diag_set(d, SKY_EFORMAT, "%s: an fp32 model; slices are cut from int8 files "
-				  "(sky quantize)", model_path);
-		goto exit;
-	}
-	if (first < 0 || last < first || last >= 2 * layers) {
+	if (first < 0 || last < 0 || first >= 2 * layers || last >= 2 * layers ||
+	    (first > last && first <= last + 1)) {
 		rc = sky_diag_set(d, SKY_ERANGE, "slice %d-%d: the model has half-layers 0-%d", first,
 				  last, 2 * layers - 1);
 		goto exit;
@@ -96,7 +94,9 @@ int sky_slice_cut(const char *model_path, int first, int last, const char *out_p
 	}
 	for (int i = 0; i < f.ntensors; i++) {
 		const sky_st_tensor *t = &f.tensors[i];
-		if (!wanted(t->name, first / 2, last / 2, first == 0, last == 2 * layers - 1))
+		int wrap = first > last;
+		if (!wanted(t->name, first / 2, last / 2, first == 0 || wrap,
+			    last == 2 * layers - 1 || wrap))
 			continue;
 		e[n].name = t->name;
 		e[n].dtype = t->dtype;

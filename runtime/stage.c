@@ -12,6 +12,7 @@
 #include "sky_layer.h"
 #include "sky_safetensors.h"
 #include "sky_task.h"
+#include "sky_trainorder.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -244,9 +245,16 @@ static int load_batch(sky_stage *s, int slot, int mb)
 	const sky_model_cfg *m = &s->cfg.model;
 	const size_t T = (size_t)sky_model_tokens(m);
 	int32_t *ids = s->ids + slot * T, *at = s->attn + slot * T;
-	int rc = sky_task_batch(m, s->cfg.seed, SKY_TASK_TRAIN,
-				(uint64_t)(s->step * s->cfg.micro + mb), ids, s->types + slot * T, at,
-				s->labels + (size_t)slot * m->batch);
+	int rc = 0;
+	if (s->cfg.data)
+		/* a data set's rows, in the order one board reads them */
+		sky_trainorder_take(s->cfg.data, sky_trainorder_rows(s->cfg.order, s->step, mb),
+				    m->batch, ids, s->types + slot * T, at,
+				    s->labels + (size_t)slot * m->batch);
+	else
+		rc = sky_task_batch(m, s->cfg.seed, SKY_TASK_TRAIN,
+				    (uint64_t)(s->step * s->cfg.micro + mb), ids, s->types + slot * T,
+				    at, s->labels + (size_t)slot * m->batch);
 	float *mask = s->mask + slot * T;
 	for (size_t i = 0; i < T; i++)
 		mask[i] = !at[i] ? -1e9f : 0.0f; /* as sky_bert's make_mask */

@@ -5,6 +5,7 @@
 #include "sky_clock.h"
 #include "sky_file.h"
 #include "sky_log.h"
+#include "sky_json.h"
 #include "sky_safetensors.h"
 
 #include <stdio.h>
@@ -13,8 +14,21 @@
 
 int sky_trainjob_model(const sky_planmsg *p, sky_model_cfg *c)
 {
-	if (sky_model_preset(p->shape.name, c) != 0)
+	if (p->hf.on) {
+		/* a config.json's model: every number from the plan */
+		memset(c, 0, sizeof *c);
+		snprintf(c->name, sizeof c->name, "%s", p->shape.name);
+		c->vocab = p->hf.vocab;
+		c->max_pos = p->hf.max_pos;
+		c->type_vocab = p->hf.type_vocab;
+		c->classes = p->hf.classes;
+		c->act = p->hf.act;
+		c->ln_eps = (float)p->hf.ln_eps;
+		c->hidden_drop = (float)p->hf.hidden_drop;
+		c->attn_drop = (float)p->hf.attn_drop;
+	} else if (sky_model_preset(p->shape.name, c) != 0) {
 		return SKY_ENOTFOUND;
+	}
 	c->hidden = p->shape.hidden;
 	c->heads = p->shape.heads;
 	c->ffn = p->shape.ffn;
@@ -223,6 +237,7 @@ int sky_trainjob_setup(sky_trainjob *j, const sky_planmsg *p, int stage, const c
 	}
 	j->plan = p;
 	j->stage = stage;
+	j->weights_pending = p->hf.on && p->hf.init;
 	sky_stage_init(&j->st);
 	if (j->stage2 >= 0)
 		sky_stage_init(&j->st2);
@@ -235,10 +250,110 @@ int sky_trainjob_setup(sky_trainjob *j, const sky_planmsg *p, int stage, const c
 	return 0;
 }
 
+int sky_trainjob_data(sky_trainjob *j, const char *path, sky_diag *d)
+{
+	const sky_planmsg *p = j->plan;
+	const sky_model_cfg *m = &j->st.cfg.model;
+	sky_ds_init(&j->ds);
+	int rc = sky_ds_open(&j->ds, path, d);
+	if (rc)
+		return rc;
+	j->has_ds = 1;
+	if (j->ds.meta.seq != m->seq)
+		return sky_diag_set(d, SKY_EINVAL,
+				    "data set '%s' has rows of %d tokens, the plan's model %d",
+				    p->train.dataset, j->ds.meta.seq, m->seq);
+	if (j->ds.meta.nlabels > m->classes)
+		return sky_diag_set(d, SKY_EINVAL, "data set '%s' has %d labels, the model %d classes",
+				    p->train.dataset, j->ds.meta.nlabels, m->classes);
+	/* the order's one buffer, made with the plan (a step allocates nothing) */
+	j->perm = malloc((size_t)(j->ds.meta.rows > 0 ? j->ds.meta.rows : 1) * sizeof *j->perm);
+	if (!j->perm)
+		return sky_diag_set(d, SKY_ENOMEM, "data set '%s': no memory for its order",
+				    p->train.dataset);
+	if (sky_trainorder_init(&j->ord, j->ds.meta.rows, (uint64_t)p->train.seed, m->batch,
+				p->micro_batches, j->perm) != 0)
+		return sky_diag_set(d, SKY_EINVAL,
+				    "data set '%s' has %lld rows, fewer than one step's %d x %d",
+				    p->train.dataset, (long long)j->ds.meta.rows, m->batch,
+				    p->micro_batches);
+	if (j->st.has_data) {
+		j->st.cfg.data = &j->ds;
+		j->st.cfg.order = &j->ord;
+	}
+	if (j->stage2 >= 0 && j->st2.has_data) {
+		j->st2.cfg.data = &j->ds;
+		j->st2.cfg.order = &j->ord; /* both read the same step's rows */
+	}
+	return 0;
+}
+
+/* Copies every tensor of stage st from the slice f. */
+static int init_stage(sky_stage *st, const sky_st_file *f, const char *path, sky_diag *d)
+{
+	enum { NAME_CAP = 96 };
+	int cap = sky_stage_max_entries(&st->cfg.model, &st->cfg), rc = 0;
+	sky_st_entry *e = calloc((size_t)cap, sizeof *e);
+	char *names = calloc((size_t)cap, NAME_CAP);
+	if (!e || !names) {
+		rc = sky_diag_set(d, SKY_ENOMEM, "slice: out of memory");
+		goto exit;
+	}
+	int n = sky_stage_entries(st, e, cap, names, NAME_CAP, d);
+	if (n < 0) {
+		rc = n;
+		goto exit;
+	}
+	for (int i = 0; i < n && !rc; i++) {
+		const sky_st_tensor *t = sky_st_find(f, e[i].name);
+		uint64_t count = 1;
+		for (int k = 0; k < e[i].ndim; k++)
+			count *= (uint64_t)e[i].shape[k];
+		if (!t)
+			rc = sky_diag_set(d, SKY_EFORMAT, "%s: no tensor %s", path, e[i].name);
+		else if (t->dtype != SKY_ST_F32 || t->count != count || t->ndim != e[i].ndim ||
+			 memcmp(t->shape, e[i].shape, (size_t)t->ndim * sizeof t->shape[0]) != 0)
+			rc = sky_diag_set(d, SKY_EFORMAT,
+					  "%s: tensor %s is %s of %llu elements, the stage's F32 of "
+					  "%llu",
+					  path, e[i].name, sky_st_dtype_name(t->dtype),
+					  (unsigned long long)t->count, (unsigned long long)count);
+		else /* the entry points into the stage's parameters */
+			memcpy((void *)e[i].data, t->data, t->nbytes);
+	}
+exit:
+	free(e);
+	free(names);
+	return rc;
+}
+
+int sky_trainjob_init_from(sky_trainjob *j, const char *path, sky_diag *d)
+{
+	sky_st_file f;
+	sky_st_init(&f);
+	int rc = sky_st_open(&f, path, d);
+	if (!rc)
+		rc = init_stage(&j->st, &f, path, d);
+	if (!rc && j->stage2 >= 0)
+		rc = init_stage(&j->st2, &f, path, d);
+	sky_st_close(&f);
+	if (!rc) {
+		j->weights_pending = 0;
+		SKY_INFO("job %s: stage %d starts from the checkpoint's slice %s", j->plan->job,
+			 j->stage, path);
+	}
+	return rc;
+}
+
 void sky_trainjob_free(sky_trainjob *j)
 {
 	if (!j)
 		return;
+	if (j->has_ds)
+		sky_ds_close(&j->ds);
+	j->has_ds = 0;
+	free(j->perm);
+	j->perm = NULL;
 	sky_transport_free(&j->tr);
 	sky_transport_free(&j->tr2);
 	free(j->mem);
@@ -324,15 +439,38 @@ static int publish_part(sky_trainjob *j, const char *state_dir, size_t *bytes, s
 	}
 	snprintf(epoch, sizeof epoch, "%lld", (long long)p->epoch);
 	snprintf(stage, sizeof stage, "%d", j->stage);
+	/* the stage that read a data set names its labels (the set's label
+	 * names, metadata the capability report leaves out; never a row), so
+	 * `sky job collect --out-dir` can write the model's id2label */
+	static char labels[SKY_DS_MAX_LABELS * (SKY_DS_LABEL_CAP + 4) + 4];
+	labels[0] = '\0';
+	if (j->has_ds && j->st.has_data) {
+		size_t ln = 0;
+		char esc[2 * SKY_DS_LABEL_CAP + 8];
+		for (int i = 0; i < j->ds.meta.nlabels; i++) {
+			if (sky_json_escape(j->ds.meta.label[i], esc, sizeof esc) < 0)
+				break;
+			ln += (size_t)snprintf(labels + ln, sizeof labels - ln, "%s\"%s\"", i ? "," : "[",
+					       esc);
+			if (ln >= sizeof labels - 2)
+				break;
+		}
+		if (ln > 0 && ln < sizeof labels - 2)
+			snprintf(labels + ln, sizeof labels - ln, "]");
+		else
+			labels[0] = '\0';
+	}
 	const sky_st_meta meta[] = {{"format", "pt"}, {"sky_model", p->shape.name},
-				    {"sky_job", p->job}, {"sky_epoch", epoch}, {"sky_stage", stage}};
-	if ((rc = sky_st_encoded_size(e, n, meta, 5, &size, d)) != 0)
+				    {"sky_job", p->job}, {"sky_epoch", epoch}, {"sky_stage", stage},
+				    {"sky_labels", labels}};
+	const int nmeta = labels[0] ? 6 : 5;
+	if ((rc = sky_st_encoded_size(e, n, meta, nmeta, &size, d)) != 0)
 		goto exit;
 	if (!(img = malloc(size))) {
 		rc = sky_diag_set(d, SKY_ENOMEM, "part: %zu bytes", size);
 		goto exit;
 	}
-	if ((rc = sky_st_encode(e, n, meta, 5, img, size, &len, d)) != 0)
+	if ((rc = sky_st_encode(e, n, meta, nmeta, img, size, &len, d)) != 0)
 		goto exit;
 	char topic[SKY_TOPIC_BUF];
 	sky_topic_job_to(topic, sizeof topic, p->job, SKY_TOPIC_PART, j->tr.board);

@@ -193,17 +193,64 @@ int sky_planmsg_client_ok(const sky_planmsg *p, const char *cn)
 	return 0;
 }
 
+/* Every stage's slice names 64 hex digits and a consistent chunking. */
+static int validate_slices(const sky_planmsg *p, sky_diag *d)
+{
+	for (int i = 0; i < p->n_stages; i++) {
+		const sky_plan_slice *sl = &p->stages[i].slice;
+		if (!sky_plan_sha256_ok(sl->sha256))
+			return sky_diag_set(d, SKY_EINVAL,
+					    "plan %s: stage %d slice.sha256 is not 64 lower-case hex "
+					    "digits",
+					    p->job, i);
+		if (sl->bytes < 1 || sl->bytes > SKY_CAPS_MAX_MEM_BYTES || sl->chunks < 1 ||
+		    sl->chunk_bytes < 1 || (int64_t)sl->chunks * sl->chunk_bytes < sl->bytes ||
+		    (int64_t)(sl->chunks - 1) * sl->chunk_bytes >= sl->bytes)
+			return sky_diag_set(d, SKY_ERANGE,
+					    "plan %s: stage %d slice of %lld bytes in %d chunks of %d",
+					    p->job, i, (long long)sl->bytes, sl->chunks,
+					    sl->chunk_bytes);
+	}
+	return 0;
+}
+
+/* A Hugging Face model's block: sizes in range; a train plan starting from
+ * the checkpoint names every stage's slice. */
+static int validate_hf(const sky_planmsg *p, sky_diag *d)
+{
+	const sky_plan_hf *h = &p->hf;
+	if (!h->on)
+		return 0;
+	if (strcmp(p->shape.name, SKY_PLAN_HF_NAME) != 0)
+		return sky_diag_set(d, SKY_EINVAL, "plan %s: an hf model is named '%s', not '%s'",
+				    p->job, p->shape.name, SKY_PLAN_HF_NAME);
+	if (h->vocab < 1 || h->vocab > SKY_PLAN_HF_MAX_VOCAB || h->max_pos < p->shape.seq ||
+	    h->max_pos > SKY_CAPS_MAX_DIM || h->type_vocab < 1 || h->type_vocab > 1024 ||
+	    h->classes < 1 || h->classes > 256 || h->act < 0 || h->act > 1 ||
+	    !(h->ln_eps >= 0 && h->ln_eps < 1) || !(h->hidden_drop >= 0 && h->hidden_drop < 1) ||
+	    !(h->attn_drop >= 0 && h->attn_drop < 1))
+		return sky_diag_set(d, SKY_ERANGE, "plan %s: an hf model setting is out of range",
+				    p->job);
+	if (h->init && p->train.steps < 1)
+		return sky_diag_set(d, SKY_EINVAL, "plan %s: hf.init without a train section",
+				    p->job);
+	return h->init ? validate_slices(p, d) : 0;
+}
+
 static int validate_infer(const sky_planmsg *p, sky_diag *d)
 {
 	const sky_plan_infer *in = &p->infer;
 	if (!in->on) {
-		for (int i = 0; i < p->n_stages; i++)
+		for (int i = 0; i < p->n_stages && !(p->hf.on && p->hf.init); i++)
 			if (p->stages[i].slice.sha256[0])
 				return sky_diag_set(d, SKY_EINVAL,
 						    "plan %s: stage %d has a slice but no infer section",
 						    p->job, i);
-		return 0;
+		return validate_hf(p, d);
 	}
+	if (p->hf.on && p->hf.init)
+		return sky_diag_set(d, SKY_EINVAL, "plan %s: hf.init in a serving plan", p->job);
+	int rc;
 	if (p->train.steps > 0)
 		return sky_diag_set(d, SKY_EINVAL, "plan %s: has both train and infer", p->job);
 	if (in->batch < 1 || in->batch > p->shape.batch)
@@ -225,20 +272,9 @@ static int validate_infer(const sky_planmsg *p, sky_diag *d)
 					    "plan %s: infer client %d is not a " SKY_TOPIC_CLIENT_PREFIX
 					    "<name> id",
 					    p->job, i);
+	if ((rc = validate_slices(p, d)) != 0 || (rc = validate_hf(p, d)) != 0)
+		return rc;
 	for (int i = 0; i < p->n_stages; i++) {
-		const sky_plan_slice *sl = &p->stages[i].slice;
-		if (!sky_plan_sha256_ok(sl->sha256))
-			return sky_diag_set(d, SKY_EINVAL,
-					    "plan %s: stage %d slice.sha256 is not 64 lower-case hex "
-					    "digits",
-					    p->job, i);
-		if (sl->bytes < 1 || sl->bytes > SKY_CAPS_MAX_MEM_BYTES || sl->chunks < 1 ||
-		    sl->chunk_bytes < 1 || (int64_t)sl->chunks * sl->chunk_bytes < sl->bytes ||
-		    (int64_t)(sl->chunks - 1) * sl->chunk_bytes >= sl->bytes)
-			return sky_diag_set(d, SKY_ERANGE,
-					    "plan %s: stage %d slice of %lld bytes in %d chunks of %d",
-					    p->job, i, (long long)sl->bytes, sl->chunks,
-					    sl->chunk_bytes);
 		if (in->sealed && !p->stages[i].key[0])
 			return sky_diag_set(d, SKY_EINVAL,
 					    "plan %s: sealed frames but stage %d has no key", p->job, i);
@@ -366,6 +402,19 @@ int sky_planmsg_encode(const sky_planmsg *p, char *buf, size_t cap, sky_diag *d)
 		cJSON_AddNumberToObject(m, "layers", p->layers);
 		cJSON_AddNumberToObject(m, "seq", p->shape.seq);
 		cJSON_AddNumberToObject(m, "batch", p->shape.batch);
+	}
+	const sky_plan_hf *hf = &p->hf;
+	cJSON *ho = hf->on ? cJSON_AddObjectToObject(doc, "hf") : NULL;
+	if (ho) {
+		cJSON_AddNumberToObject(ho, "vocab", hf->vocab);
+		cJSON_AddNumberToObject(ho, "max_pos", hf->max_pos);
+		cJSON_AddNumberToObject(ho, "type_vocab", hf->type_vocab);
+		cJSON_AddNumberToObject(ho, "classes", hf->classes);
+		cJSON_AddNumberToObject(ho, "act", hf->act);
+		cJSON_AddNumberToObject(ho, "ln_eps", hf->ln_eps);
+		cJSON_AddNumberToObject(ho, "hidden_drop", hf->hidden_drop);
+		cJSON_AddNumberToObject(ho, "attn_drop", hf->attn_drop);
+		cJSON_AddBoolToObject(ho, "init", hf->init != 0);
 	}
 	const sky_plan_train *t = &p->train;
 	cJSON *tr = t->steps > 0 ? cJSON_AddObjectToObject(doc, "train") : NULL;
@@ -560,6 +609,31 @@ int sky_planmsg_decode(const char *buf, size_t len, sky_planmsg *p, sky_diag *d)
 	    (rc = sky_json_int(m, "seq", 1, SKY_CAPS_MAX_DIM, &p->shape.seq, "plan.model", d)) ||
 	    (rc = sky_json_int(m, "batch", 1, SKY_CAPS_MAX_BATCH, &p->shape.batch, "plan.model", d)))
 		goto exit;
+	const cJSON *ho = cJSON_GetObjectItemCaseSensitive(doc, "hf");
+	if (ho) {
+		sky_plan_hf *h = &p->hf;
+		const cJSON *init = cJSON_GetObjectItemCaseSensitive(ho, "init");
+		if (!cJSON_IsObject(ho)) {
+			rc = sky_diag_set(d, SKY_EFORMAT, "plan %s: 'hf' must be an object", p->job);
+			goto exit;
+		}
+		h->on = 1;
+		if ((rc = sky_json_int(ho, "vocab", 1, SKY_PLAN_HF_MAX_VOCAB, &h->vocab, "plan.hf", d)) ||
+		    (rc = sky_json_int(ho, "max_pos", 1, SKY_CAPS_MAX_DIM, &h->max_pos, "plan.hf", d)) ||
+		    (rc = sky_json_int(ho, "type_vocab", 1, 1024, &h->type_vocab, "plan.hf", d)) ||
+		    (rc = sky_json_int(ho, "classes", 1, 256, &h->classes, "plan.hf", d)) ||
+		    (rc = sky_json_int(ho, "act", 0, 1, &h->act, "plan.hf", d)) ||
+		    (rc = sky_json_num(ho, "ln_eps", 0, 0.999, &h->ln_eps, "plan.hf", d)) ||
+		    (rc = sky_json_num(ho, "hidden_drop", 0, 0.999, &h->hidden_drop, "plan.hf", d)) ||
+		    (rc = sky_json_num(ho, "attn_drop", 0, 0.999, &h->attn_drop, "plan.hf", d)))
+			goto exit;
+		if (!cJSON_IsBool(init)) {
+			rc = sky_diag_set(d, SKY_EFORMAT, "plan %s: hf.init must be true or false",
+					  p->job);
+			goto exit;
+		}
+		h->init = cJSON_IsTrue(init);
+	}
 	const cJSON *tr = cJSON_GetObjectItemCaseSensitive(doc, "train");
 	if (tr) {
 		sky_plan_train *t = &p->train;

@@ -159,6 +159,25 @@ typedef struct sky_plan_infer {
 				  * hex digits, sky_tokenizer.h), "" when the job gave none */
 } sky_plan_infer;
 
+/* ---- a Hugging Face model (fine-tuning a checkpoint; docs/data.md) ----
+ * A model whose shapes come from a config.json (sky_hfmodel.h) rather than
+ * a preset adds, beside "model" (whose name is then SKY_PLAN_HF_NAME):
+ *   "hf":{"vocab":600,"max_pos":512,"type_vocab":2,"classes":3,"act":0,
+ *         "ln_eps":1e-07,"hidden_drop":0.1,"attn_drop":0.1,"init":true}
+ * act is SKY_ACT_* (sky_model.h), ln_eps 0 BERT's default. init true: a
+ * train plan's stages start from the checkpoint, each naming its slice of
+ * the fp32 model the job uploaded ("slice", as serving's: a data owner's
+ * first stage the slice of both its ranges, its last stage the same); a
+ * board sets its stage's weights from it before it acknowledges. */
+#define SKY_PLAN_HF_NAME "hf"
+#define SKY_PLAN_HF_MAX_VOCAB (1 << 22)
+typedef struct sky_plan_hf {
+	int on;
+	int vocab, max_pos, type_vocab, classes, act;
+	double ln_eps, hidden_drop, attn_drop; /* the config's floats, exactly */
+	int init;
+} sky_plan_hf;
+
 typedef struct sky_planmsg {
 	char job[SKY_TOPIC_SEGMENT_MAX + 1];
 	int64_t epoch;      /* >= 1 */
@@ -169,6 +188,7 @@ typedef struct sky_planmsg {
 	int n_stages;
 	sky_plan_train train;     /* steps 0: not a training plan */
 	sky_plan_infer infer;     /* on 0: not a serving plan */
+	sky_plan_hf hf;           /* on 0: a preset's model */
 	sky_plan_stage stages[SKY_PLANMSG_MAX_STAGES];
 	int n_reps;               /* replicas in use in reps[] (all stages) */
 	sky_plan_replica reps[SKY_PLANMSG_MAX_REPLICAS];

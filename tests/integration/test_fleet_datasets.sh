@@ -63,11 +63,17 @@ sub() { # NAME OPTION...: sky job submit, stdout+stderr to $W/NAME.out, its exit
 	"$SKY" job submit --pki "$PKI" --broker "$BR" --job "$_n" --model tiny --layers 4 \
 		--task train --steps 2 --ack-timeout 20 "$@" >"$W/$_n.out" 2>&1
 }
+subm() { # NAME OPTION...: the same with the model of --model-dir (its config's shapes)
+	_n=$1
+	shift
+	"$SKY" job submit --pki "$PKI" --broker "$BR" --job "$_n" --task train --steps 2 \
+		--ack-timeout 20 "$@" >"$W/$_n.out" 2>&1
+}
 refused() { # NAME TEXT OPTION...: the submit fails naming TEXT
 	_n=$1
 	_t=$2
 	shift 2
-	sub "$_n" "$@"
+	case "$*" in *--model-dir*) subm "$_n" "$@" ;; *) sub "$_n" "$@" ;; esac
 	_rc=$?
 	if [ $_rc -ne 0 ] && grep -qF -- "$_t" "$W/$_n.out"; then
 		pass "${T}_$_n"
@@ -79,7 +85,7 @@ refused refused_no_board_holds "job jn refused: no online board holds data set '
 	--job jn --dataset nosuch
 # a model whose vocabulary is another's: the set's tokenizer is not its
 mkdir -p "$W/other"
-cp "$W/ft/m/config.json" "$W/other/"
+cp "$W/ft/m/config.json" "$W/ft/m/model.safetensors" "$W/other/"
 head -n 400 "$W/ft/m/vocab.txt" >"$W/other/vocab.txt"
 refused refused_other_tokenizer "data set 'train' (on b1) was prepared with tokenizer" \
 	--job jt --dataset train --model-dir "$W/other"
@@ -95,9 +101,9 @@ refused refused_eval_needs_set "--eval-dataset and --dataset-sha256 need --datas
 
 # accepted: the first stage goes to b2, the board holding both sets, even
 # though the fleet's order puts b1 first; the boards then refuse the plan
-# (training on a board's set across the fleet is not built yet) rather
-# than train the synthetic task instead
-sub jd --dataset fortunes --eval-dataset fortunes-dev --model-dir "$W/ft/m" --dataset-sha256 "$sha" \
+# (fine-tuning across the fleet without a data owner is not built yet)
+# rather than train the synthetic task instead
+subm jd --dataset fortunes --eval-dataset fortunes-dev --model-dir "$W/ft/m" --dataset-sha256 "$sha" \
 	--wait 20
 rc=$?
 if grep -Eq "stage +0 +b2 " "$W/jd.out" && ! grep -Eq "stage +0 +b1 " "$W/jd.out"; then
@@ -105,7 +111,7 @@ if grep -Eq "stage +0 +b2 " "$W/jd.out" && ! grep -Eq "stage +0 +b1 " "$W/jd.out
 else
 	fail "${T}_first_stage_on_the_holder" "rc $rc: $(tail -5 "$W/jd.out"); $(grep jd "$W/skyplan.log" | tail -5)"
 fi
-if [ $rc -ne 0 ] && grep -q "training on data set 'fortunes' across the fleet is not built yet" "$W/b2.log"; then
+if [ $rc -ne 0 ] && grep -q "training on data set 'fortunes' across the fleet without a data owner is not built yet" "$W/b2.log"; then
 	pass "${T}_boards_refuse_what_they_cannot_run"
 else
 	fail "${T}_boards_refuse_what_they_cannot_run" "rc $rc: $(tail -3 "$W/b2.log")"

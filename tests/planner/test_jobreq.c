@@ -2,6 +2,7 @@
 
 #include "sky_json.h"
 #include "sky_jobreq.h"
+#include "sky_model.h"
 #include "sky_topics.h"
 
 #include <stdio.h>
@@ -274,4 +275,43 @@ SKY_TEST(bad_federated_jobs_are_refused_and_named)
 			 "\"model\":" FED_SHA ",\"owners\":[\"b1\"],\"rounds\":1,\"local_steps\":1}}",
 			 &j, &d) != 0);
 	SKY_EXPECT(strstr(d.msg, "needs dataset") != NULL);
+}
+
+/* a config.json's model: "model":"hf" and its block, every number kept */
+SKY_TEST(hf_jobs_round_trip_and_bad_ones_are_named)
+{
+	sky_job_req j, back;
+	sky_diag d;
+	char buf[2048];
+	const char *doc =
+		"{\"job\":\"f1\",\"model\":\"hf\",\"layers\":2,\"seq\":24,\"task\":\"train\","
+		"\"hf\":{\"hidden\":80,\"heads\":5,\"ffn\":136,\"vocab\":600,\"max_pos\":64,"
+		"\"type_vocab\":2,\"classes\":3,\"act\":0,\"ln_eps\":1.0000000116860974e-07,"
+		"\"hidden_drop\":0.10000000149011612,\"attn_drop\":0.10000000149011612,"
+		"\"init\":\"" "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" "\"}}";
+	SKY_EXPECT_EQ(parse(doc, &j, &d), 0);
+	SKY_EXPECT(j.hf.on && j.hf.hidden == 80 && j.hf.classes == 3 && j.hf.init[0] == '0');
+	int n = sky_job_req_encode(&j, buf, sizeof buf);
+	SKY_EXPECT(n > 0);
+	SKY_EXPECT_EQ(sky_job_req_parse(buf, (size_t)n, &back, &d), 0);
+	SKY_EXPECT(back.hf.on && back.hf.ffn == 136 && back.hf.vocab == 600 &&
+		   (float)back.hf.ln_eps == 1e-7f && (float)back.hf.attn_drop == 0.1f &&
+		   !strcmp(back.hf.init, j.hf.init));
+	sky_model_cfg c;
+	SKY_EXPECT_EQ(sky_job_req_model(&back, &c), 0);
+	SKY_EXPECT(c.hidden == 80 && c.layers == 2 && c.seq == 24 && c.classes == 3 &&
+		   c.hidden_drop == 0.1f && !strcmp(c.name, "hf"));
+	/* refusals name what is wrong */
+	SKY_EXPECT_EQ(parse("{\"job\":\"f2\",\"model\":\"hf\",\"task\":\"train\"}", &j, &d),
+		      SKY_EINVAL);
+	SKY_EXPECT(strstr(d.msg, "needs its 'hf' block") != NULL);
+	SKY_EXPECT_EQ(parse("{\"job\":\"f3\",\"model\":\"hf\",\"task\":\"train\",\"hf\":{\"hidden\":80,"
+			    "\"heads\":3,\"ffn\":136,\"vocab\":600,\"max_pos\":64,\"type_vocab\":2,"
+			    "\"classes\":3,\"act\":0,\"ln_eps\":0,\"hidden_drop\":0,\"attn_drop\":0}}",
+			    &j, &d),
+		      SKY_EINVAL);
+	SKY_EXPECT(strstr(d.msg, "hf.heads 3 does not divide hidden 80") != NULL);
+	SKY_EXPECT_EQ(parse("{\"job\":\"f4\",\"model\":\"tiny\",\"hf\":{}}", &j, &d), SKY_EFORMAT);
+	SKY_EXPECT(strstr(d.msg, "'hf' must be an object, with") != NULL);
+	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
 }

@@ -498,3 +498,66 @@ SKY_TEST(replicas_fill_up_to_the_limit)
 	SKY_EXPECT_EQ(g_back.n_reps, SKY_PLANMSG_MAX_REPLICAS);
 	SKY_EXPECT_EQ(sky_planmsg_route(&g_back, 1, 127), 127 % 33);
 }
+
+/* a config.json's model: its numbers travel exactly; a train plan starting
+ * from the checkpoint names every stage's slice */
+SKY_TEST(hf_model_round_trips_and_init_needs_slices)
+{
+	char buf[SKY_PLAN_MAX_BYTES];
+	sky_diag d;
+	sky_diag_clear(&d);
+	sample(&g_p, 2, 2);
+	strcpy(g_p.shape.name, SKY_PLAN_HF_NAME);
+	sky_plan_train *t = &g_p.train;
+	t->steps = 4;
+	strcpy(t->sched, "1f1b");
+	strcpy(t->optim, "adamw");
+	t->lr = 1e-3;
+	sky_plan_hf *h = &g_p.hf;
+	h->on = 1;
+	h->vocab = 600;
+	h->max_pos = 64;
+	h->type_vocab = 2;
+	h->classes = 3;
+	h->act = 0;
+	h->ln_eps = (double)1e-7f;
+	h->hidden_drop = (double)0.1f;
+	h->attn_drop = (double)0.1f;
+	int n = sky_planmsg_encode(&g_p, buf, sizeof buf, &d);
+	SKY_EXPECT_MSG(n > 0, "%s", d.msg);
+	SKY_EXPECT_EQ(sky_planmsg_decode(buf, (size_t)n, &g_back, &d), 0);
+	SKY_EXPECT(g_back.hf.on && g_back.hf.vocab == 600 && g_back.hf.max_pos == 64 &&
+		   g_back.hf.classes == 3 && !g_back.hf.init);
+	SKY_EXPECT((float)g_back.hf.ln_eps == 1e-7f && (float)g_back.hf.hidden_drop == 0.1f &&
+		   (float)g_back.hf.attn_drop == 0.1f);
+	/* init without slices: refused naming the stage */
+	h->init = 1;
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_planmsg_encode(&g_p, buf, sizeof buf, &d), SKY_EINVAL);
+	SKY_EXPECT(strstr(d.msg, "stage 0 slice.sha256") != NULL);
+	for (int k = 0; k < 2; k++) {
+		memset(g_p.stages[k].slice.sha256, 'a', 64);
+		g_p.stages[k].slice.bytes = 1000;
+		g_p.stages[k].slice.chunks = 1;
+		g_p.stages[k].slice.chunk_bytes = 4096;
+	}
+	n = sky_planmsg_encode(&g_p, buf, sizeof buf, &d);
+	SKY_EXPECT_MSG(n > 0, "%s", d.msg);
+	SKY_EXPECT_EQ(sky_planmsg_decode(buf, (size_t)n, &g_back, &d), 0);
+	SKY_EXPECT(g_back.hf.init && g_back.stages[1].slice.bytes == 1000);
+	/* slices in a train plan of a preset: still refused */
+	h->on = 0;
+	strcpy(g_p.shape.name, "tiny");
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_planmsg_encode(&g_p, buf, sizeof buf, &d), SKY_EINVAL);
+	SKY_EXPECT(strstr(d.msg, "has a slice but no infer section") != NULL);
+	/* an hf block under a preset's name, a vocabulary out of range */
+	h->on = 1;
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_planmsg_encode(&g_p, buf, sizeof buf, &d), SKY_EINVAL);
+	SKY_EXPECT(strstr(d.msg, "an hf model is named 'tiny'") != NULL);
+	strcpy(g_p.shape.name, SKY_PLAN_HF_NAME);
+	h->vocab = SKY_PLAN_HF_MAX_VOCAB + 1;
+	SKY_EXPECT_EQ(sky_planmsg_encode(&g_p, buf, sizeof buf, &d), SKY_ERANGE);
+	SKY_EXPECT_EQ(sky_json_pool_used(), 0);
+}

@@ -11,6 +11,7 @@
 #include "job_follow.h"
 #include "job_frame.h"
 #include "job_upload.h"
+#include "sky_bert.h"
 #include "sky_chunk.h"
 #include "sky_caps.h"
 #include "sky_cli.h"
@@ -18,6 +19,7 @@
 #include "sky_err.h"
 #include "sky_fedclient.h"
 #include "sky_file.h"
+#include "sky_hfmodel.h"
 #include "sky_json.h"
 #include "sky_log.h"
 #include "sky_mqtt.h"
@@ -842,6 +844,86 @@ static int submit_weights(submit *s)
 	return -1;
 }
 
+/* Fine-tuning (--task train --model-dir D --dataset NAME): the job's model
+ * is the directory's config ("model":"hf" and its block), and the stages
+ * start from its checkpoint: loaded as `sky train --model-dir` loads it
+ * (F16 converted, a missing pooler or classifier from the seed), written
+ * as one fp32 file and uploaded before the request, named by its SHA-256
+ * (hf.init); the planner cuts each stage's slice from it. Returns -1 to
+ * go on, or the exit code after saying why not. */
+static int submit_hf(submit *s)
+{
+	static sky_hf_config hc; /* large: not on the stack */
+	static sky_bert m;
+	sky_job_req *j = &s->j;
+	sky_diag d;
+	sky_diag_clear(&d);
+	void *buf = NULL;
+	int ex = 1;
+	if (sky_hf_config_read(s->model_dir, &hc, &d) != 0) {
+		fprintf(stderr, "sky job submit: --model-dir %s: %s\n", s->model_dir, d.msg);
+		return 2;
+	}
+	const sky_model_cfg *c0 = &hc.cfg;
+	snprintf(j->model, sizeof j->model, "hf");
+	j->hf.on = 1;
+	j->hf.hidden = c0->hidden;
+	j->hf.heads = c0->heads;
+	j->hf.ffn = c0->ffn;
+	j->hf.vocab = c0->vocab;
+	j->hf.max_pos = c0->max_pos;
+	j->hf.type_vocab = c0->type_vocab;
+	j->hf.classes = c0->classes;
+	j->hf.act = c0->act;
+	j->hf.ln_eps = (double)c0->ln_eps;
+	j->hf.hidden_drop = (double)c0->hidden_drop;
+	j->hf.attn_drop = (double)c0->attn_drop;
+	if (!j->layers)
+		j->layers = c0->layers;
+	if (j->layers != c0->layers) {
+		fprintf(stderr, "sky job submit: --layers %d, but %s has %d\n", j->layers,
+			s->model_dir, c0->layers);
+		return 2;
+	}
+	/* the weights do not depend on the sequence or batch: carve small */
+	sky_model_cfg c = *c0;
+	c.seq = 1;
+	c.batch = 1;
+	sky_bert_opts o;
+	memset(&o, 0, sizeof o);
+	sky_optim_default(&o.optim, SKY_OPTIM_SGD);
+	o.micro = 1;
+	size_t bytes = 0;
+	sky_arena ar;
+	if (sky_bert_arena_bytes(&c, &o, &bytes) != 0 || !(buf = malloc(bytes))) {
+		fprintf(stderr, "sky job submit: %s: cannot allocate the model\n", s->model_dir);
+		goto exit;
+	}
+	sky_arena_init(&ar, buf, bytes);
+	sky_hf_report rep;
+	const char *tmpdir = getenv("TMPDIR");
+	snprintf(s->tmp_path, sizeof s->tmp_path, "%s/sky-submit-%ld.fp32.safetensors",
+		 tmpdir && *tmpdir ? tmpdir : "/tmp", (long)sky_clock_unix() ^ (long)(size_t)&s->j);
+	if (sky_bert_carve(&m, &c, &o, &ar) != 0 || sky_arena_seal(&ar) != 0 ||
+	    sky_hf_load_dir(&m, s->model_dir, (unsigned long long)j->seed, &rep, &d) != 0 ||
+	    sky_bert_save(&m, s->tmp_path, &d) != 0) {
+		fprintf(stderr, "sky job submit: --model-dir %s: %s\n", s->model_dir,
+			d.msg[0] ? d.msg : "cannot carve the model");
+		goto exit;
+	}
+	s->made_tmp = 1;
+	snprintf(s->int8_path, sizeof s->int8_path, "%s", s->tmp_path);
+	if (sky_upload_sha(s->int8_path, &s->uo, s->wsha, &d) != 0) {
+		fprintf(stderr, "sky job submit: %s\n", d.msg);
+		goto exit;
+	}
+	sky_sha256_hex(s->wsha, j->hf.init);
+	ex = -1;
+exit:
+	free(buf);
+	return ex;
+}
+
 /* The request: from --file (with --link-blind and --data-owner of the
  * command line) or from the options, named by a fresh submit_id, encoded
  * into s->doc and checked as skyplan will check it. Returns -1 to go on, or
@@ -968,7 +1050,7 @@ static int submit_connect(submit *s, follow *f, sky_diag *d)
  * saying why. */
 static int submit_until_answered(submit *s, follow *f, sky_diag *d)
 {
-	int uploaded = !((s->j.infer || s->j.fed.on) && !s->file);
+	int uploaded = !((s->j.infer || s->j.fed.on || s->j.hf.init[0]) && !s->file);
 	char last_err[256] = "";
 	double t0 = sky_clock_s(), next_send = t0;
 	sky_mqtt_backoff backoff; /* 0.25 s doubling to 2 s, jittered */
@@ -1156,6 +1238,9 @@ static int cmd_submit(int argc, char **argv)
 	if (s.j.infer && !s.file && (ex = submit_weights(&s)) >= 0)
 		goto exit;
 	if (!s.file && (ex = submit_fed(&s)) >= 0) /* federated: the model bundle */
+		goto exit;
+	/* a data set and a model directory: fine-tuning its checkpoint */
+	if (s.j.train && s.j.dataset[0] && s.model_dir && !s.file && (ex = submit_hf(&s)) >= 0)
 		goto exit;
 	if (!s.pki || !s.broker || (!s.file && !s.j.model[0])) {
 		fprintf(stderr, "sky job submit: --pki, --broker and --model (or --file) are required\n");

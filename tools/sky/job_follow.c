@@ -6,6 +6,7 @@
  * only its own), and the job's signed plan (retained, verified with
  * DIR/planner.crt) to know its stages. */
 #include "job_follow.h"
+#include "train_data.h"
 
 #include "job_fed.h"
 
@@ -15,6 +16,7 @@
 #include "sky_file.h"
 #include "sky_err.h"
 #include "sky_head.h"
+#include "sky_hfmodel.h"
 #include "sky_json.h"
 #include "sky_layer.h"
 #include "sky_mqtt.h"
@@ -32,6 +34,11 @@
 
 typedef struct follow_opts {
 	const char *job, *pki, *broker, *out;
+	/* collect a fine-tuning job as a Hugging Face directory: --out-dir
+	 * OUT with --model-dir D (the directory the job was submitted from:
+	 * its config and tokenizer files) */
+	const char *out_dir, *model_dir;
+	char out_buf[4096];
 	const char *events; /* watch: every metrics message and the plan, a line each */
 	/* collect: parts as files (a board's <state>/parts/, for a part over the
 	 * message limit, which the board only writes there) */
@@ -45,8 +52,11 @@ static int parse_opts(const char *cmd, int argc, char **argv, follow_opts *o, in
 {
 	memset(o, 0, sizeof *o);
 	o->timeout_s = 600;
-	enum { O_PKI = SKY_OPT_FIRST, O_BROKER, O_OUT, O_EVENTS, O_TIMEOUT, O_JSON, O_PART };
+	enum { O_PKI = SKY_OPT_FIRST, O_BROKER, O_OUT, O_EVENTS, O_TIMEOUT, O_JSON, O_PART,
+	       O_OUT_DIR, O_MODEL_DIR };
 	static const struct option k_opts[] = {{"pki", required_argument, NULL, O_PKI},
+					       {"out-dir", required_argument, NULL, O_OUT_DIR},
+					       {"model-dir", required_argument, NULL, O_MODEL_DIR},
 					       {"broker", required_argument, NULL, O_BROKER},
 					       {"out", required_argument, NULL, O_OUT},
 					       {"events", required_argument, NULL, O_EVENTS},
@@ -64,8 +74,12 @@ static int parse_opts(const char *cmd, int argc, char **argv, follow_opts *o, in
 		switch (c) {
 		case SKY_OPT_HELP:
 			printf("usage: sky job %s JOB --pki DIR --broker HOST:PORT%s [--timeout S]%s\n",
-			       cmd, need_out ? " --out F.safetensors" : "",
+			       cmd, need_out ? " (--out F.safetensors | --out-dir OUT --model-dir D)" : "",
 			       need_out ? " [--part F]..." : " [--json] [--events F.jsonl]");
+			if (need_out)
+				printf("--out-dir OUT --model-dir D: a fine-tuning job as a Hugging Face\n"
+				       "directory: OUT/model.safetensors, OUT/config.json (D's, with the\n"
+				       "data set's label names as id2label) and D's tokenizer files\n");
 			if (need_out)
 				printf("--part F: a stage's part as a file, for one over the broker's message\n"
 				       "limit (a board then only writes it to <state>/parts/); used for its\n"
@@ -92,6 +106,14 @@ static int parse_opts(const char *cmd, int argc, char **argv, follow_opts *o, in
 				return -1;
 			}
 			o->out = v;
+			break;
+		case O_OUT_DIR:
+		case O_MODEL_DIR:
+			if (!need_out) {
+				fprintf(stderr, "sky job %s: unknown option '%s' (see --help)\n", cmd, a);
+				return -1;
+			}
+			*(c == O_OUT_DIR ? &o->out_dir : &o->model_dir) = v;
 			break;
 		case O_PART:
 			if (!need_out || o->n_part_files >= SKY_PLANMSG_MAX_STAGES) {
@@ -121,6 +143,19 @@ static int parse_opts(const char *cmd, int argc, char **argv, follow_opts *o, in
 	if (op.next + 1 < argc) {
 		fprintf(stderr, "sky job %s: one JOB, got '%s' and '%s'\n", cmd, argv[op.next],
 			argv[op.next + 1]);
+		return -1;
+	}
+	if (need_out && o->out_dir) {
+		if (o->out || !o->model_dir) {
+			fprintf(stderr, "sky job %s: --out-dir needs --model-dir (the job's model "
+					"directory) and no --out\n",
+				cmd);
+			return -1;
+		}
+		snprintf(o->out_buf, sizeof o->out_buf, "%s/model.safetensors", o->out_dir);
+		o->out = o->out_buf;
+	} else if (o->model_dir) {
+		fprintf(stderr, "sky job %s: --model-dir goes with --out-dir\n", cmd);
 		return -1;
 	}
 	if (!o->job || !sky_topic_segment_ok(o->job) || !o->pki || !o->broker || (need_out && !o->out)) {
@@ -566,6 +601,56 @@ static void add_local_parts(follow *f, part *local, int n_local)
 	}
 }
 
+/* --out-dir: beside OUT/model.safetensors, the model directory's config
+ * with the label names the data-reading stage's part names (its
+ * "sky_labels"), and its tokenizer files. Returns 0, or 1 after saying
+ * why. */
+static int hf_dir(const follow_opts *o, const sky_planmsg *p, const sky_st_file *files,
+		  const sky_model_cfg *c)
+{
+	static sky_hf_config hc;
+	sky_diag d;
+	sky_diag_clear(&d);
+	if (sky_hf_config_read(o->model_dir, &hc, &d) != 0) {
+		fprintf(stderr, "sky job collect: --model-dir %s: %s\n", o->model_dir, d.msg);
+		return 1;
+	}
+	if (hc.cfg.hidden != c->hidden || hc.cfg.layers != c->layers || hc.num_labels != c->classes) {
+		fprintf(stderr, "sky job collect: --model-dir %s is not job %s's model (hidden %d, "
+				"%d layers, %d labels; the job's %d, %d, %d)\n",
+			o->model_dir, p->job, hc.cfg.hidden, hc.cfg.layers, hc.num_labels, c->hidden,
+			c->layers, c->classes);
+		return 1;
+	}
+	const char *lj = NULL;
+	for (int s = 0; s < p->n_stages && !lj; s++)
+		lj = sky_st_meta_get(&files[s], "sky_labels");
+	cJSON *doc = lj ? sky_json_parse(lj, strlen(lj), NULL) : NULL;
+	if (cJSON_IsArray(doc) && cJSON_GetArraySize(doc) == hc.num_labels) {
+		int i = 0;
+		const cJSON *x;
+		cJSON_ArrayForEach(x, doc)
+		{
+			if (cJSON_IsString(x))
+				snprintf(hc.label[i], sizeof hc.label[i], "%s", x->valuestring);
+			i++;
+		}
+		hc.has_labels = 1;
+	} else {
+		fprintf(stderr, "sky job collect: job %s's parts name no labels for its %d classes; "
+				"config.json keeps %s's\n",
+			p->job, hc.num_labels, o->model_dir);
+	}
+	sky_json_free(doc);
+	if (sky_hf_config_save(&hc.cfg, &hc, o->out_dir, &d) != 0 ||
+	    sky_train_copy_tokenizer(o->model_dir, o->out_dir) != 0) {
+		fprintf(stderr, "sky job collect: cannot write %s: %s\n", o->out_dir,
+			d.msg[0] ? d.msg : "tokenizer files");
+		return 1;
+	}
+	return 0;
+}
+
 int sky_job_collect(int argc, char **argv)
 {
 	if (sky_job_fed_wanted(argc, argv)) /* a federated job's global model (job_fed.c) */
@@ -661,6 +746,11 @@ int sky_job_collect(int argc, char **argv)
 	c.layers = p->layers, c.seq = p->shape.seq, c.batch = p->shape.batch;
 	if (c.seq > c.max_pos)
 		c.max_pos = c.seq;
+	if (p->hf.on) { /* a config.json's model: its sizes are the plan's */
+		snprintf(c.name, sizeof c.name, "%s", p->shape.name);
+		c.vocab = p->hf.vocab, c.max_pos = p->hf.max_pos, c.type_vocab = p->hf.type_vocab;
+		c.classes = p->hf.classes;
+	}
 	int n = SKY_EMBED_NTENSORS + c.layers * SKY_LAYER_NTENSORS + SKY_HEAD_NTENSORS, k = 0;
 	e = calloc((size_t)n, sizeof *e);
 	names = calloc((size_t)n, NAME_CAP);
@@ -695,10 +785,16 @@ int sky_job_collect(int argc, char **argv)
 		}
 	}
 	const sky_st_meta meta[] = {{"format", "pt"}, {"sky_model", c.name}};
+	if (o.out_dir && sky_file_mkdirs(o.out_dir, 0755) != 0) {
+		fprintf(stderr, "sky job collect: cannot create %s\n", o.out_dir);
+		goto unlock;
+	}
 	if (sky_st_write(o.out, e, k, meta, 2, &d) != 0) {
 		fprintf(stderr, "sky job collect: cannot write %s: %s\n", o.out, d.msg);
 		goto unlock;
 	}
+	if (o.out_dir && hf_dir(&o, p, files, &c) != 0)
+		goto unlock;
 	printf("job %s epoch %lld: %d tensors from %d stages written to %s\n", o.job,
 	       (long long)p->epoch, k, p->n_stages, o.out);
 	rc = 0;

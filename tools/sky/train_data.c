@@ -33,7 +33,7 @@
 
 /* Copies the tokenizer files the model directory has into out (a
  * directory every Sky command, and from_pretrained, takes back). */
-static int copy_tokenizer(const char *from, const char *to)
+int sky_train_copy_tokenizer(const char *from, const char *to)
 {
 	static const char *const files[] = {"vocab.txt", "tokenizer_config.json",
 					    "tokenizer.json", "special_tokens_map.json"};
@@ -269,7 +269,7 @@ int sky_train_data(const sky_train_data_args *a)
 		}
 		sky_diag_clear(&d);
 		if ((rc = sky_hf_save_dir(&m, &hc, a->save_dir, &d)) != 0 ||
-		    (rc = copy_tokenizer(a->model_dir, a->save_dir)) != 0) {
+		    (rc = sky_train_copy_tokenizer(a->model_dir, a->save_dir)) != 0) {
 			fprintf(stderr, "sky train: cannot save %s: %s%s%s\n", a->save_dir,
 				sky_strerror(rc), d.msg[0] ? ": " : "", d.msg);
 			goto exit;

@@ -16,4 +16,9 @@ typedef struct sky_train_data_args {
  * the sets, or how they fit, the reason printed). */
 int sky_train_data(const sky_train_data_args *a);
 
+/* Copies the tokenizer files the model directory from has (vocab.txt,
+ * tokenizer_config.json, tokenizer.json, special_tokens_map.json) into the
+ * directory to. Returns 0 or the file error. */
+int sky_train_copy_tokenizer(const char *from, const char *to);
+
 #endif
