@@ -96,6 +96,7 @@ int sky_nojob_on_request(sky_nojob *g, const char *topic, size_t topic_len, cons
 	snprintf(error, sizeof error, "job %s %s", job,
 		 kind == SKY_NOJOB_QUEUED     ? "is queued at the planner and not serving yet"
 		 : kind == SKY_NOJOB_TRAINING ? "is not a serving job (its plan trains)"
+		 : kind == SKY_NOJOB_CANCELLED ? "was cancelled by its operator"
 					      : "is not known to the planner");
 	sky_infer_resp_error(r, id, job, SKY_INFER_UNKNOWN_JOB, error);
 	int n = sky_infer_resp_encode(r, out, cap, why);

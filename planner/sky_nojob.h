@@ -7,8 +7,8 @@
  * answer, so the planner does, on sky/v1/job/<job>/resp/<client CN>:
  *   {"v":1,"id":"r17","ok":false,"job":"j9","code":"unknown_job",
  *    "error":"job j9 is not known to the planner"}
- * (or "... is a training job, not a serving one", "... is queued and not
- * serving yet"), the request's id echoed when it can be read ("" if not).
+ * (or "... is not a serving job (its plan trains)", "... is queued at the
+ * planner and not serving yet", "... was cancelled by its operator"), the request's id echoed when it can be read ("" if not).
  *
  * A flood cannot make it spin: requests are rate-limited before they are
  * parsed, per client CN and for all clients together (sky_ratelimit.h);
@@ -42,7 +42,8 @@ typedef enum {
 	SKY_NOJOB_UNKNOWN = 0, /* no plan seen */
 	SKY_NOJOB_QUEUED,      /* submitted, not planned yet */
 	SKY_NOJOB_TRAINING,    /* its plan is not a serving plan */
-	SKY_NOJOB_SERVING      /* its plan serves: the first stage answers */
+	SKY_NOJOB_SERVING,     /* its plan serves: the first stage answers */
+	SKY_NOJOB_CANCELLED    /* cancelled by its operator (sky job cancel) */
 } sky_nojob_kind;
 
 typedef struct sky_nojob {

@@ -5,8 +5,8 @@
  * longer followed (no re-plans, no replays; its run file removed), its
  * boards free for other jobs, its requests answered as a job that does not
  * serve, and what was relayed to its owner cleared, with the retained
- * state "cancelled". The boards of a training job are told to stop it
- * (stop_boards). Every request is answered on sky/v1/jobs/<op>/reply
+ * state "cancelled". The boards that hold it, training or serving, are
+ * told to stop it (stop_boards). Every request is answered on sky/v1/jobs/<op>/reply
  * (a sky_job_reply whose submit_id is the cancel_id). */
 #include "svc_internal.h"
 
@@ -38,8 +38,8 @@ static int parse(const char *p, size_t len, char *job, size_t jcap, char *id, si
 /* The boards that hold the job stop it at once:
  * {"cmd":"stop","job":J,"epoch":E} on each one's command topic, which only
  * the planner may write (the ACL), E the epoch the board holds (from its
- * plan-ack, as the registry has it); a board stops only the training job
- * it runs at that epoch (agent_cmd.c). Whether the job is followed or not
+ * plan-ack, as the registry has it); a board stops only the job it holds
+ * at that epoch, training or serving (agent_cmd.c). Whether the job is followed or not
  * (a training job without checkpoints is not). Returns how many boards
  * were told. */
 static int stop_boards(svc *s, const char *job)
@@ -84,8 +84,9 @@ void svc_cancel_on_msg(svc *s, const char *op, const char *p, size_t len)
 		int queued = svc_submit_drop(s, r.job);
 		int told = stop_boards(s, r.job);
 		int followed = svc_follow_drop(s, r.job);
-		/* its requests are answered as a job that does not serve */
-		sky_nojob_note(&s->nojob, r.job, SKY_NOJOB_TRAINING);
+		/* its requests are answered as a job that does not serve:
+		 * the boards of a serving job stop taking them (stop_boards) */
+		sky_nojob_note(&s->nojob, r.job, SKY_NOJOB_CANCELLED);
 		int64_t epoch = epoch_of(s, r.job);
 		svc_relay_cancel(s, r.job, op, epoch);
 		SKY_INFO("job %s (epoch %lld) cancelled by operator %s%s%s%s", r.job,

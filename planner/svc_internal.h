@@ -539,6 +539,9 @@ int svc_follow_drop(svc *s, const char *job);
 int svc_relay_owner(svc *s, const char *job, char *op, size_t cap);
 /* 1 when job was cancelled (and not submitted again since). */
 int svc_relay_cancelled(const svc *s, const char *job);
+/* What the planner answers requests for m's job with (sky_nojob.h):
+ * cancelled when it was, else serving or training as m says. */
+sky_nojob_kind svc_relay_nojob_kind(const svc *s, const sky_planmsg *m);
 /* A metrics message (sender board, NULL when the topic does not say) or a
  * part of job, accepted: relayed to its owner. */
 void svc_relay_metrics(svc *s, const char *job, const char *board, const char *p, size_t len);

@@ -607,7 +607,7 @@ int svc_plan_job(svc *s, const svc_plan_req *rq, svc_plan_result *res)
 	if ((rc = send_plan(s, p, elen, res)) != 0)
 		return rc;
 	sky_registry_assign(&s->reg, p);
-	sky_nojob_note(&s->nojob, p->job, p->infer.on ? SKY_NOJOB_SERVING : SKY_NOJOB_TRAINING);
+	sky_nojob_note(&s->nojob, p->job, svc_relay_nojob_kind(s, p));
 	svc_store_published(s, p);
 	s->reg.c.plans_published++;
 	res->published = p->epoch;

@@ -56,6 +56,16 @@ int svc_relay_cancelled(const svc *s, const char *job)
 	return 0;
 }
 
+sky_nojob_kind svc_relay_nojob_kind(const svc *s, const sky_planmsg *m)
+{
+	/* a cancelled job's plan stays retained: seen again (a reconnect, a
+	 * restart) it must not make the planner leave its requests to boards
+	 * that stopped serving them */
+	if (svc_relay_cancelled(s, m->job))
+		return SKY_NOJOB_CANCELLED;
+	return m->infer.on ? SKY_NOJOB_SERVING : SKY_NOJOB_TRAINING;
+}
+
 static void set_cancelled(svc *s, const char *job, int on)
 {
 	svc_relay_state *rs = &s->relay;

@@ -110,7 +110,7 @@ void svc_store_on_plan(svc *s, const char *topic, const char *p, size_t len, int
 	if (j < 0 || m->epoch > s->reg.jobs[j].epoch)
 		svc_store_save(s, m->job, p, len);
 	sky_registry_assign(&s->reg, m);
-	sky_nojob_note(&s->nojob, m->job, m->infer.on ? SKY_NOJOB_SERVING : SKY_NOJOB_TRAINING);
+	sky_nojob_note(&s->nojob, m->job, svc_relay_nojob_kind(s, m));
 	j = job_index(&s->reg, m->job);
 	if (retained && j >= 0 && m->epoch > s->store.on_broker[j])
 		s->store.on_broker[j] = m->epoch;
@@ -275,7 +275,7 @@ static void restore_plans(svc *s)
 		}
 		if (m->epoch > s->store.epoch)
 			s->store.epoch = m->epoch;
-		sky_nojob_note(&s->nojob, m->job, m->infer.on ? SKY_NOJOB_SERVING : SKY_NOJOB_TRAINING);
+		sky_nojob_note(&s->nojob, m->job, svc_relay_nojob_kind(s, m));
 		if (m->epoch >= s->reg.jobs[j].epoch) {
 			s->reg.jobs[j].epoch = m->epoch - 1; /* so that assign takes it */
 			sky_registry_assign(&s->reg, m);

@@ -217,6 +217,26 @@ static void run_serve(agent *a)
 	atomic_store(&a->sj->stop, 0);
 	if (rc)
 		SKY_ERROR("%s", d.msg);
+	if (a->serve_cancelled) { /* the planner stopped the job (agent_cmd.c) */
+		a->serve_cancelled = 0;
+		agent_serve_drop(a);
+	}
+}
+
+void agent_serve_drop(agent *a)
+{
+	sky_servejob *sj = a->sj;
+	if (!sj)
+		return;
+	/* its ready was retained for stages that subscribe late: cleared, so
+	 * nobody takes a stopped stage for a ready one */
+	if (a->m && !a->lost && sj->topic_ready[0])
+		sj->net.publish(sj->net.ctx, sj->topic_ready, "", 0, 1, 1);
+	SKY_INFO("job %s epoch %lld stage %d: serving job let go (%ld batches, %ld requests)",
+		 sj->job, (long long)a->plan.epoch, sj->stage, sj->batches, sj->requests);
+	sky_servejob_free(sj);
+	free(sj);
+	a->sj = NULL;
 }
 
 /* The checkpoint a resumed plan waits for (load_checkpoint). */

@@ -1,7 +1,7 @@
 /* The planner's commands to a board, on sky/v1/board/<id>/cmd: a probe at
  * given shapes (it saw this board's times drift), and a checkpoint after a
- * given step (a voluntary re-plan is coming), and a stop of the training
- * job it runs (the job was cancelled). */
+ * given step (a voluntary re-plan is coming), and a stop of the job it
+ * trains or serves (the job was cancelled). */
 #include "agent_internal.h"
 
 #include "sky_json.h"
@@ -72,21 +72,46 @@ static void cmd_ckpt(agent *a, const cJSON *doc, sky_diag *d)
 	}
 }
 
+/* A serving plan held at epoch a->plan.epoch is stopped: the epoch is
+ * written down first (<state>/cancelled), so neither the retained plan
+ * after a reconnect nor the saved one after a restart serves it again
+ * (agent_plan.c); the serving loop ends (sj->stop, checked between
+ * messages) and run_serve lets the job go, or it goes now when it is not
+ * running (its slice still coming, or between two turns of the loop). */
+static void stop_serving(agent *a)
+{
+	agent_write_counter(a->o->state_dir, "cancelled", a->plan.epoch);
+	if (a->sj && a->serving) {
+		a->serve_cancelled = 1;
+		atomic_store(&a->sj->stop, 1);
+	} else if (a->sj) {
+		agent_serve_drop(a);
+	}
+	SKY_INFO("job %s epoch %lld: stop asked by the planner (the job was cancelled): serving "
+		 "ends, requests to it are the planner's to answer",
+		 a->plan.job, (long long)a->plan.epoch);
+}
+
 /* {"cmd":"stop","job":J,"epoch":E}: the job was cancelled. The board
- * stops it if it is the training job it runs (or is about to run) at
- * epoch E or before: the running step is abandoned (run_job sees
- * a->cancelled), the job counts as run, so neither a reconnect nor a
- * restart runs it again, and the board is free for the next plan. Only
- * the planner can write a board's command topic (the ACL). */
+ * stops it if it is the job it holds at epoch E or before. Training (or
+ * about to): the running step is abandoned (run_job sees a->cancelled),
+ * the job counts as run, so neither a reconnect nor a restart runs it
+ * again. Serving: stop_serving. Either way the board is free for the next
+ * plan. Only the planner can write a board's command topic (the ACL). */
 static void cmd_stop(agent *a, const cJSON *doc, sky_diag *d)
 {
 	char job[SKY_TOPIC_SEGMENT_MAX + 1] = "";
 	int64_t epoch = 0;
-	if (sky_json_str(doc, "job", job, sizeof job, "cmd", d) != 0 ||
-	    sky_json_i64(doc, "epoch", 1, SKY_JSON_INT_MAX, &epoch, "cmd", d) != 0 || !a->job ||
-	    strcmp(job, a->plan.job) != 0 || epoch < a->plan.epoch ||
-	    (!a->training && !a->train_pending)) {
-		SKY_INFO("stop of job %s ignored (not a training job this board runs)",
+	int held = sky_json_str(doc, "job", job, sizeof job, "cmd", d) == 0 &&
+		   sky_json_i64(doc, "epoch", 1, SKY_JSON_INT_MAX, &epoch, "cmd", d) == 0 &&
+		   a->plan.job[0] && strcmp(job, a->plan.job) == 0 && epoch >= a->plan.epoch;
+	if (held && a->plan.infer.on) {
+		if (agent_cancelled_epoch(a->o->state_dir) < a->plan.epoch)
+			stop_serving(a);
+		return;
+	}
+	if (!held || !a->job || (!a->training && !a->train_pending)) {
+		SKY_INFO("stop of job %s ignored (not a job this board trains or serves)",
 			 job[0] ? job : "(none)");
 		return;
 	}

@@ -69,6 +69,8 @@ typedef struct agent {
 	int abandon;
 	int cancelled; /* the planner stopped the running job (agent_cmd.c): abandon
 			* is set too, and no next plan of it is taken */
+	int serve_cancelled; /* the planner stopped the serving job (agent_cmd.c):
+			      * sj->stop is set, and sj is let go when its loop ends */
 	char *next_env;
 	size_t next_env_len;
 	/* a resumed plan's checkpoint (sky/v1/job/<job>/load/<id>), main thread */
@@ -115,6 +117,13 @@ int agent_read_counter(const char *dir, const char *file, int64_t *out, const ch
 int agent_write_counter(const char *dir, const char *file, int64_t v);
 /* The epoch of the last training plan this board finished, 0 when none. */
 int64_t agent_trained_epoch(const char *dir);
+/* The epoch of the last serving plan the planner stopped on this board
+ * (the job was cancelled; <state>/cancelled), 0 when none: a plan of that
+ * epoch or before is not served again, after a reconnect or a restart. */
+int64_t agent_cancelled_epoch(const char *dir);
+/* Lets the serving job go (the job was cancelled): its retained ready
+ * cleared, its buffers freed, a->sj NULL. Main thread, not while it runs. */
+void agent_serve_drop(agent *a);
 /* Draws this run's boot id and reads the session counter it continues.
  * Returns 0, or an error when there is no randomness or the counter is
  * unreadable (SKY_EIO). */

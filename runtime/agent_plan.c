@@ -189,6 +189,15 @@ static int plan_admit(agent *a, const char *topic, const char *msg, size_t len, 
 		plan_without_us(a, p);
 		return 0;
 	}
+	if (p->infer.on && p->epoch <= agent_cancelled_epoch(a->o->state_dir)) {
+		/* the planner stopped it here (agent_cmd.c): the retained plan
+		 * after a reconnect, the saved one after a restart */
+		SKY_INFO("plan %s epoch %lld: the job was cancelled at this epoch; not serving it",
+			 p->job, (long long)p->epoch);
+		if (p->epoch > a->epoch)
+			a->epoch = p->epoch;
+		return 0;
+	}
 	if (p->epoch > a->epoch)
 		return 1;
 	if (p->epoch == a->epoch && a->plan_env && len == a->plan_env_len &&
@@ -564,6 +573,11 @@ void agent_slice_in_place(agent *a, const char *path)
 				sky_mutex_unlock(&a->lock);
 				return;
 			}
+		}
+		if (a->plan.infer.on && agent_cancelled_epoch(a->o->state_dir) >= a->plan.epoch) {
+			/* stopped while its slice was coming (agent_cmd.c) */
+			sky_mutex_unlock(&a->lock);
+			return;
 		}
 		if (a->plan.infer.on && !a->sj) {
 			sky_diag d;

@@ -1,6 +1,7 @@
 /* The board's persistent counters in its state directory: session (one a
- * connect), epoch (of the last plan taken) and trained (of the last
- * training plan finished), and the random boot id of this run. */
+ * connect), epoch (of the last plan taken), trained (of the last
+ * training plan finished) and cancelled (of the last serving plan the
+ * planner stopped), and the random boot id of this run. */
 #include "agent_internal.h"
 
 #include "sky_file.h"
@@ -38,6 +39,16 @@ int64_t agent_trained_epoch(const char *dir)
 	int rc = agent_read_counter(dir, "trained", &v, &why);
 	if (rc && rc != SKY_ENOTFOUND)
 		SKY_WARN("%s/trained is %s: taking it as no finished training job", dir, why);
+	return rc ? 0 : v;
+}
+
+int64_t agent_cancelled_epoch(const char *dir)
+{
+	int64_t v = 0;
+	const char *why = "";
+	int rc = agent_read_counter(dir, "cancelled", &v, &why);
+	if (rc && rc != SKY_ENOTFOUND)
+		SKY_WARN("%s/cancelled is %s: taking it as no cancelled serving job", dir, why);
 	return rc ? 0 : v;
 }
 

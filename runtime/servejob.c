@@ -264,9 +264,19 @@ static void on_request(sky_servejob *j, const char *client, const unsigned char 
 	j->q_len++;
 }
 
+static long drops_sum(const sky_servejob *j)
+{
+	long n = 0;
+	for (int i = 1; i < SKY_TDROP_N; i++)
+		n += j->drops[i];
+	return n;
+}
+
 static void publish_metrics(sky_servejob *j, int n, double stage_s, size_t frame_bytes)
 {
 	char *b = j->msg;
+	j->drops_said = drops_sum(j);
+	j->said_s = sky_clock_s();
 	size_t cap = sizeof j->msg;
 	int o = snprintf(b, cap,
 			 "{\"v\":1,\"job\":\"%s\",\"epoch\":%lld,\"stage\":%d,\"board\":\"%s\","
@@ -635,7 +645,12 @@ int sky_servejob_run(sky_servejob *j, sky_diag *d)
 		int wait_ms;
 		int work = sky_servejob_step(j, &wait_ms);
 		net->poll(net->ctx, work ? 0 : wait_ms);
+		/* drops no batch has reported yet (sky_servejob.h) */
+		if (drops_sum(j) != j->drops_said && sky_clock_s() - j->said_s >= 1.0)
+			publish_metrics(j, 0, 0, 0);
 	}
+	if (drops_sum(j) != j->drops_said && !(net->stopped && net->stopped(net->ctx)))
+		publish_metrics(j, 0, 0, 0);
 	SKY_INFO("job %s stage %d: serving ends after %ld batches, %ld requests, %ld responses",
 		 j->job, j->stage, j->batches, j->requests, j->responses);
 	return 0;

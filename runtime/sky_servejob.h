@@ -39,7 +39,10 @@
  *    "frames_out":..,"responses":..,"ring_full":0,"replays":0,"replay_dups":0,
  *    "refused":{"bad_token":1},"drops":{"epoch":1}}
  * frame_bytes is what one batch's frame takes on the wire (0 on the last
- * stage); refused and drops list only non-zero counters.
+ * stage); refused and drops list only non-zero counters. Drops without a
+ * batch (junk or replays at an idle stage) are published too, at most once
+ * a second with "requests":0, and once more when serving ends, so that a
+ * stage re-planned right after a flood still reports what it refused.
  *
  * Memory: the stage's arena and one block of job buffers (request queue,
  * inbound frames, outbound frame), allocated when the plan is taken;
@@ -115,6 +118,8 @@ typedef struct sky_servejob {
 	long refused[SKY_INFER_NCODES];
 	long ring_full;        /* frames that found every slot full (the oldest ran at once) */
 	long drops[SKY_TDROP_N];
+	long drops_said;       /* the sum of drops in the last metrics published */
+	double said_s;         /* when those were published (sky_clock_s) */
 	double busy_s;
 	_Atomic int stop;      /* set to end sky_servejob_run (a newer plan) */
 	/* optional (NULL: none): a board emulating a slower one (skyd --speed):

@@ -13,6 +13,10 @@
 #   - a serving job (the same 3 boards): answers to the client's requests
 #     with made-up logits, a forged ready of its first stage and a forged
 #     "done" report to the first stage.
+# Then bw, a board that holds the stage of another live job's signed plan
+# (sb, another operator's), sends with its certificate the same attacks on
+# the serving job and on a training job jm: refused as from outside those
+# plans (being in another job's plan gives nothing) and counted.
 # The victims are unaffected: the training job's per-step losses and final
 # weights equal `sky train`'s byte for byte; every client request is
 # answered once, with `sky eval --precision int8`'s logits. Every refusal is
@@ -24,6 +28,14 @@ cd "$(dirname "$0")/../.."
 . tests/integration/fleet.sh
 . tests/integration/serve_lib.sh
 sky_fleet_begin adversary
+# boards tracked by pid file (sky_serve_board) are stopped on any exit
+_adv_end() {
+	for _f in "$W"/pid.*; do
+		[ -f "$_f" ] && kill "$(cat "$_f")" 2>/dev/null
+	done
+	sky_fleet_end
+}
+trap _adv_end EXIT
 if ! command -v curl >/dev/null 2>&1; then
 	fail adversary_curl "curl is not installed (tools/install-deps.sh)"
 	exit 1
@@ -293,6 +305,85 @@ for rs in "metrics_not_stage $m0" "ckpt_not_holder $c0" "answer_not_stage $a0" "
 done
 # (ckpt_not_holder is the sender check's reason, taken before any hash;
 # its log line may be one of the throttled ones, so the count is the check)
+
+# ---- the same board against a training job ----------------------------------------
+# jm trains on b1..b3 (the operator's own job: it takes them from sv, which
+# is then let go as displaced, with no moment the boards are idle for bob's
+# paused sb to take). bw, still in sb's signed plan, sends with its own
+# certificate what the ACL lets it: a checkpoint image of every block at
+# the next steps and one at step 2^53-1, metrics saying every stage is
+# done, and junk on stage 1's fwd topic. jm ends with `sky train`'s losses
+# and weights byte for byte, and each refusal is counted with its reason.
+# The job runs 200 steps (a few seconds), so that attacks land while it
+# runs: the first refusal of each reason is logged at once (later ones are
+# throttled), and the test checks it came between jm's plan and its end.
+# The junk frame and a ready of stage 0 are also left retained before it
+# starts, for every stage to get when it subscribes.
+J=jm
+# skyplan logs one refusal line per reason per 10 s (planner/svc_log.c): the
+# window of bw's refusals on sv passes first, so that jm's first refusal of
+# each reason is logged when it comes
+sleep 10
+bw -r -t "sky/v1/job/$J/stage/1/fwd/bw" -f "$W/junk"
+bw -r -t "sky/v1/job/$J/stage/0/ready/bw" -f "$W/junk-ready"
+attack_member_train() {
+	# from jm's first plan on (before it, jm is no job: its refusals would
+	# not show that the attacks meet the running job)
+	sky_wait 60 grep -q "job $J epoch [0-9]* published" "$W/skyplan.log"
+	_i=0
+	while [ ! -f "$W/$J.over" ] && [ $_i -lt 200 ]; do
+		_i=$((_i + 1))
+		bw -t "sky/v1/job/$J/stage/1/fwd/bw" -f "$W/junk"
+		forge_ckpt $((2 * _i + 2)) "$W/forged-m.ckpt"
+		bw -t "sky/v1/job/$J/ckpt/bw" -f "$W/forged-m.ckpt"
+		forge_ckpt 9007199254740991 "$W/forged-m-max.ckpt"
+		bw -t "sky/v1/job/$J/ckpt/bw" -f "$W/forged-m-max.ckpt"
+		for k in 0 1 2; do
+			bw -t "sky/v1/job/$J/metrics/bw" \
+				-m "{\"v\":1,\"stage\":$k,\"board\":\"b$((k + 1))\",\"epoch\":1,\"step\":200,\"steps\":200,\"done\":true}"
+		done
+		sleep 0.2
+	done
+}
+attack_member_train &
+APID=$!
+PIDS="$PIDS $APID"
+N=3 # sky_fleet_run_job's --min-boards (sky_serve_ask counted clients in N)
+sky_fleet_run_job $J 4 --algo even --sched 1f1b --steps 200 --micro 2 --optimizer adamw --seed 5 \
+	--checkpoint-every 2
+wrc=$?
+touch "$W/$J.over"
+wait $APID 2>/dev/null
+[ $wrc -eq 0 ] && pass adversary_member_training_job_ends || fail adversary_member_training_job_ends "watch rc $wrc: $(tail -3 "$W/$J.watch.err")"
+# (line numbers in skyplan's log: its order of events)
+line_of() { grep -n "$1" "$W/skyplan.log" | head -1 | cut -d: -f1; }
+l_plan=$(line_of "job $J epoch [0-9]* published") l_done=$(line_of "job $J done under generation")
+l_sb=$(line_of "job sb re-planned")
+# bw stayed in sb's plan for all of jm's run (sb takes b1..b3 only once jm is done)
+[ -n "$l_plan" ] && [ -n "$l_done" ] && { [ -z "$l_sb" ] || [ "$l_sb" -gt "$l_done" ]; } &&
+	pass adversary_member_in_sbs_plan_through_the_training_job ||
+	fail adversary_member_in_sbs_plan_through_the_training_job "jm planned at line $l_plan, done at $l_done, sb re-planned at $l_sb"
+during_jm() { # REASON LOG-LINE: its first refusal between jm's plan and its end
+	l=$(line_of "job $J: $2")
+	[ -n "$l" ] && [ -n "$l_plan" ] && [ -n "$l_done" ] && [ "$l" -gt "$l_plan" ] && [ "$l" -lt "$l_done" ] &&
+		pass "adversary_member_${1}_landed_while_the_training_job_ran" ||
+		fail "adversary_member_${1}_landed_while_the_training_job_ran" "line $l, jm from $l_plan to $l_done"
+}
+during_jm ckpt_not_holder "checkpoint image (no stage of the plan) from bw refused (ckpt_not_holder)"
+during_jm metrics_not_stage "metrics from bw refused (metrics_not_stage)"
+sky_fleet_same_as_one_board $J 4 --steps 200 --micro 2 --optim adamw --seed 5
+for rs in metrics_not_stage ckpt_not_holder; do
+	sky_wait 15 refused $J $rs 1 && prom $J $rs &&
+		pass "adversary_member_of_another_job_${rs}_on_a_training_job_refused_and_counted" ||
+		fail "adversary_member_of_another_job_${rs}_on_a_training_job_refused_and_counted" "$(count $J $rs)"
+done
+sky_wait 15 dropped $J sender && pass adversary_member_forged_ready_on_a_training_job_dropped_as_sender ||
+	fail adversary_member_forged_ready_on_a_training_job_dropped_as_sender "$("$SKY" fleet status --state "$STATE" | grep -A6 "^job $J ")"
+grep -q "retained message on sky/v1/job/$J/stage/1/fwd/bw (4096 bytes) dropped: that kind of message is never retained" "$W"/b[123].log &&
+	pass adversary_member_junk_frame_on_a_training_job_dropped_as_retained ||
+	fail adversary_member_junk_frame_on_a_training_job_dropped_as_retained "$(grep -h "retained message on sky/v1/job/$J" "$W"/b*.log | head -3)"
+bw -r -n -t "sky/v1/job/$J/stage/1/fwd/bw" # bw's retained junk cleared
+bw -r -n -t "sky/v1/job/$J/stage/0/ready/bw"
 "$SKY" fleet status --state "$STATE" | sed -n '/^job /,$p' | grep "^job\|refused\|sender" | sed 's/^/  /'
 for f in "$W"/pid.*; do
 	[ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null

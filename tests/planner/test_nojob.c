@@ -69,6 +69,12 @@ SKY_TEST(serving_jobs_are_left_to_their_first_stage_others_say_why)
 	SKY_EXPECT_MSG(strstr(resp.error, "not a serving job") != NULL, "%s", resp.error);
 	SKY_EXPECT(ask("sky/v1/job/wait1/req/sky-planner/sky-client-a", req, 1.0, &lim) > 0);
 	SKY_EXPECT_MSG(strstr(resp.error, "queued") != NULL, "%s", resp.error);
+	/* a cancelled serving job: its boards stop, the planner answers */
+	SKY_EXPECT_EQ(sky_nojob_note(&g, "wait1", SKY_NOJOB_CANCELLED), 0);
+	SKY_EXPECT(ask("sky/v1/job/wait1/req/sky-planner/sky-client-a", req, 1.0, &lim) > 0);
+	SKY_EXPECT_MSG(strstr(resp.error, "job wait1 was cancelled by its operator") != NULL, "%s",
+		       resp.error);
+	SKY_EXPECT_EQ(resp.code, SKY_INFER_UNKNOWN_JOB);
 	/* a re-plan changes what the job is */
 	sky_nojob_note(&g, "serve1", SKY_NOJOB_TRAINING);
 	SKY_EXPECT(ask("sky/v1/job/serve1/req/sky-planner/sky-client-a", req, 1.0, &lim) > 0);
