@@ -236,6 +236,13 @@ int sky_job_req_parse(const char *buf, size_t len, sky_job_req *j, sky_diag *d)
 		goto exit;
 	}
 	j->link_blind = cJSON_IsTrue(lb);
+	/* stage replicas: "replicas":false plans a pipeline only */
+	const cJSON *rp = cJSON_GetObjectItemCaseSensitive(doc, "replicas");
+	if (rp && !cJSON_IsBool(rp)) {
+		rc = sky_diag_set(d, SKY_EFORMAT, "job: 'replicas' must be true or false");
+		goto exit;
+	}
+	j->no_replicas = cJSON_IsFalse(rp);
 	if (cJSON_GetObjectItemCaseSensitive(doc, "wait_s") &&
 	    (rc = sky_json_num(doc, "wait_s", 0, 3600, &j->wait_s, "job", d)))
 		goto exit;
@@ -320,10 +327,10 @@ int sky_job_req_encode(const sky_job_req *j, char *buf, size_t cap)
 	}
 	int n = snprintf(buf, cap,
 			 "{\"job\":\"%s\",\"model\":\"%s\"%s,\"micro_batches\":%d,\"algo\":\"%s\","
-			 "\"sched\":\"%s\",\"objective\":\"%s\",\"min_boards\":%d,\"wait_s\":%g%s%s%s%s}",
+			 "\"sched\":\"%s\",\"objective\":\"%s\",\"min_boards\":%d,\"wait_s\":%g%s%s%s%s%s}",
 			 j->job, j->model, shapes, j->micro_batches, j->algo, j->sched, j->objective,
 			 j->min_boards, j->wait_s, j->link_blind ? ",\"link_blind\":true" : "", sid,
-			 train, infer);
+			 train, infer, j->no_replicas ? ",\"replicas\":false" : "");
 	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : n;
 }
 

@@ -67,6 +67,11 @@ typedef struct sky_job_req {
 	int ckpt_every;         /* "checkpoint_every": K (default 10), 0: no checkpoints,
 				 * and no re-plans when a board dies */
 	int link_blind;         /* 1: plan without pricing site paths ("link_blind":true) */
+	/* ---- stage replicas (training; planner/svc_plan.c) ---- */
+	int no_replicas;        /* "replicas":false: optimal plans a pipeline only (one board
+				 * a stage, the job's batch and micro-batches), as before
+				 * replicas; default: the planner may replicate stages and
+				 * choose the micro-batching (docs/training.md) */
 } sky_job_req;
 
 /* Zeroes j and writes the default of every field a job document may leave

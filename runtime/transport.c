@@ -674,9 +674,37 @@ static void tensor_hdr(const sky_transport *t, sky_frame_hdr *h, int dir, int to
 	h->step = step;
 }
 
+/* A micro-batch of this step the plan routes through another replica of
+ * this stage than ours, or -1 (test_wrong_replica). */
+static int sibling_mb(const sky_transport *t)
+{
+	const sky_planmsg *pl = t->cfg.plan;
+	for (int mb = 0; pl && mb < t->cfg.micro; mb++)
+		if (sky_planmsg_route(pl, t->cfg.stage, mb) != t->cfg.replica)
+			return mb;
+	return -1;
+}
+
+static int send_tensor(sky_transport *t, int dir, long step, int mb, float *buf, size_t n);
+
 static int io_send(void *ctx, int dir, long step, int mb, float *buf, size_t n)
 {
 	sky_transport *t = ctx;
+	int rc = send_tensor(t, dir, step, mb, buf, n);
+	int wrong = t->cfg.test_wrong_replica && !t->wrong_sent ? sibling_mb(t) : -1;
+	if (rc == 0 && wrong >= 0) {
+		t->wrong_sent = 1;
+		SKY_WARN("job %s: sending micro-batch %d of step %ld again as micro-batch %d, which "
+			 "the plan routes through another replica of stage %d (SKY_TEST_WRONG_REPLICA, "
+			 "a test setting)",
+			 t->job, mb, step, wrong, t->cfg.stage);
+		send_tensor(t, dir, step, wrong, buf, n);
+	}
+	return rc;
+}
+
+static int send_tensor(sky_transport *t, int dir, long step, int mb, float *buf, size_t n)
+{
 	sky_frame_hdr h;
 	sky_diag d;
 	sky_diag_clear(&d);
