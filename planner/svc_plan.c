@@ -377,7 +377,7 @@ static int try_hybrid(svc *s, const svc_job *j, const run_job *run, const sky_jo
 	double took = sky_clock_s() - t0;
 	/* a running plan with replicas that lost one: its stages kept, the
 	 * lost replica's micro-batches shared among the others of its stage,
-	 * when that is as fast as the search's plan */
+	 * when that simulates shorter than the search's plan */
 	double found = rc == 0 ? h->step_s : 0;
 	if (run && run->n_rep > 0 && survivors_plan(s, run, &hj, h, &found)) {
 		SKY_INFO("job %s: a smaller re-plan: every stage keeps its half-layers, the "

@@ -172,10 +172,12 @@ int sky_transport_carve(sky_transport *t, const sky_transport_cfg *cfg,
 			t->red[i] = sky_arena_alloc(a, cfg->reduce_n * sizeof(uint64_t), SKY_LIFE_SCRATCH);
 			t->red_got[i] = sky_arena_alloc(a, (size_t)t->n_rep * most, SKY_LIFE_SCRATCH);
 		}
-		t->red_buf = sky_arena_alloc(a, SKY_TRANSPORT_RED_CHUNK * sizeof(uint64_t),
-					     SKY_LIFE_SCRATCH);
+		/* no chunk is longer than the sums (a small stage's are one chunk) */
+		size_t big = cfg->reduce_n < SKY_TRANSPORT_RED_CHUNK ? cfg->reduce_n
+								      : SKY_TRANSPORT_RED_CHUNK;
+		t->red_buf = sky_arena_alloc(a, big * sizeof(uint64_t), SKY_LIFE_SCRATCH);
 		size_t chunk_frame = sky_frame_packed_bytes(&(sky_frame_key){.sealed = t->sealed},
-							    SKY_TRANSPORT_RED_CHUNK * sizeof(uint64_t));
+							    big * sizeof(uint64_t));
 		if (chunk_frame > t->sendbuf_cap)
 			t->sendbuf_cap = chunk_frame;
 	}

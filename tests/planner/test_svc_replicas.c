@@ -65,8 +65,8 @@ static int plan(svc *s, const char *doc)
 	return s->plan.msg.n_stages;
 }
 
-/* 6 layers, 2 micro-batches of 8: 16 sequences a step */
-#define JOB "{\"job\":\"jr\",\"model\":\"tiny\",\"layers\":6,\"micro_batches\":2,\"task\":\"train\"," \
+/* 4 layers, 2 micro-batches of 8: 16 sequences a step */
+#define JOB "{\"job\":\"jr\",\"model\":\"tiny\",\"layers\":4,\"micro_batches\":2,\"task\":\"train\"," \
 	    "\"steps\":4,\"plaintext_frames\":true,\"checkpoint_every\":2"
 
 static svc *five_boards(const char *name)
@@ -75,7 +75,7 @@ static svc *five_boards(const char *name)
 	char id[8];
 	for (int i = 1; i <= 5; i++) {
 		snprintf(id, sizeof id, "b%d", i);
-		board(s, id, 1e-3, 3ll << 19); /* 1.5 MiB: the model does not fit one board */
+		board(s, id, 1e-3, 2ll << 20); /* 2 MiB: a replica of the whole model does not fit */
 	}
 	return s;
 }

@@ -930,12 +930,13 @@ static void print_acks_json(const follow *f, const ack_count *k, double t0)
 		int st = 0;
 		const char *b = plan_board(p, i, &st);
 		const sky_planack *a = find_ack(f, b, p->job, p->epoch, &at);
-		printf("%s{\"board\":\"%s\",\"stage\":%d,%s\"site\":\"%s\",\"first\":%d,"
-		       "\"last\":%d,\"ack\":\"%s\",\"arena_bytes\":%lld}",
-		       i ? "," : "", b, st, i >= p->n_stages ? "\"replica\":true," : "",
-		       sky_site_name(p->stages[st].site), p->stages[st].first, p->stages[st].last,
-		       !a ? "missing" : a->ok ? "accepted" : "refused",
-		       a ? (long long)a->arena_bytes : 0ll);
+		/* (the keys before "stage" as they were before replicas) */
+		printf("%s{\"board\":\"%s\",\"site\":\"%s\",\"first\":%d,\"last\":%d,"
+		       "\"ack\":\"%s\",\"arena_bytes\":%lld,\"stage\":%d%s}",
+		       i ? "," : "", b, sky_site_name(p->stages[st].site), p->stages[st].first,
+		       p->stages[st].last, !a ? "missing" : a->ok ? "accepted" : "refused",
+		       a ? (long long)a->arena_bytes : 0ll, st,
+		       i >= p->n_stages ? ",\"replica\":true" : "");
 	}
 	printf("]");
 	if (p->n_reps > 0)
