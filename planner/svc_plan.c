@@ -9,6 +9,7 @@
 #include "sky_jobkey.h"
 #include "sky_metrics.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -409,11 +410,14 @@ static int try_hybrid(svc *s, const svc_job *j, const run_job *run, const sky_jo
 			 j->req.job, h->step_s, *predicted_s, 100 * HYBRID_MIN_GAIN);
 		return SKY_EINVAL;
 	}
+	char pipe[64] = "";
+	if (isfinite(h->pipeline_step_s))
+		snprintf(pipe, sizeof pipe, " against the pipeline's %.3f s", h->pipeline_step_s);
 	SKY_INFO("job %s: stage replicas: %d stages over %d boards, %d micro-batches of %d, "
-		 "simulated %.3f s a step against the pipeline's %.3f s (lower bound %.3f s; "
-		 "planned in %.2f s, %d plans simulated)",
-		 j->req.job, h->n_stages, boards, h->micro_batches, h->micro_batch, h->step_s,
-		 h->pipeline_step_s, h->step_lower_bound_s, took, h->evals);
+		 "simulated %.3f s a step%s (lower bound %.3f s; planned in %.2f s, %d plans "
+		 "simulated)",
+		 j->req.job, h->n_stages, boards, h->micro_batches, h->micro_batch, h->step_s, pipe,
+		 h->step_lower_bound_s, took, h->evals);
 	s->plan.use_hyb = 1;
 	*predicted_s = h->step_s;
 	return 0;
