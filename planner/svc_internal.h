@@ -254,6 +254,7 @@ typedef struct svc_plan_state {
 	sky_hplan hyb;
 	int use_hyb;
 	double bound_s; /* the job's step lower bound on this fleet (sky_hplan_bounds) */
+	int quiet;      /* 1 while svc_plan_evaluate plans (every second): no log lines */
 } svc_plan_state;
 
 typedef struct svc_store_state {

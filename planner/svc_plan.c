@@ -381,19 +381,20 @@ static int try_hybrid(svc *s, const svc_job *j, const run_job *run, const sky_jo
 	 * when that simulates shorter than the search's plan */
 	double found = rc == 0 ? h->step_s : 0;
 	if (run && run->n_rep > 0 && survivors_plan(s, run, &hj, h, &found)) {
-		SKY_INFO("job %s: a smaller re-plan: every stage keeps its half-layers, the "
-			 "micro-batches of a board gone shared among its stage's others (%.3f s a "
-			 "step)",
-			 j->req.job, found);
+		if (!s->plan.quiet)
+			SKY_INFO("job %s: a smaller re-plan: every stage keeps its half-layers, "
+				 "the micro-batches of a board gone shared among its stage's others "
+				 "(%.3f s a step)",
+				 j->req.job, found);
 		rc = 0;
 	}
 	if (rc) {
-		if (run && run->exact_sum)
+		if (!s->plan.quiet && run && run->exact_sum)
 			SKY_WARN("job %s: no plan at its %d micro-batches of %d (%s): a pipeline at "
 				 "the job's own micro-batching goes out, so its steps from here are "
 				 "not those of a run without this fault",
 				 j->req.job, run->micro_batches, run->micro_batch, d.msg);
-		else
+		else if (!s->plan.quiet)
 			SKY_INFO("job %s: no stage replicas (%s)%s", j->req.job, d.msg,
 				 *predicted_s > 0 ? "; the pipeline plan goes out" : "");
 		return rc;
@@ -405,19 +406,21 @@ static int try_hybrid(svc *s, const svc_job *j, const run_job *run, const sky_jo
 	 * which only this plan has) */
 	if (*predicted_s > 0 && !(run && run->exact_sum) &&
 	    (!differs || !(h->step_s < (1 - HYBRID_MIN_GAIN) * *predicted_s))) {
-		SKY_INFO("job %s: the plan with stage replicas (%.3f s a step) does not beat the "
-			 "pipeline's (%.3f s) by %.0f%%; the pipeline plan goes out",
-			 j->req.job, h->step_s, *predicted_s, 100 * HYBRID_MIN_GAIN);
+		if (!s->plan.quiet)
+			SKY_INFO("job %s: the plan with stage replicas (%.3f s a step) does not beat "
+				 "the pipeline's (%.3f s) by %.0f%%; the pipeline plan goes out",
+				 j->req.job, h->step_s, *predicted_s, 100 * HYBRID_MIN_GAIN);
 		return SKY_EINVAL;
 	}
 	char pipe[64] = "";
 	if (isfinite(h->pipeline_step_s))
 		snprintf(pipe, sizeof pipe, " against the pipeline's %.3f s", h->pipeline_step_s);
-	SKY_INFO("job %s: stage replicas: %d stages over %d boards, %d micro-batches of %d, "
-		 "simulated %.3f s a step%s (lower bound %.3f s; planned in %.2f s, %d plans "
-		 "simulated)",
-		 j->req.job, h->n_stages, boards, h->micro_batches, h->micro_batch, h->step_s, pipe,
-		 h->step_lower_bound_s, took, h->evals);
+	if (!s->plan.quiet)
+		SKY_INFO("job %s: stage replicas: %d stages over %d boards, %d micro-batches of "
+			 "%d, simulated %.3f s a step%s (lower bound %.3f s; planned in %.2f s, %d "
+			 "plans simulated)",
+			 j->req.job, h->n_stages, boards, h->micro_batches, h->micro_batch, h->step_s,
+			 pipe, h->step_lower_bound_s, took, h->evals);
 	s->plan.use_hyb = 1;
 	*predicted_s = h->step_s;
 	return 0;
@@ -507,7 +510,11 @@ void svc_plan_evaluate(svc *s, const run_job *r, svc_notes *notes, double *new_s
 	svc_plan_fleet(s, &r->job, notes, &fit, why, cap);
 	if (fit == 0)
 		return;
-	if (compute(s, &r->job, r, &job, &algo, new_s, &d) != 0) {
+	/* (every second per followed job: the hybrid search says nothing) */
+	s->plan.quiet = 1;
+	int crc = compute(s, &r->job, r, &job, &algo, new_s, &d);
+	s->plan.quiet = 0;
+	if (crc != 0) {
 		snprintf(why, cap, "%.190s", d.msg);
 		return;
 	}
