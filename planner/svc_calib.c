@@ -136,16 +136,17 @@ void svc_calib_plan_figures(svc *s, const char *job, int64_t epoch)
 	for (int i = 0; i < f->n; i++)
 		used += s->calib.used[i];
 	const char *all = used == 0 ? "probe" : used == f->n ? "calibrated" : "mixed";
-	PUT("{\"job\":\"%s\",\"epoch\":%lld,\"figures\":\"%s\",", job, (long long)epoch, all);
+	PUT("{\"job\":\"%s\",\"epoch\":%lld,", job, (long long)epoch);
 	/* the plan's shape (stage replicas, micro-batching) and the step's
-	 * lower bound over every plan of the job on this fleet */
+	 * lower bound over every plan of the job on this fleet; then
+	 * "figures" and "boards", next to each other as before */
 	const sky_planmsg *pm = &s->plan.msg;
 	if (!strcmp(pm->job, job) && pm->epoch == epoch)
 		PUT("\"stages\":%d,\"replicas\":%d,\"micro_batch\":%d,\"micro_batches\":%d,", pm->n_stages,
 		    pm->n_reps, pm->shape.batch, pm->micro_batches);
 	if (s->plan.bound_s > 0)
 		PUT("\"step_s_lower_bound\":%.9g,", s->plan.bound_s);
-	PUT("\"boards\":[");
+	PUT("\"figures\":\"%s\",\"boards\":[", all);
 	for (int i = 0; i < f->n && wrote; i++) {
 		const sky_board *fb = &f->board[i];
 		const sky_reg_board *b = sky_registry_find(&s->reg, fb->id);

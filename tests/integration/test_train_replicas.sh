@@ -71,17 +71,19 @@ planned() {
 	_j=$1
 	_need=$2
 	shift 2
-	for JL in 4 3 5 6 2 7 8 10 12; do
-		JN=$_j$JL
+	for ML in 2:4 2:3 2:5 2:6 4:4 4:3 4:5 4:6 4:8 2:2 2:8 4:2; do
+		MM=${ML%%:*}
+		JL=${ML#*:}
+		JN=$_j$JL-$MM
 		"$SKY" job watch $JN --pki "$PKI" --broker "$BR" --timeout 300 --json >"$W/$JN.watch" \
 			2>"$W/$JN.watch.err" &
 		WPID=$!
 		sleep 0.5 # the watch subscribes before the job can start
 		"$SKY" job submit --pki "$PKI" --broker "$BR" --model tiny --layers $JL --job $JN \
-			--min-boards 5 --task train --wait 30 "$@" >"$W/$JN.submit" 2>&1
+			--min-boards 5 --task train --wait 30 "$@" --micro "$MM" >"$W/$JN.submit" 2>&1
 		st=$(sed -n 's/^job [^ ]* epoch [0-9]*: \([0-9]*\) stages.*/\1/p' "$W/$JN.submit")
 		reps=$(grep -c "(replica)" "$W/$JN.submit")
-		echo "MEASURE ${_j}_tried layers $JL: ${st:-no} stages, $reps replica boards"
+		echo "MEASURE ${_j}_tried layers $JL, $MM micro-batches: ${st:-no} stages, $reps replica boards"
 		[ "$_need" = none ] && [ -n "$st" ] && return 0
 		if [ "${reps:-0}" -ge 1 ] && { [ "$_need" = any ] || [ "${st:-0}" -ge 2 ]; }; then
 			return 0
@@ -187,7 +189,7 @@ for run in rd rp; do
 		[ $# -eq 4 ] || fail rd_plan_has_replicas "no replicas line in $J.watch"
 		ref="--batch ${1:-8} --micro ${2:-2} --exact-sum"
 	else
-		ref="--micro 2"
+		ref="--micro $MM"
 	fi
 	# shellcheck disable=SC2086 # ref is a word list
 	"$SKY" train --model tiny --layers $JL --steps 40 --optim adamw --seed 7 --eval 4 $ref \
