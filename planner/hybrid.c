@@ -38,6 +38,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* sums per reduction chunk, as runtime/sky_transport.h SKY_TRANSPORT_RED_CHUNK */
+#define HYB_RED_CHUNK 131072
+
 int sky_hplan_alloc(sky_hplan *h, int cap)
 {
 	memset(h, 0, sizeof *h);
@@ -126,6 +129,18 @@ int plan_hfill_rep(const plan_hjob *h, const sky_job *j, const sky_board *b, con
 		       : r->share < to_end	   ? r->share
 						   : to_end;
 	r->mem_bytes = stage_mem(&h->c, a, e, first, last, r->in_flight);
+	/* a replicated stage's boards also keep its fixed-point sums
+	 * (runtime/stage.c: 8 bytes a parameter), the other replicas' sums by
+	 * step parity (2 x 8) and a chunk received and one sent
+	 * (runtime/transport.c: at most HYB_RED_CHUNK sums each). (A stage of
+	 * one board in such a plan keeps the 8 bytes too, which this leaves
+	 * out so that a plan of one board a stage weighs what the pipeline
+	 * plan does: docs/limits.md) */
+	if (s->n_rep > 1) {
+		double params = plan_hgrad_bytes(j, s, first, last) / sizeof(float);
+		double chunk = params < HYB_RED_CHUNK ? params : HYB_RED_CHUNK;
+		r->mem_bytes += (int64_t)(24 * params + 2 * 8 * chunk);
+	}
 	return r->mem_bytes <= b->mem_bytes;
 }
 

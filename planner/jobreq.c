@@ -431,6 +431,19 @@ int sky_job_req_parse(const char *buf, size_t len, sky_job_req *j, sky_diag *d)
 		goto exit;
 	}
 	j->link_blind = cJSON_IsTrue(lb);
+	/* stage replicas: "replicas":false plans a pipeline only */
+	const cJSON *rp = cJSON_GetObjectItemCaseSensitive(doc, "replicas");
+	if (rp && !cJSON_IsBool(rp)) {
+		rc = sky_diag_set(d, SKY_EFORMAT, "job: 'replicas' must be true or false");
+		goto exit;
+	}
+	j->no_replicas = cJSON_IsFalse(rp);
+	const cJSON *cm = cJSON_GetObjectItemCaseSensitive(doc, "choose_micro");
+	if (cm && !cJSON_IsBool(cm)) {
+		rc = sky_diag_set(d, SKY_EFORMAT, "job: 'choose_micro' must be true or false");
+		goto exit;
+	}
+	j->choose_micro = cJSON_IsTrue(cm);
 	if (cJSON_GetObjectItemCaseSensitive(doc, "wait_s") &&
 	    (rc = sky_json_num(doc, "wait_s", 0, 3600, &j->wait_s, "job", d)))
 		goto exit;
@@ -534,10 +547,11 @@ int sky_job_req_encode(const sky_job_req *j, char *buf, size_t cap)
 	int n = snprintf(buf, cap,
 			 "{\"job\":\"%s\",\"model\":\"%s\"%s,\"micro_batches\":%d,\"algo\":\"%s\","
 			 "\"sched\":\"%s\",\"objective\":\"%s\",\"min_boards\":%d,\"wait_s\":%g"
-			 "%s%s%s%s%s%s}",
+			 "%s%s%s%s%s%s%s%s}",
 			 j->job, j->model, shapes, j->micro_batches, j->algo, j->sched, j->objective,
 			 j->min_boards, j->wait_s, j->link_blind ? ",\"link_blind\":true" : "", sid,
-			 train, infer, fed, hf);
+			 train, infer, j->no_replicas ? ",\"replicas\":false" : "",
+			 j->choose_micro ? ",\"choose_micro\":true" : "", fed, hf);
 	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : n;
 }
 

@@ -73,7 +73,8 @@ int sky_jobstat_on_metrics(sky_jobstat *t, const char *job, const char *board, i
 	sky_json_int(doc, "steps", 0, 1 << 30, &steps, "metrics", NULL);
 	sky_jobstat_row *r = NULL;
 	for (int i = 0; i < t->n && !r; i++)
-		if (!strcmp(t->row[i].job, job) && t->row[i].stage == stage)
+		if (!strcmp(t->row[i].job, job) && t->row[i].stage == stage &&
+		    !strcmp(t->row[i].board, board))
 			r = &t->row[i];
 	if (!r) {
 		if (t->n == SKY_JOBSTAT_MAX) { /* forget the row heard from longest ago */
@@ -85,12 +86,14 @@ int sky_jobstat_on_metrics(sky_jobstat *t, const char *job, const char *board, i
 		r = &t->row[t->n++];
 		memset(r, 0, sizeof *r);
 		snprintf(r->job, sizeof r->job, "%s", job);
+		snprintf(r->board, sizeof r->board, "%s", board);
 		r->stage = stage;
 	}
 	if (epoch && epoch != r->epoch) { /* a new plan of the job: start the row again */
 		memset(r->drops, 0, sizeof r->drops);
 		r->stall[0] = '\0';
 		r->done = r->has_loss = 0;
+		r->replica = 0;
 	}
 	snprintf(r->board, sizeof r->board, "%s", board);
 	r->infer = infer;
@@ -117,6 +120,16 @@ int sky_jobstat_on_metrics(sky_jobstat *t, const char *job, const char *board, i
 	sky_json_free(doc);
 	t->changed = 1;
 	return 0;
+}
+
+void sky_jobstat_set_replica(sky_jobstat *t, const char *job, const char *board, int stage, int r)
+{
+	for (int i = 0; i < t->n; i++)
+		if (!strcmp(t->row[i].job, job) && t->row[i].stage == stage &&
+		    !strcmp(t->row[i].board, board) && t->row[i].replica != r) {
+			t->row[i].replica = r;
+			t->changed = 1;
+		}
 }
 
 void sky_jobstat_add_replan(sky_jobstat *t, const sky_jobstat_replan *r)
@@ -208,6 +221,8 @@ int sky_jobstat_to_json(const sky_jobstat *t, char *buf, size_t cap)
 				continue;
 			PUT("%s{\"stage\":%d,\"board\":\"%s\",\"step\":%d,", first ? "" : ",", s->stage,
 			    ESC(e_board, s->board), s->step);
+			if (s->replica > 0)
+				PUT("\"replica\":%d,", s->replica);
 			if (s->has_loss)
 				PUT("\"loss\":%.9g,", s->loss);
 			PUT("\"step_s\":%.6f,\"busy\":%.4f,\"done\":%s,\"stall\":\"%s\"", s->step_s,

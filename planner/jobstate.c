@@ -17,6 +17,55 @@ int sky_jobstate_path(const char *state_dir, const char *job, char *buf, size_t 
 	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
 }
 
+/* Stage k's share and replicas into its object st. Returns 1, 0 on no memory. */
+static int add_replicas(cJSON *st, const sky_jobstate *js, int k)
+{
+	cJSON *reps = cJSON_AddArrayToObject(st, "replicas");
+	int ok = reps && cJSON_AddNumberToObject(st, "share", js->share0[k]);
+	for (int i = 0; ok && i < js->n_rep; i++) {
+		if (js->rep_stage[i] != k)
+			continue;
+		cJSON *o = cJSON_CreateObject();
+		ok = o && cJSON_AddItemToArray(reps, o) &&
+		     cJSON_AddStringToObject(o, "board", js->rep_board[i]) &&
+		     cJSON_AddNumberToObject(o, "share", js->rep_share[i]);
+	}
+	return ok;
+}
+
+/* Stage k's "share" and "replicas" from its object o, when it has them.
+ * Returns 0 or SKY_EFORMAT with why. */
+static int read_replicas(const cJSON *o, sky_jobstate *js, int k, sky_diag *why)
+{
+	const cJSON *reps = cJSON_GetObjectItemCaseSensitive(o, "replicas"), *r;
+	if (!reps)
+		return 0;
+	int rc = sky_json_int(o, "share", 1, SKY_PLANMSG_MAX_MICRO, &js->share0[k],
+			      "job state stage", why);
+	if (rc)
+		return rc;
+	if (!cJSON_IsArray(reps))
+		return sky_diag_set(why, SKY_EFORMAT, "stage %d: 'replicas' must be a list", k);
+	cJSON_ArrayForEach(r, reps)
+	{
+		int i = js->n_rep;
+		if (i == SKY_JOBSTATE_MAX_REPS)
+			return sky_diag_set(why, SKY_EFORMAT, "more than %d replicas",
+					    SKY_JOBSTATE_MAX_REPS);
+		if ((rc = sky_json_str(r, "board", js->rep_board[i], sizeof js->rep_board[i],
+				       "job state replica", why)) ||
+		    (rc = sky_json_int(r, "share", 1, SKY_PLANMSG_MAX_MICRO, &js->rep_share[i],
+				       "job state replica", why)))
+			return rc;
+		if (!sky_topic_segment_ok(js->rep_board[i]))
+			return sky_diag_set(why, SKY_EFORMAT, "stage %d: replica board '%s' is not an id",
+					    k, js->rep_board[i]);
+		js->rep_stage[i] = k;
+		js->n_rep++;
+	}
+	return 0;
+}
+
 int sky_jobstate_save(const char *state_dir, const sky_jobstate *js, sky_diag *d)
 {
 	static char req[SKY_JOB_MAX_BYTES + 1], buf[SKY_JOBSTATE_MAX_BYTES];
@@ -47,7 +96,14 @@ int sky_jobstate_save(const char *state_dir, const sky_jobstate *js, sky_diag *d
 		if (ok && js->req.infer)
 			ok = cJSON_AddStringToObject(st, "slice", js->slice[k]) &&
 			     cJSON_AddNumberToObject(st, "slice_bytes", (double)js->slice_bytes[k]);
+		if (ok && js->share0[k] > 0)
+			ok = add_replicas(st, js, k);
 	}
+	if (ok && js->micro_batch > 0)
+		ok = cJSON_AddNumberToObject(doc, "micro_batch", js->micro_batch) &&
+		     cJSON_AddNumberToObject(doc, "micro_batches", js->micro_batches);
+	if (ok && js->exact_sum)
+		ok = cJSON_AddBoolToObject(doc, "exact_sum", 1) != NULL;
 	if (ok) {
 		cJSON_AddItemToObject(doc, "stages", stages);
 		stages = NULL;
@@ -150,8 +206,16 @@ int sky_jobstate_load(const char *path, sky_jobstate *js, sky_diag *d)
 			     (rc = sky_json_i64(o, "slice_bytes", 1, SKY_JSON_INT_MAX,
 						&js->slice_bytes[k], "job state stage", &why))))
 				break;
+			if ((rc = read_replicas(o, js, k, &why)) != 0)
+				break;
 			js->n_stages++;
 		}
+	if (!rc && cJSON_GetObjectItemCaseSensitive(doc, "micro_batch"))
+		(void)((rc = sky_json_int(doc, "micro_batch", 1, SKY_CAPS_MAX_BATCH, &js->micro_batch,
+					  "job state", &why)) ||
+		       (rc = sky_json_int(doc, "micro_batches", 1, SKY_PLANMSG_MAX_MICRO,
+					  &js->micro_batches, "job state", &why)));
+	js->exact_sum = doc && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "exact_sum"));
 	if (!rc && cJSON_GetObjectItemCaseSensitive(doc, "plan_sha256"))
 		rc = sky_json_str(doc, "plan_sha256", js->plan_sha256, sizeof js->plan_sha256,
 				  "job state", &why);

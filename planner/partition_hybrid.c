@@ -158,7 +158,7 @@ static void x_place(xsearch *x, int k, int s, unsigned mask)
 static void exact_search(hws *w)
 {
 	for (int B = 1; B <= w->G; B++) {
-		if (w->G % B || set_b(w, B))
+		if (w->G % B || (w->j->fix_micro_batch > 0 && B != w->j->fix_micro_batch) || set_b(w, B))
 			continue;
 		w->trial.micro_batch = B;
 		w->trial.micro_batches = w->G / B;
@@ -455,7 +455,9 @@ int sky_plan_hybrid(const sky_fleet *f, const sky_job *j, sky_hplan *out, sky_di
 	sky_job jp = *j;
 	jp.objective = SKY_OBJ_STEP;
 	double pipe_step = INFINITY;
-	if (sky_plan_partition(f, &jp, SKY_ALGO_OPTIMAL, pipe, NULL) == 0 &&
+	/* (not a seed when the micro-batch size is fixed to another) */
+	int pipe_ok = j->fix_micro_batch <= 0 || j->fix_micro_batch == j->model.batch;
+	if (pipe_ok && sky_plan_partition(f, &jp, SKY_ALGO_OPTIMAL, pipe, NULL) == 0 &&
 	    sky_hplan_from_plan(f, j, pipe, &w.trial, NULL) == 0) {
 		pipe_step = heval(&w, &w.trial);
 		hconsider(&w, &w.trial, pipe_step);
@@ -470,7 +472,8 @@ int sky_plan_hybrid(const sky_fleet *f, const sky_job *j, sky_hplan *out, sky_di
 		for (int i = 0; i < HYB_LS_STARTS; i++)
 			top[i] = (seedk){INFINITY, 0, 0, 0};
 		for (int B = 1; B <= w.G; B++) {
-			if (w.G % B || w.G / B > SKY_PLAN_MAX_MICRO)
+			if (w.G % B || w.G / B > SKY_PLAN_MAX_MICRO ||
+			    (j->fix_micro_batch > 0 && B != j->fix_micro_batch))
 				continue;
 			seedk mine = {INFINITY, B, 0, 0};
 			for (int kq = 4; kq >= 1; kq--) {

@@ -370,13 +370,23 @@ void sky_registry_assign(sky_registry *r, const sky_planmsg *p)
 	for (int i = 0; i < r->n; i++) {
 		sky_reg_board *b = &r->b[i];
 		if (strcmp(b->job, p->job) == 0 && b->epoch < p->epoch &&
-		    sky_planmsg_find(p, b->id) < 0) {
+		    sky_planmsg_find_replica(p, b->id, NULL) < 0) {
 			b->job[0] = '\0';
 			b->stage = -1;
+			b->replica = 0;
 		}
 	}
-	for (int s = 0; s < p->n_stages; s++) {
-		sky_reg_board *b = sky_registry_add(r, p->stages[s].board);
+	/* each stage's board and its replicas (the same stage, range and
+	 * expectation, their own arena figure) */
+	for (int i = 0; i < p->n_stages + p->n_reps; i++) {
+		int s = i, rep = -1;
+		if (i >= p->n_stages) {
+			rep = i - p->n_stages;
+			s = sky_planmsg_find_replica(p, p->reps[rep].board, NULL);
+			if (s < 0)
+				continue;
+		}
+		sky_reg_board *b = sky_registry_add(r, rep < 0 ? p->stages[s].board : p->reps[rep].board);
 		if (!b || b->epoch > p->epoch)
 			continue; /* an older plan (read back after a restart) */
 		snprintf(b->job, sizeof b->job, "%s", p->job);
@@ -384,7 +394,11 @@ void sky_registry_assign(sky_registry *r, const sky_planmsg *p)
 		b->stage = s;
 		b->first = p->stages[s].first;
 		b->last = p->stages[s].last;
-		b->expected_bytes = p->stages[s].arena_bytes;
+		b->expected_bytes = rep < 0 ? p->stages[s].arena_bytes : p->reps[rep].arena_bytes;
+		b->replica = 0;
+		b->plan_batch = p->shape.batch;
+		if (rep >= 0)
+			sky_planmsg_find_replica(p, b->id, &b->replica);
 	}
 	r->changed = 1;
 }

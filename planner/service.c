@@ -414,6 +414,7 @@ int sky_service_run(const sky_service_opts *o, sky_diag *d)
 	svc_calib_tick(s, sky_clock_s() + 2.0); /* the last folds, if not written yet */
 exit:
 	drop(s);
+	svc_plan_free(s);
 	sky_deploy_free(&s->deploy);
 	mbedtls_x509_crt_free(&s->planner_crt);
 	sky_signer_free(&s->signer);

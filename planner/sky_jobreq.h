@@ -68,6 +68,15 @@ typedef struct sky_job_req {
 	int ckpt_every;         /* "checkpoint_every": K (default 10), 0: no checkpoints,
 				 * and no re-plans when a board dies */
 	int link_blind;         /* 1: plan without pricing site paths ("link_blind":true) */
+	/* ---- stage replicas (training; planner/svc_plan.c) ---- */
+	int no_replicas;        /* "replicas":false: optimal plans a pipeline only (one board
+				 * a stage, the job's batch and micro-batches), as before
+				 * replicas; default: the planner may replicate stages and
+				 * choose the micro-batching (docs/training.md) */
+	int choose_micro;       /* "choose_micro":true: with replicas, the planner also picks
+				 * the micro-batch size (B x M = the global batch); default:
+				 * the job's --batch is kept, as the cost model is linear in
+				 * B and was measured wrong at B = 1 (docs/training.md) */
 	/* ---- federated training (planner/svc_fed.c, docs/federation.md) ----
 	 *   "task":"train","dataset":"train","federated":{"model":"<64 hex>",
 	 *   "owners":["b1","b2"] (or "all"),"rounds":R,"local_steps":E,

@@ -29,6 +29,7 @@ typedef struct sky_jobstat_row {
 	int64_t epoch;
 	int stage, step, steps, done, has_loss;
 	int infer;  /* a serving stage: step counts its batches, step_s a batch's time */
+	int replica; /* stage replicas: which of its stage's boards (0: the stage's own) */
 	double loss, step_s, busy, seen;
 	char drops[256]; /* the metrics' "drops" object, as JSON */
 	char stall[200];
@@ -96,6 +97,9 @@ void sky_jobstat_set_paused(sky_jobstat *t, const char *job, int paused);
  * metrics object: ignored). */
 int sky_jobstat_on_metrics(sky_jobstat *t, const char *job, const char *board, int stage,
 			   int64_t epoch, const char *buf, size_t len, double now);
+/* The row of (job, stage, board) is replica r of its stage (r >= 1; 0:
+ * the stage's own board). No row: nothing. */
+void sky_jobstat_set_replica(sky_jobstat *t, const char *job, const char *board, int stage, int r);
 /* Writes the table as JSON. Returns the length or SKY_ERANGE. */
 int sky_jobstat_to_json(const sky_jobstat *t, char *buf, size_t cap);
 

@@ -38,6 +38,7 @@
 #define SKY_JOBSTATE_SUFFIX ".run.json"
 #define SKY_JOBSTATE_MAX_STAGES 64
 #define SKY_JOBSTATE_MAX_BYTES (32u << 10)
+#define SKY_JOBSTATE_MAX_REPS 64 /* replica boards besides the stages' own, all stages */
 
 typedef struct sky_jobstate {
 	sky_job_req req;          /* as submitted (re-plans plan it again) */
@@ -53,6 +54,16 @@ typedef struct sky_jobstate {
 	char plan_sha256[65];
 	char slice[SKY_JOBSTATE_MAX_STAGES][65];
 	int64_t slice_bytes[SKY_JOBSTATE_MAX_STAGES];
+	/* stage replicas (training): a stage with replicas adds its board's
+	 * share and the others, "share":2,"replicas":[{"board":"b3","share":2}],
+	 * and the file "micro_batch":B,"micro_batches":M (the plan's; 0 when
+	 * absent: the request's) */
+	int micro_batch, micro_batches;
+	int exact_sum; /* "exact_sum":true: its plans sum in fixed point (sky_planmsg.h) */
+	int share0[SKY_JOBSTATE_MAX_STAGES]; /* 0: the stage has no replicas */
+	int n_rep;
+	char rep_board[SKY_JOBSTATE_MAX_REPS][SKY_TOPIC_SEGMENT_MAX + 1];
+	int rep_stage[SKY_JOBSTATE_MAX_REPS], rep_share[SKY_JOBSTATE_MAX_REPS];
 } sky_jobstate;
 
 /* <state_dir>/jobs/<job>.run.json into buf. Returns 0 or SKY_ERANGE. */

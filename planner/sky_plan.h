@@ -168,6 +168,10 @@ typedef struct sky_job {
 	int link_blind;      /* 1: price cuts without sites (every board in one site) */
 	int no_exact;        /* 1: the step search skips its branch and bound, as it does
 				above 8 boards (tests measure the heuristic with it) */
+	int fix_micro_batch; /* > 0: sky_plan_hybrid plans micro-batches of this many
+				sequences only (M = the global batch / it): a re-plan of
+				a running job, whose steps stay the sums of the same
+				micro-batches; the boards' figures stay at model.batch */
 	/* 1: the job checkpoints (training with ckpt_every > 0): each stage's
 	 * arena also holds the image it sends, its blocks' weights and
 	 * optimizer state (sky_ckpt_bound), so a unit weighs

@@ -80,6 +80,9 @@ typedef struct sky_reg_board {
 	char job[SKY_TOPIC_SEGMENT_MAX + 1]; /* empty: none */
 	int64_t epoch;
 	int stage, first, last;
+	int replica;           /* stage replicas: which of the stage's boards (0: its own) */
+	int plan_batch;        /* the plan's micro-batch (a hybrid plan may choose another
+				* than the job's) */
 	int64_t expected_bytes;
 	/* the board's last answer to a plan (may be for another epoch) */
 	char ack_job[SKY_TOPIC_SEGMENT_MAX + 1];

@@ -26,12 +26,14 @@ int svc_authz_stage(svc *s, const char *job, const char *board, int want, int64_
 {
 	run_job *r = svc_follow_find(s, job);
 	if (r) {
+		/* a stage's own board or one of its replicas (which sends its
+		 * stage's metrics too) */
 		int first = -1;
-		for (int k = 0; k < r->n_stages; k++)
-			if (!strcmp(r->board[k], board)) {
-				if (k == want || first < 0)
-					first = k;
-			}
+		for (int i = 0; i < svc_follow_boards(r); i++) {
+			int k = 0;
+			if (!strcmp(svc_follow_board(r, i, &k), board) && (k == want || first < 0))
+				first = k;
+		}
 		if (epoch)
 			*epoch = r->epoch;
 		return first;
@@ -79,7 +81,12 @@ int svc_authz_on_metrics(svc *s, const char *job, const char *board, const unsig
 	if (sky_jobstat_on_metrics(&s->jobs, job, board, k, epoch, (const char *)p, len,
 				   sky_clock_s()) != 0)
 		return -1;
-	/* the sender's own figures only: board is the topic's, k its stage */
+	/* a stage replica's row says which (the registry's assignment is the
+	 * signed plan's) */
+	const sky_reg_board *rb = sky_registry_find(&s->reg, board);
+	if (rb && !strcmp(rb->job, job) && rb->epoch == epoch && rb->stage == k && rb->replica > 0)
+		sky_jobstat_set_replica(&s->jobs, job, board, k, rb->replica);
+		/* the sender's own figures only: board is the topic's, k its stage */
 	svc_calib_on_metrics(s, job, board, k, epoch, first, p, len);
 	return 0;
 }
@@ -141,8 +148,8 @@ int svc_authz_ckpt(svc *s, const char *job, const char *board, const unsigned ch
 	}
 	run_job *r = svc_follow_find(s, job);
 	int held = 0;
-	for (int k = 0; r && k < r->n_stages; k++)
-		held |= !strcmp(r->board[k], board);
+	for (int i = 0; r && i < svc_follow_boards(r); i++)
+		held |= !strcmp(svc_follow_board(r, i, NULL), board);
 	if (!held) {
 		svc_refused(s, job, board, SVC_REFUSE_CKPT, "checkpoint image (no stage of the plan)");
 		return 0;
@@ -150,9 +157,10 @@ int svc_authz_ckpt(svc *s, const char *job, const char *board, const unsigned ch
 	long long b0 = 0, nb = 0;
 	if (peek_blocks(p, len, &b0, &nb) != 0)
 		return 1; /* malformed: the store refuses it with the reason */
-	for (int k = 0; k < r->n_stages; k++) {
-		int lo, n;
-		if (strcmp(r->board[k], board) != 0)
+	/* the blocks of the stage it runs (a replica holds its stage's) */
+	for (int i = 0; i < svc_follow_boards(r); i++) {
+		int lo, n, k = 0;
+		if (strcmp(svc_follow_board(r, i, &k), board) != 0)
 			continue;
 		stage_blocks(r, k, &lo, &n);
 		if (b0 >= lo && b0 + nb <= lo + n)

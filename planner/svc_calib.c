@@ -67,17 +67,27 @@ void svc_calib_on_metrics(svc *s, const char *job, const char *board, int stage,
 		return;
 	/* the stage's half-layers and the job's shapes: the followed plan's,
 	 * else the assignment the registry took from the signed plan */
-	int lo = -1, hi = -1;
+	int lo = -1, hi = -1, runs = 0;
+	double per_seq = 1; /* the plan's micro-batch against the job's (stage replicas) */
 	sky_caps_shape sh = b->caps.shape;
 	const run_job *r = svc_follow_find(s, job);
 	if (r) {
-		if (r->epoch != epoch || stage >= r->n_stages || strcmp(r->board[stage], board) ||
-		    r->job.req.infer)
+		/* the stage's own board, or one of its replicas (its own
+		 * micro-batches' times are as good a sample) */
+		for (int i = 0; i < svc_follow_boards(r) && !runs; i++) {
+			int k = -1;
+			runs = !strcmp(svc_follow_board(r, i, &k), board) && k == stage;
+		}
+		if (r->epoch != epoch || stage >= r->n_stages || !runs || r->job.req.infer)
 			return;
 		lo = r->first[stage], hi = r->last[stage];
 		job_shape(&r->job, &sh);
+		if (r->micro_batch > 0 && r->micro_batch != sh.batch)
+			per_seq = (double)sh.batch / r->micro_batch;
 	} else if (!strcmp(b->job, job) && b->epoch == epoch && b->stage == stage) {
 		lo = b->first, hi = b->last;
+		if (b->plan_batch > 0 && b->plan_batch != sh.batch)
+			per_seq = (double)sh.batch / b->plan_batch;
 	}
 	/* its probe must be of the same shapes to be corrected by this */
 	if (lo < 0 || hi < lo || !sky_caps_shape_eq(&b->caps.shape, &sh))
@@ -85,6 +95,10 @@ void svc_calib_on_metrics(svc *s, const char *job, const char *board, int stage,
 	sky_calib_sample smp;
 	if (sky_calib_sample_from_metrics((const char *)p, len, lo, hi, &smp) != 1)
 		return;
+	/* measured at the plan's micro-batch of B sequences, folded at the
+	 * job's (the cost model's linear rule, sky_plan.h) */
+	smp.fwd_s *= per_seq;
+	smp.bwd_s *= per_seq;
 	int rc = sky_calib_fold(&s->calib.t, board, &sh, &b->caps.fp32, &smp, job,
 				sky_clock_unix());
 	const sky_calib_entry *e = sky_calib_find(&s->calib.t, board, &sh);
@@ -122,8 +136,17 @@ void svc_calib_plan_figures(svc *s, const char *job, int64_t epoch)
 	for (int i = 0; i < f->n; i++)
 		used += s->calib.used[i];
 	const char *all = used == 0 ? "probe" : used == f->n ? "calibrated" : "mixed";
-	PUT("{\"job\":\"%s\",\"epoch\":%lld,\"figures\":\"%s\",\"boards\":[", job,
-	    (long long)epoch, all);
+	PUT("{\"job\":\"%s\",\"epoch\":%lld,", job, (long long)epoch);
+	/* the plan's shape (stage replicas, micro-batching) and the step's
+	 * lower bound over every plan of the job on this fleet; then
+	 * "figures" and "boards", next to each other as before */
+	const sky_planmsg *pm = &s->plan.msg;
+	if (!strcmp(pm->job, job) && pm->epoch == epoch)
+		PUT("\"stages\":%d,\"replicas\":%d,\"micro_batch\":%d,\"micro_batches\":%d,", pm->n_stages,
+		    pm->n_reps, pm->shape.batch, pm->micro_batches);
+	if (s->plan.bound_s > 0)
+		PUT("\"step_s_lower_bound\":%.9g,", s->plan.bound_s);
+	PUT("\"figures\":\"%s\",\"boards\":[", all);
 	for (int i = 0; i < f->n && wrote; i++) {
 		const sky_board *fb = &f->board[i];
 		const sky_reg_board *b = sky_registry_find(&s->reg, fb->id);

@@ -65,6 +65,16 @@ void svc_follow_save(svc *s, const run_job *r)
 		js->last[k] = r->last[k];
 		memcpy(js->slice[k], r->slice[k].sha256, sizeof js->slice[k]);
 		js->slice_bytes[k] = r->slice[k].bytes;
+		js->share0[k] = r->share0[k];
+	}
+	js->micro_batch = r->micro_batch;
+	js->micro_batches = r->micro_batches;
+	js->exact_sum = r->exact_sum;
+	js->n_rep = r->n_rep;
+	for (int i = 0; i < r->n_rep; i++) {
+		memcpy(js->rep_board[i], r->rep_board[i], sizeof js->rep_board[i]);
+		js->rep_stage[i] = r->rep_stage[i];
+		js->rep_share[i] = r->rep_share[i];
 	}
 	memcpy(js->plan_sha256, r->plan_sha, sizeof js->plan_sha256);
 	if (sky_jobstate_save(s->state_dir, js, &d) != 0)
@@ -97,6 +107,59 @@ static run_job *slot_for(svc *s, const svc_plan_req *rq, const sky_planmsg *p)
 	return r;
 }
 
+/* p's stage replicas into r: who runs which stage and how many of its
+ * micro-batches (the route's counts), and the plan's micro-batching when
+ * it is not the job's own. */
+static void follow_replicas(run_job *r, const sky_planmsg *p)
+{
+	r->n_rep = 0;
+	r->micro_batch = r->micro_batches = 0;
+	r->exact_sum = p->train.exact_sum;
+	if (p->n_reps > 0 || p->train.exact_sum || p->shape.batch != r->job.model.batch ||
+	    p->micro_batches != r->job.req.micro_batches) {
+		r->micro_batch = p->shape.batch;
+		r->micro_batches = p->micro_batches;
+	}
+	for (int k = 0; k < p->n_stages; k++) {
+		int n = sky_planmsg_n_replicas(p, k), share[SKY_HPLAN_MAX_REPS + 1] = {0};
+		r->share0[k] = 0;
+		if (n < 2)
+			continue;
+		for (int mb = 0; mb < p->micro_batches; mb++) {
+			int q = sky_planmsg_route(p, k, mb);
+			if (q >= 0 && q < n && q <= SKY_HPLAN_MAX_REPS)
+				share[q]++;
+		}
+		r->share0[k] = share[0];
+		for (int q = 1; q < n && r->n_rep < RUN_MAX_REPS; q++) {
+			snprintf(r->rep_board[r->n_rep], sizeof r->rep_board[0], "%s",
+				 sky_planmsg_replica_board(p, k, q));
+			r->rep_stage[r->n_rep] = k;
+			r->rep_share[r->n_rep++] = q <= SKY_HPLAN_MAX_REPS ? share[q] : 0;
+		}
+	}
+}
+
+int svc_follow_boards(const run_job *r)
+{
+	return r->n_stages + r->n_rep;
+}
+
+const char *svc_follow_board(const run_job *r, int i, int *stage)
+{
+	if (i < r->n_stages) {
+		if (stage)
+			*stage = i;
+		return r->board[i];
+	}
+	i -= r->n_stages;
+	if (i < 0 || i >= r->n_rep)
+		return NULL;
+	if (stage)
+		*stage = r->rep_stage[i];
+	return r->rep_board[i];
+}
+
 /* Follows p's job (the first plan adds it, a re-plan updates it), tells the
  * store or the replay table its epoch, and keeps it in the job's state
  * file. */
@@ -116,6 +179,7 @@ void svc_follow_plan(svc *s, const svc_plan_req *rq, const sky_planmsg *p, const
 		r->last[k] = p->stages[k].last;
 		r->slice[k] = p->stages[k].slice;
 	}
+	follow_replicas(r, p);
 	svc_train_new_plan(r, p->n_stages);
 	unsigned char sha[32];
 	sky_sha256(env, elen, sha);
@@ -161,6 +225,16 @@ run_job *svc_follow_from_state(svc *s, const sky_jobstate *js)
 		r->last[k] = js->last[k];
 		memcpy(r->slice[k].sha256, js->slice[k], sizeof r->slice[k].sha256);
 		r->slice[k].bytes = js->slice_bytes[k];
+		r->share0[k] = js->share0[k];
+	}
+	r->micro_batch = js->micro_batch;
+	r->micro_batches = js->micro_batches;
+	r->exact_sum = js->exact_sum;
+	r->n_rep = js->n_rep < RUN_MAX_REPS ? js->n_rep : RUN_MAX_REPS;
+	for (int i = 0; i < r->n_rep; i++) {
+		memcpy(r->rep_board[i], js->rep_board[i], sizeof r->rep_board[i]);
+		r->rep_stage[i] = js->rep_stage[i];
+		r->rep_share[i] = js->rep_share[i];
 	}
 	memcpy(r->plan_sha, js->plan_sha256, sizeof r->plan_sha);
 	r->predicted_s = js->predicted_s;
@@ -190,7 +264,8 @@ static int let_go(svc *s, const run_job *r)
 	for (int k = 0; k < s->jobs.n; k++)
 		done += !strcmp(s->jobs.row[k].job, job) && s->jobs.row[k].epoch == r->epoch &&
 			s->jobs.row[k].done;
-	if (done >= r->n_stages && !r->replan.paused) {
+	/* every board of the plan (a stage's replicas each report done) */
+	if (done >= svc_follow_boards(r) && !r->replan.paused) {
 		char fields[160];
 		snprintf(fields, sizeof fields, "\"event\":\"done\",\"epoch\":%lld,\"generation\":%d",
 			 (long long)r->epoch, r->generation);
@@ -218,8 +293,8 @@ static int restore_wait(svc *s, run_job *r, double now)
 	if (r->restored_until <= 0)
 		return 0;
 	int unheard = 0;
-	for (int k = 0; k < r->n_stages; k++) {
-		const sky_reg_board *b = sky_registry_find(&s->reg, r->board[k]);
+	for (int i = 0; i < svc_follow_boards(r); i++) {
+		const sky_reg_board *b = sky_registry_find(&s->reg, svc_follow_board(r, i, NULL));
 		unheard += !b || b->last_heard < r->restored_at;
 	}
 	if (unheard && now < r->restored_until)
@@ -233,10 +308,13 @@ static int restore_wait(svc *s, run_job *r, double now)
 static int replan_if_gone(svc *s, run_job *r, double now)
 {
 	char why[160] = "";
-	for (int k = 0; k < r->n_stages && !why[0]; k++) {
-		const sky_reg_board *b = sky_registry_find(&s->reg, r->board[k]);
+	for (int i = 0; i < svc_follow_boards(r) && !why[0]; i++) {
+		int k = 0;
+		const char *id = svc_follow_board(r, i, &k);
+		const sky_reg_board *b = sky_registry_find(&s->reg, id);
 		if (!b || b->state != SKY_REG_ONLINE)
-			snprintf(why, sizeof why, "board %s (stage %d) %s", r->board[k], k,
+			snprintf(why, sizeof why, "board %s (stage %d%s) %s", id, k,
+				 i >= r->n_stages ? ", a replica" : "",
 				 b && b->state == SKY_REG_REVOKED ? "revoked" : "offline");
 	}
 	if (!why[0])

@@ -71,6 +71,7 @@
  * --replan-holdoff old. */
 #define MAX_RUNNING 16
 #define RUN_MAX_STAGES SKY_JOBSTATE_MAX_STAGES
+#define RUN_MAX_REPS SKY_JOBSTATE_MAX_REPS
 
 typedef struct svc svc;
 
@@ -118,6 +119,16 @@ typedef struct run_job {
 	/* each stage's slice (serving; kept in the state file, checked again
 	 * at a restart) */
 	sky_plan_slice slice[RUN_MAX_STAGES];
+	/* stage replicas (training): the plan's micro-batch size and count,
+	 * each stage board's share of the micro-batches (0: the stage has no
+	 * replicas), and the boards besides board[k] that run a stage: stage
+	 * rep_stage[i], share rep_share[i] */
+	int micro_batch, micro_batches;
+	int exact_sum; /* its plans sum in fixed point: re-plans keep B, M and that */
+	int share0[RUN_MAX_STAGES];
+	int n_rep;
+	char rep_board[RUN_MAX_REPS][SKY_TOPIC_SEGMENT_MAX + 1];
+	int rep_stage[RUN_MAX_REPS], rep_share[RUN_MAX_REPS];
 	struct {
 		/* svc_replan.c */
 		int paused;
@@ -141,6 +152,12 @@ typedef struct run_job {
 		double next_eval_s;
 	} train;
 } run_job;
+
+/* Boards of r's plan: its stages' own and their replicas (svc_follow.c);
+ * board i of them (0 .. n_stages - 1: stage i's own), its stage in *stage
+ * (may be NULL), or NULL out of range. */
+int svc_follow_boards(const run_job *r);
+const char *svc_follow_board(const run_job *r, int i, int *stage);
 
 /* How a job is planned (svc_plan_job): a queued job, or a re-plan of a
  * followed one from its last complete checkpoint. */
@@ -231,6 +248,13 @@ typedef struct svc_plan_state {
 	sky_planmsg msg;
 	char payload[SKY_SIGN_MAX_PAYLOAD];
 	char envelope[SKY_SIGN_MAX_ENVELOPE];
+	/* stage replicas (svc_plan.c): the hybrid plan of the last compute,
+	 * published instead of plan when use_hyb (its stage table on the
+	 * heap, freed by svc_plan_free) */
+	sky_hplan hyb;
+	int use_hyb;
+	double bound_s; /* the job's step lower bound on this fleet (sky_hplan_bounds) */
+	int quiet;      /* 1 while svc_plan_evaluate plans (every second): no log lines */
 } svc_plan_state;
 
 typedef struct svc_store_state {
@@ -432,6 +456,8 @@ int svc_plan_fleet(svc *s, const svc_job *job, svc_notes *notes, int *fit, char 
  * that re-plans is followed from it. Returns 0 (res->published) or an
  * error (res->why). */
 int svc_plan_job(svc *s, const svc_plan_req *rq, svc_plan_result *res);
+/* Frees the planning memory kept between plans (the hybrid plan's). */
+void svc_plan_free(svc *s);
 /* Evaluates r's plan against a new one, planned but not published: over
  * the online boards (notes as svc_plan_fleet), the step a new plan would
  * predict (*new_s, 0 without one: why says so) and the one r's plan

@@ -9,6 +9,7 @@
 #include "sky_jobkey.h"
 #include "sky_metrics.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,15 +258,208 @@ exit:
 	return rc;
 }
 
-/* Plans j over the working fleet into s->plan.plan, with its simulated
- * step in *predicted_s (0 for serving). Returns 0 or an error in d. */
-static int compute(svc *s, const svc_job *j, sky_job *job, sky_algo *algo, double *predicted_s,
-		   sky_diag *d)
+/* Fleet index of board id, or -1. */
+static int fleet_index(const sky_fleet *f, const char *id)
+{
+	for (int b = 0; b < f->n; b++)
+		if (!strcmp(f->board[b].id, id))
+			return b;
+	return -1;
+}
+
+/* run's plan as a hybrid plan over the working fleet into h (allocated
+ * for run->n_stages): its stages, boards and shares. With survivors_only,
+ * a board no longer in the fleet is left out and its micro-batches go to
+ * the others of its stage, one at a time to the one that would finish its
+ * share soonest (a smaller re-plan: every stage keeps its half-layers);
+ * without, such a board fails it. Returns 0 or -1 (a stage with none
+ * left, or a board missing). */
+static int running_hplan(const sky_fleet *f, const run_job *run, const sky_job *job, sky_hplan *h,
+			 int survivors_only)
+{
+	h->micro_batch = run->micro_batch > 0 ? run->micro_batch : job->model.batch;
+	h->micro_batches = run->micro_batches > 0 ? run->micro_batches : job->micro_batches;
+	h->n_stages = run->n_stages;
+	for (int k = 0; k < run->n_stages; k++) {
+		sky_hstage *st = &h->stage[k];
+		int lost = 0;
+		memset(st, 0, sizeof *st);
+		st->first_unit = run->first[k];
+		st->last_unit = run->last[k];
+		for (int i = -1; i < run->n_rep; i++) {
+			if (i >= 0 && run->rep_stage[i] != k)
+				continue;
+			const char *id = i < 0 ? run->board[k] : run->rep_board[i];
+			int share = i < 0 ? (run->share0[k] > 0 ? run->share0[k] : h->micro_batches)
+					  : run->rep_share[i];
+			int b = fleet_index(f, id);
+			if (b < 0 && !survivors_only)
+				return -1;
+			if (b < 0 || st->n_rep == SKY_HPLAN_MAX_REPS) {
+				lost += share;
+				continue;
+			}
+			st->rep[st->n_rep].board = b;
+			st->rep[st->n_rep++].share = share;
+		}
+		if (st->n_rep == 0)
+			return -1;
+		for (; lost > 0; lost--) {
+			int best = 0;
+			double best_t = 0;
+			for (int r = 0; r < st->n_rep; r++) {
+				const sky_board *fb = &f->board[st->rep[r].board];
+				double t = (st->rep[r].share + 1) * (fb->fwd_s + fb->bwd_s);
+				if (r == 0 || t < best_t)
+					best = r, best_t = t;
+			}
+			st->rep[best].share++;
+		}
+	}
+	return 0;
+}
+
+/* The smaller re-plan of a running plan with replicas that lost a
+ * replica: into h when it evaluates and simulates shorter than *step_s
+ * (or *step_s is 0); 1 then, else 0. */
+static int survivors_plan(svc *s, const run_job *run, const sky_job *job, sky_hplan *h,
+			  double *step_s)
+{
+	const sky_fleet *f = &s->plan.fleet;
+	sky_hplan t;
+	sky_hsim_result res;
+	int better = 0;
+	if (!run || run->n_rep == 0 || sky_hplan_alloc(&t, run->n_stages) != 0)
+		return 0;
+	if (running_hplan(f, run, job, &t, 1) == 0 && sky_hplan_evaluate(f, job, &t, NULL) == 0 &&
+	    sky_hsim_run(f, &t, job, &res, NULL) == 0 && (*step_s <= 0 || res.step_s < *step_s) &&
+	    h->cap >= t.n_stages) {
+		h->micro_batch = t.micro_batch;
+		h->micro_batches = t.micro_batches;
+		h->n_stages = t.n_stages;
+		memcpy(h->stage, t.stage, sizeof *t.stage * (size_t)t.n_stages);
+		sky_hplan_evaluate(f, job, h, NULL);
+		h->step_s = *step_s = res.step_s;
+		better = 1;
+	}
+	sky_hplan_free(&t);
+	return better;
+}
+
+/* A simulated gain below this is not worth replicas (their reduction,
+ * more boards that can die): the pipeline plan is kept. */
+#define HYBRID_MIN_GAIN 0.02
+
+/* Stage replicas: a training job planned by optimal (and not asked for a
+ * pipeline only) is planned again with replicas and micro-batching
+ * (sky_plan_hybrid); when that plan's simulated step beats the pipeline's
+ * by HYBRID_MIN_GAIN it is the one published (s->plan.use_hyb), with its
+ * step in *predicted_s. A job the hybrid planner does not plan (a data
+ * owner, a data set, several sites) keeps its pipeline plan, said once. */
+static int try_hybrid(svc *s, const svc_job *j, const run_job *run, const sky_job *job,
+		      sky_algo algo, double *predicted_s)
+{
+	sky_hplan *h = &s->plan.hyb;
+	const sky_fleet *f = &s->plan.fleet;
+	sky_diag d;
+	sky_diag_clear(&d);
+	s->plan.use_hyb = 0;
+	/* (a re-plan of a job that runs float sums stays a pipeline: its
+	 * steps go on summing the same way) */
+	if (!j->req.train || j->req.no_replicas || algo != SKY_ALGO_OPTIMAL || j->req.dataset[0] ||
+	    j->req.data_owner[0] || f->n < 2 || (run && !run->exact_sum))
+		return SKY_EINVAL;
+	sky_hplan_free(h);
+	if (sky_hplan_alloc(h, f->n + 1) != 0)
+		return SKY_ENOMEM;
+	sky_job hj = *job;
+	hj.link_blind = 0;
+	double t0 = sky_clock_s();
+	int rc = sky_plan_hybrid(f, &hj, h, &d);
+	double took = sky_clock_s() - t0;
+	/* a running plan with replicas that lost one: its stages kept, the
+	 * lost replica's micro-batches shared among the others of its stage,
+	 * when that simulates shorter than the search's plan */
+	double found = rc == 0 ? h->step_s : 0;
+	if (run && run->n_rep > 0 && survivors_plan(s, run, &hj, h, &found)) {
+		if (!s->plan.quiet)
+			SKY_INFO("job %s: a smaller re-plan: every stage keeps its half-layers, "
+				 "the micro-batches of a board gone shared among its stage's others "
+				 "(%.3f s a step)",
+				 j->req.job, found);
+		rc = 0;
+	}
+	if (rc) {
+		if (!s->plan.quiet && run && run->exact_sum)
+			SKY_WARN("job %s: no plan at its %d micro-batches of %d (%s): a pipeline at "
+				 "the job's own micro-batching goes out, so its steps from here are "
+				 "not those of a run without this fault",
+				 j->req.job, run->micro_batches, run->micro_batch, d.msg);
+		else if (!s->plan.quiet)
+			SKY_INFO("job %s: no stage replicas (%s)%s", j->req.job, d.msg,
+				 *predicted_s > 0 ? "; the pipeline plan goes out" : "");
+		return rc;
+	}
+	int boards = sky_hplan_boards(h);
+	int differs = boards > h->n_stages || h->micro_batch != job->model.batch;
+	/* (no pipeline plan: *predicted_s is 0, and this one is the only; a
+	 * running job that sums in fixed point keeps its micro-batching,
+	 * which only this plan has) */
+	if (*predicted_s > 0 && !(run && run->exact_sum) &&
+	    (!differs || !(h->step_s < (1 - HYBRID_MIN_GAIN) * *predicted_s))) {
+		if (!s->plan.quiet)
+			SKY_INFO("job %s: the plan with stage replicas (%.3f s a step) does not beat "
+				 "the pipeline's (%.3f s) by %.0f%%; the pipeline plan goes out",
+				 j->req.job, h->step_s, *predicted_s, 100 * HYBRID_MIN_GAIN);
+		return SKY_EINVAL;
+	}
+	char pipe[64] = "";
+	if (isfinite(h->pipeline_step_s))
+		snprintf(pipe, sizeof pipe, " against the pipeline's %.3f s", h->pipeline_step_s);
+	if (!s->plan.quiet)
+		SKY_INFO("job %s: stage replicas: %d stages over %d boards, %d micro-batches of "
+			 "%d, simulated %.3f s a step%s (lower bound %.3f s; planned in %.2f s, %d "
+			 "plans simulated)",
+			 j->req.job, h->n_stages, boards, h->micro_batches, h->micro_batch, h->step_s,
+			 pipe, h->step_lower_bound_s, took, h->evals);
+	s->plan.use_hyb = 1;
+	*predicted_s = h->step_s;
+	return 0;
+}
+
+void svc_plan_free(svc *s)
+{
+	sky_hplan_free(&s->plan.hyb);
+	s->plan.use_hyb = 0;
+}
+
+/* Plans j over the working fleet into s->plan.plan (or, with stage
+ * replicas, s->plan.hyb), with its simulated step in *predicted_s (0 for
+ * serving). run: the followed job a re-plan is for (NULL: a first plan);
+ * one whose plans sum in fixed point keeps its micro-batch size and count
+ * (the steps after the re-plan are the sums of the same micro-batches).
+ * Returns 0 or an error in d. */
+static int compute(svc *s, const svc_job *j, const run_job *run, sky_job *job, sky_algo *algo,
+		   double *predicted_s, sky_diag *d)
 {
 	sky_fleet *f = &s->plan.fleet;
 	lib_job(s, j, job, algo);
+	if (run && run->exact_sum && run->micro_batch > 0 && !job->infer)
+		job->fix_micro_batch = run->micro_batch;
+	else if (j->req.train && !j->req.choose_micro)
+		/* replicas at the job's own micro-batch size: the cost model
+		 * prices a step as linear in B, and on the demo fleet its
+		 * choice of 32 x 1 ran 18.3 s against the pipeline's 12.7 s */
+		job->fix_micro_batch = job->model.batch;
 	*predicted_s = 0;
+	s->plan.use_hyb = 0;
 	int rc = sky_plan_partition(f, job, *algo, &s->plan.plan, d);
+	if (rc == SKY_ENOMEM && try_hybrid(s, j, run, job, *algo, predicted_s) == 0) {
+		/* no pipeline fits at the job's micro-batch; with replicas and
+		 * smaller micro-batches one does */
+		s->plan.plan.n_stages = 0;
+		return 0;
+	}
 	if (rc)
 		return rc;
 	if (j->req.train && j->req.dataset[0] && !j->req.data_owner[0] &&
@@ -285,7 +479,26 @@ static int compute(svc *s, const svc_job *j, sky_job *job, sky_algo *algo, doubl
 	 * stall deadline) and the metrics compare measured steps with it */
 	if (!job->infer && sky_sim_run(&s->plan.plan, job, &s->plan.sim, NULL) == 0)
 		*predicted_s = s->plan.sim.step_s;
+	if (*predicted_s > 0)
+		try_hybrid(s, j, run, job, *algo, predicted_s);
 	return 0;
+}
+
+/* The simulated step of r's running plan with stage replicas under the
+ * current capabilities, or 0 when a board of it has none now. */
+static double cur_hybrid_step(svc *s, const run_job *r, const sky_job *job)
+{
+	const sky_fleet *f = &s->plan.fleet;
+	sky_hplan h;
+	sky_hsim_result res;
+	double step = 0;
+	if (sky_hplan_alloc(&h, r->n_stages) != 0)
+		return 0;
+	if (running_hplan(f, r, job, &h, 0) == 0 && sky_hplan_evaluate(f, job, &h, NULL) == 0 &&
+	    sky_hsim_run(f, &h, job, &res, NULL) == 0)
+		step = res.step_s;
+	sky_hplan_free(&h);
+	return step;
 }
 
 void svc_plan_evaluate(svc *s, const run_job *r, svc_notes *notes, double *new_s, double *cur_s,
@@ -303,12 +516,20 @@ void svc_plan_evaluate(svc *s, const run_job *r, svc_notes *notes, double *new_s
 	svc_plan_fleet(s, &r->job, notes, &fit, why, cap);
 	if (fit == 0)
 		return;
-	if (compute(s, &r->job, &job, &algo, new_s, &d) != 0) {
+	/* (every second per followed job: the hybrid search says nothing) */
+	s->plan.quiet = 1;
+	int crc = compute(s, &r->job, r, &job, &algo, new_s, &d);
+	s->plan.quiet = 0;
+	if (crc != 0) {
 		snprintf(why, cap, "%.190s", d.msg);
 		return;
 	}
 	/* the plan that runs, under the same (current) capabilities: a board
 	 * whose speed changed changes it too */
+	if (r->n_rep > 0 || r->micro_batch > 0) {
+		*cur_s = cur_hybrid_step(s, r, &job);
+		return;
+	}
 	memset(cur, 0, sizeof *cur);
 	cur->algo = algo;
 	cur->n_stages = r->n_stages;
@@ -331,7 +552,7 @@ void svc_plan_evaluate(svc *s, const run_job *r, svc_notes *notes, double *new_s
 /* The training section of the plan: the job's settings and the
  * simulator's step time for this plan. */
 static void fill_train(const svc_plan_req *rq, double predicted_step_s, int owner_lag,
-		       sky_planmsg *p)
+		       int exact_sum, sky_planmsg *p)
 {
 	sky_plan_train *t = &p->train;
 	const sky_job_req *r = &rq->job->req;
@@ -356,6 +577,7 @@ static void fill_train(const svc_plan_req *rq, double predicted_step_s, int owne
 	}
 	snprintf(t->dataset, sizeof t->dataset, "%s", r->dataset);
 	snprintf(t->eval_dataset, sizeof t->eval_dataset, "%s", r->eval_dataset);
+	t->exact_sum = exact_sum;
 }
 
 /* The serving section of the plan and each stage's slice, cut from the
@@ -394,30 +616,40 @@ static int fill_infer(svc *s, const svc_job *j, sky_planmsg *p, sky_diag *d)
 	return 0;
 }
 
-/* A fresh frame key for the job, wrapped for each stage's board with the
- * public key of the certificate the CA issued it. */
+/* key wrapped for board with the public key of the certificate the CA
+ * issued it, into out. Returns 0 or SKY_E* (d says). */
+static int wrap_for(svc *s, const sky_planmsg *p, const unsigned char *key, const char *board,
+		    char *out, size_t cap, sky_diag *d)
+{
+	char path[700];
+	mbedtls_x509_crt crt;
+	int rc;
+	mbedtls_x509_crt_init(&crt);
+	snprintf(path, sizeof path, "%s/" SKY_CA_CERTS_DIR "/%s.crt", s->o->pki_dir, board);
+	if (mbedtls_x509_crt_parse_file(&crt, path) != 0)
+		rc = sky_diag_set(d, SKY_ENOTFOUND,
+				  "no certificate of board %s in %s to wrap the frame key "
+				  "for (enrolled before this planner kept them? re-enroll, or "
+				  "submit with --plaintext-frames)",
+				  board, path);
+	else if ((rc = sky_jobkey_wrap(&crt.pk, key, p->job, board, p->epoch, &s->signer.rng, out,
+				       cap, d)) > 0)
+		rc = 0;
+	mbedtls_x509_crt_free(&crt);
+	return rc;
+}
+
+/* A fresh frame key for the job, wrapped for each stage's board and each
+ * stage replica's. */
 static int wrap_keys(svc *s, sky_planmsg *p, sky_diag *d)
 {
 	unsigned char key[SKY_JOBKEY_BYTES];
 	int rc = sky_jobkey_generate(&s->signer.rng, key, d);
-	for (int k = 0; k < p->n_stages && !rc; k++) {
-		char path[700];
-		mbedtls_x509_crt crt;
-		mbedtls_x509_crt_init(&crt);
-		snprintf(path, sizeof path, "%s/" SKY_CA_CERTS_DIR "/%s.crt", s->o->pki_dir,
-			 p->stages[k].board);
-		if (mbedtls_x509_crt_parse_file(&crt, path) != 0)
-			rc = sky_diag_set(d, SKY_ENOTFOUND,
-					  "no certificate of board %s in %s to wrap the frame key "
-					  "for (enrolled before this planner kept them? re-enroll, or "
-					  "submit with --plaintext-frames)",
-					  p->stages[k].board, path);
-		else if ((rc = sky_jobkey_wrap(&crt.pk, key, p->job, p->stages[k].board, p->epoch,
-					       &s->signer.rng, p->stages[k].key,
-					       sizeof p->stages[k].key, d)) > 0)
-			rc = 0;
-		mbedtls_x509_crt_free(&crt);
-	}
+	for (int k = 0; k < p->n_stages && !rc; k++)
+		rc = wrap_for(s, p, key, p->stages[k].board, p->stages[k].key,
+			      sizeof p->stages[k].key, d);
+	for (int i = 0; i < p->n_reps && !rc; i++)
+		rc = wrap_for(s, p, key, p->reps[i].board, p->reps[i].key, sizeof p->reps[i].key, d);
 	memset(key, 0, sizeof key);
 	return rc;
 }
@@ -442,15 +674,20 @@ static int publish_loads(svc *s, const sky_planmsg *p, char *why, size_t cap)
 		char topic[SKY_TOPIC_BUF];
 		sky_diag d;
 		sky_diag_clear(&d);
+		const char *board = p->stages[k].board;
 		stage_blocks(p, k, &blk0, &nblk);
 		rc = sky_ckpt_image(&s->ckpt, p->job, p->epoch, blk0, nblk, &img, &len, &d);
-		if (!rc && (rc = sky_topic_job_to(topic, sizeof topic, p->job, SKY_TOPIC_LOAD,
-						     p->stages[k].board)) == 0)
-			rc = svc_publish(s, topic, img, len, 1, 1, &d);
+		/* the stage's board and each of its replicas, which hold the same */
+		for (int r = 0; !rc && r < sky_planmsg_n_replicas(p, k); r++) {
+			board = sky_planmsg_replica_board(p, k, r);
+			if ((rc = sky_topic_job_to(topic, sizeof topic, p->job, SKY_TOPIC_LOAD,
+						   board)) == 0)
+				rc = svc_publish(s, topic, img, len, 1, 1, &d);
+		}
 		free(img);
 		if (rc) {
 			snprintf(why, cap, "checkpoint of step %d for %s: %.120s", p->train.resume_step,
-				 p->stages[k].board, d.msg);
+				 board, d.msg);
 			SKY_ERROR("job %s epoch %lld not published: %s", p->job, (long long)p->epoch, why);
 			return rc;
 		}
@@ -458,8 +695,55 @@ static int publish_loads(svc *s, const sky_planmsg *p, char *why, size_t cap)
 	return 0;
 }
 
-/* The plan message of s->plan.plan for j, without its epoch. */
-static void build_msg(svc *s, const svc_job *j, const sky_job *job, sky_algo algo, sky_planmsg *p)
+/* The hybrid plan s->plan.hyb into p's stages, replicas and routes: each
+ * stage's first replica is its board, the others its replicas; the plan's
+ * micro-batch size and count replace the job's (the job trains as `sky
+ * train --batch B --micro M --exact-sum`). Returns 0 or SKY_ERANGE. */
+static int build_hybrid(svc *s, sky_planmsg *p)
+{
+	const sky_hplan *h = &s->plan.hyb;
+	const sky_fleet *f = &s->plan.fleet;
+	unsigned char route[SKY_PLANMSG_MAX_MICRO];
+	if (h->n_stages > SKY_PLANMSG_MAX_STAGES || h->micro_batches > SKY_PLANMSG_MAX_MICRO)
+		return SKY_ERANGE;
+	p->micro_batches = h->micro_batches;
+	p->shape.batch = h->micro_batch;
+	p->n_stages = h->n_stages;
+	for (int k = 0; k < h->n_stages; k++) {
+		const sky_hstage *st = &h->stage[k];
+		const sky_hrep *r0 = &st->rep[0];
+		sky_plan_stage *ps = &p->stages[k];
+		snprintf(ps->board, sizeof ps->board, "%s", f->board[r0->board].id);
+		snprintf(ps->site, sizeof ps->site, "%s", f->board[r0->board].site);
+		ps->first = st->first_unit;
+		ps->last = st->last_unit;
+		ps->in_flight = r0->in_flight < 1 ? 1 : r0->in_flight;
+		ps->arena_bytes = r0->mem_bytes;
+	}
+	for (int k = 0; k < h->n_stages; k++) {
+		const sky_hstage *st = &h->stage[k];
+		if (st->n_rep < 2)
+			continue;
+		for (int r = 1; r < st->n_rep; r++) {
+			sky_plan_replica pr;
+			memset(&pr, 0, sizeof pr);
+			snprintf(pr.board, sizeof pr.board, "%s", f->board[st->rep[r].board].id);
+			snprintf(pr.site, sizeof pr.site, "%s", f->board[st->rep[r].board].site);
+			pr.in_flight = st->rep[r].in_flight < 1 ? 1 : st->rep[r].in_flight;
+			pr.arena_bytes = st->rep[r].mem_bytes;
+			if (sky_planmsg_add_replica(p, k, &pr) < 0)
+				return SKY_ERANGE;
+		}
+		for (int mb = 0; mb < h->micro_batches; mb++)
+			route[mb] = (unsigned char)sky_hplan_route(st, h->micro_batches, mb);
+		sky_planmsg_set_route(p, k, route);
+	}
+	return 0;
+}
+
+/* The plan message of s->plan.plan (or s->plan.hyb) for j, without its
+ * epoch. Returns 0 or SKY_ERANGE (a hybrid plan too big for the message). */
+static int build_msg(svc *s, const svc_job *j, const sky_job *job, sky_algo algo, sky_planmsg *p)
 {
 	const sky_plan *pl = &s->plan.plan;
 	const sky_fleet *f = &s->plan.fleet;
@@ -469,6 +753,8 @@ static void build_msg(svc *s, const svc_job *j, const sky_job *job, sky_algo alg
 	p->micro_batches = job->micro_batches;
 	want_shape(j, &p->shape);
 	p->layers = job->model.layers;
+	if (s->plan.use_hyb)
+		return build_hybrid(s, p);
 	p->n_stages = pl->n_stages;
 	for (int k = 0; k < pl->n_stages; k++) {
 		const sky_stage *st = &pl->stage[k];
@@ -479,6 +765,7 @@ static void build_msg(svc *s, const svc_job *j, const sky_job *job, sky_algo alg
 		p->stages[k].in_flight = st->in_flight < 1 ? 1 : st->in_flight;
 		p->stages[k].arena_bytes = st->mem_bytes;
 	}
+	return 0;
 }
 
 /* A Hugging Face model's block of the plan (sky_planmsg.h "hf") and, when
@@ -582,16 +869,23 @@ int svc_plan_job(svc *s, const svc_plan_req *rq, svc_plan_result *res)
 	sky_diag d;
 	sky_diag_clear(&d);
 	memset(res, 0, sizeof *res);
-	int rc = compute(s, j, &job, &algo, &res->predicted_s, &d);
+	const run_job *run = rq->replan ? svc_follow_find(s, j->req.job) : NULL;
+	int rc = compute(s, j, run, &job, &algo, &res->predicted_s, &d);
 	if (rc) {
 		snprintf(res->why, sizeof res->why, "%.190s", d.msg);
 		if (!rq->replan)
 			SKY_WARN("job %s: no plan: %s", j->req.job, d.msg);
 		return rc;
 	}
-	build_msg(s, j, &job, algo, p);
+	if ((rc = build_msg(s, j, &job, algo, p)) != 0) {
+		snprintf(res->why, sizeof res->why, "the plan with stage replicas does not fit a plan "
+						    "message");
+		SKY_WARN("job %s: not planned: %s", j->req.job, res->why);
+		return rc;
+	}
 	if (j->req.train)
-		fill_train(rq, res->predicted_s, s->plan.plan.owner_lag, p);
+		fill_train(rq, res->predicted_s, s->plan.use_hyb ? 0 : s->plan.plan.owner_lag,
+			   s->plan.use_hyb || (run && run->exact_sum), p);
 	if (j->req.hf.on && (rc = fill_hf(s, j, p, &d)) != 0) {
 		SKY_WARN("job %s: not planned: %s", j->req.job, d.msg);
 		snprintf(res->why, sizeof res->why, "%.190s", d.msg);
@@ -611,15 +905,27 @@ int svc_plan_job(svc *s, const svc_plan_req *rq, svc_plan_result *res)
 	svc_store_published(s, p);
 	s->reg.c.plans_published++;
 	res->published = p->epoch;
-	if (j->req.train)
+	if (j->req.train) {
+		/* the bound no plan of this job on this fleet beats (with or
+		 * without replicas), for the figures file and sky bench fleet */
+		double work_s = 0, path_s = 0;
+		sky_hplan_bounds(&s->plan.fleet, &job, &work_s, &path_s);
+		s->plan.bound_s = work_s > path_s ? work_s : path_s;
 		svc_calib_plan_figures(s, p->job, p->epoch);
+	}
 	if ((p->train.steps > 0 && p->train.ckpt_every > 0) || (p->infer.on && !j->req.no_replan))
 		svc_follow_plan(s, rq, p, s->plan.envelope, (size_t)elen, res->predicted_s);
 	if (res->predicted_s > 0)
 		sky_metrics_set_step_predicted(sky_metrics_default(), p->job, res->predicted_s);
-	SKY_INFO("job %s epoch %lld published: %d stages over %d boards (%s), bottleneck %.3f ms "
-		 "per micro-batch",
-		 p->job, (long long)p->epoch, p->n_stages, s->plan.fleet.n, p->algo,
-		 1e3 * s->plan.plan.bottleneck_s);
+	if (p->n_reps > 0)
+		SKY_INFO("job %s epoch %lld published: %d stages, %d stage replicas (%s), %d "
+			 "micro-batches of %d, predicted %.3f s a step",
+			 p->job, (long long)p->epoch, p->n_stages, p->n_reps, p->algo,
+			 p->micro_batches, p->shape.batch, res->predicted_s);
+	else
+		SKY_INFO("job %s epoch %lld published: %d stages over %d boards (%s), bottleneck "
+			 "%.3f ms per micro-batch",
+			 p->job, (long long)p->epoch, p->n_stages, s->plan.fleet.n, p->algo,
+			 1e3 * s->plan.plan.bottleneck_s);
 	return 0;
 }

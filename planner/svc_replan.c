@@ -42,9 +42,15 @@ static void note_replan(svc *s, run_job *r, const char *reason, int64_t old_epoc
 	const char *job = r->job.req.job;
 	char boards[RUN_MAX_STAGES * 16] = "", fields[700];
 	size_t bn = 0;
-	for (int k = 0; k < r->n_stages && bn < sizeof boards - 70; k++)
+	for (int k = 0; k < r->n_stages && bn < sizeof boards - 70; k++) {
 		bn += (size_t)snprintf(boards + bn, sizeof boards - bn, "%s%s", k ? "," : "",
 				       r->board[k]);
+		/* a stage's replicas after its board: "b1+b4+b5" */
+		for (int i = 0; i < r->n_rep && bn < sizeof boards - 70; i++)
+			if (r->rep_stage[i] == k)
+				bn += (size_t)snprintf(boards + bn, sizeof boards - bn, "+%s",
+						       r->rep_board[i]);
+	}
 	snprintf(fields, sizeof fields,
 		 "\"event\":\"replan\",\"generation\":%d,\"epoch\":%lld,\"from_epoch\":%lld,"
 		 "\"reason\":\"%.150s\",\"resume_step\":%d,\"lost_steps\":%d,\"predicted_step_s\":%.6f,"

@@ -267,7 +267,8 @@ static int plan_fit(agent *a, taking *t)
 			return SKY_EUNSUPPORTED;
 		}
 	}
-	t->need = p->n_reps > 0 && !p->infer.on ? sky_trainjob_bytes_as(p, t->stage, a->idn.id, NULL)
+	t->need = (p->n_reps > 0 || p->train.exact_sum) && !p->infer.on
+			  ? sky_trainjob_bytes_as(p, t->stage, a->idn.id, NULL)
 						 : sky_agent_stage_bytes(p, t->stage);
 	if (t->need < 0) {
 		SKY_WARN("plan %s epoch %lld refused: model %s is unknown to this build", p->job,

@@ -103,6 +103,13 @@ typedef struct sky_transport_cfg {
 	 * frames are; frame micro-batch = chunk index) and adds every other
 	 * replica's as they come, so all end with the same sum. 0: none */
 	size_t reduce_n;
+	/* a test hook (skyd with SKY_TEST_WRONG_REPLICA set; never in a
+	 * real fleet): with replicas, the first tensor frame this board sends
+	 * goes out a second time, well formed and sealed, claiming a
+	 * micro-batch the plan routes through a sibling replica of this
+	 * stage, so the receiving stage must drop it ("replica").
+	 * tests/integration/test_train_replicas.sh */
+	int test_wrong_replica;
 } sky_transport_cfg;
 
 #define SKY_TRANSPORT_RED_CHUNK 131072 /* 64-bit sums per chunk frame (1 MiB) */
@@ -160,6 +167,7 @@ typedef struct sky_transport {
 	                                plan's replica i at n_stages + i */
 	int n_ready, n_boards;       /* boards ready; boards in the plan */
 	long sibling_frames;         /* frames for another replica of this stage (not drops) */
+	int wrong_sent;              /* cfg.test_wrong_replica: the frame went out */
 	/* the replicas' reduction (cfg.reduce_n > 0 and replicas): the others'
 	 * sums by step parity, which (replica, chunk) came, how many */
 	int n_rep, n_chunks;

@@ -122,6 +122,8 @@ static int carve_all(sky_trainjob *j, const sky_planmsg *p, int k, const unsigne
 		return rc;
 	tc.board = board;
 	tc.key = key;
+	/* a plan that asks for it sums in fixed point without replicas too */
+	sc.fx_sum = p->train.exact_sum != 0;
 	if (p->n_reps > 0) {
 		/* stage replicas: every stage sums in fixed point (so the job is
 		 * `sky train --exact-sum`); a replicated stage runs its route */
@@ -149,6 +151,10 @@ static int carve_all(sky_trainjob *j, const sky_planmsg *p, int k, const unsigne
 		tc.plan = p;
 		tc.replica = r;
 		j->replica = r;
+		/* a test hook (sky_transport.h): one frame sent again for a
+		 * micro-batch routed through a sibling replica */
+		const char *w = getenv("SKY_TEST_WRONG_REPLICA");
+		tc.test_wrong_replica = w && *w && strcmp(w, "0") != 0;
 	}
 	if ((rc = sky_stage_carve(&j->st, &sc, a, d)) != 0)
 		return rc;

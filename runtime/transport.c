@@ -172,10 +172,12 @@ int sky_transport_carve(sky_transport *t, const sky_transport_cfg *cfg,
 			t->red[i] = sky_arena_alloc(a, cfg->reduce_n * sizeof(uint64_t), SKY_LIFE_SCRATCH);
 			t->red_got[i] = sky_arena_alloc(a, (size_t)t->n_rep * most, SKY_LIFE_SCRATCH);
 		}
-		t->red_buf = sky_arena_alloc(a, SKY_TRANSPORT_RED_CHUNK * sizeof(uint64_t),
-					     SKY_LIFE_SCRATCH);
+		/* no chunk is longer than the sums (a small stage's are one chunk) */
+		size_t big = cfg->reduce_n < SKY_TRANSPORT_RED_CHUNK ? cfg->reduce_n
+								      : SKY_TRANSPORT_RED_CHUNK;
+		t->red_buf = sky_arena_alloc(a, big * sizeof(uint64_t), SKY_LIFE_SCRATCH);
 		size_t chunk_frame = sky_frame_packed_bytes(&(sky_frame_key){.sealed = t->sealed},
-							    SKY_TRANSPORT_RED_CHUNK * sizeof(uint64_t));
+							    big * sizeof(uint64_t));
 		if (chunk_frame > t->sendbuf_cap)
 			t->sendbuf_cap = chunk_frame;
 	}
@@ -674,9 +676,37 @@ static void tensor_hdr(const sky_transport *t, sky_frame_hdr *h, int dir, int to
 	h->step = step;
 }
 
+/* A micro-batch of this step the plan routes through another replica of
+ * this stage than ours, or -1 (test_wrong_replica). */
+static int sibling_mb(const sky_transport *t)
+{
+	const sky_planmsg *pl = t->cfg.plan;
+	for (int mb = 0; pl && mb < t->cfg.micro; mb++)
+		if (sky_planmsg_route(pl, t->cfg.stage, mb) != t->cfg.replica)
+			return mb;
+	return -1;
+}
+
+static int send_tensor(sky_transport *t, int dir, long step, int mb, float *buf, size_t n);
+
 static int io_send(void *ctx, int dir, long step, int mb, float *buf, size_t n)
 {
 	sky_transport *t = ctx;
+	int rc = send_tensor(t, dir, step, mb, buf, n);
+	int wrong = t->cfg.test_wrong_replica && !t->wrong_sent ? sibling_mb(t) : -1;
+	if (rc == 0 && wrong >= 0) {
+		t->wrong_sent = 1;
+		SKY_WARN("job %s: sending micro-batch %d of step %ld again as micro-batch %d, which "
+			 "the plan routes through another replica of stage %d (SKY_TEST_WRONG_REPLICA, "
+			 "a test setting)",
+			 t->job, mb, step, wrong, t->cfg.stage);
+		send_tensor(t, dir, step, wrong, buf, n);
+	}
+	return rc;
+}
+
+static int send_tensor(sky_transport *t, int dir, long step, int mb, float *buf, size_t n)
+{
 	sky_frame_hdr h;
 	sky_diag d;
 	sky_diag_clear(&d);

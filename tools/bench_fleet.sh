@@ -20,13 +20,16 @@ usage() {
 usage: sky bench fleet [--json] [--model NAME] [--layers L] [--seq S] [--steps N] [--micro M]
                        [--algos "even sky optimal"] [--speeds "0.5 0.25 ..."] [--qemu]
                        [--no-plaintext] [--data-owner B] [--out DIR] [--collect F] [--keep]
-                       [--timeout S] [--calibrate-steps N | --no-calibrate]
+                       [--timeout S] [--calibrate-steps N | --no-calibrate] [--no-replicas]
   --model, --layers  the job (default mini, 24 layers)
   --seq S            tokens per sequence (default the preset's)
   --steps N          timed steps per job (default 3), after one warm-up step
   --micro M          micro-batches per step (default 4)
   --algos LIST       algorithms, in order (default "even sky optimal"); the first
-                     is the baseline of speedup_vs_even
+                     is the baseline of speedup_vs_even; "optimal-pipeline" is
+                     optimal without stage replicas (sky job submit --no-replicas),
+                     to compare with optimal, which may replicate stages
+  --no-replicas      every job planned without stage replicas (as before them)
   --speeds LIST      the boards' emulated speeds (default the demo fleet:
                      "0.5 0.25 0.25 0.125 0.125 0.0625", 1.375 cores in all)
   --qemu             add an aarch64 board (build/generic-aarch64/bin/skyd under
@@ -58,6 +61,7 @@ SEQ=""
 STEPS=3
 MICRO=4
 ALGOS="even sky optimal"
+NO_REPLICAS=""
 SPEEDS="0.5 0.25 0.25 0.125 0.125 0.0625"
 QEMU_BOARD=0
 PLAIN=1
@@ -81,6 +85,7 @@ while [ $# -gt 0 ]; do
 	--qemu) QEMU_BOARD=1 ;;
 	--no-plaintext) PLAIN=0 ;;
 	--no-calibrate) CAL_STEPS=0 ;;
+	--no-replicas) NO_REPLICAS=--no-replicas ;;
 	--keep) KEEP=1 ;;
 	--model | --layers | --seq | --steps | --micro | --algos | --speeds | --out | --timeout | --collect | \
 		--data-owner | --calibrate-steps)
@@ -162,8 +167,11 @@ run_job() {
 	wpid=$!
 	PIDS="$PIDS $wpid"
 	sleep 0.5 # the watch subscribes before the job can start
+	# optimal-pipeline: optimal without stage replicas
+	rep=$NO_REPLICAS
+	[ "$algo" = optimal-pipeline ] && algo=optimal rep=--no-replicas
 	"$SKY" job submit --pki "$PKI" --broker "$BR" --model "$MODEL" --layers "$LAYERS" $SEQ_OPT --job "$name" \
-		--min-boards "$N" --task train --algo "$algo" --sched 1f1b --steps $((${JOB_STEPS:-$STEPS} + 1)) \
+		--min-boards "$N" --task train --algo "$algo" $rep --sched 1f1b --steps $((${JOB_STEPS:-$STEPS} + 1)) \
 		--micro "$MICRO" --seed 1 --wait 120 "$@" \
 		>"$W/$name.submit" 2>&1 || die "job $name was not accepted: $(tail -3 "$W/$name.submit")"
 	wait "$wpid" || die "job $name did not finish: $(cat "$W/$name.watch.err" "$W/$name.watch" | tail -n 3)"

@@ -444,6 +444,8 @@ int sky_planmsg_encode(const sky_planmsg *p, char *buf, size_t cap, sky_diag *d)
 			cJSON_AddStringToObject(tr, "dataset", t->dataset);
 		if (t->eval_dataset[0])
 			cJSON_AddStringToObject(tr, "eval_dataset", t->eval_dataset);
+		if (t->exact_sum)
+			cJSON_AddBoolToObject(tr, "exact_sum", 1);
 	}
 	const sky_plan_infer *in = &p->infer;
 	cJSON *inf = in->on ? cJSON_AddObjectToObject(doc, "infer") : NULL;
@@ -658,6 +660,13 @@ int sky_planmsg_decode(const char *buf, size_t len, sky_planmsg *p, sky_diag *d)
 			goto exit;
 		}
 		t->sealed = cJSON_IsTrue(sealed);
+		const cJSON *xs = cJSON_GetObjectItemCaseSensitive(tr, "exact_sum");
+		if (xs && !cJSON_IsBool(xs)) {
+			rc = sky_diag_set(d, SKY_EFORMAT, "plan %s: train.exact_sum must be true or false",
+					  p->job);
+			goto exit;
+		}
+		t->exact_sum = cJSON_IsTrue(xs);
 		if ((cJSON_GetObjectItemCaseSensitive(tr, "ckpt_every") &&
 		     (rc = sky_json_int(tr, "ckpt_every", 0, SKY_PLANMSG_MAX_STEPS, &t->ckpt_every,
 					"plan.train", d))) ||

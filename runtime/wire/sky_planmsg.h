@@ -143,6 +143,12 @@ typedef struct sky_plan_train {
 	 * that reads it holds it (sky_caps.h "datasets") */
 	char dataset[SKY_TOPIC_SEGMENT_MAX + 1];
 	char eval_dataset[SKY_TOPIC_SEGMENT_MAX + 1];
+	/* "exact_sum":true (absent: false): every stage adds its micro-batches'
+	 * gradients in fixed point, as `sky train --exact-sum` (always so with
+	 * replicas; the planner also sets it on every plan of a job it planned
+	 * with its own micro-batching, so a re-plan without replicas computes
+	 * the same sums) */
+	int exact_sum;
 } sky_plan_train;
 
 typedef struct sky_plan_infer {

@@ -36,7 +36,7 @@ units() {
 }
 figures() { sed -n 's/.*"figures":"\([a-z]*\)","boards".*/\1/p' "$STATE/plans/$1.figures.json" 2>/dev/null; }
 
-sky_fleet_run_job c0 8 --algo optimal --steps 2 --micro 2 --seed 1 ||
+sky_fleet_run_job c0 8 --algo optimal --no-replicas --steps 2 --micro 2 --seed 1 ||
 	fail c0_runs "$(tail -3 "$W/c0.watch.err")"
 u0=$(units c0 b2)
 echo "MEASURE calib_probe_plan_b2_half_layers $u0"
@@ -57,7 +57,7 @@ grep -q "figures measured by their jobs read from" "$W/skyplan.log" && pass cali
 	fail calib_figures_read_back "$(grep -i calib "$W/skyplan.log" | tail -3)"
 sky_wait 60 sky_fleet_reported || fail calib_boards_report_again "$(sky_fleet_json | head -c 300)"
 
-sky_fleet_run_job c1 8 --algo optimal --steps 2 --micro 2 --seed 1 ||
+sky_fleet_run_job c1 8 --algo optimal --no-replicas --steps 2 --micro 2 --seed 1 ||
 	fail c1_runs "$(tail -3 "$W/c1.watch.err")"
 u1=$(units c1 b2)
 echo "MEASURE calib_calibrated_plan_b2_half_layers $u1"

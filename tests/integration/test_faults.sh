@@ -85,7 +85,7 @@ submit() {
 		>"$W/$JOB.watch" 2>"$W/$JOB.watch.err" &
 	WPID=$!
 	sleep 0.5
-	"$SKY" job submit --pki "$PKI" --broker "$BR" --model tiny --layers 4 --job "$JOB" --algo "${ALGO:-even}" \
+	"$SKY" job submit --pki "$PKI" --broker "$BR" --model tiny --layers 4 --job "$JOB" --algo "${ALGO:-even}" --no-replicas \
 		--min-boards "${3:-4}" --task train --steps "$STEPS" --micro 2 --sched 1f1b --optimizer adamw \
 		--seed $SEED --checkpoint-every "$CK" --plaintext-frames --wait 30 >"$W/$JOB.submit" 2>&1 ||
 		fail "${JOB}_submitted" "$(tail -3 "$W/$JOB.submit")"

@@ -276,6 +276,37 @@ SKY_TEST(checkpoint_settings_travel_and_are_left_out_when_zero)
 	SKY_EXPECT_EQ(sky_planmsg_encode(&g_p, buf, sizeof buf, &d), SKY_ERANGE);
 }
 
+/* "exact_sum": left out when off (a plan encodes as before), travels when
+ * on, and must be a boolean */
+SKY_TEST(exact_sum_travels_and_is_left_out_when_off)
+{
+	char buf[SKY_PLAN_MAX_BYTES];
+	sky_plan_train *t = &g_p.train;
+	sample(&g_p, 2, 2);
+	t->steps = 4;
+	strcpy(t->sched, "gpipe");
+	strcpy(t->optim, "adamw");
+	t->lr = 1e-3;
+	int n = sky_planmsg_encode(&g_p, buf, sizeof buf, NULL);
+	SKY_EXPECT(n > 0 && !strstr(buf, "exact_sum"));
+	SKY_EXPECT_EQ(sky_planmsg_decode(buf, (size_t)n, &g_back, NULL), 0);
+	SKY_EXPECT_EQ(g_back.train.exact_sum, 0);
+	t->exact_sum = 1;
+	n = sky_planmsg_encode(&g_p, buf, sizeof buf, NULL);
+	SKY_EXPECT(n > 0 && strstr(buf, "\"exact_sum\":true"));
+	SKY_EXPECT_EQ(sky_planmsg_decode(buf, (size_t)n, &g_back, NULL), 0);
+	SKY_EXPECT_EQ(g_back.train.exact_sum, 1);
+	char *x = strstr(buf, "\"exact_sum\":true");
+	if (x) {
+		memcpy(x, "\"exact_sum\":1   ", 16);
+		sky_diag d;
+		sky_diag_clear(&d);
+		SKY_EXPECT_EQ(sky_planmsg_decode(buf, (size_t)n, &g_back, &d), SKY_EFORMAT);
+		SKY_EXPECT_MSG(strstr(d.msg, "train.exact_sum") != NULL, "%s", d.msg);
+	}
+	t->exact_sum = 0;
+}
+
 /* a data owner: its board at both ends, nowhere else; signed with the rest */
 SKY_TEST(data_owner_round_trip_and_refusals)
 {

@@ -111,13 +111,23 @@ static int load_events(const char *path, job_events *e, int timeline_step, sky_d
 			continue;
 		}
 		stage_step *s = &e->at[step][stage];
-		s->seen = 1;
-		sky_json_num(doc, "step_s", 0, 1e9, &s->step_s, "m", NULL);
-		sky_json_num(doc, "send_s", 0, 1e9, &s->send_s, "m", NULL);
-		sky_json_num(doc, "wait_s", 0, 1e9, &s->wait_s, "m", NULL);
-		sky_json_num(doc, "bytes_out", 0, 1e18, &s->bytes_out, "m", NULL);
-		if (sky_json_num(doc, "loss", -1e30, 1e30, &s->loss, "m", NULL) == 0)
+		/* a stage with replicas reports once per board: its step is the
+		 * slowest replica's, its bytes and (the last stage) its loss the
+		 * replicas' sum (each reports its part of the mean loss) */
+		double v = 0;
+		if (sky_json_num(doc, "step_s", 0, 1e9, &v, "m", NULL) == 0 && (!s->seen || v > s->step_s))
+			s->step_s = v;
+		if (sky_json_num(doc, "send_s", 0, 1e9, &v, "m", NULL) == 0 && (!s->seen || v > s->send_s))
+			s->send_s = v;
+		if (sky_json_num(doc, "wait_s", 0, 1e9, &v, "m", NULL) == 0 && (!s->seen || v > s->wait_s))
+			s->wait_s = v;
+		if (sky_json_num(doc, "bytes_out", 0, 1e18, &v, "m", NULL) == 0)
+			s->bytes_out = s->seen ? s->bytes_out + v : v;
+		if (sky_json_num(doc, "loss", -1e30, 1e30, &v, "m", NULL) == 0) {
+			s->loss = s->has_loss ? s->loss + v : v;
 			s->has_loss = 1;
+		}
+		s->seen = 1;
 		if (step == timeline_step)
 			add_ops(e, cJSON_GetObjectItemCaseSensitive(doc, "ops"), stage);
 		if (step > e->last_step)
@@ -307,6 +317,15 @@ static int print_figures(const char *path, const char *calib_job, sky_diag *d)
 		sky_json_free(doc);
 		return sky_diag_set(d, SKY_EFORMAT, "%s: no \"boards\" array", path);
 	}
+	/* the plan's stage replicas and micro-batching, and the step's lower
+	 * bound over every plan of the job on the fleet, when skyplan wrote them */
+	static const char *const plan_keys[] = {"replicas", "micro_batch", "micro_batches",
+						"step_s_lower_bound"};
+	for (size_t i = 0; i < sizeof plan_keys / sizeof plan_keys[0]; i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, plan_keys[i]);
+		if (cJSON_IsNumber(v))
+			printf("\"%s\":%.9g,", plan_keys[i], v->valuedouble);
+	}
 	int probe = 0, calib = 0, other = 0;
 	cJSON_ArrayForEach(b, bs)
 	{
@@ -456,11 +475,26 @@ static int analyze(int argc, char **argv)
 		fprintf(stderr, "sky bench fleet: %s\n", d.msg);
 	}
 	printf("\"plan\":[");
-	for (int k = 0; e->have_plan && k < e->plan.n_stages; k++)
-		printf("%s{\"stage\":%d,\"board\":\"%s\",\"site\":\"%s\",\"first\":%d,\"last\":%d}",
+	for (int k = 0; e->have_plan && k < e->plan.n_stages; k++) {
+		printf("%s{\"stage\":%d,\"board\":\"%s\",\"site\":\"%s\",\"first\":%d,\"last\":%d",
 		       k ? "," : "", k, e->plan.stages[k].board,
 		       sky_site_name(e->plan.stages[k].site), e->plan.stages[k].first,
 		       e->plan.stages[k].last);
+		/* a stage run on several boards: each board and its share */
+		int n = sky_planmsg_n_replicas(&e->plan, k);
+		if (n > 1) {
+			printf(",\"replicas\":[");
+			for (int r = 0; r < n; r++) {
+				int share = 0;
+				for (int mb = 0; mb < e->plan.micro_batches; mb++)
+					share += sky_planmsg_route(&e->plan, k, mb) == r;
+				printf("%s{\"board\":\"%s\",\"share\":%d}", r ? "," : "",
+				       sky_planmsg_replica_board(&e->plan, k, r), share);
+			}
+			printf("]");
+		}
+		printf("}");
+	}
 	printf("]}\n");
 	rc = 0;
 	goto exit;

@@ -99,8 +99,12 @@ static void jobs(const char *fleet_path, int json)
 				snprintf(ls, sizeof ls, " loss %.4f", loss->valuedouble);
 			const char *stall = str(st, "stall");
 			int serving = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "infer"));
-			printf("  stage %-3.0f %-16s %s %.0f%s%s, %.1f ms/%s, busy %.2f, dropped:%s%s%s\n",
-			       num(st, "stage"), str(st, "board"), serving ? "batches" : "step",
+			/* a stage replica's line says which */
+			char rep[24] = "";
+			if (num(st, "replica") > 0)
+				snprintf(rep, sizeof rep, " (replica %.0f)", num(st, "replica"));
+			printf("  stage %-3.0f %-16s%s %s %.0f%s%s, %.1f ms/%s, busy %.2f, dropped:%s%s%s\n",
+			       num(st, "stage"), str(st, "board"), rep, serving ? "batches" : "step",
 			       num(st, "step"), ls,
 			       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "done")) ? " (done)" : "",
 			       1e3 * num(st, "step_s"), serving ? "batch" : "step", num(st, "busy"),

@@ -180,7 +180,7 @@ static void usage(FILE *to)
 		"usage: sky job submit --pki DIR --broker HOST:PORT (--model NAME | --file JOB.json)\n"
 		"                      [--job ID] [--layers L] [--seq S] [--batch B]\n"
 		"                      [--micro-batches M] [--algo even|sky|optimal] [--sched gpipe|1f1b]\n"
-		"                      [--objective step|bottleneck] [--link-blind]\n"
+		"                      [--objective step|bottleneck] [--link-blind] [--no-replicas] [--choose-micro]\n"
 		"                      [--min-boards N] [--wait-boards-s S] [--wait SECONDS]\n"
 		"                      [--ack-timeout SECONDS] [--json]\n"
 		"                      [--task train --steps N --micro M --optimizer adamw|sgd --lr X\n"
@@ -239,6 +239,12 @@ static void usage(FILE *to)
 		"checkpoint store; a board that dies then re-plans the job over the others from the\n"
 		"last complete one.\n"
 		"--link-blind has skyplan plan as if every board were in one site (for comparison).\n"
+		"--no-replicas (training): optimal plans a pipeline only, one board a stage at the\n"
+		"job's --batch and --micro; by default it may run a stage on several boards at once\n"
+		"(stage replicas), at the job's --batch (micro-batch size).\n"
+		"--choose-micro (training): with replicas, the planner also chooses the micro-batch\n"
+		"size and count (B x M = batch x micro); its cost model is linear in B, so small B\n"
+		"can run slower than predicted (docs/training.md).\n"
 		"--data-owner BOARD keeps the job's data on BOARD: a U-shaped plan gives it the\n"
 		"embeddings and first layers and the last layers, head, labels and loss; the\n"
 		"other boards see only sealed activations (with the attention mask) and\n"
@@ -270,6 +276,8 @@ typedef struct submit {
 	const char *pki, *broker, *file, *weights, *clients;
 	const char *model_dir; /* --model-dir: the tokenizer a data set must have been prepared with */
 	int link_blind, json;
+	int no_replicas; /* --no-replicas */
+	int choose_micro; /* --choose-micro */
 	double wait_s, ack_s;
 	long batch; /* the model's micro-batch, or for infer the served batch */
 	sky_upload_opts uo;
@@ -311,6 +319,7 @@ enum {
 	O_LAYERS, O_SEQ, O_BATCH, O_TASK, O_STEPS, O_OPTIM, O_LR, O_SEED, O_WARMUP, O_CLIP,
 	O_STALL, O_MICRO, O_MIN_BOARDS, O_WAIT_BOARDS, O_ACK, O_WAIT, O_JSON, O_PLAINTEXT,
 	O_WEIGHTS, O_WAIT_MS, O_QUEUE, O_CLIENTS, O_CHUNK, O_CORRUPT, O_CLAIM, O_CKPT, O_LINK_BLIND,
+	O_NO_REPLICAS, O_CHOOSE_MICRO,
 	O_OWNER, O_NO_REPLAN, O_DATASET, O_EVAL_DATASET, O_MODEL_DIR, O_DATASET_SHA, O_TOKENIZER,
 	/* federated training (opt_fed) */
 	O_FEDERATED, O_OWNERS, O_OWNERS_ALL, O_ROUNDS, O_LOCAL_STEPS, O_FRACTION, O_MIN_OWNERS,
@@ -361,6 +370,8 @@ static const struct option k_submit_opts[] = {
 	{"dataset-sha256", required_argument, NULL, O_DATASET_SHA},
 	{"tokenizer", required_argument, NULL, O_TOKENIZER},
 	{"link-blind", no_argument, NULL, O_LINK_BLIND},
+	{"no-replicas", no_argument, NULL, O_NO_REPLICAS},
+	{"choose-micro", no_argument, NULL, O_CHOOSE_MICRO},
 	{"data-owner", required_argument, NULL, O_OWNER},
 	/* federated training */
 	{"federated", no_argument, NULL, O_FEDERATED},
@@ -663,6 +674,12 @@ static int opt_plan(submit *s, int c, const char *a, const char *val)
 	case O_LINK_BLIND:
 		s->link_blind = 1;
 		break;
+	case O_CHOOSE_MICRO:
+		s->choose_micro = 1;
+		break;
+	case O_NO_REPLICAS:
+		s->no_replicas = 1;
+		break;
 	case O_JOB:
 		snprintf(j->job, sizeof j->job, "%s", val);
 		break;
@@ -948,10 +965,14 @@ static int submit_request(submit *s)
 			return 2;
 		}
 		j->link_blind |= s->link_blind;
+		j->no_replicas |= s->no_replicas;
+		j->choose_micro |= s->choose_micro;
 		if (owner[0])
 			snprintf(j->data_owner, sizeof j->data_owner, "%s", owner);
 	} else {
 		j->link_blind = s->link_blind;
+		j->no_replicas = s->no_replicas;
+		j->choose_micro = s->choose_micro;
 		if (!j->job[0])
 			snprintf(j->job, sizeof j->job, "job-%lld", (long long)sky_clock_unix());
 		if (j->train)
@@ -1105,6 +1126,20 @@ static int submit_until_answered(submit *s, follow *f, sky_diag *d)
 	}
 }
 
+/* Boards of plan p: each stage's own, then the stage replicas; board i
+ * of them, its stage in *stage. */
+static int plan_boards(const sky_planmsg *p) { return p->n_stages + p->n_reps; }
+static const char *plan_board(const sky_planmsg *p, int i, int *stage)
+{
+	if (i < p->n_stages) {
+		*stage = i;
+		return p->stages[i].board;
+	}
+	const char *b = p->reps[i - p->n_stages].board;
+	*stage = sky_planmsg_find_replica(p, b, NULL);
+	return b;
+}
+
 /* What the boards said of the plan: stages answered, accepted, refused,
  * and when the last answer came. */
 typedef struct ack_count {
@@ -1121,10 +1156,11 @@ static void wait_acks(submit *s, follow *f, double t0, ack_count *k)
 		sky_mutex_lock(&f->lock);
 		if (f->have_plan) {
 			memset(k, 0, sizeof *k);
-			for (int st = 0; st < f->plan.n_stages; st++) {
+			for (int i = 0; i < plan_boards(&f->plan); i++) {
 				double at;
-				const sky_planack *a = find_ack(f, f->plan.stages[st].board, f->plan.job,
-								f->plan.epoch, &at);
+				int st;
+				const sky_planack *a = find_ack(f, plan_board(&f->plan, i, &st),
+								f->plan.job, f->plan.epoch, &at);
 				if (a) {
 					k->done++;
 					k->accepted += a->ok;
@@ -1134,7 +1170,7 @@ static void wait_acks(submit *s, follow *f, double t0, ack_count *k)
 				}
 			}
 		}
-		int all = f->have_plan && k->done == f->plan.n_stages;
+		int all = f->have_plan && k->done == plan_boards(&f->plan);
 		sky_mutex_unlock(&f->lock);
 		if (all)
 			break;
@@ -1149,19 +1185,25 @@ static void print_acks_json(const follow *f, const ack_count *k, double t0)
 	printf("{\"job\":\"%s\",\"epoch\":%lld,\"stages\":%d,\"accepted\":%d,\"refused\":%d,"
 	       "\"missing\":%d,\"plan_s\":%.3f,\"all_acked_s\":%.3f,\"boards\":[",
 	       p->job, (long long)p->epoch, p->n_stages, k->accepted, k->refused,
-	       p->n_stages - k->done, f->plan_at - t0,
-	       k->done == p->n_stages ? k->last_at - t0 : -1.0);
-	for (int st = 0; st < p->n_stages; st++) {
+	       plan_boards(p) - k->done, f->plan_at - t0,
+	       k->done == plan_boards(p) ? k->last_at - t0 : -1.0);
+	for (int i = 0; i < plan_boards(p); i++) {
 		double at;
-		const sky_planack *a = find_ack(f, p->stages[st].board, p->job, p->epoch, &at);
+		int st = 0;
+		const char *b = plan_board(p, i, &st);
+		const sky_planack *a = find_ack(f, b, p->job, p->epoch, &at);
+		/* (the keys before "stage" as they were before replicas) */
 		printf("%s{\"board\":\"%s\",\"site\":\"%s\",\"first\":%d,\"last\":%d,"
-		       "\"ack\":\"%s\",\"arena_bytes\":%lld}",
-		       st ? "," : "", p->stages[st].board, sky_site_name(p->stages[st].site),
-		       p->stages[st].first, p->stages[st].last,
-		       !a ? "missing" : a->ok ? "accepted" : "refused",
-		       a ? (long long)a->arena_bytes : 0ll);
+		       "\"ack\":\"%s\",\"arena_bytes\":%lld,\"stage\":%d%s}",
+		       i ? "," : "", b, sky_site_name(p->stages[st].site), p->stages[st].first,
+		       p->stages[st].last, !a ? "missing" : a->ok ? "accepted" : "refused",
+		       a ? (long long)a->arena_bytes : 0ll, st,
+		       i >= p->n_stages ? ",\"replica\":true" : "");
 	}
-	printf("]}\n");
+	printf("]");
+	if (p->n_reps > 0)
+		printf(",\"micro_batch\":%d,\"micro_batches\":%d", p->shape.batch, p->micro_batches);
+	printf("}\n");
 }
 
 static void print_acks_text(const follow *f, const ack_count *k, double t0)
@@ -1169,11 +1211,16 @@ static void print_acks_text(const follow *f, const ack_count *k, double t0)
 	const sky_planmsg *p = &f->plan;
 	printf("job %s epoch %lld: %d stages, plan %.3f s after submit\n", p->job,
 	       (long long)p->epoch, p->n_stages, f->plan_at - t0);
-	for (int st = 0; st < p->n_stages; st++) {
+	if (p->n_reps > 0)
+		printf("  stage replicas: %d boards besides the stages' own; %d micro-batches of %d\n",
+		       p->n_reps, p->micro_batches, p->shape.batch);
+	for (int i = 0; i < plan_boards(p); i++) {
 		double at;
-		const sky_planack *a = find_ack(f, p->stages[st].board, p->job, p->epoch, &at);
-		printf("  stage %2d  %-16s half-layers %3d-%-3d  %s", st, p->stages[st].board,
-		       p->stages[st].first, p->stages[st].last,
+		int st = 0;
+		const char *b = plan_board(p, i, &st);
+		const sky_planack *a = find_ack(f, b, p->job, p->epoch, &at);
+		printf("  stage %2d  %-16s half-layers %3d-%-3d  %s%s", st, b, p->stages[st].first,
+		       p->stages[st].last, i >= p->n_stages ? "(replica) " : "",
 		       !a ? "no ack" : a->ok ? "accepted" : "REFUSED");
 		if (a)
 			printf(" %lld bytes%s%s", (long long)a->arena_bytes, a->ok ? "" : ": ",
@@ -1181,7 +1228,7 @@ static void print_acks_text(const follow *f, const ack_count *k, double t0)
 		printf("\n");
 	}
 	printf("%d accepted, %d refused, %d missing\n", k->accepted, k->refused,
-	       p->n_stages - k->done);
+	       plan_boards(p) - k->done);
 }
 
 /* After the planner's answer: say so, and with --wait follow the plan
@@ -1216,7 +1263,7 @@ static int submit_answered(submit *s, follow *f, sky_diag *d)
 			print_acks_json(f, &k, t0);
 		else
 			print_acks_text(f, &k, t0);
-		rc = k.accepted == f->plan.n_stages ? 0 : 1;
+		rc = k.accepted == plan_boards(&f->plan) ? 0 : 1;
 	}
 	sky_mutex_unlock(&f->lock);
 	return rc;

@@ -352,6 +352,43 @@ typedef struct step_row {
  * the plan's epoch (or there is no plan): one line. Returns 1 (done), -1
  * (stalled or cancelled) or 0 (not this run's: go on). Called with the
  * lock held. */
+/* A plan with stage replicas: which boards run each stage and how many of
+ * the step's micro-batches each takes (one line; JSON with --json). */
+static void print_replicas(const sky_planmsg *p, int json)
+{
+	if (json)
+		printf("{\"replicas\":{\"epoch\":%lld,\"micro_batches\":%d,\"micro_batch\":%d,"
+		       "\"stages\":[",
+		       (long long)p->epoch, p->micro_batches, p->shape.batch);
+	else
+		printf("REPLICAS epoch %lld: %d micro-batches of %d;", (long long)p->epoch,
+		       p->micro_batches, p->shape.batch);
+	for (int k = 0; k < p->n_stages; k++) {
+		int n = sky_planmsg_n_replicas(p, k);
+		if (json)
+			printf("%s{\"stage\":%d,\"boards\":[", k ? "," : "", k);
+		else
+			printf(" stage %d", k);
+		for (int r = 0; r < n; r++) {
+			int share = 0;
+			for (int mb = 0; mb < p->micro_batches; mb++)
+				share += sky_planmsg_route(p, k, mb) == r;
+			if (json)
+				printf("%s{\"board\":\"%s\",\"share\":%d}", r ? "," : "",
+				       sky_planmsg_replica_board(p, k, r), share);
+			else
+				printf("%s%s (%d)", r ? " +" : " ", sky_planmsg_replica_board(p, k, r),
+				       share);
+		}
+		if (json)
+			printf("]}");
+		else
+			printf("%s", k + 1 < p->n_stages ? ";" : "");
+	}
+	printf(json ? "]}}\n" : "\n");
+	fflush(stdout);
+}
+
 static int print_state(follow *f, const char *job, int json)
 {
 	cJSON *doc = sky_json_parse(f->state, strlen(f->state), NULL);
@@ -438,6 +475,8 @@ int sky_job_watch(int argc, char **argv)
 			break;
 		}
 		int n_stages = f->have_plan ? f->plan.n_stages : 0;
+		/* every board reports each step: a stage's replicas too */
+		int n_boards = f->have_plan ? n_stages + f->plan.n_reps : 0;
 		double predicted = f->have_plan ? f->plan.train.predicted_step_s : 0;
 		if (f->have_plan && f->plan.epoch != shown_epoch) {
 			/* a re-plan: a line in with the steps, and the steps after the
@@ -462,6 +501,8 @@ int sky_job_watch(int argc, char **argv)
 				done = 0;
 			}
 			shown_epoch = f->plan.epoch;
+			if (f->plan.n_reps > 0)
+				print_replicas(&f->plan, o.json);
 		}
 		for (int i = 0; i < f->n_lines; i++) {
 			if (ev && !memchr(f->lines[i], '\n', f->line_len[i])) {
@@ -496,15 +537,21 @@ int sky_job_watch(int argc, char **argv)
 					r->step_s = v;
 				if (sky_json_num(doc, "busy", 0, 1e3, &v, "m", NULL) == 0)
 					r->busy[stage] = (float)v;
-				if (sky_json_num(doc, "loss", -1e30, 1e30, &r->loss, "m", NULL) == 0)
+				/* the last stage's replicas each report their part of
+				 * the step's mean loss: the step's is their sum */
+				int parts = f->have_plan && n_stages > 0 &&
+					    sky_planmsg_n_replicas(&f->plan, n_stages - 1) > 1;
+				if (sky_json_num(doc, "loss", -1e30, 1e30, &v, "m", NULL) == 0) {
+					r->loss = parts && r->has_loss ? r->loss + v : v;
 					r->has_loss = 1;
+				}
 			}
 			sky_json_free(doc);
 		}
 		f->n_lines = 0;
 		sky_mutex_unlock(&f->lock);
 		/* a line per step once every stage has reported it, in order */
-		while (n_stages > 0 && printed < MAX_STEPS && rows[printed + 1].seen >= n_stages) {
+		while (n_stages > 0 && printed < MAX_STEPS && rows[printed + 1].seen >= n_boards) {
 			step_row *r = &rows[++printed];
 			if (o.json) {
 				printf("{\"step\":%d,\"loss\":%.9g,\"step_s\":%.6f,\"predicted_step_s\":%.6f,"
@@ -522,7 +569,7 @@ int sky_job_watch(int argc, char **argv)
 			}
 			fflush(stdout);
 		}
-		if (n_stages > 0 && done >= n_stages) {
+		if (n_stages > 0 && done >= n_boards) {
 			rc = 0;
 			break;
 		}
