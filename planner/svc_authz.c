@@ -6,6 +6,7 @@
 
 #include "sky_clock.h"
 #include "sky_json.h"
+#include "sky_metrics.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +61,28 @@ static int payload_stage(const unsigned char *p, size_t len)
 	return k;
 }
 
+/* A stage's drops are counts since its plan's epoch began (its metrics'
+ * "drops" object); the Prometheus counter adds what each report adds to
+ * the last one of the same epoch. */
+static void count_new_drops(const char *job, const char *before, const char *after)
+{
+	sky_diag d;
+	cJSON *a = sky_json_parse(after, strlen(after), &d);
+	cJSON *b = before[0] ? sky_json_parse(before, strlen(before), &d) : NULL;
+	const cJSON *it;
+	cJSON_ArrayForEach(it, a)
+	{
+		if (!cJSON_IsNumber(it) || !it->string)
+			continue;
+		const cJSON *was = b ? cJSON_GetObjectItemCaseSensitive(b, it->string) : NULL;
+		double n = it->valuedouble - (cJSON_IsNumber(was) ? was->valuedouble : 0);
+		if (n >= 1 && n < 1e12)
+			sky_metrics_add_frames_dropped(sky_metrics_default(), job, it->string, (long)n);
+	}
+	sky_json_free(b);
+	sky_json_free(a);
+}
+
 int svc_authz_on_metrics(svc *s, const char *job, const char *board, const unsigned char *p,
 			 size_t len)
 {
@@ -75,12 +98,23 @@ int svc_authz_on_metrics(svc *s, const char *job, const char *board, const unsig
 	int k = svc_authz_stage(s, job, board, payload_stage(p, len), &epoch);
 	/* the first report of this stage under this epoch (its step warms up) */
 	int first = 1;
-	for (int i = 0; i < s->jobs.n && first; i++)
-		first = !(!strcmp(s->jobs.row[i].job, job) && s->jobs.row[i].stage == k &&
-			  s->jobs.row[i].epoch == epoch && !strcmp(s->jobs.row[i].board, board));
+	char drops_before[sizeof s->jobs.row[0].drops] = "";
+	for (int i = 0; i < s->jobs.n && first; i++) {
+		const sky_jobstat_row *row = &s->jobs.row[i];
+		first = !(!strcmp(row->job, job) && row->stage == k && row->epoch == epoch &&
+			  !strcmp(row->board, board));
+		if (!first)
+			snprintf(drops_before, sizeof drops_before, "%s", row->drops);
+	}
 	if (sky_jobstat_on_metrics(&s->jobs, job, board, k, epoch, (const char *)p, len,
 				   sky_clock_s()) != 0)
 		return -1;
+	for (int i = 0; i < s->jobs.n; i++) {
+		const sky_jobstat_row *row = &s->jobs.row[i];
+		if (!strcmp(row->job, job) && row->stage == k && !strcmp(row->board, board) &&
+		    row->drops[0])
+			count_new_drops(job, drops_before, row->drops);
+	}
 	/* a stage replica's row says which (the registry's assignment is the
 	 * signed plan's) */
 	const sky_reg_board *rb = sky_registry_find(&s->reg, board);

@@ -5,6 +5,7 @@
  * message carries the replicas and their routes; the follow table, the
  * registry and the metrics and checkpoint checks know every replica; a
  * replica gone re-plans the job; --no-replicas plans as before. */
+#include "sky_metrics.h"
 #include "sky_test.h"
 
 #include "svc_fake.h"
@@ -272,6 +273,34 @@ SKY_TEST(a_replica_may_send_its_stages_metrics_and_checkpoint_blocks_only)
 			      pass ? 0 : 1);
 	}
 	SKY_EXPECT_EQ(sky_jobstat_refused_n(&s->jobs, "jr", "ckpt_not_holder"), 1);
+}
+
+/* A stage's metrics count its drops since its epoch began; the Prometheus
+ * counter adds what each report adds, and nothing for an outsider's. */
+SKY_TEST(a_stages_drops_feed_the_frames_dropped_counter)
+{
+	run_job *r = NULL;
+	svc *s = followed("rep_drops", &r);
+	const sky_planmsg *p = &s->plan.msg;
+	const char *b0 = p->stages[0].board;
+	static const char *const reports[] = {
+		"{\"v\":1,\"job\":\"jr\",\"stage\":0,\"step\":1,\"drops\":{\"replica\":2}}",
+		"{\"v\":1,\"job\":\"jr\",\"stage\":0,\"step\":2,\"drops\":{\"replica\":5,\"epoch\":1}}",
+		"{\"v\":1,\"job\":\"jr\",\"stage\":0,\"step\":3,\"drops\":{\"replica\":5,\"epoch\":1}}",
+	};
+	for (size_t i = 0; i < 3; i++)
+		SKY_EXPECT_EQ(svc_authz_on_metrics(s, "jr", b0, (const unsigned char *)reports[i],
+						   strlen(reports[i])),
+			      0);
+	/* an outsider's drops are not counted */
+	SKY_EXPECT_EQ(svc_authz_on_metrics(s, "jr", "bx", (const unsigned char *)reports[1],
+					   strlen(reports[1])),
+		      -1);
+	static char out[1 << 16];
+	SKY_EXPECT(sky_metrics_render(sky_metrics_default(), NULL, 1, out, sizeof out) > 0);
+	SKY_EXPECT_MSG(strstr(out, "sky_frames_dropped_total{job=\"jr\",reason=\"replica\"} 5\n"),
+		       "%s", strstr(out, "sky_frames_dropped") ? strstr(out, "sky_frames_dropped") : out);
+	SKY_EXPECT(strstr(out, "sky_frames_dropped_total{job=\"jr\",reason=\"epoch\"} 1\n") != NULL);
 }
 
 SKY_TEST(a_replica_gone_offline_re_plans_the_job_and_done_counts_every_board)
