@@ -337,8 +337,9 @@ static int svc_open(svc *s, const sky_service_opts *o, sky_diag *d)
 		return rc;
 	/* what boards' jobs measured, before any job is planned */
 	svc_calib_load(s);
-	/* the jobs it followed, with their checkpoints */
+	/* the jobs it followed, with their checkpoints, and those cancelled */
 	svc_follow_restore(s);
+	svc_relay_restore(s);
 	return 0;
 }
 

@@ -582,6 +582,8 @@ void svc_relay_state_msg(svc *s, const char *job, const char *op, int64_t epoch,
  * each operator's jobs waiting and uploads in progress; written when it
  * changed. */
 void svc_relay_save_operators(svc *s);
+/* The cancelled jobs remembered before a restart (<state>/cancelled.txt). */
+void svc_relay_restore(svc *s);
 /* job cancelled by op: cleared, no longer relayed, its state "cancelled". */
 void svc_relay_cancel(svc *s, const char *job, const char *op, int64_t epoch);
 

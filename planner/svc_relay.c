@@ -66,13 +66,38 @@ sky_nojob_kind svc_relay_nojob_kind(const svc *s, const sky_planmsg *m)
 	return m->infer.on ? SKY_NOJOB_SERVING : SKY_NOJOB_TRAINING;
 }
 
+/* <state>/cancelled.txt: the remembered cancelled jobs, one a line, oldest
+ * first, so that a restarted planner still answers their requests
+ * `unknown_job` "cancelled" (their plans stay retained). */
+static int cancelled_path(const svc *s, char *buf, size_t cap)
+{
+	int n = snprintf(buf, cap, "%s/cancelled.txt", s->state_dir);
+	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
+}
+
+static void save_cancelled(const svc *s)
+{
+	const svc_relay_state *rs = &s->relay;
+	char path[700], buf[SVC_RELAY_CANCELLED * (SKY_TOPIC_SEGMENT_MAX + 2) + 1];
+	size_t k = 0;
+	for (int i = 0; i < SVC_RELAY_CANCELLED; i++) {
+		const char *j = rs->cancelled[(rs->next_cancelled + i) % SVC_RELAY_CANCELLED];
+		if (j[0])
+			k += (size_t)snprintf(buf + k, sizeof buf - k, "%s\n", j);
+	}
+	if (cancelled_path(s, path, sizeof path) != 0 || sky_file_write(path, buf, k, 0600) != 0)
+		SKY_WARN("cannot write the cancelled jobs to %s", path);
+}
+
 static void set_cancelled(svc *s, const char *job, int on)
 {
 	svc_relay_state *rs = &s->relay;
 	for (int i = 0; i < SVC_RELAY_CANCELLED; i++)
 		if (!strcmp(rs->cancelled[i], job)) {
-			if (!on)
+			if (!on) {
 				rs->cancelled[i][0] = '\0';
+				save_cancelled(s);
+			}
 			return;
 		}
 	if (!on)
@@ -80,6 +105,31 @@ static void set_cancelled(svc *s, const char *job, int on)
 	int slot = rs->next_cancelled;
 	rs->next_cancelled = (slot + 1) % SVC_RELAY_CANCELLED;
 	snprintf(rs->cancelled[slot], sizeof rs->cancelled[slot], "%s", job);
+	save_cancelled(s);
+}
+
+void svc_relay_restore(svc *s)
+{
+	char path[700], buf[SVC_RELAY_CANCELLED * (SKY_TOPIC_SEGMENT_MAX + 2) + 1];
+	if (cancelled_path(s, path, sizeof path) != 0)
+		return;
+	long got = sky_file_read(path, buf, sizeof buf - 1);
+	if (got <= 0)
+		return;
+	buf[got] = '\0';
+	int n = 0;
+	for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+		if (!sky_topic_segment_ok(line)) { /* not ours: a hand edit, a torn disk */
+			SKY_WARN("%s: '%.64s' is not a job id; skipped", path, line);
+			continue;
+		}
+		int slot = s->relay.next_cancelled;
+		s->relay.next_cancelled = (slot + 1) % SVC_RELAY_CANCELLED;
+		snprintf(s->relay.cancelled[slot], sizeof s->relay.cancelled[slot], "%s", line);
+		n++;
+	}
+	if (n)
+		SKY_INFO("%d cancelled job(s) remembered from %s", n, path);
 }
 
 /* ---- the retained topics of a job ---------------------------------------------- */

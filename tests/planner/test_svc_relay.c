@@ -123,6 +123,16 @@ SKY_TEST(only_the_owner_cancels)
 					     "\"state\":\"cancelled\"}"),
 		       "%s", p ? p->data : "(none)");
 	SKY_EXPECT(svc_relay_cancelled(s, "ja"));
+	/* remembered across a restart (<state>/cancelled.txt); a line that is
+	 * not a job id is skipped */
+	memset(s->relay.cancelled, 0, sizeof s->relay.cancelled);
+	s->relay.next_cancelled = 0;
+	char path[700];
+	snprintf(path, sizeof path, "%s/cancelled.txt", s->state_dir);
+	SKY_EXPECT_EQ(sky_file_append(path, "../x\n", 5, 0600), 0);
+	svc_relay_restore(s);
+	SKY_EXPECT(svc_relay_cancelled(s, "ja"));
+	SKY_EXPECT(!svc_relay_cancelled(s, "../x"));
 	p = svc_fake_last("sky/v1/jobs/sky-op-alice/job/ja/state");
 	SKY_EXPECT_MSG(p && p->retained &&
 			       !strcmp(p->data, "{\"job\":\"ja\",\"epoch\":5,\"state\":\"cancelled\"}"),
