@@ -69,10 +69,11 @@ print("   dev accuracy (%d fortunes): fp32 %.4f, int8 %.4f (macro-F1 %.4f / %.4f
                                       q["macro_f1"], top["rows"] / info["rows"], top["name"]))
 EOF
 
-# ---- fleet fine-tuning on the same data set, held by one board: its place ----------
-# (to come: sky job submit --task train --model-dir "$T/model" --dataset NAME with the set
-# on one board, sky job collect into "$T/fleet-tuned", its dev accuracy beside the one
-# board's, and that model served below; built separately)
+echo "== Fine-tuning across the fleet with the data on one board: three boards, b1 holds the"
+echo "   training set (skyd --dataset) and is the data owner, so the text never leaves it; a"
+echo "   4-layer model of the same shapes, ${SKY_DEMO_FLEET_STEPS:-150} steps (tools/demo_fleet_text.sh)"
+SKY_BUILD="$B" tools/demo_fleet_text.sh "$T" "$T/fleet-tuned" \
+	"--steps ${SKY_DEMO_FLEET_STEPS:-150} --batch 8 --micro 2 --lr 5e-4 --seed 1"
 
 echo "== The fleet serves it: three boards, the int8 model and its tokenizer's hash in the job;"
 echo "   sentences typed as text, tokenized on the client (tools/demo_serve_text.sh)"

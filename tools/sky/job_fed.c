@@ -36,12 +36,19 @@ typedef struct fedf {
 
 static fedf g;
 
+/* --federated, or a collect --out-dir without --model-dir (a fine-tuning
+ * job's collect --out-dir names the directory it was submitted from; a
+ * federated job's model carries its own tokenizer files). */
 int sky_job_fed_wanted(int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--federated") || !strncmp(argv[i], "--out-dir", 9))
+	int out_dir = 0, model_dir = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--federated"))
 			return 1;
-	return 0;
+		out_dir |= !strncmp(argv[i], "--out-dir", 9);
+		model_dir |= !strncmp(argv[i], "--model-dir", 11);
+	}
+	return out_dir && !model_dir;
 }
 
 static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char *p, size_t len,
