@@ -1286,8 +1286,9 @@ static int cmd_submit(int argc, char **argv)
 		goto exit;
 	if (!s.file && (ex = submit_fed(&s)) >= 0) /* federated: the model bundle */
 		goto exit;
-	/* a data set and a model directory: fine-tuning its checkpoint */
-	if (s.j.train && s.j.dataset[0] && s.model_dir && !s.file && (ex = submit_hf(&s)) >= 0)
+	/* a data set and a model directory, not federated: fine-tuning its checkpoint */
+	if (s.j.train && !s.j.fed.on && s.j.dataset[0] && s.model_dir && !s.file &&
+	    (ex = submit_hf(&s)) >= 0)
 		goto exit;
 	if (!s.pki || !s.broker || (!s.file && !s.j.model[0])) {
 		fprintf(stderr, "sky job submit: --pki, --broker and --model (or --file) are required\n");
