@@ -102,9 +102,11 @@ refused refused_eval_needs_set "--eval-dataset and --dataset-sha256 need --datas
 # accepted: the first stage goes to b2, the board holding both sets, even
 # though the fleet's order puts b1 first; the boards then refuse the plan
 # (fine-tuning across the fleet without a data owner is not built yet)
-# rather than train the synthetic task instead
+# rather than train the synthetic task instead. even over both boards: a
+# plan of one stage on the holder is a one-board job, which the boards run
+# (optimal chose that once, when b2 probed faster)
 subm jd --dataset fortunes --eval-dataset fortunes-dev --model-dir "$W/ft/m" --dataset-sha256 "$sha" \
-	--wait 20
+	--algo even --min-boards 2 --wait 20
 rc=$?
 if grep -Eq "stage +0 +b2 " "$W/jd.out" && ! grep -Eq "stage +0 +b1 " "$W/jd.out"; then
 	pass "${T}_first_stage_on_the_holder"
