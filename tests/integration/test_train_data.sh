@@ -108,7 +108,11 @@ import json, sys
 t, v, c = (json.load(open(p)) for p in sys.argv[1:4])
 last = t["epochs"][-1]["dev"]
 assert v["accuracy"] == last["accuracy"] and v["confusion"] == last["confusion"], (v, last)
-assert abs(v["loss"] - last["loss"]) < 1e-9, (v["loss"], last["loss"])
+# the loss is a float32 sum over rows whose gemm shapes differ between the
+# training run's evaluation and sky eval's (their batch); OpenBLAS blocks
+# them differently on some CPUs (AMD EPYC, 2026-12-03: 3.5e-9 relative), so
+# the loss agrees to float32's precision, the classes exactly
+assert abs(v["loss"] - last["loss"]) <= 1e-6 * abs(last["loss"]), (v["loss"], last["loss"])
 names = [c["id2label"][str(i)] for i in range(3)]
 assert names == last["labels"], (names, last["labels"])
 PY
