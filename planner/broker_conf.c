@@ -56,6 +56,9 @@
 	"pattern read sky/v1/job/+/fedround\n"                                      \
 	"pattern read sky/v1/job/+/fedmodel\n"                                      \
 	"pattern write sky/v1/job/+/fedupd/%u\n"                                    \
+	"# secure rounds: its shares and reveal out, its own relay in\n"              \
+	"pattern write sky/v1/job/+/fedshr/%u\n"                                    \
+	"pattern read sky/v1/job/+/fedrelay/%u\n"                                   \
 	"# frames to stages on other sites (sky_topics.h)\n"                       \
 	"pattern write sky/v1/site/+/job/+/stage/+/+/%u\n"                          \
 	"pattern read sky/v1/site/core/job/+/stage/#\n"
@@ -100,6 +103,8 @@ static const char k_acl[] =
 	"topic readwrite sky/v1/job/+/fedround\n"
 	"topic write sky/v1/job/+/fedmodel\n"
 	"topic read sky/v1/job/+/fedupd/+\n"
+	"topic read sky/v1/job/+/fedshr/+\n"
+	"topic write sky/v1/job/+/fedrelay/+\n"
 	"# link probes through each site's bridge (sky_topics.h)\n"
 	"topic write sky/v1/site/+/echo\n"
 	"topic read sky/v1/site/+/back/echo\n"
@@ -136,6 +141,8 @@ static const char k_acl_operator_fleet[] =
 	"topic deny sky/v1/job/+/ckpt/#\n"
 	"topic deny sky/v1/job/+/load/#\n"
 	"topic deny sky/v1/job/+/fedupd/#\n"
+	"topic deny sky/v1/job/+/fedshr/#\n"
+	"topic deny sky/v1/job/+/fedrelay/#\n"
 	"topic deny sky/v1/job/+/fedmodel\n"
 	"topic write sky/v1/jobs/%s/submit\n"
 	"topic read sky/v1/jobs/%s/reply\n"

@@ -111,9 +111,60 @@ int sky_fedround_msg_encode(const sky_fedround_msg *m, char *buf, size_t cap)
 		if (b)
 			cJSON_AddItemToArray(sa, b);
 	}
+	if (ok && m->secure) {
+		cJSON *wt = cJSON_AddArrayToObject(doc, "weights");
+		cJSON *ce = cJSON_AddArrayToObject(doc, "certs");
+		ok = wt && ce && cJSON_AddBoolToObject(doc, "secure", 1) &&
+		     cJSON_AddNumberToObject(doc, "fx_bits", m->fx_bits) &&
+		     cJSON_AddNumberToObject(doc, "fx_clip", m->fx_clip);
+		for (int i = 0; ok && i < m->nown; i++) {
+			cJSON *a = cJSON_CreateNumber(m->weight[i]), *b = cJSON_CreateString(m->cert[i]);
+			ok = a && b;
+			if (a)
+				cJSON_AddItemToArray(wt, a);
+			if (b)
+				cJSON_AddItemToArray(ce, b);
+		}
+	}
 	int n = ok ? sky_json_print(doc, buf, cap) : SKY_ERANGE;
 	sky_json_free(doc);
 	return n;
+}
+
+/* A secure round's fields: fixed point, weights, certificates. */
+static int decode_secure(const cJSON *doc, sky_fedround_msg *m, sky_diag *d)
+{
+	const cJSON *sec = cJSON_GetObjectItemCaseSensitive(doc, "secure");
+	if (!sec)
+		return 0;
+	if (!cJSON_IsBool(sec))
+		return sky_diag_set(d, SKY_EFORMAT, "fed round: 'secure' must be true or false");
+	if (!(m->secure = cJSON_IsTrue(sec)))
+		return 0;
+	const char *w = "fed round";
+	int rc = sky_json_int(doc, "fx_bits", 16, 62, &m->fx_bits, w, d);
+	if (!rc)
+		rc = sky_json_num(doc, "fx_clip", 1e-6, 1e9, &m->fx_clip, w, d);
+	const cJSON *wt = cJSON_GetObjectItemCaseSensitive(doc, "weights");
+	const cJSON *ce = cJSON_GetObjectItemCaseSensitive(doc, "certs");
+	if (!rc && (!cJSON_IsArray(wt) || !cJSON_IsArray(ce) || cJSON_GetArraySize(wt) != m->nown ||
+		    cJSON_GetArraySize(ce) != m->nown))
+		rc = sky_diag_set(d, SKY_EFORMAT, "fed round: 'weights' and 'certs' must list the %d "
+						  "owners", m->nown);
+	for (int i = 0; !rc && i < m->nown; i++) {
+		const cJSON *a = cJSON_GetArrayItem(wt, i), *b = cJSON_GetArrayItem(ce, i);
+		if (!cJSON_IsNumber(a) || a->valuedouble < 1 || a->valuedouble > 536870912.0 ||
+		    a->valuedouble != (double)(uint32_t)a->valuedouble)
+			rc = sky_diag_set(d, SKY_EFORMAT, "fed round: owner %d's weight", i);
+		else if (!cJSON_IsString(b) || strlen(b->valuestring) >= SKY_FED_CERT_CAP)
+			rc = sky_diag_set(d, SKY_EFORMAT, "fed round: owner %d's certificate (at most "
+							  "%u bytes of PEM)", i, SKY_FED_CERT_CAP - 1);
+		else {
+			m->weight[i] = (uint32_t)a->valuedouble;
+			snprintf(m->cert[i], sizeof m->cert[i], "%s", b->valuestring);
+		}
+	}
+	return rc == SKY_ENOTFOUND ? SKY_EFORMAT : rc;
 }
 
 int sky_fedround_msg_decode(const char *buf, size_t len, sky_fedround_msg *m, sky_diag *d)
@@ -200,6 +251,8 @@ int sky_fedround_msg_decode(const char *buf, size_t len, sky_fedround_msg *m, sk
 			rc = sky_diag_set(d, SKY_EFORMAT,
 					  "fed round: job, dataset or model_sha256 malformed");
 	}
+	if (!rc)
+		rc = decode_secure(doc, m, d);
 	sky_json_free(doc);
 	return rc == SKY_ENOTFOUND ? SKY_EFORMAT : rc;
 }
@@ -231,6 +284,27 @@ int sky_fedupd_encode_plain(uint64_t round, uint32_t chunk, uint64_t words, cons
 	sky_le_put32(out + 20, n);
 	sky_le_put64(out + 24, words);
 	sky_fedb_put_words(out + SKY_FEDU_HEADER, x, n);
+	return (int)len;
+}
+
+int sky_fedupd_encode_masked(uint64_t round, uint32_t chunk, uint64_t words, const uint64_t *w,
+			     uint32_t n, unsigned char *out, size_t cap)
+{
+	if (n == 0 || n > SKY_FED_CHUNK_WORDS)
+		return SKY_EINVAL;
+	size_t len = SKY_FEDU_HEADER + 8u * (size_t)n;
+	if (cap < len)
+		return SKY_ERANGE;
+	memcpy(out, "SKYU", 4);
+	out[4] = 1;
+	out[5] = 2;
+	sky_le_put16(out + 6, 0);
+	sky_le_put64(out + 8, round);
+	sky_le_put32(out + 16, chunk);
+	sky_le_put32(out + 20, n);
+	sky_le_put64(out + 24, words);
+	for (uint32_t i = 0; i < n; i++)
+		sky_le_put64(out + SKY_FEDU_HEADER + 8u * i, w[i]);
 	return (int)len;
 }
 

@@ -50,6 +50,7 @@
 #define SKY_FEDU_HEADER 32u
 #define SKY_FEDU_MAX_BYTES (SKY_FEDU_HEADER + 8u * SKY_FED_CHUNK_WORDS)
 #define SKY_FEDROUND_MAX_BYTES (48u << 10) /* the round's JSON */
+#define SKY_FED_CERT_CAP 1280u /* a board certificate's PEM (P-256: ~700 bytes) */
 
 /* Bytes of a bundle of config_len config bytes and words floats. */
 uint64_t sky_fedb_bytes(size_t config_len, uint64_t words);
@@ -83,6 +84,13 @@ typedef struct sky_fedround_msg {
 	int nown;
 	char owner[SKY_FED_MAX_OWNERS][SKY_FED_ID_CAP];
 	unsigned char sampled[SKY_FED_MAX_OWNERS];
+	/* secure rounds (sky_fedsecmsg.h): the fixed point the aggregator's
+	 * sum uses (sky_fedsum.h), each owner's weight, and each sampled
+	 * owner's certificate (PEM, "" for the others) for the pair keys */
+	int secure, fx_bits;
+	double fx_clip;
+	uint32_t weight[SKY_FED_MAX_OWNERS];
+	char cert[SKY_FED_MAX_OWNERS][SKY_FED_CERT_CAP];
 } sky_fedround_msg;
 
 /* Returns the JSON's length or SKY_ERANGE. */
@@ -103,6 +111,9 @@ typedef struct sky_fedupd {
  * its length or SKY_ERANGE / SKY_EINVAL. */
 int sky_fedupd_encode_plain(uint64_t round, uint32_t chunk, uint64_t words, const float *x,
 			    uint32_t n, unsigned char *out, size_t cap);
+/* Writes a masked chunk's message (the 64-bit words w[0..n)). As above. */
+int sky_fedupd_encode_masked(uint64_t round, uint32_t chunk, uint64_t words, const uint64_t *w,
+			     uint32_t n, unsigned char *out, size_t cap);
 /* Parses a chunk message: magic, version, mode, sizes that agree with len.
  * Returns 0 or SKY_EFORMAT with d saying what. */
 int sky_fedupd_decode(const unsigned char *p, size_t len, sky_fedupd *u, sky_diag *d);

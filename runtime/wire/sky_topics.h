@@ -44,6 +44,8 @@
  *                                                                          1   yes  signed round JSON (sky_fedmsg.h)
  *   sky/v1/job/<job>/fedmodel            planner -> owners              1   no   the round's global model, hashed chunks
  *   sky/v1/job/<job>/fedupd/<owner>      owner -> planner               1   no   its weights after the local steps (chunks)
+ *   sky/v1/job/<job>/fedshr/<owner>      owner -> planner               1   no   secure rounds: its sealed shares, its reveal (sky_fedsecmsg.h)
+ *   sky/v1/job/<job>/fedrelay/<owner>    planner -> owner <owner>       1   no   secure rounds: signed relay of its shares + U1, reveal request
  *   sky/v1/site/<site>/job/<job>/stage/<k>/<fwd|bwd|ready|norm>/<s>
  *                                           a stage on another site -> stage(s) on <site>: the same
  *                                           messages as the plain stage topics, addressed to a site
@@ -73,7 +75,8 @@
  *               read sky/v1/job/+/replay/<id>/+ (requests the planner replays),
  *               read sky/v1/job/+/slice/<id>, write sky/v1/board/<id>/slice-req;
  *               federated jobs: read sky/v1/job/+/fedround and sky/v1/job/+/fedmodel,
- *               write sky/v1/job/+/fedupd/<id>.
+ *               write sky/v1/job/+/fedupd/<id>, sky/v1/job/+/fedshr/<id>;
+ *               read sky/v1/job/+/fedrelay/<id> (nobody reads another owner's).
  *   claim identity (SKY_TOPIC_CLAIM_CN), on the claim listener only: write
  *               sky/v1/enroll/<its client id>/csr, read sky/v1/enroll/<its client id>/cert
  *               (pattern %c: one nonce per connection, nobody reads another's).
@@ -86,7 +89,7 @@
  *               serving faults: read sky/v1/job/+/resp/+/+ and sky/v1/job/+/stage/+/ready/+,
  *               write sky/v1/job/+/replay/+/+ (and no frame topic: fwd, bwd, norm denied);
  *               federated jobs: readwrite sky/v1/job/+/fedround, write sky/v1/job/+/fedmodel,
- *               read sky/v1/job/+/fedupd/+.
+ *               read sky/v1/job/+/fedupd/+, sky/v1/job/+/fedshr/+, write sky/v1/job/+/fedrelay/+.
  *   operator <op> (SKY_TOPIC_OPERATOR_CN, or "sky-op-<name>" from `sky pki operator`):
  *               write sky/v1/jobs/<op>/submit; read sky/v1/jobs/<op>/reply,
  *               sky/v1/job/+/plan, sky/v1/board/+/plan-ack,
@@ -191,6 +194,8 @@
 #define SKY_TOPIC_FEDROUND "fedround"
 #define SKY_TOPIC_FEDMODEL "fedmodel"
 #define SKY_TOPIC_FEDUPD "fedupd"
+#define SKY_TOPIC_FEDSHR "fedshr"	/* secure rounds: owner -> planner (sky_fedsecmsg.h) */
+#define SKY_TOPIC_FEDRELAY "fedrelay" /* secure rounds: planner -> one owner, signed */
 
 
 /* Leaves under sky/v1/enroll/<nonce>/ */
@@ -728,6 +733,9 @@ static inline size_t sky_topic_max_bytes(const char *topic)
 			return SKY_MQTT_MAX_PACKET;
 		if (n == 6 && sky_topic_seg_is(seg[4], len[4], SKY_TOPIC_FEDUPD))
 			return SKY_MQTT_MAX_PACKET;
+		if (n == 6 && (sky_topic_seg_is(seg[4], len[4], SKY_TOPIC_FEDSHR) ||
+			       sky_topic_seg_is(seg[4], len[4], SKY_TOPIC_FEDRELAY)))
+			return SKY_PLAN_MAX_BYTES;
 		for (size_t i = 0; n >= 6 && i < sizeof j / sizeof j[0]; i++)
 			if (n == j[i].levels && sky_topic_seg_is(seg[4], len[4], j[i].level))
 				return j[i].max;
