@@ -50,7 +50,7 @@ check bench_train_json_names_machine "$W/a.json" \
 	'all(k in d for k in ("machine", "cpu", "threads", "blas_core", "openblas_coretype", "date", "commit"))' \
 	'd["threads"] == 1 and d["blas_core"] != ""'
 
-"$SKY" bench train $QUICK --no-torch --json --layers 1 --dropout 0 --threads 2 >"$W/b.json" 2>&1
+"$SKY" bench train $QUICK --no-torch --json --layers 1 --dropout 0 --threads 2 >"$W/b.json" 2>"$W/b.err"
 check bench_train_layers_dropout_threads_taken "$W/b.json" \
 	'd["layers"] == 1 and d["hidden_dropout"] == 0 and d["attention_dropout"] == 0' \
 	'd["threads"] == 2 and d["params"] == (64 + 64 + 2) * 32 + 2 * 32 + (4 * 32 * 32 + 4 * 32 + 2 * 32 * 64 + 64 + 32 + 4 * 32) + 32 * 32 + 32 + 2 * 32 + 2'

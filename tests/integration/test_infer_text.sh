@@ -61,9 +61,9 @@ ask() { # out-prefix, sky infer options...
 }
 # want OUT TEXT [SEQ]: the logits sky eval gives one board for sky tokenize's ids
 want() {
-	"$SKY" tokenize --model-dir "$D" --text "$2" --seq "${3:-16}" --json >"$W/$1.tok" 2>&1 &&
+	"$SKY" tokenize --model-dir "$D" --text "$2" --seq "${3:-16}" --json >"$W/$1.tok" 2>"$W/$1.tok.err" &&
 		ids=$(python3 -c 'import json,sys; t=json.load(open(sys.argv[1])); print(",".join(str(i) for i, m in zip(t["input_ids"], t["attention_mask"]) if m))' "$W/$1.tok") &&
-		"$SKY" eval --weights "$W/q.safetensors" --precision int8 --tokens "$ids" >"$W/$1.want" 2>&1
+		"$SKY" eval --weights "$W/q.safetensors" --precision int8 --tokens "$ids" >"$W/$1.want" 2>"$W/$1.want.err"
 }
 # check OUT ROW WANT: row ROW of OUT's JSON answers has WANT's logits bit for
 # bit (as float32), the probabilities are their softmax and the label the

@@ -227,11 +227,11 @@ h = json.dumps({"input_ids": {"dtype": "I32", "shape": [2, 4], "data_offsets": [
 h += b" " * (-len(h) % 8)
 open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + a + m)
 PY
-"$SKY" eval --weights "$W/q.safetensors" --precision int8 --input "$W/in.safetensors" >"$W/in.eval" 2>&1
+"$SKY" eval --weights "$W/q.safetensors" --precision int8 --input "$W/in.safetensors" >"$W/in.eval" 2>"$W/in.eval.err"
 {
 	"$SKY" eval --weights "$W/q.safetensors" --precision int8 --tokens 5,9,33,0 --mask 1,1,1,0
 	"$SKY" eval --weights "$W/q.safetensors" --precision int8 --tokens 1,2,3,4 --mask 1,1,0,1
-} >"$W/tok.eval" 2>&1
+} >"$W/tok.eval" 2>"$W/tok.eval.err"
 [ "$(wc -l <"$W/in.eval")" -eq 2 ] && cmp -s "$W/in.eval" "$W/tok.eval" && pass eval_input_file_same_as_tokens ||
 	fail eval_input_file_same_as_tokens "$(cat "$W/in.eval" "$W/tok.eval")"
 
