@@ -267,6 +267,21 @@ int sky_fedround_msg_owner(const sky_fedround_msg *m, const char *id)
 
 /* ---- update chunks -------------------------------------------------------------- */
 
+/* The chunk header both encoders write: magic, version 1, the kind (1 plain
+ * float32, 2 masked 64-bit words), round, chunk index, count, model words. */
+static void put_upd_header(unsigned char *out, int kind, uint64_t round, uint32_t chunk,
+			   uint32_t n, uint64_t words)
+{
+	memcpy(out, "SKYU", 4);
+	out[4] = 1;
+	out[5] = (unsigned char)kind;
+	sky_le_put16(out + 6, 0);
+	sky_le_put64(out + 8, round);
+	sky_le_put32(out + 16, chunk);
+	sky_le_put32(out + 20, n);
+	sky_le_put64(out + 24, words);
+}
+
 int sky_fedupd_encode_plain(uint64_t round, uint32_t chunk, uint64_t words, const float *x,
 			    uint32_t n, unsigned char *out, size_t cap)
 {
@@ -275,14 +290,7 @@ int sky_fedupd_encode_plain(uint64_t round, uint32_t chunk, uint64_t words, cons
 	size_t len = SKY_FEDU_HEADER + 4u * (size_t)n;
 	if (cap < len)
 		return SKY_ERANGE;
-	memcpy(out, "SKYU", 4);
-	out[4] = 1;
-	out[5] = 1;
-	sky_le_put16(out + 6, 0);
-	sky_le_put64(out + 8, round);
-	sky_le_put32(out + 16, chunk);
-	sky_le_put32(out + 20, n);
-	sky_le_put64(out + 24, words);
+	put_upd_header(out, 1, round, chunk, n, words);
 	sky_fedb_put_words(out + SKY_FEDU_HEADER, x, n);
 	return (int)len;
 }
@@ -295,14 +303,7 @@ int sky_fedupd_encode_masked(uint64_t round, uint32_t chunk, uint64_t words, con
 	size_t len = SKY_FEDU_HEADER + 8u * (size_t)n;
 	if (cap < len)
 		return SKY_ERANGE;
-	memcpy(out, "SKYU", 4);
-	out[4] = 1;
-	out[5] = 2;
-	sky_le_put16(out + 6, 0);
-	sky_le_put64(out + 8, round);
-	sky_le_put32(out + 16, chunk);
-	sky_le_put32(out + 20, n);
-	sky_le_put64(out + 24, words);
+	put_upd_header(out, 2, round, chunk, n, words);
 	for (uint32_t i = 0; i < n; i++)
 		sky_le_put64(out + SKY_FEDU_HEADER + 8u * i, w[i]);
 	return (int)len;
