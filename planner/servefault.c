@@ -219,12 +219,7 @@ int sky_servefault_on_ready(sky_servefault *f, const char *job, int k, const cha
 		j->refused_sender++;
 		return SKY_EAUTH;
 	}
-	if (len == 0 || len > 256)
-		return 0;
-	cJSON *doc = sky_json_parse(p, len, &d);
-	int ok = doc && sky_json_i64(doc, "epoch", 0, SKY_JSON_INT_MAX, &epoch, "ready", NULL) == 0;
-	sky_json_free(doc);
-	if (!ok || epoch != j->epoch || j->ready[k])
+	if (sky_infer_ready_parse(p, len, &epoch, &d) != 0 || epoch != j->epoch || j->ready[k])
 		return 0;
 	j->ready[k] = 1;
 	j->n_ready++;

@@ -544,13 +544,11 @@ int sky_servejob_on_msg(sky_servejob *j, const char *topic, const unsigned char 
 		const int k = m.stage;
 		sky_diag d;
 		int64_t ep = 0;
-		cJSON *doc = len < 256 ? sky_json_parse((const char *)p, len, &d) : NULL;
-		if (doc && sky_json_i64(doc, "epoch", 0, SKY_JSON_INT_MAX, &ep, "ready", NULL) == 0 &&
-		    ep == j->plan->epoch && !j->ready_seen[k]) {
-			j->ready_seen[k] = 1;
-			j->n_ready++;
-		}
-		sky_json_free(doc);
+		if (sky_infer_ready_parse(p, len, &ep, &d) != 0)
+			SKY_WARN("job %s: stage %d's ready from %s refused: %s", j->job, k, m.sender,
+				 d.msg);
+		else if (ep == j->plan->epoch && !j->ready_seen[k])
+			j->ready_seen[k] = 1, j->n_ready++;
 		return 1;
 	}
 	if (j->stage != 0)

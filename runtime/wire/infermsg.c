@@ -303,3 +303,24 @@ exit:
 	sky_json_free(doc);
 	return rc;
 }
+
+int sky_infer_ready_parse(const void *p, size_t len, int64_t *epoch, sky_diag *d)
+{
+	int64_t ep = 0;
+	*epoch = 0;
+	if (len == 0 || len > SKY_SERVE_READY_MAX_BYTES)
+		return sky_diag_set(d, SKY_EFORMAT, "ready of %zu bytes, 1 to %u allowed", len,
+				    SKY_SERVE_READY_MAX_BYTES);
+	cJSON *doc = sky_json_parse((const char *)p, len, d);
+	if (!doc)
+		return SKY_EFORMAT;
+	int rc = 0;
+	if (!cJSON_IsObject(doc))
+		rc = sky_diag_set(d, SKY_EFORMAT, "ready: not an object");
+	else if (sky_json_i64(doc, "epoch", 0, SKY_JSON_INT_MAX, &ep, "ready", d))
+		rc = SKY_EFORMAT;
+	sky_json_free(doc);
+	if (!rc)
+		*epoch = ep;
+	return rc;
+}

@@ -97,4 +97,12 @@ int sky_infer_resp_decode(const char *buf, size_t len, sky_infer_resp *r, sky_di
 void sky_infer_resp_error(sky_infer_resp *r, const char *id, const char *job, int code,
 			  const char *error);
 
+/* Parses a serving stage's ready, {"epoch":E,"board":B} (at most
+ * SKY_SERVE_READY_MAX_BYTES), the one parse both the first stage
+ * (runtime/servejob.c) and skyplan (planner/servefault.c) use: epoch a
+ * whole number in [0, 2^53 - 1]. "board" is informational: the sender is
+ * the topic's CN level, which the caller has already checked. Returns 0,
+ * or SKY_EFORMAT with d saying what is wrong. */
+int sky_infer_ready_parse(const void *p, size_t len, int64_t *epoch, sky_diag *d);
+
 #endif

@@ -272,6 +272,7 @@
 #define SKY_INFER_RESP_MAX_BYTES (64u << 10)
 #define SKY_SLICE_REQ_MAX_BYTES 1024u
 #define SKY_SERVE_DONE_MAX_BYTES 256u /* {"epoch":E,"batch":N,"n":R} */
+#define SKY_SERVE_READY_MAX_BYTES 256u /* a serving stage's {"epoch":E,"board":B} */
 /* A stage's ready: a frame of one 32-bit word (128-byte header, GCM tag);
  * its norm: a frame of one double per block (2 x layers + 2), 256 KiB being
  * 32,000 blocks. Both are control messages (sky_mqtt_pool.h), so a receiver

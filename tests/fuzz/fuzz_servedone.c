@@ -1,14 +1,18 @@
-/* libFuzzer harness: a serving stage's done report and its replay window.
+/* libFuzzer harness: a serving stage's done report, its ready and its
+ * replay window.
  *
  * The input, first as a done report (runtime/sky_servebatch.h): parsed or
  * refused, never a crash; a parsed one is within its bounds and, fed to a
  * flight table of batches in flight, removes at most one entry (counted
- * done, or stray). Then as a stream of frames to the replay window
+ * done, or stray). Then as a ready (sky_infer_ready_parse, which
+ * the first stage and skyplan share): parsed within its bounds, or refused
+ * with a reason and no epoch. Then as a stream of frames to the replay window
  * (runtime/sky_servewin.h): each 9 bytes a sender (one of three) and a
  * batch number; a frame is expected only when its batch is above what that
  * sender's window last took, the step expected is the batch itself, and a
  * frame taken once is refused ever after. The JSON pool is empty
  * afterwards. */
+#include "sky_infermsg.h"
 #include "sky_json.h"
 #include "sky_servebatch.h"
 #include "sky_servewin.h"
@@ -40,6 +44,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else if (rc != SKY_EFORMAT || !d.msg[0] || ep || batch || n) {
 		abort();
 	}
+	/* the same bytes as a serving stage's ready (both readers' parse) */
+	sky_diag_clear(&d);
+	rc = sky_infer_ready_parse(data, size, &ep, &d);
+	if (rc == 0 ? (ep < 0 || ep > SKY_JSON_INT_MAX || size > SKY_SERVE_READY_MAX_BYTES)
+		    : (rc != SKY_EFORMAT || !d.msg[0] || ep))
+		abort();
 	static const char *const who[3] = {"b1", "b2", ""};
 	uint64_t last[3] = {0, 0, 0};
 	int any[3] = {0, 0, 0};

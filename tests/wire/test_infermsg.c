@@ -176,3 +176,40 @@ SKY_TEST(response_error_round_trip)
 		SKY_EXPECT_MSG(sky_infer_resp_decode(bad[i], strlen(bad[i]), &back, &d) != 0,
 			       "accepted %s", bad[i]);
 }
+
+SKY_TEST(a_ready_is_parsed_whole_or_refused_with_the_reason)
+{
+	int64_t ep = -1;
+	sky_diag d;
+	const char *ok = "{\"epoch\":9007199254740991,\"board\":\"b1\"}";
+	SKY_EXPECT_EQ(sky_infer_ready_parse(ok, strlen(ok), &ep, NULL), 0);
+	SKY_EXPECT(ep == 9007199254740991ll);
+	struct {
+		const char *msg, *why;
+	} bad[] = {
+		{"{\"board\":\"b1\"}", "epoch"},
+		{"{\"epoch\":-1}", "epoch"},
+		{"{\"epoch\":9007199254740992}", "beyond 2^53 - 1"},
+		{"{\"epoch\":\"3\"}", "epoch"},
+		{"[3]", "not an object"},
+		{"{\"epoch\":3", ""},
+		{"", "ready of 0 bytes"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		sky_diag_clear(&d);
+		ep = 5;
+		SKY_EXPECT_EQ(sky_infer_ready_parse(bad[i].msg, strlen(bad[i].msg), &ep, &d),
+			      SKY_EFORMAT);
+		SKY_EXPECT_MSG(d.msg[0] && strstr(d.msg, bad[i].why) != NULL, "%zu: %s", i, d.msg);
+		SKY_EXPECT_EQ(ep, 0);
+	}
+	/* one bound for both readers: the first stage and skyplan once
+	 * disagreed at exactly 256 bytes */
+	static char big[SKY_SERVE_READY_MAX_BYTES + 1];
+	memset(big, ' ', sizeof big);
+	memcpy(big, ok, strlen(ok));
+	SKY_EXPECT_EQ(sky_infer_ready_parse(big, SKY_SERVE_READY_MAX_BYTES, &ep, NULL), 0);
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_infer_ready_parse(big, sizeof big, &ep, &d), SKY_EFORMAT);
+	SKY_EXPECT_MSG(strstr(d.msg, "ready of 257 bytes, 1 to 256 allowed") != NULL, "%s", d.msg);
+}
