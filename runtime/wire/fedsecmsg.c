@@ -116,58 +116,73 @@ int sky_fedsec_msg_encode(const sky_fedsec_msg *m, char *buf, size_t cap)
 	return n;
 }
 
+/* doc[key], a list of at most SKY_FED_MAX_OWNERS entries: its length, or
+ * SKY_EFORMAT. */
+static int list_of(const cJSON *doc, const char *key, const cJSON **a, sky_diag *d)
+{
+	*a = cJSON_GetObjectItemCaseSensitive(doc, key);
+	int k = cJSON_IsArray(*a) ? cJSON_GetArraySize(*a) : -1;
+	if (k < 0 || k > SKY_FED_MAX_OWNERS)
+		return sky_diag_set(d, SKY_EFORMAT, "secure round: '%s' must be a list of at most %d",
+				    key, SKY_FED_MAX_OWNERS);
+	return k;
+}
+
+/* s, entry i of list key, as a board id: copied into out, or SKY_EFORMAT. */
+static int take_id(const cJSON *s, const char *key, const char *field, int i, char *out,
+		   sky_diag *d)
+{
+	if (!cJSON_IsString(s) || !sky_topic_segment_ok(s->valuestring) ||
+	    strlen(s->valuestring) >= SKY_FED_ID_CAP)
+		return sky_diag_set(d, SKY_EFORMAT, "secure round: %s[%d]%s is not a board id", key, i,
+				    field);
+	snprintf(out, SKY_FED_ID_CAP, "%s", s->valuestring);
+	return 0;
+}
+
+static int named_twice(const char *key, const char *id, sky_diag *d)
+{
+	return sky_diag_set(d, SKY_EFORMAT, "secure round: %s names %s twice", key, id);
+}
+
 /* A list of distinct board ids. */
 static int get_ids(const cJSON *doc, const char *key, char (*ids)[SKY_FED_ID_CAP], int *n,
 		   sky_diag *d)
 {
-	const cJSON *a = cJSON_GetObjectItemCaseSensitive(doc, key);
-	int k = cJSON_IsArray(a) ? cJSON_GetArraySize(a) : -1;
-	if (k < 0 || k > SKY_FED_MAX_OWNERS)
-		return sky_diag_set(d, SKY_EFORMAT, "secure round: '%s' must be a list of at most %d ids",
-				    key, SKY_FED_MAX_OWNERS);
+	const cJSON *a;
+	int k = list_of(doc, key, &a, d);
 	for (int i = 0; i < k; i++) {
-		const cJSON *s = cJSON_GetArrayItem(a, i);
-		if (!cJSON_IsString(s) || !sky_topic_segment_ok(s->valuestring) ||
-		    strlen(s->valuestring) >= SKY_FED_ID_CAP)
-			return sky_diag_set(d, SKY_EFORMAT, "secure round: %s[%d] is not a board id", key, i);
+		if (take_id(cJSON_GetArrayItem(a, i), key, "", i, ids[i], d))
+			return SKY_EFORMAT;
 		for (int j = 0; j < i; j++)
-			if (strcmp(ids[j], s->valuestring) == 0)
-				return sky_diag_set(d, SKY_EFORMAT, "secure round: %s names %s twice", key,
-						    ids[j]);
-		snprintf(ids[i], SKY_FED_ID_CAP, "%s", s->valuestring);
+			if (strcmp(ids[j], ids[i]) == 0)
+				return named_twice(key, ids[i], d);
 	}
-	*n = k;
-	return 0;
+	*n = k > 0 ? k : 0;
+	return k < 0 ? k : 0;
 }
 
+/* A list of {"id": a board id named once, "b": want bytes of hex}. */
 static int get_items(const cJSON *doc, const char *key, sky_fedsec_item *it, int *n, uint32_t want,
 		     sky_diag *d)
 {
-	const cJSON *a = cJSON_GetObjectItemCaseSensitive(doc, key);
-	int k = cJSON_IsArray(a) ? cJSON_GetArraySize(a) : -1;
-	if (k < 0 || k > SKY_FED_MAX_OWNERS)
-		return sky_diag_set(d, SKY_EFORMAT, "secure round: '%s' must be a list of at most %d",
-				    key, SKY_FED_MAX_OWNERS);
+	const cJSON *a;
+	int k = list_of(doc, key, &a, d);
 	for (int i = 0; i < k; i++) {
 		const cJSON *o = cJSON_GetArrayItem(a, i);
-		const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
 		const cJSON *b = cJSON_GetObjectItemCaseSensitive(o, "b");
-		if (!cJSON_IsString(id) || !sky_topic_segment_ok(id->valuestring) ||
-		    strlen(id->valuestring) >= SKY_FED_ID_CAP)
-			return sky_diag_set(d, SKY_EFORMAT, "secure round: %s[%d].id is not a board id",
-					    key, i);
+		if (take_id(cJSON_GetObjectItemCaseSensitive(o, "id"), key, ".id", i, it[i].id, d))
+			return SKY_EFORMAT;
+		for (int j = 0; j < i; j++)
+			if (strcmp(it[j].id, it[i].id) == 0)
+				return named_twice(key, it[i].id, d);
 		if (!cJSON_IsString(b) || unhex(b->valuestring, it[i].b, want) != 0)
 			return sky_diag_set(d, SKY_EFORMAT, "secure round: %s[%d].b is not %u bytes of hex",
 					    key, i, (unsigned)want);
-		for (int j = 0; j < i; j++)
-			if (strcmp(it[j].id, id->valuestring) == 0)
-				return sky_diag_set(d, SKY_EFORMAT, "secure round: %s names %s twice", key,
-						    it[j].id);
-		snprintf(it[i].id, sizeof it[i].id, "%s", id->valuestring);
 		it[i].len = want;
 	}
-	*n = k;
-	return 0;
+	*n = k > 0 ? k : 0;
+	return k < 0 ? k : 0;
 }
 
 int sky_fedsec_msg_decode(const char *buf, size_t len, sky_fedsec_msg *m, sky_diag *d)

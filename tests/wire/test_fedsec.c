@@ -96,3 +96,65 @@ SKY_TEST(round_with_a_drop_unmasks_to_the_plain_sum)
 	SKY_EXPECT_EQ(sky_fedsec_agg_unmask(&g_a, sum, NW, NULL), 0);
 	SKY_EXPECT(memcmp(sum, plain, sizeof sum) == 0);
 }
+
+SKY_TEST(a_bad_secure_round_message_is_refused_with_what_is_wrong)
+{
+	static char seed64[65], blob[2 * SKY_SECAGG_SHARE_BLOB_BYTES + 1], msg[1024];
+	memset(seed64, 'a', 64);
+	memset(blob, '0', sizeof blob - 1);
+	struct {
+		const char *fmt, *why;
+	} bad[] = {
+		{"{\"v\":2,\"job\":\"j\",\"round\":1,\"phase\":\"reveal\",\"to\":\"b1\",\"u2\":[],"
+		 "\"dropped\":[]}",
+		 "'v'"},
+		{"{\"v\":1,\"job\":\"j/x\",\"round\":1,\"phase\":\"reveal\",\"to\":\"b1\",\"u2\":[],"
+		 "\"dropped\":[]}",
+		 "job is not a topic segment"},
+		{"{\"v\":1,\"job\":\"j\",\"round\":1,\"phase\":\"unmask\"}", "phase 'unmask'"},
+		{"{\"v\":1,\"job\":\"j\",\"round\":1,\"phase\":\"reveal\",\"to\":\"#\",\"u2\":[],"
+		 "\"dropped\":[]}",
+		 "'to' is not a board id"},
+		{"{\"v\":1,\"job\":\"j\",\"round\":1,\"phase\":\"reveal\",\"to\":\"b1\",\"u2\":[\"b2\","
+		 "\"b2\"],\"dropped\":[]}",
+		 "u2 names b2 twice"},
+		{"{\"v\":1,\"job\":\"j\",\"round\":1,\"phase\":\"reveal\",\"to\":\"b1\",\"u2\":[7],"
+		 "\"dropped\":[]}",
+		 "u2[0] is not a board id"},
+		{"{\"v\":1,\"job\":\"j\",\"round\":1,\"phase\":\"reveal\",\"to\":\"b1\",\"u2\":{}}",
+		 "'u2' must be a list"},
+		{"{\"v\":1,\"job\":\"j\",\"round\":1,\"phase\":\"shares\",\"commit\":\"%.63s\","
+		 "\"items\":[]}",
+		 "commit is not 32 bytes of hex"},
+		{"{\"v\":1,\"job\":\"j\",\"round\":1,\"phase\":\"shares\",\"commit\":\"%s\","
+		 "\"items\":[{\"id\":\"b2\",\"b\":\"abc\"}]}",
+		 "items[0].b is not"},
+		{"{\"v\":1,\"job\":\"j\",\"round\":1,\"phase\":\"shares\",\"commit\":\"%s\","
+		 "\"items\":[{\"id\":\"b2\",\"b\":\"%s\"},{\"id\":\"b2\",\"b\":\"%s\"}]}",
+		 "items names b2 twice"},
+		{"{\"v\":1,\"job\":\"j\",\"round\":1,\"phase\":\"shares\",\"commit\":\"%s\","
+		 "\"items\":[{\"b\":\"%s\"}]}",
+		 "items[0].id is not a board id"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		sky_diag d;
+		sky_diag_clear(&d);
+		int n = snprintf(msg, sizeof msg, bad[i].fmt, seed64, blob, blob);
+		SKY_EXPECT(n > 0 && (size_t)n < sizeof msg);
+		int rc = sky_fedsec_msg_decode(msg, (size_t)n, &g_m, &d); /* v=2: out of range */
+		SKY_EXPECT_MSG(rc == (i == 0 ? SKY_ERANGE : SKY_EFORMAT), "%zu: %d", i, rc);
+		SKY_EXPECT_MSG(strstr(d.msg, bad[i].why) != NULL, "%zu: %s", i, d.msg);
+	}
+	/* the good shape of the last three decodes */
+	int n = snprintf(msg, sizeof msg,
+			 "{\"v\":1,\"job\":\"j\",\"round\":1,\"phase\":\"shares\",\"commit\":\"%s\","
+			 "\"items\":[{\"id\":\"b2\",\"b\":\"%s\"},{\"id\":\"b3\",\"b\":\"%s\"}]}",
+			 seed64, blob, blob);
+	SKY_EXPECT_EQ(sky_fedsec_msg_decode(msg, (size_t)n, &g_m, NULL), 0);
+	SKY_EXPECT(g_m.nitems == 2 && strcmp(g_m.items[1].id, "b3") == 0 &&
+		   g_m.items[1].len == SKY_SECAGG_SHARE_BLOB_BYTES);
+	sky_diag d;
+	sky_diag_clear(&d);
+	SKY_EXPECT_EQ(sky_fedsec_msg_decode(msg, SKY_FEDSEC_MAX_BYTES + 1, &g_m, &d), SKY_ERANGE);
+	SKY_EXPECT_MSG(strstr(d.msg, "limit") != NULL, "%s", d.msg);
+}
