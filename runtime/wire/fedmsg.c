@@ -259,10 +259,7 @@ int sky_fedround_msg_decode(const char *buf, size_t len, sky_fedround_msg *m, sk
 
 int sky_fedround_msg_owner(const sky_fedround_msg *m, const char *id)
 {
-	for (int i = 0; i < m->nown; i++)
-		if (strcmp(m->owner[i], id) == 0)
-			return i;
-	return -1;
+	return sky_fed_id_find(m->owner, m->nown, id);
 }
 
 /* ---- update chunks -------------------------------------------------------------- */

@@ -69,6 +69,14 @@ int sky_fedround_open(sky_fedround *r, const sky_fedround_cfg *c, double now, sk
 	return 0;
 }
 
+int sky_fed_id_find(const char (*ids)[SKY_FED_ID_CAP], int n, const char *id)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(ids[i], id) == 0)
+			return i;
+	return -1;
+}
+
 /* Counts a refusal by its kind, says why in d, and returns the kind + 1. */
 #define REFUSE(why, ...) (r->refused[why]++, sky_diag_set(d, SKY_EINVAL, __VA_ARGS__), (int)(why) + 1)
 
@@ -77,10 +85,7 @@ int sky_fedround_open(sky_fedround *r, const sky_fedround_cfg *c, double now, sk
 static int admit(sky_fedround *r, const char *sender, uint64_t round, uint64_t chunk, size_t nw,
 		 int secure, int *who, sky_diag *d)
 {
-	int k = -1;
-	for (int i = 0; i < r->c.nown && k < 0; i++)
-		if (strcmp(r->c.owner[i], sender) == 0)
-			k = i;
+	int k = sky_fed_id_find(r->c.owner, r->c.nown, sender);
 	if (k < 0)
 		return REFUSE(SKY_FEDR_NOT_OWNER, "%s is not an owner of job %s", sender, r->c.job);
 	if (round != r->c.round)

@@ -55,12 +55,15 @@ int sky_fedsec_agg_open(sky_fedsec_agg *a, const char *job, uint64_t round, int 
 	return 0;
 }
 
+const char *sky_fedsec_state_name(sky_fedsec_state s)
+{
+	static const char *const k[] = {"shares", "masking", "reveal", "closed", "closed"};
+	return s >= SKY_FEDSEC_S_SHARES && s <= SKY_FEDSEC_S_FAILED ? k[s] : "?";
+}
+
 int sky_fedsec_agg_member(const sky_fedsec_agg *a, const char *id)
 {
-	for (int i = 0; i < a->n; i++)
-		if (strcmp(a->id[i], id) == 0)
-			return i;
-	return -1;
+	return sky_fed_id_find(a->id, a->n, id);
 }
 
 #define REFUSE(why, ...) (a->refused[why]++, sky_diag_set(d, SKY_EINVAL, __VA_ARGS__), (int)(why) + 1)
@@ -69,10 +72,7 @@ int sky_fedsec_agg_member(const sky_fedsec_agg *a, const char *id)
 static int admit(sky_fedsec_agg *a, const char *sender, const sky_fedsec_msg *m,
 		 sky_fedsec_phase phase, sky_fedsec_state state, int *who, sky_diag *d)
 {
-	int owner = 0;
-	for (int i = 0; i < a->nown && !owner; i++)
-		owner = strcmp(a->owner[i], sender) == 0;
-	if (!owner)
+	if (sky_fed_id_find(a->owner, a->nown, sender) < 0)
 		return REFUSE(SKY_FEDS_NOT_OWNER, "%s %s: %s is not an owner of job %s",
 			      sky_fedsec_phase_name(phase), phase == SKY_FEDSEC_SHARES ? "" : "answer",
 			      sender, a->job);
@@ -89,11 +89,7 @@ static int admit(sky_fedsec_agg *a, const char *sender, const sky_fedsec_msg *m,
 			      (unsigned long long)a->round);
 	if (a->state != state)
 		return REFUSE(SKY_FEDS_PHASE, "%s sent %s in the round's %s phase", sender,
-			      sky_fedsec_phase_name(phase),
-			      a->state == SKY_FEDSEC_S_SHARES	? "shares"
-			      : a->state == SKY_FEDSEC_S_MASKED ? "masking"
-			      : a->state == SKY_FEDSEC_S_REVEAL ? "reveal"
-								: "closed");
+			      sky_fedsec_phase_name(phase), sky_fedsec_state_name(a->state));
 	*who = k;
 	return 0;
 }

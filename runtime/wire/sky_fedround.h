@@ -100,6 +100,8 @@ typedef struct sky_fedround {
 } sky_fedround;
 
 const char *sky_fedround_refuse_name(sky_fed_refuse why);
+/* The index of id among ids[0..n-1] (owners, members), or -1. */
+int sky_fed_id_find(const char (*ids)[SKY_FED_ID_CAP], int n, const char *id);
 
 /* Opens round c->round at time now (seconds). Checks the configuration
  * (owners 1..SKY_FED_MAX_OWNERS, unique legal ids, weights in [1,

@@ -74,6 +74,9 @@ typedef struct sky_fedsec_agg {
 } sky_fedsec_agg;
 
 const char *sky_fedsec_refuse_name(sky_fedsec_refuse why);
+/* The state as a refusal names it: shares, masking, reveal, closed (done
+ * or failed). */
+const char *sky_fedsec_state_name(sky_fedsec_state s);
 /* The threshold of a round of n sampled owners: floor(n/2) + 1, >= 2. */
 int sky_fedsec_threshold(int n);
 
