@@ -843,19 +843,24 @@ static int fill_hf(svc *s, const svc_job *j, sky_planmsg *p, sky_diag *d)
 }
 
 /* Plans a pricing round may make before it gives up: each round lowers the
- * budget of a board one of whose roles did not fit, so few are needed */
+ * budgets a role did not fit, on every board the search could put it on,
+ * so few are needed */
 #define PRICE_ROUNDS 6
 
 /* Every role of training plan p priced with the board's own function
- * (s->plan.train_bytes): each stage's and replica's arena_bytes is then
+ * (s->plan.train_bytes) against real, the boards' budgets in the working
+ * fleet before the first search: each stage's and replica's arena_bytes is then
  * what its board computes when it takes the plan. A data owner's stage 0
  * holds both its ends (its figure is the arena of both; the last stage's
  * estimate is left, the board sets up no arena for it alone). A role over
- * its board's budget in the working fleet lowers that budget by the
- * excess (learned, svc_plan_learn_budget) and is said in why. Returns 0
- * (every role fits), 1 (a budget lowered: plan again) or a negative code
- * (the function failed; why says). */
-static int price_roles(svc *s, sky_planmsg *p, char *why, size_t cap)
+ * its board's budget is said in why, and lowers, for the next search of
+ * this plan only (the working fleet), the budget of every board that its
+ * estimate fits and its figure does not: its own and any other the search
+ * would move it to (the estimate's shortfall is the role's, not the
+ * board's: on a fleet of equal boards, lowering its board alone only moves
+ * it, a board a round). Returns 0 (every role fits), 1 (budgets lowered:
+ * plan again) or a negative code (the function failed; why says). */
+static int price_roles(svc *s, sky_planmsg *p, const int64_t *real, char *why, size_t cap)
 {
 	sky_fleet *f = &s->plan.fleet;
 	const int last = p->n_stages - 1;
@@ -864,6 +869,11 @@ static int price_roles(svc *s, sky_planmsg *p, char *why, size_t cap)
 			       !strcmp(p->stages[last].board, p->stages[0].board);
 	int over = 0;
 	size_t at = 0;
+	/* the budgets this plan was searched over: each role lowers from
+	 * these (a board two roles lower takes the lower, not the sum) */
+	int64_t was[SKY_PLAN_MAX_BOARDS];
+	for (int i = 0; i < f->n; i++)
+		was[i] = f->board[i].mem_bytes;
 	for (int k = 0; k < p->n_stages; k++) {
 		if (owner_ends && k == last)
 			continue;
@@ -881,21 +891,30 @@ static int price_roles(svc *s, sky_planmsg *p, char *why, size_t cap)
 			int64_t est = *slot;
 			*slot = need;
 			int fi = fleet_index(f, id);
-			if (fi < 0 || need <= f->board[fi].mem_bytes)
+			if (fi < 0 || need <= real[fi])
 				continue;
-			int64_t reported = f->board[fi].mem_bytes;
+			int64_t budget = real[fi];
 			if (at < cap)
 				at += (size_t)snprintf(why + at, cap - at,
 						       "%sboard %s needs %lld bytes for stage %d, its "
 						       "budget is %lld",
 						       over ? "; " : "", id, (long long)need, k,
-						       (long long)reported);
+						       (long long)budget);
 			/* the search's estimate of this role was short by need -
-			 * est: the board's budget for the next search is lower by
-			 * that (at least by the excess), so a role the search
-			 * fits there fits the board */
-			int64_t short_by = need - est > need - reported ? need - est : need - reported;
-			f->board[fi].mem_bytes = reported - short_by > 0 ? reported - short_by : 0;
+			 * est: a board whose budget it fits and the figure does
+			 * not is lower by that for the next search (at least by
+			 * the excess), so the search puts the role only where it
+			 * fits. (1 byte at least: a budget must be positive, and
+			 * one of 1 fits nothing) */
+			for (int i = 0; i < f->n; i++) {
+				int64_t m = was[i];
+				if (i != fi && !(m >= est && real[i] < need))
+					continue;
+				int64_t short_by = need - est > need - real[i] ? need - est : need - real[i];
+				int64_t lower = m - short_by > 0 ? m - short_by : 1;
+				if (lower < f->board[i].mem_bytes)
+					f->board[i].mem_bytes = lower;
+			}
 			over = 1;
 		}
 	}
@@ -964,17 +983,26 @@ static int make_msg(svc *s, const svc_plan_req *rq, const run_job *run, sky_job 
 {
 	const svc_job *j = rq->job;
 	sky_planmsg *p = &s->plan.msg;
-	char priced[sizeof res->why] = "";
+	/* what the first plan did not fit (at the boards' own budgets), and
+	 * what the last did not */
+	char first[sizeof res->why] = "", priced[sizeof res->why] = "";
 	sky_diag d;
+	/* the budgets the boards decide with (the search's may go lower) */
+	int64_t real[SKY_PLAN_MAX_BOARDS];
+	for (int i = 0; i < s->plan.fleet.n; i++)
+		real[i] = s->plan.fleet.board[i].mem_bytes;
 	for (int round = 0;; round++) {
 		sky_diag_clear(&d);
 		int rc = compute(s, j, run, job, algo, &res->predicted_s, &d);
 		if (rc) {
-			if (priced[0])
+			if (first[0])
 				/* a plan whose roles did not fit the boards' own
-				 * figures, and none after it: the boards and bytes */
-				snprintf(res->why, sizeof res->why, "%.150s (after %s)", d.msg,
-					 priced);
+				 * figures, and none after it: the boards and bytes
+				 * first, then why the last search found none */
+				snprintf(res->why, sizeof res->why,
+					 "no plan fits the boards' own figures: %.90s; then no plan: "
+					 "%.50s",
+					 first, d.msg);
 			else
 				snprintf(res->why, sizeof res->why, "%.190s", d.msg);
 			if (!rq->replan)
@@ -1002,11 +1030,14 @@ static int make_msg(svc *s, const svc_plan_req *rq, const run_job *run, sky_job 
 		if (!j->req.train || !s->plan.train_bytes)
 			return 0;
 		priced[0] = '\0';
-		if ((rc = price_roles(s, p, priced, sizeof priced)) == 0)
+		if ((rc = price_roles(s, p, real, priced, sizeof priced)) == 0)
 			return 0;
+		if (!first[0])
+			snprintf(first, sizeof first, "%s", priced);
 		if (rc < 0 || round + 1 == PRICE_ROUNDS) {
-			snprintf(res->why, sizeof res->why, "no plan fits the boards' own figures: %.150s",
-				 priced);
+			snprintf(res->why, sizeof res->why,
+				 "no plan fits the boards' own figures: %.90s; after %d plans: %.40s",
+				 first, round + 1, priced);
 			SKY_WARN("job %s: not planned: %s", j->req.job, res->why);
 			return rc < 0 ? rc : SKY_ENOMEM;
 		}
