@@ -40,8 +40,6 @@
 
 /* sums per reduction chunk, as runtime/sky_transport.h SKY_TRANSPORT_RED_CHUNK */
 #define HYB_RED_CHUNK 131072
-/* replicated stages' memory estimate raised by this (see plan_hfill_rep) */
-#define HYB_MEM_MARGIN_PCT 4
 
 int sky_hplan_alloc(sky_hplan *h, int cap)
 {
@@ -131,23 +129,19 @@ int plan_hfill_rep(const plan_hjob *h, const sky_job *j, const sky_board *b, con
 		       : r->share < to_end	   ? r->share
 						   : to_end;
 	r->mem_bytes = stage_mem(&h->c, a, e, first, last, r->in_flight);
-	/* a replicated stage's boards also keep its fixed-point sums
-	 * (runtime/stage.c: 8 bytes a parameter), the other replicas' sums by
-	 * step parity (2 x 8) and a chunk received and one sent
-	 * (runtime/transport.c: at most HYB_RED_CHUNK sums each). (A stage of
-	 * one board in such a plan keeps the 8 bytes too, which this leaves
-	 * out so that a plan of one board a stage weighs what the pipeline
-	 * plan does: docs/limits.md) */
+	/* every stage of such a plan sums in fixed point (runtime/stage.c: 8
+	 * bytes a parameter, a stage of one board too: the board carves them
+	 * for any plan with replicas or exact sums); a replicated stage's
+	 * boards also keep the other replicas' sums by step parity (2 x 8)
+	 * and a chunk received and one sent (runtime/transport.c: at most
+	 * HYB_RED_CHUNK sums each). This is the search's estimate; the
+	 * service prices the plan it publishes with the board's own function
+	 * (planner/svc_plan.c price_roles), so no margin is kept here */
+	double params = plan_hgrad_bytes(j, s, first, last) / sizeof(float);
+	r->mem_bytes += (int64_t)(8 * params);
 	if (s->n_rep > 1) {
-		double params = plan_hgrad_bytes(j, s, first, last) / sizeof(float);
 		double chunk = params < HYB_RED_CHUNK ? params : HYB_RED_CHUNK;
-		r->mem_bytes += (int64_t)(24 * params + 2 * 8 * chunk);
-		/* and a margin: this estimate was measured 2% under what the
-		 * board carves (tiny, 4 layers, a replicated stage 1: 1,857,080
-		 * bytes expected, 1,894,848 reserved, 2026-12-03), and a board
-		 * that refuses a plan for memory leaves the job waiting (no
-		 * re-plan on a refused plan-ack; docs/limits.md) */
-		r->mem_bytes += r->mem_bytes * HYB_MEM_MARGIN_PCT / 100;
+		r->mem_bytes += (int64_t)(16 * params + 2 * 8 * chunk);
 	}
 	return r->mem_bytes <= b->mem_bytes;
 }

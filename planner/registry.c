@@ -121,6 +121,8 @@ static void apply_ack(sky_registry *r, sky_reg_board *b, const sky_planack *a, d
 	b->ack = a->ok ? 1 : -1;
 	b->ack_bytes = a->arena_bytes;
 	b->ack_budget = a->budget_bytes;
+	b->ack_stage = a->stage;
+	b->ack_expected = a->expected_bytes;
 	snprintf(b->ack_reason, sizeof b->ack_reason, "%s", a->reason);
 	if (a->epoch > b->epoch) {
 		/* the board answers a plan newer than the one we assigned (we

@@ -326,6 +326,7 @@ static int svc_open(svc *s, const sky_service_opts *o, sky_diag *d)
 	sky_deploy_init(&s->deploy, s->state_dir, o->model_ops, o->slice_chunk_bytes,
 			o->slice_pace_ms);
 	s->deploy.uploads_per_op = o->uploads_per_op;
+	s->plan.train_bytes = o->train_bytes;
 	s->deploy.stored_per_op = o->stored_per_op;
 	mbedtls_x509_crt_init(&s->planner_crt);
 	if ((rc = sky_ca_open(&s->ca, o->pki_dir, d)) != 0 ||

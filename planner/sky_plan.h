@@ -498,7 +498,8 @@ void sky_hplan_bounds(const sky_fleet *f, const sky_job *j, double *work_s, doub
  * exhaustive search with pruning, step_exact = 1) on fleets of at most
  * SKY_HYBRID_EXACT_BOARDS boards, SKY_HYBRID_EXACT_UNITS units and a global
  * batch of at most SKY_HYBRID_EXACT_BATCH; otherwise seeded from the
- * pipeline-only optimal (whose step it never exceeds) and improved by a
+ * pipeline-only optimal (whose step it never exceeds when that plan fits
+ * with every stage's fixed-point sums, hybrid.c) and improved by a
  * simulator-driven local search. Training only, one site, no data owner,
  * no kept order: SKY_EINVAL saying which. SKY_ENOMEM when nothing fits. */
 #define SKY_HYBRID_EXACT_BOARDS 4

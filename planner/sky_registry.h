@@ -89,6 +89,8 @@ typedef struct sky_reg_board {
 	int64_t ack_epoch;
 	int ack;               /* 1 accepted, -1 refused (0: no answer yet) */
 	int64_t ack_bytes, ack_budget;
+	int ack_stage;          /* the stage the ack answers for */
+	int64_t ack_expected;   /* what the plan it answers gave that role */
 	char ack_reason[160];
 } sky_reg_board;
 

@@ -67,8 +67,18 @@
 #include "sky_deploy.h"
 #include "sky_err.h"
 #include "sky_jobreq.h" /* the job documents it takes and answers */
+#include "sky_planmsg.h"
 
 #include <stddef.h>
+#include <stdint.h>
+
+/* The arena bytes a board computes for its role in training plan p (stage
+ * `stage`, as board `board`: a stage's board or one of its replicas; a
+ * data owner's stage 0 holds both ends), or a negative SKY_E* code. It is
+ * the function the board decides with (runtime's sky_trainjob_bytes_as),
+ * which only skyplan's main may name. */
+typedef int64_t (*sky_service_train_bytes_fn)(const sky_planmsg *p, int stage,
+					      const char *board);
 
 typedef struct sky_service_opts {
 	const char *pki_dir;   /* from `sky pki init` */
@@ -80,6 +90,9 @@ typedef struct sky_service_opts {
 	 * runtime (skyplan's main passes them; NULL: infer jobs are refused),
 	 * and how slices are sent (sky_deploy.h) */
 	const sky_deploy_model_ops *model_ops;
+	/* training plans: every role priced with the board's own figure before
+	 * the plan goes out (NULL: the planner's estimate stands) */
+	sky_service_train_bytes_fn train_bytes;
 	int slice_chunk_bytes; /* 0: SKY_CHUNK_DEFAULT_BYTES */
 	int slice_pace_ms;     /* 0: chunks as fast as the loop sends them */
 	/* a voluntary re-plan (a board joined, or its speed changed) needs the

@@ -57,6 +57,58 @@ static void say_ack(svc *s, const char *id)
 			 (long long)b->ack_epoch, b->ack_reason);
 }
 
+/* 1 if the followed plan of r gives board id stage k (its board or a
+ * replica). */
+static int holds_role(const run_job *r, const char *id, int k)
+{
+	if (k < 0 || k >= r->n_stages)
+		return 0;
+	if (!strcmp(r->board[k], id))
+		return 1;
+	for (int i = 0; i < r->n_rep; i++)
+		if (r->rep_stage[i] == k && !strcmp(r->rep_board[i], id))
+			return 1;
+	return 0;
+}
+
+/* A board's refusal of its role in a followed job's current plan because
+ * the role does not fit its memory (arena_bytes over budget_bytes): that
+ * budget is learned (less what the board needs beyond the figure the plan
+ * gave it), and the job is re-planned at once without the role on that
+ * board (svc_replan: with no plan left it is paused, its reason naming
+ * the boards and bytes). Who may send this: the board the plan gives that
+ * role, known from the topic's identity level (the broker's ACL pins it
+ * to the certificate's CN, and the registry refused an ack whose payload
+ * names another board); a refusal from a board that holds no such role
+ * in that epoch is said and ignored, so no board can take a third out of
+ * a plan. A refusal for anything else is left as before (said). */
+static void on_refusal(svc *s, const sky_reg_board *b)
+{
+	run_job *r = svc_follow_find(s, b->ack_job);
+	if (!r || r->job.req.infer || b->ack_epoch != r->epoch)
+		return;
+	if (!holds_role(r, b->id, b->ack_stage)) {
+		SKY_WARN("job %s epoch %lld: refusal from %s for stage %d ignored: the plan gives "
+			 "%s no such role",
+			 b->ack_job, (long long)b->ack_epoch, b->id, b->ack_stage, b->id);
+		return;
+	}
+	if (!(b->ack_budget > 0 && b->ack_bytes > b->ack_budget))
+		return;
+	int64_t reported = b->caps.mem_bytes > 0 ? b->caps.mem_bytes : (1ll << 40);
+	int64_t beyond = b->ack_expected > 0 && b->ack_bytes > b->ack_expected
+				 ? b->ack_bytes - b->ack_expected
+				 : 0;
+	svc_plan_learn_budget(s, b->id, reported, b->ack_budget - beyond);
+	char reason[200];
+	snprintf(reason, sizeof reason,
+		 "board %s refused stage %d: it needs %lld bytes, its budget is %lld (it reports "
+		 "%lld)",
+		 b->id, b->ack_stage, (long long)b->ack_bytes, (long long)b->ack_budget,
+		 (long long)reported);
+	svc_replan(s, r, reason, sky_clock_s());
+}
+
 void svc_fleet_on_board(svc *s, const char *id, const char *leaf, const char *p, size_t len)
 {
 	sky_diag d;
@@ -82,8 +134,11 @@ void svc_fleet_on_board(svc *s, const char *id, const char *leaf, const char *p,
 		svc_warn(s, SVC_LOG_REVOKED, "%s", d.msg);
 	else if (rc == 1)
 		SKY_INFO("%s", d.msg);
-	else if (strcmp(leaf, SKY_TOPIC_PLAN_ACK) == 0)
+	else if (strcmp(leaf, SKY_TOPIC_PLAN_ACK) == 0) {
 		say_ack(s, id);
+		if (now_b && now_b->ack < 0)
+			on_refusal(s, now_b);
+	}
 }
 
 /* A message over its topic class's limit, dropped on arrival (sky_mqtt.h):

@@ -255,6 +255,18 @@ typedef struct svc_plan_state {
 	int use_hyb;
 	double bound_s; /* the job's step lower bound on this fleet (sky_hplan_bounds) */
 	int quiet;      /* 1 while svc_plan_evaluate plans (every second): no log lines */
+	/* the board's own figure for a role (sky_service_opts.train_bytes;
+	 * NULL: the estimate stands) */
+	sky_service_train_bytes_fn train_bytes;
+	/* budgets learned below what boards report (svc_plan.c): from a
+	 * board's refusal (its real budget, less what it needed beyond our
+	 * figure) or from pricing a plan (the excess of a role); applied to
+	 * the board while its report still says mem_bytes reported */
+	struct {
+		char id[SKY_TOPIC_SEGMENT_MAX + 1];
+		int64_t reported, budget;
+	} mem_cap[SKY_PLAN_MAX_BOARDS];
+	int n_mem_cap;
 } svc_plan_state;
 
 typedef struct svc_store_state {
@@ -450,6 +462,11 @@ void svc_links_tick(svc *s, double now);
 /* The working fleet for job: every online board with capabilities at its
  * shapes (the others asked to probe, once each by notes). Returns how
  * many boards are online; *fit how many fit (0: why says so). */
+/* Board id's budget for plans is `budget` while its report says
+ * `reported` (mem_bytes as svc_plan_fleet takes it): what the board said
+ * it has when it refused a plan (svc_fleet.c). Only ever lowered for one
+ * report; a new report replaces it. */
+void svc_plan_learn_budget(svc *s, const char *id, int64_t reported, int64_t budget);
 int svc_plan_fleet(svc *s, const svc_job *job, svc_notes *notes, int *fit, char *why,
 		   size_t cap);
 /* Plans rq's job over the working fleet and publishes the plan; a job

@@ -63,6 +63,38 @@ static void fleet_board(sky_board *fb, const sky_reg_board *b, const svc_job *j,
 	snprintf(fb->site, sizeof fb->site, "%s", b->caps.site);
 }
 
+/* The budget learned for board id below `reported` (what its report
+ * says, as fleet_board takes it), or `reported`: a board whose report
+ * changed since is taken at its word again. */
+static int64_t learned_budget(const svc *s, const char *id, int64_t reported)
+{
+	for (int i = 0; i < s->plan.n_mem_cap; i++)
+		if (!strcmp(s->plan.mem_cap[i].id, id))
+			return s->plan.mem_cap[i].reported == reported &&
+					       s->plan.mem_cap[i].budget < reported
+				       ? s->plan.mem_cap[i].budget
+				       : reported;
+	return reported;
+}
+
+void svc_plan_learn_budget(svc *s, const char *id, int64_t reported, int64_t budget)
+{
+	int i = 0;
+	while (i < s->plan.n_mem_cap && strcmp(s->plan.mem_cap[i].id, id))
+		i++;
+	if (i == s->plan.n_mem_cap) {
+		if (i == SKY_PLAN_MAX_BOARDS)
+			i = 0; /* full: the oldest entry goes (a board learned again) */
+		else
+			s->plan.n_mem_cap++;
+	} else if (s->plan.mem_cap[i].reported == reported && s->plan.mem_cap[i].budget < budget) {
+		budget = s->plan.mem_cap[i].budget; /* only ever lower, for one report */
+	}
+	snprintf(s->plan.mem_cap[i].id, sizeof s->plan.mem_cap[i].id, "%s", id);
+	s->plan.mem_cap[i].reported = reported;
+	s->plan.mem_cap[i].budget = budget < 0 ? 0 : budget;
+}
+
 /* Is board b busy with a job of an operator other than j's? A board's
  * assignment is busy while its job runs: followed (re-plans), not cancelled,
  * and not every stage of that epoch done or stalled in its metrics (one
@@ -130,7 +162,9 @@ int svc_plan_fleet(svc *s, const svc_job *j, svc_notes *notes, int *fit, char *w
 		sky_caps_times cal;
 		int cal_used = !j->req.infer && svc_calib_times(s, b, &want, &cal);
 		s->calib.used[f->n] = (unsigned char)cal_used;
-		fleet_board(&f->board[f->n++], b, j, cal_used ? &cal : &b->caps.fp32);
+		fleet_board(&f->board[f->n], b, j, cal_used ? &cal : &b->caps.fp32);
+		f->board[f->n].mem_bytes = learned_budget(s, b->id, f->board[f->n].mem_bytes);
+		f->n++;
 	}
 	*fit = f->n;
 	if (f->n == 0 && busy)
@@ -808,6 +842,85 @@ static int fill_hf(svc *s, const svc_job *j, sky_planmsg *p, sky_diag *d)
 	return 0;
 }
 
+/* Plans a pricing round may make before it gives up: each round lowers the
+ * budgets a role did not fit, on every board the search could put it on,
+ * so few are needed */
+#define PRICE_ROUNDS 6
+
+/* Every role of training plan p priced with the board's own function
+ * (s->plan.train_bytes) against real, the boards' budgets in the working
+ * fleet before the first search: each stage's and replica's arena_bytes is then
+ * what its board computes when it takes the plan. A data owner's stage 0
+ * holds both its ends (its figure is the arena of both; the last stage's
+ * estimate is left, the board sets up no arena for it alone). A role over
+ * its board's budget is said in why, and lowers, for the next search of
+ * this plan only (the working fleet), the budget of every board that its
+ * estimate fits and its figure does not: its own and any other the search
+ * would move it to (the estimate's shortfall is the role's, not the
+ * board's: on a fleet of equal boards, lowering its board alone only moves
+ * it, a board a round). Returns 0 (every role fits), 1 (budgets lowered:
+ * plan again) or a negative code (the function failed; why says). */
+static int price_roles(svc *s, sky_planmsg *p, const int64_t *real, char *why, size_t cap)
+{
+	sky_fleet *f = &s->plan.fleet;
+	const int last = p->n_stages - 1;
+	const int owner_ends = p->train.owner[0] && last >= 2 &&
+			       !strcmp(p->stages[0].board, p->train.owner) &&
+			       !strcmp(p->stages[last].board, p->stages[0].board);
+	int over = 0;
+	size_t at = 0;
+	/* the budgets this plan was searched over: each role lowers from
+	 * these (a board two roles lower takes the lower, not the sum) */
+	int64_t was[SKY_PLAN_MAX_BOARDS];
+	for (int i = 0; i < f->n; i++)
+		was[i] = f->board[i].mem_bytes;
+	for (int k = 0; k < p->n_stages; k++) {
+		if (owner_ends && k == last)
+			continue;
+		for (int r = 0; r < sky_planmsg_n_replicas(p, k); r++) {
+			const char *id = sky_planmsg_replica_board(p, k, r);
+			int64_t need = s->plan.train_bytes(p, k, id);
+			if (need < 0) {
+				snprintf(why, cap, "stage %d on %s: the board's arena cannot be sized "
+						   "(%s)",
+					 k, id, sky_strerror((int)need));
+				return (int)need;
+			}
+			int64_t *slot = r == 0 ? &p->stages[k].arena_bytes
+					       : &p->reps[p->stages[k].rep0 + r - 1].arena_bytes;
+			int64_t est = *slot;
+			*slot = need;
+			int fi = fleet_index(f, id);
+			if (fi < 0 || need <= real[fi])
+				continue;
+			int64_t budget = real[fi];
+			if (at < cap)
+				at += (size_t)snprintf(why + at, cap - at,
+						       "%sboard %s needs %lld bytes for stage %d, its "
+						       "budget is %lld",
+						       over ? "; " : "", id, (long long)need, k,
+						       (long long)budget);
+			/* the search's estimate of this role was short by need -
+			 * est: a board whose budget it fits and the figure does
+			 * not is lower by that for the next search (at least by
+			 * the excess), so the search puts the role only where it
+			 * fits. (1 byte at least: a budget must be positive, and
+			 * one of 1 fits nothing) */
+			for (int i = 0; i < f->n; i++) {
+				int64_t m = was[i];
+				if (i != fi && !(m >= est && real[i] < need))
+					continue;
+				int64_t short_by = need - est > need - real[i] ? need - est : need - real[i];
+				int64_t lower = m - short_by > 0 ? m - short_by : 1;
+				if (lower < f->board[i].mem_bytes)
+					f->board[i].mem_bytes = lower;
+			}
+			over = 1;
+		}
+	}
+	return over;
+}
+
 /* p under the next epoch, keys wrapped, signed into s->plan.envelope.
  * Returns the envelope's length, or 0 (logged). */
 static int seal(svc *s, const svc_job *j, sky_planmsg *p)
@@ -860,41 +973,90 @@ static int send_plan(svc *s, const sky_planmsg *p, int elen, svc_plan_result *re
 	return rc;
 }
 
+/* rq's plan message into s->plan.msg (computed, built, its training,
+ * model and serving sections filled), every role of a training plan
+ * priced with the board's own figure (price_roles): a plan with a role
+ * over its board's budget is made again over the lowered budget, at most
+ * PRICE_ROUNDS times. Returns 0 or an error with res->why saying it. */
+static int make_msg(svc *s, const svc_plan_req *rq, const run_job *run, sky_job *job,
+		    sky_algo *algo, svc_plan_result *res)
+{
+	const svc_job *j = rq->job;
+	sky_planmsg *p = &s->plan.msg;
+	/* what the first plan did not fit (at the boards' own budgets), and
+	 * what the last did not */
+	char first[sizeof res->why] = "", priced[sizeof res->why] = "";
+	sky_diag d;
+	/* the budgets the boards decide with (the search's may go lower) */
+	int64_t real[SKY_PLAN_MAX_BOARDS];
+	for (int i = 0; i < s->plan.fleet.n; i++)
+		real[i] = s->plan.fleet.board[i].mem_bytes;
+	for (int round = 0;; round++) {
+		sky_diag_clear(&d);
+		int rc = compute(s, j, run, job, algo, &res->predicted_s, &d);
+		if (rc) {
+			if (first[0])
+				/* a plan whose roles did not fit the boards' own
+				 * figures, and none after it: the boards and bytes
+				 * first, then why the last search found none */
+				snprintf(res->why, sizeof res->why,
+					 "no plan fits the boards' own figures: %.90s; then no plan: "
+					 "%.50s",
+					 first, d.msg);
+			else
+				snprintf(res->why, sizeof res->why, "%.190s", d.msg);
+			if (!rq->replan)
+				SKY_WARN("job %s: no plan: %s", j->req.job, res->why);
+			return rc;
+		}
+		if ((rc = build_msg(s, j, job, *algo, p)) != 0) {
+			snprintf(res->why, sizeof res->why,
+				 "the plan with stage replicas does not fit a plan message");
+			SKY_WARN("job %s: not planned: %s", j->req.job, res->why);
+			return rc;
+		}
+		if (j->req.train)
+			fill_train(rq, res->predicted_s, s->plan.use_hyb ? 0 : s->plan.plan.owner_lag,
+				   s->plan.use_hyb || (run && run->exact_sum), p);
+		if (j->req.hf.on && (rc = fill_hf(s, j, p, &d)) != 0) {
+			SKY_WARN("job %s: not planned: %s", j->req.job, d.msg);
+			snprintf(res->why, sizeof res->why, "%.190s", d.msg);
+			return rc;
+		}
+		if (j->req.infer && (rc = fill_infer(s, j, p, &d)) != 0) {
+			SKY_WARN("job %s: not planned: %s", j->req.job, d.msg);
+			return rc;
+		}
+		if (!j->req.train || !s->plan.train_bytes)
+			return 0;
+		priced[0] = '\0';
+		if ((rc = price_roles(s, p, real, priced, sizeof priced)) == 0)
+			return 0;
+		if (!first[0])
+			snprintf(first, sizeof first, "%s", priced);
+		if (rc < 0 || round + 1 == PRICE_ROUNDS) {
+			snprintf(res->why, sizeof res->why,
+				 "no plan fits the boards' own figures: %.90s; after %d plans: %.40s",
+				 first, round + 1, priced);
+			SKY_WARN("job %s: not planned: %s", j->req.job, res->why);
+			return rc < 0 ? rc : SKY_ENOMEM;
+		}
+		if (!s->plan.quiet)
+			SKY_INFO("job %s: planned again: %s", j->req.job, priced);
+	}
+}
+
 int svc_plan_job(svc *s, const svc_plan_req *rq, svc_plan_result *res)
 {
 	const svc_job *j = rq->job;
 	sky_planmsg *p = &s->plan.msg;
 	sky_job job;
 	sky_algo algo;
-	sky_diag d;
-	sky_diag_clear(&d);
 	memset(res, 0, sizeof *res);
 	const run_job *run = rq->replan ? svc_follow_find(s, j->req.job) : NULL;
-	int rc = compute(s, j, run, &job, &algo, &res->predicted_s, &d);
-	if (rc) {
-		snprintf(res->why, sizeof res->why, "%.190s", d.msg);
-		if (!rq->replan)
-			SKY_WARN("job %s: no plan: %s", j->req.job, d.msg);
+	int rc = make_msg(s, rq, run, &job, &algo, res);
+	if (rc)
 		return rc;
-	}
-	if ((rc = build_msg(s, j, &job, algo, p)) != 0) {
-		snprintf(res->why, sizeof res->why, "the plan with stage replicas does not fit a plan "
-						    "message");
-		SKY_WARN("job %s: not planned: %s", j->req.job, res->why);
-		return rc;
-	}
-	if (j->req.train)
-		fill_train(rq, res->predicted_s, s->plan.use_hyb ? 0 : s->plan.plan.owner_lag,
-			   s->plan.use_hyb || (run && run->exact_sum), p);
-	if (j->req.hf.on && (rc = fill_hf(s, j, p, &d)) != 0) {
-		SKY_WARN("job %s: not planned: %s", j->req.job, d.msg);
-		snprintf(res->why, sizeof res->why, "%.190s", d.msg);
-		return rc;
-	}
-	if (j->req.infer && (rc = fill_infer(s, j, p, &d)) != 0) {
-		SKY_WARN("job %s: not planned: %s", j->req.job, d.msg);
-		return rc;
-	}
 	int elen = seal(s, j, p);
 	if (elen <= 0)
 		return SKY_EFORMAT;

@@ -49,6 +49,17 @@ void agent_publish_ack(agent *a)
 		send_ack(a, &a->ack);
 }
 
+/* The budget a plan is admitted against: the one the board reports, or,
+ * under the test knob SKY_TEST_REAL_MEM_BYTES (a board that accepts less
+ * than it reports, tests/integration/test_train_refused.sh), less. */
+static int64_t admit_budget(const agent *a)
+{
+	const char *e = getenv("SKY_TEST_REAL_MEM_BYTES");
+	long long real = e && *e ? atoll(e) : 0;
+	return real > 0 && (a->caps.mem_bytes <= 0 || real < a->caps.mem_bytes) ? real
+										 : a->caps.mem_bytes;
+}
+
 static void fill_ack(agent *a, sky_planack *k, const sky_planmsg *p, int stage, int ok,
 		     int64_t bytes, const char *reason)
 {
@@ -60,8 +71,12 @@ static void fill_ack(agent *a, sky_planack *k, const sky_planmsg *p, int stage, 
 	k->stage = stage;
 	k->ok = ok;
 	k->arena_bytes = bytes;
-	k->expected_bytes = p->stages[stage].arena_bytes;
-	k->budget_bytes = a->caps.mem_bytes;
+	/* the figure the plan gave this board's role (a replica's own) */
+	int rep = 0;
+	k->expected_bytes = sky_planmsg_find_replica(p, a->idn.id, &rep) == stage && rep > 0
+				    ? p->reps[p->stages[stage].rep0 + rep - 1].arena_bytes
+				    : p->stages[stage].arena_bytes;
+	k->budget_bytes = admit_budget(a);
 	snprintf(k->reason, sizeof k->reason, "%s", reason ? reason : "");
 }
 
@@ -276,10 +291,10 @@ static int plan_fit(agent *a, taking *t)
 		refuse(a, p, t->stage, 0, "unknown model preset");
 		return (int)t->need;
 	}
-	if (a->caps.mem_bytes > 0 && t->need > a->caps.mem_bytes) {
+	if (admit_budget(a) > 0 && t->need > admit_budget(a)) {
 		char why[160];
 		snprintf(why, sizeof why, "stage needs %lld bytes, the board's budget is %lld",
-			 (long long)t->need, (long long)a->caps.mem_bytes);
+			 (long long)t->need, (long long)admit_budget(a));
 		SKY_WARN("plan %s epoch %lld refused: %s; keeping epoch %lld", p->job,
 			 (long long)p->epoch, why, (long long)a->epoch);
 		refuse(a, p, t->stage, t->need, why);

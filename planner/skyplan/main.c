@@ -10,6 +10,7 @@
 #include "sky_metrics.h"
 #include "sky_metrics_http.h"
 #include "sky_modelcheck.h"
+#include "sky_trainjob.h"
 #include "sky_net.h"
 #include "sky_notify.h"
 #include "sky_opt.h"
@@ -100,6 +101,13 @@ static int cut(const char *model_path, int first, int last, const char *out_path
 	       char sha256[65], int64_t *bytes, sky_diag *d)
 {
 	return sky_slice_cut(model_path, first, last, out_path, sha256, bytes, d);
+}
+
+/* A role's arena as its board computes it when it takes the plan: the
+ * planner prices plans with this, so the two cannot disagree */
+static int64_t train_bytes(const sky_planmsg *p, int stage, const char *board)
+{
+	return sky_trainjob_bytes_as(p, stage, board, NULL);
 }
 
 static const sky_deploy_model_ops k_model_ops = {.check = sky_modelcheck_int8, .cut = cut};
@@ -322,6 +330,7 @@ int main(int argc, char **argv)
 	memset(&o, 0, sizeof o);
 	o.keepalive_s = 10;
 	o.model_ops = &k_model_ops;
+	o.train_bytes = train_bytes;
 	o.replan_gain = 0.1;
 	o.replan_holdoff_s = 30;
 	o.pending_per_op = SKY_OWNER_DEFAULT_PENDING;
