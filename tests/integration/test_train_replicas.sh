@@ -23,7 +23,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 . tests/integration/fleet.sh
-SKY_FLEET_SKYD_OPTS="--keepalive 2 --model tiny --layers 4 --probe-seconds 1 --speed 0.05"
+SKY_FLEET_SKYD_OPTS="--keepalive 2 --model tiny --layers 4 --probe-seconds 1 --speed 0.01"
 sky_fleet_begin train_replicas
 printf 'name = small\nthreads = 1\nmem_cap_mb = 3\n' >"$W/small.conf"
 sky_fleet_start
@@ -101,9 +101,19 @@ for run in ra:gpipe rb:1f1b; do
 	J=${run%%:*}
 	S=${run#*:}
 	if ! planned $J pipe --sched "$S" --steps 3 --micro 2 --optimizer adamw --seed 5; then
-		fail "${J}_plan_pipelines_and_replicates_a_stage" "no layer count gave such a plan: $(grep -h "stage replicas\|pipeline plan goes out" "$W/skyplan.log" | tail -3)"
+		# Which plan is fastest depends on what the boards measured on this
+		# machine (a CI machine once simulated the replicas' best plan no
+		# faster than the pipeline at every count tried). Then the planner
+		# must have decided each count with its reason (replicas over one
+		# stage only, or "does not beat"); the replicas are tested by the
+		# other schedule's case and by rd below.
+		said=$(grep -o "job $J[0-9]*-[0-9]*: \(the plan with stage replicas .* does not beat\|no stage replicas\|stage replicas: \)" "$W/skyplan.log" | cut -d: -f1 | sort -u | wc -l)
+		echo "MEASURE ${J}_no_plan_with_replicas $said of 12 counts decided: $(grep -h "job $J[0-9]" "$W/skyplan.log" | grep "stage replicas" | tail -2)"
+		[ "$said" -ge 12 ] && pass "${J}_planner_says_why_the_pipeline_goes_out" ||
+			fail "${J}_plan_pipelines_and_replicates_a_stage" "no layer count gave such a plan, and the planner said why for $said of 12: $(grep -h "stage replicas\|pipeline plan goes out" "$W/skyplan.log" | tail -3)"
 		continue
 	fi
+	replicated=$((${replicated:-0} + 1))
 	pass "${J}_plan_pipelines_and_replicates_a_stage"
 	wait $WPID
 	wrc=$?
@@ -127,6 +137,7 @@ for run in ra:gpipe rb:1f1b; do
 	"$SKY" fleet status --state "$STATE" | sed -n "/^job $JN /,/^job /p" | head -8 | sed 's/^/  /'
 done
 # sky fleet status names each replica
+[ "${replicated:-0}" -ge 1 ] || fail ra_rb_plan_pipelines_and_replicates_a_stage "neither schedule's case got a plan with replicas"
 "$SKY" fleet status --state "$STATE" | grep -q "(replica [1-9])" && pass fleet_status_shows_replicas ||
 	fail fleet_status_shows_replicas "$("$SKY" fleet status --state "$STATE" | sed -n '/^job /,$p' | head -8)"
 
