@@ -71,6 +71,54 @@ static int holds_role(const run_job *r, const char *id, int k)
 	return 0;
 }
 
+/* 1 if b's last ack refused a role for memory: more bytes than its budget. */
+static int over_budget(const sky_reg_board *b)
+{
+	return b->ack < 0 && b->ack_budget > 0 && b->ack_bytes > b->ack_budget;
+}
+
+/* Learns b's budget from its refusal for memory: the budget its ack
+ * names, less what it needed beyond the figure the plan gave it; returns
+ * that. *reported: the figure b reports (the learned budget holds while
+ * it reports that). */
+static int64_t learn_budget(svc *s, const sky_reg_board *b, int64_t *reported)
+{
+	*reported = b->caps.mem_bytes > 0 ? b->caps.mem_bytes : (1ll << 40);
+	int64_t beyond = b->ack_expected > 0 && b->ack_bytes > b->ack_expected
+				 ? b->ack_bytes - b->ack_expected
+				 : 0;
+	svc_plan_learn_budget(s, b->id, *reported, b->ack_budget - beyond);
+	return b->ack_budget - beyond;
+}
+
+/* A refusal for memory of a plan of a job not followed (a training job
+ * without checkpoints, a serving job with --no-replan): nothing re-plans
+ * it, but the board's budget is learned, so the job submitted again is
+ * planned within it (before, the same plan went out and was refused
+ * again). Who may send this: any board, of itself only: the budget
+ * learned is the sender's own (the topic's identity level), as the memory
+ * it reports in its caps is; the plan must be one the planner published
+ * (the registry's newest epoch of the job), so a board cannot teach
+ * anything with a refusal of a plan that never was. */
+static void learn_unfollowed(svc *s, const sky_reg_board *b)
+{
+	if (!over_budget(b))
+		return;
+	const sky_registry *reg = &s->reg;
+	int j = 0;
+	while (j < reg->n_jobs && strcmp(reg->jobs[j].job, b->ack_job) != 0)
+		j++;
+	if (j == reg->n_jobs || reg->jobs[j].epoch != b->ack_epoch) {
+		SKY_WARN("refusal from %s of job %s epoch %lld ignored: no such plan was published",
+			 b->id, b->ack_job, (long long)b->ack_epoch);
+		return;
+	}
+	int64_t reported, learned = learn_budget(s, b, &reported);
+	SKY_WARN("job %s is not re-planned (it is not followed: no checkpoints); board %s's budget "
+		 "is now %lld bytes (it reports %lld): a job submitted again is planned within it",
+		 b->ack_job, b->id, (long long)learned, (long long)reported);
+}
+
 /* A board's refusal of its role in a followed job's current plan because
  * the role does not fit its memory (arena_bytes over budget_bytes): that
  * budget is learned (less what the board needs beyond the figure the plan
@@ -85,7 +133,11 @@ static int holds_role(const run_job *r, const char *id, int k)
 static void on_refusal(svc *s, const sky_reg_board *b)
 {
 	run_job *r = svc_follow_find(s, b->ack_job);
-	if (!r || r->job.req.infer || b->ack_epoch != r->epoch)
+	if (!r) {
+		learn_unfollowed(s, b);
+		return;
+	}
+	if (r->job.req.infer || b->ack_epoch != r->epoch)
 		return;
 	if (!holds_role(r, b->id, b->ack_stage)) {
 		SKY_WARN("job %s epoch %lld: refusal from %s for stage %d ignored: the plan gives "
@@ -93,13 +145,10 @@ static void on_refusal(svc *s, const sky_reg_board *b)
 			 b->ack_job, (long long)b->ack_epoch, b->id, b->ack_stage, b->id);
 		return;
 	}
-	if (!(b->ack_budget > 0 && b->ack_bytes > b->ack_budget))
+	if (!over_budget(b))
 		return;
-	int64_t reported = b->caps.mem_bytes > 0 ? b->caps.mem_bytes : (1ll << 40);
-	int64_t beyond = b->ack_expected > 0 && b->ack_bytes > b->ack_expected
-				 ? b->ack_bytes - b->ack_expected
-				 : 0;
-	svc_plan_learn_budget(s, b->id, reported, b->ack_budget - beyond);
+	int64_t reported;
+	learn_budget(s, b, &reported);
 	char reason[200];
 	snprintf(reason, sizeof reason,
 		 "board %s refused stage %d: it needs %lld bytes, its budget is %lld (it reports "

@@ -4,7 +4,8 @@
  * sky_trainjob_bytes_as), a plan one of whose roles does not fit that
  * figure is made again under a lowered budget, and a board's refusal for
  * memory re-plans a followed job at once, from the board the plan gives
- * that role only (planner/svc_fleet.c on_refusal). */
+ * that role only (planner/svc_fleet.c on_refusal); of a job not followed
+ * it teaches the board's budget for the next plan. */
 #include "sky_test.h"
 
 #include "svc_fake.h"
@@ -304,4 +305,44 @@ SKY_TEST(a_refusal_from_a_board_not_holding_the_role_is_ignored)
 	SKY_EXPECT(!r->replan.paused);
 	SKY_EXPECT_EQ(r->epoch, 5);
 	SKY_EXPECT_EQ(svc_follow_find(s, "jm"), r);
+}
+
+/* s->plan's learned budget for board id (-1: none) */
+static int64_t learned(const svc *s, const char *id)
+{
+	for (int i = 0; i < s->plan.n_mem_cap; i++)
+		if (!strcmp(s->plan.mem_cap[i].id, id))
+			return s->plan.mem_cap[i].budget;
+	return -1;
+}
+
+/* A job without checkpoints is not followed, so nothing re-plans it; its
+ * board's refusal for memory still teaches the planner that board's
+ * budget, and the job submitted again gets a plan within it. A refusal
+ * of an epoch the planner never published teaches nothing. */
+SKY_TEST(a_refusal_of_a_job_not_followed_teaches_the_boards_budget)
+{
+	svc *s = boards("mem_unfollowed", 5, 2ll << 20);
+	const char *doc = "{\"job\":\"jm\",\"model\":\"tiny\",\"layers\":4,\"micro_batches\":2,"
+			  "\"task\":\"train\",\"steps\":4,\"plaintext_frames\":true,"
+			  "\"checkpoint_every\":0,\"replicas\":false}";
+	SKY_EXPECT_EQ(plan(s, doc), 0);
+	sky_planmsg *p = &s->plan.msg;
+	p->epoch = 7;
+	sky_registry_assign(&s->reg, p);
+	SKY_EXPECT(svc_follow_find(s, "jm") == NULL);
+	char id[SKY_TOPIC_SEGMENT_MAX + 1];
+	snprintf(id, sizeof id, "%s", p->stages[0].board);
+	int64_t need = p->stages[0].arena_bytes, real = need - 200000;
+	refuse(s, id, 6, 0, need, real); /* no such plan */
+	SKY_EXPECT_EQ(learned(s, id), -1);
+	refuse(s, id, 7, 0, need, real);
+	SKY_EXPECT_EQ(learned(s, id), real);
+	/* submitted again: no role on that board over what it has */
+	SKY_EXPECT_EQ(plan(s, doc), 0);
+	SKY_EXPECT(p->n_stages >= 1);
+	for (int k = 0; k < p->n_stages; k++)
+		if (!strcmp(p->stages[k].board, id))
+			SKY_EXPECT_MSG(p->stages[k].arena_bytes <= real, "stage %d on %s: %lld over %lld",
+				       k, id, (long long)p->stages[k].arena_bytes, (long long)real);
 }

@@ -211,7 +211,9 @@ static void usage(FILE *to)
 		"all) have reported at its shapes (at most --wait-boards-s later, default 30)\n"
 		"and publishes the signed plan. With --wait, follows the plan and each stage's\n"
 		"plan-ack for up to SECONDS more (plans verified with DIR/planner.crt) and\n"
-		"exits 0 only if every stage's board accepted it.\n"
+		"exits 0 only if every stage's board accepted it. A training job with\n"
+		"--checkpoint-every is re-planned by skyplan when a board refuses its role for\n"
+		"memory; --wait then follows the new plan too, and its boards' answers count.\n"
 		"--task train makes the fleet train: the boards run --steps optimizer steps of\n"
 		"--micro micro-batches under --sched, with `sky train`'s optimizer, seed, warm-up\n"
 		"and clip (same defaults), frames AES-GCM sealed unless --plaintext-frames;\n"
@@ -1231,10 +1233,52 @@ static void print_acks_text(const follow *f, const ack_count *k, double t0)
 	       plan_boards(p) - k->done);
 }
 
+/* A board that refused its role in f's current plan for memory, or NULL.
+ * The planner learns that board's budget; a training job with checkpoints,
+ * which it follows, it re-plans at once (planner/svc_fleet.c on_refusal).
+ * Called with f->lock. */
+static const char *memory_refusal(const follow *f)
+{
+	for (int i = 0; i < plan_boards(&f->plan); i++) {
+		double at;
+		int st;
+		const char *b = plan_board(&f->plan, i, &st);
+		const sky_planack *a = find_ack(f, b, f->plan.job, f->plan.epoch, &at);
+		if (a && !a->ok && a->budget_bytes > 0 && a->arena_bytes > a->budget_bytes)
+			return b;
+	}
+	return NULL;
+}
+
+/* Waits (until --wait runs out, counted from t0) for a plan of a later
+ * epoch than the refused one; 1 when it came. Progress and the outcome
+ * on stderr, so a --json stdout stays one object per plan. */
+static int wait_newer_plan(submit *s, follow *f, double t0, int64_t epoch, const char *board)
+{
+	fprintf(stderr,
+		"sky job submit: board %s refused its role for memory; the planner re-plans job %s "
+		"(it has checkpoints) without it: waiting for a plan after epoch %lld\n",
+		board, s->j.job, (long long)epoch);
+	while (sky_clock_s() - t0 < s->wait_s) {
+		sky_mutex_lock(&f->lock);
+		int newer = f->plan.epoch > epoch;
+		sky_mutex_unlock(&f->lock);
+		if (newer)
+			return 1;
+		sky_mqtt_poll(s->m, 20);
+	}
+	fprintf(stderr,
+		"sky job submit: no plan after epoch %lld within --wait %g s: the planner found "
+		"none without board %s's role (sky fleet status says why the job is paused)\n",
+		(long long)epoch, s->wait_s, board);
+	return 0;
+}
+
 /* After the planner's answer: say so, and with --wait follow the plan
- * until every stage's board answered it. Returns the exit code: 0 when
- * acknowledged (and, with --wait, every stage accepted), else 1 with d
- * saying why when there is no plan. */
+ * until every stage's board answered it; when the planner re-plans a
+ * refused plan (memory_refusal), the next plan too. Returns the exit
+ * code: 0 when acknowledged (and, with --wait, every stage of the last
+ * plan accepted), else 1 with d saying why when there is no plan. */
 static int submit_answered(submit *s, follow *f, sky_diag *d)
 {
 	if (!f->reply.ok)
@@ -1253,20 +1297,38 @@ static int submit_answered(submit *s, follow *f, sky_diag *d)
 		return 0;
 	}
 	ack_count k;
-	wait_acks(s, f, t0, &k);
-	int rc;
-	if (!f->have_plan) {
-		rc = sky_diag_set(d, SKY_ETIMEOUT, "no plan for job %s within %g s (is skyplan running?)",
-				  s->j.job, s->wait_s);
-	} else {
+	for (;;) {
+		wait_acks(s, f, t0, &k);
+		if (!f->have_plan) {
+			sky_mutex_unlock(&f->lock);
+			return sky_diag_set(d, SKY_ETIMEOUT,
+					    "no plan for job %s within %g s (is skyplan running?)",
+					    s->j.job, s->wait_s);
+		}
 		if (s->json)
 			print_acks_json(f, &k, t0);
 		else
 			print_acks_text(f, &k, t0);
-		rc = k.accepted == plan_boards(&f->plan) ? 0 : 1;
+		if (k.accepted == plan_boards(&f->plan)) {
+			sky_mutex_unlock(&f->lock);
+			return 0;
+		}
+		const char *who = memory_refusal(f);
+		int64_t epoch = f->plan.epoch;
+		int replanned = who && s->j.train && s->j.ckpt_every > 0;
+		if (who && !replanned)
+			fprintf(stderr,
+				"sky job submit: board %s refused its role for memory; job %s is not "
+				"re-planned (the planner follows only training jobs with "
+				"--checkpoint-every), but it now plans within %s's budget: cancel the "
+				"job and submit it again\n",
+				who, s->j.job, who);
+		char board[SKY_TOPIC_SEGMENT_MAX + 1];
+		snprintf(board, sizeof board, "%s", who ? who : "");
+		sky_mutex_unlock(&f->lock);
+		if (!replanned || !wait_newer_plan(s, f, t0, epoch, board))
+			return 1;
 	}
-	sky_mutex_unlock(&f->lock);
-	return rc;
 }
 
 static int cmd_submit(int argc, char **argv)
