@@ -42,6 +42,7 @@
 	"pattern read sky/v1/job/+/stage/#\n"                                       \
 	"pattern write sky/v1/job/+/stage/+/+/%u\n"                                 \
 	"pattern write sky/v1/job/+/part/%u\n"                                      \
+	"pattern write sky/v1/job/+/part/%u/+\n"                                    \
 	"# serving: the first stage reads the requests addressed to it, a stage\n" \
 	"# answers a client under its own id\n"                                     \
 	"pattern read sky/v1/job/+/req/%u/+\n"                                      \
@@ -86,6 +87,7 @@ static const char k_acl[] =
 	"topic read sky/v1/jobs/+/submit\n"
 	"topic write sky/v1/jobs/+/reply\n"
 	"topic read sky/v1/job/+/part/+\n"
+	"topic read sky/v1/job/+/part/+/+\n"
 	"# serving: every request (it answers unknown or stopped jobs under its\n"
 	"# own id, and replays lost ones to the first stage), every answer\n"
 	"topic read sky/v1/job/+/req/+/+\n"
@@ -263,6 +265,7 @@ static const char k_acl_bridge[] =
 	"topic read sky/v1/job/+/plan\n"
 	"topic write sky/v1/job/+/metrics/+\n"
 	"topic write sky/v1/job/+/part/+\n"
+	"topic write sky/v1/job/+/part/+/+\n"
 	"topic write sky/v1/site/+/job/+/stage/#\n"
 	"topic read sky/v1/site/%s/job/+/stage/#\n"
 	"topic write sky/v1/site/%s/back/echo\n"
@@ -647,6 +650,7 @@ static int site_conf_text(char *conf, size_t cap, const sky_ca_site_opts *o, con
 		"topic sky/v1/board/+/plan-ack out 1\n"
 		"topic sky/v1/job/+/metrics/+ out 0\n"
 		"topic sky/v1/job/+/part/+ out 1\n"
+		"topic sky/v1/job/+/part/+/+ out 1\n"
 		"topic sky/v1/job/+/plan in 1\n"
 		"topic sky/v1/board/+/cmd in 1\n"
 		"# checkpoints to the planner, and a re-plan's ranges back\n"

@@ -8,6 +8,7 @@
 #include "sky_clock.h"
 #include "sky_file.h"
 #include "sky_notify.h"
+#include "sky_partchunk.h"
 #include "sky_signal.h"
 
 #include <stdio.h>
@@ -127,7 +128,27 @@ static void on_metrics(svc *s, const svc_msg *m)
 static void on_part(svc *s, const svc_msg *m)
 {
 	if (svc_authz_part(s, m->seg, m->to))
-		svc_relay_part(s, m->seg, m->to, m->p, m->len);
+		svc_relay_part(s, m->seg, m->to, NULL, m->p, m->len);
+}
+
+/* A chunk of a part over the message limit (sky_partchunk.h): from a
+ * board of the plan (the ACL pins part/<board>/ to it), and a well-formed
+ * chunk of a part under its own index, or refused before it is relayed. */
+static void on_part_chunk(svc *s, const svc_msg *m)
+{
+	if (m->len == 0 || !svc_authz_part(s, m->seg, m->to))
+		return; /* empty: a retained copy cleared */
+	uint32_t i;
+	sky_chunk c;
+	sky_diag d;
+	sky_diag_clear(&d);
+	if (sky_partchunk_index(m->who, &i) != 0)
+		sky_diag_set(&d, SKY_EINVAL, "'%s' is no chunk index", m->who);
+	else if (sky_partchunk_check(m->p, m->len, i, &c, &d) == 0) {
+		svc_relay_part(s, m->seg, m->to, m->who, m->p, m->len);
+		return;
+	}
+	svc_refused(s, m->seg, m->to, SVC_REFUSE_PART_CHUNK, "part chunk (%s)", d.msg);
 }
 
 static void on_cancel(svc *s, const svc_msg *m)
@@ -185,6 +206,7 @@ static const svc_route k_routes[] = {
 	{match_job_to, NULL, SKY_TOPIC_CKPT, on_ckpt},
 	{match_job_pair, NULL, SKY_TOPIC_RESP, on_resp},
 	{match_job_to, NULL, SKY_TOPIC_PART, on_part},
+	{match_job_pair, NULL, SKY_TOPIC_PART, on_part_chunk},
 	{match_ready, NULL, NULL, on_ready},
 	{match_job_to, NULL, SKY_TOPIC_FEDUPD, on_fedupd}, /* federated updates (svc_fed.c) */
 	/* requests, and anything else: answered unknown_job if a request */
@@ -233,7 +255,7 @@ static const char *const k_subs[] = {
 	SKY_TOPIC_SUB_ALL_SUBMITS, SKY_TOPIC_ROOT "/jobs/+/" SKY_TOPIC_WEIGHTS,
 	SKY_TOPIC_ROOT "/jobs/+/" SKY_TOPIC_CANCEL,
 	/* parts, relayed to each job's owner (svc_relay.c) */
-	SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_PART "/+",
+	SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_PART "/+", SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_PART "/+/+",
 	SKY_TOPIC_ROOT "/board/+/" SKY_TOPIC_SLICE_REQ,
 	/* requests, to answer those for jobs that do not serve */
 	SKY_TOPIC_ROOT "/job/+/" SKY_TOPIC_REQ "/+/+",

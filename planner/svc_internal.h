@@ -196,6 +196,7 @@ typedef enum svc_refuse_kind {
 	SVC_REFUSE_SLICE_RATE, /* a board's slice requests over its rate */
 	SVC_REFUSE_REVOKED, /* anything from a revoked board */
 	SVC_REFUSE_PART,    /* a trained part from a board that is not one of the job's stages */
+	SVC_REFUSE_PART_CHUNK, /* a chunk of a part that is malformed or not under its index */
 	SVC_REFUSE_N
 } svc_refuse_kind;
 
@@ -586,10 +587,11 @@ int svc_relay_cancelled(const svc *s, const char *job);
  * cancelled when it was, else serving or training as m says. */
 sky_nojob_kind svc_relay_nojob_kind(const svc *s, const sky_planmsg *m);
 /* A metrics message (sender board, NULL when the topic does not say) or a
- * part of job, accepted: relayed to its owner. */
+ * part of job (chunk: NULL for a whole part, else the chunk's index as its
+ * topic names it), accepted: relayed to its owner. */
 void svc_relay_metrics(svc *s, const char *job, const char *board, const char *p, size_t len);
-void svc_relay_part(svc *s, const char *job, const char *board, const unsigned char *p,
-		    size_t len);
+void svc_relay_part(svc *s, const char *job, const char *board, const char *chunk,
+		    const unsigned char *p, size_t len);
 /* job's retained relayed topics cleared (a resubmit by op, its owner). */
 void svc_relay_clear(svc *s, const char *job, const char *op);
 /* job's last state retained for op: {"job","epoch","state",<extra>}. */

@@ -38,6 +38,7 @@ static const char *const k_refuse[SVC_REFUSE_N] = {
 	[SVC_REFUSE_SLICE_RATE] = "slice_rate_limited",
 	[SVC_REFUSE_REVOKED] = "revoked",
 	[SVC_REFUSE_PART] = "part_not_stage",
+	[SVC_REFUSE_PART_CHUNK] = "part_chunk",
 };
 
 const char *svc_refuse_name(svc_refuse_kind why)

@@ -140,10 +140,11 @@ static int list_path(const svc *s, const char *job, char *buf, size_t cap)
 	return (n < 0 || (size_t)n >= cap) ? SKY_ERANGE : 0;
 }
 
-/* leaf ("part/<board>", "state") noted as retained for job, once. */
+/* leaf ("part/<board>", "part/<board>/<chunk>", "state") noted as
+ * retained for job, once. */
 static void note_retained(svc *s, const char *job, const char *leaf)
 {
-	char path[700], dir[640], line[96];
+	char path[700], dir[640], line[140];
 	static char buf[16u << 10];
 	if (list_path(s, job, path, sizeof path) != 0)
 		return;
@@ -179,7 +180,9 @@ void svc_relay_clear(svc *s, const char *job, const char *op)
 	if (got > 0) {
 		buf[got] = '\0';
 		for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
-			char *slash = strchr(line, '/');
+			/* "state", "part/<board>", "part/<board>/<chunk>": the
+			 * last level is the who of the topic */
+			char *slash = strrchr(line, '/');
 			if (slash)
 				*slash = '\0';
 			/* an empty retained message clears the broker's copy */
@@ -287,14 +290,19 @@ void svc_relay_metrics(svc *s, const char *job, const char *board, const char *p
 	maybe_ended(s, job, op, p, len);
 }
 
-void svc_relay_part(svc *s, const char *job, const char *board, const unsigned char *p,
-		    size_t len)
+void svc_relay_part(svc *s, const char *job, const char *board, const char *chunk,
+		    const unsigned char *p, size_t len)
 {
-	char op[SKY_TOPIC_SEGMENT_MAX + 1], leaf[96];
+	char op[SKY_TOPIC_SEGMENT_MAX + 1], leaf[128], sub[96];
 	if (len == 0 || svc_relay_owner(s, job, op, sizeof op) != 0 || svc_relay_cancelled(s, job))
 		return;
-	publish_retained(s, op, job, SKY_TOPIC_PART, board, p, len);
-	snprintf(leaf, sizeof leaf, SKY_TOPIC_PART "/%s", board);
+	/* a chunk's topic is the part's with its index below: .../part/<board>/<i> */
+	snprintf(sub, sizeof sub, SKY_TOPIC_PART "/%s", board);
+	if (chunk)
+		publish_retained(s, op, job, sub, chunk, p, len);
+	else
+		publish_retained(s, op, job, SKY_TOPIC_PART, board, p, len);
+	snprintf(leaf, sizeof leaf, "%s%s%s", sub, chunk ? "/" : "", chunk ? chunk : "");
 	note_retained(s, job, leaf);
 }
 

@@ -5,6 +5,7 @@
 #include "sky_clock.h"
 #include "sky_file.h"
 #include "sky_log.h"
+#include "sky_partchunk.h"
 #include "sky_json.h"
 #include "sky_safetensors.h"
 
@@ -410,6 +411,43 @@ static void publish_metrics(sky_trainjob *j, int stage, sky_transport *t, const 
 	t->net.publish(t->net.ctx, t->topic_metrics, b, n, 0, 0);
 }
 
+/* A part over the message limit: its chunks, chunk i retained on
+ * sky/v1/job/<job>/part/<board>/<i> (sky_partchunk.h). */
+static int publish_part_chunks(sky_trainjob *j, const unsigned char *img, size_t len,
+			       sky_diag *d)
+{
+	const sky_planmsg *p = j->plan;
+	if (len > SKY_PART_MAX_BYTES)
+		return sky_diag_set(d, SKY_ERANGE, "part: %zu bytes, more than the %llu a part may have",
+				    len, SKY_PART_MAX_BYTES);
+	unsigned char sha[32];
+	sky_sha256(img, len, sha);
+	uint32_t n = sky_chunk_count(len, SKY_PART_CHUNK_BYTES);
+	unsigned char *msg = malloc(SKY_CHUNK_HEADER_BYTES + SKY_PART_CHUNK_BYTES);
+	if (!msg)
+		return sky_diag_set(d, SKY_ENOMEM, "part: out of memory for a chunk");
+	int rc = 0;
+	for (uint32_t i = 0; i < n && !rc; i++) {
+		char topic[SKY_TOPIC_BUF], idx[16];
+		snprintf(idx, sizeof idx, "%u", i);
+		int m = sky_chunk_encode(SKY_CHUNK_PART, img, len, sha, SKY_PART_CHUNK_BYTES, i, msg,
+					 SKY_CHUNK_HEADER_BYTES + SKY_PART_CHUNK_BYTES);
+		if (m < 0)
+			rc = sky_diag_set(d, m, "part: cannot cut chunk %u", i);
+		else if (sky_topic_job_pair(topic, sizeof topic, p->job, SKY_TOPIC_PART, j->tr.board,
+					    idx) != 0)
+			rc = sky_diag_set(d, SKY_EINVAL, "part: no topic for chunk %u", i);
+		else if ((rc = j->tr.net.publish(j->tr.net.ctx, topic, msg, (size_t)m, 1, 1)) != 0)
+			sky_diag_set(d, rc, "part: cannot publish on %s", topic);
+	}
+	free(msg);
+	if (!rc)
+		SKY_INFO("job %s: part of %zu bytes is over the %u-byte message limit: sent in %u "
+			 "chunks",
+			 p->job, len, SKY_FRAME_MAX_PAYLOAD_DEFAULT, n);
+	return rc;
+}
+
 /* The part: this stage's tensors as a safetensors image, retained on
  * sky/v1/job/<job>/part/<board> (the collector reads it with the planner
  * identity; the ACL lets only that board write there)
@@ -481,9 +519,8 @@ static int publish_part(sky_trainjob *j, const char *state_dir, size_t *bytes, s
 	char topic[SKY_TOPIC_BUF];
 	sky_topic_job_to(topic, sizeof topic, p->job, SKY_TOPIC_PART, j->tr.board);
 	if (len > SKY_FRAME_MAX_PAYLOAD_DEFAULT) {
-		SKY_WARN("job %s: part of %zu bytes is over the %u-byte message limit; only written "
-			 "to the state directory",
-			 p->job, len, SKY_FRAME_MAX_PAYLOAD_DEFAULT);
+		if ((rc = publish_part_chunks(j, img, len, d)) != 0)
+			goto exit;
 	} else if ((rc = j->tr.net.publish(j->tr.net.ctx, topic, img, len, 1, 1)) != 0) {
 		sky_diag_set(d, rc, "part: cannot publish on %s", topic);
 		goto exit;

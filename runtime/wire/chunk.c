@@ -42,7 +42,7 @@ int sky_chunk_encode(int kind, const unsigned char *file, uint64_t file_bytes,
 		     const unsigned char file_sha[32], uint32_t chunk_bytes, uint32_t index,
 		     unsigned char *out, size_t cap)
 {
-	if ((kind != SKY_CHUNK_MODEL && kind != SKY_CHUNK_SLICE) || chunk_bytes < SKY_CHUNK_MIN_BYTES ||
+	if (kind < SKY_CHUNK_MODEL || kind > SKY_CHUNK_PART || chunk_bytes < SKY_CHUNK_MIN_BYTES ||
 	    chunk_bytes > SKY_CHUNK_MAX_PAYLOAD || file_bytes > SKY_CHUNK_MAX_FILE ||
 	    index >= sky_chunk_count(file_bytes, chunk_bytes))
 		return SKY_EINVAL;
@@ -89,7 +89,7 @@ int sky_chunk_decode(const unsigned char *buf, size_t len, sky_chunk *c, sky_chu
 	c->file_bytes = sky_le_get64(buf + 24);
 	memcpy(c->file_sha, buf + 32, 32);
 	memcpy(c->sha, buf + 64, 32);
-	if (c->kind != SKY_CHUNK_MODEL && c->kind != SKY_CHUNK_SLICE)
+	if (c->kind < SKY_CHUNK_MODEL || c->kind > SKY_CHUNK_PART)
 		return sky_diag_set(d, SKY_EFORMAT, "chunk: kind %d unknown", c->kind);
 	if (c->chunk_bytes < SKY_CHUNK_MIN_BYTES || c->chunk_bytes > SKY_CHUNK_MAX_PAYLOAD ||
 	    c->file_bytes > SKY_CHUNK_MAX_FILE)

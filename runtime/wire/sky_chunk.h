@@ -1,7 +1,8 @@
 /* Hashed chunks: how a file too big for one message crosses the broker.
  * Used for the model an operator uploads to the planner
- * (sky/v1/jobs/<op>/weights) and for the slice the planner sends a board
- * (sky/v1/job/<job>/slice/<board>). Each chunk names the whole file (its
+ * (sky/v1/jobs/<op>/weights), for the slice the planner sends a board
+ * (sky/v1/job/<job>/slice/<board>) and for a trained part over the message
+ * limit (sky/v1/job/<job>/part/<board>/<index>, sky_partchunk.h). Each chunk names the whole file (its
  * SHA-256 and size), its own place in it (index of total, the nominal
  * chunk size) and carries the SHA-256 of its own payload, so a receiver
  * verifies every chunk on arrival, writes only verified bytes, and after a
@@ -10,7 +11,7 @@
  * Layout (little-endian, SKY_CHUNK_HEADER_BYTES then the payload):
  *   0   4  magic "SKYC"
  *   4   1  version (1)
- *   5   1  kind (SKY_CHUNK_MODEL, SKY_CHUNK_SLICE)
+ *   5   1  kind (SKY_CHUNK_MODEL, SKY_CHUNK_SLICE, SKY_CHUNK_PART)
  *   6   2  reserved, 0
  *   8   4  index            0 .. total-1
  *   12  4  total            ceil(file_bytes / chunk_bytes), >= 1
@@ -40,7 +41,7 @@
 /* largest file sent in chunks (a large preset's int8 model is ~0.4 GB) */
 #define SKY_CHUNK_MAX_FILE (1ull << 34)
 
-enum { SKY_CHUNK_MODEL = 1, SKY_CHUNK_SLICE = 2 };
+enum { SKY_CHUNK_MODEL = 1, SKY_CHUNK_SLICE = 2, SKY_CHUNK_PART = 3 };
 
 /* Why a chunk was dropped (counted per reason by its receiver). */
 typedef enum {

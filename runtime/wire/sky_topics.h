@@ -29,6 +29,7 @@
  *   sky/v1/job/<job>/stage/0/done/<s>       last serving stage -> first    1   no   {"epoch":E,"batch":N,"n":R}: batch N answered
  *                                           (sky_servebatch.h: what the first stage has in flight)
  *   sky/v1/job/<job>/part/<id>              board <id> -> collector        1   yes  its stage's trained tensors (safetensors bytes)
+ *   sky/v1/job/<job>/part/<id>/<i>          board <id> -> collector        1   yes  chunk i of a part over the message limit (sky_partchunk.h)
  *   sky/v1/job/<job>/req/<first>/<client>   client -> first stage board <first>, planner
  *                                                                          1   no   inference request JSON (sky_infermsg.h);
  *                                           <first> from the signed plan, "sky-planner" when the client has none
@@ -58,6 +59,7 @@
  *   sky/v1/jobs/<op>/cancel                 operator <op> -> planner       1   no   {"job":..,"cancel_id":..} (sky job cancel)
  *   sky/v1/jobs/<op>/job/<job>/metrics      planner -> operator <op>       0   no   the job's metrics, relayed to its owner
  *   sky/v1/jobs/<op>/job/<job>/part/<board> planner -> operator <op>       1   yes  the job's parts, relayed to its owner
+ *   sky/v1/jobs/<op>/job/<job>/part/<board>/<i>                            1   yes  their chunks, checked and relayed
  *   sky/v1/jobs/<op>/job/<job>/fedmodel     planner -> operator <op>       1   yes  a federated job's final global model
  *   sky/v1/jobs/<op>/job/<job>/state        planner -> operator <op>       1   yes  {"job","epoch","state":"done"|"stalled"|"cancelled",..}
  *   sky/v1/enroll/<nonce>/csr               claim identity -> planner      1   no   enrollment request JSON (token, id, CSR PEM);
@@ -69,7 +71,7 @@
  *               read  sky/v1/board/<id>/{echo,cmd}, sky/v1/job/+/plan;
  *               read sky/v1/job/+/stage/#, write sky/v1/job/+/stage/+/+/<id>,
  *               write sky/v1/job/+/metrics/<id>,
- *               write sky/v1/job/+/part/<id>, sky/v1/job/+/ckpt/<id>;
+ *               write sky/v1/job/+/part/<id>, sky/v1/job/+/part/<id>/+, sky/v1/job/+/ckpt/<id>;
  *               read sky/v1/job/+/load/<id>;
  *               read sky/v1/job/+/req/<id>/+, write sky/v1/job/+/resp/+/<id> (serving),
  *               read sky/v1/job/+/replay/<id>/+ (requests the planner replays),
@@ -81,7 +83,8 @@
  *               sky/v1/enroll/<its client id>/csr, read sky/v1/enroll/<its client id>/cert
  *               (pattern %c: one nonce per connection, nobody reads another's).
  *   planner (SKY_TOPIC_PLANNER_CN): read sky/v1/board/#, sky/v1/enroll/+/csr, sky/v1/jobs/+/submit,
- *               sky/v1/job/+/metrics/+, sky/v1/job/+/part/+, sky/v1/job/+/ckpt/+; write sky/v1/job/+/plan,
+ *               sky/v1/job/+/metrics/+, sky/v1/job/+/part/+, sky/v1/job/+/part/+/+, sky/v1/job/+/ckpt/+;
+ *               write sky/v1/job/+/plan,
  *               sky/v1/job/+/load/+, sky/v1/enroll/+/cert,
  *               sky/v1/board/+/cmd, sky/v1/jobs/+/reply;
  *               read sky/v1/job/+/req/+/+ (answers unknown or stopped jobs), write
@@ -699,6 +702,8 @@ static inline size_t sky_topic_max_bytes(const char *topic)
 		size_t max;
 	} j[] = {{SKY_TOPIC_METRICS, 6, SKY_METRICS_MAX_BYTES},
 		 {SKY_TOPIC_PART, 6, SKY_MQTT_MAX_PACKET},
+		 /* a part's chunk: SKY_CHUNK_MAX_BYTES (sky_chunk.h) */
+		 {SKY_TOPIC_PART, 7, 96u + (4u << 20)},
 		 {SKY_TOPIC_CKPT, 6, SKY_MQTT_MAX_PACKET},
 		 {SKY_TOPIC_LOAD, 6, SKY_MQTT_MAX_PACKET},
 		 {SKY_TOPIC_SLICE, 6, SKY_MQTT_MAX_PACKET},
@@ -743,7 +748,8 @@ static inline size_t sky_topic_max_bytes(const char *topic)
 		return 0;
 	}
 	/* what the planner relays to a job's owner:
-	 * sky/v1/jobs/<op>/job/<job>/{metrics,state} and .../part/<board> */
+	 * sky/v1/jobs/<op>/job/<job>/{metrics,state}, .../part/<board> and
+	 * .../part/<board>/<chunk> */
 	if (sky_topic_seg_is(seg[2], len[2], "jobs") && n >= 7 &&
 	    sky_topic_seg_is(seg[4], len[4], "job")) {
 		if (n == 7 && sky_topic_seg_is(seg[6], len[6], SKY_TOPIC_METRICS))
@@ -752,6 +758,8 @@ static inline size_t sky_topic_max_bytes(const char *topic)
 			return SKY_JOB_STATE_MAX_BYTES;
 		if (n == 8 && sky_topic_seg_is(seg[6], len[6], SKY_TOPIC_PART))
 			return SKY_MQTT_MAX_PACKET;
+		if (n == 9 && sky_topic_seg_is(seg[6], len[6], SKY_TOPIC_PART))
+			return 96u + (4u << 20); /* a part's chunk */
 		if (n == 7 && sky_topic_seg_is(seg[6], len[6], SKY_TOPIC_FEDMODEL))
 			return SKY_MQTT_MAX_PACKET;
 		return 0;
@@ -764,7 +772,8 @@ static inline size_t sky_topic_max_bytes(const char *topic)
 
 /* Whether a received topic is of a class that is published retained (the
  * "retained" column of the table above): a board's caps, status and
- * plan-ack, a job's plan, a stage's ready, a job's parts and loads, and
+ * plan-ack, a job's plan, a stage's ready, a job's parts (and their
+ * chunks) and loads, and
  * what the planner relays to a job's owner (its parts and last state).
  * mosquitto 2.0 cannot refuse a retained publish per topic (no ACL for
  * it; retain_available is one global switch), so a retained copy of any
@@ -794,14 +803,15 @@ static inline int sky_topic_retained_ok(const char *topic)
 		if (n == 5)
 			return sky_topic_seg_is(seg[4], len[4], SKY_TOPIC_PLAN) ||
 			       sky_topic_seg_is(seg[4], len[4], SKY_TOPIC_FEDROUND);
-		return n == 6 && (sky_topic_seg_is(seg[4], len[4], SKY_TOPIC_PART) ||
-				  sky_topic_seg_is(seg[4], len[4], SKY_TOPIC_LOAD));
+		return (n == 6 && (sky_topic_seg_is(seg[4], len[4], SKY_TOPIC_PART) ||
+				   sky_topic_seg_is(seg[4], len[4], SKY_TOPIC_LOAD))) ||
+		       (n == 7 && sky_topic_seg_is(seg[4], len[4], SKY_TOPIC_PART)); /* a chunk */
 	}
 	if (sky_topic_seg_is(seg[2], len[2], "jobs") && n >= 7 &&
 	    sky_topic_seg_is(seg[4], len[4], "job"))
 		return (n == 7 && (sky_topic_seg_is(seg[6], len[6], SKY_TOPIC_STATE) ||
 				   sky_topic_seg_is(seg[6], len[6], SKY_TOPIC_FEDMODEL))) ||
-		       (n == 8 && sky_topic_seg_is(seg[6], len[6], SKY_TOPIC_PART));
+		       ((n == 8 || n == 9) && sky_topic_seg_is(seg[6], len[6], SKY_TOPIC_PART));
 	return 0;
 }
 

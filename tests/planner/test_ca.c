@@ -352,6 +352,7 @@ SKY_TEST(sites_get_a_bridge_identity_a_broker_config_and_core_acl_sections)
 				     "topic sky/v1/board/+/plan-ack out 1\n"
 				     "topic sky/v1/job/+/metrics/+ out 0\n"
 				     "topic sky/v1/job/+/part/+ out 1\n"
+				     "topic sky/v1/job/+/part/+/+ out 1\n"
 				     "topic sky/v1/job/+/plan in 1\n"
 				     "topic sky/v1/board/+/cmd in 1\n"
 				     "topic sky/v1/job/+/ckpt/+ out 1\n"

@@ -61,7 +61,7 @@ SKY_TEST(metrics_and_parts_go_to_the_owner_only)
 	const svc_fake_pub *p = svc_fake_last("sky/v1/jobs/sky-op-alice/job/ja/metrics");
 	SKY_EXPECT(p && !p->retained && strstr(p->data, "\"step\":1"));
 	SKY_EXPECT(svc_fake_last("sky/v1/jobs/sky-op-alice/job/ja/state") == NULL);
-	svc_relay_part(s, "ja", "b1", (const unsigned char *)"PART", 4);
+	svc_relay_part(s, "ja", "b1", NULL, (const unsigned char *)"PART", 4);
 	p = svc_fake_last("sky/v1/jobs/sky-op-alice/job/ja/part/b1");
 	SKY_EXPECT(p && p->retained && p->qos == 1 && p->len == 4);
 	/* nothing anywhere but alice's topics */
@@ -78,15 +78,15 @@ SKY_TEST(metrics_and_parts_go_to_the_owner_only)
 		       "%s", p ? p->data : "(none)");
 	/* a job nobody owns is not relayed */
 	int before = svc_fake_n_pubs;
-	svc_relay_part(s, "nobodys", "b1", (const unsigned char *)"PART", 4);
+	svc_relay_part(s, "nobodys", "b1", NULL, (const unsigned char *)"PART", 4);
 	SKY_EXPECT_EQ(svc_fake_n_pubs, before);
 }
 
 SKY_TEST(a_resubmit_by_the_owner_clears_what_was_retained)
 {
 	svc *s = alice_runs_ja("relay2");
-	svc_relay_part(s, "ja", "b1", (const unsigned char *)"PART", 4);
-	svc_relay_part(s, "ja", "b1", (const unsigned char *)"PART", 4);
+	svc_relay_part(s, "ja", "b1", NULL, (const unsigned char *)"PART", 4);
+	svc_relay_part(s, "ja", "b1", NULL, (const unsigned char *)"PART", 4);
 	svc_relay_state_msg(s, "ja", "sky-op-alice", 5, "done", NULL);
 	svc_fake_n_pubs = 0;
 	const char *again = "{\"job\":\"ja\",\"model\":\"tiny\",\"submit_id\":\"00000000a2\"}";
@@ -98,13 +98,33 @@ SKY_TEST(a_resubmit_by_the_owner_clears_what_was_retained)
 	p = svc_fake_last("sky/v1/jobs/sky-op-alice/job/ja/state");
 	SKY_EXPECT(p && p->retained && p->len == 0);
 	/* bob's resubmit of it is refused, and clears nothing */
-	svc_relay_part(s, "ja", "b1", (const unsigned char *)"PART", 4);
+	svc_relay_part(s, "ja", "b1", NULL, (const unsigned char *)"PART", 4);
 	svc_fake_n_pubs = 0;
 	svc_submit_on_msg(s, "sky-op-bob", again, strlen(again));
 	SKY_EXPECT_EQ(n_on("sky/v1/jobs/sky-op-alice/job/ja/part/b1"), 0);
 	p = svc_fake_last("sky/v1/jobs/sky-op-bob/reply");
 	SKY_EXPECT_MSG(p && strstr(p->data, "job ja belongs to another operator"), "%s",
 		       p ? p->data : "(none)");
+}
+
+SKY_TEST(a_parts_chunks_are_relayed_under_their_index_and_cleared_by_a_resubmit)
+{
+	svc *s = alice_runs_ja("relay_chunks");
+	svc_relay_part(s, "ja", "b1", "0", (const unsigned char *)"C0", 2);
+	svc_relay_part(s, "ja", "b1", "1", (const unsigned char *)"C1", 2);
+	const svc_fake_pub *p = svc_fake_last("sky/v1/jobs/sky-op-alice/job/ja/part/b1/1");
+	SKY_EXPECT(p && p->retained && p->qos == 1 && p->len == 2 && !memcmp(p->data, "C1", 2));
+	SKY_EXPECT(svc_fake_last("sky/v1/jobs/sky-op-alice/job/ja/part/b1/0") != NULL);
+	SKY_EXPECT(svc_fake_last("sky/v1/jobs/sky-op-alice/job/ja/part/b1") == NULL);
+	svc_fake_n_pubs = 0;
+	const char *again = "{\"job\":\"ja\",\"model\":\"tiny\",\"submit_id\":\"00000000a3\"}";
+	svc_submit_on_msg(s, "sky-op-alice", again, strlen(again));
+	for (int i = 0; i < 2; i++) {
+		char t[96];
+		snprintf(t, sizeof t, "sky/v1/jobs/sky-op-alice/job/ja/part/b1/%d", i);
+		p = svc_fake_last(t);
+		SKY_EXPECT_MSG(p && p->retained && p->len == 0, "%s not cleared", t);
+	}
 }
 
 SKY_TEST(only_the_owner_cancels)

@@ -3,7 +3,8 @@
  * Both connect with the operator identity (DIR/operator.crt) and read what
  * skyplan relays of the job to its owner, on sky/v1/jobs/<operator CN>/
  * job/<job>/{metrics,part/<board>,state} (the ACL lets an operator read
- * only its own), and the job's signed plan (retained, verified with
+ * only its own; a part over the message limit comes as chunks on
+ * part/<board>/<i>, sky_partchunk.h), and the job's signed plan (retained, verified with
  * DIR/planner.crt) to know its stages. */
 #include "job_follow.h"
 #include "train_data.h"
@@ -21,6 +22,7 @@
 #include "sky_layer.h"
 #include "sky_mqtt.h"
 #include "sky_opt.h"
+#include "sky_partchunk.h"
 #include "sky_planmsg.h"
 #include "sky_rng.h"
 #include "sky_safetensors.h"
@@ -176,6 +178,14 @@ typedef struct part {
 /* sky/v1/jobs/<op>/job/<job>/part/<board>: longer than SKY_TOPIC_BUF with
  * 64-byte names */
 #define RELAY_TOPIC_BUF 256
+/* parts being rebuilt from chunks at once: one per board of a chunked
+ * part, and room for an older epoch's chunks still retained */
+#define CHUNKED_SLOTS 8
+
+typedef struct chunked {
+	char board[SKY_TOPIC_SEGMENT_MAX + 1];
+	sky_part_rx rx;
+} chunked;
 
 typedef struct follow {
 	sky_mutex lock;
@@ -200,12 +210,97 @@ typedef struct follow {
 	part parts[SKY_PLANMSG_MAX_STAGES];
 	char part_board[SKY_PLANMSG_MAX_STAGES][SKY_TOPIC_SEGMENT_MAX + 1];
 	int n_parts;
+	char chunk_filter[RELAY_TOPIC_BUF];
+	chunked chunked[CHUNKED_SLOTS];
+	char chunk_err[300]; /* why the last chunk was not taken */
 	/* how to connect again after the broker went away (reconnect) */
 	sky_mqtt_opts mo;
 	char ca[600], crt[600], key[600], client[48], broker[300];
 } follow;
 
 static follow g_f;
+
+/* The epoch a part's metadata names (-1: none). */
+static long long part_epoch(const unsigned char *b, size_t len)
+{
+	sky_st_file st;
+	sky_st_init(&st);
+	const char *pe;
+	long long e = -1;
+	if (sky_st_parse(&st, b, len, NULL) == 0 && (pe = sky_st_meta_get(&st, "sky_epoch")))
+		e = atoll(pe);
+	sky_st_close(&st);
+	return e;
+}
+
+/* b (malloc, len bytes) becomes board's part unless the one it has is of
+ * a later epoch (an older run's chunks may still be retained). Takes b. */
+static void set_part(follow *f, const char *board, unsigned char *b, size_t len)
+{
+	int i = 0;
+	while (i < f->n_parts && strcmp(f->part_board[i], board))
+		i++;
+	if (i == f->n_parts) {
+		if (f->n_parts == SKY_PLANMSG_MAX_STAGES) {
+			free(b);
+			return;
+		}
+		f->n_parts++;
+	} else if (part_epoch(f->parts[i].bytes, f->parts[i].len) > part_epoch(b, len)) {
+		free(b);
+		return;
+	} else {
+		free(f->parts[i].bytes);
+	}
+	snprintf(f->part_board[i], sizeof f->part_board[i], "%s", board);
+	f->parts[i] = (part){b, len};
+}
+
+/* A chunk of a part (rest: "<board>/<i>" after the part prefix): checked,
+ * and into the slot rebuilding its part; the whole part when it is. */
+static void take_chunk(follow *f, const char *rest, const unsigned char *p, size_t len)
+{
+	char board[SKY_TOPIC_SEGMENT_MAX + 1];
+	const char *slash = strchr(rest, '/');
+	uint32_t idx;
+	sky_chunk c;
+	sky_diag d;
+	sky_diag_clear(&d);
+	if (!slash || (size_t)(slash - rest) >= sizeof board)
+		return;
+	memcpy(board, rest, (size_t)(slash - rest));
+	board[slash - rest] = '\0';
+	if (!sky_topic_segment_ok(board) || sky_partchunk_index(slash + 1, &idx) != 0)
+		return;
+	if (sky_partchunk_check(p, len, idx, &c, &d) != 0) {
+		snprintf(f->chunk_err, sizeof f->chunk_err, "chunk %u of %s's part: %.200s", idx, board,
+			 d.msg);
+		return;
+	}
+	chunked *slot = NULL, *free_slot = NULL;
+	for (int i = 0; i < CHUNKED_SLOTS && !slot; i++) {
+		chunked *k = &f->chunked[i];
+		if (k->rx.buf && !strcmp(k->board, board) && sky_part_rx_same(&k->rx, &c))
+			slot = k;
+		else if (!k->rx.buf && !free_slot)
+			free_slot = k;
+	}
+	if (!slot && !(slot = free_slot)) {
+		snprintf(f->chunk_err, sizeof f->chunk_err,
+			 "chunk %u of %s's part: more than %d parts being rebuilt at once", idx, board,
+			 CHUNKED_SLOTS);
+		return;
+	}
+	snprintf(slot->board, sizeof slot->board, "%s", board);
+	int rc = sky_part_rx_take(&slot->rx, &c, &d);
+	if (rc < 0) {
+		snprintf(f->chunk_err, sizeof f->chunk_err, "%s's part: %.200s", board, d.msg);
+	} else if (rc == 1) {
+		size_t n;
+		unsigned char *b = sky_part_rx_release(&slot->rx, &n);
+		set_part(f, board, b, n);
+	}
+}
 
 static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char *p, size_t len,
 		   int retained)
@@ -239,20 +334,14 @@ static void on_msg(void *ctx, const char *topic, size_t tl, const unsigned char 
 			f->line_len[f->n_lines++] = len;
 		}
 	} else if (!strncmp(topic, f->part_prefix, pl) && sky_topic_segment_ok(topic + pl) &&
-		   f->n_parts < SKY_PLANMSG_MAX_STAGES && len > 0) {
+		   len > 0) {
 		unsigned char *b = malloc(len);
 		if (b) {
 			memcpy(b, p, len);
-			int i = 0;
-			while (i < f->n_parts && strcmp(f->part_board[i], topic + pl))
-				i++;
-			if (i == f->n_parts)
-				f->n_parts++;
-			else
-				free(f->parts[i].bytes);
-			snprintf(f->part_board[i], sizeof f->part_board[i], "%s", topic + pl);
-			f->parts[i] = (part){b, len};
+			set_part(f, topic + pl, b, len);
 		}
+	} else if (!strncmp(topic, f->part_prefix, pl) && len > 0) {
+		take_chunk(f, topic + pl, p, len);
 	}
 	sky_mutex_unlock(&f->lock);
 }
@@ -285,7 +374,9 @@ static sky_mqtt *connect_follow(const char *cmd, const follow_opts *o, follow *f
 	    sky_topic_jobs_job(f->state_topic, sizeof f->state_topic, f->op, o->job, SKY_TOPIC_STATE,
 			       NULL) != 0 ||
 	    sky_topic_jobs_job(f->part_filter, sizeof f->part_filter, f->op, o->job, SKY_TOPIC_PART,
-			       "+") != 0) {
+			       "+") != 0 ||
+	    sky_topic_jobs_job(f->chunk_filter, sizeof f->chunk_filter, f->op, o->job,
+			       SKY_TOPIC_PART "/+", "+") != 0) {
 		if (!crc)
 			sky_diag_set(d, SKY_EINVAL, "operator %s, job %s: names too long for a topic",
 				     f->op, o->job);
@@ -723,7 +814,8 @@ int sky_job_collect(int argc, char **argv)
 		}
 	sky_mqtt *m = connect_follow("collect", &o, f, &d);
 	if (!m || sky_mqtt_subscribe(m, f->plan_topic, 1, 5000, &d) != 0 ||
-	    sky_mqtt_subscribe(m, f->part_filter, 1, 5000, &d) != 0) {
+	    sky_mqtt_subscribe(m, f->part_filter, 1, 5000, &d) != 0 ||
+	    sky_mqtt_subscribe(m, f->chunk_filter, 1, 5000, &d) != 0) {
 		fprintf(stderr, "sky job collect: %s\n", d.msg);
 		goto exit;
 	}
@@ -732,9 +824,9 @@ int sky_job_collect(int argc, char **argv)
 	int have = 0;
 	sky_mqtt_backoff backoff; /* 0.25 s doubling to 2 s, jittered */
 	sky_mqtt_backoff_init(&backoff, 250, 2000, sky_clock_ns());
-	const char *const filters[] = {f->plan_topic, f->part_filter};
+	const char *const filters[] = {f->plan_topic, f->part_filter, f->chunk_filter};
 	while (sky_clock_s() < end) {
-		if (!reconnect_follow(f, &m, &backoff, &next_try, filters, 2)) {
+		if (!reconnect_follow(f, &m, &backoff, &next_try, filters, 3)) {
 			sky_sleep_ms(50);
 			continue;
 		}
@@ -761,6 +853,9 @@ int sky_job_collect(int argc, char **argv)
 				? "; skyplan relays a job's parts only to the operator that "
 				  "submitted it, once each stage has sent its part"
 				: "");
+		if (f->chunk_err[0])
+			fprintf(stderr, "sky job collect: a part's chunks were refused: %s\n",
+				f->chunk_err);
 		goto unlock;
 	}
 	files = calloc((size_t)p->n_stages, sizeof *files);
@@ -856,6 +951,8 @@ exit:
 	free(names);
 	for (int i = 0; i < f->n_parts; i++)
 		free(f->parts[i].bytes);
+	for (int i = 0; i < CHUNKED_SLOTS; i++)
+		sky_part_rx_free(&f->chunked[i].rx);
 	for (int i = 0; i < o.n_part_files; i++)
 		free(local[i].bytes);
 	mbedtls_x509_crt_free(&f->planner);
